@@ -1,0 +1,79 @@
+"""KELab: a Python framework for 2D simulations that people both play and learn in.
+
+Use it as ``import kelab as ke``. Every public name is listed in ``__all__`` and
+imported lazily on first use, so ``import kelab`` stays fast and does not pull in
+pygame, moderngl or gymnasium until a part that needs them is touched.
+
+Example:
+    >>> import kelab as ke
+    >>> ke.SimulationTimingConfig(sim_dt=1 / 120, decimation=2).control_hz
+    60.0
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (the one place that maps the API to the layout)
+_EXPORTS: dict[str, str] = {
+    # timing
+    "SimulationTimingConfig": "kelab.timing.config",
+    "SimulationRunConfig": "kelab.timing.config",
+    "RunMode": "kelab.timing.config",
+    "TimeMode": "kelab.timing.config",
+    "FixedStepClock": "kelab.timing.clock",
+    "SimulationPacer": "kelab.timing.pacer",
+    "precise_sleep": "kelab.timing.pacer",
+    "Phase": "kelab.timing.timeline",
+    "Timeline": "kelab.timing.timeline",
+    "TimeRunner": "kelab.timing.timeline",
+    "Binding": "kelab.timing.timeline",
+    "StepResult": "kelab.timing.timeline",
+    "ExecutionOrder": "kelab.timing.timeline",
+    # sim: scene description
+    "Scene": "kelab.sim.scene",
+    "SceneBuilder": "kelab.sim.scene",
+    "Pose": "kelab.sim.scene",
+    "Circle": "kelab.sim.scene",
+    "Box": "kelab.sim.scene",
+    "Polygon": "kelab.sim.scene",
+    "Segment": "kelab.sim.scene",
+    "Material": "kelab.sim.scene",
+    "Prop": "kelab.sim.scene",
+    "Terrain": "kelab.sim.scene",
+    "Robot": "kelab.sim.scene",
+    "RobotDescription": "kelab.sim.scene",
+    "BodySpec": "kelab.sim.scene",
+    "RevoluteJoint": "kelab.sim.scene",
+    "PrismaticJoint": "kelab.sim.scene",
+    "FixedJoint": "kelab.sim.scene",
+    "SpringJoint": "kelab.sim.scene",
+    "EffortActuator": "kelab.sim.scene",
+    "PDActuator": "kelab.sim.scene",
+    "RenderHint": "kelab.sim.scene",
+    "Asset": "kelab.sim.assets",
+    # sim: runtime
+    "SensorConfig": "kelab.sim.sensors",
+    "SensorPipeline": "kelab.sim.sensors",
+    "World": "kelab.sim.world",
+    "Snapshot": "kelab.sim.snapshot",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use (PEP 562)."""
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'kelab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # cache: the next access skips this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

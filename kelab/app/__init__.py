@@ -1,0 +1,1 @@
+"""KELab app layer (see docs/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""KELab render layer (see docs/DESIGN.md)."""

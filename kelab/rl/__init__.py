@@ -1,0 +1,1 @@
+"""KELab rl layer (see docs/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""KELab sim layer (see docs/DESIGN.md)."""

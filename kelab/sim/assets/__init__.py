@@ -1,0 +1,1 @@
+"""KELab sim/assets layer (see docs/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""KELab tasks layer (see docs/DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""KELab timing layer (see docs/DESIGN.md)."""
