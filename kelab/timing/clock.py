@@ -1,0 +1,219 @@
+"""FixedStepClock: the App's wall-time accumulator for fixed-step simulation.
+
+`tick(fixed_update)` is called once per rendered frame. It adds the wall time since the
+previous tick (times `time_scale`) to an accumulator and calls ``fixed_update(step_dt)``
+once per whole step accumulated, so physics runs at a fixed rate whatever the frame rate.
+Time is accumulated in exact integer nanoseconds and `fractions.Fraction` steps, so ten
+0.05 s frames at a 0.02 s step run exactly 25 steps.
+
+Driving a `Timeline`: `FixedStepClock.for_timeline(timeline)` makes a clock whose step is
+the timeline's tick (the grid every runner boundary lies on, 1/150 s for 50 Hz + 30 Hz);
+`tick_timeline(timeline)` then runs every boundary up to the accumulated time, so each
+runner fires at its own rate and the frame loop never sees uneven steps. See
+docs/timing.md.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from fractions import Fraction
+
+from kelab.timing.config import TimeMode
+from kelab.timing.timeline import Timeline, to_fraction
+
+__all__ = ["FixedStepClock"]
+
+_NS_PER_S = 1_000_000_000
+
+
+class FixedStepClock:
+    """Accumulates wall time and runs zero or more fixed steps per rendered frame.
+
+    Args:
+        step_dt: Seconds per fixed step (float, or a Fraction for exact thirds).
+        time_mode: How simulated time follows wall time under load (see `TimeMode`).
+        max_steps_per_frame: The most steps one tick runs in the real-time modes.
+        clock: Returns the current wall time in seconds (inject a fake one in tests).
+        steps_per_frame: Steps per tick in `TimeMode.SIM_HIGH_PERF`.
+        time_scale: Simulated seconds per wall second (> 0).
+
+    Example:
+        >>> t = iter([0.0, 0.05, 0.10])
+        >>> clock = FixedStepClock(0.02, clock=lambda: next(t))
+        >>> [clock.tick(lambda dt: None) for _ in range(3)], clock.alpha
+        ([0, 2, 3], 0.0)
+    """
+
+    def __init__(
+        self,
+        step_dt: float | Fraction,
+        *,
+        time_mode: TimeMode = TimeMode.SIM_REALTIME,
+        max_steps_per_frame: int = 8,
+        clock: Callable[[], float] = time.perf_counter,
+        steps_per_frame: int = 1,
+        time_scale: float = 1.0,
+    ) -> None:
+        step = to_fraction(step_dt, "FixedStepClock.step_dt")
+        if step <= 0:
+            raise ValueError(f"FixedStepClock.step_dt must be > 0 seconds, got {step_dt!r}")
+        if not isinstance(time_mode, TimeMode):
+            raise ValueError(
+                f"FixedStepClock.time_mode must be a TimeMode "
+                f"({', '.join(m.name for m in TimeMode)}), got {time_mode!r}"
+            )
+        for field, value in (
+            ("max_steps_per_frame", max_steps_per_frame),
+            ("steps_per_frame", steps_per_frame),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"FixedStepClock.{field} must be an int >= 1, got {value!r}")
+        self._step = step
+        self._step_ns = step * _NS_PER_S  # Fraction of nanoseconds
+        self.step_dt = float(step)
+        self.time_mode = time_mode
+        self.max_steps_per_frame = max_steps_per_frame
+        self.steps_per_frame = steps_per_frame
+        self._clock = clock
+        self.time_scale = time_scale
+        self._last_ns: int | None = None
+        self._acc_ns = Fraction(0)  # scaled nanoseconds not yet simulated
+        self._pending_single_steps = 0
+        self.paused = False
+        self.steps = 0
+        self.frames = 0
+        self.alpha = 0.0
+        self.last_frame_steps = 0
+        self.skipped_time = 0.0  # GAME_REALTIME: simulated seconds jumped over
+        self.dropped_time = 0.0  # SIM_REALTIME: backlog seconds dropped (sim slowed down)
+        self._skipped = Fraction(0)
+        self._dropped = Fraction(0)
+
+    @classmethod
+    def for_timeline(cls, timeline: Timeline, **kwargs: object) -> FixedStepClock:
+        """A clock whose step is the timeline's tick, to drive it with `tick_timeline`."""
+        return cls(Fraction(1, timeline.tick_hz), **kwargs)
+
+    # -- controls --------------------------------------------------------------------------
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per wall second (> 0); 0.5 runs at half speed."""
+        return float(self._scale)
+
+    @time_scale.setter
+    def time_scale(self, value: float) -> None:
+        scale = to_fraction(value, "FixedStepClock.time_scale")
+        if scale <= 0:
+            raise ValueError(
+                f"FixedStepClock.time_scale must be > 0 (use pause() to stop time), got {value!r}"
+            )
+        self._scale = scale
+
+    def pause(self) -> None:
+        """Stop simulated time: ticks run no steps until `resume()` (or `step_once()`)."""
+        self.paused = True
+
+    def resume(self) -> None:
+        """Resume simulated time from now; the paused wall time is not simulated."""
+        self.paused = False
+        self._last_ns = None  # the next tick restarts the wall-time reference
+
+    def step_once(self) -> None:
+        """While paused, make the next tick run exactly one step."""
+        self._pending_single_steps += 1
+
+    def reset(self) -> None:
+        """Forget accumulated wall time; the next tick starts the clock again."""
+        self._last_ns = None
+        self._acc_ns = Fraction(0)
+        self.alpha = 0.0
+
+    @property
+    def sim_time(self) -> float:
+        """Simulated seconds: ``steps * step_dt`` plus any time skipped in GAME_REALTIME."""
+        return float(self.steps * self._step + self._skipped)
+
+    @property
+    def sim_time_exact(self) -> Fraction:
+        """`sim_time` as an exact Fraction."""
+        return self.steps * self._step + self._skipped
+
+    # -- the frame tick --------------------------------------------------------------------
+    def steps_due(self) -> int:
+        """Read the wall clock and return how many steps this frame runs (consumes time).
+
+        Most users call `tick`; the App uses this to interleave its own work per step.
+        """
+        now_ns = round(self._clock() * _NS_PER_S)
+        self.frames += 1
+        if self._last_ns is None:  # the first tick only starts the clock
+            self._last_ns = now_ns
+            elapsed = 0
+        else:
+            elapsed = max(0, now_ns - self._last_ns)
+            self._last_ns = now_ns
+
+        if self.paused:
+            single = self._pending_single_steps
+            self._pending_single_steps = 0
+            return self._finish(single)
+        if self.time_mode is TimeMode.SIM_HIGH_PERF:
+            return self._finish(self.steps_per_frame)
+
+        self._acc_ns += elapsed * self._scale
+        due = math.floor(self._acc_ns / self._step_ns)
+        run = min(due, self.max_steps_per_frame)
+        self._acc_ns -= due * self._step_ns
+        if due > run:
+            backlog = (due - run) * self._step
+            if self.time_mode is TimeMode.GAME_REALTIME:
+                self._skipped += backlog  # simulated time jumps over what was not run
+                self.skipped_time = float(self._skipped)
+            else:
+                self._dropped += backlog  # the simulation slows down instead
+                self.dropped_time = float(self._dropped)
+        return self._finish(run)
+
+    def _finish(self, run: int) -> int:
+        self.steps += run
+        self.last_frame_steps = run
+        if self.paused or self.time_mode is TimeMode.SIM_HIGH_PERF:
+            self.alpha = 0.0
+        else:
+            self.alpha = float(self._acc_ns / self._step_ns)
+        return run
+
+    def tick(self, fixed_update: Callable[[float], object]) -> int:
+        """Run this frame's fixed steps: ``fixed_update(step_dt)`` zero or more times.
+
+        Returns:
+            How many steps ran.
+        """
+        run = self.steps_due()
+        dt = self.step_dt
+        for _ in range(run):
+            fixed_update(dt)
+        return run
+
+    def tick_timeline(self, timeline: Timeline) -> int:
+        """Run this frame's steps on ``timeline``: every boundary up to the simulated time.
+
+        Each clock step advances the timeline by one step of this clock (one tick of a
+        clock made by `for_timeline`); boundaries that fall inside run with their own
+        runners and phases. Time the GAME_REALTIME mode skipped is skipped on the timeline
+        too (its boundaries do not run).
+
+        Returns:
+            How many clock steps ran.
+        """
+        skipped_before = self._skipped
+        run = self.steps_due()
+        skipped = self._skipped - skipped_before
+        if skipped:
+            timeline.skip(skipped)
+        step = self._step
+        for _ in range(run):
+            timeline.advance(step)
+        return run

@@ -1,0 +1,209 @@
+"""Timing and run configuration: how fast the simulation steps and how it meets wall time.
+
+`SimulationTimingConfig` defines rates and intervals; `SimulationRunConfig` defines how an
+externally stepped loop (the RL environments) relates them to wall time. `TimeMode` selects
+how the App's `FixedStepClock` follows wall time. See docs/timing.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+
+__all__ = ["RunMode", "SimulationRunConfig", "SimulationTimingConfig", "TimeMode"]
+
+# Ratios within this relative distance of an integer are that integer: 5.0 s / (1/60 s)
+# is 300 even when float rounding makes it 300.00000000000006.
+_RATIO_TOLERANCE = 1e-9
+
+
+def _is_real_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def ceil_ratio(numerator: float, denominator: float) -> int:
+    """Return ``ceil(numerator / denominator)``, treating near-integers as integers.
+
+    Args:
+        numerator: A finite non-negative number of seconds.
+        denominator: A finite positive number of seconds.
+
+    Returns:
+        The smallest integer count of ``denominator`` intervals covering ``numerator``.
+
+    Example:
+        >>> ceil_ratio(5.0, 1 / 60)
+        300
+    """
+    ratio = numerator / denominator
+    nearest = round(ratio)
+    if abs(ratio - nearest) <= _RATIO_TOLERANCE * max(1.0, abs(nearest)):
+        return int(nearest)
+    return math.ceil(ratio)
+
+
+@dataclass(frozen=True)
+class SimulationTimingConfig:
+    """Rates and intervals of a simulation: physics step, control decimation, horizon.
+
+    Attributes:
+        sim_dt: Physics time step in seconds (> 0, finite).
+        decimation: Physics steps per environment (control) step (an int >= 1).
+        episode_length_s: Episode horizon in seconds (> 0), or None for no time limit.
+
+    Example:
+        >>> timing = SimulationTimingConfig(sim_dt=1 / 120, decimation=2, episode_length_s=5.0)
+        >>> timing.physics_hz, timing.control_hz, timing.max_episode_length
+        (120.0, 60.0, 300)
+    """
+
+    sim_dt: float
+    decimation: int = 1
+    episode_length_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not _is_real_number(self.sim_dt) or not math.isfinite(self.sim_dt) or self.sim_dt <= 0:
+            raise ValueError(
+                f"SimulationTimingConfig.sim_dt must be a finite number of seconds > 0, "
+                f"got {self.sim_dt!r}; for 120 Hz physics pass sim_dt=1/120"
+            )
+        if (
+            not isinstance(self.decimation, int)
+            or isinstance(self.decimation, bool)
+            or self.decimation < 1
+        ):
+            raise ValueError(
+                f"SimulationTimingConfig.decimation must be an int >= 1 (physics steps per "
+                f"environment step), got {self.decimation!r}"
+            )
+        length = self.episode_length_s
+        if length is not None and (
+            not _is_real_number(length) or not math.isfinite(length) or length <= 0
+        ):
+            raise ValueError(
+                f"SimulationTimingConfig.episode_length_s must be None (no time limit) or a "
+                f"finite number of seconds > 0, got {length!r}"
+            )
+
+    @property
+    def physics_hz(self) -> float:
+        """Physics steps per simulated second: ``1 / sim_dt``."""
+        return 1.0 / self.sim_dt
+
+    @property
+    def step_dt(self) -> float:
+        """Seconds of simulated time per environment step: ``sim_dt * decimation``."""
+        return self.sim_dt * self.decimation
+
+    @property
+    def step_hz(self) -> float:
+        """Environment steps per simulated second: ``1 / step_dt``."""
+        return 1.0 / self.step_dt
+
+    @property
+    def control_hz(self) -> float:
+        """The policy's control rate; the same as `step_hz`."""
+        return self.step_hz
+
+    @property
+    def max_episode_length(self) -> int | None:
+        """Env steps per episode, ``ceil(episode_length_s / step_dt)``; None if unlimited."""
+        if self.episode_length_s is None:
+            return None
+        return ceil_ratio(self.episode_length_s, self.step_dt)
+
+
+class RunMode(enum.Enum):
+    """How an externally stepped loop relates simulated time to wall time."""
+
+    HEADLESS_FAST = "HEADLESS_FAST"
+    """No rendering, no waiting: RL training and benchmarks."""
+    OFFSCREEN_FAST = "OFFSCREEN_FAST"
+    """Offscreen rendering when ``render()`` is called, no waiting: capture and evaluation."""
+    PACED = "PACED"
+    """A human window, waiting for wall time when ahead, never catching up when behind."""
+
+
+_RENDER_MODE_OF: dict[RunMode, str | None] = {
+    RunMode.HEADLESS_FAST: None,
+    RunMode.OFFSCREEN_FAST: "rgb_array",
+    RunMode.PACED: "human",
+}
+
+
+@dataclass(frozen=True)
+class SimulationRunConfig:
+    """The run mode of an externally stepped loop (a `DirectRLEnv` or `LearningEnv`).
+
+    Attributes:
+        mode: A `RunMode`, or its name as a string in any letter case (``"paced"``).
+
+    Example:
+        >>> cfg = SimulationRunConfig(mode="paced")
+        >>> cfg.mode, cfg.render_mode, cfg.waits_for_wall_clock, cfg.catches_up
+        (<RunMode.PACED: 'PACED'>, 'human', True, False)
+    """
+
+    mode: RunMode = RunMode.HEADLESS_FAST
+
+    def __post_init__(self) -> None:
+        mode = self.mode
+        if isinstance(mode, str):
+            try:
+                mode = RunMode[mode.strip().upper()]
+            except KeyError:
+                mode = None
+        if not isinstance(mode, RunMode):
+            valid = ", ".join(m.name for m in RunMode)
+            raise ValueError(
+                f"SimulationRunConfig.mode must be one of {valid} (a RunMode or its name in "
+                f"any letter case), got {self.mode!r}"
+            )
+        object.__setattr__(self, "mode", mode)
+
+    @classmethod
+    def from_render_mode(cls, render_mode: str | None) -> SimulationRunConfig:
+        """Return the default run config for a Gymnasium ``render_mode``.
+
+        None -> HEADLESS_FAST, ``"human"`` -> PACED, ``"rgb_array"`` -> OFFSCREEN_FAST.
+
+        Raises:
+            ValueError: For any other render mode.
+        """
+        if render_mode is None or isinstance(render_mode, str):
+            for mode, mapped in _RENDER_MODE_OF.items():
+                if render_mode == mapped:
+                    return cls(mode=mode)
+        raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+
+    @property
+    def render_mode(self) -> str | None:
+        """The Gymnasium render mode this run mode requires (None, "rgb_array" or "human")."""
+        return _RENDER_MODE_OF[self.mode]
+
+    @property
+    def renders(self) -> bool:
+        """Whether this mode renders at all."""
+        return self.mode is not RunMode.HEADLESS_FAST
+
+    @property
+    def waits_for_wall_clock(self) -> bool:
+        """Whether a step that finished early waits for wall time (only PACED)."""
+        return self.mode is RunMode.PACED
+
+    @property
+    def catches_up(self) -> bool:
+        """Whether late steps are followed by catch-up bursts: never, in every mode."""
+        return False
+
+
+class TimeMode(enum.Enum):
+    """How the App's `FixedStepClock` advances simulated time relative to wall time."""
+
+    GAME_REALTIME = "GAME_REALTIME"
+    """Follows wall time and skips simulated time under load (non-deterministic)."""
+    SIM_REALTIME = "SIM_REALTIME"
+    """Never ahead of wall time; slows down rather than skipping under load (deterministic)."""
+    SIM_HIGH_PERF = "SIM_HIGH_PERF"
+    """Ignores wall time; runs a fixed number of steps per frame as fast as possible."""

@@ -1,0 +1,467 @@
+"""Several fixed-rate time runners on one exact timeline, with phases and priorities.
+
+Every runner fires on the multiples of its period, starting at t = 0. Where runners
+coincide they run as one shared step, interleaved by phase: all ACQUISITION callbacks of
+every stepping runner, then all CONTROL ones, and so on; inside a phase lower priority runs
+first and equal priorities run in binding order. Each callback receives its own runner's
+step ``ts`` in seconds.
+
+Time is exact: it is counted in integer ticks of a common base of ``tick_hz`` ticks per
+second (the least common multiple of the runners' rates, as fractions), so a 50 Hz and a
+30 Hz runner share a boundary every 100 ms forever. See docs/timing.md.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import NamedTuple
+
+__all__ = [
+    "Binding",
+    "ExecutionOrder",
+    "ExecutionOrderRow",
+    "Phase",
+    "StepResult",
+    "TimeRunner",
+    "Timeline",
+    "to_fraction",
+]
+
+MAX_RUNNERS = 8
+MIN_HZ = Fraction(1, 100)
+MAX_HZ = Fraction(1000)
+DEFAULT_NEW_RUNNER_HZ = 60.0
+#: Default priority of an "OnUpdate"-style callback: before controllers at 0.
+ON_UPDATE_PRIORITY = -200
+DEFAULT_PRIORITY = 0
+
+
+class Phase(enum.IntEnum):
+    """The five phases of every step, in execution order."""
+
+    ACQUISITION = 0
+    CONTROL = 1
+    PHYSICS = 2
+    VALIDATION = 3
+    EXPORT = 4
+
+
+def to_fraction(value: float | int | Fraction | str, field: str = "value") -> Fraction:
+    """Convert a number to an exact Fraction the way a person reads it.
+
+    Floats go through their shortest decimal repr, so ``0.1`` is exactly 1/10 and ``1/30``
+    (a float) is its 17-digit decimal; pass a `Fraction` for exact thirds.
+
+    Raises:
+        ValueError: For NaN, infinities, booleans and non-numbers.
+    """
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError(f"{field} must be a number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{field} must be finite, got {value!r}")
+    try:
+        return Fraction(repr(value) if isinstance(value, float) else value)
+    except (ValueError, ZeroDivisionError) as exc:
+        raise ValueError(f"{field} must be a number, got {value!r}") from exc
+
+
+class TimeRunner:
+    """A fixed-rate clock on the timeline. Created by `Timeline.add_runner`.
+
+    Attributes:
+        name: Unique runner name.
+        hz: Exact rate as a Fraction.
+        ts: The runner's own step in float seconds (what its callbacks receive).
+        steps: How many times this runner has fired.
+    """
+
+    __slots__ = ("_next_tick", "_period_ticks", "hz", "name", "steps", "ts")
+
+    def __init__(self, name: str, hz: Fraction) -> None:
+        self.name = name
+        self.hz = hz
+        self.ts = float(1 / hz)
+        self.steps = 0
+        self._period_ticks = 0
+        self._next_tick = 0
+
+    @property
+    def hz_float(self) -> float:
+        """The rate in float Hz."""
+        return float(self.hz)
+
+    def __repr__(self) -> str:
+        return f"TimeRunner({self.name!r}, hz={float(self.hz):g})"
+
+
+@dataclass(eq=False)
+class Binding:
+    """A callback bound to a runner and phase; `unbind()` removes it."""
+
+    callback: Callable[[float], object]
+    runner: str
+    phase: Phase
+    priority: int
+    name: str
+    order: int
+    _timeline: Timeline | None = None
+
+    def unbind(self) -> None:
+        """Remove this binding from its timeline (idempotent)."""
+        if self._timeline is not None:
+            self._timeline._unbind(self)
+            self._timeline = None
+
+    @property
+    def bound(self) -> bool:
+        """Whether the binding is still active."""
+        return self._timeline is not None
+
+
+class StepResult(NamedTuple):
+    """One executed boundary: its exact time and the runners that stepped."""
+
+    time: Fraction
+    runners: tuple[str, ...]
+
+
+class ExecutionOrderRow(NamedTuple):
+    """One bound callback in execution order."""
+
+    phase: Phase
+    priority: int
+    name: str
+    runner: str
+    hz: float
+
+
+class ExecutionOrder(tuple):
+    """Every bound callback grouped by phase and sorted by priority; `str` is a table."""
+
+    def __str__(self) -> str:
+        header = ("phase", "priority", "callback", "runner", "Hz")
+        rows = [(r.phase.name, str(r.priority), r.name, r.runner, f"{r.hz:g}") for r in self]
+        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))
+        out = [line, "  ".join("-" * w for w in widths)]
+        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) for row in rows]
+        return "\n".join(out)
+
+
+class Timeline:
+    """Fixed-rate runners on one exact timeline.
+
+    A new timeline has the runners ``"Robot"`` (50 Hz) and ``"Capture"`` (30 Hz).
+
+    Example:
+        >>> tl = Timeline()
+        >>> calls = []
+        >>> _ = tl.bind(lambda ts: calls.append(("robot", ts)), runner="Robot")
+        >>> _ = tl.bind(lambda ts: calls.append(("capture", ts)), runner="Capture")
+        >>> _ = tl.advance(0.1)  # boundaries at 0, 20, 33, 40, 60, 67, 80, 100 ms
+        >>> len(calls), tl.time
+        (10, Fraction(1, 10))
+    """
+
+    def __init__(self, *, default_runners: bool = True) -> None:
+        self._runners: dict[str, TimeRunner] = {}
+        self._bindings: list[Binding] = []
+        self._next_order = 0
+        self._tick_hz = 1  # ticks per second: lcm of the runners' rate numerators
+        self._time_ticks = 0  # current time
+        self._done_ticks = -1  # last executed boundary (-1: none yet)
+        self._plans: dict[frozenset[str], tuple[tuple[Callable, float, Binding], ...]] = {}
+        self._current: Binding | None = None
+        if default_runners:
+            self.add_runner("Robot", 50)
+            self.add_runner("Capture", 30)
+
+    # -- runners ---------------------------------------------------------------------------
+    @property
+    def runners(self) -> dict[str, TimeRunner]:
+        """The runners by name, in the order they were added (a copy)."""
+        return dict(self._runners)
+
+    def runner(self, name: str) -> TimeRunner:
+        """Return the runner called ``name``.
+
+        Raises:
+            KeyError: Naming the known runners.
+        """
+        try:
+            return self._runners[name]
+        except KeyError:
+            raise KeyError(
+                f"no time runner named {name!r}; the runners are {list(self._runners)}"
+            ) from None
+
+    def add_runner(self, name: str, hz: float | Fraction = DEFAULT_NEW_RUNNER_HZ) -> TimeRunner:
+        """Add a runner that fires every ``1/hz`` seconds from the next of its boundaries.
+
+        Args:
+            name: Unique, non-empty name.
+            hz: Rate from 0.01 to 1000 Hz (a float, int or Fraction).
+
+        Raises:
+            ValueError: When there are already 8 runners, the name is taken or empty, or
+                ``hz`` is out of range.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"runner name must be a non-empty string, got {name!r}")
+        if name in self._runners:
+            raise ValueError(f"runner names must be unique: {name!r} already exists")
+        if len(self._runners) >= MAX_RUNNERS:
+            raise ValueError(
+                f"a timeline holds at most {MAX_RUNNERS} runners; remove one before adding {name!r}"
+            )
+        rate = to_fraction(hz, f"runner {name!r} hz")
+        if not MIN_HZ <= rate <= MAX_HZ:
+            raise ValueError(
+                f"runner {name!r} hz must be from 0.01 to 1000 Hz, got {float(rate):g}"
+            )
+        runner = TimeRunner(name, rate)
+        self._runners[name] = runner
+        self._rebase()
+        # First boundary: the first multiple of the period after the last executed one.
+        period = runner._period_ticks
+        runner._next_tick = (math.floor(Fraction(self._done_ticks) / period) + 1) * period
+        self._plans.clear()
+        return runner
+
+    def remove_runner(self, name: str) -> None:
+        """Remove a runner that has no bound callbacks.
+
+        Raises:
+            ValueError: For the last runner, or one that still has callbacks bound.
+            KeyError: For an unknown name.
+        """
+        self.runner(name)
+        if len(self._runners) == 1:
+            raise ValueError(f"the last runner cannot be removed ({name!r} is the only one)")
+        bound = [b.name for b in self._bindings if b.runner == name]
+        if bound:
+            raise ValueError(
+                f"runner {name!r} still has callbacks bound ({', '.join(bound)}); unbind them "
+                f"or bind them to another runner first"
+            )
+        del self._runners[name]
+        self._rebase()
+        self._plans.clear()
+
+    def _rebase(self) -> None:
+        """Recompute the tick base and rescale every tick count to it."""
+        new_hz = 1
+        for runner in self._runners.values():
+            new_hz = math.lcm(new_hz, runner.hz.numerator)
+        old_hz = self._tick_hz
+        if new_hz != old_hz:
+            # Boundaries of the remaining runners stay whole ticks in the new base (each
+            # rate's numerator divides it); the current time may be any exact fraction.
+            scale = Fraction(new_hz, old_hz)
+            self._time_ticks = _int_or_fraction(self._time_ticks * scale)
+            if self._done_ticks != -1:
+                self._done_ticks = _int_or_fraction(self._done_ticks * scale)
+            for runner in self._runners.values():
+                runner._next_tick = int(runner._next_tick * scale)
+            self._tick_hz = new_hz
+        for runner in self._runners.values():
+            runner._period_ticks = int(Fraction(new_hz) / runner.hz)
+
+    @property
+    def tick_hz(self) -> int:
+        """Ticks per second of the common base (every boundary is a whole tick)."""
+        return self._tick_hz
+
+    # -- binding ---------------------------------------------------------------------------
+    def bind(
+        self,
+        callback: Callable[[float], object],
+        runner: str = "Robot",
+        phase: Phase = Phase.CONTROL,
+        priority: int = DEFAULT_PRIORITY,
+        *,
+        name: str | None = None,
+    ) -> Binding:
+        """Bind ``callback(ts)`` to run on ``runner``'s steps in ``phase`` at ``priority``.
+
+        Args:
+            callback: Called with the runner's own step in seconds.
+            runner: The runner's name.
+            phase: The phase of the step.
+            priority: Lower runs first inside the phase; ties run in binding order.
+                An "OnUpdate"-style callback uses -200 (``ON_UPDATE_PRIORITY``).
+            name: Shown in `execution_order()` and error messages; defaults to the
+                callback's qualified name.
+
+        Returns:
+            A `Binding` whose ``unbind()`` removes it.
+        """
+        if not callable(callback):
+            raise ValueError(f"callback must be callable, got {callback!r}")
+        self.runner(runner)
+        if not isinstance(phase, Phase):
+            try:
+                phase = Phase[str(phase).upper()] if isinstance(phase, str) else Phase(phase)
+            except (KeyError, ValueError):
+                raise ValueError(
+                    f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
+                ) from None
+        if not isinstance(priority, int) or isinstance(priority, bool):
+            raise ValueError(f"priority must be an int (lower runs first), got {priority!r}")
+        label = name or getattr(callback, "__qualname__", None) or repr(callback)
+        binding = Binding(callback, runner, phase, priority, label, self._next_order, self)
+        self._next_order += 1
+        self._bindings.append(binding)
+        self._plans.clear()
+        return binding
+
+    def _unbind(self, binding: Binding) -> None:
+        self._bindings.remove(binding)
+        self._plans.clear()
+
+    def _plan(self, stepping: frozenset[str]) -> tuple[tuple[Callable, float, Binding], ...]:
+        """The calls of a step where ``stepping`` runners fire, cached per runner set."""
+        plan = self._plans.get(stepping)
+        if plan is None:
+            chosen = [b for b in self._bindings if b.runner in stepping]
+            chosen.sort(key=lambda b: (b.phase, b.priority, b.order))
+            plan = tuple((b.callback, self._runners[b.runner].ts, b) for b in chosen)
+            self._plans[stepping] = plan
+        return plan
+
+    def execution_order(self) -> ExecutionOrder:
+        """Every bound callback grouped by phase and sorted by priority, as a table."""
+        rows = sorted(self._bindings, key=lambda b: (b.phase, b.priority, b.order))
+        return ExecutionOrder(
+            ExecutionOrderRow(
+                b.phase, b.priority, b.name, b.runner, self._runners[b.runner].hz_float
+            )
+            for b in rows
+        )
+
+    # -- time ------------------------------------------------------------------------------
+    @property
+    def time(self) -> Fraction:
+        """Current time in exact seconds (a callback sees its boundary's time)."""
+        return Fraction(self._time_ticks, self._tick_hz)
+
+    @property
+    def time_s(self) -> float:
+        """Current time in float seconds."""
+        return float(self.time)
+
+    @property
+    def current_binding(self) -> Binding | None:
+        """The binding whose callback is running now, or None."""
+        return self._current
+
+    def next_boundary(self) -> Fraction:
+        """Exact time of the next boundary that has not run yet."""
+        return Fraction(self._next_boundary_ticks(), self._tick_hz)
+
+    def _next_boundary_ticks(self) -> int:
+        return min(r._next_tick for r in self._runners.values())
+
+    def step(self) -> StepResult:
+        """Execute the next boundary, set `time` to it and return what ran."""
+        return self._execute(self._next_boundary_ticks())
+
+    def advance(self, seconds: float | Fraction) -> list[StepResult]:
+        """Move `time` forward by exactly ``seconds``, executing every boundary up to it.
+
+        The same total duration gives the same boundaries however it is chopped.
+
+        Returns:
+            The executed boundaries, in order.
+
+        Raises:
+            ValueError: For negative or non-finite ``seconds``.
+        """
+        delta = to_fraction(seconds, "seconds")
+        if delta < 0:
+            raise ValueError(f"seconds must be >= 0 (time only moves forward), got {seconds!r}")
+        target = self._time_ticks + delta * self._tick_hz
+        return self._advance_to_ticks(target)
+
+    def advance_to(self, time: float | Fraction) -> list[StepResult]:
+        """Advance to the absolute ``time`` (exact seconds), executing every boundary up to it."""
+        target = to_fraction(time, "time") * self._tick_hz
+        if target < self._time_ticks:
+            raise ValueError(f"time {time!r} is before the current time {self.time_s:g} s")
+        return self._advance_to_ticks(target)
+
+    def skip(self, seconds: float | Fraction) -> None:
+        """Jump `time` forward by ``seconds`` without running the boundaries skipped over.
+
+        Used when simulated time must keep up with wall time under load
+        (`TimeMode.GAME_REALTIME`). Each runner next fires at its first boundary after the
+        new time.
+        """
+        delta = to_fraction(seconds, "seconds")
+        if delta < 0:
+            raise ValueError(f"seconds must be >= 0 (time only moves forward), got {seconds!r}")
+        target = _int_or_fraction(self._time_ticks + delta * self._tick_hz)
+        for runner in self._runners.values():
+            if runner._next_tick <= target:
+                period = runner._period_ticks
+                runner._next_tick = (math.floor(Fraction(target) / period) + 1) * period
+        self._time_ticks = target
+        self._done_ticks = target
+
+    def _advance_to_ticks(self, target: int | Fraction) -> list[StepResult]:
+        results = []
+        while True:
+            nxt = self._next_boundary_ticks()
+            if nxt > target:
+                break
+            results.append(self._execute(nxt))
+        self._time_ticks = _int_or_fraction(target)
+        return results
+
+    def _execute(self, tick: int) -> StepResult:
+        stepping = [r for r in self._runners.values() if r._next_tick == tick]
+        self._time_ticks = tick
+        self._done_ticks = tick
+        names = tuple(r.name for r in stepping)
+        for r in stepping:
+            r._next_tick += r._period_ticks
+            r.steps += 1
+        for callback, ts, binding in self._plan(frozenset(names)):
+            self._current = binding
+            try:
+                callback(ts)
+            except Exception as exc:
+                _annotate(exc, binding, self.time_s)
+                raise
+            finally:
+                self._current = None
+        return StepResult(Fraction(tick, self._tick_hz), names)
+
+    def __iter__(self) -> Iterator[TimeRunner]:
+        return iter(self._runners.values())
+
+
+def _int_or_fraction(value: int | Fraction) -> int | Fraction:
+    if isinstance(value, Fraction) and value.denominator == 1:
+        return value.numerator
+    return value
+
+
+def _annotate(exc: Exception, binding: Binding, time_s: float) -> None:
+    """Name the failing callback in the exception's message (PEP 678 note where available)."""
+    note = (
+        f"raised in callback {binding.name!r} (runner {binding.runner!r}, phase "
+        f"{binding.phase.name}, priority {binding.priority}) at t = {time_s:.6g} s"
+    )
+    if hasattr(exc, "add_note"):
+        exc.add_note(note)
+    elif exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]} [{note}]", *exc.args[1:])
+    else:
+        exc.args = (*exc.args, note)
