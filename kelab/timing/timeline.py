@@ -314,7 +314,8 @@ class Timeline:
                 ) from None
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise ValueError(f"priority must be an int (lower runs first), got {priority!r}")
-        label = name or getattr(callback, "__qualname__", None) or repr(callback)
+        qualname = getattr(callback, "__qualname__", None)
+        label = name or (qualname.split("<locals>.")[-1] if qualname else repr(callback))
         binding = Binding(callback, runner, phase, priority, label, self._next_order, self)
         self._next_order += 1
         self._bindings.append(binding)

@@ -1,0 +1,177 @@
+from fractions import Fraction
+
+import pytest
+
+import kelab as ke
+
+
+def run_frames(clock, fake, frame_s, frames):
+    counts = []
+    for _ in range(frames):
+        counts.append(clock.tick(lambda dt: None))
+        fake.advance(frame_s)
+    return counts
+
+
+def test_first_tick_only_starts_the_clock(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    fake_clock.advance(10.0)
+    assert clock.tick(lambda dt: None) == 0
+    assert clock.steps == 0 and clock.alpha == 0.0
+
+
+def test_ten_frames_of_50ms_run_exactly_25_steps(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    clock.tick(lambda dt: None)
+    dts = []
+    total = 0
+    for _ in range(10):
+        fake_clock.advance(0.05)
+        total += clock.tick(dts.append)
+    assert total == 25 == clock.steps
+    assert dts == [0.02] * 25
+    assert clock.alpha == 0.0
+    assert clock.sim_time == pytest.approx(0.5)
+    assert clock.sim_time_exact == Fraction(1, 2)
+
+
+def test_steps_per_frame_and_alpha(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    clock.tick(lambda dt: None)
+    fake_clock.advance(0.05)
+    assert clock.tick(lambda dt: None) == 2
+    assert clock.alpha == pytest.approx(0.5)
+    fake_clock.advance(0.005)
+    assert clock.tick(lambda dt: None) == 0
+    assert clock.alpha == pytest.approx(0.75)
+    fake_clock.advance(0.005)
+    assert clock.tick(lambda dt: None) == 1
+    assert clock.alpha == pytest.approx(0.0, abs=1e-12)
+    assert 0.0 <= clock.alpha < 1.0
+
+
+def test_sim_realtime_caps_and_slows_down(fake_clock):
+    clock = ke.FixedStepClock(0.01, clock=fake_clock, max_steps_per_frame=4)
+    clock.tick(lambda dt: None)
+    fake_clock.advance(0.1)  # 10 steps due
+    assert clock.tick(lambda dt: None) == 4
+    assert clock.sim_time == pytest.approx(0.04) == clock.steps * clock.step_dt
+    assert clock.dropped_time == pytest.approx(0.06)
+    assert clock.skipped_time == 0.0
+    # the backlog was dropped: the next short frame does not burst
+    fake_clock.advance(0.01)
+    assert clock.tick(lambda dt: None) == 1
+
+
+def test_game_realtime_jumps_sim_time_over_skipped(fake_clock):
+    clock = ke.FixedStepClock(
+        0.01, clock=fake_clock, max_steps_per_frame=4, time_mode=ke.TimeMode.GAME_REALTIME
+    )
+    clock.tick(lambda dt: None)
+    fake_clock.advance(0.1)
+    assert clock.tick(lambda dt: None) == 4
+    assert clock.skipped_time == pytest.approx(0.06)
+    assert clock.sim_time == pytest.approx(0.1)  # keeps up with wall time
+    assert clock.steps == 4
+
+
+def test_sim_high_perf_ignores_wall_time(fake_clock):
+    clock = ke.FixedStepClock(
+        0.01, clock=fake_clock, time_mode=ke.TimeMode.SIM_HIGH_PERF, steps_per_frame=3
+    )
+    counts = run_frames(clock, fake_clock, 5.0, 4)
+    assert counts == [3, 3, 3, 3]
+    fake_clock.advance(0.0)
+    assert clock.tick(lambda dt: None) == 3
+    assert clock.alpha == 0.0
+    assert clock.sim_time == pytest.approx(0.15)
+
+
+def test_pause_resume_and_single_step(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    clock.tick(lambda dt: None)
+    clock.pause()
+    assert clock.paused
+    fake_clock.advance(1.0)
+    assert clock.tick(lambda dt: None) == 0
+    clock.step_once()
+    fake_clock.advance(1.0)
+    assert clock.tick(lambda dt: None) == 1
+    assert clock.tick(lambda dt: None) == 0
+    clock.resume()
+    fake_clock.advance(5.0)  # the paused time is not simulated after resume
+    assert clock.tick(lambda dt: None) == 0
+    fake_clock.advance(0.04)
+    assert clock.tick(lambda dt: None) == 2
+    assert clock.steps == 3
+
+
+def test_time_scale_half_speed(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock, time_scale=0.5)
+    clock.tick(lambda dt: None)
+    counts = run_frames(clock, fake_clock, 0.04, 10)
+    assert sum(counts) == 9  # 0.36 s of wall time after the first frame -> 0.18 s sim
+    clock.time_scale = 2.0
+    assert clock.time_scale == 2.0
+    with pytest.raises(ValueError, match="time_scale"):
+        clock.time_scale = 0
+    with pytest.raises(ValueError, match="time_scale"):
+        ke.FixedStepClock(0.02, time_scale=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"step_dt": 0}, "step_dt"),
+        ({"step_dt": float("nan")}, "step_dt"),
+        ({"step_dt": 0.01, "max_steps_per_frame": 0}, "max_steps_per_frame"),
+        ({"step_dt": 0.01, "steps_per_frame": 1.5}, "steps_per_frame"),
+        ({"step_dt": 0.01, "time_mode": "fast"}, "time_mode"),
+    ],
+)
+def test_bad_clock_values(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        ke.FixedStepClock(**kwargs)
+
+
+def test_exact_over_a_long_run(fake_clock):
+    # 1/60 s frames never line up with a 1/50 s step in floats; integer ns keep it exact.
+    fake = [i / 60 for i in range(60 * 600 + 1)]  # ten minutes of frames
+    it = iter(fake)
+    clock = ke.FixedStepClock(0.02, clock=lambda: next(it))
+    for _ in fake:
+        clock.tick(lambda dt: None)
+    assert clock.steps == 30000
+
+
+def test_clock_drives_a_timeline(fake_clock):
+    tl = ke.Timeline()
+    seen = {"Robot": 0, "Capture": 0}
+    tl.bind(lambda ts: seen.__setitem__("Robot", seen["Robot"] + 1), runner="Robot")
+    tl.bind(lambda ts: seen.__setitem__("Capture", seen["Capture"] + 1), runner="Capture")
+    clock = ke.FixedStepClock.for_timeline(tl, clock=fake_clock, max_steps_per_frame=1000)
+    assert clock.step_dt == pytest.approx(1 / 150)
+    clock.tick_timeline(tl)
+    for _ in range(60):  # one second of 60 fps frames
+        fake_clock.advance(1 / 60)
+        clock.tick_timeline(tl)
+    assert tl.time == Fraction(1)
+    assert seen == {"Robot": 51, "Capture": 31}
+
+
+def test_game_realtime_skips_timeline_boundaries(fake_clock):
+    tl = ke.Timeline(default_runners=False)
+    tl.add_runner("Robot", 100)
+    fired = []
+    tl.bind(lambda ts: fired.append(tl.time), runner="Robot")
+    clock = ke.FixedStepClock.for_timeline(
+        tl, clock=fake_clock, max_steps_per_frame=2, time_mode=ke.TimeMode.GAME_REALTIME
+    )
+    clock.tick_timeline(tl)
+    fake_clock.advance(0.1)
+    clock.tick_timeline(tl)
+    # 10 steps are due, 2 run: the oldest 8 (boundaries 0..0.08 s) are skipped over
+    assert tl.time == Fraction(1, 10)
+    assert clock.sim_time == pytest.approx(0.1)
+    assert len(fired) == 2
+    assert fired[-1] == Fraction(1, 10)
