@@ -54,12 +54,22 @@ _EXPORTS: dict[str, str] = {
     "EffortActuator": "kelab.sim.scene",
     "PDActuator": "kelab.sim.scene",
     "RenderHint": "kelab.sim.scene",
+    "Site": "kelab.sim.scene",
+    "SensorSpec": "kelab.sim.scene",
+    "BodyInstance": "kelab.sim.scene",
+    "JointInstance": "kelab.sim.scene",
+    "SiteInstance": "kelab.sim.scene",
+    "RobotInstance": "kelab.sim.scene",
+    "Camera": "kelab.sim.scene",
     "Asset": "kelab.sim.assets",
     # sim: runtime
     "SensorConfig": "kelab.sim.sensors",
     "SensorPipeline": "kelab.sim.sensors",
     "World": "kelab.sim.world",
     "Snapshot": "kelab.sim.snapshot",
+    "rng_state": "kelab.sim.snapshot",
+    "rng_from_state": "kelab.sim.snapshot",
+    "set_rng_state": "kelab.sim.snapshot",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
