@@ -15,7 +15,6 @@ docs/timing.md.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -71,30 +70,35 @@ class FixedStepClock:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"FixedStepClock.{field} must be an int >= 1, got {value!r}")
         self._step = step
-        self._step_ns = step * _NS_PER_S  # Fraction of nanoseconds
         self.step_dt = float(step)
         self.time_mode = time_mode
         self.max_steps_per_frame = max_steps_per_frame
         self.steps_per_frame = steps_per_frame
         self._clock = clock
+        self._acc = 0  # simulated time not yet stepped, in integer units (see _set_units)
+        self._scale = Fraction(1)
         self.time_scale = time_scale
         self._last_ns: int | None = None
-        self._acc_ns = Fraction(0)  # scaled nanoseconds not yet simulated
         self._pending_single_steps = 0
         self.paused = False
         self.steps = 0
         self.frames = 0
         self.alpha = 0.0
         self.last_frame_steps = 0
-        self.skipped_time = 0.0  # GAME_REALTIME: simulated seconds jumped over
-        self.dropped_time = 0.0  # SIM_REALTIME: backlog seconds dropped (sim slowed down)
-        self._skipped = Fraction(0)
-        self._dropped = Fraction(0)
+        self._skipped_steps = 0  # GAME_REALTIME: whole steps jumped over
+        self._dropped_steps = 0  # SIM_REALTIME: whole steps of backlog dropped
 
     @classmethod
-    def for_timeline(cls, timeline: Timeline, **kwargs: object) -> FixedStepClock:
-        """A clock whose step is the timeline's tick, to drive it with `tick_timeline`."""
-        return cls(Fraction(1, timeline.tick_hz), **kwargs)
+    def for_timeline(
+        cls, timeline: Timeline, runner: str = "Robot", **kwargs: object
+    ) -> FixedStepClock:
+        """Make a clock whose fixed step is ``runner``'s period, to drive ``timeline``.
+
+        Use it with `tick_timeline`: each fixed step advances the timeline by exactly one
+        period of ``runner`` (the App's main runner), running every boundary of every
+        runner inside it; `alpha` is the fraction of that runner's step.
+        """
+        return cls(1 / timeline.runner(runner).hz, **kwargs)
 
     # -- controls --------------------------------------------------------------------------
     @property
@@ -109,7 +113,13 @@ class FixedStepClock:
             raise ValueError(
                 f"FixedStepClock.time_scale must be > 0 (use pause() to stop time), got {value!r}"
             )
+        old_denominator = self._scale.denominator
         self._scale = scale
+        # Integer units: one wall nanosecond scaled is `_elapsed_factor` units and one step
+        # is `_step_units`, so the accumulator never rounds.
+        self._elapsed_factor = scale.numerator * self._step.denominator
+        self._step_units = self._step.numerator * _NS_PER_S * scale.denominator
+        self._acc = self._acc * scale.denominator // old_denominator
 
     def pause(self) -> None:
         """Stop simulated time: ticks run no steps until `resume()` (or `step_once()`)."""
@@ -127,18 +137,28 @@ class FixedStepClock:
     def reset(self) -> None:
         """Forget accumulated wall time; the next tick starts the clock again."""
         self._last_ns = None
-        self._acc_ns = Fraction(0)
+        self._acc = 0
         self.alpha = 0.0
 
     @property
     def sim_time(self) -> float:
         """Simulated seconds: ``steps * step_dt`` plus any time skipped in GAME_REALTIME."""
-        return float(self.steps * self._step + self._skipped)
+        return float(self.sim_time_exact)
 
     @property
     def sim_time_exact(self) -> Fraction:
         """`sim_time` as an exact Fraction."""
-        return self.steps * self._step + self._skipped
+        return (self.steps + self._skipped_steps) * self._step
+
+    @property
+    def skipped_time(self) -> float:
+        """GAME_REALTIME: simulated seconds jumped over under load (not simulated)."""
+        return float(self._skipped_steps * self._step)
+
+    @property
+    def dropped_time(self) -> float:
+        """SIM_REALTIME: seconds of backlog dropped under load (the simulation slowed)."""
+        return float(self._dropped_steps * self._step)
 
     # -- the frame tick --------------------------------------------------------------------
     def steps_due(self) -> int:
@@ -162,18 +182,14 @@ class FixedStepClock:
         if self.time_mode is TimeMode.SIM_HIGH_PERF:
             return self._finish(self.steps_per_frame)
 
-        self._acc_ns += elapsed * self._scale
-        due = math.floor(self._acc_ns / self._step_ns)
+        self._acc += elapsed * self._elapsed_factor
+        due, self._acc = divmod(self._acc, self._step_units)
         run = min(due, self.max_steps_per_frame)
-        self._acc_ns -= due * self._step_ns
         if due > run:
-            backlog = (due - run) * self._step
             if self.time_mode is TimeMode.GAME_REALTIME:
-                self._skipped += backlog  # simulated time jumps over what was not run
-                self.skipped_time = float(self._skipped)
+                self._skipped_steps += due - run  # simulated time jumps over them
             else:
-                self._dropped += backlog  # the simulation slows down instead
-                self.dropped_time = float(self._dropped)
+                self._dropped_steps += due - run  # the simulation slows down instead
         return self._finish(run)
 
     def _finish(self, run: int) -> int:
@@ -182,7 +198,7 @@ class FixedStepClock:
         if self.paused or self.time_mode is TimeMode.SIM_HIGH_PERF:
             self.alpha = 0.0
         else:
-            self.alpha = float(self._acc_ns / self._step_ns)
+            self.alpha = self._acc / self._step_units
         return run
 
     def tick(self, fixed_update: Callable[[float], object]) -> int:
@@ -200,20 +216,24 @@ class FixedStepClock:
     def tick_timeline(self, timeline: Timeline) -> int:
         """Run this frame's steps on ``timeline``: every boundary up to the simulated time.
 
-        Each clock step advances the timeline by one step of this clock (one tick of a
-        clock made by `for_timeline`); boundaries that fall inside run with their own
-        runners and phases. Time the GAME_REALTIME mode skipped is skipped on the timeline
-        too (its boundaries do not run).
+        Each fixed step advances the timeline by exactly `step_dt` (a clock made by
+        `for_timeline` steps one period of the main runner); every boundary inside runs
+        with its own runners and phases, so each runner fires at its own rate. Time that
+        GAME_REALTIME skips is skipped on the timeline too: its boundaries do not run.
 
         Returns:
-            How many clock steps ran.
+            How many fixed steps ran.
+
         """
-        skipped_before = self._skipped
+        skipped_before = self._skipped_steps
         run = self.steps_due()
-        skipped = self._skipped - skipped_before
-        if skipped:
-            timeline.skip(skipped)
-        step = self._step
-        for _ in range(run):
-            timeline.advance(step)
+        if self._skipped_steps > skipped_before:
+            timeline.skip((self._skipped_steps - skipped_before) * self._step)
+        step_ticks = self._step * timeline.tick_hz
+        if step_ticks.denominator == 1:  # the usual case: whole ticks, integer fast path
+            for _ in range(run):
+                timeline.advance_ticks(step_ticks.numerator)
+        else:
+            for _ in range(run):
+                timeline.advance(self._step)
         return run

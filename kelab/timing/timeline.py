@@ -176,7 +176,7 @@ class Timeline:
         self._tick_hz = 1  # ticks per second: lcm of the runners' rate numerators
         self._time_ticks = 0  # current time
         self._done_ticks = -1  # last executed boundary (-1: none yet)
-        self._plans: dict[frozenset[str], tuple[tuple[Callable, float, Binding], ...]] = {}
+        self._plans: dict[tuple[str, ...], tuple[tuple[Callable, float, Binding], ...]] = {}
         self._current: Binding | None = None
         if default_runners:
             self.add_runner("Robot", 50)
@@ -326,8 +326,8 @@ class Timeline:
         self._bindings.remove(binding)
         self._plans.clear()
 
-    def _plan(self, stepping: frozenset[str]) -> tuple[tuple[Callable, float, Binding], ...]:
-        """The calls of a step where ``stepping`` runners fire, cached per runner set."""
+    def _plan(self, stepping: tuple[str, ...]) -> tuple[tuple[Callable, float, Binding], ...]:
+        """Return the calls of a step where ``stepping`` runners fire (cached per runner set)."""
         plan = self._plans.get(stepping)
         if plan is None:
             chosen = [b for b in self._bindings if b.runner in stepping]
@@ -388,11 +388,11 @@ class Timeline:
         if delta < 0:
             raise ValueError(f"seconds must be >= 0 (time only moves forward), got {seconds!r}")
         target = self._time_ticks + delta * self._tick_hz
-        return self._advance_to_ticks(target)
+        return self._advance_to_ticks(_int_or_fraction(target))
 
     def advance_to(self, time: float | Fraction) -> list[StepResult]:
         """Advance to the absolute ``time`` (exact seconds), executing every boundary up to it."""
-        target = to_fraction(time, "time") * self._tick_hz
+        target = _int_or_fraction(to_fraction(time, "time") * self._tick_hz)
         if target < self._time_ticks:
             raise ValueError(f"time {time!r} is before the current time {self.time_s:g} s")
         return self._advance_to_ticks(target)
@@ -415,25 +415,41 @@ class Timeline:
         self._time_ticks = target
         self._done_ticks = target
 
-    def _advance_to_ticks(self, target: int | Fraction) -> list[StepResult]:
+    def advance_ticks(self, ticks: int) -> None:
+        """Advance by a whole number of ticks (1/`tick_hz` s each), running every boundary.
+
+        The fast path the `FixedStepClock` uses: no results are collected.
+        """
+        self._advance_to_ticks(self._time_ticks + ticks, collect=False)
+
+    def _advance_to_ticks(self, target: int | Fraction, collect: bool = True) -> list[StepResult]:
         results = []
+        runners = self._runners.values()
         while True:
-            nxt = self._next_boundary_ticks()
+            nxt = min(r._next_tick for r in runners)
             if nxt > target:
                 break
-            results.append(self._execute(nxt))
-        self._time_ticks = _int_or_fraction(target)
+            names = self._execute_ticks(nxt)
+            if collect:
+                results.append(StepResult(Fraction(nxt, self._tick_hz), names))
+        self._time_ticks = target
         return results
 
     def _execute(self, tick: int) -> StepResult:
-        stepping = [r for r in self._runners.values() if r._next_tick == tick]
+        return StepResult(Fraction(tick, self._tick_hz), self._execute_ticks(tick))
+
+    def _execute_ticks(self, tick: int) -> tuple[str, ...]:
+        stepping = tuple(r for r in self._runners.values() if r._next_tick == tick)
         self._time_ticks = tick
         self._done_ticks = tick
-        names = tuple(r.name for r in stepping)
         for r in stepping:
             r._next_tick += r._period_ticks
             r.steps += 1
-        for callback, ts, binding in self._plan(frozenset(names)):
+        names = tuple(r.name for r in stepping)
+        plan = self._plans.get(names)
+        if plan is None:
+            plan = self._plan(names)
+        for callback, ts, binding in plan:
             self._current = binding
             try:
                 callback(ts)
@@ -442,7 +458,7 @@ class Timeline:
                 raise
             finally:
                 self._current = None
-        return StepResult(Fraction(tick, self._tick_hz), names)
+        return names
 
     def __iter__(self) -> Iterator[TimeRunner]:
         return iter(self._runners.values())

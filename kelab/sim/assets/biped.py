@@ -1,0 +1,111 @@
+"""``kelab/robot/biped:v1``: a planar 1.40 m biped with torque-controlled legs.
+
+Root frame: origin on the ground (y = 0) directly below the hips; +X is forward. At the
+identity pose the robot stands straight with both soles on y = 0. Bodies (metres, kg):
+torso 0.30 x 0.50 (40 kg, top at 1.40 m), thighs 0.10 x 0.42 (7 kg), shins 0.08 x 0.42
+(3.5 kg), feet 0.24 x 0.06 (1 kg, extending 0.16 m forward of the ankle). Joints
+``hip_l/r`` (torso -> thigh), ``knee_l/r`` (thigh -> shin), ``ankle_l/r`` (shin -> foot),
+positive = counter-clockwise (hip flexion is positive, knee flexion negative), each with
+an EffortActuator (hip 150 N·m, knee 150 N·m, ankle 80 N·m). Left and right legs lie in
+the same plane; the robot does not self-collide.
+"""
+
+from __future__ import annotations
+
+from kelab.sim.scene import (
+    BodySpec,
+    Box,
+    EffortActuator,
+    Material,
+    Pose,
+    RenderHint,
+    RevoluteJoint,
+    RobotDescription,
+    Site,
+)
+
+FOOT_LENGTH, FOOT_HEIGHT, FOOT_FORWARD = 0.24, 0.06, 0.04
+SHIN_LENGTH, THIGH_LENGTH, TORSO_HEIGHT = 0.42, 0.42, 0.50
+ANKLE_Y = FOOT_HEIGHT
+KNEE_Y = ANKLE_Y + SHIN_LENGTH
+HIP_Y = KNEE_Y + THIGH_LENGTH
+HEIGHT = HIP_Y + TORSO_HEIGHT  # 1.40 m
+
+TORQUE_LIMITS = {"hip": 150.0, "knee": 150.0, "ankle": 80.0}
+JOINT_LIMITS = {"hip": (-0.8, 1.8), "knee": (-2.4, 0.05), "ankle": (-0.7, 0.7)}
+
+
+def _leg(side: str, color: tuple[int, int, int], layer: int) -> tuple[list[BodySpec], list]:
+    skin = Material(static_friction=0.9, dynamic_friction=0.8, density=1000.0)
+    sole = Material(static_friction=1.0, dynamic_friction=0.9, density=1000.0)
+    bodies = [
+        BodySpec(
+            name=f"thigh_{side}",
+            shapes=(Box(0.10, THIGH_LENGTH),),
+            mass=7.0,
+            material=skin,
+            initial_pose=Pose(0.0, KNEE_Y + THIGH_LENGTH / 2.0),
+            render=RenderHint(color=color, layer=layer),
+        ),
+        BodySpec(
+            name=f"shin_{side}",
+            shapes=(Box(0.08, SHIN_LENGTH),),
+            mass=3.5,
+            material=skin,
+            initial_pose=Pose(0.0, ANKLE_Y + SHIN_LENGTH / 2.0),
+            render=RenderHint(color=color, layer=layer),
+        ),
+        BodySpec(
+            name=f"foot_{side}",
+            shapes=(Box(FOOT_LENGTH, FOOT_HEIGHT),),
+            mass=1.0,
+            material=sole,
+            initial_pose=Pose(FOOT_FORWARD, FOOT_HEIGHT / 2.0),
+            render=RenderHint(color=color, layer=layer),
+        ),
+    ]
+    joints = [
+        RevoluteJoint(
+            name=f"{kind}_{side}",
+            parent=parent,
+            child=f"{child}_{side}",
+            anchor=anchor,
+            limits=JOINT_LIMITS[kind],
+            actuator=EffortActuator(limit=TORQUE_LIMITS[kind]),
+        )
+        for kind, parent, child, anchor in (
+            ("hip", "torso", "thigh", (0.0, -TORSO_HEIGHT / 2.0)),
+            ("knee", f"thigh_{side}", "shin", (0.0, -THIGH_LENGTH / 2.0)),
+            ("ankle", f"shin_{side}", "foot", (0.0, -SHIN_LENGTH / 2.0)),
+        )
+    ]
+    return bodies, joints
+
+
+def description() -> RobotDescription:
+    """Return the biped description (see the module docstring)."""
+    torso = BodySpec(
+        name="torso",
+        shapes=(Box(0.30, TORSO_HEIGHT),),
+        mass=40.0,
+        material=Material(static_friction=0.8, dynamic_friction=0.6, density=1000.0),
+        initial_pose=Pose(0.0, HIP_Y + TORSO_HEIGHT / 2.0),
+        render=RenderHint(color=(120, 130, 150), layer=0),
+    )
+    left_bodies, left_joints = _leg("l", (80, 140, 200), 1)
+    right_bodies, right_joints = _leg("r", (60, 100, 150), -1)
+    sites = (
+        Site("imu", "torso", Pose(0.0, 0.0)),
+        Site("head", "torso", Pose(0.0, TORSO_HEIGHT / 2.0)),
+        Site("toe_l", "foot_l", Pose(FOOT_LENGTH / 2.0, -FOOT_HEIGHT / 2.0)),
+        Site("heel_l", "foot_l", Pose(-FOOT_LENGTH / 2.0, -FOOT_HEIGHT / 2.0)),
+        Site("toe_r", "foot_r", Pose(FOOT_LENGTH / 2.0, -FOOT_HEIGHT / 2.0)),
+        Site("heel_r", "foot_r", Pose(-FOOT_LENGTH / 2.0, -FOOT_HEIGHT / 2.0)),
+    )
+    return RobotDescription(
+        name="biped",
+        bodies=(torso, *left_bodies, *right_bodies),
+        joints=(*left_joints, *right_joints),
+        sites=sites,
+        self_collide=False,
+    )

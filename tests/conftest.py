@@ -1,0 +1,61 @@
+"""Session-wide test set-up: a virtual X server for the windowed tests.
+
+Windowed code is tested for real, never skipped: when no DISPLAY is set, the first test
+that needs one starts an Xvfb server for the whole session (install it with
+``apt-get install xvfb``; `.ci/run` does). Headless code never needs it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+def _display_alive(display: str) -> bool:
+    number = display.split(":")[-1].split(".")[0]
+    return os.path.exists(f"/tmp/.X11-unix/X{number}")
+
+
+@pytest.fixture(scope="session")
+def x_display() -> Iterator[str]:
+    """An X display for windowed tests: the user's one, or a private Xvfb server."""
+    existing = os.environ.get("DISPLAY")
+    if existing:
+        yield existing
+        return
+    xvfb = shutil.which("Xvfb")
+    if xvfb is None:
+        pytest.fail(
+            "windowed tests need an X server: no DISPLAY is set and Xvfb is not installed; "
+            "install it with `apt-get install xvfb` (as .ci/run does) or run under xvfb-run"
+        )
+    for number in range(90, 140):
+        if not _display_alive(f":{number}") and not os.path.exists(f"/tmp/.X{number}-lock"):
+            break
+    display = f":{number}"
+    proc = subprocess.Popen(
+        [xvfb, display, "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 10.0
+    while not _display_alive(display):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"could not start Xvfb on {display}")
+        time.sleep(0.05)
+    os.environ["DISPLAY"] = display
+    try:
+        yield display
+    finally:
+        os.environ.pop("DISPLAY", None)
+        proc.terminate()
+        proc.wait(timeout=5)
