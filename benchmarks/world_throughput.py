@@ -1,0 +1,147 @@
+"""World throughput: 1024 cartpoles vs a hand-written pymunk.batch loop.
+
+Run: python benchmarks/world_throughput.py [--envs 1024] [--steps 200]
+Prints a markdown table (also kept in benchmarks/README.md under "## world_throughput").
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+
+import numpy as np
+import pymunk
+import pymunk.batch as pb
+
+import kelab as ke
+from kelab.sim.assets import Asset
+from kelab.sim.assets import cartpole as cp
+
+DT = 1 / 120
+DECIMATION = 2
+
+
+def scene() -> ke.Scene:
+    b = ke.SceneBuilder()
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    return b.build()
+
+
+def policy(x: np.ndarray, theta: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return np.clip(-(10.0 * theta + 2.0 * w) - 0.5 * x - v, -100.0, 100.0)
+
+
+def bare_loop(n: int, steps: int) -> float:
+    """The same cartpoles in ONE pymunk.Space, copies 4 m apart, batch read/write."""
+    space = pymunk.Space()
+    space.gravity = (0.0, -9.81)
+    space.use_spatial_hash(1.0, 8 * n + 64)
+    for i in range(n):
+        o = 4.0 * i
+        cart = pymunk.Body()
+        shapes = [pymunk.Poly.create_box(cart, (cp.CART_WIDTH, cp.CART_HEIGHT))]
+        shapes[0].mass = cp.CART_MASS
+        cart.position = (o, cp.CART_Y)
+        pole = pymunk.Body()
+        ps = pymunk.Poly.create_box(pole, (cp.POLE_WIDTH, cp.POLE_LENGTH))
+        ps.mass = cp.POLE_MASS
+        pole.position = (o, cp.PIVOT_Y + cp.POLE_LENGTH / 2)
+        f = pymunk.ShapeFilter(group=i + 1)
+        for s in (*shapes, ps):
+            s.filter = f
+        joints = [
+            pymunk.GrooveJoint(
+                space.static_body, cart, (o - 3.0, cp.CART_Y), (o + 3.0, cp.CART_Y), (0, 0)
+            ),
+            pymunk.GearJoint(space.static_body, cart, 0.0, 1.0),
+            pymunk.PivotJoint(cart, pole, (0.0, cp.CART_HEIGHT / 2), (0.0, -cp.POLE_LENGTH / 2)),
+        ]
+        for j in joints:
+            j.collide_bodies = False
+        space.add(cart, *shapes, pole, ps, *joints)
+    origin = 4.0 * np.arange(n)
+    rb = pb.Buffer()
+    forces = np.zeros((2 * n + 1) * 3)
+    fview = forces[: 6 * n].reshape(n, 2, 3)
+    wb = pb.Buffer()
+    wb.set_float_buf(forces)
+    read = (
+        pb.BodyFields.POSITION
+        | pb.BodyFields.ANGLE
+        | pb.BodyFields.VELOCITY
+        | pb.BodyFields.ANGULAR_VELOCITY
+    )
+    write = pb.BodyFields.FORCE | pb.BodyFields.TORQUE
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        rb.clear()
+        pb.get_space_bodies(space, read, rb)
+        s = np.frombuffer(rb.float_buf(), dtype=np.float64)[: 12 * n].reshape(n, 2, 6)
+        u = policy(s[:, 0, 0] - origin, s[:, 1, 2], s[:, 0, 3], s[:, 1, 5])
+        fview[:, 0, 0] = u
+        for _ in range(DECIMATION):
+            pb.set_space_bodies(space, write, wb)
+            space.step(DT)
+    return n * steps / (time.perf_counter() - t0)
+
+
+def world_loop(n: int, steps: int, threads: int) -> float:
+    w = ke.World(scene(), num_envs=n, num_threads=threads)
+    efforts = np.zeros((n, 2))
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        q = w.joint_positions
+        qd = w.joint_velocities
+        efforts[:, 0] = policy(q[:, 0], q[:, 1], qd[:, 0], qd[:, 1])
+        w.set_joint_efforts(efforts)
+        for _ in range(DECIMATION):
+            w.step(DT)
+    rate = n * steps / (time.perf_counter() - t0)
+    w.close()
+    return rate
+
+
+def snapshot_cost(n: int, control_steps: int) -> tuple[float, float, int]:
+    w = ke.World(scene(), num_envs=n)
+    for _ in range(control_steps):
+        w.set_joint_efforts(np.tile([30.0, 0.0], (n, 1)))
+        for _ in range(DECIMATION):
+            w.step(DT)
+    t0 = time.perf_counter()
+    snap = w.snapshot()
+    t1 = time.perf_counter()
+    w.restore(snap)
+    t2 = time.perf_counter()
+    return t1 - t0, t2 - t1, len(snap.to_bytes())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--envs", type=int, default=1024)
+    ap.add_argument("--steps", type=int, default=200)
+    args = ap.parse_args()
+    n, steps = args.envs, args.steps
+    bare = max(bare_loop(n, steps) for _ in range(2))
+    one = max(world_loop(n, steps, 1) for _ in range(2))
+    two = max(world_loop(n, steps, 2) for _ in range(2))
+    print(
+        f"{n} cartpoles, dt 1/120, {DECIMATION} physics steps per control step; "
+        f"env-steps/s = copies x control steps / s ({platform.processor() or 'cpu'}, "
+        f"pymunk {pymunk.version})\n"
+    )
+    print("| loop | env-steps/s | vs bare loop |")
+    print("|---|---:|---:|")
+    print(f"| bare pymunk.Space + pymunk.batch (1 thread) | {bare:,.0f} | 1.00x |")
+    print(f"| ke.World, num_threads=1 | {one:,.0f} | {one / bare:.2f}x |")
+    print(f"| ke.World, num_threads=2 | {two:,.0f} | {two / bare:.2f}x |")
+    print()
+    print("| snapshot/restore after 120 control steps | snapshot | restore | bytes |")
+    print("|---|---:|---:|---:|")
+    for k in (1, n):
+        s, r, size = snapshot_cost(k, 120)
+        print(f"| {k} copies | {s * 1e3:.2f} ms | {r * 1e3:.1f} ms | {size:,} |")
+
+
+if __name__ == "__main__":
+    main()
