@@ -75,6 +75,23 @@ _EXPORTS: dict[str, str] = {
     "rng_state": "kelab.sim.snapshot",
     "rng_from_state": "kelab.sim.snapshot",
     "set_rng_state": "kelab.sim.snapshot",
+    "Task": "kelab.rl.task",
+    "TaskError": "kelab.rl.task",
+    "TerminationSet": "kelab.rl.terminations",
+    "LearningEnv": "kelab.rl.env",
+    "DirectRLEnv": "kelab.rl.direct",
+    "success": "kelab.rl.success",
+    "evaluate": "kelab.rl.evaluation",
+    "EvaluationReport": "kelab.rl.evaluation",
+    "DwellTimer": "kelab.rl.success",
+    "App": "kelab.app.app",
+    "AppStats": "kelab.app.hud",
+    "Input": "kelab.app.input",
+    "DataRecorder": "kelab.app.recorders",
+    "VideoRecorder": "kelab.app.recorders",
+    "Recorder": "kelab.app.recorders",
+    "PickedBody": "kelab.app.interaction",
+    "pick_body": "kelab.app.interaction",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -92,3 +109,9 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return __all__
+
+
+# Built-in tasks register with Gymnasium without importing it here (see kelab/tasks).
+from kelab.tasks import install_registration_hook as _install_task_hook  # noqa: E402
+
+_install_task_hook()

@@ -1,0 +1,448 @@
+"""The "gl" backend: moderngl (OpenGL 3.3 core) in a glfw window or a headless EGL context.
+
+All shapes of a frame are tessellated with numpy into one vertex buffer with
+per-vertex colours and drawn with a single draw call when the frame ends (or before
+text, which is drawn as cached textured quads). Frames render into a multisampled
+offscreen framebuffer that is resolved for reading and blitted to the window.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import moderngl
+import numpy as np
+
+from kelab.render.camera import Camera
+from kelab.render.canvas import Canvas, Color
+from kelab.render.events import InputEvent, glfw_key_names
+from kelab.render.geometry import (
+    circle_polygons,
+    fan_triangles,
+    ring_triangles,
+    thick_line_quads,
+)
+from kelab.render.renderer import Renderer, require_display
+from kelab.render.text import TextCache
+
+__all__ = ["GLCanvas", "GLRenderer"]
+
+_SHAPE_VS = """
+#version 330
+uniform vec2 u_size;
+uniform float u_flip;
+in vec2 in_pos;
+in vec3 in_color;
+out vec3 v_color;
+void main() {
+    v_color = in_color;
+    float y = (1.0 - in_pos.y / u_size.y * 2.0) * u_flip;
+    gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0, y, 0.0, 1.0);
+}
+"""
+_SHAPE_FS = """
+#version 330
+in vec3 v_color;
+out vec4 f_color;
+void main() { f_color = vec4(v_color, 1.0); }
+"""
+_TEXT_VS = """
+#version 330
+uniform vec2 u_size;
+uniform float u_flip;
+in vec2 in_pos;
+in vec2 in_uv;
+out vec2 v_uv;
+void main() {
+    v_uv = in_uv;
+    float y = (1.0 - in_pos.y / u_size.y * 2.0) * u_flip;
+    gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0, y, 0.0, 1.0);
+}
+"""
+_TEXT_FS = """
+#version 330
+uniform sampler2D u_tex;
+in vec2 v_uv;
+out vec4 f_color;
+void main() { f_color = texture(u_tex, v_uv); }
+"""
+_UV = np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], dtype=np.float32)
+
+
+class GLCanvas(Canvas):
+    """Canvas that batches triangles for moderngl.
+
+    Args:
+        camera: The view.
+        ctx: The moderngl context.
+        bind: Context manager that makes the context current and binds the frame's draw
+            target (around every GL command, so several renderers can interleave).
+        top_row_first: Store the image top row first in memory (offscreen frames, read
+            back without a flip) instead of OpenGL's bottom row first (windows).
+    """
+
+    def __init__(
+        self,
+        camera: Camera,
+        ctx: moderngl.Context,
+        bind: Callable[[], AbstractContextManager[moderngl.Framebuffer]],
+        top_row_first: bool = False,
+    ) -> None:
+        super().__init__(camera)
+        self._ctx = ctx
+        self._bind = bind
+        self._pending: list[np.ndarray] = []
+        self._shape_prog = ctx.program(vertex_shader=_SHAPE_VS, fragment_shader=_SHAPE_FS)
+        self._text_prog = ctx.program(vertex_shader=_TEXT_VS, fragment_shader=_TEXT_FS)
+        self._vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
+        self._vao = ctx.vertex_array(self._shape_prog, [(self._vbo, "2f 3f", "in_pos", "in_color")])
+        self._text_vbo = ctx.buffer(reserve=6 * 4 * 4, dynamic=True)
+        self._text_vao = ctx.vertex_array(
+            self._text_prog, [(self._text_vbo, "2f 2f", "in_pos", "in_uv")]
+        )
+        flip = -1.0 if top_row_first else 1.0
+        self._shape_prog["u_flip"].value = flip
+        self._text_prog["u_flip"].value = flip
+        self._texts = TextCache()
+        self._textures: OrderedDict[tuple[str, Color, int], moderngl.Texture] = OrderedDict()
+        self.draw_calls = 0
+        """Draw calls issued so far (for tests and benchmarks)."""
+
+    # -- batching -----------------------------------------------------------------------------
+    def _push(self, tris: np.ndarray, color: Color) -> None:
+        v = np.empty((tris.shape[0], 5), dtype=np.float32)
+        v[:, :2] = tris
+        v[:, 2:] = np.asarray(color, dtype=np.float32) / 255.0
+        self._pending.append(v)
+
+    def flush(self) -> None:
+        """Draw the triangles accumulated so far with one draw call."""
+        if not self._pending:
+            return
+        data = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
+        self._pending.clear()
+        with self._bind():
+            if data.nbytes > self._vbo.size:
+                self._vbo.orphan(max(data.nbytes, 2 * self._vbo.size))
+            self._vbo.write(data)
+            self._shape_prog["u_size"].value = tuple(float(v) for v in self._camera.size)
+            self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0])
+        self.draw_calls += 1
+
+    def discard(self) -> None:
+        """Drop the triangles accumulated so far without drawing them."""
+        self._pending.clear()
+
+    # -- hooks --------------------------------------------------------------------------------
+    def _clear(self, color: Color) -> None:
+        self._pending.clear()  # everything queued would be painted over anyway
+        r, g, b = (c / 255.0 for c in color)
+        with self._bind() as target:
+            target.clear(r, g, b, 1.0)
+
+    def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
+        if polys.shape[0]:
+            self._push(fan_triangles(polys), color)
+
+    def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+        if centers.shape[0]:
+            self._push(fan_triangles(circle_polygons(centers, np.maximum(radii, 0.5))), color)
+
+    def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+        if centers.shape[0]:
+            self._push(ring_triangles(centers, radii, width), color)
+
+    def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+        if a.shape[0]:
+            self._push(fan_triangles(thick_line_quads(a, b, 1.0)), color)
+
+    def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+        self.flush()  # keep painter's order: shapes drawn so far go under the text
+        key = (string, color, size)
+        with self._bind():
+            tex = self._textures.get(key)
+            if tex is None:
+                import pygame
+
+                surf = self._texts.surface(string, color, size)
+                tex = self._ctx.texture(surf.get_size(), 4, pygame.image.tobytes(surf, "RGBA"))
+                tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+                self._textures[key] = tex
+                if len(self._textures) > self._texts.capacity:
+                    self._textures.popitem(last=False)[1].release()
+            else:
+                self._textures.move_to_end(key)
+            w, h = tex.size
+            x, y = pos
+            quad = np.array(
+                [[x, y], [x + w, y], [x + w, y + h], [x, y], [x + w, y + h], [x, y + h]],
+                dtype=np.float32,
+            )
+            self._text_vbo.write(np.hstack([quad, _UV]).astype(np.float32))
+            self._text_prog["u_size"].value = tuple(float(v) for v in self._camera.size)
+            tex.use(0)
+            self._ctx.enable(moderngl.BLEND)
+            self._ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
+            self._text_vao.render(moderngl.TRIANGLES, vertices=6)
+            self._ctx.disable(moderngl.BLEND)
+        self.draw_calls += 1
+
+    def release(self) -> None:
+        """Free the GL objects owned by the canvas."""
+        for tex in self._textures.values():
+            tex.release()
+        self._textures.clear()
+        for obj in (self._vao, self._text_vao, self._vbo, self._text_vbo):
+            obj.release()
+        self._shape_prog.release()
+        self._text_prog.release()
+
+
+class GLRenderer(Renderer):
+    """Renderer on moderngl: a glfw window (OpenGL 3.3 core) or a headless EGL context.
+
+    Use :func:`kelab.render.create_renderer` rather than this class directly.
+
+    Args:
+        size: ``(width, height)`` in pixels.
+        title: Window title.
+        headless: No window; an EGL standalone context renders to a framebuffer.
+        vsync: Swap interval 1 instead of 0 (windows only).
+        antialias: Render through a 4x multisampled framebuffer.
+    """
+
+    backend = "gl"
+    _glfw_users = 0
+
+    def __init__(
+        self, size: tuple[int, int], title: str, headless: bool, vsync: bool, antialias: bool
+    ) -> None:
+        super().__init__(size, title, headless, vsync, antialias)
+        self._window: Any = None
+        self._queue: list[InputEvent] = []
+        if headless:
+            try:
+                self._ctx = moderngl.create_standalone_context(backend="egl", require=330)
+            except Exception as err:
+                raise RuntimeError(
+                    f"could not create a headless OpenGL 3.3 context with EGL: {err}; "
+                    "install an EGL driver (e.g. Mesa: libegl1 libgl1-mesa-dri) or use "
+                    "backend='pygame'"
+                ) from err
+        else:
+            self._ctx = self._open_window(size)
+        self._samples = min(4, int(self._ctx.max_samples)) if antialias else 0
+        self._fbo_ms: moderngl.Framebuffer | None = None
+        self._fbo: moderngl.Framebuffer | None = None
+        with self._current():
+            self._make_targets(self.size)
+            self._canvas = GLCanvas(self._camera, self._ctx, self._bind_target, headless)
+
+    # -- setup --------------------------------------------------------------------------------
+    def _open_window(self, size: tuple[int, int]) -> moderngl.Context:
+        import glfw
+
+        require_display("gl")
+        if not glfw.init():
+            raise RuntimeError("glfw.init() failed: no usable display for a window")
+        GLRenderer._glfw_users += 1
+        glfw.default_window_hints()
+        glfw.window_hint(glfw.CONTEXT_VERSION_MAJOR, 3)
+        glfw.window_hint(glfw.CONTEXT_VERSION_MINOR, 3)
+        glfw.window_hint(glfw.OPENGL_PROFILE, glfw.OPENGL_CORE_PROFILE)
+        glfw.window_hint(glfw.OPENGL_FORWARD_COMPAT, True)
+        glfw.window_hint(glfw.RESIZABLE, True)
+        win = glfw.create_window(size[0], size[1], self.title, None, None)
+        if not win:
+            self._release_glfw()
+            raise RuntimeError("glfw could not create an OpenGL 3.3 core window")
+        self._window = win
+        glfw.make_context_current(win)
+        glfw.swap_interval(1 if self.vsync else 0)
+        self._key_names = glfw_key_names()
+        glfw.set_key_callback(win, self._on_key)
+        glfw.set_mouse_button_callback(win, self._on_button)
+        glfw.set_cursor_pos_callback(win, self._on_cursor)
+        glfw.set_scroll_callback(win, self._on_scroll)
+        glfw.set_window_close_callback(win, self._on_close)
+        glfw.set_framebuffer_size_callback(win, self._on_fb_size)
+        fb = glfw.get_framebuffer_size(win)
+        if tuple(fb) != tuple(size) and fb[0] > 0 and fb[1] > 0:
+            self._resized((int(fb[0]), int(fb[1])))
+        return moderngl.create_context(require=330)
+
+    def _make_targets(self, size: tuple[int, int]) -> None:
+        for fbo in (self._fbo_ms, self._fbo):
+            if fbo is not None:
+                for att in fbo.color_attachments:
+                    att.release()
+                fbo.release()
+        ctx = self._ctx
+        self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
+        if self._samples > 1:
+            rb = ctx.renderbuffer(size, 4, samples=self._samples)
+            self._fbo_ms = ctx.framebuffer(color_attachments=[rb])
+        else:
+            self._fbo_ms = None
+
+    @contextmanager
+    def _current(self) -> Iterator[None]:
+        """Make this renderer's GL context current for the block."""
+        if self._window is not None:
+            import glfw
+
+            glfw.make_context_current(self._window)
+            yield
+        else:
+            with self._ctx:  # EGL: current inside, the previous one restored after
+                yield
+
+    @property
+    def canvas(self) -> GLCanvas:
+        """The canvas (batches triangles; drawn at end_frame or before text)."""
+        return self._canvas
+
+    # -- frame --------------------------------------------------------------------------------
+    def _draw_target(self) -> moderngl.Framebuffer:
+        return self._fbo_ms if self._fbo_ms is not None else self._fbo  # type: ignore[return-value]
+
+    @contextmanager
+    def _bind_target(self) -> Iterator[moderngl.Framebuffer]:
+        with self._current():
+            target = self._draw_target()
+            target.use()
+            yield target
+
+    def _begin(self) -> None:
+        with self._bind_target() as target:
+            target.viewport = (0, 0) + self.size
+        self._canvas.discard()
+
+    def _end(self) -> None:
+        self._canvas.flush()
+        with self._current():
+            if self._fbo_ms is not None:
+                self._ctx.copy_framebuffer(self._fbo, self._fbo_ms)
+            if self._window is not None:
+                import glfw
+
+                self._ctx.copy_framebuffer(self._ctx.screen, self._fbo)
+                glfw.swap_buffers(self._window)
+            else:
+                self._ctx.finish()
+
+    def _read_top_first(self) -> np.ndarray:
+        w, h = self._fbo.size  # type: ignore[union-attr]
+        img = np.empty((h, w, 3), dtype=np.uint8)
+        with self._current():
+            self._fbo.read_into(img, components=3, alignment=1)  # type: ignore[union-attr]
+        if self._window is None:
+            return img  # offscreen frames are drawn top row first: no flip needed
+        return np.ascontiguousarray(img[::-1])
+
+    # -- events -------------------------------------------------------------------------------
+    def _poll(self) -> list[InputEvent]:
+        import glfw
+
+        glfw.poll_events()
+        out, self._queue = self._queue, []
+        return out
+
+    def _cursor_px(self) -> tuple[int, int]:
+        import glfw
+
+        x, y = glfw.get_cursor_pos(self._window)
+        return self._scale_pos(x, y)
+
+    def _scale_pos(self, x: float, y: float) -> tuple[int, int]:
+        import glfw
+
+        ww, wh = glfw.get_window_size(self._window)
+        fw, fh = self.size
+        sx = fw / ww if ww > 0 else 1.0
+        sy = fh / wh if wh > 0 else 1.0
+        return (int(x * sx), int(y * sy))
+
+    def _on_key(self, win: Any, key: int, scancode: int, action: int, mods: int) -> None:
+        import glfw
+
+        if action == glfw.REPEAT:
+            kind = "key_down"
+        else:
+            kind = "key_down" if action == glfw.PRESS else "key_up"
+        name = self._key_names.get(key)
+        if name is None:
+            name = (glfw.get_key_name(key, scancode) or f"unknown {key}").lower()
+        self._queue.append(InputEvent(kind, key=name, mods=_glfw_mods(mods)))
+
+    def _on_button(self, win: Any, button: int, action: int, mods: int) -> None:
+        import glfw
+
+        kind = "mouse_down" if action == glfw.PRESS else "mouse_up"
+        number = {0: 1, 1: 3, 2: 2}.get(button, button + 3)
+        self._queue.append(
+            InputEvent(kind, button=number, pos=self._cursor_px(), mods=_glfw_mods(mods))
+        )
+
+    def _on_cursor(self, win: Any, x: float, y: float) -> None:
+        self._queue.append(InputEvent("mouse_move", pos=self._scale_pos(x, y)))
+
+    def _on_scroll(self, win: Any, dx: float, dy: float) -> None:
+        self._queue.append(
+            InputEvent("mouse_wheel", pos=self._cursor_px(), wheel=(float(dx), float(dy)))
+        )
+
+    def _on_close(self, win: Any) -> None:
+        self._queue.append(InputEvent("quit"))
+
+    def _on_fb_size(self, win: Any, w: int, h: int) -> None:
+        if w <= 0 or h <= 0 or (w, h) == self.size:
+            return  # minimised, or no change
+        self._resized((int(w), int(h)))
+        with self._current():
+            self._make_targets(self.size)
+        self._queue.append(InputEvent("resize", size=(int(w), int(h))))
+
+    # -- teardown -----------------------------------------------------------------------------
+    def _close(self) -> None:
+        with self._current():
+            self._canvas.release()
+            for fbo in (self._fbo_ms, self._fbo):
+                if fbo is not None:
+                    for att in fbo.color_attachments:
+                        att.release()
+                    fbo.release()
+            self._fbo_ms = self._fbo = None
+        self._ctx.release()
+        if self._window is not None:
+            import glfw
+
+            glfw.destroy_window(self._window)
+            self._window = None
+            self._release_glfw()
+
+    @staticmethod
+    def _release_glfw() -> None:
+        import glfw
+
+        GLRenderer._glfw_users -= 1
+        if GLRenderer._glfw_users == 0:
+            glfw.terminate()
+
+
+def _glfw_mods(mods: int) -> frozenset[str]:
+    import glfw
+
+    out = set()
+    if mods & glfw.MOD_SHIFT:
+        out.add("shift")
+    if mods & glfw.MOD_CONTROL:
+        out.add("ctrl")
+    if mods & glfw.MOD_ALT:
+        out.add("alt")
+    if mods & glfw.MOD_SUPER:
+        out.add("meta")
+    return frozenset(out)

@@ -1,0 +1,207 @@
+"""The "pygame" backend: pygame-ce software drawing, SDL window or offscreen Surface."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pygame
+
+from kelab.render.camera import Camera
+from kelab.render.canvas import Canvas, Color
+from kelab.render.events import InputEvent
+from kelab.render.geometry import circle_polygons, inset_polygons
+from kelab.render.renderer import Renderer, require_display
+from kelab.render.text import TextCache
+
+__all__ = ["PygameCanvas", "PygameRenderer"]
+
+_LITTLE = sys.byteorder == "little"
+
+
+class PygameCanvas(Canvas):
+    """Canvas drawing on a pygame Surface.
+
+    Fills are drawn with ``pygame.draw`` (exact colours) and their edges antialiased
+    with ``aalines``, which blend only along the boundary, so interiors keep
+    the exact requested colour. pygame fills both end pixels of every span and
+    samples pixel corners, while the canvas (like OpenGL) covers pixels whose centres are
+    inside; so geometry is shifted by half a pixel and polygons are inset by half a
+    pixel, which makes both backends agree to within the antialiased edge. Discs are
+    tessellated like in the GL backend (pygame's own circles snap to whole pixels).
+
+    Args:
+        camera: The view.
+        surface: The target surface.
+        antialias: Draw antialiased edges.
+    """
+
+    def __init__(self, camera: Camera, surface: pygame.Surface, antialias: bool = True) -> None:
+        super().__init__(camera)
+        self.surface = surface
+        self.antialias = antialias
+        self._texts = TextCache()
+
+    def _clear(self, color: Color) -> None:
+        self.surface.fill(color)
+
+    def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
+        surf, aa = self.surface, self.antialias
+        for poly in (inset_polygons(polys, 0.5) - 0.5).tolist():
+            pygame.draw.polygon(surf, color, poly)
+            if aa:
+                pygame.draw.aalines(surf, color, True, poly)
+
+    def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+        # tessellated like the GL backend: sub-pixel centres and radii, same silhouette
+        self._fill_polygons(circle_polygons(centers, np.maximum(radii, 0.5)), color)
+
+    def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+        w = max(1, int(round(width)))
+        for c, r in zip((centers - 0.5).tolist(), radii.tolist(), strict=True):
+            pygame.draw.aacircle(self.surface, color, c, r, w)
+
+    def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+        for p, q in zip((a - 0.5).tolist(), (b - 0.5).tolist(), strict=True):
+            pygame.draw.aaline(self.surface, color, p, q)
+
+    def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+        self.surface.blit(self._texts.surface(string, color, size), pos)
+
+
+class PygameRenderer(Renderer):
+    """Renderer on pygame-ce: an SDL window, or an offscreen Surface when headless.
+
+    Headless rendering needs no display and leaves ``SDL_VIDEODRIVER`` alone. A window
+    uses pygame's single display; only one pygame window can be open at a time.
+    Use :func:`kelab.render.create_renderer` rather than this class directly.
+
+    Args:
+        size: ``(width, height)`` in pixels.
+        title: Window title.
+        headless: Offscreen only.
+        vsync: Ask SDL for vsync (falls back with a warning where unsupported).
+        antialias: Antialiased shape edges.
+    """
+
+    backend = "pygame"
+    _window_owner: PygameRenderer | None = None
+
+    def __init__(
+        self, size: tuple[int, int], title: str, headless: bool, vsync: bool, antialias: bool
+    ) -> None:
+        super().__init__(size, title, headless, vsync, antialias)
+        self._window: pygame.Surface | None = None
+        if not headless:
+            if PygameRenderer._window_owner is not None:
+                raise RuntimeError(
+                    "a pygame window is already open (pygame has a single display); close it "
+                    "first or use backend='gl' for a second window"
+                )
+            require_display("pygame")
+            pygame.display.init()
+            try:
+                self._window = pygame.display.set_mode(size, pygame.RESIZABLE, vsync=int(vsync))
+            except pygame.error as err:
+                if not vsync:
+                    pygame.display.quit()
+                    raise RuntimeError(f"could not open a pygame window: {err}") from err
+                warnings.warn(f"pygame vsync unavailable ({err}); continuing without", stacklevel=3)
+                self._window = pygame.display.set_mode(size, pygame.RESIZABLE)
+            pygame.display.set_caption(self.title)
+            PygameRenderer._window_owner = self
+        self._target = _rgb_surface(size)
+        self._finished = _rgb_surface(size)
+        self._canvas = PygameCanvas(self._camera, self._target, antialias)
+
+    @property
+    def canvas(self) -> PygameCanvas:
+        """The canvas (draws on the offscreen frame surface)."""
+        return self._canvas
+
+    def _begin(self) -> None:
+        pass
+
+    def _end(self) -> None:
+        if self._finished.get_size() != self._target.get_size():
+            self._finished = _rgb_surface(self._target.get_size())
+        self._finished.blit(self._target, (0, 0))
+        if self._window is not None:
+            self._window.blit(self._target, (0, 0))
+            pygame.display.flip()
+
+    def _read_top_first(self) -> np.ndarray:
+        surf = self._finished
+        w, h = surf.get_size()
+        rows = np.frombuffer(surf.get_buffer(), dtype=np.uint8).reshape(h, surf.get_pitch())
+        return rows[:, : 3 * w].reshape(h, w, 3).copy()
+
+    def _poll(self) -> list[InputEvent]:
+        out: list[InputEvent] = []
+        for ev in pygame.event.get():
+            e = self._convert(ev)
+            if e is not None:
+                out.append(e)
+        return out
+
+    def _convert(self, ev: pygame.event.Event) -> InputEvent | None:
+        t = ev.type
+        if t == pygame.QUIT:
+            return InputEvent("quit")
+        if t in (pygame.KEYDOWN, pygame.KEYUP):
+            kind = "key_down" if t == pygame.KEYDOWN else "key_up"
+            return InputEvent(kind, key=pygame.key.name(ev.key).lower(), mods=_mods(ev.mod))
+        if t in (pygame.MOUSEBUTTONDOWN, pygame.MOUSEBUTTONUP):
+            if ev.button in (4, 5):  # legacy wheel buttons; see MOUSEWHEEL
+                return None
+            kind = "mouse_down" if t == pygame.MOUSEBUTTONDOWN else "mouse_up"
+            return InputEvent(
+                kind, button=int(ev.button), pos=_ipos(ev.pos), mods=_mods(pygame.key.get_mods())
+            )
+        if t == pygame.MOUSEMOTION:
+            return InputEvent("mouse_move", pos=_ipos(ev.pos))
+        if t == pygame.MOUSEWHEEL:
+            return InputEvent(
+                "mouse_wheel",
+                pos=_ipos(pygame.mouse.get_pos()),
+                wheel=(float(ev.precise_x), float(ev.precise_y)),
+            )
+        if t == pygame.VIDEORESIZE:
+            size = (max(1, int(ev.w)), max(1, int(ev.h)))
+            if size == self.size:
+                return None
+            self._target = _rgb_surface(size)
+            self._canvas.surface = self._target
+            self._resized(size)
+            return InputEvent("resize", size=size)
+        return None
+
+    def _close(self) -> None:
+        if self._window is not None:
+            self._window = None
+            pygame.display.quit()
+            PygameRenderer._window_owner = None
+
+
+def _rgb_surface(size: tuple[int, int]) -> pygame.Surface:
+    """A 24-bit surface whose bytes are R, G, B in memory order (read back with one copy)."""
+    masks = (0xFF, 0xFF00, 0xFF0000, 0) if _LITTLE else (0xFF0000, 0xFF00, 0xFF, 0)
+    return pygame.Surface(size, 0, 24, masks=masks)
+
+
+def _ipos(pos: tuple[float, float]) -> tuple[int, int]:
+    return (int(pos[0]), int(pos[1]))
+
+
+def _mods(mod: int) -> frozenset[str]:
+    out = set()
+    if mod & pygame.KMOD_SHIFT:
+        out.add("shift")
+    if mod & pygame.KMOD_CTRL:
+        out.add("ctrl")
+    if mod & pygame.KMOD_ALT:
+        out.add("alt")
+    if mod & pygame.KMOD_META:
+        out.add("meta")
+    return frozenset(out)

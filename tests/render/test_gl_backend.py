@@ -1,0 +1,98 @@
+"""GL specifics: batching, and real glfw windows (needs an X display or Xvfb)."""
+
+import glfw
+import numpy as np
+from conftest import cartpole_world
+
+import kelab as ke
+
+
+def test_world_draws_in_one_draw_call():
+    world = cartpole_world(num_envs=16, spacing=1.0)
+    with ke.create_renderer("gl", size=(320, 200), headless=True) as r:
+        r.camera.zoom = 20.0
+        r.camera.center = (7.5, 0.5)
+        r.begin_frame()
+        r.canvas.clear((0, 0, 0))
+        r.canvas.draw_world(world)
+        r.canvas.circle((0, 2), 0.2, (255, 255, 255))
+        before = r.canvas.draw_calls
+        r.end_frame()
+        assert r.canvas.draw_calls - before == 1
+        r.begin_frame()
+        r.canvas.text((2, 2), "a", (255, 255, 255), screen_space=True)
+        r.end_frame()
+        assert r.canvas.draw_calls - before == 2  # text is one textured quad
+
+
+def test_two_headless_contexts_interleave():
+    a = ke.create_renderer("gl", size=(16, 16), headless=True)
+    b = ke.create_renderer("gl", size=(24, 8), headless=True)
+    try:
+        for color_a, color_b in (((255, 0, 0), (0, 255, 0)), ((0, 0, 255), (9, 9, 9))):
+            a.begin_frame()
+            b.begin_frame()
+            a.canvas.clear(color_a)
+            b.canvas.clear(color_b)
+            b.end_frame()
+            a.end_frame()
+            assert tuple(a.read_rgb_pixels()[3, 3]) == color_a
+            assert tuple(b.read_rgb_pixels()[3, 3]) == color_b
+    finally:
+        a.close()
+        b.close()
+
+
+def test_window_draws_presents_and_reads(real_window_env):
+    with ke.create_renderer("gl", size=(320, 240), title="kelab gl") as r:
+        assert not r.headless
+        r.begin_frame()
+        r.canvas.clear((0, 0, 0))
+        r.canvas.circle((0.0, 0.0), 0.2, (255, 0, 0))
+        r.canvas.text((4, 4), "gl", (255, 255, 255), screen_space=True)
+        r.end_frame()
+        img = r.read_rgb_pixels()
+        assert tuple(img[120, 160]) == (255, 0, 0) and img[4:20, 4:20].max() > 200
+        screen = np.frombuffer(r._ctx.screen.read(components=3), np.uint8).reshape(240, 320, 3)
+        assert tuple(screen[::-1][120, 160]) == (255, 0, 0)  # presented to the window
+        r.poll_events()
+        assert not r.should_close
+
+
+def test_window_events_resize_and_close(real_window_env):
+    with ke.create_renderer("gl", size=(200, 100)) as r:
+        r.poll_events()
+        win = r._window
+        r._on_key(win, glfw.KEY_SPACE, 0, glfw.PRESS, glfw.MOD_CONTROL)
+        r._on_key(win, glfw.KEY_ENTER, 0, glfw.RELEASE, 0)
+        r._on_button(win, glfw.MOUSE_BUTTON_RIGHT, glfw.PRESS, 0)
+        events = r.poll_events()
+        assert events[0] == ke.InputEvent("key_down", key="space", mods=frozenset({"ctrl"}))
+        assert events[1].kind == "key_up" and events[1].key == "return"
+        assert events[2].kind == "mouse_down" and events[2].button == 3
+        glfw.set_window_size(win, 300, 160)
+        resize = []
+        for _ in range(50):
+            resize += [e for e in r.poll_events() if e.kind == "resize"]
+            if resize:
+                break
+            glfw.wait_events_timeout(0.02)
+        assert resize and resize[-1].size == (300, 160) and r.size == (300, 160)
+        r.begin_frame()
+        r.canvas.clear((5, 6, 7))
+        r.end_frame()
+        assert r.read_rgb_pixels().shape == (160, 300, 3)
+        r._on_close(win)  # what glfw calls when the close button is pressed
+        assert [e.kind for e in r.poll_events()] == ["quit"] and r.should_close
+
+
+def test_gl_and_pygame_windows_together(real_window_env):
+    with (
+        ke.create_renderer("gl", size=(64, 64)) as g,
+        ke.create_renderer("pygame", size=(64, 64)) as p,
+    ):
+        for r in (g, p):
+            r.begin_frame()
+            r.canvas.clear((0, 128, 255))
+            r.end_frame()
+            assert tuple(r.read_rgb_pixels()[1, 1]) == (0, 128, 255)
