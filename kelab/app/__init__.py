@@ -1,1 +1,19 @@
-"""KELab app layer (see docs/DESIGN.md)."""
+"""KELab app layer: the interactive App, input, picking and recorders (see docs/app.md)."""
+
+from kelab.app.app import App
+from kelab.app.hud import AppStats
+from kelab.app.input import Input
+from kelab.app.interaction import DragSpring, PickedBody, pick_body
+from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
+
+__all__ = [
+    "App",
+    "AppStats",
+    "DataRecorder",
+    "DragSpring",
+    "Input",
+    "PickedBody",
+    "Recorder",
+    "VideoRecorder",
+    "pick_body",
+]

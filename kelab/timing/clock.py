@@ -20,6 +20,7 @@ from collections.abc import Callable
 from fractions import Fraction
 
 from kelab.timing.config import TimeMode
+from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
 
 __all__ = ["FixedStepClock"]
@@ -79,6 +80,8 @@ class FixedStepClock:
         self._scale = Fraction(1)
         self.time_scale = time_scale
         self._last_ns: int | None = None
+        self._driven: Timeline | None = None  # the timeline tick_timeline drives
+        self._timeline_step_start: Fraction | None = None  # its next fixed step's start
         self._pending_single_steps = 0
         self.paused = False
         self.steps = 0
@@ -213,13 +216,22 @@ class FixedStepClock:
             fixed_update(dt)
         return run
 
-    def tick_timeline(self, timeline: Timeline) -> int:
-        """Run this frame's steps on ``timeline``: every boundary up to the simulated time.
+    def tick_timeline(
+        self, timeline: Timeline, before_step: Callable[[], object] | None = None
+    ) -> int:
+        """Run this frame's fixed steps on ``timeline``, each one main-runner period long.
 
-        Each fixed step advances the timeline by exactly `step_dt` (a clock made by
-        `for_timeline` steps one period of the main runner); every boundary inside runs
-        with its own runners and phases, so each runner fires at its own rate. Time that
-        GAME_REALTIME skips is skipped on the timeline too: its boundaries do not run.
+        With a clock made by `for_timeline`, fixed step k covers the half-open interval
+        [t0 + k*step, t0 + (k+1)*step) where t0 is the timeline's first boundary not yet
+        run at the first tick: the main runner's boundary at its start, and every other
+        runner's boundaries before the next main boundary (`Timeline.run_before`). Each
+        step runs inside `fixed_step_scope()`, so pacing or rendering a frame from a
+        callback is refused. Time that GAME_REALTIME skips is skipped on the timeline
+        too: those boundaries never run.
+
+        Args:
+            timeline: The timeline to drive.
+            before_step: Called before each fixed step (the App latches input here).
 
         Returns:
             How many fixed steps ran.
@@ -227,13 +239,18 @@ class FixedStepClock:
         """
         skipped_before = self._skipped_steps
         run = self.steps_due()
-        if self._skipped_steps > skipped_before:
-            timeline.skip((self._skipped_steps - skipped_before) * self._step)
-        step_ticks = self._step * timeline.tick_hz
-        if step_ticks.denominator == 1:  # the usual case: whole ticks, integer fast path
-            for _ in range(run):
-                timeline.advance_ticks(step_ticks.numerator)
-        else:
-            for _ in range(run):
-                timeline.advance(self._step)
+        if self._timeline_step_start is None or self._driven is not timeline:
+            self._driven = timeline
+            self._timeline_step_start = timeline.next_boundary()
+        skipped = self._skipped_steps - skipped_before
+        if skipped:
+            self._timeline_step_start += skipped * self._step
+            timeline.skip_before(self._timeline_step_start)
+        for _ in range(run):
+            if before_step is not None:
+                before_step()
+            end = self._timeline_step_start + self._step
+            with fixed_step_scope():
+                timeline.run_before(end)
+            self._timeline_step_start = end
         return run

@@ -147,7 +147,7 @@ class ExecutionOrder(tuple):
     def __str__(self) -> str:
         header = ("phase", "priority", "callback", "runner", "Hz")
         rows = [(r.phase.name, str(r.priority), r.name, r.runner, f"{r.hz:g}") for r in self]
-        widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(header)]
+        widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
         line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))
         out = [line, "  ".join("-" * w for w in widths)]
         out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) for row in rows]
@@ -414,6 +414,40 @@ class Timeline:
                 runner._next_tick = (math.floor(Fraction(target) / period) + 1) * period
         self._time_ticks = target
         self._done_ticks = target
+
+    def run_before(self, end: float | Fraction) -> int:
+        """Run every boundary strictly before the exact time ``end`` (a half-open step).
+
+        `time` is left at the last boundary run. This is how a fixed step of the App runs:
+        the main runner's boundary at its start and every other boundary before the next
+        one, so each main-runner boundary belongs to exactly one fixed step.
+
+        Returns:
+            How many boundaries ran.
+
+        """
+        target = to_fraction(end, "end") * self._tick_hz
+        count = 0
+        runners = self._runners.values()
+        while True:
+            nxt = min(r._next_tick for r in runners)
+            if nxt >= target:
+                return count
+            self._execute_ticks(nxt)
+            count += 1
+
+    def skip_before(self, end: float | Fraction) -> None:
+        """Drop every boundary strictly before the exact time ``end`` without running it.
+
+        `time` jumps to ``end`` if it was earlier; the boundaries at ``end`` still run.
+        """
+        target = _int_or_fraction(to_fraction(end, "end") * self._tick_hz)
+        for runner in self._runners.values():
+            if runner._next_tick < target:
+                period = runner._period_ticks
+                runner._next_tick = math.ceil(Fraction(target) / period) * period
+        if target > self._time_ticks:
+            self._time_ticks = target
 
     def advance_ticks(self, ticks: int) -> None:
         """Advance by a whole number of ticks (1/`tick_hz` s each), running every boundary.

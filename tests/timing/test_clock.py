@@ -151,12 +151,40 @@ def test_clock_drives_a_timeline(fake_clock):
     tl.bind(lambda ts: seen.__setitem__("Capture", seen["Capture"] + 1), runner="Capture")
     clock = ke.FixedStepClock.for_timeline(tl, clock=fake_clock, max_steps_per_frame=1000)
     assert clock.step_dt == 0.02
+    latched = []
     clock.tick_timeline(tl)
-    for _ in range(60):  # one second of 60 fps frames
+    for _ in range(60):  # one second of 60 fps frames = 50 fixed steps = [0 s, 1 s)
         fake_clock.advance(1 / 60)
+        clock.tick_timeline(tl, before_step=lambda: latched.append(tl.time))
+    assert seen == {"Robot": 50, "Capture": 30}
+    assert tl.time == Fraction(49, 50)  # the last boundary run
+    assert len(latched) == 50
+
+
+def test_each_fixed_step_runs_one_main_boundary(fake_clock):
+    tl = ke.Timeline()
+    per_step = []
+    robot = []
+    tl.bind(lambda ts: robot.append(tl.time), runner="Robot")
+    clock = ke.FixedStepClock.for_timeline(tl, clock=fake_clock, max_steps_per_frame=100)
+    clock.tick_timeline(tl)
+    for _ in range(7):
+        fake_clock.advance(0.02)
+        before = len(robot)
+        clock.tick_timeline(tl, before_step=lambda: per_step.append(len(robot)))
+        assert len(robot) - before == 1
+    assert robot == [Fraction(i, 50) for i in range(7)]
+
+
+def test_fixed_steps_run_inside_the_fixed_step_scope(fake_clock):
+    tl = ke.Timeline()
+    pacer = ke.SimulationPacer(0.02, clock=fake_clock, sleep=lambda s: None)
+    tl.bind(lambda ts: pacer.wait(), runner="Robot")
+    clock = ke.FixedStepClock.for_timeline(tl, clock=fake_clock)
+    clock.tick_timeline(tl)
+    fake_clock.advance(0.02)
+    with pytest.raises(RuntimeError, match="fixed_update"):
         clock.tick_timeline(tl)
-    assert tl.time == Fraction(1)
-    assert seen == {"Robot": 51, "Capture": 31}
 
 
 def test_game_realtime_skips_timeline_boundaries(fake_clock):
@@ -170,8 +198,6 @@ def test_game_realtime_skips_timeline_boundaries(fake_clock):
     clock.tick_timeline(tl)
     fake_clock.advance(0.1)
     clock.tick_timeline(tl)
-    # 10 steps are due, 2 run: the oldest 8 (boundaries 0..0.08 s) are skipped over
-    assert tl.time == Fraction(1, 10)
+    # 10 steps are due, 2 run: the oldest 8 (boundaries 0 .. 0.07 s) are skipped over
+    assert fired == [Fraction(8, 100), Fraction(9, 100)]
     assert clock.sim_time == pytest.approx(0.1)
-    assert len(fired) == 2
-    assert fired[-1] == Fraction(1, 10)

@@ -263,3 +263,19 @@ def test_property_counts_shared_boundaries_and_chopping(rates, duration_ms, chop
     chopped_results += chopped.advance(remaining)
     assert chopped_results == whole_results
     assert chopped.time == whole.time == duration
+
+
+def test_run_before_is_half_open_and_skip_before_drops():
+    tl = ke.Timeline()
+    assert tl.run_before(Fraction(1, 50)) == 1  # only t=0 (both runners)
+    assert tl.run_before(Fraction(1, 25)) == 2  # 20 ms Robot, 33 ms Capture
+    assert tl.time == Fraction(1, 30)
+    tl.skip_before(Fraction(1, 10))  # drop 40..80 ms
+    assert tl.time == Fraction(1, 10)
+    assert tl.step() == (Fraction(1, 10), ("Robot", "Capture"))
+
+
+def test_empty_execution_order_prints_a_header():
+    tl = ke.Timeline()
+    assert len(tl.execution_order()) == 0
+    assert str(tl.execution_order()).splitlines()[0].split()[0] == "phase"

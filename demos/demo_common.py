@@ -1,0 +1,101 @@
+"""Shared command line for the demos: ``--headless --frames N --out FILE.png --backend``.
+
+Windowed runs use the real wall clock. Headless runs are scripted and deterministic: a
+frame clock advances exactly 1/60 s per frame (so the fixed-step clock still runs 50 Hz
+steps against 60 fps frames, with a varying interpolation alpha), and each demo may
+inject synthetic input events before a frame.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import kelab as ke
+
+
+class FrameClock:
+    """A wall clock for headless runs: advances exactly one frame per `advance`."""
+
+    def __init__(self, fps: float = 60.0) -> None:
+        self.now = 0.0
+        self.frame_dt = 1.0 / fps
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self) -> None:
+        self.now += self.frame_dt
+
+
+def parse_args(description: str, default_frames: int = 240) -> argparse.Namespace:
+    """Parse the demo command line."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--headless", action="store_true", help="draw offscreen, scripted input")
+    parser.add_argument("--frames", type=int, default=None, help="stop after N frames")
+    parser.add_argument("--out", default=None, help="write the last frame to this PNG")
+    parser.add_argument("--backend", default="pygame", choices=["pygame", "gl"])
+    parser.add_argument("--record-dir", default="recordings", help="where recordings go")
+    args = parser.parse_args()
+    if args.headless and args.frames is None:
+        args.frames = default_frames
+    return args
+
+
+def app_options(args: argparse.Namespace) -> dict:
+    """App keyword arguments for the command line (a frame clock when headless)."""
+    options: dict = {"backend": args.backend, "headless": args.headless}
+    if args.headless:
+        args.frame_clock = FrameClock()
+        options["clock"] = args.frame_clock
+        options["render_hz"] = None
+    return options
+
+
+def run(
+    app: ke.App,
+    args: argparse.Namespace,
+    script: Callable[[ke.App, int], None] | None = None,
+) -> None:
+    """Run the App: ``start()`` in a window, a scripted frame loop when headless."""
+    if args.headless:
+        clock = args.frame_clock  # set by app_options
+        try:
+            for frame in range(args.frames):
+                if script is not None:
+                    script(app, frame)
+                clock.advance()
+                if not app.renderFrameOnce():
+                    break
+        finally:
+            app.close()
+    else:
+        app.start(max_frames=args.frames)
+    if args.out:
+        path = app.write_pixels_png(args.out)
+        print(f"wrote {path}")
+
+
+def click(app: ke.App, point: tuple[float, float], button: int = 1) -> None:
+    """Inject a press at a world point (the release comes with `release`)."""
+    pos = tuple(int(round(v)) for v in app.camera.world_to_screen(point))
+    app.inject_events(
+        [ke.InputEvent("mouse_move", pos=pos), ke.InputEvent("mouse_down", button=button, pos=pos)]
+    )
+
+
+def move(app: ke.App, point: tuple[float, float]) -> None:
+    """Inject a pointer move to a world point."""
+    pos = tuple(int(round(v)) for v in app.camera.world_to_screen(point))
+    app.inject_event(ke.InputEvent("mouse_move", pos=pos))
+
+
+def release(app: ke.App, point: tuple[float, float], button: int = 1) -> None:
+    """Inject a button release at a world point."""
+    pos = tuple(int(round(v)) for v in app.camera.world_to_screen(point))
+    app.inject_event(ke.InputEvent("mouse_up", button=button, pos=pos))
+
+
+def key(app: ke.App, name: str, down: bool = True) -> None:
+    """Inject a key press (or release)."""
+    app.inject_event(ke.InputEvent("key_down" if down else "key_up", key=name))

@@ -1,0 +1,917 @@
+"""App: the interactive, fixed-step main loop with a window, input, picking and recorders.
+
+One frame (`App.renderFrameOnce`, the body of `App.start`'s loop):
+
+1. **input**: window events (and injected ones) update `App.input`; hotkeys; picking,
+   hovering and dragging;
+2. ``pre_update()``;
+3. **fixed steps**: the `FixedStepClock` decides how many (0..n); each fixed step runs one
+   period of the main runner (``Robot``, 50 Hz) on the `Timeline`: the Robot boundary at
+   the start of the period and every other runner's boundaries before the next one,
+   phase-interleaved (ACQUISITION recorders, CONTROL ``fixed_update`` at priority -200,
+   PHYSICS ``world.step``, VALIDATION ``late_update``, EXPORT), all inside
+   `kelab.timing.guard.fixed_step_scope`;
+4. ``pre_render()``, draw (clear, the World interpolated by ``alpha``, ``render(canvas,
+   alpha)``, drag line, HUD), present, ``post_render()``;
+5. frame pacing to ``render_hz`` (absolute deadlines, `precise_sleep`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kelab.app.hud import AppStats, FrameStats, draw_hud
+from kelab.app.input import Input
+from kelab.app.interaction import DragSpring, PickedBody, pick_body
+from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.render.camera import Camera
+from kelab.render.events import InputEvent
+from kelab.render.renderer import BACKENDS, Renderer, create_renderer
+from kelab.timing.clock import FixedStepClock
+from kelab.timing.config import TimeMode
+from kelab.timing.guard import ensure_not_in_fixed_step
+from kelab.timing.pacer import SimulationPacer, precise_sleep
+from kelab.timing.timeline import (
+    ON_UPDATE_PRIORITY,
+    ExecutionOrder,
+    Phase,
+    Timeline,
+)
+
+__all__ = ["App", "HOTKEYS"]
+
+#: The default hotkeys (``hotkeys=False`` turns them all off).
+HOTKEYS = {
+    "return": "play / pause",
+    "space": "pause, or one step while paused",
+    "f1": "show / hide the HUD",
+    "f9": "start / stop video recording",
+}
+#: Priority of the drag spring's target update: after OnUpdate, before controllers.
+DRAG_PRIORITY = -100
+
+
+class _ClampedWallClock:
+    """The wall clock the FixedStepClock reads, with each frame's delta clamped.
+
+    A frame longer than ``max_delta`` (a window drag, a debugger stop) is cut to
+    ``max_delta``; the cut wall time is added to ``cut`` and never simulated.
+    """
+
+    def __init__(self, wall: Callable[[], float], max_delta: float | None) -> None:
+        self.wall = wall
+        self.max_delta = max_delta
+        self.cut = 0.0
+        self.counting: Callable[[], bool] = lambda: True
+        self._last: float | None = None
+
+    def __call__(self) -> float:
+        now = self.wall()
+        last, self._last = self._last, now
+        if last is not None and self.max_delta is not None and self.counting():
+            delta = now - last
+            if delta > self.max_delta:
+                self.cut += delta - self.max_delta
+        return now - self.cut
+
+
+def _check_positive(field: str, value: Any, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    ok = (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+    if not ok:
+        extra = " or None" if allow_none else ""
+        raise ValueError(f"App.{field} must be a finite number > 0{extra}, got {value!r}")
+
+
+def _name_in_message(exc: BaseException, where: str) -> None:
+    """Make sure ``str(exc)`` names the callback that raised (PEP 678 note + message)."""
+    notes = [
+        n
+        for n in getattr(exc, "__notes__", [])
+        if n.startswith(("raised in callback", "raised in App callback"))
+    ]
+    text = notes[-1] if notes else f"raised in App callback {where!r}"
+    if not notes and hasattr(exc, "add_note"):
+        exc.add_note(text)
+    if exc.args and isinstance(exc.args[0], str):
+        if text not in exc.args[0]:
+            exc.args = (f"{exc.args[0]} [{text}]", *exc.args[1:])
+    elif not exc.args:
+        exc.args = (text,)
+
+
+class App:
+    """An interactive simulation: a window, a fixed-step clock driving a Timeline, a World.
+
+    Subclass it and override the lifecycle hooks: `setup` (once, after the window and
+    renderer exist), then every frame `pre_update`, `fixed_update` / `late_update` (zero
+    or more times, on the Robot runner's fixed steps), `pre_render`, `render`,
+    `post_render`; and the interaction hooks `on_pick`, `on_pick_hover`,
+    `on_drag_begin`, `on_drag_update`, `on_drag_end`. Bind other callbacks to any runner,
+    phase and priority with ``app.timeline.bind(...)``; `execution_order` shows the table.
+
+    Args:
+        title: Window title.
+        size: Window size ``(width, height)`` in pixels.
+        backend: ``"pygame"`` or ``"gl"``.
+        time_mode: How simulated time follows wall time (`TimeMode`).
+        headless: Draw offscreen, with no window.
+        world: A ``kelab.World`` to step (Robot runner, PHYSICS phase) and draw.
+        render_hz: Target frame rate (None: uncapped). Not applied in SIM_HIGH_PERF.
+        vsync: Ask the window for vsync.
+        max_steps_per_frame: The most fixed steps one frame runs (real-time modes).
+        max_frame_delta: Longest wall time one frame may add (seconds, None: no clamp);
+            the rest is added to `dropped_wall_time`.
+        time_scale: Simulated seconds per wall second.
+        steps_per_frame: Fixed steps per frame in SIM_HIGH_PERF.
+        disable_viewport_rendering: In SIM_HIGH_PERF, skip drawing while running.
+        hotkeys: Enter play/pause, Space pause/step, F1 HUD, F9 video recording.
+        show_hud: Show the HUD from the start.
+        interaction: Pick and drag bodies with the left mouse button.
+        camera: The view (default: the scene's first camera, else centre (0, 1), zoom
+            100 px/m).
+        background: Clear colour.
+        timeline: A Timeline to drive (default: a new one with Robot 50 Hz, Capture 30 Hz).
+        runner: The main runner: fixed steps are its periods.
+        recording_dir: Where F9 writes videos.
+        drag_frequency_hz: Natural frequency of the drag spring.
+        clock: The wall clock in seconds (inject a fake one in tests).
+        sleep: Sleeps for frame pacing (inject a fake one in tests).
+
+    Example:
+        >>> import kelab as ke
+        >>> class Counter(ke.App):
+        ...     steps = 0
+        ...     def fixed_update(self, ts):
+        ...         self.steps += 1
+        >>> app = Counter(headless=True, time_mode=ke.TimeMode.SIM_HIGH_PERF, render_hz=None)
+        >>> app.start(max_frames=10)
+        >>> app.steps, app.frame_count
+        (10, 10)
+    """
+
+    def __init__(
+        self,
+        title: str = "KELab",
+        size: Sequence[int] = (960, 540),
+        backend: str = "pygame",
+        time_mode: TimeMode = TimeMode.SIM_REALTIME,
+        headless: bool = False,
+        world: Any = None,
+        *,
+        render_hz: float | None = 60.0,
+        vsync: bool = False,
+        max_steps_per_frame: int = 8,
+        max_frame_delta: float | None = 0.25,
+        time_scale: float = 1.0,
+        steps_per_frame: int = 1,
+        disable_viewport_rendering: bool = False,
+        hotkeys: bool = True,
+        show_hud: bool = False,
+        interaction: bool = True,
+        camera: Camera | None = None,
+        background: tuple[int, int, int] = (24, 26, 32),
+        timeline: Timeline | None = None,
+        runner: str = "Robot",
+        recording_dir: str | os.PathLike[str] = "recordings",
+        drag_frequency_hz: float = 4.0,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], None] = precise_sleep,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"App.backend must be one of {BACKENDS}, got {backend!r}")
+        if not isinstance(time_mode, TimeMode):
+            raise ValueError(
+                f"App.time_mode must be a ke.TimeMode "
+                f"({', '.join(m.name for m in TimeMode)}), got {time_mode!r}"
+            )
+        _check_positive("render_hz", render_hz, allow_none=True)
+        _check_positive("max_frame_delta", max_frame_delta, allow_none=True)
+        _check_positive("drag_frequency_hz", drag_frequency_hz)
+        if world is not None and not all(
+            hasattr(world, a) for a in ("step", "body_poses", "body_names", "scene")
+        ):
+            raise ValueError(
+                f"App.world must be a ke.World (step, body_poses, body_names, scene), "
+                f"got {type(world).__name__}"
+            )
+        if camera is not None and not isinstance(camera, Camera):
+            raise ValueError(f"App.camera must be a ke.Camera, got {type(camera).__name__}")
+        self.title = str(title)
+        self.size = (int(size[0]), int(size[1]))
+        if self.size[0] <= 0 or self.size[1] <= 0:
+            raise ValueError(f"App.size must be two positive ints (width, height), got {size!r}")
+        self.backend = backend
+        self.headless = bool(headless)
+        self.vsync = bool(vsync)
+        self.world = world
+        self.render_hz = render_hz
+        self.disable_viewport_rendering = bool(disable_viewport_rendering)
+        self.hotkeys = bool(hotkeys)
+        self.hud_visible = bool(show_hud)
+        self.interaction = bool(interaction)
+        self.background = background
+        self.recording_dir = Path(recording_dir)
+        self.drag_frequency_hz = float(drag_frequency_hz)
+        self.input = Input()
+        """Keyboard and mouse state (`Input`)."""
+        self._owns_timeline = timeline is None
+        self.timeline = timeline if timeline is not None else Timeline()
+        self.main_runner = runner
+        self.timeline.runner(runner)  # KeyError naming the runners
+        self._wall = clock
+        self._sleep = sleep
+        self._sim_clock_source = _ClampedWallClock(clock, max_frame_delta)
+        self.clock = FixedStepClock.for_timeline(
+            self.timeline,
+            runner,
+            time_mode=time_mode,
+            max_steps_per_frame=max_steps_per_frame,
+            clock=self._sim_clock_source,
+            steps_per_frame=steps_per_frame,
+            time_scale=time_scale,
+        )
+        """The `FixedStepClock` (one fixed step = one period of the main runner)."""
+        self._sim_clock_source.counting = lambda: (
+            not (self.clock.paused or self.clock.time_mode is TimeMode.SIM_HIGH_PERF)
+        )
+        self._camera = camera
+        self.renderer: Renderer | None = None
+        """The renderer, once the window is open (`setup` and later)."""
+        self._opened = False
+        self._closed = False
+        self._close_requested = False
+        self._frames = 0
+        self._drawn = 0
+        self._alpha = 1.0
+        self._prev_poses: np.ndarray | None = None
+        self._last_pixels: np.ndarray | None = None
+        self._events: list[InputEvent] = []
+        self._recorders: list[Recorder] = []
+        self._video: VideoRecorder | None = None
+        self._pacer: SimulationPacer | None = None
+        self._stats = FrameStats()
+        self._hover: PickedBody | None = None
+        self._drag: DragSpring | None = None
+        self._drag_target: tuple[float, float] | None = None
+        self._in_frame = False
+        b = self.timeline.bind
+        self._bindings = [
+            b(self._fixed_update, runner, Phase.CONTROL, ON_UPDATE_PRIORITY, name="fixed_update"),
+            b(self._late_update, runner, Phase.VALIDATION, 0, name="late_update"),
+        ]
+        if world is not None:
+            self._bindings += [
+                b(self._drag_step, runner, Phase.CONTROL, DRAG_PRIORITY, name="drag_spring"),
+                b(self._physics, runner, Phase.PHYSICS, 0, name="world.step"),
+            ]
+
+    # ================================================================ lifecycle hooks
+    def setup(self) -> None:
+        """Called once, after the window and renderer exist, before the first frame."""
+
+    def pre_update(self) -> None:
+        """Called once per frame, after input, before the frame's fixed steps."""
+
+    def fixed_update(self, ts: float) -> None:
+        """Called on each fixed step (Robot runner, CONTROL phase, priority -200).
+
+        Args:
+            ts: The runner's step in seconds (0.02 at 50 Hz).
+        """
+
+    def late_update(self, ts: float) -> None:
+        """Called after each fixed step's physics (Robot runner, VALIDATION phase).
+
+        Args:
+            ts: The runner's step in seconds.
+        """
+
+    def pre_render(self) -> None:
+        """Called once per drawn frame, before drawing."""
+
+    def render(self, canvas: Any, alpha: float) -> None:
+        """Draw here (the World, if any, is already drawn).
+
+        Args:
+            canvas: The frame's `kelab.Canvas`.
+            alpha: Interpolation fraction of a fixed step in [0, 1] (the clock's
+                ``alpha`` in the real-time modes; 1.0 when paused or in SIM_HIGH_PERF).
+        """
+
+    def post_render(self) -> None:
+        """Called once per drawn frame, after the frame was presented."""
+
+    def on_pick(self, body: PickedBody) -> None:
+        """Called when the left button is pressed over a body."""
+
+    def on_pick_hover(self, body: PickedBody) -> None:
+        """Called every frame while the cursor is over a body (and nothing is dragged)."""
+
+    def on_drag_begin(self, body: PickedBody) -> None:
+        """Called when a dynamic body is grabbed (left button pressed on it)."""
+
+    def on_drag_update(self, body: PickedBody, target: tuple[float, float]) -> None:
+        """Called every frame while dragging, with the spring's target (metres)."""
+
+    def on_drag_end(self, body: PickedBody) -> None:
+        """Called when the drag ends (button released, copy reset, or App closed)."""
+
+    # ================================================================ properties
+    @property
+    def canvas(self) -> Any:
+        """The renderer's canvas (after the window opened)."""
+        if self.renderer is None:
+            raise RuntimeError(
+                "the App has no canvas yet: it opens in start() or renderFrameOnce()"
+            )
+        return self.renderer.canvas
+
+    @property
+    def camera(self) -> Camera:
+        """The camera (pan and zoom it freely)."""
+        if self.renderer is not None:
+            return self.renderer.camera
+        if self._camera is None:
+            self._camera = self._default_camera()
+        return self._camera
+
+    @property
+    def frame_count(self) -> int:
+        """Loop iterations run so far (drawn or skipped)."""
+        return self._frames
+
+    @property
+    def drawn_frames(self) -> int:
+        """Frames actually drawn."""
+        return self._drawn
+
+    @property
+    def alpha(self) -> float:
+        """The interpolation fraction used for the last drawn frame."""
+        return self._alpha
+
+    @property
+    def sim_time(self) -> float:
+        """Simulated seconds (fixed steps times the step, plus GAME_REALTIME skips)."""
+        return self.clock.sim_time
+
+    @property
+    def paused(self) -> bool:
+        """Whether simulated time is paused."""
+        return self.clock.paused
+
+    @property
+    def time_scale(self) -> float:
+        """Simulated seconds per wall second (> 0)."""
+        return self.clock.time_scale
+
+    @time_scale.setter
+    def time_scale(self, value: float) -> None:
+        self.clock.time_scale = value
+
+    @property
+    def time_mode(self) -> TimeMode:
+        """The clock's `TimeMode` (may be changed while running)."""
+        return self.clock.time_mode
+
+    @time_mode.setter
+    def time_mode(self, mode: TimeMode) -> None:
+        if not isinstance(mode, TimeMode):
+            raise ValueError(f"App.time_mode must be a ke.TimeMode, got {mode!r}")
+        self.clock.time_mode = mode
+        self.clock.reset()
+
+    @property
+    def max_steps_per_frame(self) -> int:
+        """The most fixed steps one frame runs in the real-time modes."""
+        return self.clock.max_steps_per_frame
+
+    @max_steps_per_frame.setter
+    def max_steps_per_frame(self, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"App.max_steps_per_frame must be an int >= 1, got {value!r}")
+        self.clock.max_steps_per_frame = value
+
+    @property
+    def max_frame_delta(self) -> float | None:
+        """Longest wall time one frame may add to the clock (None: no clamp)."""
+        return self._sim_clock_source.max_delta
+
+    @max_frame_delta.setter
+    def max_frame_delta(self, value: float | None) -> None:
+        _check_positive("max_frame_delta", value, allow_none=True)
+        self._sim_clock_source.max_delta = value
+
+    @property
+    def dropped_wall_time(self) -> float:
+        """Wall seconds cut from over-long frames by `max_frame_delta` (never simulated)."""
+        return self._sim_clock_source.cut
+
+    @property
+    def recorders(self) -> tuple[Recorder, ...]:
+        """The attached recorders."""
+        return tuple(self._recorders)
+
+    @property
+    def recording(self) -> bool:
+        """Whether the F9 video recording is on."""
+        return self._video is not None
+
+    @property
+    def hovered(self) -> PickedBody | None:
+        """The body under the cursor, if any."""
+        return self._hover
+
+    @property
+    def dragged(self) -> PickedBody | None:
+        """The body being dragged, if any."""
+        return self._drag.picked if self._drag is not None else None
+
+    @property
+    def drag_target(self) -> tuple[float, float] | None:
+        """Where the drag spring pulls (metres), while dragging."""
+        return self._drag_target
+
+    @property
+    def stats(self) -> AppStats:
+        """FPS, real-time factor, steps per frame and runner rates (what F1 shows)."""
+        fps, rtf, rates = self._stats.rates()
+        runners = list(self.timeline.runners.values())
+        return AppStats(
+            fps=fps,
+            real_time_factor=rtf,
+            steps_per_frame=self.clock.last_frame_steps,
+            sim_time=self.clock.sim_time,
+            frames=self._frames,
+            paused=self.clock.paused,
+            time_scale=self.clock.time_scale,
+            time_mode=self.clock.time_mode.name,
+            dropped_wall_time=self.dropped_wall_time,
+            runner_hz={r.name: r.hz_float for r in runners},
+            runner_rates={r.name: v for r, v in zip(runners, rates, strict=False)},
+        )
+
+    # ================================================================ controls
+    def pause(self) -> None:
+        """Pause simulated time (frames keep drawing)."""
+        self.clock.pause()
+
+    def resume(self) -> None:
+        """Resume simulated time from now (the paused wall time is not simulated)."""
+        self.clock.resume()
+
+    def toggle_pause(self) -> None:
+        """Pause if running, resume if paused."""
+        if self.clock.paused:
+            self.resume()
+        else:
+            self.pause()
+
+    def step_once(self) -> None:
+        """While paused, run exactly one fixed step on the next frame."""
+        self.clock.step_once()
+
+    def execution_order(self) -> ExecutionOrder:
+        """Every bound callback grouped by phase and sorted by priority (a table)."""
+        return self.timeline.execution_order()
+
+    def request_close(self) -> None:
+        """Ask the loop to stop after the current frame."""
+        self._close_requested = True
+
+    def should_close(self) -> bool:
+        """Whether the loop stops: window closed, `request_close`, or the App closed."""
+        if self._closed or self._close_requested:
+            return True
+        return self.renderer is not None and self.renderer.should_close
+
+    def inject_event(self, event: InputEvent) -> None:
+        """Queue a synthetic input event; the next frame handles it like a window event."""
+        if not isinstance(event, InputEvent):
+            raise ValueError(f"inject_event needs a ke.InputEvent, got {type(event).__name__}")
+        self._events.append(event)
+
+    def inject_events(self, events: Iterable[InputEvent]) -> None:
+        """Queue several synthetic events, oldest first."""
+        for event in events:
+            self.inject_event(event)
+
+    # ================================================================ recorders
+    def add_recorder(self, recorder: Recorder) -> Recorder:
+        """Attach a recorder (bound to its runner and phase); the App closes it when it stops.
+
+        Returns:
+            The recorder.
+        """
+        if self._closed:
+            raise RuntimeError("the App is closed; recorders can no longer be added")
+        recorder.attach(self.timeline, world=self.world, frame_source=self._frame_source)
+        self._recorders.append(recorder)
+        return recorder
+
+    def remove_recorder(self, recorder: Recorder) -> None:
+        """Close a recorder and forget it (its file is complete)."""
+        if recorder in self._recorders:
+            self._recorders.remove(recorder)
+        recorder.close()
+
+    def start_video_recording(
+        self, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> VideoRecorder:
+        """Start recording the drawn frames to a video (what F9 does).
+
+        Args:
+            path: ``.mp4`` or ``.gif``; default ``recording_dir/<title>-NNN.mp4`` (the
+                first free number).
+            **kwargs: More `VideoRecorder` options (runner, phase, fps...).
+
+        Returns:
+            The recorder.
+        """
+        if self._video is not None:
+            raise RuntimeError(f"already recording to {self._video.path}; stop it first")
+        if path is None:
+            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.title).strip("-") or "kelab"
+            n = 0
+            while (self.recording_dir / f"{slug}-{n:03d}.mp4").exists():
+                n += 1
+            path = self.recording_dir / f"{slug}-{n:03d}.mp4"
+        video = VideoRecorder(path, **kwargs)
+        self.add_recorder(video)
+        self._video = video
+        return video
+
+    def stop_video_recording(self) -> Path | None:
+        """Stop the video recording; return its file (None if none was running)."""
+        video, self._video = self._video, None
+        if video is None:
+            return None
+        self.remove_recorder(video)
+        return video.path
+
+    def toggle_video_recording(self) -> None:
+        """Start or stop the video recording."""
+        if self._video is None:
+            self.start_video_recording()
+        else:
+            self.stop_video_recording()
+
+    def _frame_source(self) -> np.ndarray | None:
+        if self.renderer is None or self.renderer.closed or self.renderer.frame_count == 0:
+            return None
+        return self.renderer.read_rgb_pixels(flip_y=True)
+
+    # ================================================================ pixels
+    def read_rgb_pixels(self, flip_y: bool = True) -> np.ndarray:
+        """Return the last drawn frame as a ``(height, width, 3)`` uint8 array.
+
+        Works in both backends, windowed or headless, also after the App closed.
+
+        Args:
+            flip_y: True: the top row first (image order); False: the bottom row first.
+        """
+        if self.renderer is not None and not self.renderer.closed and self.renderer.frame_count:
+            return self.renderer.read_rgb_pixels(flip_y=flip_y)
+        if self._last_pixels is None:
+            raise RuntimeError("no frame was drawn yet; call start() or renderFrameOnce() first")
+        img = self._last_pixels
+        return img.copy() if flip_y else np.ascontiguousarray(img[::-1])
+
+    def write_pixels_png(self, path: str | os.PathLike[str]) -> Path:
+        """Save the last drawn frame as a PNG file (parent folders are created).
+
+        Returns:
+            The path written.
+        """
+        import pygame
+
+        img = self.read_rgb_pixels(flip_y=True)
+        out = Path(path)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        h, w = img.shape[:2]
+        pygame.image.save(pygame.image.frombuffer(img.tobytes(), (w, h), "RGB"), str(out), "PNG")
+        return out
+
+    # ================================================================ the loop
+    def start(self, max_frames: int | None = None) -> None:
+        """Run the loop until the window closes, `request_close`, or ``max_frames`` frames.
+
+        The App closes when the loop ends (recorders flushed, window closed), also when
+        a callback raised: the exception then propagates with the callback's name in
+        its message.
+
+        Args:
+            max_frames: Stop after this many frames (None: no limit).
+        """
+        if max_frames is not None and (
+            isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 0
+        ):
+            raise ValueError(f"max_frames must be None or an int >= 0, got {max_frames!r}")
+        ensure_not_in_fixed_step(
+            "App.start()", "Start the App from the top level of your program, not a callback."
+        )
+        if self._closed:
+            raise RuntimeError("this App was closed; create a new one to run again")
+        try:
+            self._open()
+            frames = 0
+            while not self.should_close() and (max_frames is None or frames < max_frames):
+                self._frame()
+                frames += 1
+        except BaseException:
+            self._close_after_error()
+            raise
+        self.close()
+
+    def renderFrameOnce(self) -> bool:  # noqa: N802 - the reference API's name
+        """Run exactly one loop iteration: input, frame scheduling (fixed steps), drawing.
+
+        For manually driven loops. Despite the name it also processes input and advances
+        the fixed-step clock; never call it from inside a fixed step.
+
+        Returns:
+            False once the App should close (then call `close`).
+
+        Raises:
+            RuntimeError: When called from inside a fixed step, or after `close`.
+        """
+        ensure_not_in_fixed_step(
+            "App.renderFrameOnce()",
+            "It runs a whole frame (input, fixed steps, drawing), which would nest a frame "
+            "inside a fixed step. Keep per-step work in fixed_update() and call "
+            "renderFrameOnce() from your own top-level loop.",
+        )
+        if self._in_frame:
+            raise RuntimeError(
+                "App.renderFrameOnce() was called from inside a frame callback (pre_update, "
+                "render, ...); call it only from your own top-level loop"
+            )
+        if self._closed:
+            raise RuntimeError("this App was closed; renderFrameOnce() can no longer run")
+        try:
+            self._open()
+            self._frame()
+        except BaseException:
+            self._close_after_error()
+            raise
+        return not self.should_close()
+
+    render_frame_once = renderFrameOnce
+
+    def close(self) -> None:
+        """Close recorders (files complete) and the window; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        errors: list[BaseException] = []
+        if self._drag is not None:
+            try:
+                self._end_drag()
+            except Exception as exc:  # keep closing; report after
+                errors.append(exc)
+        self._video = None
+        for rec in self._recorders:
+            try:
+                rec.close()
+            except Exception as exc:
+                errors.append(exc)
+        if self._owns_timeline:  # a timeline the caller passed in is theirs to keep using
+            pass
+        else:
+            for binding in self._bindings:
+                binding.unbind()
+        if self.renderer is not None:
+            try:
+                if not self.renderer.closed and self.renderer.frame_count:
+                    self._last_pixels = self.renderer.read_rgb_pixels(flip_y=True)
+            finally:
+                self.renderer.close()
+        if errors:
+            raise errors[0]
+
+    def _close_after_error(self) -> None:
+        """Close everything while an exception propagates (never masks it)."""
+        try:
+            self.close()
+        except Exception:  # the original error matters more
+            pass
+
+    def __enter__(self) -> App:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+        else:
+            self._close_after_error()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else ("open" if self._opened else "new")
+        return (
+            f"<{type(self).__name__} {self.title!r} {self.backend} "
+            f"{'headless' if self.headless else 'window'} {state} frames={self._frames}>"
+        )
+
+    # ================================================================ internals
+    def _default_camera(self) -> Camera:
+        cams = getattr(getattr(self.world, "scene", None), "cameras", ()) if self.world else ()
+        if cams:
+            return Camera.from_spec(cams[0], self.size)
+        return Camera(center=(0.0, 1.0), zoom=100.0, size=self.size)
+
+    def _call(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except Exception as exc:
+            _name_in_message(exc, name)
+            raise
+
+    def _open(self) -> None:
+        if self._opened:
+            return
+        self._opened = True
+        self.renderer = create_renderer(
+            self.backend, size=self.size, title=self.title, headless=self.headless, vsync=self.vsync
+        )
+        cam = self._camera if self._camera is not None else self._default_camera()
+        self.renderer.camera = cam
+        self._camera = None
+        self._in_frame = True
+        try:
+            self._call("setup", self.setup)
+        finally:
+            self._in_frame = False
+
+    def _frame(self) -> None:
+        self._in_frame = True
+        try:
+            self._process_input()
+            self._call("pre_update", self.pre_update)
+            self._run_fixed_steps()
+            if self._draws():
+                self._draw()
+            self._frames += 1
+            self._stats.add(
+                self._wall(),
+                self.clock.sim_time,
+                tuple(r.steps for r in self.timeline.runners.values()),
+            )
+            self._pace()
+        except Exception as exc:
+            _name_in_message(exc, "frame")
+            raise
+        finally:
+            self._in_frame = False
+
+    def _pace(self) -> None:
+        if self.render_hz is None or self.clock.time_mode is TimeMode.SIM_HIGH_PERF:
+            self._pacer = None
+            return
+        if self._pacer is None or self._pacer.step_dt != 1.0 / self.render_hz:
+            self._pacer = SimulationPacer(1.0 / self.render_hz, clock=self._wall, sleep=self._sleep)
+        self._pacer.wait()
+
+    def _draws(self) -> bool:
+        return not (
+            self.disable_viewport_rendering
+            and self.clock.time_mode is TimeMode.SIM_HIGH_PERF
+            and not self.clock.paused
+        )
+
+    # -- input ------------------------------------------------------------------------------
+    def _process_input(self) -> None:
+        inp = self.input
+        inp.begin_frame()
+        assert self.renderer is not None
+        events = self.renderer.poll_events()
+        if self._events:
+            events = events + self._events
+            self._events = []
+        for ev in events:
+            inp.handle(ev)
+            if ev.kind == "quit":
+                self.request_close()
+            elif ev.kind == "key_down" and self.hotkeys:
+                self._hotkey(ev.key)
+            elif ev.kind in ("mouse_down", "mouse_up", "mouse_move"):
+                self._update_mouse_world()
+                if ev.kind == "mouse_down" and ev.button == 1:
+                    self._mouse_down()
+                elif ev.kind == "mouse_up" and ev.button == 1:
+                    self._end_drag()
+        self._update_mouse_world()
+        self._interaction_frame()
+
+    def _hotkey(self, key: str | None) -> None:
+        if key == "return":
+            self.toggle_pause()
+        elif key == "space":
+            if self.clock.paused:
+                self.step_once()
+            else:
+                self.pause()
+        elif key == "f1":
+            self.hud_visible = not self.hud_visible
+        elif key == "f9":
+            self.toggle_video_recording()
+
+    def _update_mouse_world(self) -> None:
+        if self.input.mouse_pos is not None and self.renderer is not None:
+            self.input.mouse_world = self.renderer.camera.screen_to_world(self.input.mouse_pos)
+
+    def _pick_tolerance(self) -> float:
+        return 3.0 / self.camera.zoom
+
+    def _mouse_down(self) -> None:
+        if not self.interaction or self.world is None or self.input.mouse_world is None:
+            return
+        body = pick_body(self.world, self.input.mouse_world, self._pick_tolerance())
+        if body is None:
+            return
+        self._call("on_pick", self.on_pick, body)
+        if body.dynamic and self._drag is None:
+            self._drag = DragSpring(self.world, body, frequency_hz=self.drag_frequency_hz)
+            self._drag_target = body.point
+            self._call("on_drag_begin", self.on_drag_begin, body)
+
+    def _end_drag(self) -> None:
+        drag, self._drag = self._drag, None
+        self._drag_target = None
+        if drag is None:
+            return
+        drag.remove()
+        self._call("on_drag_end", self.on_drag_end, drag.picked)
+
+    def _interaction_frame(self) -> None:
+        if not self.interaction or self.world is None:
+            self._hover = None
+            return
+        drag = self._drag
+        if drag is not None:
+            if not drag.alive:  # the copy was reset: the spring went with its space
+                self._end_drag()
+            elif self.input.mouse_world is not None:
+                self._drag_target = self.input.mouse_world
+                self._call("on_drag_update", self.on_drag_update, drag.picked, self._drag_target)
+            self._hover = None
+            return
+        mw = self.input.mouse_world
+        self._hover = None if mw is None else pick_body(self.world, mw, self._pick_tolerance())
+        if self._hover is not None:
+            self._call("on_pick_hover", self.on_pick_hover, self._hover)
+
+    # -- fixed steps ------------------------------------------------------------------------
+    def _run_fixed_steps(self) -> None:
+        self.clock.tick_timeline(self.timeline, before_step=self.input.latch_fixed_step)
+
+    def _fixed_update(self, ts: float) -> None:
+        self.fixed_update(ts)
+
+    def _late_update(self, ts: float) -> None:
+        self.late_update(ts)
+
+    def _drag_step(self, ts: float) -> None:
+        if self._drag is not None and self._drag_target is not None:
+            self._drag.set_target(self._drag_target)
+
+    def _physics(self, ts: float) -> None:
+        self._prev_poses = self.world.body_poses
+        self.world.step(ts)
+
+    # -- drawing ----------------------------------------------------------------------------
+    def _draw(self) -> None:
+        renderer = self.renderer
+        assert renderer is not None
+        interpolating = not (self.clock.paused or self.clock.time_mode is TimeMode.SIM_HIGH_PERF)
+        self._alpha = float(self.clock.alpha) if interpolating else 1.0
+        self._call("pre_render", self.pre_render)
+        renderer.begin_frame()
+        canvas = renderer.canvas
+        canvas.clear(self.background)
+        if self.world is not None:
+            canvas.draw_world(self.world, self._alpha, self._prev_poses)
+        self._call("render", self.render, canvas, self._alpha)
+        if self._drag is not None and self._drag_target is not None:
+            anchor = self._drag.anchor_world()
+            canvas.line(anchor, self._drag_target, (250, 210, 80), width=0.0)
+            canvas.circle(self._drag_target, 4.0 / canvas.camera.zoom, (250, 210, 80))
+        if self.hud_visible:
+            draw_hud(canvas, self.stats)
+        renderer.end_frame()
+        self._drawn += 1
+        self._call("post_render", self.post_render)

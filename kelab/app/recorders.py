@@ -1,0 +1,466 @@
+"""Recorders: body states and sensor readings to CSV/.npz, and frames to .mp4/.gif.
+
+A recorder is bound to one time runner and phase of a `Timeline`, by default the
+``Capture`` runner (30 Hz) in the ``ACQUISITION`` phase, so it records the state the
+controller is about to react to. It writes one row (or one frame) per step of its runner.
+`App.add_recorder` attaches a recorder and closes it when the App stops, also when a
+callback raised, so nothing recorded is lost. Recorders also work without an App:
+``recorder.attach(timeline, world=world)`` and ``recorder.close()``.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kelab.timing.timeline import Binding, Phase, Timeline
+
+__all__ = ["DataRecorder", "Recorder", "VideoRecorder"]
+
+FrameSource = Callable[[], "np.ndarray | None"]
+
+
+def _phase(phase: Phase | str) -> Phase:
+    if isinstance(phase, Phase):
+        return phase
+    try:
+        return Phase[str(phase).upper()]
+    except KeyError:
+        raise ValueError(
+            f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
+        ) from None
+
+
+class Recorder(ABC):
+    """Base of the recorders: a callback bound to a runner and phase, and a file.
+
+    Args:
+        path: The output file.
+        runner: The time runner whose steps are recorded.
+        phase: The phase of the step the recorder runs in.
+        priority: Order inside the phase (lower first).
+    """
+
+    #: Suffixes this recorder writes, lowercase with the dot.
+    suffixes: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        runner: str = "Capture",
+        phase: Phase | str = Phase.ACQUISITION,
+        priority: int = 0,
+    ) -> None:
+        self.path = Path(path)
+        if self.path.suffix.lower() not in self.suffixes:
+            raise ValueError(
+                f"{type(self).__name__}: path must end in one of {list(self.suffixes)}, "
+                f"got {str(path)!r}"
+            )
+        if not isinstance(runner, str) or not runner:
+            raise ValueError(f"{type(self).__name__}: runner must be a runner name, got {runner!r}")
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise ValueError(f"{type(self).__name__}: priority must be an int, got {priority!r}")
+        self.runner = runner
+        self.phase = _phase(phase)
+        self.priority = priority
+        self._binding: Binding | None = None
+        self._timeline: Timeline | None = None
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """True once `close` ran: the file is complete."""
+        return self._closed
+
+    @property
+    def attached(self) -> bool:
+        """True while bound to a timeline."""
+        return self._binding is not None and self._binding.bound
+
+    def attach(
+        self,
+        timeline: Timeline,
+        world: Any = None,
+        frame_source: FrameSource | None = None,
+    ) -> Binding:
+        """Bind the recorder to ``timeline`` (its runner and phase).
+
+        Args:
+            timeline: The timeline whose runner steps are recorded.
+            world: The World to read states from (DataRecorder).
+            frame_source: Returns the latest frame as ``(H, W, 3)`` uint8, or None when
+                there is none yet (VideoRecorder).
+
+        Returns:
+            The timeline binding.
+        """
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__} for {self.path} is closed; make a new one")
+        if self._binding is not None:
+            raise RuntimeError(f"{type(self).__name__} for {self.path} is already attached")
+        timeline.runner(self.runner)  # KeyError naming the runners if unknown
+        self._timeline = timeline
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._prepare(world, frame_source)
+        self._binding = timeline.bind(
+            self.record,
+            runner=self.runner,
+            phase=self.phase,
+            priority=self.priority,
+            name=f"{type(self).__name__}({self.path.name})",
+        )
+        return self._binding
+
+    def detach(self) -> None:
+        """Unbind from the timeline (the file stays open until `close`)."""
+        if self._binding is not None:
+            self._binding.unbind()
+
+    def close(self) -> None:
+        """Unbind, flush and close the file; calling it again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        self.detach()
+        self._finish()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @abstractmethod
+    def record(self, ts: float) -> None:
+        """Record one step of the runner (the timeline calls this)."""
+
+    @abstractmethod
+    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None: ...
+
+    @abstractmethod
+    def _finish(self) -> None: ...
+
+
+class DataRecorder(Recorder):
+    """Records chosen body states, sensor readings and signals, one row per runner step.
+
+    Columns: ``time`` (the step's exact timeline time in seconds), ``step`` (row index),
+    then for each recorded copy and body ``<body>.x``, ``.y``, ``.angle`` (pose) and
+    ``.vx``, ``.vy``, ``.omega`` (velocity), then ``<sensor>[k]`` for each sensor
+    component, then each signal. With several copies every name is prefixed ``env<i>:``.
+    A ``.csv`` file is written as it goes (a header line, then one line per row, floats
+    with 17 significant digits so they read back exactly); an ``.npz`` file holds
+    ``columns`` (names), ``data`` (rows x columns float64), ``time`` and ``step``.
+
+    Args:
+        path: ``*.csv`` or ``*.npz``.
+        bodies: Body paths to record (None: every body of the World; ``()``: none).
+        sensors: Sensor names to record (``World.read_sensor``).
+        signals: Extra columns: name -> callable returning a number or a 1-D array.
+        env_ids: The environment copies to record.
+        fields: Which body fields: any of ``"pose"``, ``"velocity"``.
+        runner: The runner whose steps are recorded (default ``"Capture"``).
+        phase: The phase (default ``ACQUISITION``: the state before the controller acts).
+        priority: Order inside the phase.
+        flush_every: CSV rows buffered before they are written to the file.
+
+    Example:
+        >>> import kelab as ke, tempfile, os
+        >>> timeline = ke.Timeline()
+        >>> path = os.path.join(tempfile.mkdtemp(), "log.csv")
+        >>> rec = ke.DataRecorder(path, bodies=(), signals={"t2": lambda: timeline.time_s * 2})
+        >>> _ = rec.attach(timeline)
+        >>> _ = timeline.advance(0.1)   # Capture (30 Hz) fires at 0, 33, 67, 100 ms
+        >>> rec.close(); rec.rows
+        4
+    """
+
+    suffixes = (".csv", ".npz")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        bodies: Sequence[str] | None = None,
+        sensors: Sequence[str] = (),
+        signals: Mapping[str, Callable[[], Any]] | None = None,
+        env_ids: Sequence[int] = (0,),
+        fields: Sequence[str] = ("pose", "velocity"),
+        runner: str = "Capture",
+        phase: Phase | str = Phase.ACQUISITION,
+        priority: int = 0,
+        flush_every: int = 64,
+    ) -> None:
+        super().__init__(path, runner=runner, phase=phase, priority=priority)
+        bad = [f for f in fields if f not in ("pose", "velocity")]
+        if bad or not isinstance(fields, (tuple, list)):
+            raise ValueError(
+                f"DataRecorder.fields must be a subset of ('pose', 'velocity'), got {fields!r}"
+            )
+        ids = [int(e) for e in env_ids]
+        if not ids or any(e < 0 for e in ids):
+            raise ValueError(f"DataRecorder.env_ids must be copy indices >= 0, got {env_ids!r}")
+        if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
+            raise ValueError(f"DataRecorder.flush_every must be an int >= 1, got {flush_every!r}")
+        self.bodies = None if bodies is None else tuple(bodies)
+        self.sensors = tuple(sensors)
+        self.signals = dict(signals or {})
+        for name, fn in self.signals.items():
+            if not callable(fn):
+                raise ValueError(f"DataRecorder.signals[{name!r}] must be callable, got {fn!r}")
+        self.env_ids = np.array(ids, dtype=np.intp)
+        self.fields = tuple(fields)
+        self.flush_every = flush_every
+        self.rows = 0
+        self._world: Any = None
+        self._body_idx = np.zeros(0, dtype=np.intp)
+        self._columns: list[str] | None = None
+        self._pending: list[np.ndarray] = []
+        self._all_rows: list[np.ndarray] = []  # npz: everything until close
+        self._file: Any = None
+
+    @property
+    def columns(self) -> list[str]:
+        """Column names (known after the first row)."""
+        return list(self._columns or [])
+
+    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
+        body_names: tuple[str, ...] = tuple(world.body_names) if world is not None else ()
+        wanted = body_names if self.bodies is None else self.bodies
+        if (wanted or self.sensors) and world is None:
+            raise ValueError(
+                "DataRecorder records bodies or sensors but no World was given; pass "
+                "bodies=() and sensors=() to record signals only, or attach with world="
+            )
+        index = {name: i for i, name in enumerate(body_names)}
+        missing = [b for b in wanted if b not in index]
+        if missing:
+            raise ValueError(
+                f"DataRecorder: unknown bodies {missing}; the World's bodies are {list(body_names)}"
+            )
+        if world is not None and int(self.env_ids.max()) >= int(world.num_envs):
+            raise ValueError(
+                f"DataRecorder.env_ids {self.env_ids.tolist()} must be < num_envs {world.num_envs}"
+            )
+        self._world = world
+        self._body_names = tuple(wanted)
+        self._body_idx = np.array([index[b] for b in wanted], dtype=np.intp)
+        if self.path.suffix.lower() == ".csv":
+            self._file = open(self.path, "w", encoding="utf-8", newline="")
+
+    def _make_columns(self, sensor_widths: list[int], signal_widths: list[int]) -> list[str]:
+        cols = ["time", "step"]
+        many = self.env_ids.size > 1
+        for e in self.env_ids.tolist():
+            pre = f"env{e}:" if many else ""
+            for b in self._body_names:
+                if "pose" in self.fields:
+                    cols += [f"{pre}{b}.x", f"{pre}{b}.y", f"{pre}{b}.angle"]
+                if "velocity" in self.fields:
+                    cols += [f"{pre}{b}.vx", f"{pre}{b}.vy", f"{pre}{b}.omega"]
+            for name, width in zip(self.sensors, sensor_widths, strict=True):
+                cols += [f"{pre}{name}[{k}]" for k in range(width)]
+        for name, width in zip(self.signals, signal_widths, strict=True):
+            cols += [name] if width == 0 else [f"{name}[{k}]" for k in range(width)]
+        return cols
+
+    def record(self, ts: float) -> None:
+        """Append one row: the current time, states, sensor readings and signals."""
+        if self._closed:
+            return
+        w, ids = self._world, self.env_ids
+        n_e = ids.size
+        blocks: list[np.ndarray] = []
+        if self._body_idx.size:
+            if "pose" in self.fields:
+                blocks.append(np.asarray(w.body_poses)[ids][:, self._body_idx])
+            if "velocity" in self.fields:
+                blocks.append(np.asarray(w.body_velocities)[ids][:, self._body_idx])
+        per_env = np.concatenate(blocks, axis=2).reshape(n_e, -1) if blocks else np.zeros((n_e, 0))
+        sensor_vals = [np.asarray(w.read_sensor(s), dtype=np.float64)[ids] for s in self.sensors]
+        per_env = np.concatenate([per_env, *sensor_vals], axis=1) if sensor_vals else per_env
+        signal_vals = [np.asarray(fn(), dtype=np.float64) for fn in self.signals.values()]
+        if self._columns is None:
+            self._columns = self._make_columns(
+                [v.shape[1] for v in sensor_vals], [v.size if v.ndim else 0 for v in signal_vals]
+            )
+            if self._file is not None:
+                self._file.write(",".join(self._columns) + "\n")
+        timeline = self._timeline
+        now = timeline.time_s if timeline is not None else 0.0
+        parts = [np.array([now, float(self.rows)]), per_env.reshape(-1)]
+        parts += [v.reshape(-1) for v in signal_vals]
+        row = np.concatenate(parts)
+        if row.size != len(self._columns):
+            raise ValueError(
+                f"DataRecorder: a row has {row.size} values but there are "
+                f"{len(self._columns)} columns; signals must keep their size"
+            )
+        self.rows += 1
+        if self._file is not None:
+            self._pending.append(row)
+            if len(self._pending) >= self.flush_every:
+                self._flush_rows()
+        else:
+            self._all_rows.append(row)
+
+    def _flush_rows(self) -> None:
+        if self._pending and self._file is not None:
+            block = np.vstack(self._pending)
+            np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
+            self._pending.clear()
+
+    def flush(self) -> None:
+        """Write buffered CSV rows to the file now."""
+        self._flush_rows()
+        if self._file is not None:
+            self._file.flush()
+
+    def _finish(self) -> None:
+        if self._file is not None:
+            try:
+                if self._columns is None:
+                    self._file.write(",".join(self._header_without_data()) + "\n")
+                self._flush_rows()
+            finally:
+                self._file.close()
+                self._file = None
+            return
+        cols = self._columns or self._header_without_data()
+        data = np.vstack(self._all_rows) if self._all_rows else np.zeros((0, len(cols)))
+        with open(self.path, "wb") as fh:
+            np.savez(
+                fh,
+                columns=np.array(cols, dtype=str),
+                data=data,
+                time=data[:, 0].copy(),
+                step=data[:, 1].astype(np.int64),
+            )
+        self._all_rows.clear()
+
+    def _header_without_data(self) -> list[str]:
+        """Columns when no row was recorded: sensor widths and signal sizes are unknown."""
+        widths = []
+        for s in self.sensors:
+            widths.append(int(np.asarray(self._world.read_sensor(s)).shape[1]))
+        return self._make_columns(widths, [0] * len(self.signals))
+
+
+class VideoRecorder(Recorder):
+    """Records frames to an ``.mp4`` (H.264 via imageio-ffmpeg) or ``.gif`` file.
+
+    On each step of its runner it asks its frame source (the App: the last drawn frame)
+    for a frame and appends it; steps before the first frame are skipped. The video plays
+    at the runner's rate, so it runs in simulated time whatever the frame rate was.
+    Frames with an odd width or height are padded by one black pixel (H.264 needs even
+    sizes).
+
+    Args:
+        path: ``*.mp4`` or ``*.gif``.
+        fps: Playback rate; None uses the runner's rate.
+        every: Record one frame every ``every`` runner steps (>= 1).
+        runner: The runner (default ``"Capture"``, 30 Hz).
+        phase: The phase (default ``ACQUISITION``).
+        priority: Order inside the phase.
+        quality: mp4 quality 0..10 (imageio-ffmpeg's scale).
+    """
+
+    suffixes = (".mp4", ".gif")
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        fps: float | None = None,
+        every: int = 1,
+        runner: str = "Capture",
+        phase: Phase | str = Phase.ACQUISITION,
+        priority: int = 0,
+        quality: float = 7.0,
+    ) -> None:
+        super().__init__(path, runner=runner, phase=phase, priority=priority)
+        if fps is not None and not (
+            isinstance(fps, (int, float)) and not isinstance(fps, bool) and 0 < fps <= 1000
+        ):
+            raise ValueError(
+                f"VideoRecorder.fps must be None or a number in (0, 1000], got {fps!r}"
+            )
+        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+            raise ValueError(f"VideoRecorder.every must be an int >= 1, got {every!r}")
+        if not 0 <= quality <= 10:
+            raise ValueError(f"VideoRecorder.quality must be in 0..10, got {quality!r}")
+        self.fps = fps
+        self.every = every
+        self.quality = float(quality)
+        self.frames = 0
+        self._calls = 0
+        self._source: FrameSource | None = None
+        self._writer: Any = None
+        self._size: tuple[int, int] | None = None
+
+    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
+        if frame_source is None:
+            raise ValueError("VideoRecorder needs a frame_source (the App passes its frames)")
+        self._source = frame_source
+        if self.fps is None:
+            assert self._timeline is not None
+            self.fps = self._timeline.runner(self.runner).hz_float / self.every
+
+    def _open(self, frame: np.ndarray) -> None:
+        import imageio.v2 as imageio
+
+        h, w = frame.shape[:2]
+        self._size = (w + (w % 2), h + (h % 2))
+        if self.path.suffix.lower() == ".gif":
+            self._writer = imageio.get_writer(
+                self.path, mode="I", duration=1000.0 / float(self.fps or 30.0), loop=0
+            )
+        else:
+            self._writer = imageio.get_writer(
+                self.path,
+                fps=float(self.fps or 30.0),
+                codec="libx264",
+                quality=self.quality,
+                macro_block_size=1,
+                pixelformat="yuv420p",
+                ffmpeg_log_level="error",
+            )
+
+    def record(self, ts: float) -> None:
+        """Append the source's latest frame (every ``every``-th call)."""
+        if self._closed or self._source is None:
+            return
+        self._calls += 1
+        if (self._calls - 1) % self.every:
+            return
+        frame = self._source()
+        if frame is None:
+            return
+        frame = np.asarray(frame)
+        if frame.ndim != 3 or frame.shape[2] != 3 or frame.dtype != np.uint8:
+            raise ValueError(
+                f"VideoRecorder frames must be (H, W, 3) uint8, got {frame.shape} {frame.dtype}"
+            )
+        if self._writer is None:
+            self._open(frame)
+        assert self._size is not None
+        w, h = self._size
+        if frame.shape[:2] != (h, w):
+            padded = np.zeros((h, w, 3), dtype=np.uint8)
+            fh, fw = min(h, frame.shape[0]), min(w, frame.shape[1])
+            padded[:fh, :fw] = frame[:fh, :fw]
+            frame = padded
+        self._writer.append_data(frame)
+        self.frames += 1
+
+    def _finish(self) -> None:
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()

@@ -1,0 +1,114 @@
+"""DataRecorder and VideoRecorder: rows per runner step, phases, formats, closing."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from app_helpers import FakeClock, cartpole_scene, make_app
+
+import kelab as ke
+
+
+def test_csv_rows_follow_the_capture_runner_and_read_back_exactly(tmp_path):
+    world = ke.World(cartpole_scene(), num_envs=2)
+    timeline = ke.Timeline()
+    timeline.bind(lambda ts: world.step(ts), runner="Robot", phase=ke.Phase.PHYSICS)
+    rec = ke.DataRecorder(tmp_path / "log.csv", bodies=["/World/Robot/pole"], env_ids=(0, 1))
+    rec.attach(timeline, world=world)
+    seen = []
+    timeline.bind(lambda ts: seen.append(world.body_poses[:, 2].copy()), runner="Capture")
+    timeline.advance(Fraction(1, 10))
+    rec.close()
+    assert rec.rows == 4 and rec.closed and not rec.attached
+    header = (tmp_path / "log.csv").read_text().splitlines()[0].split(",")
+    assert header[:3] == ["time", "step", "env0:/World/Robot/pole.x"]
+    assert header[-1] == "env1:/World/Robot/pole.omega" and len(header) == 2 + 2 * 6
+    data = np.loadtxt(tmp_path / "log.csv", delimiter=",", skiprows=1)
+    assert data[:, 0] == pytest.approx([0, 1 / 30, 2 / 30, 0.1])
+    assert np.array_equal(data[:, 1], [0, 1, 2, 3])
+    # ACQUISITION runs before the CONTROL callback of the same step: same state, exactly
+    for row, poses in zip(data, seen, strict=True):
+        assert np.array_equal(row[2:5], poses[0]) and np.array_equal(row[8:11], poses[1])
+
+
+def test_npz_with_sensors_signals_and_fields(tmp_path):
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    b.joint_sensor("pole.joint", "/World/Robot/cart_to_pole")
+    world = ke.World(b.build())
+    timeline = ke.Timeline()
+    timeline.bind(lambda ts: world.step(ts), runner="Robot", phase=ke.Phase.PHYSICS)
+    rec = ke.DataRecorder(
+        tmp_path / "log.npz",
+        bodies=["/World/Robot/cart"],
+        sensors=["pole.joint"],
+        signals={"t2": lambda: timeline.time_s * 2, "pair": lambda: np.array([1.0, 2.0])},
+        fields=("velocity",),
+        runner="Robot",
+        phase="export",
+    )
+    rec.attach(timeline, world=world)
+    timeline.advance(0.2)
+    rec.close()
+    out = np.load(tmp_path / "log.npz")
+    assert list(out["columns"]) == [
+        "time",
+        "step",
+        "/World/Robot/cart.vx",
+        "/World/Robot/cart.vy",
+        "/World/Robot/cart.omega",
+        "pole.joint[0]",
+        "pole.joint[1]",
+        "t2",
+        "pair[0]",
+        "pair[1]",
+    ]
+    assert out["data"].shape == (11, 10) and np.array_equal(out["step"], np.arange(11))
+    assert out["data"][:, 7] == pytest.approx(out["time"] * 2)
+
+
+def test_recorder_validation(tmp_path):
+    with pytest.raises(ValueError, match=r"\.csv"):
+        ke.DataRecorder(tmp_path / "log.txt")
+    with pytest.raises(ValueError, match="fields"):
+        ke.DataRecorder(tmp_path / "log.csv", fields=("pose", "force"))
+    with pytest.raises(ValueError, match="unknown bodies"):
+        ke.DataRecorder(tmp_path / "a.csv", bodies=["/nope"]).attach(
+            ke.Timeline(), world=ke.World(cartpole_scene())
+        )
+    with pytest.raises(KeyError, match="no time runner named 'Fast'"):
+        ke.DataRecorder(tmp_path / "b.csv", bodies=(), runner="Fast").attach(ke.Timeline())
+    with pytest.raises(ValueError, match="VideoRecorder.every"):
+        ke.VideoRecorder(tmp_path / "v.mp4", every=0)
+    with pytest.raises(ValueError, match="frame_source"):
+        ke.VideoRecorder(tmp_path / "v.gif").attach(ke.Timeline())
+
+
+def test_empty_recording_still_writes_a_readable_file(tmp_path):
+    rec = ke.DataRecorder(tmp_path / "none.csv", bodies=(), signals={"x": lambda: 0.0})
+    rec.attach(ke.Timeline())
+    rec.close()
+    assert (tmp_path / "none.csv").read_text() == "time,step,x\n"
+
+
+@pytest.mark.parametrize("suffix", [".gif", ".mp4"])
+def test_video_recorder_in_an_app(fake_clock: FakeClock, tmp_path, suffix):
+    import imageio.v3 as iio
+
+    class Moving(ke.App):
+        def render(self, canvas, alpha):
+            canvas.circle((self.sim_time - 0.5, 1.0), 0.1, (255, 255, 0))
+
+    app = make_app(fake_clock, Moving, size=(63, 47), time_mode=ke.TimeMode.SIM_HIGH_PERF)
+    video = app.add_recorder(ke.VideoRecorder(tmp_path / f"v{suffix}", every=2))
+    assert video.fps == pytest.approx(15.0)
+    # 0.6 s: Capture fires 18 times and every 2nd one records, but the first (t = 0)
+    # comes before any frame was drawn, so it is skipped
+    app.start(max_frames=30)
+    frames = iio.imread(tmp_path / f"v{suffix}")
+    assert frames.shape[0] == video.frames == 8
+    assert frames.shape[1:3] == (48, 64)  # padded to even sizes
+    assert not np.array_equal(frames[0], frames[-1])
