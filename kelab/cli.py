@@ -111,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--seconds", type=float, default=10.0, help="simulated seconds")
     demo.add_argument("--num-envs", type=int, default=4, help="cartpole copies")
     demo.add_argument("--seed", type=int, default=0)
+    from kelab.rl.preview import add_preview_parser  # the rl layer owns `preview`
+
+    add_preview_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         if args.seconds <= 0 or args.num_envs < 1:
@@ -122,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  {key:>22}: {value:.4g}" if isinstance(value, float) else f"  {key:>22}: {value}"
             )
         return 0 if summary["balanced"] else 1
+    if hasattr(args, "func"):  # subcommands registered by other layers (preview)
+        return args.func(args)
     return 2
 
 

@@ -369,6 +369,20 @@ class Robot:
             f"path={self.path!r})"
         )
 
+    def _bind(self, view: Any) -> None:
+        """Attach the runtime view (``World.robot(path)``) this handle delegates to."""
+        self.__dict__["_view"] = view
+
+    def __getattr__(self, name: str) -> Any:
+        # runtime methods (find_joints, joint_pos, reset...) come from the bound view
+        view = self.__dict__.get("_view")
+        if view is None or name.startswith("__"):
+            raise AttributeError(
+                f"ke.Robot has no attribute {name!r} until an environment or World binds it "
+                "(runtime methods such as find_joints() work from Task.on_start() on)"
+            )
+        return getattr(view, name)
+
 
 @dataclass(frozen=True)
 class Prop:

@@ -1,0 +1,512 @@
+"""The step engine both environments share (internal).
+
+``EnvCore`` builds a task's World, binds the task, and runs the exact step order of
+docs/rl.md on batched numpy; ``Presenter`` renders and paces according to the run mode.
+``LearningEnv`` and ``DirectRLEnv`` are thin Gymnasium faces over these two.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kelab.rl.success import RuleContext, SuccessRule, judge
+from kelab.rl.task import Task, TaskError, validate_task_class
+from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
+from kelab.sim.scene import Robot, SceneBuilder
+from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
+from kelab.sim.world import World
+from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
+from kelab.timing.pacer import SimulationPacer
+
+__all__ = ["EnvCore", "Presenter", "resolve_run_config"]
+
+_TASK_STREAM = 0x5EED  # spawn-key tag of the task's per-copy Generators
+
+
+def resolve_run_config(
+    render_mode: str | None, run_config: SimulationRunConfig | None
+) -> SimulationRunConfig:
+    """Return the run config for a ``render_mode`` / ``run_config`` pair.
+
+    Without a run config the mode follows ``render_mode`` (None -> HEADLESS_FAST,
+    "human" -> PACED, "rgb_array" -> OFFSCREEN_FAST). An explicit run config must come
+    with the render mode its mode requires.
+
+    Raises:
+        ValueError: For an unknown render mode, or a pair that does not match, saying which
+            render mode the run config requires.
+    """
+    if run_config is None:
+        return SimulationRunConfig.from_render_mode(render_mode)
+    if not isinstance(run_config, SimulationRunConfig):
+        raise ValueError(f"run_config must be a ke.SimulationRunConfig or None, got {run_config!r}")
+    SimulationRunConfig.from_render_mode(render_mode)  # validates the render mode itself
+    if run_config.render_mode != render_mode:
+        raise ValueError(
+            f"run_config mode {run_config.mode.name} requires render_mode="
+            f"{run_config.render_mode!r}, got render_mode={render_mode!r}; pass render_mode="
+            f"{run_config.render_mode!r} with it (or leave run_config=None to choose the mode "
+            "from render_mode)"
+        )
+    return run_config
+
+
+def _check_seed(seed: object, what: str = "seed") -> int:
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"{what} must be an int >= 0, got {seed!r}")
+    return int(seed)
+
+
+def _seed_sequences(seed: int | Sequence[int], n: int, stream: tuple[int, ...]) -> list:
+    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
+        base = _check_seed(seed)
+        return [np.random.SeedSequence(base, spawn_key=(*stream, i)) for i in range(n)]
+    seeds = list(seed)  # type: ignore[arg-type]
+    if len(seeds) != n:
+        raise ValueError(f"reset(seed=[...]) needs one seed per copy: {n}, got {len(seeds)}")
+    return [np.random.SeedSequence(_check_seed(s), spawn_key=(*stream, 0)) for s in seeds]
+
+
+def _task_rng_sequences(seed: int | Sequence[int], n: int) -> list:
+    return _seed_sequences(seed, n, (_TASK_STREAM,))
+
+
+def _world_rng_sequences(seed: int | Sequence[int], n: int) -> list:
+    # the World seeds copy i from SeedSequence(seed).spawn(n)[i], i.e. spawn_key (i,)
+    return _seed_sequences(seed, n, ())
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {value.shape}"
+    return f"a {type(value).__name__}"
+
+
+def _copies(mask: np.ndarray, limit: int = 10) -> str:
+    ids = np.flatnonzero(mask).tolist()
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return f"{ids[:limit]}{more}"
+
+
+class EnvCore:
+    """Builds the World of a task and runs the step order on ``num_envs`` copies.
+
+    Args:
+        task: The task (not yet bound to another environment).
+        num_envs: Number of copies.
+        timing: Physics step, decimation and episode length.
+        env_spacing: Metres between copy origins (display only).
+        seed: Seed of every per-copy Generator (world and task).
+        success_rule: The rule judging finished episodes (None: the task's own, if any).
+        env: The Gymnasium environment that owns this core (given to ``on_start``).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int,
+        timing: SimulationTimingConfig,
+        env_spacing: float,
+        seed: int,
+        success_rule: SuccessRule | None,
+        env: Any,
+    ) -> None:
+        validate_task_class(task)
+        if "env" in task.__dict__:
+            raise ValueError(
+                f"this {type(task).__name__} instance already runs in another environment; "
+                "create a new task object for each environment"
+            )
+        if (
+            isinstance(num_envs, bool)
+            or not isinstance(num_envs, (int, np.integer))
+            or num_envs < 1
+        ):
+            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
+        if (
+            isinstance(env_spacing, bool)
+            or not isinstance(env_spacing, (int, float))
+            or not math.isfinite(env_spacing)
+            or env_spacing < 0
+        ):
+            raise ValueError(
+                f"env_spacing must be a finite number of metres >= 0, got {env_spacing!r}"
+            )
+        seed = _check_seed(seed)
+        if success_rule is not None and not isinstance(success_rule, SuccessRule):
+            raise ValueError(
+                f"success must be a rule marked with @ke.success, got {success_rule!r}"
+            )
+        self.task = task
+        self.num_envs = n = int(num_envs)
+        self.timing = timing
+        self.obs_dim = int(task.observation_dim)
+        self.act_dim = int(task.action_dim)
+        self.max_episode_length = int(timing.max_episode_length)  # type: ignore[arg-type]
+        self.success_rule = success_rule if success_rule is not None else task.success_rule
+
+        builder = SceneBuilder()
+        task.build(builder)
+        self.scene = builder.build()
+        self.world = World(self.scene, num_envs=n, env_spacing=float(env_spacing), seed=seed)
+        self.robots = self._bind_robots()
+
+        self.episode_length_buf = np.zeros(n, dtype=np.int64)
+        self.returns = np.zeros(n, dtype=np.float64)
+        self.task_rngs = [np.random.default_rng(s) for s in _task_rng_sequences(seed, n)]
+        self.all_ids = np.arange(n, dtype=np.int64)
+        self.validator = TerminationValidator(n)
+        self.started = False
+        task.__dict__.update(
+            num_envs=n,
+            episode_length_buf=self.episode_length_buf,
+            max_episode_length=self.max_episode_length,
+            step_dt=timing.step_dt,
+            sim_dt=timing.sim_dt,
+            decimation=timing.decimation,
+            rngs=self.task_rngs,
+            world=self.world,
+            env=env,
+            device="cpu",
+        )
+        task.on_start(env)
+
+    # ------------------------------------------------------------------ set-up
+    def _bind_robots(self) -> list[Robot]:
+        """Bind every ke.Robot the task holds (attributes, or in lists/dicts) to its view."""
+        found: list[Robot] = []
+
+        def visit(value: Any) -> None:
+            if isinstance(value, Robot):
+                if value.path is not None and all(value is not r for r in found):
+                    found.append(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, Robot):
+                        visit(item)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    if isinstance(item, Robot):
+                        visit(item)
+
+        for value in list(vars(self.task).values()):
+            visit(value)
+        for robot in found:
+            robot._bind(self.world.robot(robot.path))  # type: ignore[arg-type]
+        return found
+
+    def reseed(self, seed: int | Sequence[int]) -> None:
+        """Re-seed every per-copy Generator (task and world) in place."""
+        n = self.num_envs
+        for gen, seq in zip(self.task_rngs, _task_rng_sequences(seed, n), strict=True):
+            set_rng_state(gen, rng_state(np.random.default_rng(seq)))
+        for gen, seq in zip(self.world.rngs, _world_rng_sequences(seed, n), strict=True):
+            set_rng_state(gen, rng_state(np.random.default_rng(seq)))
+
+    # ------------------------------------------------------------------ checks
+    def check_actions(self, actions: Any) -> np.ndarray:
+        """Return the task's own float32 copy of the actions, clipped to [-1, 1].
+
+        Raises:
+            ValueError: For a wrong shape or non-finite values (naming the copies).
+        """
+        shape = (self.num_envs, self.act_dim)
+        try:
+            a = np.array(actions, dtype=np.float32, copy=True)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"actions must be numbers of shape {shape}, got {_describe(actions)}"
+            ) from None
+        if a.shape != shape:
+            raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
+        finite = np.isfinite(a).all(axis=1)
+        if not finite.all():
+            raise ValueError(
+                f"actions contain NaN or infinite values for copies {_copies(~finite)}; "
+                "actions must be finite"
+            )
+        np.clip(a, -1.0, 1.0, out=a)
+        return a
+
+    def _float_batch(self, value: Any, method: str, shape: tuple[int, ...]) -> np.ndarray:
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiub":
+            raise TaskError(
+                f"{type(self.task).__name__}.{method} must return a numpy float array of shape "
+                f"{shape}, got {_describe(value)}"
+            )
+        if value.shape != shape:
+            raise TaskError(
+                f"{type(self.task).__name__}.{method} must return shape {shape} (one row per "
+                f"copy), got {value.shape}"
+            )
+        out = value.astype(np.float32)  # a new array: the task may reuse its buffer
+        finite = np.isfinite(out)
+        if finite.ndim > 1:
+            finite = finite.all(axis=1)
+        if not finite.all():
+            raise TaskError(
+                f"{type(self.task).__name__}.{method} returned NaN or infinite values for "
+                f"copies {_copies(~finite)}"
+            )
+        return out
+
+    def observe(self) -> np.ndarray:
+        """Call get_observations() and check it."""
+        obs = self.task.get_observations()
+        return self._float_batch(obs, "get_observations()", (self.num_envs, self.obs_dim))
+
+    # ------------------------------------------------------------------ the step order
+    def reset(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
+        """Start a new episode in every copy: reset_idx(all), then get_observations()."""
+        if seed is not None:
+            self.reseed(seed)
+        self.world.reset_envs(None)
+        self.episode_length_buf[:] = 0
+        self.returns[:] = 0.0
+        self.task.reset_idx(self.all_ids.copy())
+        self.started = True
+        return self.observe()
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Run one environment step; finished copies restart in the same step.
+
+        Returns:
+            ``(obs, rewards, terminated, truncated, ends)``: ``ends`` is empty when no
+            episode ended, else it describes the finished episodes (see ``_ends``).
+        """
+        if not self.started:
+            raise RuntimeError("call reset() before step()")
+        task, world, n = self.task, self.world, self.num_envs
+        acts = self.check_actions(actions)
+        task.apply_actions(acts)
+        dt = self.timing.sim_dt
+        for _ in range(self.timing.decimation):
+            world.step(dt)
+        task.on_post_physics_step()
+        names, conditions, task_truncated = self.validator(task.get_dones())
+        rewards = self._float_batch(task.get_rewards(), "get_rewards()", (n,))
+        obs = self.observe()
+        self.episode_length_buf += 1
+        self.returns += rewards
+        time_up = self.episode_length_buf >= self.max_episode_length
+        terminated = conditions.any(axis=0) if names else np.zeros(n, dtype=bool)
+        truncated = task_truncated | time_up
+        done = terminated | truncated
+        ends: dict[str, Any] = {}
+        if done.any():
+            ends = self._ends(done, names, conditions, terminated, truncated, time_up, obs)
+            ids = ends["ids"]
+            task.reset_idx(ids.copy())
+            self.episode_length_buf[ids] = 0
+            self.returns[ids] = 0.0
+            obs = self.observe()
+        return obs, rewards, terminated, truncated, ends
+
+    def _ends(
+        self,
+        done: np.ndarray,
+        names: tuple[str, ...],
+        conditions: np.ndarray,
+        terminated: np.ndarray,
+        truncated: np.ndarray,
+        time_up: np.ndarray,
+        final_obs: np.ndarray,
+    ) -> dict[str, Any]:
+        """Describe the episodes that ended (before their copies reset)."""
+        ids = np.flatnonzero(done)
+        ended_by = np.full(self.num_envs, None, dtype=object)
+        first = conditions.argmax(axis=0) if names else np.zeros(self.num_envs, dtype=np.int64)
+        for i in ids.tolist():
+            if terminated[i]:
+                ended_by[i] = names[first[i]]
+            elif time_up[i]:
+                ended_by[i] = TIME_LIMIT
+            else:
+                ended_by[i] = CUT_SHORT
+        ends: dict[str, Any] = {
+            "ids": ids,
+            "mask": done.copy(),
+            "final_obs": final_obs,
+            "ended_by": ended_by,
+            "episode_return": self.returns.copy(),
+            "episode_length": self.episode_length_buf.copy(),
+            "names": names,
+        }
+        if self.success_rule is not None:
+            ctx = RuleContext(self.num_envs, names, conditions, time_up, truncated)
+            is_success, checks = judge(self.success_rule, self.task, ctx)
+            ends["is_success"] = is_success
+            ends["checks"] = checks
+        return ends
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> Snapshot:
+        """Record the world, the task's counters and state, and every Generator."""
+        wsnap = self.world.snapshot()
+        arrays = {f"world/{k}": v for k, v in wsnap.arrays.items()}
+        arrays["env/episode_length_buf"] = self.episode_length_buf.copy()
+        arrays["env/returns"] = self.returns.copy()
+        for key, value in self.task.state_dict().items():
+            arrays[f"task/{key}"] = value
+        meta = {
+            "world": wsnap.meta,
+            "task_rngs": [rng_state(g) for g in self.task_rngs],
+            "condition_names": None if self.validator.names is None else list(self.validator.names),
+            "started": self.started,
+        }
+        return Snapshot(wsnap.fingerprint, wsnap.step_count, wsnap.sim_time, arrays, meta)
+
+    def restore(self, snap: Snapshot) -> None:
+        """Return to ``snap``; stepping on is bit-identical to stepping on from there."""
+        if not isinstance(snap, Snapshot):
+            raise ValueError(f"restore() needs a snapshot from env.snapshot(), got {snap!r}")
+        snap.check_fingerprint(self.world.fingerprint)
+        if "env/episode_length_buf" not in snap.arrays:
+            raise ValueError(
+                "this snapshot comes from World.snapshot(), not env.snapshot(); restore it "
+                "with env.world.restore(...)"
+            )
+        arrays = snap.arrays
+        wsnap = Snapshot(
+            snap.fingerprint,
+            snap.step_count,
+            snap.sim_time,
+            {k[len("world/") :]: v for k, v in arrays.items() if k.startswith("world/")},
+            snap.meta["world"],
+        )
+        self.world.restore(wsnap)
+        self.episode_length_buf[:] = arrays["env/episode_length_buf"]
+        self.returns[:] = arrays["env/returns"]
+        self.task.load_state_dict(
+            {k[len("task/") :]: np.array(v) for k, v in arrays.items() if k.startswith("task/")}
+        )
+        for gen, state in zip(self.task_rngs, snap.meta["task_rngs"], strict=True):
+            set_rng_state(gen, state)
+        names = snap.meta["condition_names"]
+        self.validator.names = None if names is None else tuple(names)
+        self.started = bool(snap.meta["started"])
+
+    def close(self) -> None:
+        """Release the world's threads."""
+        self.world.close()
+
+
+class Presenter:
+    """Renders and paces an environment according to its run mode.
+
+    PACED: draws in a window after each reset and step, then waits with the pacer until
+    ``step_dt`` has elapsed (never catching up). OFFSCREEN_FAST: draws offscreen only when
+    ``render()`` is called. HEADLESS_FAST: never draws.
+
+    Args:
+        run_config: The run mode.
+        core: The environment core (world, task, timing).
+        title: Window title.
+        pacer: The pacer for PACED mode (None: a real-time ``SimulationPacer(step_dt)``).
+        backend: Renderer backend, "pygame" or "gl".
+    """
+
+    def __init__(
+        self,
+        run_config: SimulationRunConfig,
+        core: EnvCore,
+        title: str,
+        pacer: SimulationPacer | None = None,
+        backend: str = "pygame",
+    ) -> None:
+        self.run_config = run_config
+        self.mode = run_config.mode
+        self.core = core
+        self.title = title
+        self.backend = backend
+        self.renderer: Any = None
+        self.frames = 0
+        if pacer is not None and not isinstance(pacer, SimulationPacer):
+            raise ValueError(f"pacer must be a ke.SimulationPacer, got {pacer!r}")
+        self.pacer = (
+            (pacer or SimulationPacer(core.timing.step_dt)) if self.mode is RunMode.PACED else None
+        )
+
+    @property
+    def window_closed(self) -> bool:
+        """True once the user closed the PACED window."""
+        return self.renderer is not None and self.renderer.should_close
+
+    def after_reset(self) -> None:
+        """PACED: draw the first state and start the pacing schedule."""
+        if self.mode is RunMode.PACED:
+            self.draw()
+            assert self.pacer is not None
+            self.pacer.reset()
+
+    def after_step(self) -> None:
+        """PACED: draw the latest state, then wait until ``step_dt`` has elapsed."""
+        if self.mode is RunMode.PACED:
+            self.draw()
+            assert self.pacer is not None
+            self.pacer.wait()
+
+    def render(self) -> np.ndarray | None:
+        """OFFSCREEN_FAST: draw now and return ``(H, W, 3)`` uint8; otherwise None."""
+        if self.mode is RunMode.OFFSCREEN_FAST:
+            self.draw()
+            return self.renderer.read_rgb_pixels()
+        return None
+
+    def draw(self) -> None:
+        """Draw the world's current state (and the task's markers) into the frame."""
+        from kelab.render.renderer import create_renderer
+
+        core, task, world = self.core, self.core.task, self.core.world
+        if self.renderer is None:
+            self.renderer = create_renderer(
+                self.backend,
+                size=tuple(task.render_size),
+                title=self.title,
+                headless=self.mode is not RunMode.PACED,
+            )
+        r = self.renderer
+        if r.closed:
+            return
+        center = task.camera_center()
+        if center is None:
+            x = 0.0
+            if core.robots:
+                x = float(core.robots[0].root_pose[0, 0])
+            center = (x, 1.0)
+        r.camera.center = center
+        r.camera.zoom = float(task.render_zoom)
+        origins = world.env_origins
+        half = 0.5 * r.size[0] / r.camera.zoom + max(world.env_spacing, 1.0)
+        ids = np.flatnonzero(np.abs(origins[:, 0] - center[0]) <= half)
+        if ids.size == 0:
+            ids = np.array([0])
+        r.begin_frame()
+        canvas = r.canvas
+        canvas.clear((235, 238, 242))
+        canvas.draw_world(world, env_ids=ids)
+        task.draw(canvas, ids, origins[ids])
+        canvas.text(
+            (8, 6),
+            f"{type(task).__name__}  t={world.sim_time:7.2f}s  "
+            f"step {int(core.episode_length_buf[0])}/{core.max_episode_length}",
+            (40, 40, 40),
+            size=14,
+            screen_space=True,
+        )
+        r.end_frame()
+        if not r.headless:
+            r.poll_events()
+        self.frames += 1
+
+    def close(self) -> None:
+        """Close the window or offscreen context."""
+        if self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None

@@ -1,0 +1,367 @@
+"""The Task base class: a learning problem that an environment runs in many copies.
+
+A task declares its scene in :meth:`Task.build`, and per step applies actions, computes
+named episode endings, rewards and observations, and resets the copies whose episode
+ended. Everything is batched numpy, one row per environment copy. See docs/rl.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from kelab.rl.success import SuccessRule
+    from kelab.sim.scene import SceneBuilder
+
+__all__ = ["Task", "TaskError"]
+
+
+class TaskError(ValueError):
+    """A task returned something the environment cannot use (a bad shape, NaN, a bad name).
+
+    The message names the task method, the offending condition or value, and the copies.
+    """
+
+
+# names the environment binds on the task; reading one before binding gives a clear error
+_RUNTIME_NAMES = frozenset(
+    {
+        "num_envs",
+        "episode_length_buf",
+        "max_episode_length",
+        "step_dt",
+        "sim_dt",
+        "decimation",
+        "rngs",
+        "world",
+        "env",
+        "device",
+    }
+)
+
+
+class Task:
+    """A learning problem: scene, observations, reward, episode endings and resets.
+
+    Subclass it, set the three class attributes and implement the methods. The
+    environment (:class:`~kelab.rl.env.LearningEnv` or :class:`~kelab.rl.direct.DirectRLEnv`)
+    calls them in a fixed order; see docs/rl.md. Once bound, the task can read
+    ``num_envs``, ``episode_length_buf`` (int64 ``(num_envs,)``: env steps of the current
+    episode completed before the step being computed, so ``0`` on an episode's first
+    step), ``max_episode_length`` (steps per episode), ``step_dt``, ``sim_dt``,
+    ``decimation``, ``sim_time``, ``world`` and ``rngs`` (one seeded
+    ``numpy.random.Generator`` per copy; use :meth:`uniform` / :meth:`normal` for
+    per-copy draws).
+
+    Attributes:
+        observation_dim: Size of one copy's observation vector (int >= 1).
+        action_dim: Size of one copy's action vector (int >= 1). Actions arrive in [-1, 1].
+        episode_length_s: The episode's time limit in simulated seconds (> 0).
+        sim_dt: Preferred physics step (used by DirectRLEnv and the registered tasks).
+        decimation: Preferred physics steps per action.
+        success_rule: The task's default success rule (a ``@ke.success`` function) or None.
+        render_size: ``(width, height)`` of rendered frames in pixels.
+        render_zoom: Pixels per metre of rendered frames.
+
+    Example:
+        >>> import numpy as np
+        >>> import kelab as ke
+        >>> class Hold(ke.Task):
+        ...     observation_dim, action_dim, episode_length_s = 1, 1, 1.0
+        ...     def build(self, scene):
+        ...         scene.add(ke.Prop(ke.Circle(0.1), initial_pose=ke.Pose(0.0, 1.0)), at="/Ball")
+        ...     def apply_actions(self, actions): pass
+        ...     def get_observations(self): return np.zeros((self.num_envs, 1), np.float32)
+        ...     def get_rewards(self): return np.ones(self.num_envs, np.float32)
+        ...     def get_dones(self):
+        ...         return {}, self.episode_length_buf >= self.max_episode_length - 1
+        ...     def reset_idx(self, env_ids): pass
+        >>> env = ke.LearningEnv(Hold(), num_envs=2)
+        >>> obs, info = env.reset()
+        >>> obs.shape
+        (2, 1)
+        >>> env.close()
+    """
+
+    observation_dim: int = 0
+    action_dim: int = 0
+    episode_length_s: float = 0.0
+    sim_dt: float = 1.0 / 120.0
+    decimation: int = 2
+    success_rule: SuccessRule | None = None
+    render_size: tuple[int, int] = (640, 480)
+    render_zoom: float = 100.0
+
+    # ---------------------------------------------------------------- lifecycle (override)
+    def build(self, scene: SceneBuilder) -> None:
+        """Declare what exists: ground, the robot, props, sensors (called once).
+
+        Args:
+            scene: The builder to add items to (``scene.add(robot, at="/World/Robot")``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement build(scene)")
+
+    def on_start(self, env: Any) -> None:
+        """Look up joint indices and anything else that needs the live world (called once).
+
+        Args:
+            env: The environment that runs this task.
+        """
+
+    def get_observations(self) -> np.ndarray:
+        """Return the observation batch, float ``(num_envs, observation_dim)``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_observations()")
+
+    def get_rewards(self) -> np.ndarray:
+        """Return one reward per copy, float ``(num_envs,)``."""
+        raise NotImplementedError(f"{type(self).__name__} must implement get_rewards()")
+
+    def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Return ``(terminated, truncated)``.
+
+        ``terminated`` maps a short past-tense name ("pole fell") to a bool ``(num_envs,)``
+        array; ``truncated`` is a bool ``(num_envs,)`` array (usually the time limit).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement get_dones()")
+
+    def apply_actions(self, actions: np.ndarray) -> None:
+        """Apply the policy's actions (the task's own float32 copy, safe to scale in place).
+
+        Args:
+            actions: ``(num_envs, action_dim)`` float32 in [-1, 1].
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement apply_actions()")
+
+    def on_post_physics_step(self) -> None:
+        """Optional work done exactly once per step, after physics, before get_dones()."""
+
+    def reset_idx(self, env_ids: np.ndarray) -> None:
+        """Reset only the copies listed in ``env_ids`` (sorted int64 indices).
+
+        Args:
+            env_ids: The copies whose episode starts now.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement reset_idx(env_ids)")
+
+    # ---------------------------------------------------------------- optional render hooks
+    def camera_center(self) -> tuple[float, float] | None:
+        """Return the world point rendered frames centre on, or None for the default.
+
+        The default follows the first robot's root of copy 0 horizontally.
+        """
+        return None
+
+    def draw(self, canvas: Any, env_ids: np.ndarray, origins: np.ndarray) -> None:
+        """Draw task-specific markers (goals, commands) over a rendered frame.
+
+        Args:
+            canvas: The ``ke.Canvas`` of the frame (world units).
+            env_ids: The copies being drawn.
+            origins: ``(len(env_ids), 2)`` world offsets of those copies.
+        """
+
+    # ---------------------------------------------------------------- runtime state
+    @property
+    def sim_time(self) -> float:
+        """Simulated seconds since the world started (read from the world)."""
+        return float(self.world.sim_time)
+
+    def __getattr__(self, name: str) -> Any:
+        # only called when normal lookup fails
+        if name in _RUNTIME_NAMES:
+            raise AttributeError(
+                f"{type(self).__name__}.{name} is set when the task is bound to an environment; "
+                "create ke.LearningEnv(task=...) or ke.DirectRLEnv(task) first"
+            )
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    # ---------------------------------------------------------------- per-copy randomness
+    def uniform(
+        self,
+        env_ids: Sequence[int] | np.ndarray,
+        low: float | np.ndarray = 0.0,
+        high: float | np.ndarray = 1.0,
+        size: int | tuple[int, ...] = (),
+    ) -> np.ndarray:
+        """Draw uniform numbers from each listed copy's own Generator.
+
+        Copy ``i``'s numbers depend only on its seed and its own past draws, so resetting
+        one copy never changes what another copy draws.
+
+        Args:
+            env_ids: The copies to draw for.
+            low: Lower bound (broadcast to ``size``).
+            high: Upper bound (broadcast to ``size``).
+            size: Shape drawn per copy.
+
+        Returns:
+            float64 array ``(len(env_ids), *size)``.
+        """
+        return self._per_copy(env_ids, size, lambda rng, shape: rng.uniform(low, high, shape))
+
+    def normal(
+        self,
+        env_ids: Sequence[int] | np.ndarray,
+        mean: float | np.ndarray = 0.0,
+        std: float | np.ndarray = 1.0,
+        size: int | tuple[int, ...] = (),
+    ) -> np.ndarray:
+        """Draw Gaussian numbers from each listed copy's own Generator.
+
+        Args:
+            env_ids: The copies to draw for.
+            mean: Mean (broadcast to ``size``).
+            std: Standard deviation (broadcast to ``size``).
+            size: Shape drawn per copy.
+
+        Returns:
+            float64 array ``(len(env_ids), *size)``.
+        """
+        return self._per_copy(env_ids, size, lambda rng, shape: rng.normal(mean, std, shape))
+
+    def _per_copy(
+        self,
+        env_ids: Sequence[int] | np.ndarray,
+        size: int | tuple[int, ...],
+        draw: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
+    ) -> np.ndarray:
+        shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
+        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        out = np.empty((ids.size, *shape), dtype=np.float64)
+        rngs = self.rngs
+        for k, i in enumerate(ids.tolist()):
+            out[k] = draw(rngs[i], shape)
+        return out
+
+    # ---------------------------------------------------------------- success-rule helpers
+    def survived(self) -> np.ndarray:
+        """Inside a success rule: did each copy survive to its real time limit?
+
+        True where no named condition fired and the episode reached its real time limit
+        (an ending the task cut short with ``truncated`` is not survival); bool
+        ``(num_envs,)``.
+
+        Raises:
+            RuntimeError: Outside a ``@ke.success`` rule.
+        """
+        return _rule_context(self, "survived()").survived()
+
+    def ended_by(self, name: str) -> np.ndarray:
+        """Inside a success rule: was the named condition true on the final step?
+
+        Returns bool ``(num_envs,)`` for a condition from ``get_dones()``;
+        ``"time limit"`` and ``"cut short by the task"`` are also accepted.
+
+        Args:
+            name: A condition name returned by ``get_dones()``.
+
+        Raises:
+            RuntimeError: Outside a ``@ke.success`` rule.
+            ValueError: For a name ``get_dones()`` never returned.
+        """
+        return _rule_context(self, "ended_by()").ended_by(name)
+
+    def check(self, name: str, value: np.ndarray) -> np.ndarray:
+        """Inside a success rule: record a named bool per copy for the report.
+
+        Name checks so that a yes is good ("pole within 10 degrees of upright").
+
+        Args:
+            name: Unique (within the rule) non-empty name.
+            value: bool ``(num_envs,)`` array.
+
+        Returns:
+            ``value`` unchanged.
+
+        Raises:
+            RuntimeError: Outside a ``@ke.success`` rule.
+            ValueError: For a repeated name or a value that is not a bool ``(num_envs,)`` array.
+        """
+        return _rule_context(self, "check()").check(name, value)
+
+    # ---------------------------------------------------------------- snapshot support
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Return copies of the task's own mutable state, for environment snapshots.
+
+        The default collects every numpy array attribute and every object with a
+        ``state_dict()`` method (such as :class:`~kelab.rl.success.DwellTimer`). Override
+        it (and :meth:`load_state_dict`) for state kept in other forms.
+
+        Returns:
+            Named array copies.
+        """
+        out: dict[str, np.ndarray] = {}
+        for key, value in vars(self).items():
+            if key in _RUNTIME_NAMES or key.startswith("_ke_"):
+                continue
+            if isinstance(value, np.ndarray):
+                out[key] = value.copy()
+            elif hasattr(value, "state_dict") and hasattr(value, "load_state_dict"):
+                for sub, arr in value.state_dict().items():
+                    out[f"{key}/{sub}"] = np.array(arr, copy=True)
+        return out
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Restore what :meth:`state_dict` returned (arrays are written in place).
+
+        Args:
+            state: The mapping from :meth:`state_dict`.
+        """
+        nested: dict[str, dict[str, np.ndarray]] = {}
+        for key, arr in state.items():
+            if "/" in key:
+                owner, sub = key.split("/", 1)
+                nested.setdefault(owner, {})[sub] = arr
+                continue
+            current = self.__dict__.get(key)
+            if isinstance(current, np.ndarray) and current.shape == arr.shape:
+                current[...] = arr
+            else:
+                self.__dict__[key] = np.array(arr, copy=True)
+        for owner, sub_state in nested.items():
+            self.__dict__[owner].load_state_dict(sub_state)
+
+
+def _rule_context(task: Task, what: str) -> Any:
+    ctx = task.__dict__.get("_ke_rule_context")
+    if ctx is None:
+        raise RuntimeError(
+            f"task.{what} works only inside a @ke.success rule while the environment judges a "
+            "finished episode; call it from your success rule, not from task methods"
+        )
+    return ctx
+
+
+def validate_task_class(task: Task) -> None:
+    """Check a task's class attributes before an environment is built.
+
+    Args:
+        task: The task instance.
+
+    Raises:
+        TaskError: Naming the attribute, the value seen and what is allowed.
+    """
+    if not isinstance(task, Task):
+        raise TaskError(f"task must be a ke.Task instance, got {task!r}")
+    name = type(task).__name__
+    for attr in ("observation_dim", "action_dim"):
+        value = getattr(task, attr)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise TaskError(
+                f"{name}.{attr} must be an int >= 1 (set it as a class attribute), got {value!r}"
+            )
+    length = task.episode_length_s
+    if (
+        isinstance(length, bool)
+        or not isinstance(length, (int, float))
+        or not math.isfinite(length)
+        or length <= 0
+    ):
+        raise TaskError(
+            f"{name}.episode_length_s must be a finite number of seconds > 0 (the episode's "
+            f"time limit), got {length!r}"
+        )

@@ -1,0 +1,194 @@
+"""``kelab/BallToGoal-v0``: steer a ball to a random goal and keep it there.
+
+A top-down table (no gravity): the ball is pushed by two force actuators (x and y,
+up to 10 m/s² each) and slides without friction, so it must be braked. 120 Hz physics, 2 physics
+steps per action, 6 s episodes. The policy observes the ball through noisy, delayed
+joint sensors (``ke.SensorConfig(sample_interval=1/60, cutoff_hz=15, noise=0.005,
+delay=0.05)``): observation (6) = sensed position (x, y), sensed velocity (vx, vy), goal
+position (x, y). The goal (``task.goal_pos``, ``(num_envs, 2)``) is drawn per episode
+1.0-1.5 m from the start. Reward per step (computed from the true state): ``-distance
++ dwell.progress - 0.01 * sum(action^2)`` and ``+10`` when the ball has stayed. A
+:class:`~kelab.rl.success.DwellTimer` rewards arrive-and-stay: inside 0.1 m of the goal
+and slower than 0.1 m/s for 0.5 s without a break. Ends early: ``"ball stayed at the
+goal"`` (success) and ``"ball left the table"`` (more than 3 m from the centre).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kelab.rl.success import DwellTimer, success
+from kelab.rl.task import Task
+from kelab.rl.terminations import TerminationSet
+from kelab.sim.scene import (
+    BodySpec,
+    Box,
+    Circle,
+    EffortActuator,
+    Material,
+    PrismaticJoint,
+    RenderHint,
+    Robot,
+    RobotDescription,
+    SceneBuilder,
+)
+from kelab.sim.sensors import SensorConfig
+
+__all__ = ["BallToGoalTask", "SENSOR", "stayed_at_goal"]
+
+BALL_RADIUS = 0.08
+BALL_MASS = 0.5
+CARRIAGE_MASS = 2.0  # heavy enough for pymunk to keep the gantry square
+FORCE_LIMIT = 5.0
+# the x actuator also moves the carriage: scale it so both axes accelerate alike
+FORCE_LIMITS = (FORCE_LIMIT * (BALL_MASS + CARRIAGE_MASS) / BALL_MASS, FORCE_LIMIT)
+GOAL_RADIUS = 0.1
+MAX_SPEED_AT_GOAL = 0.1
+HOLD_S = 0.5
+TABLE_RADIUS = 3.0
+SENSOR = SensorConfig(sample_interval=1 / 60, cutoff_hz=15.0, noise=0.005, delay=0.05)
+"""How the ball's position and velocity sensors degrade the true signal."""
+
+
+def ball_description() -> RobotDescription:
+    """A ball on an x/y gantry: world -> carriage (slides in x) -> ball (slides in y)."""
+    return RobotDescription(
+        name="steered_ball",
+        bodies=(
+            BodySpec(
+                name="carriage",
+                shapes=(Box(0.4, 0.4),),
+                mass=CARRIAGE_MASS,
+                render=RenderHint(visible=False),
+            ),
+            BodySpec(
+                name="ball",
+                shapes=(Circle(BALL_RADIUS),),
+                mass=BALL_MASS,
+                material=Material(static_friction=0.0, dynamic_friction=0.0),
+                render=RenderHint(color=(220, 90, 40), layer=1),
+            ),
+        ),
+        joints=(
+            PrismaticJoint(
+                name="slide_x", parent="world", child="carriage", axis=(1.0, 0.0),
+                actuator=EffortActuator(limit=FORCE_LIMITS[0]),
+            ),
+            PrismaticJoint(
+                name="slide_y", parent="carriage", child="ball", axis=(0.0, 1.0),
+                actuator=EffortActuator(limit=FORCE_LIMIT),
+            ),
+        ),
+    )  # fmt: skip
+
+
+@success
+def stayed_at_goal(task):  # noqa: ANN001, ANN201 - a rule receives the running task
+    """Success: the episode ended because the ball stayed at the goal."""
+    return task.ended_by("ball stayed at the goal")
+
+
+class BallToGoalTask(Task):
+    """Arrive-and-stay goal reaching through noisy, delayed sensors (see the module)."""
+
+    observation_dim = 6
+    action_dim = 2
+    episode_length_s = 6.0
+    sim_dt = 1.0 / 120.0
+    decimation = 2
+    success_rule = stayed_at_goal
+    render_zoom = 120.0
+
+    def build(self, scene: SceneBuilder) -> None:
+        """The steered ball and its two degraded joint sensors (top-down: no gravity)."""
+        scene.gravity = (0.0, 0.0)
+        self.robot = Robot(asset=ball_description())
+        scene.add(self.robot, at="/World/Ball")
+        scene.joint_sensor("ball.x", "/World/Ball/slide_x", SENSOR)
+        scene.joint_sensor("ball.y", "/World/Ball/slide_y", SENSOR)
+
+    def on_start(self, env: object) -> None:
+        """Indices, per-episode goal, dwell timer and named terminations."""
+        self.joint_ids = self.robot.find_joints(["slide_x", "slide_y"])
+        path = self.robot.path
+        names = self.world.body_names
+        self._carriage = names.index(f"{path}/carriage")
+        self._ball = names.index(f"{path}/ball")
+        self.goal_pos = np.zeros((self.num_envs, 2))
+        self.dwell = DwellTimer(self.num_envs, hold_s=HOLD_S, dt=self.step_dt)
+        self._actions = np.zeros((self.num_envs, 2), dtype=np.float32)
+        self._force_scale = np.array(FORCE_LIMITS, dtype=np.float32)
+        self.terminations = TerminationSet(
+            self,
+            {
+                "ball stayed at the goal": lambda: self.dwell.done,
+                "ball left the table": lambda: np.hypot(*self.ball_pos().T) > TABLE_RADIUS,
+            },
+        )
+
+    def ball_pos(self) -> np.ndarray:
+        """True ball position ``(num_envs, 2)`` (privileged: reward and rules only)."""
+        return self.robot.joint_pos[:, self.joint_ids]
+
+    def ball_vel(self) -> np.ndarray:
+        """True ball velocity ``(num_envs, 2)``."""
+        return self.robot.joint_vel[:, self.joint_ids]
+
+    def apply_actions(self, actions: np.ndarray) -> None:
+        """Forces = action * limit: the ball accelerates up to 10 m/s² along x and y."""
+        self._actions[:] = actions
+        actions *= self._force_scale
+        self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
+
+    def on_post_physics_step(self) -> None:
+        """Advance the dwell timer once per step."""
+        distance = np.linalg.norm(self.ball_pos() - self.goal_pos, axis=1)
+        speed = np.linalg.norm(self.ball_vel(), axis=1)
+        self.dwell.update((distance < GOAL_RADIUS) & (speed < MAX_SPEED_AT_GOAL))
+
+    def get_observations(self) -> np.ndarray:
+        """Sensed position and velocity (noisy, delayed) and the goal."""
+        sx = self.world.read_sensor("ball.x")
+        sy = self.world.read_sensor("ball.y")
+        return np.stack([sx[:, 0], sy[:, 0], sx[:, 1], sy[:, 1], *self.goal_pos.T], axis=1)
+
+    def get_rewards(self) -> np.ndarray:
+        """Closer is better; staying pays; a big bonus once it has stayed."""
+        distance = np.linalg.norm(self.ball_pos() - self.goal_pos, axis=1)
+        return (
+            -distance
+            + self.dwell.progress
+            - 0.01 * np.sum(self._actions**2, axis=1)
+            + 10.0 * self.dwell.done
+        )
+
+    def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """``"ball stayed at the goal"``, ``"ball left the table"`` and the time limit."""
+        return self.terminations.check()
+
+    def reset_idx(self, env_ids: np.ndarray) -> None:
+        """Ball at rest near the centre, a new goal 1.0-1.5 m away."""
+        start = self.uniform(env_ids, -0.3, 0.3, size=2)
+        angle = self.uniform(env_ids, -np.pi, np.pi)
+        dist = self.uniform(env_ids, 1.0, 1.5)
+        world = self.world
+        poses = world.body_poses[env_ids]
+        poses[:, self._carriage] = np.stack(
+            [start[:, 0], np.zeros(len(env_ids)), np.zeros(len(env_ids))], 1
+        )
+        poses[:, self._ball] = np.stack([start[:, 0], start[:, 1], np.zeros(len(env_ids))], 1)
+        world.set_body_states(env_ids, poses, np.zeros_like(poses))
+        self.goal_pos[env_ids] = start + dist[:, None] * np.stack([np.cos(angle), np.sin(angle)], 1)
+        self.dwell.reset(env_ids)
+        self._actions[env_ids] = 0.0
+
+    def camera_center(self) -> tuple[float, float]:
+        """The table centre."""
+        return (0.0, 0.0)
+
+    def draw(self, canvas: object, env_ids: np.ndarray, origins: np.ndarray) -> None:
+        """Goal discs (green once the ball has stayed)."""
+        for k, i in enumerate(env_ids.tolist()):
+            color = (60, 170, 80) if self.dwell.done[i] else (90, 140, 220)
+            center = self.goal_pos[i] + origins[k]
+            canvas.circle(center, GOAL_RADIUS, color, width=0.02)  # type: ignore[attr-defined]

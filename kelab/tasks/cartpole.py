@@ -1,0 +1,135 @@
+"""``kelab/CartPole-v0``: keep a pole upright on a cart by pushing the cart.
+
+120 Hz physics, 2 physics steps per action (60 Hz control), 5 s episodes. Observation
+(4): cart position (m), cart velocity (m/s), pole angle (rad, 0 = upright, CCW positive),
+pole angular velocity (rad/s). Action (1): cart force, ``100 N * action``. Reward per
+step: ``1 - angle^2 - 0.01 |cart velocity| - 0.005 |pole velocity|``, and ``-2`` on the
+step the episode ends early. Ends early: ``"pole fell"`` (|angle| > 0.5 rad) and
+``"cart left the track"`` (|position| > 2.4 m). Success: the episode survived to its time
+limit. Resets draw the cart position from U(-0.5, 0.5) m and the pole angle from
+U(-0.1, 0.1) rad, from each copy's own Generator.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from kelab.rl.success import success
+from kelab.rl.task import Task
+from kelab.rl.terminations import TerminationSet
+from kelab.sim.assets import Asset
+from kelab.sim.assets.cartpole import PIVOT_Y, POLE_LENGTH
+from kelab.sim.scene import Robot, SceneBuilder, Terrain
+
+__all__ = ["CartPoleTask", "balanced"]
+
+FORCE_SCALE = 100.0
+MAX_POLE_ANGLE = 0.5
+MAX_CART_POS = 2.4
+
+
+@success
+def balanced(task):  # noqa: ANN001, ANN201 - a rule receives the running task
+    """Success: the pole stayed up and the cart on the track until the time limit."""
+    angle = task.robot.joint_pos[:, task.pole_joint]
+    task.check("pole within 0.2 rad of upright at the end", np.abs(angle) < 0.2)
+    return task.survived()
+
+
+class CartPoleTask(Task):
+    """Balance a pole on a cart (see the module docstring)."""
+
+    observation_dim = 4
+    action_dim = 1
+    episode_length_s = 5.0
+    sim_dt = 1.0 / 120.0
+    decimation = 2
+    success_rule = balanced
+    render_zoom = 110.0
+
+    def build(self, scene: SceneBuilder) -> None:
+        """Ground and one cartpole per copy.
+
+        The track carries the cart, so the floor sits 2 cm below the wheels: no contacts
+        to solve (and no per-contact friction callbacks) while the pole is up.
+        """
+        scene.add(Terrain.plane(name="ground", height=-0.02), at="/", per_environment=False)
+        self.robot = Robot(asset=Asset.from_registry("kelab/robot/cartpole:v1"))
+        scene.add(self.robot, at="/World/Robot")
+
+    def on_start(self, env: object) -> None:
+        """Look up the joints and bodies; set up the named terminations."""
+        self.cart_joint = int(self.robot.find_joints("slider_to_cart")[0])
+        self.pole_joint = int(self.robot.find_joints("cart_to_pole")[0])
+        names = self.world.body_names
+        self._cart_body = names.index(f"{self.robot.path}/cart")
+        self._pole_body = names.index(f"{self.robot.path}/pole")
+        self.terminations = TerminationSet(
+            self,
+            {
+                "pole fell": lambda: np.abs(self.pole_angle()) > MAX_POLE_ANGLE,
+                "cart left the track": lambda: np.abs(self.cart_position()) > MAX_CART_POS,
+            },
+        )
+
+    # state read where it is used: no copies to refresh after a reset
+    def cart_position(self) -> np.ndarray:
+        """Cart position along the track (m), ``(num_envs,)``."""
+        return self.robot.joint_pos[:, self.cart_joint]
+
+    def pole_angle(self) -> np.ndarray:
+        """Pole angle from upright (rad), ``(num_envs,)``."""
+        return self.robot.joint_pos[:, self.pole_joint]
+
+    def apply_actions(self, actions: np.ndarray) -> None:
+        """Push the cart with ``100 N * action``."""
+        actions *= FORCE_SCALE
+        self.robot.set_joint_effort_target(actions, joint_ids=[self.cart_joint])
+
+    def get_observations(self) -> np.ndarray:
+        """Cart position and velocity, pole angle and angular velocity."""
+        pos = self.robot.joint_pos
+        vel = self.robot.joint_vel
+        j = [self.cart_joint, self.pole_joint]
+        return np.stack([pos[:, j[0]], vel[:, j[0]], pos[:, j[1]], vel[:, j[1]]], axis=1)
+
+    def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Named early ends and the time limit."""
+        terminated, truncated = self.terminations.check()
+        self._ended_early = terminated["pole fell"] | terminated["cart left the track"]
+        return terminated, truncated
+
+    def get_rewards(self) -> np.ndarray:
+        """Alive bonus minus tilt and speed costs; -2 for an early end."""
+        vel = self.robot.joint_vel
+        angle = self.pole_angle()
+        return (
+            1.0
+            - angle**2
+            - 0.01 * np.abs(vel[:, self.cart_joint])
+            - 0.005 * np.abs(vel[:, self.pole_joint])
+            - 2.0 * self._ended_early
+        )
+
+    def reset_idx(self, env_ids: np.ndarray) -> None:
+        """Place the cart and tilt the pole at random, at rest."""
+        x = self.uniform(env_ids, -0.5, 0.5)
+        theta = self.uniform(env_ids, -0.1, 0.1)
+        world = self.world
+        poses = world.body_poses[env_ids]
+        cart0 = _INITIAL["cart"]
+        poses[:, self._cart_body, 0] = cart0[0] + x
+        poses[:, self._cart_body, 1] = cart0[1]
+        poses[:, self._cart_body, 2] = 0.0
+        half = POLE_LENGTH / 2.0
+        poses[:, self._pole_body, 0] = x - half * np.sin(theta)
+        poses[:, self._pole_body, 1] = PIVOT_Y + half * np.cos(theta)
+        poses[:, self._pole_body, 2] = theta
+        world.set_body_states(env_ids, poses, np.zeros_like(poses))
+        self._ended_early = getattr(self, "_ended_early", np.zeros(self.num_envs, dtype=bool))
+
+
+_INITIAL = {
+    b.name: (b.initial_pose.x, b.initial_pose.y)
+    for b in Asset.from_registry("kelab/robot/cartpole:v1").description.bodies
+}

@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+        self.sleeps = []
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize(
+    "render_mode, mode",
+    [(None, "HEADLESS_FAST"), ("human", "PACED"), ("rgb_array", "OFFSCREEN_FAST")],
+)
+def test_mode_follows_render_mode(render_mode, mode, monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = ke.DirectRLEnv(CartPoleTask(), render_mode=render_mode)
+    assert env.run_config.mode.name == mode
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "mode, render_mode, required",
+    [
+        ("paced", None, "'human'"),
+        ("offscreen_fast", "human", "'rgb_array'"),
+        ("headless_fast", "rgb_array", "None"),
+    ],
+)
+def test_mismatched_run_config_names_the_required_render_mode(mode, render_mode, required):
+    with pytest.raises(ValueError, match=f"requires render_mode={required}"):
+        ke.DirectRLEnv(
+            CartPoleTask(), render_mode=render_mode, run_config=ke.SimulationRunConfig(mode)
+        )
+    with pytest.raises(ValueError, match="render_mode must be"):
+        ke.DirectRLEnv(CartPoleTask(), render_mode="ansi")
+
+
+def test_headless_never_renders_and_offscreen_renders_on_request():
+    env = ke.DirectRLEnv(CartPoleTask())
+    env.reset(seed=0)
+    env.step(np.zeros(1, np.float32))
+    assert env.render() is None and env._presenter.renderer is None
+    off = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array")
+    off.reset(seed=0)
+    off.step(np.zeros(1, np.float32))
+    assert off._presenter.frames == 0  # nothing drawn until asked
+    frame = off.render()
+    assert frame.shape == (480, 640, 3) and frame.dtype == np.uint8
+    assert off.pacer is None and off._presenter.frames == 1
+    assert len(np.unique(frame.reshape(-1, 3), axis=0)) > 3  # the cartpole is drawn
+    off.close()
+
+
+def test_paced_renders_per_step_and_waits_with_the_pacer(monkeypatch):
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    clock = FakeClock()
+    pacer = ke.SimulationPacer(1 / 60, clock=clock, sleep=clock.sleep)
+    env = ke.DirectRLEnv(CartPoleTask(), render_mode="human", pacer=pacer)
+    assert env.metadata["render_fps"] == pytest.approx(60.0)
+    env.reset(seed=1)
+    assert env._presenter.frames == 1  # rendered after reset
+    clock.now += 0.004  # the step itself takes 4 ms of wall time
+    env.step(np.zeros(1, np.float32))
+    assert env._presenter.frames == 2  # once per env step, not per physics substep
+    assert clock.sleeps == [pytest.approx(1 / 60 - 0.004)]
+    clock.now += 0.050  # a slow step: no wait and no catch-up burst afterwards
+    env.step(np.zeros(1, np.float32))
+    assert len(clock.sleeps) == 1 and pacer.late_steps == 1
+    env.step(np.zeros(1, np.float32))
+    assert clock.sleeps[-1] == pytest.approx(1 / 60)
+    env.close()
+
+
+def test_unbatched_api_and_episode_end():
+    env = ke.DirectRLEnv(CartPoleTask(), seed=0)
+    obs, info = env.reset()
+    assert obs.shape == (4,) and obs.dtype == np.float32 and info == {}
+    for _ in range(400):
+        obs, reward, terminated, truncated, info = env.step(np.ones(1, np.float32))
+        assert isinstance(reward, float) and isinstance(terminated, bool)
+        if terminated or truncated:
+            break
+    assert info["ended_by"] == "cart left the track" or info["ended_by"] == "pole fell"
+    assert info["is_success"] is False and info["episode_length"] > 0
+    new, _ = env.reset()
+    assert not np.array_equal(new, obs)
+    with pytest.raises(ValueError, match="shape"):
+        env.step(np.zeros(2))
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(np.array([np.nan]))
+
+
+def test_timing_override():
+    timing = ke.SimulationTimingConfig(sim_dt=1 / 240, decimation=4)
+    env = ke.DirectRLEnv(CartPoleTask(), timing=timing)
+    assert env.step_dt == pytest.approx(1 / 60) and env.max_episode_length == 300
+    assert env.task.sim_dt == pytest.approx(1 / 240) and env.task.decimation == 4

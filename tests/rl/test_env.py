@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pytest
+from _rl_tasks import RecordingTask, names
+from gymnasium.vector import AutoresetMode
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+
+
+def test_first_observation_is_reset_then_observe_without_physics():
+    task = RecordingTask()
+    env = ke.LearningEnv(task, num_envs=2)
+    assert names(task.calls) == ["on_start"]
+    obs, info = env.reset()
+    assert names(task.calls) == ["on_start", "reset_idx", "get_observations"]
+    assert task.calls[1] == ("reset_idx", [0, 1])
+    assert env.world.step_count == 0 and info == {}
+    assert obs.dtype == np.float32 and obs.shape == (2, 3)
+
+
+def test_step_order_and_same_step_reset():
+    task = RecordingTask(end_at=[2, 0])
+    env = ke.LearningEnv(task, num_envs=2, physics_steps_per_action=3)
+    env.reset()
+    task.calls.clear()
+    env.step(np.zeros((2, 1)))
+    assert task.calls == [
+        ("apply_actions", 0),
+        ("on_post_physics_step", 3),  # three physics steps in between
+        ("get_dones",),
+        ("get_rewards",),
+        ("get_observations",),
+    ]
+    task.calls.clear()
+    obs, rew, term, trunc, info = env.step(np.zeros((2, 1)))
+    assert names(task.calls) == [
+        "apply_actions", "on_post_physics_step", "get_dones", "get_rewards",
+        "get_observations", "reset_idx", "get_observations",
+    ]  # fmt: skip
+    assert task.calls[5] == ("reset_idx", [0])
+    assert term.tolist() == [True, False] and trunc.tolist() == [False, False]
+    # the returned observation describes the new episode, final_obs the old one
+    assert obs[0].tolist() == [0.0, 2.0, 0.0]
+    assert info["final_obs"][0].tolist() == [0.0, 1.0, 1.0]
+    assert info["_final_obs"].tolist() == [True, False]
+    assert info["ended_by"][0] == "ball dropped" and info["episode_length"][0] == 2
+    assert info["episode_return"][0] == pytest.approx(2.0)
+    assert info["final_info"]["ended_by"][0] == "ball dropped"
+
+
+def test_actions_are_the_tasks_own_clipped_copy():
+    task = RecordingTask()
+    env = ke.LearningEnv(task, num_envs=2)
+    env.reset()
+    actions = np.array([[0.25], [3.0]], dtype=np.float32)
+    env.step(actions)
+    assert actions.tolist() == [[0.25], [3.0]]  # the caller's array is untouched
+    assert task.last_actions.dtype == np.float32
+    assert task.last_actions.tolist() == [[0.5], [2.0]]  # clipped to 1, then doubled in place
+
+
+def test_time_limit_and_task_truncation_are_named():
+    task = RecordingTask(cut_at=[3, 0])
+    env = ke.LearningEnv(task, num_envs=2)
+    assert env.max_episode_length == 6
+    env.reset()
+    ended = {}
+    for _ in range(6):
+        obs, _, term, trunc, info = env.step(np.zeros((2, 1)))
+        if info:
+            for i in np.flatnonzero(info["_ended_by"]):
+                ended.setdefault(int(i), []).append(
+                    (info["ended_by"][i], int(info["episode_length"][i]))
+                )
+                assert not term[i] and trunc[i]
+                # truncation step: final observation differs from the new episode's
+                assert not np.array_equal(info["final_obs"][i], obs[i])
+    assert ended == {
+        0: [("cut short by the task", 3), ("cut short by the task", 3)],
+        1: [("time limit", 6)],
+    }
+
+
+def test_conformance_spaces_dtypes_metadata():
+    env = ke.LearningEnv(CartPoleTask(), num_envs=3, seed=1)
+    assert isinstance(env, gymnasium.vector.VectorEnv)
+    assert env.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+    assert env.metadata["render_fps"] == pytest.approx(60.0)
+    assert env.single_observation_space.shape == (4,)
+    assert env.observation_space.shape == (3, 4)
+    assert env.action_space.shape == (3, 1) and env.single_action_space.dtype == np.float32
+    obs, _ = env.reset()
+    assert obs in env.observation_space
+    for _ in range(5):
+        obs, rew, term, trunc, info = env.step(env.action_space.sample())
+        assert obs.dtype == np.float32 and obs.shape == (3, 4)
+        assert rew.dtype == np.float32 and rew.shape == (3,)
+        assert term.dtype == bool and trunc.dtype == bool and term.shape == (3,)
+    assert env.task.robot.path == "/World/Robot"
+    env.close()
+    assert env.closed
+
+
+def test_seeding_is_deterministic_and_per_copy():
+    def run(seed, n=3, steps=40):
+        env = ke.LearningEnv(CartPoleTask(), num_envs=n, seed=seed)
+        out = [env.reset()[0]]
+        rng = np.random.default_rng(5)
+        for _ in range(steps):
+            out.append(env.step(rng.uniform(-1, 1, (n, 1)))[0])
+        return np.array(out)
+
+    a, b, c = run(0), run(0), run(1)
+    assert a.tobytes() == b.tobytes()
+    assert not np.array_equal(a[0], c[0])
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=0)
+    first, _ = env.reset(seed=7)
+    env.step(np.ones((2, 1)))
+    again, _ = env.reset(seed=7)
+    assert first.tobytes() == again.tobytes()
+    per_copy, _ = env.reset(seed=[7, 8])
+    lone = ke.DirectRLEnv(CartPoleTask(), seed=8).reset()[0]
+    single = ke.LearningEnv(CartPoleTask(), num_envs=1, seed=7).reset()[0]
+    assert per_copy[0].tobytes() == single[0].tobytes()
+    assert per_copy[1].tobytes() == lone.tobytes()
+
+
+def test_snapshot_restore_answers_counterfactuals_bit_identically():
+    env = ke.LearningEnv(CartPoleTask(), num_envs=3, seed=2)
+    env.reset()
+    for k in range(30):
+        env.step(np.full((3, 1), np.sin(k), np.float32))
+    snap = env.snapshot()
+    a = np.full((3, 1), 0.7, np.float32)
+    run_a = [env.step(a) for _ in range(60)]  # includes resets (RNG draws)
+    env.restore(snap)
+    run_b = env.step(-a)
+    env.restore(snap)
+    again = [env.step(a) for _ in range(60)]
+    for x, y in zip(run_a, again, strict=True):
+        for u, v in zip(x[:4], y[:4], strict=True):
+            assert np.asarray(u).tobytes() == np.asarray(v).tobytes()
+    assert not np.array_equal(run_b[0], run_a[0][0])
+    other = ke.LearningEnv(RecordingTask(), num_envs=3)
+    with pytest.raises(ValueError, match="scene"):
+        other.restore(snap)
+
+
+def test_bad_actions_raise_value_error():
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2)
+    env.reset()
+    with pytest.raises(ValueError, match=r"shape \(2, 1\)"):
+        env.step(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match=r"copies \[1\]"):
+        env.step(np.array([[0.0], [np.nan]]))
+
+
+@pytest.mark.parametrize(
+    "method, bad, match",
+    [
+        (
+            "get_observations",
+            lambda n: np.full((n, 3), np.inf),
+            r"get_observations\(\).*copies \[0, 1\]",
+        ),
+        ("get_rewards", lambda n: np.array([0.0, np.nan]), r"get_rewards\(\).*copies \[1\]"),
+        ("get_rewards", lambda n: np.zeros(n + 1), r"get_rewards\(\) must return shape"),
+        ("get_observations", lambda n: [[0, 0, 0]] * n, r"numpy float array"),
+    ],
+)
+def test_bad_task_values_raise_task_error(method, bad, match):
+    task = RecordingTask()
+    env = ke.LearningEnv(task, num_envs=2)
+    env.reset()
+    setattr(task, method, lambda: bad(2))
+    with pytest.raises(ke.TaskError, match=match):
+        env.step(np.zeros((2, 1)))
+    assert issubclass(ke.TaskError, ValueError)
+
+
+def test_constructor_validation():
+    with pytest.raises(ValueError, match="device must be 'cpu'"):
+        ke.LearningEnv(CartPoleTask(), device="cuda")
+    with pytest.raises(ValueError, match="headless=False"):
+        ke.LearningEnv(CartPoleTask(), render_mode="human")
+    with pytest.raises(ValueError, match="requires render_mode='rgb_array'"):
+        ke.LearningEnv(CartPoleTask(), run_config=ke.SimulationRunConfig("offscreen_fast"))
+    task = CartPoleTask()
+    ke.LearningEnv(task)
+    with pytest.raises(ValueError, match="another environment"):
+        ke.LearningEnv(task)
+
+    class Bad(RecordingTask):
+        observation_dim = 0
+
+    with pytest.raises(ke.TaskError, match="observation_dim"):
+        ke.LearningEnv(Bad())
+
+    class NoLimit(RecordingTask):
+        episode_length_s = float("inf")
+
+    with pytest.raises(ke.TaskError, match="episode_length_s"):
+        ke.LearningEnv(NoLimit())
+    with pytest.raises(RuntimeError, match="reset"):
+        ke.LearningEnv(RecordingTask()).step(np.zeros((1, 1)))
+
+
+def test_robot_handle_reads_current_state_after_reset():
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
+    env.reset()
+    robot = env.task.robot
+    for _ in range(20):
+        env.step(np.ones((2, 1), np.float32))
+    before = robot.joint_pos.copy()
+    env.task.reset_idx(np.array([1]))
+    after = robot.joint_pos
+    assert after[0].tolist() == before[0].tolist()
+    assert abs(after[1, 0]) <= 0.5 and abs(after[1, 1]) <= 0.1  # freshly reset copy
+    pos, angle = robot.get_body_pose_in_base_frame("pole")
+    assert pos.shape == (2, 2) and angle.shape == (2,)
+    with pytest.raises(AttributeError, match="binds it"):
+        ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")).find_joints("x")
+
+
+def test_task_runtime_attributes_and_per_copy_randomness():
+    task = RecordingTask()
+    with pytest.raises(AttributeError, match="bound to an environment"):
+        _ = task.num_envs
+    env = ke.LearningEnv(task, num_envs=3, seed=3)
+    env.reset()
+    assert task.num_envs == 3 and task.step_dt == pytest.approx(1 / 60)
+    assert task.max_episode_length == 6 and task.sim_time == 0.0
+    a = task.uniform([0, 2], -1, 1, size=2)
+    assert a.shape == (2, 2)
+    env2 = ke.LearningEnv(RecordingTask(), num_envs=3, seed=3)
+    env2.reset()
+    env2.task.uniform([0], size=2)  # copy 0 draws; copy 2's stream is unaffected
+    assert env2.task.uniform([2], -1, 1, size=2).tolist() == a[1:].tolist()
+    assert task.normal([1], 0.0, 1.0).shape == (1,)
