@@ -11,14 +11,13 @@ from __future__ import annotations
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kelab.render.camera import Camera
-from kelab.render.geometry import thick_line_quads, transform_points, wrap_angle
-from kelab.sim.shapes import Box, Circle, Polygon, Segment
+from kelab.render.geometry import thick_line_quads, wrap_angle
+from kelab.render.plan import DrawPlan, Primitive, WorldLayout
 
 __all__ = ["Canvas", "Color", "validate_color"]
 
@@ -38,6 +37,17 @@ def validate_color(color: Any, name: str = "color") -> Color:
     Raises:
         ValueError: If ``color`` is not three integers in 0..255.
     """
+    if type(color) is tuple and len(color) == 3:  # fast path: plain int tuples
+        r, g, b = color
+        if (
+            type(r) is int
+            and type(g) is int
+            and type(b) is int
+            and 0 <= r <= 255
+            and 0 <= g <= 255
+            and 0 <= b <= 255
+        ):
+            return color
     try:
         channels = tuple(color)
     except TypeError:
@@ -54,10 +64,6 @@ def validate_color(color: Any, name: str = "color") -> Color:
     return (int(channels[0]), int(channels[1]), int(channels[2]))
 
 
-def _shade(color: Color, factor: float = 0.45) -> Color:
-    return (int(color[0] * factor), int(color[1] * factor), int(color[2] * factor))
-
-
 def _finite_number(name: str, value: Any, minimum: float = 0.0) -> float:
     try:
         v = float(value)
@@ -66,116 +72,6 @@ def _finite_number(name: str, value: Any, minimum: float = 0.0) -> float:
     if not np.isfinite(v) or v < minimum:
         raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
     return v
-
-
-@dataclass(frozen=True)
-class _ShapeDraw:
-    """One shape of one body, as a slice of the batched local point array."""
-
-    kind: str  # "poly" | "circle" | "segment"
-    start: int  # first row in the group's point array
-    count: int  # rows: k vertices (poly), 2 (circle: centre, rim point), 2 (segment: a, b)
-    radius: float  # circle radius or segment half-thickness, metres
-    color: Color
-    accent: Color  # radius line colour of circles
-
-
-@dataclass(frozen=True)
-class _BodyDraw:
-    layer: int
-    order: int  # position in scene.bodies (stable tie-break inside a layer)
-    column: int  # column in the group's pose array
-    shapes: tuple[_ShapeDraw, ...]
-
-
-@dataclass
-class _Group:
-    """Bodies transformed together: all per-environment bodies, or all shared ones."""
-
-    local: np.ndarray  # (M, 2) body-frame points
-    owner: np.ndarray  # (M,) column of each point
-    bodies: list[_BodyDraw]
-    world_columns: np.ndarray  # (B,) column in world.body_poses, -1 when absent
-    static_poses: np.ndarray  # (B, 3) scene poses (used where world_columns == -1)
-
-
-@dataclass
-class _Compiled:
-    scene: Any
-    body_names: tuple[str, ...]
-    per_env: _Group
-    shared: _Group
-
-
-def _shape_points(shape: Any) -> tuple[str, np.ndarray, float]:
-    """Return (kind, body-frame points, radius) of one scene shape."""
-    off = shape.offset
-    c, s = np.cos(off.angle), np.sin(off.angle)
-    rot = np.array([[c, -s], [s, c]])
-    if isinstance(shape, Circle):
-        pts = np.array([[0.0, 0.0], [shape.radius, 0.0]])
-        kind, radius = "circle", float(shape.radius)
-    elif isinstance(shape, Box):
-        pts = np.array(shape.vertices(), dtype=np.float64)
-        kind, radius = "poly", 0.0
-    elif isinstance(shape, Polygon):
-        pts = np.array(shape.vertices, dtype=np.float64)
-        kind, radius = "poly", 0.0
-    elif isinstance(shape, Segment):
-        pts = np.array([shape.a, shape.b], dtype=np.float64)
-        kind, radius = "segment", float(shape.radius)
-    else:
-        raise TypeError(
-            f"cannot draw shape of type {type(shape).__name__}; expected Circle, Box, "
-            "Polygon or Segment"
-        )
-    return kind, pts @ rot.T + np.array([off.x, off.y]), radius
-
-
-def _compile_group(instances: list[tuple[int, Any]], name_index: dict[str, int]) -> _Group:
-    local: list[np.ndarray] = []
-    owner: list[np.ndarray] = []
-    bodies: list[_BodyDraw] = []
-    world_columns: list[int] = []
-    static_poses: list[tuple[float, float, float]] = []
-    row = 0
-    for column, (order, inst) in enumerate(instances):
-        hint = inst.spec.render
-        color = validate_color(hint.color, f"{inst.path}: render.color")
-        shapes = []
-        for shape in inst.spec.shapes:
-            kind, pts, radius = _shape_points(shape)
-            shapes.append(_ShapeDraw(kind, row, len(pts), radius, color, _shade(color)))
-            local.append(pts)
-            owner.append(np.full(len(pts), column, dtype=np.intp))
-            row += len(pts)
-        bodies.append(_BodyDraw(int(hint.layer), order, column, tuple(shapes)))
-        world_columns.append(name_index.get(inst.path, -1))
-        p = inst.pose
-        static_poses.append((p.x, p.y, p.angle))
-    return _Group(
-        local=np.concatenate(local) if local else np.zeros((0, 2)),
-        owner=np.concatenate(owner) if owner else np.zeros(0, dtype=np.intp),
-        bodies=bodies,
-        world_columns=np.array(world_columns, dtype=np.intp),
-        static_poses=np.array(static_poses, dtype=np.float64).reshape(-1, 3),
-    )
-
-
-def _compile(scene: Any, body_names: Sequence[str]) -> _Compiled:
-    name_index = {name: i for i, name in enumerate(body_names)}
-    per_env: list[tuple[int, Any]] = []
-    shared: list[tuple[int, Any]] = []
-    for order, inst in enumerate(scene.bodies):
-        if not inst.spec.render.visible or not inst.spec.shapes:
-            continue
-        (per_env if inst.per_environment else shared).append((order, inst))
-    return _Compiled(
-        scene=scene,
-        body_names=tuple(body_names),
-        per_env=_compile_group(per_env, name_index),
-        shared=_compile_group(shared, name_index),
-    )
 
 
 class Canvas(ABC):
@@ -199,7 +95,7 @@ class Canvas(ABC):
 
     def __init__(self, camera: Camera) -> None:
         self._camera = camera
-        self._compiled: _Compiled | None = None
+        self._layout: WorldLayout | None = None
 
     @property
     def camera(self) -> Camera:
@@ -329,11 +225,10 @@ class Canvas(ABC):
         a = _finite_number("alpha", alpha)
         if a > 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
-        scene = world.scene
-        names = tuple(world.body_names)
-        comp = self._compiled
-        if comp is None or comp.scene is not scene or comp.body_names != names:
-            comp = self._compiled = _compile(scene, names)
+        names = world.body_names
+        layout = self._layout
+        if layout is None or layout.scene is not world.scene or layout.body_names != names:
+            layout = self._layout = WorldLayout(world.scene, tuple(names), validate_color)
         poses = np.asarray(world.body_poses, dtype=np.float64)
         num_envs = int(world.num_envs)
         if poses.shape != (num_envs, len(names), 3):
@@ -351,50 +246,38 @@ class Canvas(ABC):
             mixed = prev + a * (poses - prev)
             mixed[..., 2] = prev[..., 2] + a * wrap_angle(poses[..., 2] - prev[..., 2])
             poses = mixed
-        ids = np.arange(num_envs) if env_ids is None else np.asarray(env_ids, dtype=np.intp)
-        if ids.ndim != 1 or (ids.size and (ids.min() < 0 or ids.max() >= num_envs)):
-            raise ValueError(
-                f"env_ids must be a 1-D list of copy indices in [0, {num_envs}), got {env_ids!r}"
-            )
-        origins = _env_origins(world, num_envs)[ids]  # (E, 2)
+        origins = _env_origins(world, num_envs)
+        shared = poses[0] if num_envs else np.zeros((0, 3))
+        if env_ids is not None:
+            ids = np.asarray(env_ids, dtype=np.intp)
+            if ids.ndim != 1 or (ids.size and (ids.min() < 0 or ids.max() >= num_envs)):
+                raise ValueError(
+                    f"env_ids must be a 1-D list of copy indices in [0, {num_envs}), "
+                    f"got {env_ids!r}"
+                )
+            poses, origins = poses[ids], origins[ids]
+        cam = self._camera
+        plan = layout.plan(cam.zoom, poses.shape[0], self._build_plan, self._plan_style())
+        if plan.local.shape[0] == 0:
+            return
+        xs, ys = layout.screen_points(plan, poses, shared, origins, cam, self._PIXEL_SHIFT)
+        self._draw_plan(plan, xs, ys)
 
-        items: list[tuple[int, int, _Group, _BodyDraw, np.ndarray]] = []
-        for group, group_poses in (
-            (comp.per_env, self._group_poses(comp.per_env, poses[ids], origins)),
-            (comp.shared, self._group_poses(comp.shared, poses[:1], np.zeros((1, 2)))),
-        ):
-            if not group.bodies or group_poses.shape[0] == 0:
-                continue
-            world_pts = transform_points(group.local, group.owner, group_poses)
-            screen = self._camera.world_to_screen_batch(world_pts)  # (E, M, 2)
-            for body in group.bodies:
-                items.append((body.layer, body.order, group, body, screen))
-        items.sort(key=lambda it: (it[0], it[1]))
-        zoom = self._camera.zoom
-        for _, _, _, body, screen in items:
-            for sh in body.shapes:
-                pts = screen[:, sh.start : sh.start + sh.count]
-                if sh.kind == "poly":
-                    self._fill_polygons(pts, sh.color)
-                elif sh.kind == "circle":
-                    r_px = np.full(pts.shape[0], sh.radius * zoom)
-                    self._fill_circles(pts[:, 0], r_px, sh.color)
-                    w = max(1.0, 0.12 * sh.radius * zoom)
-                    self._thick_lines(pts[:, 0], pts[:, 1], w, sh.accent, False)
-                else:
-                    w = 2.0 * sh.radius * zoom
-                    self._thick_lines(pts[:, 0], pts[:, 1], w, sh.color, True)
+    # -- compiled world drawing (backend hooks) ----------------------------------------------
+    #: Added to screen coordinates of compiled plans (the backend's pixel convention).
+    _PIXEL_SHIFT = 0.0
 
-    @staticmethod
-    def _group_poses(group: _Group, poses: np.ndarray, origins: np.ndarray) -> np.ndarray:
-        """(E, B, 3) world poses of a group's bodies for the selected copies."""
-        n_env = poses.shape[0]
-        out = np.broadcast_to(group.static_poses, (n_env,) + group.static_poses.shape).copy()
-        has = group.world_columns >= 0
-        if has.any():
-            out[:, has] = poses[:, group.world_columns[has]]
-        out[..., :2] += origins[:, None, :]
-        return out
+    def _plan_style(self) -> Any:
+        """Hashable settings that change what :meth:`_build_plan` produces."""
+        return None
+
+    @abstractmethod
+    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+        """Compile primitives (body-frame pixels, painter's order) into a plan, once."""
+
+    @abstractmethod
+    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+        """Draw a plan whose points this frame are at screen pixels ``(xs, ys)``."""
 
     # -- composite helpers -----------------------------------------------------------------
     def _thick_lines(

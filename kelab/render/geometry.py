@@ -17,6 +17,7 @@ __all__ = [
     "ring_triangles",
     "thick_line_quads",
     "transform_points",
+    "unit_circle",
     "wrap_angle",
 ]
 
@@ -71,7 +72,16 @@ def circle_segments(radius_px: float) -> int:
 _UNIT_CACHE: dict[int, np.ndarray] = {}
 
 
-def _unit_circle(n: int) -> np.ndarray:
+def unit_circle(n: int) -> np.ndarray:
+    """Vertices of an ``n``-gon with the area of the unit circle (cached, do not modify).
+
+    Args:
+        n: Number of sides.
+
+    Returns:
+        ``(n, 2)`` vertices, counter-clockwise from angle 0; the edges straddle the
+        unit circle so that filled tessellations keep the disc's area.
+    """
     u = _UNIT_CACHE.get(n)
     if u is None:
         t = np.linspace(0.0, 2.0 * np.pi, n, endpoint=False)
@@ -93,7 +103,7 @@ def circle_polygons(centers: np.ndarray, radii: np.ndarray) -> np.ndarray:
         ``(N, n, 2)`` polygon vertices, n chosen for the largest radius.
     """
     n = circle_segments(float(np.max(radii)) if len(radii) else 1.0)
-    u = _unit_circle(n)
+    u = unit_circle(n)
     return centers[:, None, :] + radii[:, None, None] * u[None, :, :]
 
 
@@ -144,7 +154,7 @@ def ring_triangles(centers: np.ndarray, r_outer: np.ndarray, width: float) -> np
         ``(N * n * 6, 2)`` triangle vertices.
     """
     n = circle_segments(float(np.max(r_outer)) if len(r_outer) else 1.0)
-    u = _unit_circle(n)
+    u = unit_circle(n)
     r_in = np.maximum(r_outer - width, 0.0)
     outer = centers[:, None, :] + r_outer[:, None, None] * u[None]
     inner = centers[:, None, :] + r_in[:, None, None] * u[None]

@@ -25,6 +25,7 @@ from kelab.render.geometry import (
     ring_triangles,
     thick_line_quads,
 )
+from kelab.render.plan import DrawPlan, Primitive
 from kelab.render.renderer import Renderer, require_display
 from kelab.render.text import TextCache
 
@@ -136,6 +137,30 @@ class GLCanvas(Canvas):
         """Drop the triangles accumulated so far without drawing them."""
         self._pending.clear()
 
+    # -- compiled worlds --------------------------------------------------------------------
+    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+        tris: list[np.ndarray] = []
+        instance: list[np.ndarray] = []
+        colors: list[np.ndarray] = []
+        for prim in primitives:
+            pts = prim.points
+            if not prim.fill:  # a one-pixel line is a one-pixel-wide quad
+                pts = thick_line_quads(pts[:1], pts[1:], 1.0)[0]
+            t = fan_triangles(pts[None])
+            tris.append(t)
+            instance.append(np.full(len(t), prim.instance, dtype=np.intp))
+            colors.append(np.tile(np.asarray(prim.color, dtype=np.float32) / 255.0, (len(t), 1)))
+        if not tris:
+            return DrawPlan(np.zeros((0, 2)), np.zeros(0, dtype=np.intp))
+        return DrawPlan(np.concatenate(tris), np.concatenate(instance), np.concatenate(colors))
+
+    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+        v = np.empty((xs.shape[0], 5), dtype=np.float32)
+        v[:, 0] = xs
+        v[:, 1] = ys
+        v[:, 2:] = plan.data
+        self._pending.append(v)
+
     # -- hooks --------------------------------------------------------------------------------
     def _clear(self, color: Color) -> None:
         self._pending.clear()  # everything queued would be painted over anyway
@@ -237,6 +262,9 @@ class GLRenderer(Renderer):
         self._samples = min(4, int(self._ctx.max_samples)) if antialias else 0
         self._fbo_ms: moderngl.Framebuffer | None = None
         self._fbo: moderngl.Framebuffer | None = None
+        self._read_rgba: np.ndarray | None = None  # read-back buffers, reused
+        self._read_src: Any = None
+        self._read_rgb: Any = None
         with self._current():
             self._make_targets(self.size)
             self._canvas = GLCanvas(self._camera, self._ctx, self._bind_target, headless)
@@ -335,12 +363,25 @@ class GLRenderer(Renderer):
                 self._ctx.finish()
 
     def _read_top_first(self) -> np.ndarray:
+        # Reading RGBA is a plain copy, while an RGB glReadPixels converts pixel by pixel
+        # (slow on llvmpipe); SDL's blit packs RGBX into RGB faster than numpy can.
         w, h = self._fbo.size  # type: ignore[union-attr]
-        img = np.empty((h, w, 3), dtype=np.uint8)
+        if self._read_rgba is None or self._read_rgba.shape[:2] != (h, w):
+            import pygame
+
+            from kelab.render.pygame_backend import _rgb_surface
+
+            self._read_rgba = np.empty((h, w, 4), dtype=np.uint8)
+            self._read_src = pygame.image.frombuffer(self._read_rgba, (w, h), "RGBX")
+            self._read_rgb = _rgb_surface((w, h))
         with self._current():
-            self._fbo.read_into(img, components=3, alignment=1)  # type: ignore[union-attr]
+            self._fbo.read_into(self._read_rgba, components=4, alignment=1)  # type: ignore[union-attr]
+        self._read_rgb.blit(self._read_src, (0, 0))
+        surf = self._read_rgb
+        rows = np.frombuffer(surf.get_buffer(), dtype=np.uint8).reshape(h, surf.get_pitch())
+        img = rows[:, : 3 * w].reshape(h, w, 3)
         if self._window is None:
-            return img  # offscreen frames are drawn top row first: no flip needed
+            return img.copy()  # offscreen frames are drawn top row first: no flip needed
         return np.ascontiguousarray(img[::-1])
 
     # -- events -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
 from kelab.render.events import InputEvent
 from kelab.render.geometry import circle_polygons, inset_polygons
+from kelab.render.plan import DrawPlan, Primitive
 from kelab.render.renderer import Renderer, require_display
 from kelab.render.text import TextCache
 
@@ -31,22 +32,70 @@ class PygameCanvas(Canvas):
     pixel, which makes both backends agree to within the antialiased edge. Discs are
     tessellated like in the GL backend (pygame's own circles snap to whole pixels).
 
+    ``draw_world`` uses compiled plans whose polygons are inset once per zoom in the
+    body frame, so a frame costs one numpy transform plus the pygame calls.
+
     Args:
         camera: The view.
         surface: The target surface.
         antialias: Draw antialiased edges.
     """
 
+    _PIXEL_SHIFT = -0.5
+
     def __init__(self, camera: Camera, surface: pygame.Surface, antialias: bool = True) -> None:
         super().__init__(camera)
         self.surface = surface
         self.antialias = antialias
         self._texts = TextCache()
+        # the renderer swaps frame surfaces instead of copying them: until the first
+        # drawing call, ``surface`` still has to be given the previous frame's pixels
+        self._restore_from: pygame.Surface | None = None
+
+    def _sync(self) -> None:
+        src, self._restore_from = self._restore_from, None
+        if src is not None:
+            self.surface.blit(src, (0, 0))
 
     def _clear(self, color: Color) -> None:
+        self._restore_from = None  # painted over entirely: nothing to restore
         self.surface.fill(color)
 
+    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+        local: list[np.ndarray] = []
+        instance: list[int] = []
+        commands: list[tuple[bool, int, int, Color]] = []
+        row = 0
+        for prim in primitives:
+            pts = inset_polygons(prim.points[None], 0.5)[0] if prim.fill else prim.points
+            local.append(pts)
+            instance.extend([prim.instance] * len(pts))
+            commands.append((prim.fill, row, row + len(pts), prim.color))
+            row += len(pts)
+        return DrawPlan(
+            local=np.concatenate(local) if local else np.zeros((0, 2)),
+            instance=np.array(instance, dtype=np.intp),
+            data=commands,
+        )
+
+    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+        if self._restore_from is not None:
+            self._sync()
+        pts = np.column_stack((xs, ys)).tolist()
+        surf, aa = self.surface, self.antialias
+        polygon, aalines, aaline = pygame.draw.polygon, pygame.draw.aalines, pygame.draw.aaline
+        for fill, start, stop, color in plan.data:
+            if fill:
+                poly = pts[start:stop]
+                polygon(surf, color, poly)
+                if aa:
+                    aalines(surf, color, True, poly)
+            else:
+                aaline(surf, color, pts[start], pts[start + 1])
+
     def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
+        if self._restore_from is not None:
+            self._sync()
         surf, aa = self.surface, self.antialias
         for poly in (inset_polygons(polys, 0.5) - 0.5).tolist():
             pygame.draw.polygon(surf, color, poly)
@@ -58,15 +107,21 @@ class PygameCanvas(Canvas):
         self._fill_polygons(circle_polygons(centers, np.maximum(radii, 0.5)), color)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+        if self._restore_from is not None:
+            self._sync()
         w = max(1, int(round(width)))
         for c, r in zip((centers - 0.5).tolist(), radii.tolist(), strict=True):
             pygame.draw.aacircle(self.surface, color, c, r, w)
 
     def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+        if self._restore_from is not None:
+            self._sync()
         for p, q in zip((a - 0.5).tolist(), (b - 0.5).tolist(), strict=True):
             pygame.draw.aaline(self.surface, color, p, q)
 
     def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+        if self._restore_from is not None:
+            self._sync()
         self.surface.blit(self._texts.surface(string, color, size), pos)
 
 
@@ -124,12 +179,19 @@ class PygameRenderer(Renderer):
         pass
 
     def _end(self) -> None:
-        if self._finished.get_size() != self._target.get_size():
-            self._finished = _rgb_surface(self._target.get_size())
-        self._finished.blit(self._target, (0, 0))
+        canvas = self._canvas
+        if canvas._restore_from is not None:
+            canvas._sync()  # nothing drawn this frame: it repeats the previous one
         if self._window is not None:
             self._window.blit(self._target, (0, 0))
             pygame.display.flip()
+        # swap instead of copying: the finished frame is read from ``_finished``; the
+        # next frame draws on the other surface, restored lazily (see PygameCanvas)
+        self._finished, self._target = self._target, self._finished
+        if self._target.get_size() != self._finished.get_size():
+            self._target = _rgb_surface(self._finished.get_size())
+        canvas.surface = self._target
+        canvas._restore_from = self._finished
 
     def _read_top_first(self) -> np.ndarray:
         surf = self._finished
@@ -173,6 +235,7 @@ class PygameRenderer(Renderer):
                 return None
             self._target = _rgb_surface(size)
             self._canvas.surface = self._target
+            self._canvas._restore_from = None  # a new, blank frame of the new size
             self._resized(size)
             return InputEvent("resize", size=size)
         return None

@@ -238,3 +238,30 @@ def test_draws_a_real_world(headless):
         assert tuple(img[y, x]) == (210, 150, 80)  # pole of copy i
     x, y = (int(v) for v in cam.world_to_screen((0.5, -0.1)))
     assert tuple(img[y, x]) == (90, 110, 90)  # shared ground
+
+
+def test_a_frame_keeps_the_previous_content_until_cleared(headless):
+    frame(headless, lambda c: c.circle((0.0, 0.0), 0.1, RED))
+    headless.begin_frame()  # no clear: draw on top of the previous frame
+    headless.canvas.circle((0.5, 0.0), 0.1, GREEN)
+    headless.end_frame()
+    img = headless.read_rgb_pixels()
+    assert tuple(img[75, 100]) == RED and tuple(img[75, 150]) == GREEN
+    headless.begin_frame()  # nothing drawn at all: the same picture again
+    headless.end_frame()
+    np.testing.assert_array_equal(headless.read_rgb_pixels(), img)
+
+
+def test_compiled_world_follows_zoom_copies_and_scene_changes(headless):
+    world = make_world([(prop(ke.Box(0.2, 0.2), color=RED), "/Block")], num_envs=2, spacing=0.6)
+    for zoom, half_px in ((100.0, 10), (50.0, 5), (100.0, 10)):
+        headless.camera.zoom = zoom
+        img = frame(headless, lambda c: c.draw_world(world))
+        cols = cols_of(img, RED)
+        assert cols.min() == 100 - half_px  # copy 0 at the centre, sized by the zoom
+        assert cols.max() == 100 + int(0.6 * zoom) + half_px - 1  # copy 1, 0.6 m right
+    img = frame(headless, lambda c: c.draw_world(world, env_ids=[1]))
+    assert cols_of(img, RED).min() == 100 + 60 - 10
+    other = make_world([(prop(ke.Box(0.2, 0.2), color=BLUE), "/Block")])
+    img = frame(headless, lambda c: c.draw_world(other))
+    assert rows_of(img, RED).size == 0 and tuple(img[75, 100]) == BLUE
