@@ -7,6 +7,7 @@ Prints a markdown table (also kept in benchmarks/README.md under "## world_throu
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 
@@ -32,8 +33,12 @@ def policy(x: np.ndarray, theta: np.ndarray, v: np.ndarray, w: np.ndarray) -> np
     return np.clip(-(10.0 * theta + 2.0 * w) - 0.5 * x - v, -100.0, 100.0)
 
 
-def bare_loop(n: int, steps: int) -> float:
-    """The same cartpoles in ONE pymunk.Space, copies 4 m apart, batch read/write."""
+def bare_loop(n: int, steps: int, wheels: bool = True) -> float:
+    """The same cartpoles in ONE pymunk.Space, copies 4 m apart, batch read/write.
+
+    ``wheels=True`` builds the asset's cart exactly (box + two wheel circles, mass shared
+    by area, as the World does); ``wheels=False`` is the older reference without wheels.
+    """
     space = pymunk.Space()
     space.gravity = (0.0, -9.81)
     space.use_spatial_hash(1.0, 8 * n + 64)
@@ -41,7 +46,13 @@ def bare_loop(n: int, steps: int) -> float:
         o = 4.0 * i
         cart = pymunk.Body()
         shapes = [pymunk.Poly.create_box(cart, (cp.CART_WIDTH, cp.CART_HEIGHT))]
-        shapes[0].mass = cp.CART_MASS
+        if wheels:
+            wx = cp.CART_WIDTH / 2 - cp.WHEEL_RADIUS - 0.02
+            for x in (-wx, wx):
+                shapes.append(pymunk.Circle(cart, cp.WHEEL_RADIUS, (x, -cp.CART_HEIGHT / 2)))
+        areas = [s.area for s in shapes]
+        for s in shapes:
+            s.mass = cp.CART_MASS * s.area / sum(areas)
         cart.position = (o, cp.CART_Y)
         pole = pymunk.Body()
         ps = pymunk.Poly.create_box(pole, (cp.POLE_WIDTH, cp.POLE_LENGTH))
@@ -62,7 +73,7 @@ def bare_loop(n: int, steps: int) -> float:
         space.add(cart, *shapes, pole, ps, *joints)
     origin = 4.0 * np.arange(n)
     rb = pb.Buffer()
-    forces = np.zeros((2 * n + 1) * 3)
+    forces = np.zeros((2 * n + 1) * 3 + 2)
     fview = forces[: 6 * n].reshape(n, 2, 3)
     wb = pb.Buffer()
     wb.set_float_buf(forces)
@@ -86,8 +97,8 @@ def bare_loop(n: int, steps: int) -> float:
     return n * steps / (time.perf_counter() - t0)
 
 
-def world_loop(n: int, steps: int, threads: int) -> float:
-    w = ke.World(scene(), num_envs=n, num_threads=threads)
+def world_loop(n: int, steps: int, threads: int, layout: str) -> float:
+    w = ke.World(scene(), num_envs=n, num_threads=threads, layout=layout)
     efforts = np.zeros((n, 2))
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -102,8 +113,8 @@ def world_loop(n: int, steps: int, threads: int) -> float:
     return rate
 
 
-def snapshot_cost(n: int, control_steps: int) -> tuple[float, float, int]:
-    w = ke.World(scene(), num_envs=n)
+def snapshot_cost(n: int, control_steps: int, layout: str) -> tuple[float, float, int]:
+    w = ke.World(scene(), num_envs=n, layout=layout)
     for _ in range(control_steps):
         w.set_joint_efforts(np.tile([30.0, 0.0], (n, 1)))
         for _ in range(DECIMATION):
@@ -123,24 +134,34 @@ def main() -> None:
     args = ap.parse_args()
     n, steps = args.envs, args.steps
     bare = max(bare_loop(n, steps) for _ in range(2))
-    one = max(world_loop(n, steps, 1) for _ in range(2))
-    two = max(world_loop(n, steps, 2) for _ in range(2))
+    old = max(bare_loop(n, steps, wheels=False) for _ in range(2))
+    rates = {
+        (layout, k): max(world_loop(n, steps, k, layout) for _ in range(2))
+        for layout in ("isolated", "packed")
+        for k in (1, 2)
+    }
     print(
         f"{n} cartpoles, dt 1/120, {DECIMATION} physics steps per control step; "
         f"env-steps/s = copies x control steps / s ({platform.processor() or 'cpu'}, "
-        f"pymunk {pymunk.version})\n"
+        f"{os.cpu_count()} cores, pymunk {pymunk.version})\n"
     )
     print("| loop | env-steps/s | vs bare loop |")
     print("|---|---:|---:|")
     print(f"| bare pymunk.Space + pymunk.batch (1 thread) | {bare:,.0f} | 1.00x |")
-    print(f"| ke.World, num_threads=1 | {one:,.0f} | {one / bare:.2f}x |")
-    print(f"| ke.World, num_threads=2 | {two:,.0f} | {two / bare:.2f}x |")
+    print(
+        f"| same, cart without its two wheels (older reference) | {old:,.0f} | {old / bare:.2f}x |"
+    )
+    for (layout, k), rate in rates.items():
+        print(
+            f"| ke.World, layout={layout!r}, num_threads={k} | {rate:,.0f} | {rate / bare:.2f}x |"
+        )
     print()
     print("| snapshot/restore after 120 control steps | snapshot | restore | bytes |")
     print("|---|---:|---:|---:|")
-    for k in (1, n):
-        s, r, size = snapshot_cost(k, 120)
-        print(f"| {k} copies | {s * 1e3:.2f} ms | {r * 1e3:.1f} ms | {size:,} |")
+    for layout in ("isolated", "packed"):
+        for k in (1, n):
+            s, r, size = snapshot_cost(k, 120, layout)
+            print(f"| {layout}, {k} copies | {s * 1e3:.2f} ms | {r * 1e3:.1f} ms | {size:,} |")
 
 
 if __name__ == "__main__":

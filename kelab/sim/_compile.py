@@ -89,8 +89,8 @@ def make_layout(scene: Scene) -> Layout:
     roll_mu = np.zeros(len(bodies))
     space = pymunk.Space()
     for i, inst in enumerate(bodies):
-        body = _make_body(inst.spec, inst.pose)
-        shapes = _make_shapes(body, inst.spec)
+        body = make_body(inst.spec, inst.pose)
+        shapes = make_shapes(body, inst.spec)
         space.add(body, *shapes)
         if inst.spec.body_type == "dynamic":
             cog[i] = tuple(body.center_of_gravity)
@@ -191,7 +191,7 @@ def _joint_layout(inst, index: dict[str, int], bodies) -> JointLayout:
     )
 
 
-def _make_body(spec, pose: Pose) -> pymunk.Body:
+def make_body(spec, pose: Pose) -> pymunk.Body:
     if spec.body_type == "static":
         body = pymunk.Body(body_type=pymunk.Body.STATIC)
     elif spec.body_type == "kinematic":
@@ -203,7 +203,7 @@ def _make_body(spec, pose: Pose) -> pymunk.Body:
     return body
 
 
-def _make_shapes(body: pymunk.Body, spec) -> list[pymunk.Shape]:
+def make_shapes(body: pymunk.Body, spec) -> list[pymunk.Shape]:
     shapes: list[pymunk.Shape] = []
     for shape in spec.shapes:
         if isinstance(shape, Circle):
@@ -247,8 +247,8 @@ class CopySpace:
         self.shape_material: dict[pymunk.Shape, tuple[float, float, float]] = {}
         self.body_group: list[int] = []
         for i, inst in enumerate(scene.bodies):
-            body = _make_body(inst.spec, inst.pose)
-            shapes = _make_shapes(body, inst.spec)
+            body = make_body(inst.spec, inst.pose)
+            shapes = make_shapes(body, inst.spec)
             group = int(layout.groups[i])
             for s in shapes:
                 s.filter = pymunk.ShapeFilter(group=group)
@@ -264,44 +264,60 @@ class CopySpace:
         for jl in layout.joints:
             self.constraints.extend(self._joint(jl))
         if materials is not None and layout.needs_handler:
-            space.on_collision(pre_solve=_pre_solve, data=self.shape_material)
+            space.on_collision(pre_solve=pre_solve, data=self.shape_material)
 
     def _joint(self, jl: JointLayout) -> list[pymunk.Constraint]:
         a = self.space.static_body if jl.parent < 0 else self.bodies[jl.parent]
-        b = self.bodies[jl.child]
-        out: list[pymunk.Constraint] = []
-        if jl.kind == "revolute":
-            out.append(pymunk.PivotJoint(a, b, jl.anchor_parent, jl.anchor_child))
-        elif jl.kind == "fixed":
-            out.append(pymunk.PivotJoint(a, b, jl.anchor_parent, jl.anchor_child))
-            out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
-        elif jl.kind == "prismatic":
-            lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
-            ax, ay = jl.axis
-            px, py = jl.anchor_parent
-            ga = (px + ax * lo, py + ay * lo)
-            gb = (px + ax * hi, py + ay * hi)
-            out.append(pymunk.GrooveJoint(a, b, ga, gb, jl.anchor_child))
-            out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
-        elif jl.kind == "spring":
-            out.append(
-                pymunk.DampedSpring(
-                    a,
-                    b,
-                    jl.anchor_parent,
-                    jl.anchor_child,
-                    jl.rest_length,
-                    jl.stiffness,
-                    jl.damping,
-                )
-            )
-        if jl.kind == "revolute" and jl.limits is not None:
-            lo, hi = jl.limits
-            out.append(pymunk.RotaryLimitJoint(a, b, lo + jl.rel_angle0, hi + jl.rel_angle0))
-        for c in out:
-            c.collide_bodies = False
+        out = make_constraints(jl, a, self.bodies[jl.child])
         self.space.add(*out)
         return out
+
+
+def make_constraints(
+    jl: JointLayout, a: pymunk.Body, b: pymunk.Body, shift: tuple[float, float] | None = None
+) -> list[pymunk.Constraint]:
+    """Return the pymunk constraints of one joint between ``a`` (parent) and ``b`` (child).
+
+    Args:
+        jl: The joint's constant geometry.
+        a: Parent body (a space's static body for joints to the ground frame).
+        b: Child body.
+        shift: Added to the parent-frame anchor (the copy origin when ``a`` is the static
+            body of a space shared by several copies); None adds nothing.
+    """
+    px, py = jl.anchor_parent
+    if shift is not None:
+        px, py = px + shift[0], py + shift[1]
+    out: list[pymunk.Constraint] = []
+    if jl.kind == "revolute":
+        out.append(pymunk.PivotJoint(a, b, (px, py), jl.anchor_child))
+    elif jl.kind == "fixed":
+        out.append(pymunk.PivotJoint(a, b, (px, py), jl.anchor_child))
+        out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
+    elif jl.kind == "prismatic":
+        lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
+        ax, ay = jl.axis
+        if shift is None:
+            ga = (px + ax * lo, py + ay * lo)
+            gb = (px + ax * hi, py + ay * hi)
+        else:  # the groove in the copy frame, then shifted (same rounding as a lone copy)
+            qx, qy = jl.anchor_parent
+            ga = (qx + ax * lo + shift[0], qy + ay * lo + shift[1])
+            gb = (qx + ax * hi + shift[0], qy + ay * hi + shift[1])
+        out.append(pymunk.GrooveJoint(a, b, ga, gb, jl.anchor_child))
+        out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
+    elif jl.kind == "spring":
+        out.append(
+            pymunk.DampedSpring(
+                a, b, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping
+            )
+        )
+    if jl.kind == "revolute" and jl.limits is not None:
+        lo, hi = jl.limits
+        out.append(pymunk.RotaryLimitJoint(a, b, lo + jl.rel_angle0, hi + jl.rel_angle0))
+    for c in out:
+        c.collide_bodies = False
+    return out
 
 
 def build_copy(scene: Scene, layout: Layout) -> CopySpace:
@@ -309,7 +325,7 @@ def build_copy(scene: Scene, layout: Layout) -> CopySpace:
     return CopySpace(scene, layout, materials={})
 
 
-def _pre_solve(arbiter: pymunk.Arbiter, space: pymunk.Space, data: dict) -> None:
+def pre_solve(arbiter: pymunk.Arbiter, space: pymunk.Space, data: dict) -> None:
     """Pick static or dynamic friction from the sliding speed; restitution = max."""
     sa, sb = arbiter.shapes
     ma = data.get(sa)

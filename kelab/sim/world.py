@@ -1,9 +1,10 @@
 """World: a Scene compiled into pymunk, N independent copies, batched numpy state.
 
-See docs/world.md. Every environment copy lives in its own ``pymunk.Space`` in its own
-frame, built by the same sequence of calls, so copy ``i`` of an N-copy World computes
-bit-identically to a lone copy (contacts included). Reading and writing go through the
-``pymunk.batch`` iterators (one C call per copy), never through Python loops over bodies.
+See docs/world.md. Two layouts share this class: "isolated" (one ``pymunk.Space`` per
+copy, kelab/sim/_isolated.py) and "packed" (all copies of a thread shard in one space,
+kelab/sim/_packed.py). The World owns everything that does not depend on the layout:
+controls, efforts -> forces, joint state, sensors, contact sums and the snapshot log.
+Reading and writing go through ``pymunk.batch`` iterators, never Python loops over bodies.
 """
 
 from __future__ import annotations
@@ -11,72 +12,24 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
-import pymunk
-import pymunk.batch as pbatch
-from pymunk._chipmunk_cffi import ffi, lib
 
-from kelab.sim._compile import CopySpace, Layout, build_copy, make_layout
+from kelab.sim._compile import Layout, make_layout
+from kelab.sim._isolated import IsolatedBackend
+from kelab.sim._packed import PackedBackend
 from kelab.sim.scene import Scene
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 
-_READ = (
-    pbatch.BodyFields.POSITION
-    | pbatch.BodyFields.ANGLE
-    | pbatch.BodyFields.VELOCITY
-    | pbatch.BodyFields.ANGULAR_VELOCITY
-).value
-_FORCE = (pbatch.BodyFields.FORCE | pbatch.BodyFields.TORQUE).value
-_ANGLE = pbatch.BodyFields.ANGLE.value
-_POSVEL = (
-    pbatch.BodyFields.POSITION | pbatch.BodyFields.VELOCITY | pbatch.BodyFields.ANGULAR_VELOCITY
-).value
-_ARB = (
-    pbatch.ArbiterFields.BODY_A_ID
-    | pbatch.ArbiterFields.BODY_B_ID
-    | pbatch.ArbiterFields.TOTAL_IMPULSE
-    | pbatch.ArbiterFields.NORMAL
-)
-_GET = ffi.addressof(lib, "pmSpaceBodyGetIteratorFuncBatched")
-_SET = ffi.addressof(lib, "pmSpaceBodySetIteratorFuncBatched")
+#: Values of ``World(layout=...)``.
+LAYOUTS = ("isolated", "packed")
 
 # replay log event kinds
 _BUILD, _EFFORTS, _TARGETS, _STATES, _DT = range(5)
 _SENSOR_WIDTH = {"imu": 4, "joint": 2, "contact": 2, "rangefinder": 1, "pose": 3}
-
-
-class _Rows:
-    """A float64 matrix with one row per copy and a pmFloatArray per row (for batch calls)."""
-
-    def __init__(self, num_envs: int, width: int, fields: int) -> None:
-        # two spare floats per row: pymunk's push grows an array when num reaches max - 1
-        self.array = np.zeros((num_envs, width + 2), dtype=np.float64)
-        self.width = width
-        base = self.array.ctypes.data
-        stride = self.array.strides[0]
-        self._int = lib.pmIntArrayNew(0)
-        self.floats = []
-        self.data = []
-        for c in range(num_envs):
-            fa = ffi.new("pmFloatArray *")
-            fa.arr = ffi.cast("cpFloat *", base + c * stride)
-            fa.max = width + 2
-            fa.num = 0
-            d = ffi.new("pmBatchedData *")
-            d.fields = fields
-            d.floatArray = fa
-            d.intArray = self._int
-            self.floats.append(fa)
-            self.data.append(d)
-
-    @property
-    def view(self) -> np.ndarray:
-        return self.array[:, : self.width]
 
 
 class World:
@@ -90,6 +43,10 @@ class World:
         seed: Seed of the per-copy random Generators (sensor noise).
         num_threads: Threads that step the copies (each steps a shard of copies). Results
             are bit-identical for every value.
+        layout: ``"isolated"`` (default): one pymunk Space per copy, copy ``i`` is
+            bit-identical to a lone copy in every scene. ``"packed"``: one Space per thread
+            shard holding its copies side by side (``env_spacing`` rounded up to a power
+            of two), several times faster; exactness is listed in docs/world.md, "Layouts".
 
     Example:
         >>> import kelab as ke
@@ -110,6 +67,7 @@ class World:
         env_spacing: float = 4.0,
         seed: int = 0,
         num_threads: int = 1,
+        layout: str = "isolated",
     ) -> None:
         if not isinstance(scene, Scene):
             raise ValueError(f"World: scene must be a ke.Scene, got {type(scene).__name__}")
@@ -121,6 +79,12 @@ class World:
             raise ValueError(f"World: num_threads must be an int >= 1, got {num_threads!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"World: seed must be an int >= 0, got {seed!r}")
+        if layout not in LAYOUTS:
+            raise ValueError(
+                f"World: layout must be one of {LAYOUTS}, got {layout!r} ('isolated': one "
+                "pymunk space per copy, exact in every scene; 'packed': one space per thread, "
+                "faster)"
+            )
         self._scene = scene
         self._fingerprint = scene.fingerprint
         self._n = num_envs
@@ -131,16 +95,17 @@ class World:
         self._nb = len(lay.body_paths)
         self._nj = len(lay.joint_paths)
         self._all = np.arange(num_envs)
-        self._state = _Rows(num_envs, lay.n_rows * 6, _READ)
-        self._force = _Rows(num_envs, lay.n_rows * 3, _FORCE)
-        self._angles = _Rows(num_envs, lay.n_rows, _ANGLE)
-        self._posvel = _Rows(num_envs, lay.n_rows * 5, _POSVEL)
-        self._copies: list[CopySpace] = [build_copy(scene, lay) for _ in range(num_envs)]
-        self._ptrs = [c.space._space for c in self._copies]
+        self._layout_name = layout
+        self._backend: IsolatedBackend | PackedBackend
+        if layout == "packed":
+            self._backend = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
+            self._spacing = self._backend.spacing
+        else:
+            self._backend = IsolatedBackend(scene, lay, num_envs, num_threads)
         self._state_valid = np.zeros(num_envs, dtype=bool)
+        self._touched = np.zeros(num_envs, dtype=bool)  # stepped since built (replay)
         self._contacts: np.ndarray | None = None  # (N, nb, 2) force, valid after a step
         self._normals = np.zeros((num_envs, self._nb))
-        self._ids_dirty = True
         self._forces_dirty = True
         self._jcache: tuple[np.ndarray, np.ndarray] | None = None
         self._efforts = np.zeros((num_envs, self._nj))
@@ -149,8 +114,6 @@ class World:
         self._time = Fraction(0)
         self._dt: float | None = None
         self._threads = num_threads
-        self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
-        self._shards = np.array_split(self._all, num_threads)
         act = [j.actuator for j in lay.joints]
         self._pd = np.array([a == "pd" for a in act], dtype=bool)
         self._limit = np.array([j.limit for j in lay.joints], dtype=np.float64)
@@ -194,8 +157,18 @@ class World:
 
     @property
     def env_spacing(self) -> float:
-        """Metres between copy origins along x."""
+        """Metres between copy origins along x (packed: rounded up to a power of two)."""
         return self._spacing
+
+    @property
+    def _copies(self) -> list | None:
+        """Per-copy spaces of the isolated layout, None when packed (kelab.app's drag)."""
+        return getattr(self._backend, "_copies", None)
+
+    @property
+    def layout(self) -> str:
+        """``"isolated"`` or ``"packed"`` (see docs/world.md, "Layouts")."""
+        return self._layout_name
 
     @property
     def env_origins(self) -> np.ndarray:
@@ -240,16 +213,8 @@ class World:
     # ------------------------------------------------------------------ batch I/O
     def _read(self, ids: np.ndarray) -> None:
         """Batch-read position, angle, velocity and angular velocity of copies ``ids``."""
-        floats, data, ptrs, each = (
-            self._state.floats,
-            self._state.data,
-            self._ptrs,
-            lib.cpSpaceEachBody,
-        )
-        for c in ids.tolist():
-            floats[c].num = 0
-            each(ptrs[c], _GET, data[c])
-        self._state_valid[ids] = True
+        done = self._backend.read(ids)
+        self._state_valid[done] = True
         self._jcache = None
 
     def _ensure(self) -> None:
@@ -258,9 +223,8 @@ class World:
             self._jcache = None
 
     def _raw(self) -> np.ndarray:
-        """(N, nb, 6) raw state rows of the scene bodies (x, y, a, vx, vy, w)."""
-        view = self._state.view.reshape(self._n, self._layout.n_rows, 6)
-        return view[:, self._layout.body_rows, :]
+        """(N, nb, 6) state of the scene bodies in copy frames (x, y, a, vx, vy, w)."""
+        return self._backend.raw
 
     # ------------------------------------------------------------------ reading
     @property
@@ -328,11 +292,18 @@ class World:
                 vel[:, k] = c[:, 5] - p[:, 5]
                 continue
             q, vq = _point(c, jl.anchor_child, cog[jl.child])
-            pcog = cog[jl.parent] if jl.parent >= 0 else np.zeros(2)
-            r, vr = _point(p, jl.anchor_parent, pcog)
-            u = q - r
-            du = vq - vr
-            if jl.kind == "prismatic":
+            if jl.parent >= 0:
+                r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
+                u = q - r
+                du = vq - vr
+            else:  # the ground frame: a fixed point
+                u = q - np.asarray(jl.anchor_parent)
+                du = vq
+            if jl.kind == "prismatic" and jl.parent < 0:
+                ax, ay = jl.axis
+                pos[:, k] = u[:, 0] * ax + u[:, 1] * ay
+                vel[:, k] = du[:, 0] * ax + du[:, 1] * ay
+            elif jl.kind == "prismatic":
                 ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
                 # time derivative of R(-a) u: R(-a) (u' - w x u)
                 wx = du[:, 0] + p[:, 5] * u[:, 1]
@@ -453,15 +424,13 @@ class World:
         self._after_reset(ids)
 
     def _rebuild(self, ids: np.ndarray) -> None:
-        for c in ids.tolist():
-            self._copies[c] = build_copy(self._scene, self._layout)
-            self._ptrs[c] = self._copies[c].space._space
+        self._backend.rebuild(ids)
+        self._touched[ids] = False
         self._efforts[ids] = 0.0
         self._targets[ids] = 0.0
         self._forces_dirty = True
         self._log.append((self._steps, _BUILD, ids.copy(), None, None))
         self._epoch[ids] = len(self._log) - 1
-        self._ids_dirty = True
         self._state_valid[ids] = False
         self._contacts = None
         self._normals[ids] = 0.0
@@ -469,29 +438,7 @@ class World:
             self._prune()
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
-        self._read(ids)
-        rows = self._layout.body_rows[self._layout.dynamic]
-        dyn = self._layout.dynamic
-        nr = self._layout.n_rows
-        ang = self._angles.view.reshape(self._n, nr)
-        pv = self._posvel.view.reshape(self._n, nr, 5)
-        cur = self._state.view.reshape(self._n, nr, 6)
-        ang[ids] = cur[ids][:, :, 2]
-        pv[ids] = cur[ids][:, :, [0, 1, 3, 4, 5]]
-        sub_a = ang[ids]
-        sub_a[:, rows] = poses[:, dyn, 2]
-        ang[ids] = sub_a
-        sub = pv[ids]
-        sub[:, rows, 0:2] = poses[:, dyn, 0:2]
-        sub[:, rows, 2:5] = vels[:, dyn, :]
-        pv[ids] = sub
-        each = lib.cpSpaceEachBody
-        # angle first: setting the angle turns a body about its centre of gravity
-        for c in ids.tolist():
-            self._angles.floats[c].num = 0
-            each(self._ptrs[c], _SET, self._angles.data[c])
-            self._posvel.floats[c].num = 0
-            each(self._ptrs[c], _SET, self._posvel.data[c])
+        self._backend.write_states(ids, poses, vels)
         self._state_valid[ids] = False
 
     def _after_reset(self, ids: np.ndarray) -> None:
@@ -542,7 +489,11 @@ class World:
             self._update_sensors(dt)
 
     def _advance(self, dt: float, ids: np.ndarray) -> None:
-        """One physics step for copies ``ids`` (forces, step, contact bookkeeping)."""
+        """One physics step for copies ``ids`` (forces, step, contact bookkeeping).
+
+        The packed layout steps every copy of its shared spaces; copies outside ``ids``
+        (only during a replay: not yet started) then run with zero forces.
+        """
         if self._state_dependent or self._rolling:
             need = ids[~self._state_valid[ids]]
             if need.size:
@@ -550,33 +501,19 @@ class World:
         if self._forces_dirty or self._state_dependent or self._rolling or ids.size != self._n:
             self._compute_forces(ids, dt)
             self._forces_dirty = ids.size != self._n
-        if self._pool is None or ids.size < 2 * self._threads:
-            self._step_copies(ids, dt)
-        else:
-            shards = np.array_split(ids, self._threads)
-            list(self._pool.map(self._step_copies, shards, [dt] * len(shards)))
-        self._state_valid[ids] = False
+        self._backend.step(dt, ids)
+        stepped = self._all if self._layout_name == "packed" else ids
+        self._touched[stepped] = True
+        self._state_valid[stepped] = False
         self._contacts = None
         self._last_dt = dt
         if self._rolling:
             self._read_contacts(ids)
 
-    def _step_copies(self, ids: np.ndarray, dt: float) -> None:
-        # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
-        # deferred add/remove and post-step callbacks, which the World never uses
-        floats, data, ptrs = self._force.floats, self._force.data, self._ptrs
-        each, step = lib.cpSpaceEachBody, lib.cpSpaceStep
-        for c in ids.tolist():
-            floats[c].num = 0
-            each(ptrs[c], _SET, data[c])
-            step(ptrs[c], dt)
-
     def _compute_forces(self, ids: np.ndarray, dt: float) -> None:
         lay = self._layout
-        nr = lay.n_rows
-        f = self._force.view.reshape(self._n, nr, 3)
-        out = np.zeros((ids.size, nr, 3))
-        rows = lay.body_rows
+        out = np.zeros((ids.size, self._nb, 3))
+        rows = np.arange(self._nb)
         effort = self._efforts[ids].copy()
         raw = None
         if self._state_dependent or self._rolling:
@@ -624,46 +561,30 @@ class World:
                 lay.roll_mu[round_] * self._normals[ids][:, round_] * lay.roll_radius[round_], cap
             )
             out[:, rows[round_], 2] -= np.sign(w) * tau
-        f[ids] = out
+        if ids.size != self._n and self._layout_name == "packed":
+            full = np.zeros((self._n, self._nb, 3))  # the others run without forces
+            full[ids] = out
+            self._backend.set_forces(self._all, full)
+        else:
+            self._backend.set_forces(ids, out)
 
     # ------------------------------------------------------------------ contacts
-    def _id_table(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._ids_dirty:
-            ids = np.array(
-                [[b.id for b in c.bodies] for c in self._copies], dtype=np.uint64
-            ).reshape(-1)
-            order = np.argsort(ids, kind="stable")
-            self._id_sorted = ids[order]
-            self._id_order = order
-            self._ids_dirty = False
-        return self._id_sorted, self._id_order
-
     def _read_contacts(self, ids: np.ndarray) -> None:
         """Sum the last step's contact impulses per body (force = impulse / dt)."""
         dt = getattr(self, "_last_dt", None)
         contacts = np.zeros((self._n, self._nb, 2))
         normals = np.zeros((self._n, self._nb))
         if dt is not None:
-            buf = pbatch.Buffer()
-            for c in ids.tolist():
-                pbatch.get_space_arbiters(self._copies[c].space, _ARB, buf)
-            ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).astype(np.uint64).reshape(-1, 2)
-            fl = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 4)
-            if ints.shape[0]:
-                table, order = self._id_table()
+            ra, rb, fl = self._backend.arbiters(ids)
+            if fl.shape[0]:
                 flat = contacts.reshape(-1, 2)
                 nflat = normals.reshape(-1)
                 jn = np.abs(fl[:, 0] * fl[:, 2] + fl[:, 1] * fl[:, 3])
-                rows = []
-                for col in (0, 1):
-                    key = ints[:, col]
-                    pos = np.clip(np.searchsorted(table, key), 0, table.size - 1)
-                    rows.append(np.where(table[pos] == key, order[pos], -1))
                 # pymunk iterates cached arbiters in a memory-address order: sort them so
                 # that the float sums do not depend on where pymunk allocated them
-                perm = np.lexsort((fl[:, 1], fl[:, 0], rows[1], rows[0]))
-                for col, sign in ((0, 1.0), (1, -1.0)):
-                    idx = rows[col][perm]
+                perm = np.lexsort((fl[:, 1], fl[:, 0], rb, ra))
+                for rows, sign in ((ra, 1.0), (rb, -1.0)):
+                    idx = rows[perm]
                     hit = idx >= 0
                     np.add.at(flat, idx[hit], sign * fl[perm][hit, 0:2] / dt)
                     np.add.at(nflat, idx[hit], jn[perm][hit] / dt)
@@ -726,15 +647,10 @@ class World:
         d = a + offset.angle + ang
         ex = sx + max_range * np.cos(d)
         ey = sy + max_range * np.sin(d)
-        out = np.full((self._n, 1), max_range)
-        filt = pymunk.ShapeFilter(group=int(self._layout.groups[b]))
-        for c in range(self._n):
-            hit = self._copies[c].space.segment_query_first(
-                (sx[c], sy[c]), (ex[c], ey[c]), 0.0, filt
-            )
-            if hit is not None:
-                out[c, 0] = hit.alpha * max_range
-        return out
+        alpha = self._backend.segment_first(
+            b, np.stack([sx, sy], axis=1), np.stack([ex, ey], axis=1)
+        )
+        return np.where(np.isnan(alpha), max_range, alpha * max_range)[:, None]
 
     def read_sensor(self, name: str) -> np.ndarray:
         """Return what sensor ``name`` reports now, shape ``(num_envs, k)``.
@@ -845,15 +761,19 @@ class World:
         self._state_valid[:] = False
 
     def _replay(self, log: list, epoch: np.ndarray, end_step: int) -> None:
-        """Rebuild every copy and re-simulate its logged history up to ``end_step``."""
-        for c in range(self._n):
-            self._copies[c] = build_copy(self._scene, self._layout)
-            self._ptrs[c] = self._copies[c].space._space
-        self._ids_dirty = True
+        """Rebuild every copy and re-simulate its logged history up to ``end_step``.
+
+        A copy starts at its last rebuild (``epoch``). The packed layout steps the copies
+        that have not started yet too (they share a space); each is rebuilt fresh at its
+        start, which makes it exactly the copy the live World rebuilt there.
+        """
+        self._backend.rebuild(self._all)
+        self._touched[:] = False
         self._normals[:] = 0.0
         self._efforts[:] = 0.0
         self._targets[:] = 0.0
         self._state_valid[:] = False
+        self._forces_dirty = True
         self._last_dt = None
         active = np.zeros(self._n, dtype=bool)
         dt = None
@@ -867,9 +787,15 @@ class World:
                 continue
             if kind == _BUILD:
                 start = ids[epoch[ids] == index]
+                again = start[self._touched[start]]
+                if again.size:
+                    self._backend.rebuild(again)
+                    self._touched[again] = False
+                    self._state_valid[again] = False
                 active[start] = True
                 self._efforts[ids] = 0.0
                 self._targets[ids] = 0.0
+                self._forces_dirty = True
                 continue
             live = ids[active[ids]]
             sel = active[ids]
@@ -879,9 +805,11 @@ class World:
                 self._targets[live] = a[sel]
             elif kind == _STATES and live.size:
                 self._write_states(live, a[sel], b[sel])
+            self._forces_dirty = True
         while step < end_step:
             self._replay_step(active, dt)
             step += 1
+        self._forces_dirty = True
 
     def _replay_step(self, active: np.ndarray, dt: float | None) -> None:
         ids = np.flatnonzero(active)
@@ -902,9 +830,7 @@ class World:
 
     def close(self) -> None:
         """Stop the stepping threads (if any)."""
-        if self._pool is not None:
-            self._pool.shutdown()
-            self._pool = None
+        self._backend.close()
 
 
 def _cog_world(state: np.ndarray, cog: np.ndarray) -> np.ndarray:
@@ -921,14 +847,18 @@ def _point(
     """World position and velocity of a body-frame point (velocity of the COG + w x r)."""
     a = state[:, 2]
     ca, sa = np.cos(a), np.sin(a)
-    px = state[:, 0] + ca * local[0] - sa * local[1]
-    py = state[:, 1] + sa * local[0] + ca * local[1]
-    c = _cog_world(state, cog)
-    rx, ry = px - c[:, 0], py - c[:, 1]
+    out = np.empty((state.shape[0], 2))
+    vel = np.empty((state.shape[0], 2))
+    out[:, 0] = state[:, 0] + ca * local[0] - sa * local[1]
+    out[:, 1] = state[:, 1] + sa * local[0] + ca * local[1]
+    # r = point - centre of gravity, rotated from the body frame
+    dx, dy = local[0] - cog[0], local[1] - cog[1]
+    rx = ca * dx - sa * dy
+    ry = sa * dx + ca * dy
     w = state[:, 5]
-    vx = state[:, 3] - w * ry
-    vy = state[:, 4] + w * rx
-    return np.stack([px, py], axis=1), np.stack([vx, vy], axis=1)
+    vel[:, 0] = state[:, 3] - w * ry
+    vel[:, 1] = state[:, 4] + w * rx
+    return out, vel
 
 
 class RobotView:

@@ -8,6 +8,7 @@ import kelab as ke
 from kelab.sim.assets import Asset
 
 DT = 1 / 120
+LAYOUTS = ("isolated", "packed")
 
 
 def busy_scene(noise: float = 0.05) -> ke.Scene:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _world_scenes import busy_scene, drive
+import pytest
+from _world_scenes import LAYOUTS, busy_scene, drive
 
 import kelab as ke
 
@@ -19,17 +20,17 @@ import hashlib, sys
 sys.path.insert(0, "tests/sim")
 import numpy as np
 import kelab as ke
-from _world_scenes import busy_scene, drive
+from _world_scenes import LAYOUTS, busy_scene, drive
 n = int(sys.argv[1])
-w = ke.World(busy_scene(), num_envs=n, seed=7)
+w = ke.World(busy_scene(), num_envs=n, seed=7, layout=sys.argv[2])
 data = drive(w, 150)
 print(hashlib.sha256(np.ascontiguousarray(data[:, 0]).tobytes()).hexdigest())
 """
 
 
-def _child(n: int) -> str:
+def _child(n: int, layout: str = "isolated") -> str:
     res = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(n)],
+        [sys.executable, "-c", _CHILD, str(n), layout],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -71,10 +72,19 @@ def test_noise_comes_from_each_copys_generator() -> None:
     assert np.array_equal(w2.read_sensor("imu"), imu)
 
 
-def test_threads_are_bit_identical_to_one_thread() -> None:
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_threads_are_bit_identical_to_one_thread(layout: str) -> None:
     scene = busy_scene()
-    one = drive(ke.World(scene, num_envs=6, seed=1), 120)
-    w2 = ke.World(scene, num_envs=6, seed=1, num_threads=2)
+    one = drive(ke.World(scene, num_envs=6, seed=1, layout=layout), 120)
+    w2 = ke.World(scene, num_envs=6, seed=1, num_threads=2, layout=layout)
     two = drive(w2, 120)
     w2.close()
     assert np.array_equal(one, two)
+
+
+def test_packed_fresh_processes_are_bit_identical() -> None:
+    a = _child(3, "packed")
+    assert a == _child(3, "packed") and len(a) == 64
+    w = ke.World(busy_scene(), num_envs=3, seed=7, layout="packed")
+    data = drive(w, 150)
+    assert hashlib.sha256(np.ascontiguousarray(data[:, 0]).tobytes()).hexdigest() == a

@@ -7,12 +7,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _world_scenes import DT, busy_scene, drive
+from _world_scenes import DT, LAYOUTS, busy_scene, drive
 
 import kelab as ke
 from kelab.sim.assets import Asset
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+pytestmark = pytest.mark.parametrize("layout", LAYOUTS)
 
 
 def _cartpole(n: int = 3, **kw) -> ke.World:
@@ -22,8 +25,8 @@ def _cartpole(n: int = 3, **kw) -> ke.World:
     return ke.World(b.build(), num_envs=n, **kw)
 
 
-def test_names_shapes_and_initial_state() -> None:
-    w = _cartpole(4)
+def test_names_shapes_and_initial_state(layout: str) -> None:
+    w = _cartpole(4, layout=layout)
     assert w.body_names == ("/ground", "/World/Robot/cart", "/World/Robot/pole")
     assert w.joint_names == ("/World/Robot/slider_to_cart", "/World/Robot/cart_to_pole")
     assert w.body_poses.shape == (4, 3, 3) and w.body_velocities.shape == (4, 3, 3)
@@ -33,8 +36,8 @@ def test_names_shapes_and_initial_state() -> None:
     np.testing.assert_allclose(w.env_origins[:, 0], [0.0, 4.0, 8.0, 12.0])
 
 
-def test_efforts_are_clipped_held_and_move_the_cart() -> None:
-    w = _cartpole(2)
+def test_efforts_are_clipped_held_and_move_the_cart(layout: str) -> None:
+    w = _cartpole(2, layout=layout)
     w.set_joint_efforts([[500.0, 7.0], [-10.0, 7.0]])
     # clipped to the 100 N actuator limit; the passive pole joint ignores its column
     np.testing.assert_array_equal(w.joint_efforts, [[100.0, 0.0], [-10.0, 0.0]])
@@ -50,8 +53,8 @@ def test_efforts_are_clipped_held_and_move_the_cart() -> None:
     np.testing.assert_allclose(w.joint_positions[:, 0], w.body_poses[:, 1, 0], atol=1e-6)
 
 
-def test_efforts_for_some_copies_and_bad_shapes() -> None:
-    w = _cartpole(3)
+def test_efforts_for_some_copies_and_bad_shapes(layout: str) -> None:
+    w = _cartpole(3, layout=layout)
     w.set_joint_efforts([[20.0, 0.0]], env_ids=[1])
     np.testing.assert_array_equal(w.joint_efforts[:, 0], [0.0, 20.0, 0.0])
     with pytest.raises(ValueError, match="shape"):
@@ -61,13 +64,13 @@ def test_efforts_for_some_copies_and_bad_shapes() -> None:
     with pytest.raises(ValueError, match="dt"):
         w.step(0.0)
     with pytest.raises(ValueError, match="num_envs"):
-        ke.World(w.scene, num_envs=0)
+        ke.World(w.scene, num_envs=0, layout=layout)
 
 
-def test_resetting_some_copies_leaves_the_others_untouched() -> None:
+def test_resetting_some_copies_leaves_the_others_untouched(layout: str) -> None:
     scene = busy_scene()
-    a = ke.World(scene, num_envs=3, seed=1)
-    b = ke.World(scene, num_envs=3, seed=1)
+    a = ke.World(scene, num_envs=3, seed=1, layout=layout)
+    b = ke.World(scene, num_envs=3, seed=1, layout=layout)
     drive(a, 60)
     drive(b, 60)
     poses = a.body_poses[[1]]
@@ -87,16 +90,16 @@ def _initial(w: ke.World) -> np.ndarray:
     return np.array([(b.pose.x, b.pose.y, b.pose.angle) for b in w.scene.bodies])
 
 
-def test_sim_time_is_exact() -> None:
-    w = _cartpole(1)
+def test_sim_time_is_exact(layout: str) -> None:
+    w = _cartpole(1, layout=layout)
     for _ in range(300):
         w.step(1 / 300)
     assert w.step_count == 300 and w.sim_time == 1.0
     assert w.sim_time_exact == sum([__import__("fractions").Fraction(1 / 300)] * 300)
 
 
-def test_sensors_read_true_signals() -> None:
-    w = ke.World(busy_scene(noise=0.0), num_envs=2)
+def test_sensors_read_true_signals(layout: str) -> None:
+    w = ke.World(busy_scene(noise=0.0), num_envs=2, layout=layout)
     drive(w, 240)
     imu = w.read_sensor("imu")
     assert imu.shape == (2, 4)
@@ -112,19 +115,19 @@ def test_sensors_read_true_signals() -> None:
     np.testing.assert_array_equal(w.read_sensor("pole")[0], 0.0)
 
 
-def test_imu_at_rest_reads_minus_gravity() -> None:
+def test_imu_at_rest_reads_minus_gravity(layout: str) -> None:
     b = ke.SceneBuilder()
     b.add(ke.Terrain.plane(), at="/")
     box = ke.Prop(ke.Box(0.2, 0.2), initial_pose=ke.Pose(0.0, 0.0999))
     b.add(box, at="/World/Box")
     b.imu("imu", box)
-    w = ke.World(b.build())
+    w = ke.World(b.build(), layout=layout)
     for _ in range(120):
         w.step(DT)
     np.testing.assert_allclose(w.read_sensor("imu")[0], [0.0, 0.0, 9.81, 0.0], atol=1e-4)
 
 
-def test_pd_actuators_track_targets() -> None:
+def test_pd_actuators_track_targets(layout: str) -> None:
     b = ke.SceneBuilder()
     arm = ke.RobotDescription(
         name="arm",
@@ -143,15 +146,15 @@ def test_pd_actuators_track_targets() -> None:
         ),
     )
     b.add(ke.Robot(arm), at="/World/Arm")
-    w = ke.World(b.build(), num_envs=2)
+    w = ke.World(b.build(), num_envs=2, layout=layout)
     w.set_joint_position_targets([[0.5], [-0.3]])
     for _ in range(600):
         w.step(DT)
     np.testing.assert_allclose(w.joint_positions[:, 0], [0.5, -0.3], atol=0.03)
 
 
-def test_robot_view() -> None:
-    w = _cartpole(3)
+def test_robot_view(layout: str) -> None:
+    w = _cartpole(3, layout=layout)
     r = w.robot("/World/Robot")
     idx = r.find_joints("slider_to_cart")
     np.testing.assert_array_equal(idx, [0])
@@ -172,7 +175,7 @@ def test_robot_view() -> None:
         w.robot("/World/Nope")
 
 
-def test_docs_example_runs() -> None:
+def test_docs_example_runs(layout: str) -> None:
     text = (ROOT / "docs" / "world.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
     assert blocks

@@ -1,0 +1,228 @@
+"""The "isolated" layout: one pymunk Space per environment copy (internal).
+
+Every copy lives in its own ``pymunk.Space`` in its own frame (origin at 0), built by the
+same sequence of calls, so copy ``i`` computes bit-identically to a lone copy, contacts
+included. The price is Python call overhead: a few C calls per copy per physics step.
+See docs/world.md, "Layouts".
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pymunk
+import pymunk.batch as pbatch
+from pymunk._chipmunk_cffi import ffi, lib
+
+from kelab.sim._compile import CopySpace, Layout, build_copy
+from kelab.sim.scene import Scene
+
+READ = (
+    pbatch.BodyFields.POSITION
+    | pbatch.BodyFields.ANGLE
+    | pbatch.BodyFields.VELOCITY
+    | pbatch.BodyFields.ANGULAR_VELOCITY
+).value
+FORCE = (pbatch.BodyFields.FORCE | pbatch.BodyFields.TORQUE).value
+ANGLE = pbatch.BodyFields.ANGLE.value
+POSVEL = (
+    pbatch.BodyFields.POSITION | pbatch.BodyFields.VELOCITY | pbatch.BodyFields.ANGULAR_VELOCITY
+).value
+ARB = (
+    pbatch.ArbiterFields.BODY_A_ID
+    | pbatch.ArbiterFields.BODY_B_ID
+    | pbatch.ArbiterFields.TOTAL_IMPULSE
+    | pbatch.ArbiterFields.NORMAL
+)
+GET = ffi.addressof(lib, "pmSpaceBodyGetIteratorFuncBatched")
+SET = ffi.addressof(lib, "pmSpaceBodySetIteratorFuncBatched")
+
+
+class BatchRows:
+    """A float64 matrix with a ``pmBatchedData`` per row block (one batch call per block).
+
+    Args:
+        blocks: Number of blocks (rows of the matrix), one per space.
+        width: Floats per block.
+        fields: ``pymunk.batch`` field bits read or written.
+    """
+
+    def __init__(self, blocks: int, width: int, fields: int) -> None:
+        # two spare floats per row: pymunk's push grows an array when num reaches max - 1
+        self.array = np.zeros((blocks, width + 2), dtype=np.float64)
+        self.width = width
+        base = self.array.ctypes.data
+        stride = self.array.strides[0]
+        self._int = lib.pmIntArrayNew(0)
+        self.floats = []
+        self.data = []
+        for c in range(blocks):
+            fa = ffi.new("pmFloatArray *")
+            fa.arr = ffi.cast("cpFloat *", base + c * stride)
+            fa.max = width + 2
+            fa.num = 0
+            d = ffi.new("pmBatchedData *")
+            d.fields = fields
+            d.floatArray = fa
+            d.intArray = self._int
+            self.floats.append(fa)
+            self.data.append(d)
+
+    @property
+    def view(self) -> np.ndarray:
+        """The matrix without the spare floats, shape ``(blocks, width)``."""
+        return self.array[:, : self.width]
+
+    def run(self, block: int, space_ptr: object, func: object) -> None:
+        """Run one batch get/set iterator over every body of a space for one block."""
+        self.floats[block].num = 0
+        lib.cpSpaceEachBody(space_ptr, func, self.data[block])
+
+
+def sum_arbiters(buf: pbatch.Buffer) -> tuple[np.ndarray, np.ndarray]:
+    """Return (body ids ``(k, 2)`` uint64, floats ``(k, 4)``: impulse x, y, normal x, y)."""
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).astype(np.uint64).reshape(-1, 2)
+    fl = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 4)
+    return ints, fl
+
+
+def lookup(table: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Map keys through a sorted table (``order`` gives the value of each entry), -1 if absent."""
+    if table.size == 0:
+        return np.full(keys.shape, -1, dtype=np.int64)
+    pos = np.clip(np.searchsorted(table, keys), 0, table.size - 1)
+    return np.where(table[pos] == keys, order[pos], -1)
+
+
+class IsolatedBackend:
+    """One pymunk Space per copy (the default layout).
+
+    Args:
+        scene: The scene.
+        layout: Its constant layout.
+        num_envs: Copies.
+        num_threads: Threads stepping shards of copies (bit-identical for every value).
+    """
+
+    name = "isolated"
+
+    def __init__(self, scene: Scene, layout: Layout, num_envs: int, num_threads: int) -> None:
+        self._scene = scene
+        self._layout = layout
+        self._n = num_envs
+        nb = len(layout.body_paths)
+        self._nb = nb
+        nr = layout.n_rows
+        self._state = BatchRows(num_envs, nr * 6, READ)
+        self._force = BatchRows(num_envs, nr * 3, FORCE)
+        self._angles = BatchRows(num_envs, nr, ANGLE)
+        self._posvel = BatchRows(num_envs, nr * 5, POSVEL)
+        self.raw = np.zeros((num_envs, nb, 6))
+        self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
+        self._ptrs = [c.space._space for c in self._copies]
+        self._ids_dirty = True
+        self._threads = num_threads
+        self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
+
+    # ------------------------------------------------------------------ state
+    def read(self, ids: np.ndarray) -> np.ndarray:
+        """Batch-read copies ``ids`` into ``raw`` (one C call per copy); returns ``ids``."""
+        state, ptrs = self._state, self._ptrs
+        for c in ids.tolist():
+            state.run(c, ptrs[c], GET)
+        nr = self._layout.n_rows
+        rows = state.view.reshape(self._n, nr, 6)
+        self.raw[ids] = rows[ids][:, self._layout.body_rows, :]
+        return ids
+
+    def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
+        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step."""
+        f = self._force.view.reshape(self._n, self._layout.n_rows, 3)
+        sub = f[ids]
+        sub[:, self._layout.body_rows, :] = forces
+        f[ids] = sub
+
+    def step(self, dt: float, ids: np.ndarray) -> None:
+        """One physics step of copies ``ids``."""
+        if self._pool is None or ids.size < 2 * self._threads:
+            self._step_copies(ids, dt)
+        else:
+            shards = np.array_split(ids, self._threads)
+            list(self._pool.map(self._step_copies, shards, [dt] * len(shards)))
+
+    def _step_copies(self, ids: np.ndarray, dt: float) -> None:
+        # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
+        # deferred add/remove and post-step callbacks, which the World never uses
+        force, ptrs, step = self._force, self._ptrs, lib.cpSpaceStep
+        for c in ids.tolist():
+            force.run(c, ptrs[c], SET)
+            step(ptrs[c], dt)
+
+    def rebuild(self, ids: np.ndarray) -> None:
+        """Make copies ``ids`` fresh (initial configuration, no history)."""
+        for c in ids.tolist():
+            self._copies[c] = build_copy(self._scene, self._layout)
+            self._ptrs[c] = self._copies[c].space._space
+        self._ids_dirty = True
+
+    def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+        """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""
+        self.read(ids)
+        lay = self._layout
+        rows = lay.body_rows[lay.dynamic]
+        dyn = lay.dynamic
+        nr = lay.n_rows
+        ang = self._angles.view.reshape(self._n, nr)
+        pv = self._posvel.view.reshape(self._n, nr, 5)
+        cur = self._state.view.reshape(self._n, nr, 6)
+        sub_a = cur[ids][:, :, 2]
+        sub_a[:, rows] = poses[:, dyn, 2]
+        ang[ids] = sub_a
+        sub = cur[ids][:, :, [0, 1, 3, 4, 5]]
+        sub[:, rows, 0:2] = poses[:, dyn, 0:2]
+        sub[:, rows, 2:5] = vels[:, dyn, :]
+        pv[ids] = sub
+        # angle first: setting the angle turns a body about its centre of gravity
+        for c in ids.tolist():
+            self._angles.run(c, self._ptrs[c], SET)
+            self._posvel.run(c, self._ptrs[c], SET)
+
+    # ------------------------------------------------------------------ contacts, rays
+    def _id_table(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._ids_dirty:
+            ids = np.array(
+                [[b.id for b in c.bodies] for c in self._copies], dtype=np.uint64
+            ).reshape(-1)
+            order = np.argsort(ids, kind="stable")
+            self._id_sorted = ids[order]
+            self._id_order = order
+            self._ids_dirty = False
+        return self._id_sorted, self._id_order
+
+    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Last step's arbiters of copies ``ids``: flat rows ``c*nb+b`` of A and B, floats."""
+        buf = pbatch.Buffer()
+        for c in ids.tolist():
+            pbatch.get_space_arbiters(self._copies[c].space, ARB, buf)
+        ints, fl = sum_arbiters(buf)
+        table, order = self._id_table()
+        return lookup(table, order, ints[:, 0]), lookup(table, order, ints[:, 1]), fl
+
+    def segment_first(self, body: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Alpha of the first hit of one ray per copy (NaN: none), ignoring ``body``'s group."""
+        out = np.full(self._n, np.nan)
+        filt = pymunk.ShapeFilter(group=int(self._layout.groups[body]))
+        for c in range(self._n):
+            hit = self._copies[c].space.segment_query_first(
+                (start[c, 0], start[c, 1]), (end[c, 0], end[c, 1]), 0.0, filt
+            )
+            if hit is not None:
+                out[c] = hit.alpha
+        return out
+
+    def close(self) -> None:
+        """Stop the stepping threads (if any)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None

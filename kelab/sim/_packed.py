@@ -1,0 +1,557 @@
+"""The "packed" layout: all copies of a shard in ONE pymunk Space (internal).
+
+One ``pymunk.Space`` per thread shard holds its copies side by side along x. Copy ``i`` has
+its origin at ``x = BASE_X + i * spacing`` in every shard (the same place whatever the
+sharding), with ``spacing = env_spacing`` rounded up to a power of two. All those origins
+and every body near them lie in one binade, ``[2**20, 2**21)``, where doubles are a fixed
+grid of ``2**-32`` m, so adding or subtracting an origin is exact and translation-
+equivariant. See docs/world.md, "Layouts", for what is exact and what is not.
+
+Construction choices that make a copy's result independent of its neighbours and of the
+sharding (so ``num_threads`` never changes a bit):
+
+- copies never touch: each copy's shapes carry category bit ``i % 31`` and collide only with
+  that bit and the shared ground's bit 31; robots without self-collision get one group per
+  copy. Copies with the same bit are ``31 * spacing`` apart.
+- pymunk's spatial hash visits shapes in the order of their hash ids modulo its handle table
+  size (a prime above the number of moving shapes): shape ``j`` of shard-local copy ``c``
+  gets the fixed hash id ``c * k + j`` (``k`` moving shapes per copy), also when the copy is
+  rebuilt (pymunk's default would keep counting up), so every copy's shapes are visited,
+  and its contact pairs found and solved, in the same order whatever the shard and resets.
+- shared static boxes that cover a copy's window (a ground plane) are built once per shard,
+  stretched to span ``CAPACITY`` metres of origins whatever ``num_envs`` is (the same ground
+  for every World); other shared static shapes are repeated in each copy.
+- resetting copies removes and re-adds only their moving bodies, shapes and constraints:
+  Chipmunk removes from its arrays by moving the last element into the hole, so removing a
+  copy's block back to front moves the last copy's block intact; the reset copy is appended.
+  The reset copy is then exactly a fresh copy (no warm-start impulses, no cached contacts),
+  and the other copies keep their in-copy order, so their future does not change.
+"""
+
+from __future__ import annotations
+
+import math
+import queue
+import threading
+from collections.abc import Callable
+
+import numpy as np
+import pymunk
+import pymunk.batch as pbatch
+from pymunk._chipmunk_cffi import ffi, lib
+
+from kelab.sim._compile import (
+    Layout,
+    make_body,
+    make_constraints,
+    make_shapes,
+    pre_solve,
+)
+from kelab.sim._isolated import ARB, FORCE, GET, READ, SET, lookup, sum_arbiters
+from kelab.sim.scene import Box, Scene
+
+#: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
+BASE_X = 1.5 * 2.0**20
+#: Metres of copy origins a shard can hold (num_envs * spacing must not exceed it).
+CAPACITY = 2.0**16
+#: Category bit of shared ground shapes; copies use bits 0..30.
+GROUND_BIT = 1 << 31
+_ALL = 0xFFFFFFFF
+#: Hash ids of static shapes start here (far from every moving shape's id).
+_STATIC_IDS = 1 << 56
+
+
+def packed_spacing(env_spacing: float) -> float:
+    """Return ``env_spacing`` rounded up to a power of two (metres)."""
+    return 2.0 ** math.ceil(math.log2(env_spacing))
+
+
+class ShardWorkers:
+    """Persistent threads running one job per shard; the calling thread runs shard 0.
+
+    Args:
+        count: Shards (threads including the caller).
+    """
+
+    def __init__(self, count: int) -> None:
+        self._jobs: list[queue.SimpleQueue] = []
+        self._done: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = []
+        for k in range(1, count):
+            q: queue.SimpleQueue = queue.SimpleQueue()
+            t = threading.Thread(target=self._loop, args=(q,), daemon=True, name=f"kelab-{k}")
+            t.start()
+            self._jobs.append(q)
+            self._threads.append(t)
+
+    def _loop(self, jobs: queue.SimpleQueue) -> None:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            fn, arg = job
+            try:
+                fn(arg)
+                self._done.put(None)
+            except BaseException as exc:  # handed to the caller
+                self._done.put(exc)
+
+    def run(self, fn: Callable[[int], None], count: int) -> None:
+        """Run ``fn(k)`` for k in range(count) concurrently; re-raise the first error."""
+        for k in range(1, count):
+            self._jobs[k - 1].put((fn, k))
+        error: BaseException | None = None
+        try:
+            fn(0)
+        except BaseException as exc:
+            error = exc
+        for _ in range(1, count):
+            got = self._done.get()
+            if got is not None and error is None:
+                error = got
+        if error is not None:
+            raise error
+
+    def close(self) -> None:
+        """Stop the threads."""
+        for q in self._jobs:
+            q.put(None)
+        for t in self._threads:
+            t.join()
+        self._jobs, self._threads = [], []
+
+
+class _Plan:
+    """Constant facts shared by every shard of a packed World."""
+
+    def __init__(self, scene: Scene, layout: Layout, num_envs: int, spacing: float) -> None:
+        self.scene = scene
+        self.layout = layout
+        bodies = scene.bodies
+        nb = len(bodies)
+        self.origin_x = BASE_X + np.arange(num_envs, dtype=np.float64) * spacing
+        static = ~layout.dynamic
+        shared = np.array([not b.per_environment for b in bodies], dtype=bool)
+        self.moving = np.flatnonzero(layout.dynamic)  # per copy, in the shard's body array
+        # shared static shapes that cover a copy's window become one stretched ground
+        self.stretch: dict[int, list[int]] = {}
+        self.repeat: dict[int, list[int]] = {}
+        for b in np.flatnonzero(static & shared).tolist():
+            inst = bodies[b]
+            for k, shape in enumerate(inst.spec.shapes):
+                pts = [inst.pose.transform_point(p) for p in shape.local_points()]
+                xs = [p[0] for p in pts]
+                flat = (
+                    isinstance(shape, Box)
+                    and inst.pose.angle == 0.0
+                    and shape.offset.angle == 0.0
+                    and min(xs) <= -spacing / 2
+                    and max(xs) >= spacing / 2
+                )
+                (self.stretch if flat else self.repeat).setdefault(b, []).append(k)
+                if not flat and max(xs) - min(xs) >= 30 * spacing:
+                    raise ValueError(
+                        f"World: layout='packed' repeats shared shape {k} of {inst.path!r} in "
+                        f"every copy, and it spans {max(xs) - min(xs):g} m along x, which would "
+                        f"reach copies 31 spacings away (spacing {spacing} m); use an env_spacing "
+                        f"> {(max(xs) - min(xs)) / 30:g}, a flat Box ground (Terrain.plane, built "
+                        "once), or layout='isolated'"
+                    )
+        # bodies built per copy: moving ones, per-copy statics, shared statics with repeats
+        self.per_copy_static = [
+            b
+            for b in np.flatnonzero(static).tolist()
+            if bodies[b].per_environment or b in self.repeat
+        ]
+        self.shared_bodies = sorted(self.stretch)
+        self.moving_shapes = sum(len(bodies[b].spec.shapes) for b in self.moving.tolist())
+        self.group_stride = int(layout.groups.max()) + 1 if nb else 1
+        self.mat = {
+            b: (
+                math.sqrt(inst.spec.material.static_friction),
+                math.sqrt(inst.spec.material.dynamic_friction),
+                inst.spec.material.restitution,
+            )
+            for b, inst in enumerate(bodies)
+        }
+        # spatial hash: cells about the size of a moving shape, power of two, >= 1/4 m
+        sizes = []
+        for b in self.moving.tolist():
+            inst = bodies[b]
+            for shape in inst.spec.shapes:
+                pts = np.array(shape.local_points() or [(0.0, 0.0)])
+                r = getattr(shape, "radius", 0.0)
+                sizes.append(float(np.ptp(pts, axis=0).max()) + 2.0 * r)
+        size = float(np.mean(sizes)) if sizes else 1.0
+        self.cell = float(min(max(2.0 ** math.ceil(math.log2(max(size, 1e-9))), 0.25), spacing))
+        self.cells = max(1000, 4 * num_envs * max(self.moving_shapes, 1))
+
+    def copy_filter(self, c: int, body: int) -> pymunk.ShapeFilter:
+        """Collision filter of copy ``c``'s shapes of ``body`` (global copy index)."""
+        bit = 1 << (c % 31)
+        group = c * self.group_stride + int(self.layout.groups[body])
+        return pymunk.ShapeFilter(group=group, categories=bit, mask=GROUND_BIT | bit)
+
+
+class _Shard:
+    """One shard: a pymunk Space with copies ``copies`` (global indices, ascending)."""
+
+    def __init__(self, plan: _Plan, copies: np.ndarray) -> None:
+        self.plan = plan
+        self.copies = copies
+        n = copies.size
+        lay = plan.layout
+        space = pymunk.Space()
+        space.gravity = tuple(plan.scene.gravity)
+        space.collision_persistence = 1
+        space.use_spatial_hash(plan.cell, plan.cells)
+        self.space = space
+        self.ptr = space._space
+        self.materials: dict[pymunk.Shape, tuple[float, float, float]] = {}
+        self._static_id = _STATIC_IDS
+        # the shared ground, once
+        self.shared: dict[int, pymunk.Body] = {}
+        for b in plan.shared_bodies:
+            inst = plan.scene.bodies[b]
+            pose = inst.pose
+            body = pymunk.Body(body_type=pymunk.Body.STATIC)
+            body.position = (BASE_X + pose.x, pose.y)
+            shapes = []
+            for k in plan.stretch[b]:
+                shape = inst.spec.shapes[k]
+                pts = shape.local_points()
+                right = max(p[0] for p in pts)
+                pts = [(x + CAPACITY if x == right else x, y) for x, y in pts]
+                s = pymunk.Poly(body, pts)
+                s.friction = math.sqrt(inst.spec.material.dynamic_friction)
+                s.elasticity = math.sqrt(inst.spec.material.restitution)
+                s.filter = pymunk.ShapeFilter(categories=GROUND_BIT, mask=_ALL)
+                shapes.append(s)
+                self.materials[s] = plan.mat[b]
+            self._add_static(body, shapes)
+            self.shared[b] = body
+        # per-copy statics (never rebuilt), then the moving parts
+        nb = len(lay.body_paths)
+        self.bodies: list[list[pymunk.Body | None]] = [[None] * nb for _ in range(n)]
+        self.parts: list[tuple[list, list, list]] = [([], [], []) for _ in range(n)]
+        for cl in range(n):
+            c = int(copies[cl])
+            for b in plan.per_copy_static:
+                inst = plan.scene.bodies[b]
+                body = make_body(inst.spec, inst.pose)
+                body.position = (float(plan.origin_x[c]) + inst.pose.x, inst.pose.y)
+                shapes = make_shapes(body, inst.spec)
+                if b in plan.repeat:
+                    shapes = [shapes[k] for k in plan.repeat[b]]
+                for s in shapes:
+                    s.filter = plan.copy_filter(c, b)
+                    self.materials[s] = plan.mat[b]
+                self._add_static(body, shapes)
+                self.bodies[cl][b] = body
+        for cl in range(n):
+            self._add_moving(cl)
+        self.slot_copy = np.arange(n)  # local copy at each block of the body array
+        self.copy_slot = np.arange(n)
+        self.in_order = True  # slot_copy is the identity (no partial reset yet)
+        if lay.needs_handler:
+            space.on_collision(pre_solve=pre_solve, data=self.materials)
+        kd = plan.moving.size
+        self.kd = kd
+        self.nbodies = n * kd + 1 + len(self.shared) + n * len(plan.per_copy_static)
+        self.rbuf, self.rdata, self.rfa = self._buffer(self.nbodies * 6, READ)
+        self.fbuf, self.fdata, self.ffa = self._buffer(self.nbodies * 3, FORCE)
+
+    def _buffer(self, width: int, fields: int) -> tuple[np.ndarray, object, object]:
+        arr = np.zeros(width + 2)
+        fa = ffi.new("pmFloatArray *")
+        fa.arr = ffi.cast("cpFloat *", arr.ctypes.data)
+        fa.max = width + 2
+        fa.num = 0
+        d = ffi.new("pmBatchedData *")
+        d.fields = fields
+        d.floatArray = fa
+        d.intArray = lib.pmIntArrayNew(0)
+        return arr, d, fa
+
+    def _add_static(self, body: pymunk.Body, shapes: list[pymunk.Shape]) -> None:
+        self.space.add(body)
+        for s in shapes:
+            lib.cpSpaceSetShapeIDCounter(self.ptr, self._static_id)
+            self._static_id += 1
+            self.space.add(s)
+
+    def _add_moving(self, cl: int) -> None:
+        """Build local copy ``cl``'s moving bodies, shapes and constraints (fresh)."""
+        plan = self.plan
+        lay = plan.layout
+        c = int(self.copies[cl])
+        ox = float(plan.origin_x[c])
+        bodies, shapes, cons = [], [], []
+        lib.cpSpaceSetShapeIDCounter(self.ptr, cl * plan.moving_shapes)
+        for b in plan.moving.tolist():
+            inst = plan.scene.bodies[b]
+            body = make_body(inst.spec, inst.pose)
+            body.position = (ox + inst.pose.x, inst.pose.y)
+            own = make_shapes(body, inst.spec)
+            filt = plan.copy_filter(c, b)
+            for s in own:
+                s.filter = filt
+                self.materials[s] = plan.mat[b]
+            self.space.add(body)
+            for s in own:  # hash ids cl * k + j: fixed per copy, below the table size
+                self.space.add(s)
+            self.bodies[cl][b] = body
+            bodies.append(body)
+            shapes.extend(own)
+        for jl in lay.joints:
+            if jl.parent < 0:
+                a, shift = self.space.static_body, (ox, 0.0)
+            elif jl.parent in self.shared:
+                a = self.shared[jl.parent]
+                d = ox - BASE_X  # copy offset in the shared body's (unrotated) frame
+                shift = (d, 0.0)
+            else:
+                a, shift = self.bodies[cl][jl.parent], None
+            child = self.bodies[cl][jl.child]
+            assert a is not None and child is not None  # built above
+            out = make_constraints(jl, a, child, shift)
+            self.space.add(*out)
+            cons.extend(out)
+        self.parts[cl] = (bodies, shapes, cons)
+
+    def rebuild(self, locals_: np.ndarray) -> None:
+        """Make local copies fresh: remove their moving parts back to front, re-add them."""
+        for cl in locals_.tolist():
+            bodies, shapes, cons = self.parts[cl]
+            for con in reversed(cons):
+                self.space.remove(con)
+            for s in shapes:
+                self.materials.pop(s, None)
+                self.space.remove(s)
+            for body in reversed(bodies):
+                self.space.remove(body)
+            # the last block moved into this copy's slot; this copy goes last
+            slot = self.copy_slot[cl]
+            last = self.slot_copy.size - 1
+            moved = self.slot_copy[last]
+            self.slot_copy[slot] = moved
+            self.copy_slot[moved] = slot
+            self.slot_copy[last] = cl
+            self.copy_slot[cl] = last
+            self.in_order = False
+            self._add_moving(cl)
+
+    def read(self) -> np.ndarray:
+        """Batch-read the shard: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
+        self.rfa.num = 0
+        lib.cpSpaceEachBody(self.ptr, GET, self.rdata)
+        n, kd = self.copies.size, self.kd
+        block = self.rbuf[: n * kd * 6].reshape(n, kd, 6)
+        return block if self.in_order else block[self.copy_slot]
+
+    def set_forces(self, forces: np.ndarray) -> None:
+        """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
+        n, kd = self.copies.size, self.kd
+        if self.in_order:
+            self.fbuf[: n * kd * 3].reshape(n, kd, 3)[:] = forces
+        else:
+            self.fbuf[: n * kd * 3].reshape(n, kd, 3)[self.copy_slot] = forces
+
+    def step(self, dt: float) -> None:
+        """Write the held forces and take one physics step (releases the GIL in C)."""
+        self.ffa.num = 0
+        lib.cpSpaceEachBody(self.ptr, SET, self.fdata)
+        lib.cpSpaceStep(self.ptr, dt)
+
+
+class PackedBackend:
+    """Copies packed in one pymunk Space per thread shard.
+
+    Args:
+        scene: The scene.
+        layout: Its constant layout.
+        num_envs: Copies.
+        num_threads: Shards, stepped concurrently (bit-identical for every value).
+        env_spacing: Requested spacing; rounded up to a power of two.
+
+    Raises:
+        ValueError: If ``env_spacing <= 0`` or ``num_envs * spacing > CAPACITY``.
+    """
+
+    name = "packed"
+
+    def __init__(
+        self, scene: Scene, layout: Layout, num_envs: int, num_threads: int, env_spacing: float
+    ) -> None:
+        if env_spacing <= 0:
+            raise ValueError(
+                f"World: layout='packed' needs env_spacing > 0 metres, got {env_spacing!r}"
+            )
+        spacing = packed_spacing(env_spacing)
+        if num_envs * spacing > CAPACITY:
+            raise ValueError(
+                f"World: layout='packed' holds at most {int(CAPACITY // spacing)} copies at "
+                f"spacing {spacing} m (env_spacing {env_spacing} rounded up to a power of two), "
+                f"got num_envs={num_envs}; lower env_spacing or use layout='isolated'"
+            )
+        self.spacing = spacing
+        self._n = num_envs
+        self._nb = len(layout.body_paths)
+        self._layout = layout
+        self._plan = _Plan(scene, layout, num_envs, spacing)
+        self._split = np.array_split(np.arange(num_envs), min(num_threads, num_envs))
+        self._shard_of = np.zeros(num_envs, dtype=np.int64)
+        self._local = np.zeros(num_envs, dtype=np.int64)
+        for k, part in enumerate(self._split):
+            self._shard_of[part] = k
+            self._local[part] = np.arange(part.size)
+        self._workers = ShardWorkers(len(self._split)) if len(self._split) > 1 else None
+        self.raw = np.zeros((num_envs, self._nb, 6))
+        static = ~layout.dynamic
+        self.raw[:, static, 0:3] = layout.initial[static]
+        self._forces = np.zeros((num_envs, self._nb, 3))
+        mv = self._plan.moving
+        # the moving bodies as a slice when they are contiguous (cheaper numpy)
+        self._mv: slice | np.ndarray = (
+            slice(int(mv[0]), int(mv[-1]) + 1)
+            if mv.size and np.array_equal(mv, np.arange(mv[0], mv[-1] + 1))
+            else mv
+        )
+        self._dt = 0.0
+        self.rebuild(np.arange(num_envs))
+
+    # ------------------------------------------------------------------ state
+    def read(self, ids: np.ndarray) -> np.ndarray:
+        """Batch-read the shards holding ``ids`` (one C call each); returns the copies read."""
+        shards = np.unique(self._shard_of[ids]) if ids.size < self._n else range(len(self._split))
+        done = []
+        for k in shards:
+            shard = self._shards[k]
+            part = slice(int(shard.copies[0]), int(shard.copies[-1]) + 1)
+            sub = self.raw[part]  # a view: shards hold contiguous copies
+            sub[:, self._mv, :] = shard.read()
+            sub[:, self._mv, 0] -= self._plan.origin_x[part, None]
+            done.append(shard.copies)
+        return np.concatenate(done) if done else ids[:0]
+
+    def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
+        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step."""
+        self._forces[ids] = forces
+        self._push_forces()
+
+    def _push_forces(self) -> None:
+        for shard in self._shards:
+            part = slice(int(shard.copies[0]), int(shard.copies[-1]) + 1)
+            shard.set_forces(self._forces[part, self._mv, :])
+
+    def step(self, dt: float, ids: np.ndarray) -> None:
+        """One physics step of every copy (a shared space cannot step a subset)."""
+        self._dt = dt
+        if self._workers is None:
+            self._shards[0].step(dt)
+        else:
+            self._workers.run(self._step_shard, len(self._shards))
+
+    def _step_shard(self, k: int) -> None:
+        self._shards[k].step(self._dt)
+
+    def rebuild(self, ids: np.ndarray) -> None:
+        """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew."""
+        if ids.size == 0:
+            return
+        fresh = getattr(self, "_shards", None) is None
+        if fresh:
+            self._shards = [_Shard(self._plan, part) for part in self._split]
+        else:
+            hit = np.zeros(self._n, dtype=bool)
+            hit[ids] = True
+            for k, part in enumerate(self._split):
+                mask = hit[part]
+                if mask.all():
+                    self._shards[k] = _Shard(self._plan, part)
+                elif mask.any():
+                    self._shards[k].rebuild(self._local[part[mask]])
+        self._forces[ids] = 0.0
+        self._id_dirty = True
+        self._push_forces()
+
+    def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+        """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""
+        mv = self._plan.moving.tolist()
+        ox = self._plan.origin_x
+        for row, c in enumerate(ids.tolist()):
+            shard = self._shards[self._shard_of[c]]
+            bodies = shard.bodies[self._local[c]]
+            # angle first: setting the angle turns a body about its centre of gravity
+            for b in mv:
+                body = bodies[b]
+                assert body is not None
+                body.angle = float(poses[row, b, 2])
+            for b in mv:
+                body = bodies[b]
+                assert body is not None
+                body.position = (float(ox[c] + poses[row, b, 0]), float(poses[row, b, 1]))
+                body.velocity = (float(vels[row, b, 0]), float(vels[row, b, 1]))
+                body.angular_velocity = float(vels[row, b, 2])
+
+    # ------------------------------------------------------------------ contacts, rays
+    def _id_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._id_dirty:
+            keys, vals = [], []
+            nb = self._nb
+            for shard in self._shards:
+                for cl, bodies in enumerate(shard.bodies):
+                    c = int(shard.copies[cl])
+                    for b, body in enumerate(bodies):
+                        if body is not None:
+                            keys.append(body.id)
+                            vals.append(c * nb + b)
+                for b, body in shard.shared.items():
+                    keys.append(body.id)
+                    vals.append(-2 - b)  # shared: belongs to the copy of the other body
+            k = np.array(keys, dtype=np.uint64)
+            order = np.argsort(k, kind="stable")
+            self._table = (k[order], np.array(vals, dtype=np.int64)[order])
+            self._id_dirty = False
+        return self._table[0], self._table[1], np.zeros(0)
+
+    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Last step's arbiters of all copies: flat rows ``c*nb+b`` of A and B, floats."""
+        buf = pbatch.Buffer()
+        for shard in self._shards:
+            pbatch.get_space_arbiters(shard.space, ARB, buf)
+        ints, fl = sum_arbiters(buf)
+        table, vals, _ = self._id_table()
+        ra = lookup(table, vals, ints[:, 0])
+        rb = lookup(table, vals, ints[:, 1])
+        nb = self._nb
+        # a shared body (encoded -2 - b) takes the copy of the body it touches
+        for mine, other in ((ra, rb), (rb, ra)):
+            shared = mine <= -2
+            copy = np.where(other >= 0, other // nb, -1)
+            ok = shared & (copy >= 0)
+            mine[ok] = copy[ok] * nb + (-2 - mine[ok])
+            mine[shared & ~ok] = -1
+        return ra, rb, fl
+
+    def segment_first(self, body: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Alpha of the first hit of one ray per copy (NaN: none), ignoring ``body``'s group."""
+        out = np.full(self._n, np.nan)
+        ox = self._plan.origin_x
+        for c in range(self._n):
+            shard = self._shards[self._shard_of[c]]
+            hit = shard.space.segment_query_first(
+                (float(ox[c] + start[c, 0]), float(start[c, 1])),
+                (float(ox[c] + end[c, 0]), float(end[c, 1])),
+                0.0,
+                self._plan.copy_filter(c, body),
+            )
+            if hit is not None:
+                out[c] = hit.alpha
+        return out
+
+    def close(self) -> None:
+        """Stop the shard threads (if any)."""
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None

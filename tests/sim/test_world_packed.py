@@ -1,0 +1,177 @@
+"""The packed layout: validation, shared ground, filtering, exact resets, threads, snapshots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _world_scenes import DT, drive
+
+import kelab as ke
+from kelab.sim._packed import CAPACITY, packed_spacing
+from kelab.sim.assets import Asset
+
+
+def _cartpole(ground: bool = False) -> ke.Scene:
+    b = ke.SceneBuilder()
+    if ground:
+        b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    return b.build()
+
+
+def _balls_on_segment() -> ke.Scene:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain("ground", (ke.Segment((-6.0, 0.0), (6.0, 0.0), 0.0),)), at="/")
+    ball = ke.Prop(
+        ke.Circle(0.1), material=ke.Material(restitution=0.4), initial_pose=ke.Pose(0.3, 0.6)
+    )
+    b.add(ball, at="/World/Ball")
+    b.add(ke.Prop(ke.Circle(0.4), initial_pose=ke.Pose(-0.2, 0.5)), at="/World/Big")
+    b.rangefinder("side", ball, angle=0.0, max_range=3.0)
+    return b.build()
+
+
+def _stack() -> ke.Scene:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    for k in range(3):
+        box = ke.Prop(ke.Box(0.3, 0.2), initial_pose=ke.Pose(-1.0 + 0.05 * k, 0.1 + 0.25 * k, 0.2))
+        b.add(box, at=f"/World/Box{k}")
+    return b.build()
+
+
+def _run(world: ke.World, steps: int, resets: bool = False) -> np.ndarray:
+    n = world.num_envs
+    out = []
+    for t in range(steps):
+        if resets and t % 7 == 3:
+            world.reset_envs([(5 * t) % n, (11 * t + 1) % n])
+        if world.joint_names:
+            u = 30.0 * np.sin(t / 9.0)
+            world.set_joint_efforts(np.tile([u] + [0.0] * (len(world.joint_names) - 1), (n, 1)))
+        world.step(DT)
+        out.append(
+            np.concatenate(
+                [
+                    world.body_poses.reshape(n, -1),
+                    world.body_velocities.reshape(n, -1),
+                    world.contact_forces.reshape(n, -1),
+                ],
+                axis=1,
+            )
+        )
+    return np.array(out)
+
+
+def test_layout_and_spacing_validation() -> None:
+    scene = _cartpole()
+    with pytest.raises(ValueError, match="layout must be one of"):
+        ke.World(scene, layout="shared")
+    with pytest.raises(ValueError, match="env_spacing > 0"):
+        ke.World(scene, layout="packed", env_spacing=0.0)
+    long_ground = ke.SceneBuilder()
+    long_ground.add(ke.Terrain("g", (ke.Segment((-50.0, 0.0), (50.0, 0.0), 0.0),)), at="/")
+    with pytest.raises(ValueError, match="31 spacings"):
+        ke.World(long_ground.build(), num_envs=2, env_spacing=2.0, layout="packed")
+    with pytest.raises(ValueError, match="at most"):
+        ke.World(scene, num_envs=int(CAPACITY // 4) + 1, layout="packed")
+    w = ke.World(scene, num_envs=3, env_spacing=3.0, layout="packed")
+    assert w.layout == "packed" and w.env_spacing == 4.0
+    np.testing.assert_array_equal(w.env_origins, [[0.0, 0.0], [4.0, 0.0], [8.0, 0.0]])
+    assert ke.World(scene).layout == "isolated"
+    assert packed_spacing(0.3) == 0.5 and packed_spacing(8.0) == 8.0
+
+
+def test_shared_ground_spans_every_copy_and_contacts_go_to_their_copy() -> None:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")  # half width 500 m, copies reach 1196 m
+    b.add(ke.Prop(ke.Box(0.2, 0.2), mass=2.0, initial_pose=ke.Pose(0.0, 0.1)), at="/World/Box")
+    w = ke.World(b.build(), num_envs=300, layout="packed")
+    for _ in range(60):
+        w.step(DT)
+    poses = w.body_poses
+    np.testing.assert_allclose(poses[:, 1, 1], 0.1, atol=2e-3)  # all resting, none fell
+    np.testing.assert_array_equal(poses[:, 0], 0.0)  # the ground reads its scene pose
+    f = w.contact_forces
+    np.testing.assert_allclose(f[:, 1, 1], 2.0 * 9.81, rtol=1e-6)
+    np.testing.assert_allclose(f[:, 0, 1], -2.0 * 9.81, rtol=1e-6)
+
+
+def test_copies_that_overlap_in_space_never_interact() -> None:
+    # 0.5 m apart, 0.8 m balls: the copies overlap, yet each equals a lone copy exactly
+    scene = _balls_on_segment()
+    lone = _run(ke.World(scene, layout="packed"), 200)[:, 0]
+    w = ke.World(scene, num_envs=40, env_spacing=0.5, layout="packed")
+    many = _run(w, 200)
+    for i in range(40):
+        assert np.array_equal(many[:, i], lone), i
+    # the sideways ray sees its own big ball only, never the neighbour 0.5 m away
+    assert np.all(w.read_sensor("side") == 3.0)
+
+
+@pytest.mark.parametrize("scene", [_cartpole, _balls_on_segment], ids=["joints", "circles"])
+def test_copy_i_matches_a_lone_copy_where_packed_is_exact(scene) -> None:
+    s = scene()
+    lone = _run(ke.World(s, layout="packed"), 150)[:, 0]
+    many = _run(ke.World(s, num_envs=9, layout="packed", num_threads=2), 150)
+    for i in range(9):
+        assert np.array_equal(many[:, i], lone), i
+
+
+def test_threads_are_bit_identical_with_stacks_and_partial_resets() -> None:
+    # catches any dependence of a copy on its shard (hash ids, array order after resets)
+    one = ke.World(_stack(), num_envs=12, layout="packed")
+    two = ke.World(_stack(), num_envs=12, layout="packed", num_threads=2)
+    a = _run(one, 150, resets=True)
+    b = _run(two, 150, resets=True)
+    two.close()
+    assert np.abs(a[-1]).max() > 0 and np.array_equal(a, b)
+
+
+def test_a_reset_copy_is_exactly_a_fresh_copy() -> None:
+    a = ke.World(_stack(), num_envs=4, layout="packed")
+    b = ke.World(_stack(), num_envs=4, layout="packed")
+    _run(a, 40)
+    for t in range(40):  # another history in b
+        b.set_joint_efforts(np.tile([50.0 * np.cos(t), 0.0], (4, 1)))
+        b.step(DT)
+    a.reset_envs([1, 2])
+    b.reset_envs([1, 2])
+    ra = _run(a, 80)
+    rb = _run(b, 80)
+    assert np.array_equal(ra[:, [1, 2]], rb[:, [1, 2]])
+    fresh = _run(ke.World(_stack(), num_envs=4, layout="packed"), 80)
+    assert np.array_equal(ra[:, [1, 2]], fresh[:, [1, 2]])
+
+
+def test_restore_after_staggered_resets_prunes_the_log_and_is_exact() -> None:
+    w = ke.World(_stack(), num_envs=4, seed=3, layout="packed")
+    _run(w, 30)
+    for c in range(4):  # every copy reset, at different times: older history is dropped
+        w.reset_envs([c])
+        _run(w, 10)
+    full = len(w._log)
+    w.reset_envs([0])
+    assert len(w._log) < full + 2
+    _run(w, 5)
+    snap = w.snapshot()
+    future = _run(w, 60)
+    w.restore(snap)
+    assert np.array_equal(_run(w, 60), future)
+    fresh = ke.World(_stack(), num_envs=4, seed=3, layout="packed", num_threads=2)
+    fresh.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
+    assert np.array_equal(_run(fresh, 60), future)
+    fresh.close()
+
+
+def test_set_body_states_in_packed_layout_reads_back_exactly() -> None:
+    w = ke.World(_stack(), num_envs=3, layout="packed")
+    drive(w, 20)
+    poses = w.body_poses[[1]]
+    poses[0, 3] = (0.5, 2.0, 0.25)
+    vel = np.zeros_like(poses)
+    vel[0, 3] = (1.0, -0.5, 2.0)
+    w.set_body_states([1], poses, vel)
+    np.testing.assert_allclose(w.body_poses[1, 3], (0.5, 2.0, 0.25), atol=1e-9)
+    np.testing.assert_allclose(w.body_velocities[1, 3], (1.0, -0.5, 2.0), atol=1e-12)
