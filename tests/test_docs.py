@@ -1,4 +1,4 @@
-"""Every ```python block in docs/*.md runs, so the examples never rot."""
+"""Every ```python block in docs/*.md and README.md runs, so the examples never rot."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
-PAGES = sorted(p for p in DOCS.glob("*.md") if BLOCK.search(p.read_text()))
+PAGES = sorted(p for p in DOCS.glob("*.md") if BLOCK.search(p.read_text())) + [
+    DOCS.parent / "README.md"
+]
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
