@@ -35,7 +35,7 @@ _EXPORTS: dict[str, str] = {
     "ExecutionOrder": "kelab.timing.timeline",
     # sim: scene description
     "Scene": "kelab.sim.scene",
-    "SceneBuilder": "kelab.sim.scene",
+    "SceneBuilder": "kelab.sim.builder",
     "Pose": "kelab.sim.scene",
     "Circle": "kelab.sim.scene",
     "Box": "kelab.sim.scene",
