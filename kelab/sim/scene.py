@@ -84,7 +84,6 @@ __all__ = [
     "RobotDescription",
     "RobotInstance",
     "Scene",
-    "SceneBuilder",
     "Segment",
     "SensorSpec",
     "Shape",
@@ -810,6 +809,11 @@ def _decode(value: Any) -> Any:
     return value
 
 
-# The builder lives in its own module; re-exported here because a Scene and its builder
-# are one concept to users (``from kelab.sim.scene import SceneBuilder``).
-from kelab.sim.builder import SceneBuilder  # noqa: E402
+# The builder lives in its own module (it imports this one); a Scene and its builder are one
+# concept to users, so ``from kelab.sim.scene import SceneBuilder`` works too, lazily.
+def __getattr__(name: str) -> Any:
+    if name == "SceneBuilder":
+        from kelab.sim.builder import SceneBuilder
+
+        return SceneBuilder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
