@@ -18,7 +18,7 @@ from kelab.rl.task import Task, TaskError, validate_task_class
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
-from kelab.sim.world import World
+from kelab.sim.world import LAYOUTS, World
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
@@ -103,6 +103,8 @@ class EnvCore:
         seed: Seed of every per-copy Generator (world and task).
         success_rule: The rule judging finished episodes (None: the task's own, if any).
         env: The Gymnasium environment that owns this core (given to ``on_start``).
+        layout: The World layout, ``"isolated"`` or ``"packed"`` (see docs/world.md).
+        num_threads: Threads stepping the World's shards (results bit-identical).
     """
 
     def __init__(
@@ -114,6 +116,8 @@ class EnvCore:
         seed: int,
         success_rule: SuccessRule | None,
         env: Any,
+        layout: str = "isolated",
+        num_threads: int = 1,
     ) -> None:
         validate_task_class(task)
         if "env" in task.__dict__:
@@ -137,6 +141,18 @@ class EnvCore:
                 f"env_spacing must be a finite number of metres >= 0, got {env_spacing!r}"
             )
         seed = _check_seed(seed)
+        if not isinstance(layout, str) or layout not in LAYOUTS:
+            raise ValueError(
+                f"layout must be one of {LAYOUTS}, got {layout!r} ('packed': copies share one "
+                "pymunk space per thread, fastest for many copies; 'isolated': one space per "
+                "copy, each copy bit-identical to a lone copy; see docs/rl.md)"
+            )
+        if (
+            isinstance(num_threads, bool)
+            or not isinstance(num_threads, (int, np.integer))
+            or num_threads < 1
+        ):
+            raise ValueError(f"num_threads must be an int >= 1, got {num_threads!r}")
         if success_rule is not None and not isinstance(success_rule, SuccessRule):
             raise ValueError(
                 f"success must be a rule marked with @ke.success, got {success_rule!r}"
@@ -152,7 +168,14 @@ class EnvCore:
         builder = SceneBuilder()
         task.build(builder)
         self.scene = builder.build()
-        self.world = World(self.scene, num_envs=n, env_spacing=float(env_spacing), seed=seed)
+        self.world = World(
+            self.scene,
+            num_envs=n,
+            env_spacing=float(env_spacing),
+            seed=seed,
+            num_threads=int(num_threads),
+            layout=layout,
+        )
         self.robots = self._bind_robots()
 
         self.episode_length_buf = np.zeros(n, dtype=np.int64)
@@ -223,8 +246,8 @@ class EnvCore:
             ) from None
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
-        finite = np.isfinite(a).all(axis=1)
-        if not finite.all():
+        if not np.isfinite(a).all():
+            finite = np.isfinite(a).all(axis=1)
             raise ValueError(
                 f"actions contain NaN or infinite values for copies {_copies(~finite)}; "
                 "actions must be finite"
@@ -244,10 +267,10 @@ class EnvCore:
                 f"copy), got {value.shape}"
             )
         out = value.astype(np.float32)  # a new array: the task may reuse its buffer
-        finite = np.isfinite(out)
-        if finite.ndim > 1:
-            finite = finite.all(axis=1)
-        if not finite.all():
+        if not np.isfinite(out).all():  # one reduction; per-copy detail only on failure
+            finite = np.isfinite(out)
+            if finite.ndim > 1:
+                finite = finite.all(axis=1)
             raise TaskError(
                 f"{type(self.task).__name__}.{method} returned NaN or infinite values for "
                 f"copies {_copies(~finite)}"
@@ -320,15 +343,13 @@ class EnvCore:
     ) -> dict[str, Any]:
         """Describe the episodes that ended (before their copies reset)."""
         ids = np.flatnonzero(done)
-        ended_by = np.full(self.num_envs, None, dtype=object)
-        first = conditions.argmax(axis=0) if names else np.zeros(self.num_envs, dtype=np.int64)
-        for i in ids.tolist():
-            if terminated[i]:
-                ended_by[i] = names[first[i]]
-            elif time_up[i]:
-                ended_by[i] = TIME_LIMIT
-            else:
-                ended_by[i] = CUT_SHORT
+        # the reason per copy, vectorised: names[first true condition], else the limit kind
+        labels = np.array([*names, TIME_LIMIT, CUT_SHORT, None], dtype=object)
+        k = len(names)
+        reason = np.where(time_up, k, k + 1)
+        if names:
+            reason = np.where(terminated, conditions.argmax(axis=0), reason)
+        ended_by = labels[np.where(done, reason, k + 2)]
         ends: dict[str, Any] = {
             "ids": ids,
             "mask": done.copy(),

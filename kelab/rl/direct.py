@@ -73,9 +73,14 @@ class DirectRLEnv(gymnasium.Env):
         seed: Seed of the copy's random Generators; None means 0.
         success: Success rule; None uses ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
+        layout: ``"isolated"`` (default: the one copy has its own pymunk space at the
+            origin, full precision, bit-identical to copy ``i`` of an isolated
+            LearningEnv) or ``"packed"`` (the copy sits far from the origin as in a packed
+            LearningEnv: x resolved to 2.3e-10 m; one copy gains no speed from it).
 
     Raises:
-        ValueError: For a bad render mode/run config pair (naming the required render mode).
+        ValueError: For a bad render mode/run config pair (naming the required render
+            mode) or an unknown layout.
 
     Example:
         >>> import kelab as ke
@@ -100,6 +105,7 @@ class DirectRLEnv(gymnasium.Env):
         seed: int | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
+        layout: str = "isolated",
     ) -> None:
         validate_task_class(task)
         config = resolve_run_config(render_mode, run_config)
@@ -113,7 +119,9 @@ class DirectRLEnv(gymnasium.Env):
             raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
         elif timing.episode_length_s is None:
             timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
-        self._core = EnvCore(task, 1, timing, 0.0, 0 if seed is None else seed, success, self)
+        spacing = 4.0 if layout == "packed" else 0.0  # packed needs a window > 0
+        seed = 0 if seed is None else seed
+        self._core = EnvCore(task, 1, timing, spacing, seed, success, self, layout)
         core = self._core
         self.task = task
         self.world = core.world

@@ -46,6 +46,8 @@ GOAL_RADIUS = 0.1
 MAX_SPEED_AT_GOAL = 0.1
 HOLD_S = 0.5
 TABLE_RADIUS = 3.0
+_RESET_LOW = np.array([-0.3, -0.3, -np.pi, 1.0])
+_RESET_HIGH = np.array([0.3, 0.3, np.pi, 1.5])
 SENSOR = SensorConfig(sample_interval=1 / 60, cutoff_hz=15.0, noise=0.005, delay=0.05)
 """How the ball's position and velocity sensors degrade the true signal."""
 
@@ -168,9 +170,9 @@ class BallToGoalTask(Task):
 
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Ball at rest near the centre, a new goal 1.0-1.5 m away."""
-        start = self.uniform(env_ids, -0.3, 0.3, size=2)
-        angle = self.uniform(env_ids, -np.pi, np.pi)
-        dist = self.uniform(env_ids, 1.0, 1.5)
+        # one draw per copy: start (x, y), goal angle, goal distance
+        draw = self.uniform(env_ids, _RESET_LOW, _RESET_HIGH, size=4)
+        start, angle, dist = draw[:, 0:2], draw[:, 2], draw[:, 3]
         world = self.world
         poses = world.body_poses[env_ids]
         poses[:, self._carriage] = np.stack(

@@ -67,12 +67,14 @@ class CartPoleTask(Task):
         self.terminations = TerminationSet(
             self,
             {
-                "pole fell": lambda: np.abs(self.pole_angle()) > MAX_POLE_ANGLE,
-                "cart left the track": lambda: np.abs(self.cart_position()) > MAX_CART_POS,
+                "pole fell": lambda: np.abs(self._q[:, self.pole_joint]) > MAX_POLE_ANGLE,
+                "cart left the track": lambda: np.abs(self._q[:, self.cart_joint]) > MAX_CART_POS,
             },
         )
+        self._cart_ids = np.array([self.cart_joint])
+        self._ended_early = np.zeros(self.num_envs, dtype=bool)
 
-    # state read where it is used: no copies to refresh after a reset
+    # read where it is used: current also right after a reset, no copies to refresh
     def cart_position(self) -> np.ndarray:
         """Cart position along the track (m), ``(num_envs,)``."""
         return self.robot.joint_pos[:, self.cart_joint]
@@ -84,14 +86,19 @@ class CartPoleTask(Task):
     def apply_actions(self, actions: np.ndarray) -> None:
         """Push the cart with ``100 N * action``."""
         actions *= FORCE_SCALE
-        self.robot.set_joint_effort_target(actions, joint_ids=[self.cart_joint])
+        self.robot.set_joint_effort_target(actions, joint_ids=self._cart_ids)
+
+    def on_post_physics_step(self) -> None:
+        """Read the joint state once for get_dones() and get_rewards() of this step."""
+        self._q = self.robot.joint_pos
+        self._qd = self.robot.joint_vel
 
     def get_observations(self) -> np.ndarray:
         """Cart position and velocity, pole angle and angular velocity."""
         pos = self.robot.joint_pos
         vel = self.robot.joint_vel
-        j = [self.cart_joint, self.pole_joint]
-        return np.stack([pos[:, j[0]], vel[:, j[0]], pos[:, j[1]], vel[:, j[1]]], axis=1)
+        c, p = self.cart_joint, self.pole_joint
+        return np.stack([pos[:, c], vel[:, c], pos[:, p], vel[:, p]], axis=1)
 
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Named early ends and the time limit."""
@@ -101,8 +108,8 @@ class CartPoleTask(Task):
 
     def get_rewards(self) -> np.ndarray:
         """Alive bonus minus tilt and speed costs; -2 for an early end."""
-        vel = self.robot.joint_vel
-        angle = self.pole_angle()
+        vel = self._qd
+        angle = self._q[:, self.pole_joint]
         return (
             1.0
             - angle**2
@@ -113,8 +120,8 @@ class CartPoleTask(Task):
 
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Place the cart and tilt the pole at random, at rest."""
-        x = self.uniform(env_ids, -0.5, 0.5)
-        theta = self.uniform(env_ids, -0.1, 0.1)
+        # one draw per copy: x then theta, the same numbers as two separate draws
+        x, theta = self.uniform(env_ids, _RESET_LOW, _RESET_HIGH, size=2).T
         world = self.world
         poses = world.body_poses[env_ids]
         cart0 = _INITIAL["cart"]
@@ -125,10 +132,11 @@ class CartPoleTask(Task):
         poses[:, self._pole_body, 0] = x - half * np.sin(theta)
         poses[:, self._pole_body, 1] = PIVOT_Y + half * np.cos(theta)
         poses[:, self._pole_body, 2] = theta
-        world.set_body_states(env_ids, poses, np.zeros_like(poses))
-        self._ended_early = getattr(self, "_ended_early", np.zeros(self.num_envs, dtype=bool))
+        world.set_body_states(env_ids, poses)  # None: zero velocities
 
 
+_RESET_LOW = np.array([-0.5, -0.1])
+_RESET_HIGH = np.array([0.5, 0.1])
 _INITIAL = {
     b.name: (b.initial_pose.x, b.initial_pose.y)
     for b in Asset.from_registry("kelab/robot/cartpole:v1").description.bodies

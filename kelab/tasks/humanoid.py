@@ -70,7 +70,7 @@ class HumanoidTask(Task):
         return self.robot.root_pose  # the torso is the biped's first body
 
     def _fell(self) -> np.ndarray:
-        torso = self._torso()
+        torso = self._torso_pose
         return (torso[:, 1] < MIN_TORSO_HEIGHT) | (np.abs(torso[:, 2]) > MAX_TORSO_TILT)
 
     def apply_actions(self, actions: np.ndarray) -> None:
@@ -78,6 +78,11 @@ class HumanoidTask(Task):
         self._actions[:] = actions
         actions *= self._scale
         self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
+
+    def on_post_physics_step(self) -> None:
+        """Read the torso state once for get_dones() and get_rewards() of this step."""
+        self._torso_pose = self._torso()
+        self._torso_vel = self.world.body_velocities[:, self._body_ids[0]]
 
     def get_observations(self) -> np.ndarray:
         """Torso height, angle, velocity; joint positions and velocities."""
@@ -95,7 +100,7 @@ class HumanoidTask(Task):
 
     def get_rewards(self) -> np.ndarray:
         """Forward speed + alive bonus - control cost."""
-        speed = self.world.body_velocities[:, self._body_ids[0], 0]
+        speed = self._torso_vel[:, 0]
         return speed + 1.0 - 0.01 * np.sum(self._actions**2, axis=1)
 
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -105,11 +110,11 @@ class HumanoidTask(Task):
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand up at the start pose with a small random whole-body velocity."""
         world = self.world
-        poses = world.body_poses[env_ids]
-        vels = world.body_velocities[env_ids]
-        poses[:, self._body_ids] = self._initial[self._body_ids]
+        n = len(env_ids)
+        poses = np.empty((n, *self._initial.shape))
+        poses[:] = self._initial  # the biped is the only moving body of the scene
+        vels = np.zeros_like(poses)
         kick = self.uniform(env_ids, -0.1, 0.1, size=2)
-        vels[:, self._body_ids] = 0.0
         vels[:, self._body_ids, 0:2] = kick[:, None, :]
         world.set_body_states(env_ids, poses, vels)
         self.start_x[env_ids] = self._initial[self._body_ids[0], 0]

@@ -128,8 +128,10 @@ def test_seeding_is_deterministic_and_per_copy():
     assert per_copy[1].tobytes() == lone.tobytes()
 
 
-def test_snapshot_restore_answers_counterfactuals_bit_identically():
-    env = ke.LearningEnv(CartPoleTask(), num_envs=3, seed=2)
+@pytest.mark.parametrize("layout", ["packed", "isolated"])
+def test_snapshot_restore_answers_counterfactuals_bit_identically(layout):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=3, seed=2, layout=layout)
+    assert env.world.layout == layout
     env.reset()
     for k in range(30):
         env.step(np.full((3, 1), np.sin(k), np.float32))
@@ -144,9 +146,64 @@ def test_snapshot_restore_answers_counterfactuals_bit_identically():
         for u, v in zip(x[:4], y[:4], strict=True):
             assert np.asarray(u).tobytes() == np.asarray(v).tobytes()
     assert not np.array_equal(run_b[0], run_a[0][0])
-    other = ke.LearningEnv(RecordingTask(), num_envs=3)
+    other = ke.LearningEnv(RecordingTask(), num_envs=3, layout=layout)
     with pytest.raises(ValueError, match="scene"):
         other.restore(snap)
+
+
+def test_layout_defaults_and_validation():
+    assert ke.LearningEnv(CartPoleTask(), num_envs=2).world.layout == "packed"
+    assert ke.DirectRLEnv(CartPoleTask()).world.layout == "isolated"
+    assert ke.DirectRLEnv(CartPoleTask(), layout="packed").world.layout == "packed"
+    with pytest.raises(
+        ValueError, match=r"layout must be one of \('isolated', 'packed'\), got 'tiled'"
+    ):
+        ke.LearningEnv(CartPoleTask(), layout="tiled")
+    with pytest.raises(ValueError, match="layout must be one of"):
+        ke.DirectRLEnv(CartPoleTask(), layout=None)
+    with pytest.raises(ValueError, match="num_threads must be an int >= 1, got 0"):
+        ke.LearningEnv(CartPoleTask(), num_threads=0)
+
+
+def _rollout(env, steps=90, seed=None):
+    n = env.num_envs
+    out = [env.reset(seed=seed)[0].ravel()]
+    rng = np.random.default_rng(11)
+    ends = 0
+    for _ in range(steps):  # random pushes: copies fall and reset (RNG draws) on the way
+        obs, rew, term, trunc, _ = env.step(rng.uniform(-1, 1, (n, 1)))
+        out += [obs.ravel(), rew, term, trunc]
+        ends += int((term | trunc).sum())
+    env.close()
+    assert ends > 0
+    return np.concatenate([np.asarray(x, np.float64) for x in out])
+
+
+def test_packed_threads_are_bit_identical_to_one_thread():
+    one = _rollout(ke.LearningEnv(CartPoleTask(), num_envs=6, seed=3))
+    two = _rollout(ke.LearningEnv(CartPoleTask(), num_envs=6, seed=3, num_threads=2))
+    assert one.tobytes() == two.tobytes()
+
+
+def test_isolated_copy_is_bit_identical_to_a_direct_env():
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=0, layout="isolated")
+    env.reset(seed=[5, 8])
+    direct = ke.DirectRLEnv(CartPoleTask(), seed=8)
+    obs_d, _ = direct.reset(seed=8)
+    rng = np.random.default_rng(2)
+    ends = 0
+    for _ in range(120):
+        a = rng.uniform(-1, 1, (2, 1)).astype(np.float32)
+        obs, rew, term, trunc, info = env.step(a)
+        obs_d, rew_d, term_d, trunc_d, info_d = direct.step(a[1])
+        final = info["final_obs"][1] if info and info["_final_obs"][1] else obs[1]
+        assert final.tobytes() == obs_d.tobytes() and float(rew[1]) == rew_d
+        assert (bool(term[1]), bool(trunc[1])) == (term_d, trunc_d)
+        if term_d or trunc_d:
+            ends += 1
+            obs_d, _ = direct.reset()
+            assert obs_d.tobytes() == obs[1].tobytes()
+    assert ends >= 2
 
 
 def test_bad_actions_raise_value_error():
@@ -240,3 +297,29 @@ def test_task_runtime_attributes_and_per_copy_randomness():
     env2.task.uniform([0], size=2)  # copy 0 draws; copy 2's stream is unaffected
     assert env2.task.uniform([2], -1, 1, size=2).tolist() == a[1:].tolist()
     assert task.normal([1], 0.0, 1.0).shape == (1,)
+
+
+def test_per_copy_draws_equal_the_generators_own_and_batch_several_draws():
+    env = ke.LearningEnv(RecordingTask(), num_envs=4, seed=6)
+    task = env.task
+    clones = [np.random.default_rng(0) for _ in range(4)]
+    for clone, rng in zip(clones, task.rngs, strict=True):
+        clone.bit_generator.state = rng.bit_generator.state
+    ids = np.array([3, 1])
+    got = task.uniform(ids, [-0.5, -0.1], [0.5, 0.1], size=2)  # one pass, two numbers each
+    for row, i in zip(got, ids.tolist(), strict=True):
+        x = clones[i].uniform(-0.5, 0.5)
+        theta = clones[i].uniform(-0.1, 0.1)
+        assert row.tolist() == [x, theta]  # exactly two separate draws
+    g = task.normal(ids, 1.0, [0.5, 2.0, 3.0], size=(2, 3))
+    assert g.shape == (2, 2, 3)
+    for row, i in zip(g, ids.tolist(), strict=True):
+        assert row.tobytes() == clones[i].normal(1.0, [0.5, 2.0, 3.0], (2, 3)).tobytes()
+    assert task.uniform([], 0.0, 1.0, size=3).shape == (0, 3)
+    assert task.uniform(np.array([0]), 2.0, 2.0).tolist() == [2.0]
+    with pytest.raises(ValueError, match="do not broadcast to size"):
+        task.uniform([0, 1], [0.0, 0.0, 0.0], 1.0, size=2)
+    with pytest.raises(ValueError, match="std must be >= 0"):
+        task.normal([0], 0.0, -1.0)
+    with pytest.raises(ValueError, match="high - low must be finite"):
+        task.uniform([0], 0.0, np.inf)
