@@ -51,8 +51,10 @@ class Layout:
 
     body_paths: tuple[str, ...]
     joint_paths: tuple[str, ...]
-    body_rows: np.ndarray  # (n_bodies,) row of each scene body in a space's batch buffer
-    n_rows: int  # bodies a batch read returns per space (incl. the space's static body)
+    body_rows: (
+        np.ndarray
+    )  # (n_bodies,) row of each moving body in a space's batch buffer, -1: static
+    n_rows: int  # rows of a batch buffer per space (>= bodies it visits, incl. pymunk's own)
     dynamic: np.ndarray  # (n_bodies,) bool: body moves (dynamic or kinematic)
     cog: np.ndarray  # (n_bodies, 2) centre of gravity in the body frame
     mass: np.ndarray  # (n_bodies,)
@@ -77,10 +79,13 @@ def make_layout(scene: Scene) -> Layout:
     index = {p: i for i, p in enumerate(paths)}
     dynamic = np.array([b.spec.body_type != "static" for b in bodies], dtype=bool)
     n_dyn = int(dynamic.sum())
-    rows = np.empty(len(bodies), dtype=np.int64)
+    # A batch read visits a space's moving bodies first, in the order they were added
+    # (cpSpaceEachBody: dynamic array, then static array). Static bodies never move, so
+    # they are not read at all: their pose is their initial pose. (The space's own static
+    # body is created lazily by pymunk 7 when ``Space.static_body`` is first read, so its
+    # place among the static bodies depends on the scene: never rely on it.)
+    rows = np.full(len(bodies), -1, dtype=np.int64)
     rows[dynamic] = np.arange(n_dyn)
-    # after the moving bodies a batch read returns the space's own static body, then ours
-    rows[~dynamic] = n_dyn + 1 + np.arange(len(bodies) - n_dyn)
     # probe geometry with throwaway bodies (mass, moment, centre of gravity)
     cog = np.zeros((len(bodies), 2))
     mass = np.zeros(len(bodies))

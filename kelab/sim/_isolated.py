@@ -8,6 +8,7 @@ See docs/world.md, "Layouts".
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -87,6 +88,26 @@ def sum_arbiters(buf: pbatch.Buffer) -> tuple[np.ndarray, np.ndarray]:
     return ints, fl
 
 
+def nearest_body(
+    bodies: dict[int, pymunk.Body], x: float, y: float, tolerance: float
+) -> int | None:
+    """Return the index of the body with a shape within ``tolerance`` of (x, y), or None.
+
+    Uses each shape's exact geometry at the body's current pose (``cache_bb`` refreshes
+    the shape's cached world geometry, which a state write leaves stale until the next
+    step; it does not touch the spatial index, so the physics is unchanged). Among several
+    hits the nearest wins (deepest inside), ties go to the lowest index.
+    """
+    best: tuple[float, int] | None = None
+    for index, body in bodies.items():
+        for shape in body.shapes:
+            shape.cache_bb()
+            d = shape.point_query((x, y)).distance
+            if d <= tolerance and (best is None or (d, index) < best):
+                best = (d, index)
+    return None if best is None else best[1]
+
+
 def lookup(table: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Map keys through a sorted table (``order`` gives the value of each entry), -1 if absent."""
     if table.size == 0:
@@ -118,7 +139,13 @@ class IsolatedBackend:
         self._force = BatchRows(num_envs, nr * 3, FORCE)
         self._angles = BatchRows(num_envs, nr, ANGLE)
         self._posvel = BatchRows(num_envs, nr * 5, POSVEL)
+        self._dyn = np.flatnonzero(layout.dynamic)
+        self._nd = int(self._dyn.size)
         self.raw = np.zeros((num_envs, nb, 6))
+        static = ~layout.dynamic
+        self.raw[:, static, 0:3] = layout.initial[static]  # static bodies never move
+        #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
+        self.on_read: Callable[[slice | np.ndarray], None] | None = None
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [c.space._space for c in self._copies]
         self._ids_dirty = True
@@ -127,37 +154,51 @@ class IsolatedBackend:
 
     # ------------------------------------------------------------------ state
     def read(self, ids: np.ndarray) -> np.ndarray:
-        """Batch-read copies ``ids`` into ``raw`` (one C call per copy); returns ``ids``."""
+        """Batch-read copies ``ids`` into ``raw`` (one C call per copy); returns ``ids``.
+
+        Only the moving bodies are read: a batch read visits them first, in the order they
+        were added; static bodies keep their initial pose in ``raw``.
+        """
         state, ptrs = self._state, self._ptrs
         for c in ids.tolist():
             state.run(c, ptrs[c], GET)
-        nr = self._layout.n_rows
-        rows = state.view.reshape(self._n, nr, 6)
-        self.raw[ids] = rows[ids][:, self._layout.body_rows, :]
+        rows = state.view.reshape(self._n, self._layout.n_rows, 6)
+        self.raw[np.ix_(ids, self._dyn)] = rows[ids, : self._nd]
+        if self.on_read is not None:
+            self.on_read(ids)
         return ids
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
-        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step."""
-        f = self._force.view.reshape(self._n, self._layout.n_rows, 3)
-        sub = f[ids]
-        sub[:, self._layout.body_rows, :] = forces
-        f[ids] = sub
+        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
 
-    def step(self, dt: float, ids: np.ndarray) -> None:
-        """One physics step of copies ``ids``."""
+        Rows of static bodies are ignored (nothing moves them).
+        """
+        f = self._force.view.reshape(self._n, self._layout.n_rows, 3)
+        f[ids, : self._nd] = forces[:, self._dyn]
+
+    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
+        """One physics step of copies ``ids``; with ``read`` also batch-read them after.
+
+        Returns:
+            The copies whose state was read into ``raw`` after the step (``ids`` or none).
+        """
         if self._pool is None or ids.size < 2 * self._threads:
-            self._step_copies(ids, dt)
+            self._step_copies(ids, dt, read)
         else:
             shards = np.array_split(ids, self._threads)
-            list(self._pool.map(self._step_copies, shards, [dt] * len(shards)))
+            k = len(shards)
+            list(self._pool.map(self._step_copies, shards, [dt] * k, [read] * k))
+        return ids if read else ids[:0]
 
-    def _step_copies(self, ids: np.ndarray, dt: float) -> None:
+    def _step_copies(self, ids: np.ndarray, dt: float, read: bool = False) -> None:
         # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
         # deferred add/remove and post-step callbacks, which the World never uses
         force, ptrs, step = self._force, self._ptrs, lib.cpSpaceStep
         for c in ids.tolist():
             force.run(c, ptrs[c], SET)
             step(ptrs[c], dt)
+        if read:
+            self.read(ids)
 
     def rebuild(self, ids: np.ndarray) -> None:
         """Make copies ``ids`` fresh (initial configuration, no history)."""
@@ -209,17 +250,28 @@ class IsolatedBackend:
         table, order = self._id_table()
         return lookup(table, order, ints[:, 0]), lookup(table, order, ints[:, 1]), fl
 
-    def segment_first(self, body: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """Alpha of the first hit of one ray per copy (NaN: none), ignoring ``body``'s group."""
-        out = np.full(self._n, np.nan)
+    def segment_first(
+        self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray
+    ) -> np.ndarray:
+        """Alpha of the first hit of one ray per copy of ``ids`` (NaN: none).
+
+        Row ``k`` of ``start``/``end`` belongs to copy ``ids[k]``; shapes of ``body``'s
+        collision group are ignored.
+        """
+        out = np.full(ids.size, np.nan)
         filt = pymunk.ShapeFilter(group=int(self._layout.groups[body]))
-        for c in range(self._n):
+        for k, c in enumerate(ids.tolist()):
             hit = self._copies[c].space.segment_query_first(
-                (start[c, 0], start[c, 1]), (end[c, 0], end[c, 1]), 0.0, filt
+                (start[k, 0], start[k, 1]), (end[k, 0], end[k, 1]), 0.0, filt
             )
             if hit is not None:
-                out[c] = hit.alpha
+                out[k] = hit.alpha
         return out
+
+    def body_at(self, env: int, x: float, y: float, tolerance: float) -> int | None:
+        """Index of the moving body of copy ``env`` whose shapes are nearest (x, y)."""
+        bodies = self._copies[env].bodies
+        return nearest_body({int(b): bodies[b] for b in self._dyn}, x, y, tolerance)
 
     def close(self) -> None:
         """Stop the stepping threads (if any)."""

@@ -47,7 +47,7 @@ from kelab.sim._compile import (
     make_shapes,
     pre_solve,
 )
-from kelab.sim._isolated import ARB, FORCE, GET, READ, SET, lookup, sum_arbiters
+from kelab.sim._isolated import ARB, FORCE, GET, READ, SET, lookup, nearest_body, sum_arbiters
 from kelab.sim.scene import Box, Scene
 
 #: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
@@ -400,6 +400,12 @@ class PackedBackend:
         self._layout = layout
         self._plan = _Plan(scene, layout, num_envs, spacing)
         self._split = np.array_split(np.arange(num_envs), min(num_threads, num_envs))
+        self._parts = [slice(int(p[0]), int(p[-1]) + 1) for p in self._split]
+        # shards whose held forces changed since their buffer was last written
+        self._pending = [True] * len(self._split)
+        self._read_after = False
+        #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
+        self.on_read: Callable[[slice | np.ndarray], None] | None = None
         self._shard_of = np.zeros(num_envs, dtype=np.int64)
         self._local = np.zeros(num_envs, dtype=np.int64)
         for k, part in enumerate(self._split):
@@ -422,38 +428,66 @@ class PackedBackend:
 
     # ------------------------------------------------------------------ state
     def read(self, ids: np.ndarray) -> np.ndarray:
-        """Batch-read the shards holding ``ids`` (one C call each); returns the copies read."""
-        shards = np.unique(self._shard_of[ids]) if ids.size < self._n else range(len(self._split))
-        done = []
+        """Batch-read the shards holding ``ids`` (one C call each); returns the copies read.
+
+        When every shard is needed and there are threads, each shard thread reads its own.
+        """
+        if ids.size == 0:
+            return ids
+        shards = np.unique(self._shard_of[ids]).tolist()
+        if self._workers is not None and len(shards) == len(self._split):
+            self._workers.run(self._read_shard, len(self._split))
+            return np.arange(self._n)
         for k in shards:
-            shard = self._shards[k]
-            part = slice(int(shard.copies[0]), int(shard.copies[-1]) + 1)
-            sub = self.raw[part]  # a view: shards hold contiguous copies
-            sub[:, self._mv, :] = shard.read()
-            sub[:, self._mv, 0] -= self._plan.origin_x[part, None]
-            done.append(shard.copies)
-        return np.concatenate(done) if done else ids[:0]
+            self._read_shard(k)
+        return np.concatenate([self._split[k] for k in shards])
+
+    def _read_shard(self, k: int) -> None:
+        """Read shard ``k`` into its rows of ``raw`` (copy frames); safe in its own thread."""
+        part = self._parts[k]
+        sub = self.raw[part]  # a view: shards hold contiguous copies
+        sub[:, self._mv, :] = self._shards[k].read()
+        sub[:, self._mv, 0] -= self._plan.origin_x[part, None]
+        if self.on_read is not None:
+            self.on_read(part)
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
-        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step."""
+        """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
+
+        The shard threads copy them into their shard's batch buffer at the next step.
+        """
         self._forces[ids] = forces
-        self._push_forces()
+        if ids.size == self._n:
+            self._pending = [True] * len(self._split)
+        else:
+            for k in np.unique(self._shard_of[ids]).tolist():
+                self._pending[k] = True
 
-    def _push_forces(self) -> None:
-        for shard in self._shards:
-            part = slice(int(shard.copies[0]), int(shard.copies[-1]) + 1)
-            shard.set_forces(self._forces[part, self._mv, :])
+    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
+        """One physics step of every copy (a shared space cannot step a subset).
 
-    def step(self, dt: float, ids: np.ndarray) -> None:
-        """One physics step of every copy (a shared space cannot step a subset)."""
+        Each shard (in its own thread when there are several) writes its changed forces,
+        steps, and with ``read`` batch-reads its state into its rows of ``raw``.
+
+        Returns:
+            The copies whose state was read after the step (all, or none).
+        """
         self._dt = dt
+        self._read_after = read
         if self._workers is None:
-            self._shards[0].step(dt)
+            self._step_shard(0)
         else:
             self._workers.run(self._step_shard, len(self._shards))
+        return np.arange(self._n) if read else ids[:0]
 
     def _step_shard(self, k: int) -> None:
-        self._shards[k].step(self._dt)
+        shard = self._shards[k]
+        if self._pending[k]:
+            self._pending[k] = False
+            shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        shard.step(self._dt)
+        if self._read_after:
+            self._read_shard(k)
 
     def rebuild(self, ids: np.ndarray) -> None:
         """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew."""
@@ -473,7 +507,8 @@ class PackedBackend:
                     self._shards[k].rebuild(self._local[part[mask]])
         self._forces[ids] = 0.0
         self._id_dirty = True
-        self._push_forces()
+        # a rebuilt shard has a fresh buffer, a partial rebuild moves blocks: rewrite all
+        self._pending = [True] * len(self._split)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""
@@ -534,21 +569,33 @@ class PackedBackend:
             mine[shared & ~ok] = -1
         return ra, rb, fl
 
-    def segment_first(self, body: int, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-        """Alpha of the first hit of one ray per copy (NaN: none), ignoring ``body``'s group."""
-        out = np.full(self._n, np.nan)
+    def segment_first(
+        self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray
+    ) -> np.ndarray:
+        """Alpha of the first hit of one ray per copy of ``ids`` (NaN: none).
+
+        Row ``k`` of ``start``/``end`` (copy frame) belongs to copy ``ids[k]``; shapes of
+        ``body``'s collision group in that copy are ignored.
+        """
+        out = np.full(ids.size, np.nan)
         ox = self._plan.origin_x
-        for c in range(self._n):
+        for k, c in enumerate(ids.tolist()):
             shard = self._shards[self._shard_of[c]]
             hit = shard.space.segment_query_first(
-                (float(ox[c] + start[c, 0]), float(start[c, 1])),
-                (float(ox[c] + end[c, 0]), float(end[c, 1])),
+                (float(ox[c] + start[k, 0]), float(start[k, 1])),
+                (float(ox[c] + end[k, 0]), float(end[k, 1])),
                 0.0,
                 self._plan.copy_filter(c, body),
             )
             if hit is not None:
-                out[c] = hit.alpha
+                out[k] = hit.alpha
         return out
+
+    def body_at(self, env: int, x: float, y: float, tolerance: float) -> int | None:
+        """Index of the moving body of copy ``env`` whose shapes are nearest (x, y)."""
+        bodies = self._shards[self._shard_of[env]].bodies[self._local[env]]
+        moving = {b: bodies[b] for b in self._plan.moving.tolist()}
+        return nearest_body(moving, float(self._plan.origin_x[env] + x), y, tolerance)
 
     def close(self) -> None:
         """Stop the shard threads (if any)."""

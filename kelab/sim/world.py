@@ -28,7 +28,7 @@ from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 LAYOUTS = ("isolated", "packed")
 
 # replay log event kinds
-_BUILD, _EFFORTS, _TARGETS, _STATES, _DT = range(5)
+_BUILD, _EFFORTS, _TARGETS, _STATES, _DT, _FORCES = range(6)
 _SENSOR_WIDTH = {"imu": 4, "joint": 2, "contact": 2, "rangefinder": 1, "pose": 3}
 
 
@@ -107,12 +107,25 @@ class World:
         self._contacts: np.ndarray | None = None  # (N, nb, 2) force, valid after a step
         self._normals = np.zeros((num_envs, self._nb))
         self._forces_dirty = True
-        self._jcache: tuple[np.ndarray, np.ndarray] | None = None
+        # joint state per copy, valid where _jvalid; every batch read of a copy refreshes
+        # (computed in the reading thread once joints have been asked for) or invalidates it
+        # (a separate object: the backend must not hold the World, no reference cycle)
+        self._jc = _JointCache(lay, num_envs, self._backend)
+        self._jpos, self._jvel, self._jvalid = self._jc.pos, self._jc.vel, self._jc.valid
+        self._backend.on_read = self._jc.update
         self._efforts = np.zeros((num_envs, self._nj))
         self._targets = np.zeros((num_envs, self._nj))
+        self._ext = np.zeros((num_envs, self._nb, 3))  # held external fx, fy, torque
+        self._ext_any = False
+        # state-read prediction: physics steps since a reader last asked for the state,
+        # and the gap between its last two requests (the stepping threads read the state
+        # right after the step that is expected to be read; never changes results)
+        self._since_read = 0
+        self._read_period = 0
         self._steps = 0
         self._time = Fraction(0)
         self._dt: float | None = None
+        self._fdt: tuple[float, Fraction] | None = None  # dt and Fraction(dt), cached
         self._threads = num_threads
         act = [j.actuator for j in lay.joints]
         self._pd = np.array([a == "pd" for a in act], dtype=bool)
@@ -124,6 +137,19 @@ class World:
             j.kind == "prismatic" and j.parent >= 0 and j.actuator != "none" for j in lay.joints
         )
         self._rolling = bool((lay.roll_radius > 0).any())
+        # effort -> force terms of state-independent actuators: (joint, body, component,
+        # coefficient), applied in joint order as out[:, body, component] += e * coefficient
+        self._terms: list[tuple[int, int, int, float]] = []
+        for k, jl in enumerate(lay.joints):
+            if jl.actuator == "none":
+                continue
+            if jl.kind == "revolute":
+                self._terms.append((k, jl.child, 2, 1.0))
+                if jl.parent >= 0:
+                    self._terms.append((k, jl.parent, 2, -1.0))
+            elif jl.kind == "prismatic" and jl.parent < 0:
+                self._terms.append((k, jl.child, 0, jl.axis[0]))
+                self._terms.append((k, jl.child, 1, jl.axis[1]))
         # sensors
         self._rngs = [
             np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(num_envs)
@@ -131,6 +157,8 @@ class World:
         self._sensor_specs = {s.name: s for s in scene.sensors}
         self._pipelines: dict[str, SensorPipeline] = {}
         self._need_contacts = self._rolling or any(s.kind == "contact" for s in scene.sensors)
+        self._body_index = {p: i for i, p in enumerate(lay.body_paths)}
+        self._joint_index = {p: i for i, p in enumerate(lay.joint_paths)}
         self._v_prev = np.zeros((num_envs, self._nb, 2))
         # replay log: list of (step, kind, ids, a, b)
         self._log: list[tuple[int, int, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
@@ -215,12 +243,13 @@ class World:
         """Batch-read position, angle, velocity and angular velocity of copies ``ids``."""
         done = self._backend.read(ids)
         self._state_valid[done] = True
-        self._jcache = None
 
     def _ensure(self) -> None:
+        if self._since_read:
+            self._read_period = self._since_read
+            self._since_read = 0
         if not self._state_valid.all():
             self._read(np.flatnonzero(~self._state_valid))
-            self._jcache = None
 
     def _raw(self) -> np.ndarray:
         """(N, nb, 6) state of the scene bodies in copy frames (x, y, a, vx, vy, w)."""
@@ -250,10 +279,14 @@ class World:
         return self._joints()[1].copy()
 
     def _joints(self) -> tuple[np.ndarray, np.ndarray]:
+        self._jc.wanted = True
         self._ensure()
-        if self._jcache is None:
-            self._jcache = self._joint_state(self._raw())
-        return self._jcache
+        if not self._jvalid.all():
+            bad = np.flatnonzero(~self._jvalid)
+            rows: slice | np.ndarray = slice(None) if bad.size == self._n else bad
+            self._jpos[rows], self._jvel[rows] = self._joint_state(self._raw()[rows])
+            self._jvalid[rows] = True
+        return self._jpos, self._jvel
 
     @property
     def contact_forces(self) -> np.ndarray:
@@ -277,46 +310,7 @@ class World:
         return self._targets.copy()
 
     def _joint_state(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        m = raw.shape[0]
-        pos = np.zeros((m, self._nj))
-        vel = np.zeros((m, self._nj))
-        cog = self._layout.cog
-        for k, jl in enumerate(self._layout.joints):
-            c = raw[:, jl.child]
-            if jl.parent >= 0:
-                p = raw[:, jl.parent]
-            else:
-                p = np.zeros((m, 6))
-            if jl.kind in ("revolute", "fixed"):
-                pos[:, k] = (c[:, 2] - p[:, 2]) - jl.rel_angle0
-                vel[:, k] = c[:, 5] - p[:, 5]
-                continue
-            q, vq = _point(c, jl.anchor_child, cog[jl.child])
-            if jl.parent >= 0:
-                r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
-                u = q - r
-                du = vq - vr
-            else:  # the ground frame: a fixed point
-                u = q - np.asarray(jl.anchor_parent)
-                du = vq
-            if jl.kind == "prismatic" and jl.parent < 0:
-                ax, ay = jl.axis
-                pos[:, k] = u[:, 0] * ax + u[:, 1] * ay
-                vel[:, k] = du[:, 0] * ax + du[:, 1] * ay
-            elif jl.kind == "prismatic":
-                ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
-                # time derivative of R(-a) u: R(-a) (u' - w x u)
-                wx = du[:, 0] + p[:, 5] * u[:, 1]
-                wy = du[:, 1] - p[:, 5] * u[:, 0]
-                ax, ay = jl.axis
-                pos[:, k] = (ca * u[:, 0] + sa * u[:, 1]) * ax + (-sa * u[:, 0] + ca * u[:, 1]) * ay
-                vel[:, k] = (ca * wx + sa * wy) * ax + (-sa * wx + ca * wy) * ay
-            else:  # spring
-                length = np.hypot(u[:, 0], u[:, 1])
-                pos[:, k] = length - jl.rest_length
-                safe = np.where(length > 0, length, 1.0)
-                vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
-        return pos, vel
+        return _joint_state(self._layout, raw)
 
     # ------------------------------------------------------------------ writing
     def _ids(self, env_ids: Any) -> np.ndarray:
@@ -348,15 +342,24 @@ class World:
         if not np.isfinite(vals).all():
             raise ValueError("joint commands must be finite numbers")
         target = self._efforts if kind == _EFFORTS else self._targets
-        full = target[ids].copy()
+        every = joint_ids is None and ids is self._all
         if kind == _EFFORTS:
-            lim = self._limit[cols]
-            full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
+            if every:  # the common case: all copies, all joints (no fancy indexing)
+                lim = self._limit
+                full = np.clip(vals, -lim, lim)
+                full[:, ~self._actuated] = 0.0
+            else:
+                full = target[ids]
+                lim = self._limit[cols]
+                full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
+        elif every:
+            full = np.array(vals)
         else:
+            full = target[ids]
             full[:, cols] = vals
         target[ids] = full
         self._forces_dirty = True
-        self._log.append((self._steps, kind, ids.copy(), full.copy(), None))
+        self._log.append((self._steps, kind, ids.copy(), full, None))
 
     def set_joint_efforts(self, efforts: Any, env_ids: Any = None) -> None:
         """Hold joint efforts (N or N·m) until changed, clipped to each actuator's limit.
@@ -383,6 +386,136 @@ class World:
             ValueError: On a wrong shape, non-finite values or bad ids.
         """
         self._controls(_TARGETS, targets, None, env_ids)
+
+    @property
+    def external_forces(self) -> np.ndarray:
+        """Held external forces per body, ``(num_envs, n_bodies, 3)``: fx, fy, torque.
+
+        Set with :meth:`set_body_forces` / :meth:`apply_force_at_point`; zero after a reset.
+        """
+        return self._ext.copy()
+
+    def set_body_forces(self, forces: Any, torques: Any = None, env_ids: Any = None) -> None:
+        """Hold external forces and torques on bodies until changed (like joint efforts).
+
+        Each physics step they are added to the actuator forces: a force acts at the
+        body's centre of mass, in world axes (the copy's frame). Resetting a copy clears
+        its forces. The call is recorded in the replay log, so snapshots stay exact.
+        Static bodies ignore theirs.
+
+        Args:
+            forces: ``(len(env_ids), n_bodies, 2)`` fx, fy in newtons.
+            torques: ``(len(env_ids), n_bodies)`` in N·m; None means zero.
+            env_ids: Copies to set (indices or a bool mask); None means all. Copies not
+                listed keep their forces.
+
+        Raises:
+            ValueError: On a wrong shape (the message names the argument, the shape seen
+                and the shape expected), non-finite values or bad ids.
+
+        Example:
+            >>> import numpy as np
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> _ = b.add(ke.Prop(ke.Circle(0.1), mass=2.0), at="/World/Ball")
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> world.set_body_forces(np.tile([0.0, 2.0 * 9.81], (2, 1, 1)))  # hovers
+            >>> world.step(1 / 60)
+            >>> float(world.body_velocities[0, 0, 1])
+            0.0
+        """
+        ids = self._ids(env_ids)
+        f = _float_array(forces, "set_body_forces: forces")
+        want = (ids.size, self._nb, 2)
+        if f.shape != want:
+            raise ValueError(
+                f"set_body_forces: forces must have shape {want} (copies, bodies, fx/fy), "
+                f"got {f.shape}"
+            )
+        if torques is None:
+            t = np.zeros(want[:2])
+        else:
+            t = _float_array(torques, "set_body_forces: torques")
+            if t.shape != want[:2]:
+                raise ValueError(
+                    f"set_body_forces: torques must have shape {want[:2]} (copies, bodies), "
+                    f"got {t.shape}"
+                )
+        if not (np.isfinite(f).all() and np.isfinite(t).all()):
+            raise ValueError("set_body_forces: forces and torques must be finite numbers")
+        full = np.empty((ids.size, self._nb, 3))
+        full[:, :, 0:2] = f
+        full[:, :, 2] = t
+        full[:, ~self._layout.dynamic] = 0.0
+        self._ext[ids] = full
+        self._ext_any = bool(self._ext.any())
+        self._forces_dirty = True
+        self._log.append((self._steps, _FORCES, ids.copy(), full, None))
+
+    def apply_force_at_point(self, env_id: int, body_index: int, force: Any, point: Any) -> None:
+        """Hold a force on one body, applied at a point: sets its force and torque r x F.
+
+        Replaces that body's held external force in copy ``env_id`` (other bodies keep
+        theirs) with ``force`` at its centre of mass plus the torque ``r x F``,
+        ``r = point - centre of mass`` at the body's present pose. The lever arm is not
+        updated as the body turns: call again every frame while dragging (App), and
+        ``set_body_forces`` with zeros (or this with a zero force) to release.
+
+        Args:
+            env_id: The copy.
+            body_index: Index into :attr:`body_names`; must be a moving body.
+            force: ``(2,)`` fx, fy in newtons, world axes.
+            point: ``(2,)`` application point in the copy's frame, metres.
+
+        Raises:
+            ValueError: On a bad index, a static body, wrong shapes or non-finite values.
+        """
+        env = self._index_arg(env_id, self._n, "env_id")
+        b = self._index_arg(body_index, self._nb, "body_index")
+        if not self._layout.dynamic[b]:
+            raise ValueError(
+                f"apply_force_at_point: body {b} ({self.body_names[b]!r}) is static; "
+                "forces act on moving bodies only"
+            )
+        f = _vec2(force, "apply_force_at_point: force")
+        p = _vec2(point, "apply_force_at_point: point")
+        self._ensure()
+        c = _cog_world(self._raw()[env : env + 1, b], self._layout.cog[b])[0]
+        tau = (p[0] - c[0]) * f[1] - (p[1] - c[1]) * f[0]
+        row = self._ext[env : env + 1].copy()
+        row[0, b] = (f[0], f[1], tau)
+        self.set_body_forces(row[:, :, 0:2], row[:, :, 2], [env])
+
+    def body_at(self, point: Any, env_id: int = 0, tolerance: float = 0.0) -> int | None:
+        """Index (into :attr:`body_names`) of the moving body under a point, or None.
+
+        Uses pymunk's exact shapes at the bodies' present poses (a point query on each
+        shape of the copy's moving bodies), in either layout. Static bodies are never
+        returned. Among several hits the one the point is deepest in wins.
+
+        Args:
+            point: ``(2,)`` x, y in the copy's frame, metres.
+            env_id: The copy.
+            tolerance: Also accept shapes at most this far from the point (metres, >= 0).
+
+        Raises:
+            ValueError: On a bad point, copy index or tolerance.
+        """
+        env = self._index_arg(env_id, self._n, "env_id")
+        p = _vec2(point, "body_at: point")
+        if isinstance(tolerance, bool) or not (
+            isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
+        ):
+            raise ValueError(f"body_at: tolerance must be a finite number >= 0, got {tolerance!r}")
+        return self._backend.body_at(env, float(p[0]), float(p[1]), float(tolerance))
+
+    @staticmethod
+    def _index_arg(value: Any, size: int, name: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{name} must be an int in [0, {size}), got {value!r}")
+        if not 0 <= int(value) < size:
+            raise ValueError(f"{name} must be in [0, {size}), got {int(value)}")
+        return int(value)
 
     def set_body_states(self, env_ids: Any, poses: Any, velocities: Any = None) -> None:
         """Reset copies to the given body poses and velocities (their frames).
@@ -428,13 +561,15 @@ class World:
         self._touched[ids] = False
         self._efforts[ids] = 0.0
         self._targets[ids] = 0.0
+        self._ext[ids] = 0.0
+        self._ext_any = bool(self._ext_any and self._ext.any())
         self._forces_dirty = True
         self._log.append((self._steps, _BUILD, ids.copy(), None, None))
         self._epoch[ids] = len(self._log) - 1
         self._state_valid[ids] = False
         self._contacts = None
         self._normals[ids] = 0.0
-        if self._epoch.min() > 0 and ids.size == self._n:
+        if self._epoch.min() > 0:
             self._prune()
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
@@ -444,16 +579,23 @@ class World:
     def _after_reset(self, ids: np.ndarray) -> None:
         self._read(ids)
         self._v_prev[ids] = self._raw()[ids][:, :, 3:5]
-        for p in self._pipelines.values():
-            p.reset(ids)
+        self._prime(ids)
 
     def _prune(self) -> None:
-        """Drop log entries older than every copy's last rebuild."""
+        """Drop log entries older than every copy's last rebuild (the latest dt stays).
+
+        Called whenever the least recently reset copy is reset, so the log never holds
+        more than the entries since the oldest of the copies' last resets, plus one dt
+        entry (docs/world.md, "Snapshots").
+        """
         first = int(self._epoch.min())
         dt_events = [e for e in self._log[:first] if e[1] == _DT]
-        keep = dt_events[-1:] + self._log[first:]
         shift = first - len(dt_events[-1:])
-        self._log = keep
+        if shift <= 0:
+            return
+        # the dt in effect moves up to the first kept entry (replay then starts there)
+        head = [(self._log[first][0], *dt_events[-1][1:])] if dt_events else []
+        self._log = head + self._log[first:]
         self._epoch -= shift
 
     # ------------------------------------------------------------------ stepping
@@ -484,27 +626,39 @@ class World:
                 self._make_pipelines(dt)
         self._advance(dt, self._all)
         self._steps += 1
-        self._time += Fraction(dt)
+        if self._fdt is None or self._fdt[0] != dt:
+            self._fdt = (dt, Fraction(dt))
+        self._time += self._fdt[1]
         if self._sensor_specs:
             self._update_sensors(dt)
 
-    def _advance(self, dt: float, ids: np.ndarray) -> None:
+    def _advance(self, dt: float, ids: np.ndarray, replay: bool = False) -> None:
         """One physics step for copies ``ids`` (forces, step, contact bookkeeping).
 
         The packed layout steps every copy of its shared spaces; copies outside ``ids``
-        (only during a replay: not yet started) then run with zero forces.
+        (only during a replay: not yet started) then run with zero forces. The stepping
+        threads also read the state after the step when it will be needed: before the next
+        step (state-dependent forces), by the sensors, or by a reader that has been asking
+        every ``_read_period`` steps (reading never changes the physics).
         """
-        if self._state_dependent or self._rolling:
+        needs_state = self._state_dependent or self._rolling
+        if needs_state:
             need = ids[~self._state_valid[ids]]
             if need.size:
                 self._read(need)
-        if self._forces_dirty or self._state_dependent or self._rolling or ids.size != self._n:
+        if self._forces_dirty or needs_state or ids.size != self._n:
             self._compute_forces(ids, dt)
             self._forces_dirty = ids.size != self._n
-        self._backend.step(dt, ids)
+        if replay:
+            read = needs_state
+        else:
+            self._since_read += 1
+            read = needs_state or bool(self._sensor_specs) or self._since_read == self._read_period
+        done = self._backend.step(dt, ids, read)
         stepped = self._all if self._layout_name == "packed" else ids
         self._touched[stepped] = True
         self._state_valid[stepped] = False
+        self._state_valid[done] = True
         self._contacts = None
         self._last_dt = dt
         if self._rolling:
@@ -514,33 +668,41 @@ class World:
         lay = self._layout
         out = np.zeros((ids.size, self._nb, 3))
         rows = np.arange(self._nb)
-        effort = self._efforts[ids].copy()
+        all_ids = ids.size == self._n
+        effort = self._efforts if all_ids else self._efforts[ids]
         raw = None
         if self._state_dependent or self._rolling:
-            raw = self._raw()[ids]
+            raw = self._raw() if all_ids else self._raw()[ids]
         if self._pd.any():
             assert raw is not None
             pos, vel = self._joint_state(raw)
             pd = self._kp * (self._targets[ids] - pos) - self._kd * vel
+            effort = effort.copy()
             effort[:, self._pd] = np.clip(pd, -self._limit, self._limit)[:, self._pd]
+        terms = self._terms
+        t = 0
         for k, jl in enumerate(lay.joints):
             if jl.actuator == "none":
                 continue
             e = effort[:, k]
-            if jl.kind == "revolute":
-                out[:, rows[jl.child], 2] += e
-                if jl.parent >= 0:
-                    out[:, rows[jl.parent], 2] -= e
-            elif jl.kind == "prismatic":
-                if jl.parent >= 0:
-                    assert raw is not None
-                    pa = raw[:, jl.parent, 2]
-                    ca, sa = np.cos(pa), np.sin(pa)
-                    ax = ca * jl.axis[0] - sa * jl.axis[1]
-                    ay = sa * jl.axis[0] + ca * jl.axis[1]
-                else:
-                    ax = np.full(ids.size, jl.axis[0])
-                    ay = np.full(ids.size, jl.axis[1])
+            if not (jl.kind == "prismatic" and jl.parent >= 0):
+                # constant directions (precomputed terms, applied in joint order)
+                while t < len(terms) and terms[t][0] == k:
+                    _, b, comp, coef = terms[t]
+                    if coef == 1.0:
+                        out[:, b, comp] += e
+                    elif coef == -1.0:
+                        out[:, b, comp] -= e
+                    else:
+                        out[:, b, comp] += e * coef
+                    t += 1
+                continue
+            if jl.kind == "prismatic":
+                assert raw is not None
+                pa = raw[:, jl.parent, 2]
+                ca, sa = np.cos(pa), np.sin(pa)
+                ax = ca * jl.axis[0] - sa * jl.axis[1]
+                ay = sa * jl.axis[0] + ca * jl.axis[1]
                 fx, fy = e * ax, e * ay
                 out[:, rows[jl.child], 0] += fx
                 out[:, rows[jl.child], 1] += fy
@@ -561,6 +723,8 @@ class World:
                 lay.roll_mu[round_] * self._normals[ids][:, round_] * lay.roll_radius[round_], cap
             )
             out[:, rows[round_], 2] -= np.sign(w) * tau
+        if self._ext_any:
+            out += self._ext[ids]
         if ids.size != self._n and self._layout_name == "packed":
             full = np.zeros((self._n, self._nb, 3))  # the others run without forces
             full[ids] = out
@@ -594,23 +758,54 @@ class World:
 
     # ------------------------------------------------------------------ sensors
     def _make_pipelines(self, dt: float) -> None:
+        """Create the sensor pipelines (they need dt) primed with the current state."""
         for s in self._scene.sensors:
             self._pipelines[s.name] = SensorPipeline(
                 s.config, self._n, _SENSOR_WIDTH[s.kind], dt, self._rngs
             )
+        self._prime(self._all)
+
+    def _prime(self, ids: np.ndarray) -> None:
+        """Reset the pipelines of copies ``ids`` primed with their present ideal values."""
+        if not self._pipelines or ids.size == 0:
+            return
+        ideals = self._ideals(ids, after_step=False)
+        for name, p in self._pipelines.items():
+            p.reset(ids, ideal=ideals[name])
 
     def _update_sensors(self, dt: float) -> None:
-        self._ensure()
-        raw = self._raw()
-        index = {p: i for i, p in enumerate(self._layout.body_paths)}
-        jindex = {p: i for i, p in enumerate(self._layout.joint_paths)}
+        ideals = self._ideals(self._all, after_step=True, dt=dt)
+        for name, p in self._pipelines.items():
+            p.update(ideals[name])
+        self._v_prev[:] = self._raw()[:, :, 3:5]
+
+    def _ideals(
+        self, ids: np.ndarray, after_step: bool, dt: float | None = None
+    ) -> dict[str, np.ndarray]:
+        """Ideal (true) value of every sensor for copies ``ids``, ``{name: (len(ids), k)}``.
+
+        ``after_step``: the values right after a physics step of ``dt`` (IMU acceleration
+        from the velocity change, contact forces of that step). Otherwise the values of
+        the present state as if it had been held: zero linear acceleration (the IMU reads
+        -gravity in its frame) and no contact force (nothing has touched since a rebuild).
+        """
+        if not self._state_valid[ids].all():
+            self._read(ids[~self._state_valid[ids]])
+        all_ids = ids.size == self._n
+        raw = self._raw() if all_ids else self._raw()[ids]
+        index, jindex = self._body_index, self._joint_index
         jstate = None
         g = np.asarray(self._scene.gravity, dtype=np.float64)
+        out: dict[str, np.ndarray] = {}
         for s in self._scene.sensors:
             if s.kind == "imu":
                 b = index[s.target]
                 a = raw[:, b, 2]
-                acc = (raw[:, b, 3:5] - self._v_prev[:, b]) / dt - g
+                if after_step:
+                    assert dt is not None
+                    acc = (raw[:, b, 3:5] - self._v_prev[ids, b]) / dt - g
+                else:
+                    acc = np.broadcast_to(-g, (ids.size, 2))
                 ca, sa = np.cos(a), np.sin(a)
                 ideal = np.stack(
                     [
@@ -627,15 +822,18 @@ class World:
                 k = jindex[s.target]
                 ideal = np.stack([jstate[0][:, k], jstate[1][:, k]], axis=1)
             elif s.kind == "contact":
-                ideal = self.contact_forces[:, index[s.target], :]
+                if after_step:
+                    ideal = self.contact_forces[ids, index[s.target], :]
+                else:
+                    ideal = np.zeros((ids.size, 2))
             elif s.kind == "pose":
                 ideal = raw[:, index[s.target], 0:3]
             else:
-                ideal = self._rangefinder(s, raw, index[s.target])
-            self._pipelines[s.name].update(ideal)
-        self._v_prev[:] = raw[:, :, 3:5]
+                ideal = self._rangefinder(s, raw, index[s.target], ids)
+            out[s.name] = ideal
+        return out
 
-    def _rangefinder(self, s: Any, raw: np.ndarray, b: int) -> np.ndarray:
+    def _rangefinder(self, s: Any, raw: np.ndarray, b: int, ids: np.ndarray) -> np.ndarray:
         """Ray casts, one ``segment_query_first`` per copy (pymunk has no batched query)."""
         offset = s.param("offset")
         max_range = float(s.param("max_range"))
@@ -648,7 +846,7 @@ class World:
         ex = sx + max_range * np.cos(d)
         ey = sy + max_range * np.sin(d)
         alpha = self._backend.segment_first(
-            b, np.stack([sx, sy], axis=1), np.stack([ex, ey], axis=1)
+            b, np.stack([sx, sy], axis=1), np.stack([ex, ey], axis=1), ids
         )
         return np.where(np.isnan(alpha), max_range, alpha * max_range)[:, None]
 
@@ -665,8 +863,8 @@ class World:
         if spec is None:
             raise KeyError(f"no sensor {name!r}; known sensors: {sorted(self._sensor_specs)}")
         pipe = self._pipelines.get(name)
-        if pipe is None:
-            return np.zeros((self._n, _SENSOR_WIDTH[spec.kind]))
+        if pipe is None:  # no step yet (the pipelines need dt): the ideal present value
+            return np.array(self._ideals(self._all, after_step=False)[name], dtype=np.float64)
         return pipe.read()
 
     # ------------------------------------------------------------------ snapshots
@@ -679,6 +877,7 @@ class World:
         arrays: dict[str, np.ndarray] = {
             "controls/efforts": self._efforts.copy(),
             "controls/targets": self._targets.copy(),
+            "controls/external": self._ext.copy(),
             "copies/epoch": self._epoch.copy(),
             "imu/v_prev": self._v_prev.copy(),
         }
@@ -738,6 +937,8 @@ class World:
                 b = vals[half:].reshape(ids.size, nb, 3)
             elif kind == _DT:
                 a = vals
+            elif kind == _FORCES:
+                a = vals.reshape(ids.size, nb, 3)
             log.append((int(ar["log/step"][e]), kind, ids, a, b))
         epoch = np.array(ar["copies/epoch"], dtype=np.int64)
         self._replay(log, epoch, snap.step_count)
@@ -745,12 +946,16 @@ class World:
         self._epoch = epoch
         self._efforts[:] = ar["controls/efforts"]
         self._targets[:] = ar["controls/targets"]
+        self._ext[:] = ar["controls/external"] if "controls/external" in ar else 0.0
+        self._ext_any = bool(self._ext.any())
         self._v_prev[:] = ar["imu/v_prev"]
         self._steps = snap.step_count
         num, den = snap.meta["time"]
         self._time = Fraction(int(num), int(den))
         self._dt = snap.meta["dt"]
-        if self._dt is not None and not self._pipelines and self._sensor_specs:
+        if self._dt is None:  # taken before the first step: no pipelines yet
+            self._pipelines = {}
+        elif not self._pipelines and self._sensor_specs:
             self._make_pipelines(self._dt)
         for name, p in self._pipelines.items():
             prefix = f"sensor/{name}/"
@@ -772,6 +977,8 @@ class World:
         self._normals[:] = 0.0
         self._efforts[:] = 0.0
         self._targets[:] = 0.0
+        self._ext[:] = 0.0
+        self._ext_any = False
         self._state_valid[:] = False
         self._forces_dirty = True
         self._last_dt = None
@@ -795,6 +1002,8 @@ class World:
                 active[start] = True
                 self._efforts[ids] = 0.0
                 self._targets[ids] = 0.0
+                self._ext[ids] = 0.0
+                self._ext_any = bool(self._ext.any())
                 self._forces_dirty = True
                 continue
             live = ids[active[ids]]
@@ -805,6 +1014,9 @@ class World:
                 self._targets[live] = a[sel]
             elif kind == _STATES and live.size:
                 self._write_states(live, a[sel], b[sel])
+            elif kind == _FORCES:
+                self._ext[live] = a[sel]
+                self._ext_any = bool(self._ext.any())
             self._forces_dirty = True
         while step < end_step:
             self._replay_step(active, dt)
@@ -814,7 +1026,7 @@ class World:
     def _replay_step(self, active: np.ndarray, dt: float | None) -> None:
         ids = np.flatnonzero(active)
         if ids.size and dt is not None:
-            self._advance(dt, ids)
+            self._advance(dt, ids, replay=True)
 
     # ------------------------------------------------------------------ robots
     def robot(self, path: str) -> RobotView:
@@ -831,6 +1043,27 @@ class World:
     def close(self) -> None:
         """Stop the stepping threads (if any)."""
         self._backend.close()
+
+
+def _float_array(value: Any, name: str) -> np.ndarray:
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers, got {value!r}") from None
+
+
+def _vec2(value: Any, name: str) -> np.ndarray:
+    v = _float_array(value, name)
+    if v.shape != (2,):
+        raise ValueError(f"{name} must have shape (2,), got {v.shape}")
+    if not np.isfinite(v).all():
+        raise ValueError(f"{name} must be finite, got {v.tolist()}")
+    return v
+
+
+def _cross(w: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Planar cross product ``w x r`` of angular velocities ``(m,)`` and vectors ``(m, 2)``."""
+    return np.stack([-w * r[:, 1], w * r[:, 0]], axis=1)
 
 
 def _cog_world(state: np.ndarray, cog: np.ndarray) -> np.ndarray:
@@ -947,6 +1180,203 @@ class RobotView:
         pos = np.stack([ca * dx + sa * dy, -sa * dx + ca * dy], axis=1)
         return pos, b[:, 2] - root[:, 2]
 
+    def set_joint_state(
+        self,
+        positions: Any,
+        velocities: Any = None,
+        joint_ids: Any = None,
+        env_ids: Any = None,
+    ) -> None:
+        """Place this robot's bodies at given joint positions/velocities (a reset).
+
+        Forward kinematics from each body that no joint of this robot moves (its root:
+        keeps its present pose and velocity) along the joint tree: a revolute joint turns
+        the child (and so its subtree) about the joint anchor to ``angle0 + q``, a prismatic
+        joint slides it ``q`` along the axis, a fixed joint keeps it at its initial relative
+        pose, a spring carries it rigidly at its present relative pose. Body velocities
+        follow (rigid-body velocity of the parent plus the joint rate; a spring child moves
+        with its parent). Joints not listed in ``joint_ids`` keep their present values.
+        The result is written with :meth:`World.set_body_states`, so the copies are
+        rebuilt (contact history gone, sensors primed, external forces cleared); this
+        robot's efforts and targets are zeroed, other joints keep theirs. Afterwards
+        :attr:`World.joint_positions` reads back ``positions`` (to rounding; 2.3e-10 m in
+        x for the packed layout).
+
+        Args:
+            positions: ``(len(env_ids), len(joint_ids))`` rad or m (broadcastable).
+            velocities: Same shape, rad/s or m/s; None means zero.
+            joint_ids: Local joint indices (:meth:`find_joints`); None means all of them.
+            env_ids: Copies (indices or a bool mask); None means all.
+
+        Raises:
+            ValueError: On bad shapes, non-finite values, bad joint ids, a spring joint
+                among ``joint_ids`` (its length is not a coordinate), or a closed loop.
+
+        Example:
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> _ = b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")),
+            ...           at="/World/Robot")
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> cartpole = world.robot("/World/Robot")
+            >>> cartpole.set_joint_state([[0.5, 0.2], [-0.5, -0.2]])
+            >>> [round(float(v), 9) for v in cartpole.joint_pos[1]]
+            [-0.5, -0.2]
+        """
+        w = self._world
+        ids = w._ids(env_ids)
+        n = self.num_joints
+        cols = np.arange(n) if joint_ids is None else np.asarray(joint_ids).reshape(-1)
+        if cols.dtype.kind not in "iu" or (cols.size and (cols.min() < 0 or cols.max() >= n)):
+            raise ValueError(
+                f"set_joint_state: joint_ids must be local joint indices in [0, {n}), got "
+                f"{np.asarray(joint_ids).tolist()}"
+            )
+        cols = cols.astype(np.int64)
+        lay = w._layout
+        for c in cols.tolist():
+            if lay.joints[self._jidx[c]].kind == "spring":
+                raise ValueError(
+                    f"set_joint_state: joint {self.joint_names[c]!r} is a spring; its length "
+                    "is not a coordinate that can be set (leave it out of joint_ids)"
+                )
+        shape = (ids.size, cols.size)
+        vals = []
+        for name, value in (("positions", positions), ("velocities", velocities)):
+            if value is None:
+                vals.append(np.zeros(shape))
+                continue
+            arr = _float_array(value, f"set_joint_state: {name}")
+            try:
+                arr = np.broadcast_to(arr, shape)
+            except ValueError:
+                raise ValueError(
+                    f"set_joint_state: {name} must have shape {shape} (copies, joints), got "
+                    f"{arr.shape}"
+                ) from None
+            if not np.isfinite(arr).all():
+                raise ValueError(f"set_joint_state: {name} must be finite numbers")
+            vals.append(arr)
+        q = w.joint_positions[ids][:, self._jidx]
+        qd = w.joint_velocities[ids][:, self._jidx]
+        q[:, cols] = vals[0]
+        qd[:, cols] = vals[1]
+        poses = w.body_poses[ids]
+        vels = w.body_velocities[ids]
+        self._forward(poses, vels, q, qd)
+        efforts = w._efforts[ids].copy()
+        targets = w._targets[ids].copy()
+        w.set_body_states(ids, poses, vels)
+        efforts[:, self._jidx] = 0.0
+        targets[:, self._jidx] = 0.0
+        w._controls(_EFFORTS, efforts, None, ids)
+        w._controls(_TARGETS, targets, None, ids)
+
+    def _forward(
+        self, poses: np.ndarray, vels: np.ndarray, q: np.ndarray, qd: np.ndarray
+    ) -> np.ndarray:
+        """Forward kinematics in place on ``poses``/``vels`` (copy rows); returns moved bodies.
+
+        ``q``/``qd`` hold this robot's joint values (columns in its joint order).
+        """
+        lay = self._world._layout
+        order = self._tree_order()
+        m = poses.shape[0]
+        pos = poses[:, :, 0:2].copy()  # body origins
+        ang = poses[:, :, 2].copy()
+        om = vels[:, :, 2].copy()
+        cog = lay.cog
+        ca, sa = np.cos(ang), np.sin(ang)
+        rx = ca * cog[:, 0] - sa * cog[:, 1]
+        ry = sa * cog[:, 0] + ca * cog[:, 1]
+        vo = np.stack([vels[:, :, 0] + om * ry, vels[:, :, 1] - om * rx], axis=2)
+        pos0, ang0 = pos.copy(), ang.copy()
+        zeros2, zeros1 = np.zeros((m, 2)), np.zeros(m)
+        moved = []
+        for local in order:
+            jl = lay.joints[self._jidx[local]]
+            p, c = jl.parent, jl.child
+            pp, pa, pw, pv = (
+                (zeros2, zeros1, zeros1, zeros2)
+                if p < 0
+                else (pos[:, p], ang[:, p], om[:, p], vo[:, p])
+            )
+            cp, sp = np.cos(pa), np.sin(pa)
+            if jl.kind == "spring":  # carried rigidly at its present relative pose
+                pp0 = zeros2 if p < 0 else pos0[:, p]
+                pa0 = zeros1 if p < 0 else ang0[:, p]
+                dx, dy = pos0[:, c, 0] - pp0[:, 0], pos0[:, c, 1] - pp0[:, 1]
+                c0, s0 = np.cos(pa0), np.sin(pa0)
+                lx, ly = c0 * dx + s0 * dy, -s0 * dx + c0 * dy
+                ac = pa + (ang0[:, c] - pa0)
+                wc = pw
+                pc = np.stack([pp[:, 0] + cp * lx - sp * ly, pp[:, 1] + sp * lx + cp * ly], axis=1)
+                vc = pv + _cross(pw, pc - pp)
+            else:
+                ax_, ay_ = jl.anchor_parent
+                joint = np.stack(
+                    [pp[:, 0] + cp * ax_ - sp * ay_, pp[:, 1] + sp * ax_ + cp * ay_], 1
+                )
+                ac = pa + jl.rel_angle0
+                wc = pw
+                point = joint
+                if jl.kind == "revolute":
+                    ac = ac + q[:, local]
+                    wc = pw + qd[:, local]
+                if jl.kind == "prismatic":
+                    d = np.stack(
+                        [cp * jl.axis[0] - sp * jl.axis[1], sp * jl.axis[0] + cp * jl.axis[1]], 1
+                    )
+                    point = joint + q[:, local, None] * d
+                    vpoint = pv + _cross(pw, point - pp) + qd[:, local, None] * d
+                else:
+                    vpoint = pv + _cross(pw, point - pp)
+                cc, sc = np.cos(ac), np.sin(ac)
+                bx, by = jl.anchor_child
+                pc = np.stack(
+                    [point[:, 0] - (cc * bx - sc * by), point[:, 1] - (sc * bx + cc * by)], 1
+                )
+                vc = vpoint + _cross(wc, pc - point)
+            pos[:, c], ang[:, c], om[:, c], vo[:, c] = pc, ac, wc, vc
+            moved.append(c)
+        rows = np.array(moved, dtype=np.int64)
+        if rows.size:
+            a = ang[:, rows]
+            ca, sa = np.cos(a), np.sin(a)
+            rx = ca * cog[rows, 0] - sa * cog[rows, 1]
+            ry = sa * cog[rows, 0] + ca * cog[rows, 1]
+            w = om[:, rows]
+            poses[:, rows, 0:2] = pos[:, rows]
+            poses[:, rows, 2] = a
+            vels[:, rows, 0] = vo[:, rows, 0] - w * ry
+            vels[:, rows, 1] = vo[:, rows, 1] + w * rx
+            vels[:, rows, 2] = w
+        return rows
+
+    def _tree_order(self) -> list[int]:
+        """This robot's joints (local indices) ordered parents first.
+
+        Raises:
+            ValueError: If a body is the child of two joints or the joints form a loop.
+        """
+        lay = self._world._layout
+        joints = [lay.joints[j] for j in self._jidx.tolist()]
+        children = [jl.child for jl in joints]
+        if len(set(children)) != len(children):
+            raise ValueError(
+                f"set_joint_state: robot {self.path!r} has a body moved by two joints "
+                "(closed loop); forward kinematics needs a tree"
+            )
+        placed: list[int] = []
+        pending = list(range(len(joints)))
+        while pending:
+            ready = [k for k in pending if joints[k].parent not in {children[j] for j in pending}]
+            if not ready:
+                raise ValueError(f"set_joint_state: robot {self.path!r} has a joint loop")
+            placed.extend(ready)
+            pending = [k for k in pending if k not in ready]
+        return placed
+
     def reset(self, env_ids: Any = None) -> None:
         """Put this robot back to its initial pose with zero velocity in some copies.
 
@@ -966,3 +1396,74 @@ class RobotView:
         targets[:, self._jidx] = 0.0
         w._controls(_EFFORTS, efforts, None, ids)
         w._controls(_TARGETS, targets, None, ids)
+
+
+class _JointCache:
+    """Joint state per copy, valid where ``valid``; refreshed or invalidated by every read.
+
+    The backend calls :meth:`update` (in the reading thread) after rows of its ``raw``
+    array were read: once joints have been asked for (``wanted``) it computes their joint
+    state there, else it marks them stale.
+    """
+
+    def __init__(self, layout: Layout, num_envs: int, backend: Any) -> None:
+        nj = len(layout.joint_paths)
+        self.layout = layout
+        self.backend = backend
+        self.pos = np.zeros((num_envs, nj))
+        self.vel = np.zeros((num_envs, nj))
+        self.valid = np.zeros(num_envs, dtype=bool)
+        self.wanted = False
+
+    def update(self, rows: slice | np.ndarray) -> None:
+        """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
+        if self.wanted and self.pos.shape[1]:
+            self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
+            self.valid[rows] = True
+        else:
+            self.valid[rows] = False
+
+
+def _joint_state(layout: Layout, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Joint positions and velocities ``(m, n_joints)`` from body states ``(m, nb, 6)``."""
+    m = raw.shape[0]
+    nj = len(layout.joint_paths)
+    pos = np.zeros((m, nj))
+    vel = np.zeros((m, nj))
+    cog = layout.cog
+    for k, jl in enumerate(layout.joints):
+        c = raw[:, jl.child]
+        if jl.parent >= 0:
+            p = raw[:, jl.parent]
+        else:
+            p = np.zeros((m, 6))
+        if jl.kind in ("revolute", "fixed"):
+            pos[:, k] = (c[:, 2] - p[:, 2]) - jl.rel_angle0
+            vel[:, k] = c[:, 5] - p[:, 5]
+            continue
+        q, vq = _point(c, jl.anchor_child, cog[jl.child])
+        if jl.parent >= 0:
+            r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
+            u = q - r
+            du = vq - vr
+        else:  # the ground frame: a fixed point
+            u = q - np.asarray(jl.anchor_parent)
+            du = vq
+        if jl.kind == "prismatic" and jl.parent < 0:
+            ax, ay = jl.axis
+            pos[:, k] = u[:, 0] * ax + u[:, 1] * ay
+            vel[:, k] = du[:, 0] * ax + du[:, 1] * ay
+        elif jl.kind == "prismatic":
+            ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
+            # time derivative of R(-a) u: R(-a) (u' - w x u)
+            wx = du[:, 0] + p[:, 5] * u[:, 1]
+            wy = du[:, 1] - p[:, 5] * u[:, 0]
+            ax, ay = jl.axis
+            pos[:, k] = (ca * u[:, 0] + sa * u[:, 1]) * ax + (-sa * u[:, 0] + ca * u[:, 1]) * ay
+            vel[:, k] = (ca * wx + sa * wy) * ax + (-sa * wx + ca * wy) * ay
+        else:  # spring
+            length = np.hypot(u[:, 0], u[:, 1])
+            pos[:, k] = length - jl.rest_length
+            safe = np.where(length > 0, length, 1.0)
+            vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
+    return pos, vel
