@@ -531,3 +531,39 @@ class Presenter:
         if self.renderer is not None:
             self.renderer.close()
             self.renderer = None
+
+
+class CoreBackedEnv:
+    """The properties both environments (`DirectRLEnv`, `LearningEnv`) read from their core.
+
+    Subclasses set ``_core`` (an `EnvCore`) and ``_presenter`` (a `Presenter`).
+    """
+
+    _core: EnvCore
+    _presenter: Presenter
+
+    @property
+    def max_episode_length(self) -> int:
+        """Env steps in an episode that reaches its time limit."""
+        return self._core.max_episode_length
+
+    @property
+    def success_rule(self) -> SuccessRule | None:
+        """The rule judging finished episodes (``info["is_success"]``), or None."""
+        return self._core.success_rule
+
+    @success_rule.setter
+    def success_rule(self, rule: SuccessRule | None) -> None:
+        if rule is not None and not isinstance(rule, SuccessRule):
+            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
+        self._core.success_rule = rule
+
+    @property
+    def pacer(self) -> SimulationPacer | None:
+        """The PACED pacer (None in other modes)."""
+        return self._presenter.pacer
+
+    @property
+    def window_closed(self) -> bool:
+        """True once the user closed the PACED window."""
+        return self._presenter.window_closed

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from kelab.rl._core import EnvCore, Presenter, resolve_run_config
+from kelab.rl._core import CoreBackedEnv, EnvCore, Presenter, resolve_run_config
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
@@ -47,7 +47,7 @@ def single_info(ends: dict[str, Any]) -> dict[str, Any]:
     return info
 
 
-class DirectRLEnv(gymnasium.Env):
+class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
     """One copy of a task as a ``gymnasium.Env``.
 
     ``step(action)`` takes an ``(action_dim,)`` action in [-1, 1] (clipped) and returns
@@ -139,32 +139,6 @@ class DirectRLEnv(gymnasium.Env):
     def step_dt(self) -> float:
         """Simulated seconds per env step."""
         return self.timing.step_dt
-
-    @property
-    def max_episode_length(self) -> int:
-        """Env steps in an episode that reaches its time limit."""
-        return self._core.max_episode_length
-
-    @property
-    def success_rule(self) -> SuccessRule | None:
-        """The rule judging finished episodes (``info["is_success"]``), or None."""
-        return self._core.success_rule
-
-    @success_rule.setter
-    def success_rule(self, rule: SuccessRule | None) -> None:
-        if rule is not None and not isinstance(rule, SuccessRule):
-            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
-        self._core.success_rule = rule
-
-    @property
-    def pacer(self) -> SimulationPacer | None:
-        """The PACED pacer (None in other modes)."""
-        return self._presenter.pacer
-
-    @property
-    def window_closed(self) -> bool:
-        """True once the user closed the PACED window."""
-        return self._presenter.window_closed
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(

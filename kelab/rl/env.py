@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab.rl._core import EnvCore, Presenter, resolve_run_config
+from kelab.rl._core import CoreBackedEnv, EnvCore, Presenter, resolve_run_config
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
@@ -74,7 +74,7 @@ def vector_info(ends: dict[str, Any], num_envs: int) -> dict[str, Any]:
     return info
 
 
-class LearningEnv(gymnasium.vector.VectorEnv):
+class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
     """Runs ``num_envs`` copies of a task side by side in one process.
 
     ``step(actions)`` takes ``(num_envs, action_dim)`` actions in [-1, 1] (clipped) and
@@ -199,32 +199,6 @@ class LearningEnv(gymnasium.vector.VectorEnv):
     def episode_length_buf(self) -> np.ndarray:
         """Steps taken in each copy's current episode (int64 ``(num_envs,)``)."""
         return self._core.episode_length_buf
-
-    @property
-    def max_episode_length(self) -> int:
-        """Env steps in an episode that reaches its time limit."""
-        return self._core.max_episode_length
-
-    @property
-    def success_rule(self) -> SuccessRule | None:
-        """The rule judging finished episodes (``info["is_success"]``), or None."""
-        return self._core.success_rule
-
-    @success_rule.setter
-    def success_rule(self, rule: SuccessRule | None) -> None:
-        if rule is not None and not isinstance(rule, SuccessRule):
-            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
-        self._core.success_rule = rule
-
-    @property
-    def pacer(self) -> SimulationPacer | None:
-        """The PACED pacer (None in other modes)."""
-        return self._presenter.pacer
-
-    @property
-    def window_closed(self) -> bool:
-        """True once the user closed the PACED window."""
-        return self._presenter.window_closed
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(
