@@ -11,7 +11,7 @@ physics stutter against a 60 Hz (or faster) display; Enter pauses, Space steps.
 from __future__ import annotations
 
 import numpy as np
-from demo_common import app_options, key, parse_args, run
+from demo_common import app_options, key, parse_args, run, world_options
 
 import kelab as ke
 
@@ -94,7 +94,7 @@ def script(app: ke.App, frame: int) -> None:
 
 def main() -> None:
     args = parse_args("KELab cartpole under keyboard control", default_frames=180)
-    world = ke.World(build_scene())
+    world = ke.World(build_scene(), **world_options(args))
     app = CartpoleKeys(title="KELab cartpole", world=world, show_hud=False, **app_options(args))
     run(app, args, script if args.headless else None)
 

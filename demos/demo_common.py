@@ -1,4 +1,4 @@
-"""Shared command line for the demos: ``--headless --frames N --out FILE.png --backend``.
+"""Shared command line for the demos: ``--headless --frames N --out FILE.png --backend --layout``.
 
 Windowed runs use the real wall clock. Headless runs are scripted and deterministic: a
 frame clock advances exactly 1/60 s per frame (so the fixed-step clock still runs 50 Hz
@@ -36,10 +36,21 @@ def parse_args(description: str, default_frames: int = 240) -> argparse.Namespac
     parser.add_argument("--out", default=None, help="write the last frame to this PNG")
     parser.add_argument("--backend", default="pygame", choices=["pygame", "gl"])
     parser.add_argument("--record-dir", default="recordings", help="where recordings go")
+    parser.add_argument(
+        "--layout",
+        default="isolated",
+        choices=["isolated", "packed"],
+        help="World layout (docs/world.md, 'Layouts')",
+    )
     args = parser.parse_args()
     if args.headless and args.frames is None:
         args.frames = default_frames
     return args
+
+
+def world_options(args: argparse.Namespace) -> dict:
+    """World keyword arguments for the command line (the layout)."""
+    return {"layout": args.layout}
 
 
 def app_options(args: argparse.Namespace) -> dict:

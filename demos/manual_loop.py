@@ -12,7 +12,7 @@ the loop makes the camera follow the balls and, every 2 s of simulated time, kic
 from __future__ import annotations
 
 import numpy as np
-from demo_common import app_options, parse_args
+from demo_common import app_options, parse_args, world_options
 
 import kelab as ke
 
@@ -49,7 +49,7 @@ class Manual(ke.App):
 
 def main() -> None:
     args = parse_args("KELab manual loop driven by renderFrameOnce()", default_frames=200)
-    world = ke.World(build_scene())
+    world = ke.World(build_scene(), **world_options(args))
     app = Manual(title="KELab manual loop", world=world, **app_options(args))
     rng = np.random.default_rng(7)
     next_kick = 1.0

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from demo_common import app_options, parse_args, run
+from demo_common import app_options, parse_args, run, world_options
 
 import kelab as ke
 
@@ -118,7 +118,7 @@ class MultiRate(ke.App):
 
 def main() -> None:
     args = parse_args("KELab multi-rate time runners", default_frames=150)
-    world = ke.World(build_scene())
+    world = ke.World(build_scene(), **world_options(args))
     app = MultiRate(title="KELab multi-rate runners", world=world, **app_options(args))
     out = Path(args.record_dir)
     app.add_recorder(

@@ -15,7 +15,7 @@ cursor with ``World.set_body_states`` (which rebuilds only that copy).
 from __future__ import annotations
 
 import numpy as np
-from demo_common import app_options, click, move, parse_args, release, run
+from demo_common import app_options, click, move, parse_args, release, run, world_options
 
 import kelab as ke
 
@@ -123,13 +123,18 @@ class Playground(ke.App):
         self.world.set_body_states([0], poses, vels)
 
     def render(self, canvas, alpha: float) -> None:
-        text = "drag: left button on a body   spawn: click empty space (right: crate)"
-        canvas.text((10, self.camera.size[1] - 24), text, (200, 205, 215), 15, screen_space=True)
-        canvas.text((10, 8), f"spawned {self.spawned}", (230, 230, 230), 18, screen_space=True)
-        if self.hovered is not None:
-            canvas.text(
-                (10, 30), f"hover {self.hovered.path}", (250, 210, 80), 15, screen_space=True
-            )
+        help_text = "drag: left button on a body   spawn: click empty space (right: crate)"
+        x0 = 70  # right of the left wall, above the scene (the ground band stays clear)
+        canvas.text((x0, 8), help_text, (200, 205, 215), 15, screen_space=True)
+        canvas.text((x0, 30), f"spawned {self.spawned}", (230, 230, 230), 18, screen_space=True)
+        if self.dragged is not None:
+            status, color = f"dragging {self.dragged.path}", (250, 210, 80)
+        elif self.hovered is not None:
+            status, color = f"hover {self.hovered.path}", (200, 205, 215)
+        else:
+            status = ""
+        if status:
+            canvas.text((x0, 54), status, color, 15, screen_space=True)
 
 
 def script(app: ke.App, frame: int) -> None:
@@ -149,7 +154,7 @@ def script(app: ke.App, frame: int) -> None:
 
 def main() -> None:
     args = parse_args("KELab physics playground", default_frames=200)
-    world = ke.World(build_scene())
+    world = ke.World(build_scene(), **world_options(args))
     app = Playground(title="KELab physics playground", world=world, **app_options(args))
     run(app, args, script if args.headless else None)
 

@@ -55,7 +55,7 @@ HOTKEYS = {
     "f1": "show / hide the HUD",
     "f9": "start / stop video recording",
 }
-#: Priority of the drag spring's target update: after OnUpdate, before controllers.
+#: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
 DRAG_PRIORITY = -100
 
 
@@ -148,7 +148,7 @@ class App:
         timeline: A Timeline to drive (default: a new one with Robot 50 Hz, Capture 30 Hz).
         runner: The main runner: fixed steps are its periods.
         recording_dir: Where F9 writes videos.
-        drag_frequency_hz: Natural frequency of the drag spring.
+        drag_frequency_hz: Natural frequency of the drag spring (critically damped).
         clock: The wall clock in seconds (inject a fake one in tests).
         sleep: Sleeps for frame pacing (inject a fake one in tests).
 
@@ -863,7 +863,7 @@ class App:
             return
         drag = self._drag
         if drag is not None:
-            if not drag.alive:  # the copy was reset: the spring went with its space
+            if not drag.alive:  # the copy was reset (or its force set by someone else)
                 self._end_drag()
             elif self.input.mouse_world is not None:
                 self._drag_target = self.input.mouse_world
@@ -886,8 +886,10 @@ class App:
         self.late_update(ts)
 
     def _drag_step(self, ts: float) -> None:
-        if self._drag is not None and self._drag_target is not None:
-            self._drag.set_target(self._drag_target)
+        drag = self._drag
+        if drag is not None and self._drag_target is not None and drag.alive:
+            drag.set_target(self._drag_target)
+            drag.apply(ts)  # held by the World for this step's physics (in its replay log)
 
     def _physics(self, ts: float) -> None:
         self._prev_poses = self.world.body_poses
