@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -17,6 +18,17 @@ import pytest
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+def _die_with_parent() -> None:
+    """In the Xvfb child: ask Linux to end it when the test process dies, even by a crash."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:  # not Linux: the fixture's finaliser still stops it on a normal exit
+        pass
 
 
 def _display_alive(display: str) -> bool:
@@ -45,6 +57,7 @@ def x_display() -> Iterator[str]:
         [xvfb, display, "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=_die_with_parent,
     )
     deadline = time.monotonic() + 10.0
     while not _display_alive(display):
