@@ -30,7 +30,9 @@ def cartpole_world() -> ke.World:
     return ke.World(b.build(), num_envs=1)
 
 
-def kelab_fps(backend: str, antialias: bool, frames: int, repeats: int) -> tuple[float, np.ndarray]:
+def kelab_fps(
+    backend: str, antialias: bool | str, frames: int, repeats: int
+) -> tuple[float, np.ndarray]:
     world = cartpole_world()
     world.step(1 / 120)
     with ke.create_renderer(backend, size=(600, 400), headless=True, antialias=antialias) as r:
@@ -79,17 +81,23 @@ def main() -> None:
 
     base, gym_img = gym_fps(args.frames, args.repeats)
     rows = [("Gymnasium CartPole-v1 rgb_array (pygame)", base, gym_img.shape)]
-    for backend in ("pygame", "gl"):
-        for antialias in (True, False):
-            fps, img = kelab_fps(backend, antialias, args.frames, args.repeats)
-            name = f"kelab `{backend}` headless, antialias={antialias}"
-            rows.append((name, fps, img.shape))
-            if args.png_dir:
-                import pygame
+    configs: list[tuple[str, bool | str]] = [
+        ("pygame", True),
+        ("pygame", False),
+        ("gl", True),
+        ("gl", False),
+        ("gl", "msaa"),
+    ]
+    for backend, antialias in configs:
+        fps, img = kelab_fps(backend, antialias, args.frames, args.repeats)
+        name = f"kelab `{backend}` headless, antialias={antialias!r}"
+        rows.append((name, fps, img.shape))
+        if args.png_dir:
+            import pygame
 
-                surf = pygame.image.frombuffer(img.tobytes(), img.shape[1::-1], "RGB")
-                out = os.path.join(args.png_dir, f"cartpole_{backend}_aa{int(antialias)}.png")
-                pygame.image.save(surf, out)
+            surf = pygame.image.frombuffer(img.tobytes(), img.shape[1::-1], "RGB")
+            out = os.path.join(args.png_dir, f"cartpole_{backend}_aa-{antialias}.png")
+            pygame.image.save(surf, out)
 
     print(
         f"{args.frames} frames x best of {args.repeats}, draw + read_rgb_pixels per frame; "

@@ -12,7 +12,10 @@ import numpy as np
 __all__ = [
     "circle_segments",
     "circle_polygons",
+    "convex_widths",
     "fan_triangles",
+    "feathered_polygons",
+    "feathered_rings",
     "inset_polygons",
     "ring_triangles",
     "thick_line_quads",
@@ -167,15 +170,19 @@ def ring_triangles(centers: np.ndarray, r_outer: np.ndarray, width: float) -> np
 _ROLL_CACHE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
 
-def inset_polygons(polys: np.ndarray, distance: float) -> np.ndarray:
+def inset_polygons(
+    polys: np.ndarray, distance: float | np.ndarray, clamp: bool = True
+) -> np.ndarray:
     """Move every edge of convex polygons inwards by ``distance`` (mitred corners).
 
-    Works for either winding. Corners move at most as far as the polygon's centroid, so
-    thin shapes collapse towards their middle instead of turning inside out.
+    Works for either winding. With ``clamp``, corners move at most as far as the
+    polygon's centroid, so thin shapes collapse towards their middle instead of turning
+    inside out. A negative distance pushes the edges outwards.
 
     Args:
         polys: ``(N, k, 2)`` convex polygons.
-        distance: Inset in the polygons' units.
+        distance: Inset in the polygons' units, one for all or ``(N,)`` per polygon.
+        clamp: Stop corners at the centroid (for insets; pass False to grow).
 
     Returns:
         ``(N, k, 2)`` inset polygons.
@@ -194,13 +201,135 @@ def inset_polygons(polys: np.ndarray, distance: float) -> np.ndarray:
     scale = np.where(area2 >= 0.0, 1.0, -1.0) / length  # inward normal = scale * (-ey, ex)
     nx, ny = -ey * scale, ex * scale
     px, py = nx[:, prv], ny[:, prv]  # edge i - 1 ends at vertex i
-    factor = distance / np.maximum(1.0 + px * nx + py * ny, 0.25)
+    dist = np.asarray(distance, dtype=np.float64)
+    if dist.ndim:
+        dist = dist[:, None]
+    factor = dist / np.maximum(1.0 + px * nx + py * ny, 0.25)
     mx, my = (px + nx) * factor, (py + ny) * factor
+    out = np.empty_like(polys, dtype=np.float64)
+    if not clamp:
+        out[..., 0] = x + mx
+        out[..., 1] = y + my
+        return out
     cx = x.mean(axis=1, keepdims=True) - x
     cy = y.mean(axis=1, keepdims=True) - y
     step2 = mx * mx + my * my
     limit = np.sqrt(np.minimum(1.0, (cx * cx + cy * cy) / np.maximum(step2, 1e-24)))
-    out = np.empty_like(polys, dtype=np.float64)
     out[..., 0] = x + mx * limit
     out[..., 1] = y + my * limit
     return out
+
+
+#: Alphas of the two fringe triangles of one edge: (in_i, in_i+1, out_i+1), (in_i, out_i+1, out_i).
+_FRINGE_INNER = np.array([True, True, False, True, False, False])
+
+
+def convex_widths(polys: np.ndarray) -> np.ndarray:
+    """Minimum widths of convex polygons (the narrowest gap between parallel supporting lines).
+
+    For a convex polygon the minimum is reached with one edge flush, so this is, over the
+    edges, the smallest of the largest vertex distances to the edge's line.
+
+    Args:
+        polys: ``(N, k, 2)`` convex polygons.
+
+    Returns:
+        ``(N,)`` widths in the polygons' units (0 for degenerate ones).
+    """
+    x, y = polys[..., 0], polys[..., 1]
+    nxt = (np.arange(polys.shape[1]) + 1) % polys.shape[1]
+    ex, ey = x[:, nxt] - x, y[:, nxt] - y
+    length = np.hypot(ex, ey)
+    ok = length > 1e-12
+    dx = x[:, None, :] - x[:, :, None]  # (N, edge, vertex)
+    dy = y[:, None, :] - y[:, :, None]
+    dist = np.abs(ex[..., None] * dy - ey[..., None] * dx) / np.where(ok, length, 1.0)[..., None]
+    far = np.where(ok, dist.max(axis=2), np.inf)
+    width = far.min(axis=1)
+    return np.where(np.isfinite(width), width, 0.0)
+
+
+def _coverage_peak(width: np.ndarray) -> np.ndarray:
+    # a shape thinner than a pixel: a tent of base width + 1 with the true integral
+    return np.minimum(1.0, 2.0 * width / (width + 1.0))
+
+
+def feathered_polygons(
+    polys: np.ndarray, widths: np.ndarray | None = None, feather: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Triangulate convex polygons with an analytic antialiased edge (a feathered fringe).
+
+    Each polygon becomes an opaque core, inset by ``feather``, and a strip along its
+    outline from the core (alpha 1) to the outline pushed out by ``feather`` (alpha 0).
+    Blended over the background, a pixel whose centre is ``d`` pixels outside the true
+    edge gets alpha ``0.5 - d`` (clamped): the box-filtered coverage of a straight edge.
+    Pixels at least ``feather`` inside keep the exact colour. Polygons thinner than
+    ``2 * feather`` collapse to their middle line with a lower peak alpha that keeps
+    their total ink.
+
+    Args:
+        polys: ``(N, k, 2)`` convex polygons in pixels, either winding.
+        widths: ``(N,)`` minimum widths if known (else :func:`convex_widths`).
+        feather: Half the width of the ramp, in pixels.
+
+    Returns:
+        ``(tris, alpha)``: ``(N * (k - 2) * 3 + N * k * 6, 2)`` triangle vertices
+        (cores first, then fringes) and their ``(M,)`` alphas in [0, 1].
+    """
+    k = polys.shape[1]
+    if widths is None:
+        widths = convex_widths(polys)
+    widths = np.asarray(widths, dtype=np.float64)
+    peak = _coverage_peak(widths / (2.0 * feather))
+    inner = inset_polygons(polys, np.minimum(feather, 0.5 * widths))
+    outer = inset_polygons(polys, -feather, clamp=False)
+    core = fan_triangles(inner)
+    r = np.arange(k)
+    i1 = (r + 1) % k
+    strip = np.stack(
+        [inner, inner[:, i1], outer[:, i1], inner, outer[:, i1], outer], axis=2
+    ).reshape(-1, 2)
+    alpha = np.empty(core.shape[0] + strip.shape[0])
+    alpha[: core.shape[0]] = np.repeat(peak, (k - 2) * 3)
+    alpha[core.shape[0] :].reshape(-1, k, 6)[...] = peak[:, None, None] * _FRINGE_INNER
+    return np.concatenate([core, strip]), alpha
+
+
+def feathered_rings(
+    centers: np.ndarray, r_outer: np.ndarray, width: float, feather: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """Triangles of antialiased circle outlines (annuli), fringed on both rims.
+
+    Args:
+        centers: ``(N, 2)`` centres in pixels.
+        r_outer: ``(N,)`` outer radii in pixels.
+        width: Ring width in pixels.
+        feather: Half the width of the ramps, in pixels.
+
+    Returns:
+        ``(tris, alpha)`` as :func:`feathered_polygons`.
+    """
+    n = circle_segments(float(np.max(r_outer)) + feather if len(r_outer) else 1.0)
+    u = unit_circle(n)
+    w = np.minimum(width, r_outer)
+    peak = _coverage_peak(w / (2.0 * feather))
+    mid = r_outer - 0.5 * w
+    half_core = np.maximum(0.5 * w - feather, 0.0)
+    half_out = 0.5 * w + feather
+    radii = np.stack(
+        [mid + half_out, mid + half_core, np.maximum(mid - half_core, 0.0), mid - half_out],
+        axis=1,
+    )  # (N, 4): outer rim (alpha 0), core out, core in, inner rim (alpha 0)
+    radii = np.maximum(radii, 0.0)
+    rings = centers[:, None, None, :] + radii[:, :, None, None] * u[None, None]  # (N, 4, n, 2)
+    a = rings[:, :3]
+    b = rings[:, 1:]
+    a1 = np.roll(a, -1, axis=2)
+    b1 = np.roll(b, -1, axis=2)
+    tris = np.stack([a, a1, b1, a, b1, b], axis=3)  # (N, 3 bands, n, 6, 2)
+    band_a = np.array([0.0, 1.0, 1.0])  # alpha (relative to the peak) at the band's rims
+    band_b = np.array([1.0, 1.0, 0.0])
+    per = np.stack([band_a, band_a, band_b, band_a, band_b, band_b], axis=1)  # (3 bands, 6)
+    alpha = peak[:, None, None, None] * per[None, :, None, :]
+    alpha = np.broadcast_to(alpha, tris.shape[:-1])
+    return tris.reshape(-1, 2), alpha.reshape(-1)

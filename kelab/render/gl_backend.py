@@ -1,13 +1,23 @@
 """The "gl" backend: moderngl (OpenGL 3.3 core) in a glfw window or a headless EGL context.
 
 All shapes of a frame are tessellated with numpy into one vertex buffer with
-per-vertex colours and drawn with a single draw call when the frame ends (or before
-text, which is drawn as cached textured quads). Frames render into a multisampled
-offscreen framebuffer that is resolved for reading and blitted to the window.
+per-vertex colours and alphas and drawn with a single draw call when the frame ends (or
+before text, which is drawn as cached textured quads). Frames render into an offscreen
+framebuffer that is read back or blitted to the window.
+
+Antialiasing (``antialias=True``) is analytic and baked into the geometry: every filled
+shape gets a one-pixel fringe strip along its outline whose alpha falls from 1 to 0
+(:func:`kelab.render.geometry.feathered_polygons`), blended premultiplied in the same
+draw call. It costs a few more vertices instead of a multisampled framebuffer, which
+software OpenGL (Mesa llvmpipe) pays for in full on every frame. ``antialias="msaa"``
+renders through a 4x multisampled framebuffer instead (no fringes).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -21,7 +31,10 @@ from kelab.render.canvas import Canvas, Color
 from kelab.render.events import InputEvent, glfw_key_names
 from kelab.render.geometry import (
     circle_polygons,
+    convex_widths,
     fan_triangles,
+    feathered_polygons,
+    feathered_rings,
     ring_triangles,
     thick_line_quads,
 )
@@ -36,17 +49,40 @@ _SHAPE_VS = """
 uniform vec2 u_size;
 uniform float u_flip;
 in vec2 in_pos;
-in vec3 in_color;
-out vec3 v_color;
+in vec4 in_color;
+flat out vec3 v_color;
+out float v_alpha;
 void main() {
-    v_color = in_color;
+    v_color = in_color.rgb;
+    v_alpha = in_color.a;
     float y = (1.0 - in_pos.y / u_size.y * 2.0) * u_flip;
     gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0, y, 0.0, 1.0);
 }
 """
+# Colours are flat (one per triangle): interpolating them costs llvmpipe ~1 ns per pixel.
 _SHAPE_FS = """
 #version 330
-in vec3 v_color;
+flat in vec3 v_color;
+in float v_alpha;
+out vec4 f_color;
+void main() { f_color = vec4(v_color * v_alpha, v_alpha); }  // premultiplied
+"""
+_HARD_VS = """
+#version 330
+uniform vec2 u_size;
+uniform float u_flip;
+in vec2 in_pos;
+in vec4 in_color;
+flat out vec3 v_color;
+void main() {
+    v_color = in_color.rgb;
+    float y = (1.0 - in_pos.y / u_size.y * 2.0) * u_flip;
+    gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0, y, 0.0, 1.0);
+}
+"""
+_HARD_FS = """
+#version 330
+flat in vec3 v_color;
 out vec4 f_color;
 void main() { f_color = vec4(v_color, 1.0); }
 """
@@ -79,27 +115,36 @@ class GLCanvas(Canvas):
     Args:
         camera: The view.
         ctx: The moderngl context.
-        bind: Context manager that makes the context current and binds the frame's draw
-            target (around every GL command, so several renderers can interleave).
+        bind: ``bind(overwrite=False)``: context manager that makes the context current
+            and binds the frame's draw target (around every GL command, so several
+            renderers can interleave); ``overwrite`` says the whole target is about to
+            be painted over (a clear), so its previous content need not be restored.
         top_row_first: Store the image top row first in memory (offscreen frames, read
             back without a flip) instead of OpenGL's bottom row first (windows).
+        fringe: Antialias shape edges with feathered fringe strips (blended); False
+            draws hard edges (aliased, or smoothed by a multisampled target).
     """
 
     def __init__(
         self,
         camera: Camera,
         ctx: moderngl.Context,
-        bind: Callable[[], AbstractContextManager[moderngl.Framebuffer]],
+        bind: Callable[..., AbstractContextManager[moderngl.Framebuffer]],
         top_row_first: bool = False,
+        fringe: bool = True,
     ) -> None:
         super().__init__(camera)
         self._ctx = ctx
         self._bind = bind
+        self.fringe = bool(fringe)
         self._pending: list[np.ndarray] = []
-        self._shape_prog = ctx.program(vertex_shader=_SHAPE_VS, fragment_shader=_SHAPE_FS)
+        # (splitting a frame into opaque unblended and blended runs was measured slower
+        # on llvmpipe: each extra draw call and blend toggle costs more than it saves)
+        vs, fs = (_SHAPE_VS, _SHAPE_FS) if self.fringe else (_HARD_VS, _HARD_FS)
+        self._shape_prog = ctx.program(vertex_shader=vs, fragment_shader=fs)
         self._text_prog = ctx.program(vertex_shader=_TEXT_VS, fragment_shader=_TEXT_FS)
         self._vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
-        self._vao = ctx.vertex_array(self._shape_prog, [(self._vbo, "2f 3f", "in_pos", "in_color")])
+        self._vao = ctx.vertex_array(self._shape_prog, [(self._vbo, "2f 4f", "in_pos", "in_color")])
         self._text_vbo = ctx.buffer(reserve=6 * 4 * 4, dynamic=True)
         self._text_vao = ctx.vertex_array(
             self._text_prog, [(self._text_vbo, "2f 2f", "in_pos", "in_uv")]
@@ -113,11 +158,19 @@ class GLCanvas(Canvas):
         """Draw calls issued so far (for tests and benchmarks)."""
 
     # -- batching -----------------------------------------------------------------------------
-    def _push(self, tris: np.ndarray, color: Color) -> None:
-        v = np.empty((tris.shape[0], 5), dtype=np.float32)
+    def _push(self, tris: np.ndarray, color: Color, alpha: np.ndarray | float = 1.0) -> None:
+        v = np.empty((tris.shape[0], 6), dtype=np.float32)
         v[:, :2] = tris
-        v[:, 2:] = np.asarray(color, dtype=np.float32) / 255.0
+        v[:, 2:5] = np.asarray(color, dtype=np.float32) / 255.0
+        v[:, 5] = alpha
         self._pending.append(v)
+
+    def _push_polygons(self, polys: np.ndarray, color: Color, widths: Any = None) -> None:
+        if self.fringe:
+            tris, alpha = feathered_polygons(polys, widths)
+            self._push(tris, color, alpha)
+        else:
+            self._push(fan_triangles(polys), color)
 
     def flush(self) -> None:
         """Draw the triangles accumulated so far with one draw call."""
@@ -130,7 +183,14 @@ class GLCanvas(Canvas):
                 self._vbo.orphan(max(data.nbytes, 2 * self._vbo.size))
             self._vbo.write(data)
             self._shape_prog["u_size"].value = tuple(float(v) for v in self._camera.size)
-            self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0])
+            if self.fringe:
+                ctx = self._ctx
+                ctx.enable(moderngl.BLEND)
+                ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+                self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0])
+                ctx.disable(moderngl.BLEND)
+            else:
+                self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0])
         self.draw_calls += 1
 
     def discard(self) -> None:
@@ -138,24 +198,40 @@ class GLCanvas(Canvas):
         self._pending.clear()
 
     # -- compiled worlds --------------------------------------------------------------------
+    def _plan_style(self) -> Any:
+        return ("fringe" if self.fringe else "hard",)
+
     def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
         tris: list[np.ndarray] = []
         instance: list[np.ndarray] = []
         colors: list[np.ndarray] = []
+        # copies share their primitives' point arrays: tessellate each shape part once
+        shapes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for prim in primitives:
             pts = prim.points
-            if not prim.fill:  # a one-pixel line is a one-pixel-wide quad
-                pts = thick_line_quads(pts[:1], pts[1:], 1.0)[0]
-            t = fan_triangles(pts[None])
+            shape = shapes.get(id(pts))
+            if shape is None:
+                if not prim.fill:  # a one-pixel line is a one-pixel-wide quad
+                    pts = thick_line_quads(pts[:1], pts[1:], 1.0)[0]
+                if self.fringe:
+                    shape = feathered_polygons(pts[None], convex_widths(pts[None]))
+                else:
+                    t = fan_triangles(pts[None])
+                    shape = (t, np.ones(len(t)))
+                shapes[id(prim.points)] = shape
+            t, alpha = shape
+            rgba = np.empty((len(t), 4), dtype=np.float32)
+            rgba[:, :3] = np.asarray(prim.color, dtype=np.float32) / 255.0
+            rgba[:, 3] = alpha
             tris.append(t)
             instance.append(np.full(len(t), prim.instance, dtype=np.intp))
-            colors.append(np.tile(np.asarray(prim.color, dtype=np.float32) / 255.0, (len(t), 1)))
+            colors.append(rgba)
         if not tris:
             return DrawPlan(np.zeros((0, 2)), np.zeros(0, dtype=np.intp))
         return DrawPlan(np.concatenate(tris), np.concatenate(instance), np.concatenate(colors))
 
     def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
-        v = np.empty((xs.shape[0], 5), dtype=np.float32)
+        v = np.empty((xs.shape[0], 6), dtype=np.float32)
         v[:, 0] = xs
         v[:, 1] = ys
         v[:, 2:] = plan.data
@@ -165,24 +241,29 @@ class GLCanvas(Canvas):
     def _clear(self, color: Color) -> None:
         self._pending.clear()  # everything queued would be painted over anyway
         r, g, b = (c / 255.0 for c in color)
-        with self._bind() as target:
+        with self._bind(overwrite=True) as target:
             target.clear(r, g, b, 1.0)
 
     def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
         if polys.shape[0]:
-            self._push(fan_triangles(polys), color)
+            self._push_polygons(polys, color)
 
     def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
         if centers.shape[0]:
-            self._push(fan_triangles(circle_polygons(centers, np.maximum(radii, 0.5))), color)
+            r = np.maximum(radii, 0.5)
+            self._push_polygons(circle_polygons(centers, r), color, 2.0 * r)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
         if centers.shape[0]:
-            self._push(ring_triangles(centers, radii, width), color)
+            if self.fringe:
+                tris, alpha = feathered_rings(centers, radii, width)
+                self._push(tris, color, alpha)
+            else:
+                self._push(ring_triangles(centers, radii, width), color)
 
     def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
         if a.shape[0]:
-            self._push(fan_triangles(thick_line_quads(a, b, 1.0)), color)
+            self._push_polygons(thick_line_quads(a, b, 1.0), color)
 
     def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
         self.flush()  # keep painter's order: shapes drawn so far go under the text
@@ -236,14 +317,25 @@ class GLRenderer(Renderer):
         title: Window title.
         headless: No window; an EGL standalone context renders to a framebuffer.
         vsync: Swap interval 1 instead of 0 (windows only).
-        antialias: Render through a 4x multisampled framebuffer.
+        antialias: True: analytic edge antialiasing (fringe strips, one draw call);
+            ``"msaa"``: a 4x multisampled framebuffer instead; False: hard edges.
+
+    A headless renderer keeps its EGL context current from ``begin_frame`` to
+    ``end_frame`` (a context switch flushes the GL pipeline) and releases it when the
+    frame ends and after reads; code that uses its own moderngl context next to a
+    renderer should enter it with ``with ctx:``.
     """
 
     backend = "gl"
     _glfw_users = 0
 
     def __init__(
-        self, size: tuple[int, int], title: str, headless: bool, vsync: bool, antialias: bool
+        self,
+        size: tuple[int, int],
+        title: str,
+        headless: bool,
+        vsync: bool,
+        antialias: bool | str,
     ) -> None:
         super().__init__(size, title, headless, vsync, antialias)
         self._window: Any = None
@@ -259,21 +351,39 @@ class GLRenderer(Renderer):
                 ) from err
         else:
             self._ctx = self._open_window(size)
-        self._samples = min(4, int(self._ctx.max_samples)) if antialias else 0
+        self._egl_context: int | None = None  # EGL handle, known once made current
+        self._holding = False  # keep the context current until the frame ends
+        _thread.owner = None  # creating a context made it current behind our back
+        msaa = self.antialias == "msaa"
+        self._samples = min(4, int(self._ctx.max_samples)) if msaa else 0
+        # _fbo holds the last finished frame (read back, blitted to the window). Frames
+        # are drawn into _fbo_ms (msaa, resolved into _fbo) or into _fbo_draw, which is
+        # swapped with _fbo when a frame ends, so a frame being drawn never shows in
+        # reads; a frame that is not cleared first gets the previous one's pixels back
+        # (copied lazily, like the pygame backend).
         self._fbo_ms: moderngl.Framebuffer | None = None
         self._fbo: moderngl.Framebuffer | None = None
-        self._read_rgba: np.ndarray | None = None  # read-back buffers, reused
-        self._read_src: Any = None
-        self._read_rgb: Any = None
+        self._fbo_draw: moderngl.Framebuffer | None = None
+        self._restore = False  # _fbo_draw still has to get _fbo's pixels
+        self._drawn = False  # something was drawn into _fbo_draw this frame
+        self._read_rgba: np.ndarray | None = None  # read-back buffer, reused
         with self._current():
             self._make_targets(self.size)
-            self._canvas = GLCanvas(self._camera, self._ctx, self._bind_target, headless)
+            self._canvas = GLCanvas(
+                self._camera,
+                self._ctx,
+                self._bind_target,
+                headless,
+                fringe=self.antialias is True,
+            )
 
     # -- setup --------------------------------------------------------------------------------
     def _open_window(self, size: tuple[int, int]) -> moderngl.Context:
         import glfw
 
         require_display("gl")
+        _release_egl()  # a headless renderer's context may still be current (EGL)
+        _thread.owner = None
         if not glfw.init():
             raise RuntimeError("glfw.init() failed: no usable display for a window")
         GLRenderer._glfw_users += 1
@@ -302,31 +412,70 @@ class GLRenderer(Renderer):
             self._resized((int(fb[0]), int(fb[1])))
         return moderngl.create_context(require=330)
 
-    def _make_targets(self, size: tuple[int, int]) -> None:
-        for fbo in (self._fbo_ms, self._fbo):
+    def _release_targets(self) -> None:
+        for fbo in (self._fbo_ms, self._fbo, self._fbo_draw):
             if fbo is not None:
                 for att in fbo.color_attachments:
                     att.release()
                 fbo.release()
+        self._fbo_ms = self._fbo = self._fbo_draw = None
+
+    def _make_targets(self, size: tuple[int, int]) -> None:
+        self._release_targets()
         ctx = self._ctx
         self._fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
         if self._samples > 1:
             rb = ctx.renderbuffer(size, 4, samples=self._samples)
             self._fbo_ms = ctx.framebuffer(color_attachments=[rb])
         else:
-            self._fbo_ms = None
+            self._fbo_draw = ctx.framebuffer(color_attachments=[ctx.renderbuffer(size, 4)])
+        self._restore = self._drawn = False
 
     @contextmanager
     def _current(self) -> Iterator[None]:
-        """Make this renderer's GL context current for the block."""
+        """Make this renderer's GL context current for the block.
+
+        A headless (EGL) context stays current from ``begin_frame`` to ``end_frame``:
+        switching contexts flushes the pipeline, which made software OpenGL rasterise a
+        frame's clear and its draw as separate passes. Outside a frame (and when the
+        frame ends) it is released again, because other GLX users on the thread (SDL
+        windows, glfw) fail while an EGL context is current.
+        """
+        self._make_current()
+        try:
+            yield
+        finally:
+            if not self._holding:
+                self._release_current()
+
+    def _release_current(self) -> None:
+        if self._window is None and self._egl_context and _egl_current() == self._egl_context:
+            _release_egl()
+            if _thread.owner is self:
+                _thread.owner = None
+
+    def _make_current(self) -> None:
+        # Windows always make their context current: other GLX users (SDL) switch
+        # contexts without glfw knowing, and a GLX make-current of the current context
+        # costs nothing.
+        ours = self._egl_context
+        if self._window is None and ours is not None and _egl_current() == ours:
+            return
+        # an EGL context and a GLX (glfw) one must not both be current on a thread
+        owner = _thread.owner
         if self._window is not None:
             import glfw
 
+            _release_egl()
             glfw.make_context_current(self._window)
-            yield
         else:
-            with self._ctx:  # EGL: current inside, the previous one restored after
-                yield
+            if owner is not None and owner._window is not None:
+                import glfw
+
+                glfw.make_context_current(None)
+            self._ctx.__enter__()  # EGL make-current (released by _release_current)
+            self._egl_context = _egl_current()
+        _thread.owner = self
 
     @property
     def canvas(self) -> GLCanvas:
@@ -335,25 +484,36 @@ class GLRenderer(Renderer):
 
     # -- frame --------------------------------------------------------------------------------
     def _draw_target(self) -> moderngl.Framebuffer:
-        return self._fbo_ms if self._fbo_ms is not None else self._fbo  # type: ignore[return-value]
+        return self._fbo_ms if self._fbo_ms is not None else self._fbo_draw  # type: ignore[return-value]
 
     @contextmanager
-    def _bind_target(self) -> Iterator[moderngl.Framebuffer]:
+    def _bind_target(self, overwrite: bool = False) -> Iterator[moderngl.Framebuffer]:
         with self._current():
             target = self._draw_target()
+            if self._restore:
+                self._restore = False
+                if not overwrite:
+                    self._ctx.copy_framebuffer(target, self._fbo)
+            self._drawn = True
             target.use()
             yield target
 
     def _begin(self) -> None:
-        with self._bind_target() as target:
-            target.viewport = (0, 0) + self.size
+        self._holding = True
+        with self._current():
+            self._draw_target().viewport = (0, 0) + self.size
         self._canvas.discard()
 
     def _end(self) -> None:
         self._canvas.flush()
+        self._holding = False
         with self._current():
             if self._fbo_ms is not None:
                 self._ctx.copy_framebuffer(self._fbo, self._fbo_ms)
+            elif self._drawn:  # else nothing changed: the finished frame stays
+                self._fbo, self._fbo_draw = self._fbo_draw, self._fbo
+                self._restore = True
+            self._drawn = False
             if self._window is not None:
                 import glfw
 
@@ -364,25 +524,15 @@ class GLRenderer(Renderer):
 
     def _read_top_first(self) -> np.ndarray:
         # Reading RGBA is a plain copy, while an RGB glReadPixels converts pixel by pixel
-        # (slow on llvmpipe); SDL's blit packs RGBX into RGB faster than numpy can.
+        # (slow on llvmpipe); the RGBX -> RGB packing is one numpy pass (rgbx_to_rgb).
         w, h = self._fbo.size  # type: ignore[union-attr]
         if self._read_rgba is None or self._read_rgba.shape[:2] != (h, w):
-            import pygame
-
-            from kelab.render.pygame_backend import _rgb_surface
-
             self._read_rgba = np.empty((h, w, 4), dtype=np.uint8)
-            self._read_src = pygame.image.frombuffer(self._read_rgba, (w, h), "RGBX")
-            self._read_rgb = _rgb_surface((w, h))
         with self._current():
             self._fbo.read_into(self._read_rgba, components=4, alignment=1)  # type: ignore[union-attr]
-        self._read_rgb.blit(self._read_src, (0, 0))
-        surf = self._read_rgb
-        rows = np.frombuffer(surf.get_buffer(), dtype=np.uint8).reshape(h, surf.get_pitch())
-        img = rows[:, : 3 * w].reshape(h, w, 3)
         if self._window is None:
-            return img.copy()  # offscreen frames are drawn top row first: no flip needed
-        return np.ascontiguousarray(img[::-1])
+            return rgbx_to_rgb(self._read_rgba)  # offscreen frames are drawn top row first
+        return rgbx_to_rgb(self._read_rgba[::-1])
 
     # -- events -------------------------------------------------------------------------------
     def _poll(self) -> list[InputEvent]:
@@ -449,15 +599,14 @@ class GLRenderer(Renderer):
 
     # -- teardown -----------------------------------------------------------------------------
     def _close(self) -> None:
+        self._holding = True
         with self._current():
             self._canvas.release()
-            for fbo in (self._fbo_ms, self._fbo):
-                if fbo is not None:
-                    for att in fbo.color_attachments:
-                        att.release()
-                    fbo.release()
-            self._fbo_ms = self._fbo = None
-        self._ctx.release()
+            self._release_targets()
+            self._ctx.release()
+            self._holding = False
+        if _thread.owner is self:
+            _thread.owner = None
         if self._window is not None:
             import glfw
 
@@ -472,6 +621,66 @@ class GLRenderer(Renderer):
         GLRenderer._glfw_users -= 1
         if GLRenderer._glfw_users == 0:
             glfw.terminate()
+
+
+def rgbx_to_rgb(rgbx: np.ndarray) -> np.ndarray:
+    """Pack an ``(H, W, 4)`` uint8 image into a new ``(H, W, 3)`` one, dropping channel 3.
+
+    Each pixel is copied as one 32-bit word into a byte buffer with a 3-byte stride, so
+    the next pixel overwrites the dropped byte: one pass, about 3x faster than
+    ``rgbx[..., :3].copy()`` and any byte order.
+
+    Args:
+        rgbx: ``(H, W, 4)`` uint8 image; rows may be strided (e.g. ``img[::-1]``).
+
+    Returns:
+        A new C-contiguous ``(H, W, 3)`` uint8 array.
+    """
+    h, w = rgbx.shape[:2]
+    words = rgbx.view(np.uint32)[..., 0]
+    buf = np.empty(3 * h * w + 1, dtype=np.uint8)  # one spare byte for the last word
+    np.ndarray((h, w), dtype=np.uint32, buffer=buf, strides=(3 * w, 3))[...] = words
+    return buf[: 3 * h * w].reshape(h, w, 3)
+
+
+class _ThreadState(threading.local):
+    owner: GLRenderer | None = None  # the renderer whose context this thread made current
+
+
+_thread = _ThreadState()
+_egl_lib: Any = None
+
+
+def _egl() -> Any:
+    """The EGL library through ctypes (False when it cannot be loaded)."""
+    global _egl_lib
+    if _egl_lib is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("EGL") or "libEGL.so.1")
+            vp = ctypes.c_void_p
+            lib.eglGetCurrentContext.restype = vp
+            lib.eglGetCurrentContext.argtypes = []
+            lib.eglGetCurrentDisplay.restype = vp
+            lib.eglGetCurrentDisplay.argtypes = []
+            lib.eglMakeCurrent.restype = ctypes.c_uint
+            lib.eglMakeCurrent.argtypes = [vp, vp, vp, vp]
+            _egl_lib = lib
+        except (OSError, AttributeError):
+            _egl_lib = False
+    return _egl_lib
+
+
+def _egl_current() -> int | None:
+    """The calling thread's current EGL context (None when none or EGL is missing)."""
+    lib = _egl()
+    return lib.eglGetCurrentContext() if lib else None
+
+
+def _release_egl() -> None:
+    """Make no EGL context current on the calling thread (before a GLX make-current)."""
+    lib = _egl()
+    if lib and lib.eglGetCurrentContext():
+        lib.eglMakeCurrent(lib.eglGetCurrentDisplay(), None, None, None)
 
 
 def _glfw_mods(mods: int) -> frozenset[str]:

@@ -137,16 +137,27 @@ class PygameRenderer(Renderer):
         title: Window title.
         headless: Offscreen only.
         vsync: Ask SDL for vsync (falls back with a warning where unsupported).
-        antialias: Antialiased shape edges.
+        antialias: Antialiased shape edges (True) or hard ones (False); ``"msaa"`` is
+            a "gl" setting and raises ValueError here.
     """
 
     backend = "pygame"
     _window_owner: PygameRenderer | None = None
 
     def __init__(
-        self, size: tuple[int, int], title: str, headless: bool, vsync: bool, antialias: bool
+        self,
+        size: tuple[int, int],
+        title: str,
+        headless: bool,
+        vsync: bool,
+        antialias: bool | str,
     ) -> None:
         super().__init__(size, title, headless, vsync, antialias)
+        if self.antialias == "msaa":
+            raise ValueError(
+                "antialias='msaa' is only available with backend='gl'; the 'pygame' backend "
+                "antialiases edges analytically with antialias=True"
+            )
         self._window: pygame.Surface | None = None
         if not headless:
             if PygameRenderer._window_owner is not None:
@@ -168,7 +179,7 @@ class PygameRenderer(Renderer):
             PygameRenderer._window_owner = self
         self._target = _rgb_surface(size)
         self._finished = _rgb_surface(size)
-        self._canvas = PygameCanvas(self._camera, self._target, antialias)
+        self._canvas = PygameCanvas(self._camera, self._target, bool(self.antialias))
 
     @property
     def canvas(self) -> PygameCanvas:

@@ -2,7 +2,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import BACKENDS, cartpole_world, edge_mask, make_world, prop
+from render_helpers import BACKENDS, cartpole_world, edge_mask, make_world, prop
 
 import kelab as ke
 

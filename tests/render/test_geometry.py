@@ -1,0 +1,64 @@
+"""Batched geometry: convex widths, feathered (antialiased) polygons and rings."""
+
+import numpy as np
+
+from kelab.render.geometry import (
+    circle_polygons,
+    convex_widths,
+    feathered_polygons,
+    feathered_rings,
+    inset_polygons,
+)
+
+
+def _rect(x0, y0, x1, y1):
+    return np.array([[[x0, y0], [x1, y0], [x1, y1], [x0, y1]]], dtype=float)
+
+
+def test_convex_widths():
+    polys = np.concatenate([_rect(0, 0, 10, 4), _rect(0, 0, 3, 3)])
+    np.testing.assert_allclose(convex_widths(polys), [4.0, 3.0])
+    disc = circle_polygons(np.zeros((1, 2)), np.array([5.0]))
+    assert 9.8 < convex_widths(disc)[0] < 10.2
+    assert convex_widths(np.zeros((1, 4, 2)))[0] == 0.0  # a point
+
+
+def test_feathered_rectangle_core_and_fringe():
+    tris, alpha = feathered_polygons(_rect(0, 0, 10, 4))
+    assert tris.shape == (2 * 3 + 4 * 6, 2) and alpha.shape == (30,)
+    core = tris[:6]
+    assert np.all(alpha[:6] == 1.0)  # opaque core, inset by half a pixel
+    assert core[:, 0].min() == 0.5 and core[:, 0].max() == 9.5
+    fringe, fa = tris[6:], alpha[6:]
+    outer = fringe[fa == 0.0]  # the outline pushed out by half a pixel, transparent
+    assert outer[:, 0].min() == -0.5 and outer[:, 1].max() == 4.5
+    assert set(np.unique(fa)) == {0.0, 1.0}
+
+
+def test_thin_shapes_fade_instead_of_growing():
+    # a 0.5 px thin bar: the core collapses to the middle line with a lower peak that
+    # keeps its ink (integral of the tent = true area)
+    tris, alpha = feathered_polygons(_rect(0, 0, 20, 0.5))
+    peak = alpha.max()
+    assert 0.5 < peak < 1.0
+    np.testing.assert_allclose(peak * (0.5 + 1.0) / 2.0, 0.5)
+    core = tris[:6]
+    np.testing.assert_allclose(core[:, 1], 0.25)
+
+
+def test_inset_accepts_per_polygon_distances_and_grows_without_clamp():
+    polys = np.concatenate([_rect(0, 0, 10, 10), _rect(0, 0, 4, 4)])
+    inner = inset_polygons(polys, np.array([1.0, 0.5]))
+    assert inner[0, :, 0].min() == 1.0 and inner[1, :, 0].min() == 0.5
+    tiny = _rect(0, 0, 0.2, 0.2)
+    grown = inset_polygons(tiny, -0.5, clamp=False)
+    np.testing.assert_allclose(grown[0, :, 0].min(), -0.5)
+
+
+def test_feathered_ring_alphas():
+    tris, alpha = feathered_rings(np.array([[0.0, 0.0]]), np.array([10.0]), 2.0)
+    r = np.hypot(tris[:, 0], tris[:, 1])
+    assert alpha.min() == 0.0 and alpha.max() == 1.0
+    assert r[alpha == 0.0].max() > 10.4 and r[alpha == 0.0].min() < 7.6  # both rims fade
+    opaque = r[alpha == 1.0]
+    assert opaque.min() > 8.4 and opaque.max() < 9.7  # 9.5 (and 8.5), area-preserving n-gon
