@@ -1,10 +1,11 @@
-"""Text rasterisation with pygame.font, shared by both backends (cached)."""
+"""Text rasterisation with pygame.freetype, shared by both backends (cached)."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
 
 import pygame
+import pygame.freetype
 
 __all__ = ["TextCache"]
 
@@ -20,26 +21,32 @@ class TextCache:
     """
 
     def __init__(self, capacity: int = 256) -> None:
-        if not pygame.font.get_init():
-            pygame.font.init()
-        self._fonts: dict[int, pygame.font.Font] = {}
+        if not pygame.freetype.get_init():
+            pygame.freetype.init()
+        self._fonts: dict[int, pygame.freetype.Font] = {}
         self._surfaces: OrderedDict[tuple[str, tuple[int, int, int], int], pygame.Surface] = (
             OrderedDict()
         )
         self.capacity = capacity
 
-    def font(self, size: int) -> pygame.font.Font:
-        """Return the default font at ``size`` pixels.
+    def font(self, size: int) -> pygame.freetype.Font:
+        """Return the default font (pygame's bundled sans) for ``size`` pixels.
+
+        FreeType with kerning: pygame.font's renderer spaces small text unevenly
+        ("le ft"). ``size`` keeps pygame.font's meaning of the default font's size, whose
+        glyphs are 0.6875 of the nominal size.
 
         Args:
             size: Font size in pixels.
 
         Returns:
-            A cached ``pygame.font.Font``.
+            A cached ``pygame.freetype.Font``.
         """
         f = self._fonts.get(size)
         if f is None:
-            f = self._fonts[size] = pygame.font.Font(None, size)
+            f = self._fonts[size] = pygame.freetype.Font(None, max(1, round(size * 0.6875)))
+            f.kerning = True
+            f.antialiased = True
         return f
 
     def surface(self, string: str, color: tuple[int, int, int], size: int) -> pygame.Surface:
@@ -58,7 +65,7 @@ class TextCache:
         if surf is not None:
             self._surfaces.move_to_end(key)
             return surf
-        surf = self.font(size).render(string, True, color)  # SRCALPHA, antialiased
+        surf, _ = self.font(size).render(string, color)  # SRCALPHA, antialiased, kerned
         self._surfaces[key] = surf
         if len(self._surfaces) > self.capacity:
             self._surfaces.popitem(last=False)
