@@ -127,6 +127,27 @@ def snapshot_cost(n: int, control_steps: int, layout: str) -> tuple[float, float
     return t1 - t0, t2 - t1, len(snap.to_bytes())
 
 
+def reset_cost(asset: str, layout: str, n: int = 256, k: int = 32, reps: int = 20) -> float:
+    """Microseconds per reset copy: ``set_body_states`` of ``k`` of ``n`` copies on a plane."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry(asset)), at="/World/Robot")
+    w = ke.World(b.build(), num_envs=n, layout=layout)
+    for _ in range(5):
+        w.step(DT)
+    poses, vels = w.body_poses, w.body_velocities
+    rng = np.random.default_rng(0)
+    spent = 0.0
+    for _ in range(reps):
+        ids = np.sort(rng.choice(n, k, replace=False))
+        t0 = time.perf_counter()
+        w.set_body_states(ids, poses[ids], vels[ids])
+        spent += time.perf_counter() - t0
+        w.step(DT)
+    w.close()
+    return spent / (reps * k) * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--envs", type=int, default=1024)
@@ -162,6 +183,13 @@ def main() -> None:
         for k in (1, n):
             s, r, size = snapshot_cost(k, 120, layout)
             print(f"| {layout}, {k} copies | {s * 1e3:.2f} ms | {r * 1e3:.1f} ms | {size:,} |")
+    print()
+    print("| reset (set_body_states), 32 of 256 copies on a plane | isolated | packed |")
+    print("|---|---:|---:|")
+    for name in ("cartpole", "biped"):
+        asset = f"kelab/robot/{name}:v1"
+        iso, pk = (min(reset_cost(asset, lay) for _ in range(3)) for lay in ("isolated", "packed"))
+        print(f"| {name} | {iso:.0f} us per copy | {pk:.0f} us per copy |")
 
 
 if __name__ == "__main__":

@@ -13,13 +13,20 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymunk
+from pymunk._chipmunk_cffi import ffi, lib
 
 from kelab.sim.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
 from kelab.sim.scene import Box, Circle, Polygon, Pose, Scene, Segment
 from kelab.sim.shapes import Material
 
-#: Relative tangential speed (m/s) below which a contact uses static friction.
+#: Tangential sliding speed (m/s) below which a sliding body sticks again (static friction).
 STATIC_SPEED_THRESHOLD = 0.01
+#: Tangential sliding speed (m/s) above which a sticking body slides (dynamic friction);
+#: above STATIC_SPEED_THRESHOLD: a little hysteresis, so a creeping contact does not flicker.
+SLIDE_SPEED_THRESHOLD = 0.02
+#: Shape collision types of the friction model (docs/world.md, "Materials").
+MOVING_TYPE = 1
+OTHER_STATIC_TYPE = 2
 #: Half length of a prismatic groove without limits, metres.
 UNLIMITED_TRAVEL = 1.0e4
 
@@ -65,6 +72,14 @@ class Layout:
     groups: np.ndarray  # (n_bodies,) collision group of each body's shapes
     joints: tuple[JointLayout, ...]
     needs_handler: bool  # static != dynamic friction, or restitutions differ
+    # the friction model (needs_handler): per body, the pymunk friction/elasticity of its
+    # shapes while sticking / sliding (moving bodies: the combined coefficient with the
+    # main static material, whose shapes carry 1.0; other bodies: sqrt of their own)
+    stick_value: np.ndarray  # (n_bodies,)
+    slide_value: np.ndarray  # (n_bodies,)
+    bounce_value: np.ndarray  # (n_bodies,)
+    main_static: np.ndarray  # (n_bodies,) bool: a static body of the main static material
+    callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
 
 
 def _rotate(v: tuple[float, float], angle: float) -> tuple[float, float]:
@@ -112,6 +127,7 @@ def make_layout(scene: Scene) -> Layout:
         len({m.restitution for m in mats}) > 1
     )
     initial = np.array([(b.pose.x, b.pose.y, b.pose.angle) for b in bodies], dtype=np.float64)
+    model = _friction_model(scene, dynamic, groups, needs)
     return Layout(
         body_paths=paths,
         joint_paths=tuple(j.path for j in scene.joints),
@@ -127,7 +143,115 @@ def make_layout(scene: Scene) -> Layout:
         groups=groups,
         joints=joints,
         needs_handler=needs,
+        **model,
     )
+
+
+def _friction_model(scene: Scene, dynamic: np.ndarray, groups: np.ndarray, needs: bool) -> dict:
+    """Per-body shape values of the callback-free static/dynamic friction model.
+
+    The main static material is the one of most static shapes (ties: the first). Its
+    shapes carry friction and elasticity 1.0, so a contact of a moving shape with them
+    uses the moving shape's value alone: the Box2D combination with that material,
+    ``sqrt(mu_a * mu_b)`` of the static or the dynamic coefficients (the regime is chosen
+    per moving body after every step, see World._update_friction) and ``max(e_a, e_b)``.
+    Contacts that this cannot express (two moving shapes, a moving shape and a static
+    shape of another material) keep the ``pre_solve`` callback, registered for those
+    collision-type pairs only.
+    """
+    bodies = scene.bodies
+    nb = len(bodies)
+    mats = [b.spec.material for b in bodies]
+    stick = np.array([math.sqrt(m.static_friction) for m in mats], dtype=np.float64)
+    slide = np.array([math.sqrt(m.dynamic_friction) for m in mats], dtype=np.float64)
+    bounce = np.array([math.sqrt(m.restitution) for m in mats], dtype=np.float64)
+    main = np.zeros(nb, dtype=bool)
+    pairs: list[tuple[int, int]] = []
+    if needs:
+        keys = [(m.static_friction, m.dynamic_friction, m.restitution) for m in mats]
+        count: dict[tuple[float, float, float], int] = {}
+        for i in np.flatnonzero(~dynamic).tolist():
+            if bodies[i].spec.shapes:
+                count[keys[i]] = count.get(keys[i], 0) + len(bodies[i].spec.shapes)
+        if count:
+            best = max(count.values())
+            gs, gd, gr = next(k for k, v in count.items() if v == best)  # first of the most
+            main = np.array([not dynamic[i] and keys[i] == (gs, gd, gr) for i in range(nb)])
+        else:  # no static shape: nothing for the moving shapes to combine with
+            gs = gd = 1.0
+            gr = 0.0
+        for i in range(nb):
+            m = mats[i]
+            if main[i]:
+                stick[i] = slide[i] = bounce[i] = 1.0
+            elif dynamic[i]:
+                stick[i] = math.sqrt(m.static_friction * gs)
+                slide[i] = math.sqrt(m.dynamic_friction * gd)
+                bounce[i] = max(m.restitution, gr)
+        if len({int(g) for g in groups[dynamic]}) > 1:
+            pairs.append((MOVING_TYPE, MOVING_TYPE))
+        if any(not dynamic[i] and not main[i] and bodies[i].spec.shapes for i in range(nb)):
+            pairs.append((MOVING_TYPE, OTHER_STATIC_TYPE))
+    return {
+        "stick_value": stick,
+        "slide_value": slide,
+        "bounce_value": bounce,
+        "main_static": main,
+        "callback_pairs": tuple(pairs),
+    }
+
+
+def collision_type(layout: Layout, body: int) -> int:
+    """Collision type of a body's shapes under the friction model (0: main static)."""
+    if layout.dynamic[body]:
+        return MOVING_TYPE
+    return 0 if layout.main_static[body] or not layout.needs_handler else OTHER_STATIC_TYPE
+
+
+def apply_values(shapes: list[pymunk.Shape], layout: Layout, body: int) -> None:
+    """Give a body's shapes their initial friction model values (sticking) and type."""
+    f = float(layout.stick_value[body])
+    e = float(layout.bounce_value[body])
+    t = collision_type(layout, body)
+    for s in shapes:
+        lib.cpShapeSetFriction(s._shape, f)
+        lib.cpShapeSetElasticity(s._shape, e)
+        if t:
+            s.collision_type = t
+
+
+def reset_friction(shapes: list[pymunk.Shape], layout: Layout, body: int) -> None:
+    """Give a body's reused shapes their initial (sticking) friction again."""
+    f = float(layout.stick_value[body])
+    for s in shapes:
+        lib.cpShapeSetFriction(s._shape, f)
+
+
+def register_callbacks(space: pymunk.Space, layout: Layout, materials: dict) -> None:
+    """Register ``pre_solve`` for the collision-type pairs the model leaves to it."""
+    for a, b in layout.callback_pairs:
+        space.on_collision(a, b, pre_solve=pre_solve, data=materials)
+
+
+def reset_body(body: pymunk.Body, pose: Pose) -> None:
+    """Put a reused body (no shapes, no constraints, in no space) back to its fresh state.
+
+    A body's state is its pose, velocities, held force/torque and the solver's bias
+    velocities; mass, moment and centre of gravity are zero once its shapes are removed
+    (Chipmunk re-accumulates them from the shapes), exactly as in a new ``pymunk.Body``.
+    ``cpBodyUpdatePosition(body, 0)`` clears the bias velocities (it moves the body by
+    ``(v + v_bias) * 0``), then the pose is set in the order of :func:`make_body`.
+    """
+    ptr = body._body
+    if body.body_type == pymunk.Body.STATIC:
+        return
+    lib.cpBodySetVelocity(ptr, (0.0, 0.0))
+    lib.cpBodySetAngularVelocity(ptr, 0.0)
+    lib.cpBodyUpdatePosition(ptr, 0.0)
+    lib.cpBodySetForce(ptr, (0.0, 0.0))
+    lib.cpBodySetTorque(ptr, 0.0)
+    lib.cpBodySetPosition(ptr, (pose.x, pose.y))
+    lib.cpBodySetAngle(ptr, pose.angle)
 
 
 def _groups(scene: Scene, index: dict[str, int]) -> np.ndarray:
@@ -239,49 +363,99 @@ def _apply_material(shapes: list[pymunk.Shape], material: Material) -> None:
 
 
 class CopySpace:
-    """One environment copy: a pymunk Space plus its bodies and constraints."""
+    """One environment copy: a pymunk Space plus its bodies, shapes and constraints.
+
+    The bodies and shapes are created once; :meth:`rebuild` moves them into a fresh
+    Space in their initial state (the same calls as the first build, on bodies put back
+    to their fresh state by :func:`reset_body`) and creates new constraints (their
+    warm-start impulses cannot be cleared), so a rebuilt copy is bit-identical to a new one.
+    """
 
     def __init__(self, scene: Scene, layout: Layout, materials: dict | None) -> None:
-        """Build the copy at its initial configuration (deterministic call sequence)."""
-        space = pymunk.Space()
-        space.gravity = tuple(scene.gravity)
-        # cached arbiters == arbiters touching in the last step (exact contact forces)
-        space.collision_persistence = 1
-        self.space = space
+        """Create the copy's objects and assemble them at the initial configuration."""
+        self._scene = scene
+        self._layout = layout
+        self._handler = materials is not None
         self.bodies: list[pymunk.Body] = []
+        self.body_shapes: list[list[pymunk.Shape]] = []
         self.shape_material: dict[pymunk.Shape, tuple[float, float, float]] = {}
-        self.body_group: list[int] = []
         for i, inst in enumerate(scene.bodies):
             body = make_body(inst.spec, inst.pose)
             shapes = make_shapes(body, inst.spec)
             group = int(layout.groups[i])
+            m = inst.spec.material
             for s in shapes:
                 s.filter = pymunk.ShapeFilter(group=group)
-                m = inst.spec.material
                 self.shape_material[s] = (
                     math.sqrt(m.static_friction),
                     math.sqrt(m.dynamic_friction),
                     m.restitution,
                 )
-            space.add(body, *shapes)
+            if layout.needs_handler:
+                apply_values(shapes, layout, i)
             self.bodies.append(body)
-        self.constraints: list[pymunk.Constraint] = []
-        for jl in layout.joints:
+            self.body_shapes.append(shapes)
+        self.constraints: list = []  # cpConstraint pointers (make_constraints)
+        self.space = self._assemble()
+
+    def _assemble(self) -> pymunk.Space:
+        """Add the (fresh-state) bodies and shapes to a new Space, then new constraints."""
+        space = pymunk.Space()
+        space.gravity = tuple(self._scene.gravity)
+        # cached arbiters == arbiters touching in the last step (exact contact forces)
+        space.collision_persistence = 1
+        self.space = space
+        for body, shapes in zip(self.bodies, self.body_shapes, strict=True):
+            space.add(body, *shapes)
+        self.constraints = []
+        for jl in self._layout.joints:
             self.constraints.extend(self._joint(jl))
-        if materials is not None and layout.needs_handler:
-            space.on_collision(pre_solve=pre_solve, data=self.shape_material)
+        if self._handler and self._layout.needs_handler:
+            register_callbacks(space, self._layout, self.shape_material)
+        return space
+
+    def rebuild(self) -> None:
+        """Make this copy fresh: a new Space with the same objects in their initial state."""
+        old = self.space
+        remove_constraints(old, self.constraints)
+        for shapes in self.body_shapes:
+            old.remove(*shapes)
+        old.remove(*self.bodies)
+        getattr(old, "_removed_shapes", {}).clear()  # pymunk clears it in Space.step (unused)
+        lay = self._layout
+        for i, inst in enumerate(self._scene.bodies):
+            if lay.dynamic[i]:
+                reset_body(self.bodies[i], inst.pose)
+                if lay.needs_handler:
+                    reset_friction(self.body_shapes[i], lay, i)
+        self.space = self._assemble()
 
     def _joint(self, jl: JointLayout) -> list[pymunk.Constraint]:
         a = self.space.static_body if jl.parent < 0 else self.bodies[jl.parent]
         out = make_constraints(jl, a, self.bodies[jl.child])
-        self.space.add(*out)
+        add_constraints(self.space, out)
         return out
+
+
+def _free_constraint(ptr: object) -> None:
+    # as pymunk does for its own constraints: leave the space first (if still in one)
+    space = lib.cpConstraintGetSpace(ptr)
+    if space != ffi.NULL:
+        lib.cpSpaceRemoveConstraint(space, ptr)
+    lib.cpConstraintFree(ptr)
 
 
 def make_constraints(
     jl: JointLayout, a: pymunk.Body, b: pymunk.Body, shift: tuple[float, float] | None = None
-) -> list[pymunk.Constraint]:
-    """Return the pymunk constraints of one joint between ``a`` (parent) and ``b`` (child).
+) -> list:
+    """Return the Chipmunk constraints of one joint between ``a`` (parent) and ``b`` (child).
+
+    They are plain ``cpConstraint`` pointers (freed when garbage collected, leaving their
+    space first), created with the C constructors that pymunk's constraint classes call,
+    without pymunk's Python wrappers: a reset creates them anew for every reset copy
+    (their warm-start impulses cannot be cleared) and the wrappers cost more than the
+    constraints. Add them with :func:`add_constraints`. Nothing outside kelab.sim sees
+    them (pymunk's ``Space.constraints`` does not list them).
 
     Args:
         jl: The joint's constant geometry.
@@ -293,12 +467,13 @@ def make_constraints(
     px, py = jl.anchor_parent
     if shift is not None:
         px, py = px + shift[0], py + shift[1]
-    out: list[pymunk.Constraint] = []
+    pa, pb = a._body, b._body
+    out: list = []
     if jl.kind == "revolute":
-        out.append(pymunk.PivotJoint(a, b, (px, py), jl.anchor_child))
+        out.append(lib.cpPivotJointNew2(pa, pb, (px, py), jl.anchor_child))
     elif jl.kind == "fixed":
-        out.append(pymunk.PivotJoint(a, b, (px, py), jl.anchor_child))
-        out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
+        out.append(lib.cpPivotJointNew2(pa, pb, (px, py), jl.anchor_child))
+        out.append(lib.cpGearJointNew(pa, pb, jl.rel_angle0, 1.0))
     elif jl.kind == "prismatic":
         lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
         ax, ay = jl.axis
@@ -309,20 +484,34 @@ def make_constraints(
             qx, qy = jl.anchor_parent
             ga = (qx + ax * lo + shift[0], qy + ay * lo + shift[1])
             gb = (qx + ax * hi + shift[0], qy + ay * hi + shift[1])
-        out.append(pymunk.GrooveJoint(a, b, ga, gb, jl.anchor_child))
-        out.append(pymunk.GearJoint(a, b, jl.rel_angle0, 1.0))
+        out.append(lib.cpGrooveJointNew(pa, pb, ga, gb, jl.anchor_child))
+        out.append(lib.cpGearJointNew(pa, pb, jl.rel_angle0, 1.0))
     elif jl.kind == "spring":
         out.append(
-            pymunk.DampedSpring(
-                a, b, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping
+            lib.cpDampedSpringNew(
+                pa, pb, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping
             )
         )
     if jl.kind == "revolute" and jl.limits is not None:
         lo, hi = jl.limits
-        out.append(pymunk.RotaryLimitJoint(a, b, lo + jl.rel_angle0, hi + jl.rel_angle0))
+        out.append(lib.cpRotaryLimitJointNew(pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0))
     for c in out:
-        c.collide_bodies = False
-    return out
+        lib.cpConstraintSetCollideBodies(c, 0)
+    return [ffi.gc(c, _free_constraint) for c in out]
+
+
+def add_constraints(space: pymunk.Space, constraints: list) -> None:
+    """Add constraints made by :func:`make_constraints` to a space, in order."""
+    ptr = space._space
+    for c in constraints:
+        lib.cpSpaceAddConstraint(ptr, c)
+
+
+def remove_constraints(space: pymunk.Space, constraints: list) -> None:
+    """Remove constraints made by :func:`make_constraints` from a space, in order."""
+    ptr = space._space
+    for c in constraints:
+        lib.cpSpaceRemoveConstraint(ptr, c)
 
 
 def build_copy(scene: Scene, layout: Layout) -> CopySpace:

@@ -35,9 +35,15 @@ ARB = (
     | pbatch.ArbiterFields.BODY_B_ID
     | pbatch.ArbiterFields.TOTAL_IMPULSE
     | pbatch.ArbiterFields.NORMAL
+    | pbatch.ArbiterFields.CONTACT_COUNT
+    | pbatch.ArbiterFields.POINT_A_1
+    | pbatch.ArbiterFields.POINT_A_2
 )
+#: Floats per arbiter in an ARB read: impulse x, y, normal x, y, point 1 x, y, point 2 x, y.
+ARB_FLOATS = 8
 GET = ffi.addressof(lib, "pmSpaceBodyGetIteratorFuncBatched")
 SET = ffi.addressof(lib, "pmSpaceBodySetIteratorFuncBatched")
+ARB_ITER = ffi.addressof(lib, "pmSpaceArbiterIteratorFuncBatched")
 
 
 class BatchRows:
@@ -82,10 +88,22 @@ class BatchRows:
 
 
 def sum_arbiters(buf: pbatch.Buffer) -> tuple[np.ndarray, np.ndarray]:
-    """Return (body ids ``(k, 2)`` uint64, floats ``(k, 4)``: impulse x, y, normal x, y)."""
-    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).astype(np.uint64).reshape(-1, 2)
-    fl = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, 4)
+    """Return (ints ``(k, 3)`` uint64: body A id, body B id, contact count; floats ``(k, 8)``).
+
+    Floats: total impulse x, y, normal x, y, contact point 1 x, y, point 2 x, y (points
+    on shape A's surface, space coordinates; point 2 is meaningful when the count is 2).
+    """
+    ints = np.frombuffer(buf.int_buf(), dtype=np.uintp).astype(np.uint64).reshape(-1, 3)
+    fl = np.frombuffer(buf.float_buf(), dtype=np.float64).reshape(-1, ARB_FLOATS)
     return ints, fl
+
+
+def set_shape_values(shapes: list[list[pymunk.Shape]], values: np.ndarray) -> None:
+    """Set the friction of each list of shapes (one C call per shape, no Python wrapper)."""
+    setf = lib.cpShapeSetFriction
+    for own, v in zip(shapes, values.tolist(), strict=True):
+        for s in own:
+            setf(s._shape, v)
 
 
 def nearest_body(
@@ -148,6 +166,8 @@ class IsolatedBackend:
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [c.space._space for c in self._copies]
+        #: Copy origins along x in their space (0: every copy has its own space).
+        self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
         self._threads = num_threads
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
@@ -203,9 +223,13 @@ class IsolatedBackend:
     def rebuild(self, ids: np.ndarray) -> None:
         """Make copies ``ids`` fresh (initial configuration, no history)."""
         for c in ids.tolist():
-            self._copies[c] = build_copy(self._scene, self._layout)
+            self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
             self._ptrs[c] = self._copies[c].space._space
-        self._ids_dirty = True
+
+    def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
+        nb = self._nb
+        set_shape_values([self._copies[r // nb].body_shapes[r % nb] for r in rows.tolist()], values)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""
@@ -241,14 +265,23 @@ class IsolatedBackend:
             self._ids_dirty = False
         return self._id_sorted, self._id_order
 
-    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Last step's arbiters of copies ``ids``: flat rows ``c*nb+b`` of A and B, floats."""
+    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Last step's arbiters of copies ``ids`` (rows ``c*nb+b`` of A and B, counts, floats).
+
+        See :func:`sum_arbiters` for the floats; -1 marks a body of no copy.
+        """
         buf = pbatch.Buffer()
+        data = ffi.new("pmBatchedData *")  # one for all copies (pbatch makes one per call)
+        data.fields = ARB.value
+        data.floatArray = buf._float_arr
+        data.intArray = buf._int_arr
+        each, ptrs = lib.cpSpaceEachCachedArbiter, self._ptrs
         for c in ids.tolist():
-            pbatch.get_space_arbiters(self._copies[c].space, ARB, buf)
+            each(ptrs[c], ARB_ITER, data)
         ints, fl = sum_arbiters(buf)
         table, order = self._id_table()
-        return lookup(table, order, ints[:, 0]), lookup(table, order, ints[:, 1]), fl
+        ra = lookup(table, order, ints[:, 0])
+        return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

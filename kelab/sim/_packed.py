@@ -42,12 +42,26 @@ from pymunk._chipmunk_cffi import ffi, lib
 
 from kelab.sim._compile import (
     Layout,
+    add_constraints,
+    apply_values,
     make_body,
     make_constraints,
     make_shapes,
-    pre_solve,
+    register_callbacks,
+    reset_body,
+    reset_friction,
 )
-from kelab.sim._isolated import ARB, FORCE, GET, READ, SET, lookup, nearest_body, sum_arbiters
+from kelab.sim._isolated import (
+    ARB,
+    FORCE,
+    GET,
+    READ,
+    SET,
+    lookup,
+    nearest_body,
+    set_shape_values,
+    sum_arbiters,
+)
 from kelab.sim.scene import Box, Scene
 
 #: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
@@ -228,12 +242,13 @@ class _Shard:
                 s.filter = pymunk.ShapeFilter(categories=GROUND_BIT, mask=_ALL)
                 shapes.append(s)
                 self.materials[s] = plan.mat[b]
+            if lay.needs_handler:
+                apply_values(shapes, lay, b)
             self._add_static(body, shapes)
             self.shared[b] = body
         # per-copy statics (never rebuilt), then the moving parts
         nb = len(lay.body_paths)
         self.bodies: list[list[pymunk.Body | None]] = [[None] * nb for _ in range(n)]
-        self.parts: list[tuple[list, list, list]] = [([], [], []) for _ in range(n)]
         for cl in range(n):
             c = int(copies[cl])
             for b in plan.per_copy_static:
@@ -246,15 +261,20 @@ class _Shard:
                 for s in shapes:
                     s.filter = plan.copy_filter(c, b)
                     self.materials[s] = plan.mat[b]
+                if lay.needs_handler:
+                    apply_values(shapes, lay, b)
                 self._add_static(body, shapes)
                 self.bodies[cl][b] = body
+        # per copy: moving bodies, their shapes (one list per body), constraints
+        self.parts: list[tuple[list, list, list]] = []
         for cl in range(n):
-            self._add_moving(cl)
+            self.parts.append(self._create_moving(cl))
+            self._add_moving(cl, first=True)
         self.slot_copy = np.arange(n)  # local copy at each block of the body array
         self.copy_slot = np.arange(n)
         self.in_order = True  # slot_copy is the identity (no partial reset yet)
         if lay.needs_handler:
-            space.on_collision(pre_solve=pre_solve, data=self.materials)
+            register_callbacks(space, lay, self.materials)
         kd = plan.moving.size
         self.kd = kd
         self.nbodies = n * kd + 1 + len(self.shared) + n * len(plan.per_copy_static)
@@ -280,29 +300,56 @@ class _Shard:
             self._static_id += 1
             self.space.add(s)
 
-    def _add_moving(self, cl: int) -> None:
-        """Build local copy ``cl``'s moving bodies, shapes and constraints (fresh)."""
+    def _create_moving(self, cl: int) -> tuple[list, list, list]:
+        """Create local copy ``cl``'s moving bodies and shapes (once; reused by rebuilds)."""
         plan = self.plan
         lay = plan.layout
         c = int(self.copies[cl])
-        ox = float(plan.origin_x[c])
-        bodies, shapes, cons = [], [], []
-        lib.cpSpaceSetShapeIDCounter(self.ptr, cl * plan.moving_shapes)
+        bodies, shapes = [], []
         for b in plan.moving.tolist():
             inst = plan.scene.bodies[b]
             body = make_body(inst.spec, inst.pose)
-            body.position = (ox + inst.pose.x, inst.pose.y)
             own = make_shapes(body, inst.spec)
             filt = plan.copy_filter(c, b)
             for s in own:
                 s.filter = filt
                 self.materials[s] = plan.mat[b]
-            self.space.add(body)
-            for s in own:  # hash ids cl * k + j: fixed per copy, below the table size
-                self.space.add(s)
+            if lay.needs_handler:
+                apply_values(own, lay, b)
             self.bodies[cl][b] = body
             bodies.append(body)
-            shapes.extend(own)
+            shapes.append(own)
+        return bodies, shapes, []
+
+    def _add_moving(self, cl: int, first: bool = False) -> None:
+        """Put local copy ``cl``'s moving parts into the space at their initial state.
+
+        The bodies and shapes are the copy's own (fresh state, see ``reset_body``), the
+        constraints new (their warm-start impulses cannot be cleared).
+        """
+        plan = self.plan
+        lay = plan.layout
+        c = int(self.copies[cl])
+        ox = float(plan.origin_x[c])
+        bodies, shapes, _ = self.parts[cl]
+        ptr = self.ptr
+        lib.cpSpaceSetShapeIDCounter(ptr, cl * plan.moving_shapes)
+        for k, b in enumerate(plan.moving.tolist()):
+            pose = plan.scene.bodies[b].pose
+            body = bodies[k]
+            # the same calls as make_body, at the copy's origin
+            lib.cpBodySetPosition(body._body, (ox + pose.x, pose.y))
+            lib.cpBodySetAngle(body._body, pose.angle)
+            # hash ids cl * k + j: fixed per copy, below the table size. A rebuild re-adds
+            # the bodies and shapes pymunk already lists with the same C calls, without
+            # its Python bookkeeping (they were never out of its registry for long).
+            if first:
+                self.space.add(body, *shapes[k])
+            else:
+                lib.cpSpaceAddBody(ptr, body._body)
+                for s in shapes[k]:
+                    lib.cpSpaceAddShape(ptr, s._shape)
+        cons = []
         for jl in lay.joints:
             if jl.parent < 0:
                 a, shift = self.space.static_body, (ox, 0.0)
@@ -315,21 +362,29 @@ class _Shard:
             child = self.bodies[cl][jl.child]
             assert a is not None and child is not None  # built above
             out = make_constraints(jl, a, child, shift)
-            self.space.add(*out)
+            add_constraints(self.space, out)
             cons.extend(out)
         self.parts[cl] = (bodies, shapes, cons)
 
     def rebuild(self, locals_: np.ndarray) -> None:
         """Make local copies fresh: remove their moving parts back to front, re-add them."""
+        plan = self.plan
+        lay = plan.layout
+        moving = plan.moving.tolist()
+        ptr = self.ptr
         for cl in locals_.tolist():
             bodies, shapes, cons = self.parts[cl]
             for con in reversed(cons):
-                self.space.remove(con)
-            for s in shapes:
-                self.materials.pop(s, None)
-                self.space.remove(s)
+                lib.cpSpaceRemoveConstraint(ptr, con)
+            for own in shapes:
+                for s in own:
+                    lib.cpSpaceRemoveShape(ptr, s._shape)
             for body in reversed(bodies):
-                self.space.remove(body)
+                lib.cpSpaceRemoveBody(ptr, body._body)
+            for k, b in enumerate(moving):
+                reset_body(bodies[k], plan.scene.bodies[b].pose)
+                if lay.needs_handler:
+                    reset_friction(shapes[k], lay, b)
             # the last block moved into this copy's slot; this copy goes last
             slot = self.copy_slot[cl]
             last = self.slot_copy.size - 1
@@ -424,6 +479,9 @@ class PackedBackend:
             else mv
         )
         self._dt = 0.0
+        #: Copy origins along x in their shard's space.
+        self.origin_x = self._plan.origin_x
+        self._moving_index = {b: k for k, b in enumerate(mv.tolist())}
         self.rebuild(np.arange(num_envs))
 
     # ------------------------------------------------------------------ state
@@ -496,38 +554,55 @@ class PackedBackend:
         fresh = getattr(self, "_shards", None) is None
         if fresh:
             self._shards = [_Shard(self._plan, part) for part in self._split]
+            self._id_dirty = True
         else:
             hit = np.zeros(self._n, dtype=bool)
             hit[ids] = True
             for k, part in enumerate(self._split):
                 mask = hit[part]
-                if mask.all():
+                if mask.all():  # a new space: new bodies, new ids
                     self._shards[k] = _Shard(self._plan, part)
-                elif mask.any():
+                    self._id_dirty = True
+                elif mask.any():  # the same bodies (same ids) re-added
                     self._shards[k].rebuild(self._local[part[mask]])
         self._forces[ids] = 0.0
-        self._id_dirty = True
         # a rebuilt shard has a fresh buffer, a partial rebuild moves blocks: rewrite all
         self._pending = [True] * len(self._split)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
-        """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""
+        """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``.
+
+        Per-body Chipmunk setters (the calls of pymunk's property setters, without their
+        Python wrappers); a batch write would rewrite every copy of the shard.
+        """
         mv = self._plan.moving.tolist()
         ox = self._plan.origin_x
+        set_angle, set_pos = lib.cpBodySetAngle, lib.cpBodySetPosition
+        set_vel, set_w = lib.cpBodySetVelocity, lib.cpBodySetAngularVelocity
+        p = poses[:, mv].tolist()
+        v = vels[:, mv].tolist()
         for row, c in enumerate(ids.tolist()):
             shard = self._shards[self._shard_of[c]]
-            bodies = shard.bodies[self._local[c]]
+            ptrs = [body._body for body in shard.parts[self._local[c]][0]]
+            o = float(ox[c])
             # angle first: setting the angle turns a body about its centre of gravity
-            for b in mv:
-                body = bodies[b]
-                assert body is not None
-                body.angle = float(poses[row, b, 2])
-            for b in mv:
-                body = bodies[b]
-                assert body is not None
-                body.position = (float(ox[c] + poses[row, b, 0]), float(poses[row, b, 1]))
-                body.velocity = (float(vels[row, b, 0]), float(vels[row, b, 1]))
-                body.angular_velocity = float(vels[row, b, 2])
+            for ptr, (_, _, a) in zip(ptrs, p[row], strict=True):
+                set_angle(ptr, a)
+            for ptr, (x, y, _), (vx, vy, w) in zip(ptrs, p[row], v[row], strict=True):
+                set_pos(ptr, (o + x, y))
+                set_vel(ptr, (vx, vy))
+                set_w(ptr, w)
+
+    def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
+        nb = self._nb
+        index = self._moving_index
+        shapes = []
+        for r in rows.tolist():
+            c, b = divmod(r, nb)
+            shard = self._shards[self._shard_of[c]]
+            shapes.append(shard.parts[self._local[c]][1][index[b]])
+        set_shape_values(shapes, values)
 
     # ------------------------------------------------------------------ contacts, rays
     def _id_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -550,8 +625,11 @@ class PackedBackend:
             self._id_dirty = False
         return self._table[0], self._table[1], np.zeros(0)
 
-    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Last step's arbiters of all copies: flat rows ``c*nb+b`` of A and B, floats."""
+    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Last step's arbiters of all copies (rows ``c*nb+b`` of A and B, counts, floats).
+
+        See ``sum_arbiters`` for the floats; -1 marks a body of no copy.
+        """
         buf = pbatch.Buffer()
         for shard in self._shards:
             pbatch.get_space_arbiters(shard.space, ARB, buf)
@@ -567,7 +645,7 @@ class PackedBackend:
             ok = shared & (copy >= 0)
             mine[ok] = copy[ok] * nb + (-2 - mine[ok])
             mine[shared & ~ok] = -1
-        return ra, rb, fl
+        return ra, rb, ints[:, 2].astype(np.int64), fl
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

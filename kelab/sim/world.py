@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from kelab.sim._compile import Layout, make_layout
+from kelab.sim._compile import (
+    SLIDE_SPEED_THRESHOLD,
+    STATIC_SPEED_THRESHOLD,
+    Layout,
+    make_layout,
+)
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
 from kelab.sim.scene import Scene
@@ -137,6 +142,13 @@ class World:
             j.kind == "prismatic" and j.parent >= 0 and j.actuator != "none" for j in lay.joints
         )
         self._rolling = bool((lay.roll_radius > 0).any())
+        # static/dynamic friction without a callback: per moving body, stick (True) or
+        # slide, decided after every step from its contacts with the main static material
+        # (bodies whose two values differ; nothing to do without a main static material)
+        self._fric_bodies = np.flatnonzero(lay.dynamic & (lay.stick_value != lay.slide_value))
+        self._fric = bool(lay.needs_handler and self._fric_bodies.size and lay.main_static.any())
+        self._stick = np.ones((num_envs, self._nb), dtype=bool)
+        self._arb: tuple | None = None  # the last step's arbiters of every copy, cached
         # effort -> force terms of state-independent actuators: (joint, body, component,
         # coefficient), applied in joint order as out[:, body, component] += e * coefficient
         self._terms: list[tuple[int, int, int, float]] = []
@@ -558,6 +570,8 @@ class World:
 
     def _rebuild(self, ids: np.ndarray) -> None:
         self._backend.rebuild(ids)
+        self._stick[ids] = True  # the rebuilt shapes carry their sticking values
+        self._arb = None
         self._touched[ids] = False
         self._efforts[ids] = 0.0
         self._targets[ids] = 0.0
@@ -660,7 +674,10 @@ class World:
         self._state_valid[stepped] = False
         self._state_valid[done] = True
         self._contacts = None
+        self._arb = None
         self._last_dt = dt
+        if self._fric:
+            self._update_friction(stepped)
         if self._rolling:
             self._read_contacts(ids)
 
@@ -733,13 +750,84 @@ class World:
             self._backend.set_forces(ids, out)
 
     # ------------------------------------------------------------------ contacts
+    def _arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The last step's arbiters of copies ``ids`` (read once per step for all copies)."""
+        if ids.size != self._n:
+            return self._backend.arbiters(ids)
+        if self._arb is None:
+            self._arb = self._backend.arbiters(self._all)
+        return self._arb
+
+    def _update_friction(self, ids: np.ndarray) -> None:
+        """Choose static or dynamic friction per moving body for the next step (batched).
+
+        A moving body sticks (its shapes carry the static combination with the main static
+        material) while the tangential speed at its contacts with that material stays at
+        most ``SLIDE_SPEED_THRESHOLD``; it slides (dynamic combination) above that, until
+        the speed drops below ``STATIC_SPEED_THRESHOLD``. A body without such a contact
+        in the last step sticks (as after a reset). The speed is that of the body's point
+        at each contact point of the last step, from its velocities after the step, so the
+        choice lags the contact by one step (docs/world.md, "Materials"). Only bodies whose
+        regime changed get new values (one C call per shape).
+        """
+        lay = self._layout
+        nb = self._nb
+        ra, rb, count, fl = self._arbiters(ids)
+        flat_stick = self._stick.reshape(-1)
+        rows_all = (ids[:, None] * nb + self._fric_bodies[None, :]).reshape(-1)
+        speed = np.zeros(self._n * nb)
+        seen = np.zeros(self._n * nb, dtype=bool)
+        if ra.size:
+            ok = (ra >= 0) & (rb >= 0)
+            ba, bb = np.where(ok, ra % nb, 0), np.where(ok, rb % nb, 0)
+            moving = lay.dynamic & (lay.stick_value != lay.slide_value)
+            mine_a = ok & moving[ba] & lay.main_static[bb]
+            mine_b = ok & moving[bb] & lay.main_static[ba]
+            sel = mine_a | mine_b
+            if sel.any():
+                rows = np.where(mine_a, ra, rb)[sel]
+                copies = np.unique(rows // nb)
+                stale = copies[~self._state_valid[copies]]
+                if stale.size:  # the state after this step (reading never changes physics)
+                    self._read(stale)
+                f = fl[sel]
+                n = f[:, 2:4]
+                st = self._backend.raw.reshape(-1, 6)[rows]
+                b = rows % nb
+                ca, sa = np.cos(st[:, 2]), np.sin(st[:, 2])
+                cog = lay.cog[b]
+                cx = st[:, 0] + self._backend.origin_x[rows // nb] + ca * cog[:, 0] - sa * cog[:, 1]
+                cy = st[:, 1] + sa * cog[:, 0] + ca * cog[:, 1]
+                best = np.zeros(rows.size)
+                for k, col in enumerate((4, 6)):
+                    rx, ry = f[:, col] - cx, f[:, col + 1] - cy
+                    vx = st[:, 3] - st[:, 5] * ry
+                    vy = st[:, 4] + st[:, 5] * rx
+                    vn = vx * n[:, 0] + vy * n[:, 1]
+                    tx, ty = vx - vn * n[:, 0], vy - vn * n[:, 1]
+                    sp = np.sqrt(tx * tx + ty * ty)
+                    best = np.maximum(best, sp if k == 0 else np.where(count[sel] > 1, sp, 0.0))
+                np.maximum.at(speed, rows, best)
+                seen[rows] = True
+        was = flat_stick[rows_all]
+        sp = speed[rows_all]
+        now = np.where(was, sp <= SLIDE_SPEED_THRESHOLD, sp < STATIC_SPEED_THRESHOLD)
+        now |= ~seen[rows_all]
+        changed = rows_all[now != was]
+        if changed.size:
+            flat_stick[changed] = now[now != was]
+            b = changed % nb
+            self._backend.set_friction(
+                changed, np.where(flat_stick[changed], lay.stick_value[b], lay.slide_value[b])
+            )
+
     def _read_contacts(self, ids: np.ndarray) -> None:
         """Sum the last step's contact impulses per body (force = impulse / dt)."""
         dt = getattr(self, "_last_dt", None)
         contacts = np.zeros((self._n, self._nb, 2))
         normals = np.zeros((self._n, self._nb))
         if dt is not None:
-            ra, rb, fl = self._backend.arbiters(ids)
+            ra, rb, _, fl = self._arbiters(ids)
             if fl.shape[0]:
                 flat = contacts.reshape(-1, 2)
                 nflat = normals.reshape(-1)
@@ -973,6 +1061,8 @@ class World:
         start, which makes it exactly the copy the live World rebuilt there.
         """
         self._backend.rebuild(self._all)
+        self._stick[:] = True
+        self._arb = None
         self._touched[:] = False
         self._normals[:] = 0.0
         self._efforts[:] = 0.0
@@ -997,6 +1087,8 @@ class World:
                 again = start[self._touched[start]]
                 if again.size:
                     self._backend.rebuild(again)
+                    self._stick[again] = True
+                    self._arb = None
                     self._touched[again] = False
                     self._state_valid[again] = False
                 active[start] = True

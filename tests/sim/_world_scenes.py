@@ -30,6 +30,7 @@ def busy_scene(noise: float = 0.05) -> ke.Scene:
     b.imu("imu", ball, ke.SensorConfig(noise=noise))
     b.contact_sensor("touch", "/World/Box0")
     b.rangefinder("range", "/World/Box2", angle=-np.pi / 2, max_range=3.0)
+    b.rangefinder("floor", "/World/Robot/cart", angle=-np.pi / 2, max_range=3.0)
     b.joint_sensor("pole", "/World/Robot/cart_to_pole", ke.SensorConfig(delay=0.02, cutoff_hz=5))
     b.pose_sensor("where", "/World/Box1")
     return b.build()

@@ -1,0 +1,155 @@
+"""Resets reuse the pymunk objects yet stay exact; the callback-free friction model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.sim._compile import MOVING_TYPE, OTHER_STATIC_TYPE, make_layout
+from kelab.sim.assets import Asset
+
+DT = 1 / 120
+LAYOUTS = ("isolated", "packed")
+G = 9.81
+GRIP = ke.Material(static_friction=0.9, dynamic_friction=0.4, restitution=0.3)
+
+
+def _scene() -> ke.Scene:
+    """Joints (cartpole), polygon and circle contacts, static != dynamic friction."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(material=ke.Material(static_friction=0.7, dynamic_friction=0.5)), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    for k in range(3):
+        box = ke.Prop(
+            ke.Box(0.3, 0.2),
+            material=GRIP,
+            initial_pose=ke.Pose(-1.0 + 0.06 * k, 0.12 + 0.3 * k, 0.3 * k),
+        )
+        b.add(box, at=f"/World/Box{k}")
+    ball = ke.Prop(ke.Circle(0.1), material=GRIP, initial_pose=ke.Pose(1.0, 0.5))
+    b.add(ball, at="/World/Ball")
+    return b.build()
+
+
+def _history(w: ke.World, steps: int, phase: float) -> bool:
+    """A long, busy history: efforts, external forces, a state write; True if a body slid."""
+    n = w.num_envs
+    slid = False
+    for t in range(steps):
+        w.set_joint_efforts(np.tile([40.0 * math.sin(t / 7.0 + phase), 0.0], (n, 1)))
+        if t == steps // 3:
+            f = np.zeros((n, len(w.body_names), 2))
+            f[:, 3] = (30.0, 5.0)
+            w.set_body_forces(f)
+        if t == steps // 2:
+            poses, vels = w.body_poses, w.body_velocities
+            vels[:, 3:6, 0] += 2.0
+            w.set_body_states(np.arange(n), poses, vels)
+        w.step(DT)
+        slid = slid or not w._stick.all()
+    return slid
+
+
+def _future(w: ke.World, steps: int) -> np.ndarray:
+    n = w.num_envs
+    out = []
+    for t in range(steps):
+        w.set_joint_efforts(np.tile([25.0 * math.cos(t / 5.0), 0.0], (n, 1)))
+        w.step(DT)
+        out.append(np.concatenate([w.body_poses, w.body_velocities], axis=2).reshape(n, -1))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_reset_after_a_long_history_is_bit_identical_to_a_fresh_copy(layout: str) -> None:
+    old = ke.World(_scene(), num_envs=4, layout=layout)
+    same = ke.World(_scene(), num_envs=4, layout=layout)  # the same history, no reset
+    assert _history(old, 300, 0.0)  # some bodies slid: the friction model was in play
+    _history(same, 300, 0.0)
+    old.reset_envs([1, 2])
+    fresh = ke.World(_scene(), num_envs=4, layout=layout)
+    a, f, s = _future(old, 150), _future(fresh, 150), _future(same, 150)
+    assert np.array_equal(a[:, [1, 2]], f[:, [1, 2]])  # reset == fresh, contacts included
+    assert np.array_equal(a[:, [0, 3]], s[:, [0, 3]])  # the other copies never noticed
+    assert np.abs(a[-1]).max() > 0
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_set_body_states_after_a_history_equals_it_on_a_fresh_world(layout: str) -> None:
+    old = ke.World(_scene(), num_envs=3, layout=layout)
+    _history(old, 200, 1.0)
+    fresh = ke.World(_scene(), num_envs=3, layout=layout)
+    poses = fresh.body_poses[[0, 2]]
+    poses[:, 3:6, 0] += 0.25
+    vels = np.zeros_like(poses)
+    vels[:, 6] = (1.5, 0.0, -15.0)
+    for w in (old, fresh):
+        w.set_body_states([0, 2], poses, vels)
+    a, f = _future(old, 120), _future(fresh, 120)
+    assert np.array_equal(a[:, [0, 2]], f[:, [0, 2]])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_snapshot_mid_slide_restores_the_friction_regimes(layout: str) -> None:
+    w = ke.World(_scene(), num_envs=3, layout=layout)
+    _history(w, 90, 2.0)
+    snap = w.snapshot()
+    regimes = w._stick.copy()
+    future = _future(w, 90)
+    w.restore(snap)
+    assert np.array_equal(w._stick, regimes)  # derived again by the replay
+    assert np.array_equal(_future(w, 90), future)
+    other = ke.World(_scene(), num_envs=3, layout=layout)
+    other.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
+    assert np.array_equal(_future(other, 90), future)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_sliding_block_uses_dynamic_friction_then_sticks(layout: str) -> None:
+    ground = ke.Material(static_friction=0.8, dynamic_friction=0.4)
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(material=ground), at="/")
+    block = ke.Prop(ke.Box(0.2, 0.2), material=ground, initial_pose=ke.Pose(0.0, 0.1))
+    b.add(block, at="/World/Block")
+    w = ke.World(b.build(), layout=layout)
+    poses = w.body_poses
+    vels = np.zeros_like(poses)
+    vels[0, 1] = (3.0, 0.0, 0.0)
+    w.set_body_states([0], poses, vels)
+    w.step(1 / 240)
+    assert not w._stick[0, 1]  # sliding after its first step
+    for _ in range(int(2.0 / (1 / 240))):
+        w.step(1 / 240)
+    travelled = w.body_poses[0, 1, 0]
+    expected = 3.0**2 / (2 * 0.4 * G)  # the dynamic coefficient while it slides
+    assert abs(travelled - expected) / expected < 0.03
+    assert w._stick[0, 1] and abs(w.body_velocities[0, 1, 0]) < 1e-6  # stopped, sticking
+
+
+def test_friction_model_values_and_callback_pairs() -> None:
+    lay = make_layout(_scene())
+    ground, cart, box = 0, 1, 3
+    assert lay.needs_handler and lay.main_static[ground]
+    assert lay.stick_value[ground] == lay.slide_value[ground] == lay.bounce_value[ground] == 1.0
+    assert lay.stick_value[box] == math.sqrt(0.9 * 0.7)  # Box2D: geometric mean
+    assert lay.slide_value[box] == math.sqrt(0.4 * 0.5)
+    assert lay.bounce_value[box] == 0.3 and lay.bounce_value[cart] == 0.0  # max(e_a, e_b)
+    # boxes touch each other: those pairs keep the per-contact callback
+    assert lay.callback_pairs == ((MOVING_TYPE, MOVING_TYPE),)
+    # a static shape of a second material: its contacts keep the callback too
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    wall = ke.Prop(ke.Box(0.1, 1.0), material=GRIP, body_type="static")
+    b.add(wall, at="/World/Wall")
+    b.add(ke.Prop(ke.Circle(0.1), initial_pose=ke.Pose(0.5, 0.5)), at="/World/Ball")
+    lay = make_layout(b.build())
+    assert lay.callback_pairs == ((MOVING_TYPE, OTHER_STATIC_TYPE),)
+    # equal coefficients everywhere: no model, no callback
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(material=ke.Material(0.5, 0.5)), at="/")
+    b.add(ke.Prop(ke.Circle(0.1), material=ke.Material(0.5, 0.5)), at="/World/Ball")
+    lay = make_layout(b.build())
+    assert not lay.needs_handler and lay.callback_pairs == ()
