@@ -82,6 +82,23 @@ class Layout:
     callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
 
 
+
+#: Allowed overlap of touching shapes before pymunk pushes them apart, in metres. pymunk's
+#: default (0.1) is meant for pixel units and lets metre-scale bodies sink 10 cm into the
+#: ground; 2 mm is Box2D's order of magnitude and keeps resting contacts quiet.
+COLLISION_SLOP = 0.002
+
+
+def new_space(gravity: tuple[float, float]) -> pymunk.Space:
+    """Return an empty Space configured the way every World space is (both layouts)."""
+    space = pymunk.Space()
+    space.gravity = tuple(gravity)
+    space.collision_slop = COLLISION_SLOP
+    # cached arbiters == arbiters touching in the last step (exact contact forces)
+    space.collision_persistence = 1
+    return space
+
+
 def _rotate(v: tuple[float, float], angle: float) -> tuple[float, float]:
     c, s = math.cos(angle), math.sin(angle)
     return (c * v[0] - s * v[1], s * v[0] + c * v[1])
@@ -400,10 +417,7 @@ class CopySpace:
 
     def _assemble(self) -> pymunk.Space:
         """Add the (fresh-state) bodies and shapes to a new Space, then new constraints."""
-        space = pymunk.Space()
-        space.gravity = tuple(self._scene.gravity)
-        # cached arbiters == arbiters touching in the last step (exact contact forces)
-        space.collision_persistence = 1
+        space = new_space(self._scene.gravity)
         self.space = space
         for body, shapes in zip(self.bodies, self.body_shapes, strict=True):
             space.add(body, *shapes)

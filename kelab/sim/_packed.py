@@ -47,6 +47,7 @@ from kelab.sim._compile import (
     make_body,
     make_constraints,
     make_shapes,
+    new_space,
     register_callbacks,
     reset_body,
     reset_friction,
@@ -215,9 +216,7 @@ class _Shard:
         self.copies = copies
         n = copies.size
         lay = plan.layout
-        space = pymunk.Space()
-        space.gravity = tuple(plan.scene.gravity)
-        space.collision_persistence = 1
+        space = new_space(plan.scene.gravity)
         space.use_spatial_hash(plan.cell, plan.cells)
         self.space = space
         self.ptr = space._space
