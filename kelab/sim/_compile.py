@@ -82,7 +82,6 @@ class Layout:
     callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
 
 
-
 #: Allowed overlap of touching shapes before pymunk pushes them apart, in metres. pymunk's
 #: default (0.1) is meant for pixel units and lets metre-scale bodies sink 10 cm into the
 #: ground; 2 mm is Box2D's order of magnitude and keeps resting contacts quiet.
@@ -459,6 +458,81 @@ def _free_constraint(ptr: object) -> None:
     lib.cpConstraintFree(ptr)
 
 
+def constraint_calls(
+    jl: JointLayout, pa: object, pb: object, shift: tuple[float, float] | None = None
+) -> list[tuple[object, tuple]]:
+    """Return the Chipmunk constructor calls of one joint, as ``(constructor, args)`` pairs.
+
+    ``pa``/``pb`` are the parent's and the child's ``cpBody`` pointers. The arguments are
+    computed once; :func:`new_constraints` runs the calls (every reset of a reused copy
+    runs the same calls, so its constraints are bit-identical to the first ones).
+
+    Args:
+        jl: The joint's constant geometry.
+        pa: Parent ``cpBody *`` (a space's static body for joints to the ground frame).
+        pb: Child ``cpBody *``.
+        shift: Added to the parent-frame anchor (the copy origin when ``pa`` is the static
+            body of a space shared by several copies); None adds nothing.
+    """
+    px, py = jl.anchor_parent
+    if shift is not None:
+        px, py = px + shift[0], py + shift[1]
+    out: list[tuple[object, tuple]] = []
+    if jl.kind == "revolute":
+        out.append((lib.cpPivotJointNew2, (pa, pb, (px, py), jl.anchor_child)))
+    elif jl.kind == "fixed":
+        out.append((lib.cpPivotJointNew2, (pa, pb, (px, py), jl.anchor_child)))
+        out.append((lib.cpGearJointNew, (pa, pb, jl.rel_angle0, 1.0)))
+    elif jl.kind == "prismatic":
+        lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
+        ax, ay = jl.axis
+        if shift is None:
+            ga = (px + ax * lo, py + ay * lo)
+            gb = (px + ax * hi, py + ay * hi)
+        else:  # the groove in the copy frame, then shifted (same rounding as a lone copy)
+            qx, qy = jl.anchor_parent
+            ga = (qx + ax * lo + shift[0], qy + ay * lo + shift[1])
+            gb = (qx + ax * hi + shift[0], qy + ay * hi + shift[1])
+        out.append((lib.cpGrooveJointNew, (pa, pb, ga, gb, jl.anchor_child)))
+        out.append((lib.cpGearJointNew, (pa, pb, jl.rel_angle0, 1.0)))
+    elif jl.kind == "spring":
+        out.append(
+            (
+                lib.cpDampedSpringNew,
+                (pa, pb, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping),
+            )
+        )
+    if jl.kind == "revolute" and jl.limits is not None:
+        lo, hi = jl.limits
+        out.append((lib.cpRotaryLimitJointNew, (pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0)))
+    return out
+
+
+def new_constraints(calls: list[tuple[object, tuple]], managed: bool = True) -> list:
+    """Run constructor calls of :func:`constraint_calls`; return the new constraints.
+
+    They are plain ``cpConstraint`` pointers with ``collide_bodies`` off, made without
+    pymunk's Python wrappers. ``managed``: freed when garbage collected (leaving their
+    space first); otherwise the caller frees them with :func:`free_constraints`.
+    """
+    off = lib.cpConstraintSetCollideBodies
+    out = []
+    for ctor, args in calls:
+        c = ctor(*args)
+        off(c, 0)
+        out.append(c)
+    if managed:
+        gc, free = ffi.gc, _free_constraint
+        out = [gc(c, free) for c in out]
+    return out
+
+
+def free_constraints(constraints: list) -> None:
+    """Free unmanaged constraints of :func:`new_constraints` (leaving their space first)."""
+    for c in constraints:
+        _free_constraint(c)
+
+
 def make_constraints(
     jl: JointLayout, a: pymunk.Body, b: pymunk.Body, shift: tuple[float, float] | None = None
 ) -> list:
@@ -478,40 +552,7 @@ def make_constraints(
         shift: Added to the parent-frame anchor (the copy origin when ``a`` is the static
             body of a space shared by several copies); None adds nothing.
     """
-    px, py = jl.anchor_parent
-    if shift is not None:
-        px, py = px + shift[0], py + shift[1]
-    pa, pb = a._body, b._body
-    out: list = []
-    if jl.kind == "revolute":
-        out.append(lib.cpPivotJointNew2(pa, pb, (px, py), jl.anchor_child))
-    elif jl.kind == "fixed":
-        out.append(lib.cpPivotJointNew2(pa, pb, (px, py), jl.anchor_child))
-        out.append(lib.cpGearJointNew(pa, pb, jl.rel_angle0, 1.0))
-    elif jl.kind == "prismatic":
-        lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
-        ax, ay = jl.axis
-        if shift is None:
-            ga = (px + ax * lo, py + ay * lo)
-            gb = (px + ax * hi, py + ay * hi)
-        else:  # the groove in the copy frame, then shifted (same rounding as a lone copy)
-            qx, qy = jl.anchor_parent
-            ga = (qx + ax * lo + shift[0], qy + ay * lo + shift[1])
-            gb = (qx + ax * hi + shift[0], qy + ay * hi + shift[1])
-        out.append(lib.cpGrooveJointNew(pa, pb, ga, gb, jl.anchor_child))
-        out.append(lib.cpGearJointNew(pa, pb, jl.rel_angle0, 1.0))
-    elif jl.kind == "spring":
-        out.append(
-            lib.cpDampedSpringNew(
-                pa, pb, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping
-            )
-        )
-    if jl.kind == "revolute" and jl.limits is not None:
-        lo, hi = jl.limits
-        out.append(lib.cpRotaryLimitJointNew(pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0))
-    for c in out:
-        lib.cpConstraintSetCollideBodies(c, 0)
-    return [ffi.gc(c, _free_constraint) for c in out]
+    return new_constraints(constraint_calls(jl, a._body, b._body, shift))
 
 
 def add_constraints(space: pymunk.Space, constraints: list) -> None:

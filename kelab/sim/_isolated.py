@@ -134,6 +134,25 @@ def lookup(table: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray
     return np.where(table[pos] == keys, order[pos], -1)
 
 
+def _main_contacts(
+    table: np.ndarray, vals: np.ndarray, ints: np.ndarray, fl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Select arbiters between a friction body (value >= 0) and the main static (-2).
+
+    ``table``/``vals``: sorted body ids and their friction values (a row ``c*nb+b``,
+    -2 for the main static material, -1 otherwise). Returns ``(rows, count, floats)``.
+    """
+    if table.size == 0 or ints.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), fl[:0]
+    keys = ints[:, 0:2]
+    pos = np.searchsorted(table, keys)
+    np.minimum(pos, table.size - 1, out=pos)
+    code = np.where(table[pos] == keys, vals[pos], -1)
+    lo, hi = code.min(axis=1), code.max(axis=1)
+    sel = (lo == -2) & (hi >= 0)
+    return hi[sel], ints[sel, 2].astype(np.int64), fl[sel]
+
+
 class IsolatedBackend:
     """One pymunk Space per copy (the default layout).
 
@@ -169,6 +188,7 @@ class IsolatedBackend:
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
+        self._fric_vals: np.ndarray | None = None
         self._threads = num_threads
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
 
@@ -263,6 +283,7 @@ class IsolatedBackend:
             self._id_sorted = ids[order]
             self._id_order = order
             self._ids_dirty = False
+            self._fric_vals = None
         return self._id_sorted, self._id_order
 
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -282,6 +303,28 @@ class IsolatedBackend:
         table, order = self._id_table()
         ra = lookup(table, order, ints[:, 0])
         return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
+
+    def friction_arbiters(
+        self, ids: np.ndarray, codes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The last step's contacts between friction bodies and the main static material.
+
+        See ``PackedBackend.friction_arbiters`` (same contract).
+        """
+        buf = pbatch.Buffer()
+        data = ffi.new("pmBatchedData *")
+        data.fields = ARB.value
+        data.floatArray = buf._float_arr
+        data.intArray = buf._int_arr
+        each, ptrs = lib.cpSpaceEachCachedArbiter, self._ptrs
+        for c in ids.tolist():
+            each(ptrs[c], ARB_ITER, data)
+        ints, fl = sum_arbiters(buf)
+        table, order = self._id_table()
+        if self._fric_vals is None:
+            code = codes[order % self._nb]
+            self._fric_vals = np.where(code == 1, order, np.where(code == 2, -2, -1))
+        return _main_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

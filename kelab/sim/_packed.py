@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 import queue
 import threading
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -42,15 +43,14 @@ from pymunk._chipmunk_cffi import ffi, lib
 
 from kelab.sim._compile import (
     Layout,
-    add_constraints,
     apply_values,
+    constraint_calls,
+    free_constraints,
     make_body,
-    make_constraints,
     make_shapes,
+    new_constraints,
     new_space,
     register_callbacks,
-    reset_body,
-    reset_friction,
 )
 from kelab.sim._isolated import (
     ARB,
@@ -58,9 +58,9 @@ from kelab.sim._isolated import (
     GET,
     READ,
     SET,
+    _main_contacts,
     lookup,
     nearest_body,
-    set_shape_values,
     sum_arbiters,
 )
 from kelab.sim.scene import Box, Scene
@@ -208,6 +208,12 @@ class _Plan:
         return pymunk.ShapeFilter(group=group, categories=bit, mask=GROUND_BIT | bit)
 
 
+def _free_parts(parts: list[tuple[list, list, list]]) -> None:
+    """Free the unmanaged constraints of a shard's copies (its finalizer)."""
+    for _, _, cons in parts:
+        free_constraints(cons)
+
+
 class _Shard:
     """One shard: a pymunk Space with copies ``copies`` (global indices, ascending)."""
 
@@ -266,6 +272,10 @@ class _Shard:
                 self.bodies[cl][b] = body
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
+        self.recipe: list[tuple] = [()] * n  # per copy: the C calls of a rebuild
+        # the constraints are unmanaged pointers (a rebuild frees the old ones at once):
+        # free the last ones with the shard (before its space goes, which detaches them)
+        weakref.finalize(self, _free_parts, self.parts)
         for cl in range(n):
             self.parts.append(self._create_moving(cl))
             self._add_moving(cl, first=True)
@@ -323,8 +333,9 @@ class _Shard:
     def _add_moving(self, cl: int, first: bool = False) -> None:
         """Put local copy ``cl``'s moving parts into the space at their initial state.
 
-        The bodies and shapes are the copy's own (fresh state, see ``reset_body``), the
-        constraints new (their warm-start impulses cannot be cleared).
+        The first time with pymunk's own calls; this also records, per copy, the C calls
+        that every rebuild repeats (:meth:`rebuild`): the body pointers with their pose,
+        the shape pointers, and the constraint constructors with their arguments.
         """
         plan = self.plan
         lay = plan.layout
@@ -333,22 +344,19 @@ class _Shard:
         bodies, shapes, _ = self.parts[cl]
         ptr = self.ptr
         lib.cpSpaceSetShapeIDCounter(ptr, cl * plan.moving_shapes)
+        adds = []
         for k, b in enumerate(plan.moving.tolist()):
             pose = plan.scene.bodies[b].pose
             body = bodies[k]
             # the same calls as make_body, at the copy's origin
             lib.cpBodySetPosition(body._body, (ox + pose.x, pose.y))
             lib.cpBodySetAngle(body._body, pose.angle)
-            # hash ids cl * k + j: fixed per copy, below the table size. A rebuild re-adds
-            # the bodies and shapes pymunk already lists with the same C calls, without
-            # its Python bookkeeping (they were never out of its registry for long).
-            if first:
-                self.space.add(body, *shapes[k])
-            else:
-                lib.cpSpaceAddBody(ptr, body._body)
-                for s in shapes[k]:
-                    lib.cpSpaceAddShape(ptr, s._shape)
-        cons = []
+            # hash ids cl * k + j: fixed per copy, below the table size
+            self.space.add(body, *shapes[k])
+            adds.append(
+                (body._body, pose.angle, (ox + pose.x, pose.y), tuple(s._shape for s in shapes[k]))
+            )
+        calls = []
         for jl in lay.joints:
             if jl.parent < 0:
                 a, shift = self.space.static_body, (ox, 0.0)
@@ -360,40 +368,100 @@ class _Shard:
                 a, shift = self.bodies[cl][jl.parent], None
             child = self.bodies[cl][jl.child]
             assert a is not None and child is not None  # built above
-            out = make_constraints(jl, a, child, shift)
-            add_constraints(self.space, out)
-            cons.extend(out)
+            calls.extend(constraint_calls(jl, a._body, child._body, shift))
+        cons = new_constraints(calls, managed=False)
+        add_con = lib.cpSpaceAddConstraint
+        for con in cons:
+            add_con(ptr, con)
         self.parts[cl] = (bodies, shapes, cons)
+        fric = []
+        if lay.needs_handler:
+            for k, b in enumerate(plan.moving.tolist()):
+                f = float(lay.stick_value[b])
+                fric.extend((s._shape, f) for s in shapes[k])
+        # (adds, constraint calls, shape pointers, body pointers, initial frictions)
+        self.recipe[cl] = (
+            adds,
+            calls,
+            [p for add in adds for p in add[3]],
+            [add[0] for add in adds],
+            fric,
+        )
 
     def rebuild(self, locals_: np.ndarray) -> None:
-        """Make local copies fresh: remove their moving parts back to front, re-add them."""
-        plan = self.plan
-        lay = plan.layout
-        moving = plan.moving.tolist()
+        """Make local copies fresh: remove their moving parts back to front, re-add them.
+
+        Per copy: its constraints, shapes and bodies leave the space; each body is put
+        back to a new body's state (see ``reset_body``: velocities, bias velocities, then
+        the pose — with no shapes its centre of gravity is zero,
+        so the angle and position calls leave exactly what ``make_body`` and the first
+        build leave); its shapes get their initial friction; then the bodies and shapes
+        are added with the copy's fixed hash ids and new constraints are made by the
+        recorded constructor calls. Direct Chipmunk calls bound to locals, no pymunk
+        bookkeeping (the objects were never out of its registry for long).
+        """
         ptr = self.ptr
+        rm_con, rm_shape, rm_body = (
+            lib.cpSpaceRemoveConstraint,
+            lib.cpSpaceRemoveShape,
+            lib.cpSpaceRemoveBody,
+        )
+        add_con, add_shape, add_body = (
+            lib.cpSpaceAddConstraint,
+            lib.cpSpaceAddShape,
+            lib.cpSpaceAddBody,
+        )
+        set_v, set_w, update = (
+            lib.cpBodySetVelocity,
+            lib.cpBodySetAngularVelocity,
+            lib.cpBodyUpdatePosition,
+        )
+        free_con = lib.cpConstraintFree
+        set_a, set_p = lib.cpBodySetAngle, lib.cpBodySetPosition
+        set_fric, set_counter = lib.cpShapeSetFriction, lib.cpSpaceSetShapeIDCounter
+        zero = (0.0, 0.0)
+        stride = self.plan.moving_shapes
+        parts, recipe = self.parts, self.recipe
+        slot_copy, copy_slot = self.slot_copy, self.copy_slot
+        last = slot_copy.size - 1
         for cl in locals_.tolist():
-            bodies, shapes, cons = self.parts[cl]
+            bodies, shapes, cons = parts[cl]
+            adds, calls, shape_ptrs, body_ptrs, fric = recipe[cl]
             for con in reversed(cons):
-                lib.cpSpaceRemoveConstraint(ptr, con)
-            for own in shapes:
-                for s in own:
-                    lib.cpSpaceRemoveShape(ptr, s._shape)
-            for body in reversed(bodies):
-                lib.cpSpaceRemoveBody(ptr, body._body)
-            for k, b in enumerate(moving):
-                reset_body(bodies[k], plan.scene.bodies[b].pose)
-                if lay.needs_handler:
-                    reset_friction(shapes[k], lay, b)
+                rm_con(ptr, con)
+                free_con(con)
+            for sp in shape_ptrs:
+                rm_shape(ptr, sp)
+            for bp in reversed(body_ptrs):
+                rm_body(ptr, bp)
+            # a new body's state (see reset_body). Held force and torque are zero
+            # already: they are written right before each step, which clears them.
+            for bp in body_ptrs:
+                set_v(bp, zero)
+                set_w(bp, 0.0)
+                update(bp, 0.0)
+            for sp, f in fric:
+                set_fric(sp, f)
             # the last block moved into this copy's slot; this copy goes last
-            slot = self.copy_slot[cl]
-            last = self.slot_copy.size - 1
-            moved = self.slot_copy[last]
-            self.slot_copy[slot] = moved
-            self.copy_slot[moved] = slot
-            self.slot_copy[last] = cl
-            self.copy_slot[cl] = last
+            slot = copy_slot[cl]
+            moved = slot_copy[last]
+            slot_copy[slot] = moved
+            copy_slot[moved] = slot
+            slot_copy[last] = cl
+            copy_slot[cl] = last
+            set_counter(ptr, cl * stride)
+            for bp, angle, pos, sps in adds:
+                set_a(bp, angle)
+                set_p(bp, pos)
+                add_body(ptr, bp)
+                for sp in sps:
+                    add_shape(ptr, sp)
+            cons = new_constraints(calls, managed=False)
+            for con in cons:
+                add_con(ptr, con)
+            parts[cl] = (bodies, shapes, cons)
+        if locals_.size:
             self.in_order = False
-            self._add_moving(cl)
 
     def read(self) -> np.ndarray:
         """Batch-read the shard: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
@@ -480,7 +548,7 @@ class PackedBackend:
         self._dt = 0.0
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
-        self._moving_index = {b: k for k, b in enumerate(mv.tolist())}
+        self._fric_vals: np.ndarray | None = None
         self.rebuild(np.arange(num_envs))
 
     # ------------------------------------------------------------------ state
@@ -513,10 +581,11 @@ class PackedBackend:
 
         The shard threads copy them into their shard's batch buffer at the next step.
         """
-        self._forces[ids] = forces
-        if ids.size == self._n:
+        if ids.size == self._n:  # every copy: a plain copy, no fancy indexing
+            self._forces[...] = forces
             self._pending = [True] * len(self._split)
         else:
+            self._forces[ids] = forces
             for k in np.unique(self._shard_of[ids]).tolist():
                 self._pending[k] = True
 
@@ -553,7 +622,8 @@ class PackedBackend:
         fresh = getattr(self, "_shards", None) is None
         if fresh:
             self._shards = [_Shard(self._plan, part) for part in self._split]
-            self._id_dirty = True
+            self._id_dirty = self._shapes_dirty = True
+            self._fric_vals = None
         else:
             hit = np.zeros(self._n, dtype=bool)
             hit[ids] = True
@@ -561,7 +631,8 @@ class PackedBackend:
                 mask = hit[part]
                 if mask.all():  # a new space: new bodies, new ids
                     self._shards[k] = _Shard(self._plan, part)
-                    self._id_dirty = True
+                    self._id_dirty = self._shapes_dirty = True
+                    self._fric_vals = None
                 elif mask.any():  # the same bodies (same ids) re-added
                     self._shards[k].rebuild(self._local[part[mask]])
         self._forces[ids] = 0.0
@@ -575,33 +646,43 @@ class PackedBackend:
         Python wrappers); a batch write would rewrite every copy of the shard.
         """
         mv = self._plan.moving.tolist()
-        ox = self._plan.origin_x
+        ox = self._plan.origin_x.tolist()
         set_angle, set_pos = lib.cpBodySetAngle, lib.cpBodySetPosition
         set_vel, set_w = lib.cpBodySetVelocity, lib.cpBodySetAngularVelocity
         p = poses[:, mv].tolist()
         v = vels[:, mv].tolist()
-        for row, c in enumerate(ids.tolist()):
-            shard = self._shards[self._shard_of[c]]
-            ptrs = [body._body for body in shard.parts[self._local[c]][0]]
-            o = float(ox[c])
+        shards, shard_of, local = self._shards, self._shard_of.tolist(), self._local.tolist()
+        for c, prow, vrow in zip(ids.tolist(), p, v, strict=True):
+            ptrs = shards[shard_of[c]].recipe[local[c]][3]
+            o = ox[c]
             # angle first: setting the angle turns a body about its centre of gravity
-            for ptr, (_, _, a) in zip(ptrs, p[row], strict=True):
+            for ptr, (_, _, a) in zip(ptrs, prow, strict=True):
                 set_angle(ptr, a)
-            for ptr, (x, y, _), (vx, vy, w) in zip(ptrs, p[row], v[row], strict=True):
+            for ptr, (x, y, _), (vx, vy, w) in zip(ptrs, prow, vrow, strict=True):
                 set_pos(ptr, (o + x, y))
                 set_vel(ptr, (vx, vy))
                 set_w(ptr, w)
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
-        nb = self._nb
-        index = self._moving_index
-        shapes = []
-        for r in rows.tolist():
-            c, b = divmod(r, nb)
-            shard = self._shards[self._shard_of[c]]
-            shapes.append(shard.parts[self._local[c]][1][index[b]])
-        set_shape_values(shapes, values)
+        table = self._shape_table()
+        setf = lib.cpShapeSetFriction
+        for r, v in zip(rows.tolist(), values.tolist(), strict=True):
+            for sp in table[r]:
+                setf(sp, v)
+
+    def _shape_table(self) -> list[tuple]:
+        """Shape pointers of every body row ``copy * nb + body`` (moving bodies; cached)."""
+        if self._shapes_dirty:
+            nb = self._nb
+            table: list[tuple] = [()] * (self._n * nb)
+            for shard in self._shards:
+                for cl, c in enumerate(shard.copies.tolist()):
+                    for b, own in zip(self._plan.moving.tolist(), shard.parts[cl][1], strict=True):
+                        table[c * nb + b] = tuple(s._shape for s in own)
+            self._shapes = table
+            self._shapes_dirty = False
+        return self._shapes
 
     # ------------------------------------------------------------------ contacts, rays
     def _id_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -645,6 +726,34 @@ class PackedBackend:
             mine[ok] = copy[ok] * nb + (-2 - mine[ok])
             mine[shared & ~ok] = -1
         return ra, rb, ints[:, 2].astype(np.int64), fl
+
+    def friction_arbiters(
+        self, ids: np.ndarray, codes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The last step's contacts between friction bodies and the main static material.
+
+        Args:
+            ids: Copies (the packed layout reads every copy of its spaces).
+            codes: ``(n_bodies,)`` per body: 1 for a moving body whose regime is chosen,
+                2 for a body of the main static material, 0 otherwise (constant).
+
+        Returns:
+            ``(rows, count, floats)`` of those arbiters: the friction body's row
+            ``copy * nb + body``, the contact count and the floats of ``sum_arbiters``.
+        """
+        buf = pbatch.Buffer()
+        for shard in self._shards:
+            pbatch.get_space_arbiters(shard.space, ARB, buf)
+        ints, fl = sum_arbiters(buf)
+        table, _, _ = self._id_table()
+        if self._fric_vals is None:
+            nb = self._nb
+            vals = self._table[1]
+            shared = vals <= -2
+            b = np.where(shared, -2 - vals, vals % nb)
+            code = codes[b]
+            self._fric_vals = np.where(code == 1, vals, np.where(code == 2, -2, -1))
+        return _main_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

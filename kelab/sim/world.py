@@ -148,6 +148,11 @@ class World:
         self._fric_bodies = np.flatnonzero(lay.dynamic & (lay.stick_value != lay.slide_value))
         self._fric = bool(lay.needs_handler and self._fric_bodies.size and lay.main_static.any())
         self._stick = np.ones((num_envs, self._nb), dtype=bool)
+        # per body: 1 if its regime is chosen, 2 if of the main static material, else 0
+        self._fric_code = np.zeros(self._nb, dtype=np.int64)
+        self._fric_code[self._fric_bodies] = 1
+        self._fric_code[lay.main_static] = 2
+        self._speed = np.full(num_envs * self._nb, -1.0)  # scratch of _update_friction
         self._arb: tuple | None = None  # the last step's arbiters of every copy, cached
         # effort -> force terms of state-independent actuators: (joint, body, component,
         # coefficient), applied in joint order as out[:, body, component] += e * coefficient
@@ -665,10 +670,15 @@ class World:
             self._forces_dirty = ids.size != self._n
         if replay:
             read = needs_state
+            self._jc.eager = False
         else:
             self._since_read += 1
-            read = needs_state or bool(self._sensor_specs) or self._since_read == self._read_period
+            # the joint state is computed in the reading (stepping) threads only for the
+            # read a reader is expected to follow; other reads just invalidate it
+            self._jc.eager = expected = self._since_read == self._read_period
+            read = needs_state or bool(self._sensor_specs) or expected
         done = self._backend.step(dt, ids, read)
+        self._jc.eager = True
         stepped = self._all if self._layout_name == "packed" else ids
         self._touched[stepped] = True
         self._state_valid[stepped] = False
@@ -772,54 +782,60 @@ class World:
         """
         lay = self._layout
         nb = self._nb
-        ra, rb, count, fl = self._arbiters(ids)
-        flat_stick = self._stick.reshape(-1)
-        rows_all = (ids[:, None] * nb + self._fric_bodies[None, :]).reshape(-1)
-        speed = np.zeros(self._n * nb)
-        seen = np.zeros(self._n * nb, dtype=bool)
-        if ra.size:
-            ok = (ra >= 0) & (rb >= 0)
-            ba, bb = np.where(ok, ra % nb, 0), np.where(ok, rb % nb, 0)
-            moving = lay.dynamic & (lay.stick_value != lay.slide_value)
-            mine_a = ok & moving[ba] & lay.main_static[bb]
-            mine_b = ok & moving[bb] & lay.main_static[ba]
-            sel = mine_a | mine_b
-            if sel.any():
-                rows = np.where(mine_a, ra, rb)[sel]
-                copies = np.unique(rows // nb)
-                stale = copies[~self._state_valid[copies]]
-                if stale.size:  # the state after this step (reading never changes physics)
-                    self._read(stale)
-                f = fl[sel]
-                n = f[:, 2:4]
-                st = self._backend.raw.reshape(-1, 6)[rows]
-                b = rows % nb
-                ca, sa = np.cos(st[:, 2]), np.sin(st[:, 2])
-                cog = lay.cog[b]
-                cx = st[:, 0] + self._backend.origin_x[rows // nb] + ca * cog[:, 0] - sa * cog[:, 1]
-                cy = st[:, 1] + sa * cog[:, 0] + ca * cog[:, 1]
-                best = np.zeros(rows.size)
-                for k, col in enumerate((4, 6)):
-                    rx, ry = f[:, col] - cx, f[:, col + 1] - cy
-                    vx = st[:, 3] - st[:, 5] * ry
-                    vy = st[:, 4] + st[:, 5] * rx
-                    vn = vx * n[:, 0] + vy * n[:, 1]
-                    tx, ty = vx - vn * n[:, 0], vy - vn * n[:, 1]
-                    sp = np.sqrt(tx * tx + ty * ty)
-                    best = np.maximum(best, sp if k == 0 else np.where(count[sel] > 1, sp, 0.0))
-                np.maximum.at(speed, rows, best)
-                seen[rows] = True
-        was = flat_stick[rows_all]
-        sp = speed[rows_all]
-        now = np.where(was, sp <= SLIDE_SPEED_THRESHOLD, sp < STATIC_SPEED_THRESHOLD)
-        now |= ~seen[rows_all]
-        changed = rows_all[now != was]
-        if changed.size:
-            flat_stick[changed] = now[now != was]
-            b = changed % nb
-            self._backend.set_friction(
-                changed, np.where(flat_stick[changed], lay.stick_value[b], lay.slide_value[b])
-            )
+        rows, count, f = self._backend.friction_arbiters(ids, self._fric_code)
+        speed = self._speed  # -1 where no contact was seen (reset to -1 below)
+        if rows.size:
+            valid = self._state_valid
+            if not valid.all():  # the state after this step (reading never changes physics)
+                self._jc.eager = False  # the joint state is not needed here
+                if self._layout_name == "packed":  # one read per shard covers every copy
+                    self._read(np.flatnonzero(~valid))
+                else:
+                    copies = np.unique(rows // nb)
+                    stale = copies[~valid[copies]]
+                    if stale.size:
+                        self._read(stale)
+                self._jc.eager = True
+            st = self._backend.raw.reshape(-1, 6)[rows]
+            b = rows % nb
+            a = st[:, 2]
+            ca, sa = np.cos(a), np.sin(a)
+            cog = lay.cog[b]
+            # r = contact point - centre of gravity (world), both contact points at once
+            cx = st[:, 0] + self._backend.origin_x[rows // nb] + ca * cog[:, 0] - sa * cog[:, 1]
+            cy = st[:, 1] + sa * cog[:, 0] + ca * cog[:, 1]
+            rx = f[:, 4::2] - cx[:, None]
+            ry = f[:, 5::2] - cy[:, None]
+            vx = st[:, 3:4] - st[:, 5:6] * ry
+            vy = st[:, 4:5] + st[:, 5:6] * rx
+            nx, ny = f[:, 2:3], f[:, 3:4]
+            vn = vx * nx + vy * ny
+            tx, ty = vx - vn * nx, vy - vn * ny
+            sp = np.sqrt(tx * tx + ty * ty)
+            best = np.where(count > 1, sp.max(axis=1), sp[:, 0])
+            np.maximum.at(speed, rows, best)
+        stick = self._stick.reshape(-1)
+        cand = (speed >= 0.0) | ~stick  # seen this step, or sliding (sticks when unseen)
+        if ids.size != self._n:
+            inside = np.zeros(self._n, dtype=bool)
+            inside[ids] = True
+            cand &= np.repeat(inside, nb)
+        cand = np.flatnonzero(cand)
+        if cand.size:
+            sp = speed[cand]
+            was = stick[cand]
+            now = np.where(was, sp <= SLIDE_SPEED_THRESHOLD, sp < STATIC_SPEED_THRESHOLD)
+            now |= sp < 0.0
+            flip = now != was
+            changed = cand[flip]
+            if changed.size:
+                stick[changed] = now[flip]
+                b = changed % nb
+                self._backend.set_friction(
+                    changed, np.where(now[flip], lay.stick_value[b], lay.slide_value[b])
+                )
+        if rows.size:
+            speed[rows] = -1.0
 
     def _read_contacts(self, ids: np.ndarray) -> None:
         """Sum the last step's contact impulses per body (force = impulse / dt)."""
@@ -1230,12 +1246,12 @@ class RobotView:
     @property
     def joint_pos(self) -> np.ndarray:
         """Joint positions ``(num_envs, n)``."""
-        return self._world.joint_positions[:, self._jidx]
+        return self._world._joints()[0][:, self._jidx]  # fancy indexing: a new array
 
     @property
     def joint_vel(self) -> np.ndarray:
         """Joint velocities ``(num_envs, n)``."""
-        return self._world.joint_velocities[:, self._jidx]
+        return self._world._joints()[1][:, self._jidx]
 
     def set_joint_effort_target(
         self, efforts: Any, joint_ids: Any = None, env_ids: Any = None
@@ -1254,7 +1270,9 @@ class RobotView:
     @property
     def root_pose(self) -> np.ndarray:
         """Pose (x, y, angle) of the robot's first body, ``(num_envs, 3)``."""
-        return self._world.body_poses[:, self._bidx[0]]
+        w = self._world
+        w._ensure()
+        return w._raw()[:, self._bidx[0], 0:3].copy()
 
     def get_body_pose_in_base_frame(self, body_name: str) -> tuple[np.ndarray, np.ndarray]:
         """Return a body's position ``(num_envs, 2)`` and angle ``(num_envs,)`` in the root frame.
@@ -1506,10 +1524,13 @@ class _JointCache:
         self.vel = np.zeros((num_envs, nj))
         self.valid = np.zeros(num_envs, dtype=bool)
         self.wanted = False
+        #: False while reads are not the ones a reader is expected to follow (the World
+        #: clears it around reads for its own bookkeeping): those only invalidate.
+        self.eager = True
 
     def update(self, rows: slice | np.ndarray) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
-        if self.wanted and self.pos.shape[1]:
+        if self.wanted and self.eager and self.pos.shape[1]:
             self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
             self.valid[rows] = True
         else:
