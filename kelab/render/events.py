@@ -85,3 +85,8 @@ def glfw_key_names() -> dict[int, str]:
     for attr, name in table.items():
         names[getattr(glfw, f"KEY_{attr}")] = name
     return names
+
+
+def modifier_names(bits: int, table: tuple[tuple[int, str], ...]) -> frozenset[str]:
+    """Names of the modifier keys set in ``bits``, from a backend's ``(mask, name)`` table."""
+    return frozenset(name for mask, name in table if bits & mask)

@@ -28,7 +28,7 @@ import numpy as np
 
 from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
-from kelab.render.events import InputEvent, glfw_key_names
+from kelab.render.events import InputEvent, glfw_key_names, modifier_names
 from kelab.render.geometry import (
     circle_polygons,
     convex_widths,
@@ -686,13 +686,10 @@ def _release_egl() -> None:
 def _glfw_mods(mods: int) -> frozenset[str]:
     import glfw
 
-    out = set()
-    if mods & glfw.MOD_SHIFT:
-        out.add("shift")
-    if mods & glfw.MOD_CONTROL:
-        out.add("ctrl")
-    if mods & glfw.MOD_ALT:
-        out.add("alt")
-    if mods & glfw.MOD_SUPER:
-        out.add("meta")
-    return frozenset(out)
+    table = (
+        (glfw.MOD_SHIFT, "shift"),
+        (glfw.MOD_CONTROL, "ctrl"),
+        (glfw.MOD_ALT, "alt"),
+        (glfw.MOD_SUPER, "meta"),
+    )
+    return modifier_names(mods, table)

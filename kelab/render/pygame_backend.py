@@ -10,7 +10,7 @@ import pygame
 
 from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
-from kelab.render.events import InputEvent
+from kelab.render.events import InputEvent, modifier_names
 from kelab.render.geometry import circle_polygons, inset_polygons
 from kelab.render.plan import DrawPlan, Primitive
 from kelab.render.renderer import Renderer, require_display
@@ -268,14 +268,13 @@ def _ipos(pos: tuple[float, float]) -> tuple[int, int]:
     return (int(pos[0]), int(pos[1]))
 
 
+_MODIFIERS = (
+    (pygame.KMOD_SHIFT, "shift"),
+    (pygame.KMOD_CTRL, "ctrl"),
+    (pygame.KMOD_ALT, "alt"),
+    (pygame.KMOD_META, "meta"),
+)
+
+
 def _mods(mod: int) -> frozenset[str]:
-    out = set()
-    if mod & pygame.KMOD_SHIFT:
-        out.add("shift")
-    if mod & pygame.KMOD_CTRL:
-        out.add("ctrl")
-    if mod & pygame.KMOD_ALT:
-        out.add("alt")
-    if mod & pygame.KMOD_META:
-        out.add("meta")
-    return frozenset(out)
+    return modifier_names(mod, _MODIFIERS)
