@@ -35,6 +35,7 @@ import queue
 import threading
 import weakref
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pymunk
@@ -92,6 +93,8 @@ class ShardWorkers:
         self._jobs: list[queue.SimpleQueue] = []
         self._done: queue.SimpleQueue = queue.SimpleQueue()
         self._threads = []
+        self._outstanding = 0  # jobs submitted and not yet waited for
+        self._error: BaseException | None = None
         for k in range(1, count):
             q: queue.SimpleQueue = queue.SimpleQueue()
             t = threading.Thread(target=self._loop, args=(q,), daemon=True, name=f"kelab-{k}")
@@ -113,22 +116,47 @@ class ShardWorkers:
 
     def run(self, fn: Callable[[int], None], count: int) -> None:
         """Run ``fn(k)`` for k in range(count) concurrently; re-raise the first error."""
+        try:
+            self.submit(fn, count)
+        finally:
+            self.wait()
+
+    def submit(self, fn: Callable[[int], None], count: int) -> None:
+        """Queue ``fn(k)`` for k in 1..count-1, run ``fn(0)`` here; do not wait.
+
+        Each thread runs its jobs in order; :meth:`wait` waits for them.
+        """
         for k in range(1, count):
             self._jobs[k - 1].put((fn, k))
-        error: BaseException | None = None
+            self._outstanding += 1
         try:
             fn(0)
         except BaseException as exc:
-            error = exc
-        for _ in range(1, count):
+            if self._error is None:
+                self._error = exc
+
+    @property
+    def busy(self) -> bool:
+        """Whether submitted jobs may still be running (call :meth:`wait`)."""
+        return self._outstanding > 0 or self._error is not None
+
+    def wait(self) -> None:
+        """Wait for every submitted job; re-raise the first error of any of them."""
+        while self._outstanding:
             got = self._done.get()
-            if got is not None and error is None:
-                error = got
-        if error is not None:
+            self._outstanding -= 1
+            if got is not None and self._error is None:
+                self._error = got
+        if self._error is not None:
+            error, self._error = self._error, None
             raise error
 
     def close(self) -> None:
-        """Stop the threads."""
+        """Wait for the submitted jobs (errors dropped), then stop the threads."""
+        try:
+            self.wait()
+        except BaseException:  # closing: nobody is left to handle it
+            pass
         for q in self._jobs:
             q.put(None)
         for t in self._threads:
@@ -465,8 +493,16 @@ class _Shard:
 
     def read(self) -> np.ndarray:
         """Batch-read the shard: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
+        self.fetch()
+        return self.block()
+
+    def fetch(self) -> None:
+        """Batch-read the shard into its read buffer (C only: releases the GIL)."""
         self.rfa.num = 0
         lib.cpSpaceEachBody(self.ptr, GET, self.rdata)
+
+    def block(self) -> np.ndarray:
+        """The last :meth:`fetch`: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
         n, kd = self.copies.size, self.kd
         block = self.rbuf[: n * kd * 6].reshape(n, kd, 6)
         return block if self.in_order else block[self.copy_slot]
@@ -525,9 +561,11 @@ class PackedBackend:
         self._parts = [slice(int(p[0]), int(p[-1]) + 1) for p in self._split]
         # shards whose held forces changed since their buffer was last written
         self._pending = [True] * len(self._split)
-        self._read_after = False
-        #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
+        #: Called as ``on_read(rows)`` (in the calling thread) after rows of ``raw`` are read.
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
+        self._every = np.arange(num_envs)
+        self._all_shards = list(range(len(self._split)))
+        self._every.flags.writeable = False  # handed out by step()
         self._shard_of = np.zeros(num_envs, dtype=np.int64)
         self._local = np.zeros(num_envs, dtype=np.int64)
         for k, part in enumerate(self._split):
@@ -545,7 +583,7 @@ class PackedBackend:
             if mv.size and np.array_equal(mv, np.arange(mv[0], mv[-1] + 1))
             else mv
         )
-        self._dt = 0.0
+        self._jobs: dict[tuple[float, bool], Callable[[int], None]] = {}
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
@@ -555,31 +593,53 @@ class PackedBackend:
     def read(self, ids: np.ndarray) -> np.ndarray:
         """Batch-read the shards holding ``ids`` (one C call each); returns the copies read.
 
-        When every shard is needed and there are threads, each shard thread reads its own.
+        When every shard is needed and there are threads, each shard thread fetches its
+        own (C only); the numpy work runs here once for all shards (:meth:`_store`).
         """
         if ids.size == 0:
             return ids
+        self.sync()
         shards = np.unique(self._shard_of[ids]).tolist()
         if self._workers is not None and len(shards) == len(self._split):
-            self._workers.run(self._read_shard, len(self._split))
-            return np.arange(self._n)
+            self._workers.run(self._fetch_shard, len(self._split))
+            self._store(shards)
+            return self._every
         for k in shards:
-            self._read_shard(k)
+            self._shards[k].fetch()
+        self._store(shards)
         return np.concatenate([self._split[k] for k in shards])
 
-    def _read_shard(self, k: int) -> None:
-        """Read shard ``k`` into its rows of ``raw`` (copy frames); safe in its own thread."""
-        part = self._parts[k]
-        sub = self.raw[part]  # a view: shards hold contiguous copies
-        sub[:, self._mv, :] = self._shards[k].read()
-        sub[:, self._mv, 0] -= self._plan.origin_x[part, None]
-        if self.on_read is not None:
-            self.on_read(part)
+    def _fetch_shard(self, k: int) -> None:
+        self._shards[k].fetch()
+
+    def _store(self, shards: list[int]) -> None:
+        """Copy fetched shards into their rows of ``raw`` (copy frames), then ``on_read``.
+
+        Runs in the calling thread, after the shard threads: numpy calls on small arrays
+        hold the GIL between short releases, so two threads doing them at once mostly
+        take turns (and pay for the hand-overs); done once for all shards they are fewer
+        and larger.
+        """
+        mv, ox = self._mv, self._plan.origin_x
+        if len(shards) == len(self._split):
+            for k in shards:
+                self.raw[self._parts[k], mv, :] = self._shards[k].block()
+            self.raw[:, mv, 0] -= ox[:, None]
+            if self.on_read is not None:
+                self.on_read(slice(None))
+            return
+        for k in shards:
+            part = self._parts[k]
+            sub = self.raw[part]  # a view: shards hold contiguous copies
+            sub[:, mv, :] = self._shards[k].block()
+            sub[:, mv, 0] -= ox[part, None]
+            if self.on_read is not None:
+                self.on_read(part)
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
         """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
 
-        The shard threads copy them into their shard's batch buffer at the next step.
+        They are copied into the shards' batch buffers at the next step.
         """
         if ids.size == self._n:  # every copy: a plain copy, no fancy indexing
             self._forces[...] = forces
@@ -592,31 +652,57 @@ class PackedBackend:
     def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
         """One physics step of every copy (a shared space cannot step a subset).
 
-        Each shard (in its own thread when there are several) writes its changed forces,
-        steps, and with ``read`` batch-reads its state into its rows of ``raw``.
+        Changed forces are copied into the shards' batch buffers here; then each shard
+        (in its own thread when there are several) writes them, steps and, with ``read``,
+        batch-reads its bodies: C calls only, which release the GIL, so the shards run
+        truly in parallel. The read states are then stored into ``raw`` here.
 
         Returns:
             The copies whose state was read after the step (all, or none).
         """
-        self._dt = dt
-        self._read_after = read
+        pending = self._pending
+        if True in pending:
+            self.sync()  # the threads may still be stepping with the old buffers
+            for k, shard in enumerate(self._shards):
+                if pending[k]:
+                    pending[k] = False
+                    shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        job = self._jobs.get((dt, read))
+        if job is None:
+            if len(self._jobs) > 8:  # a varying dt: keep the cache small
+                self._jobs.clear()
+            job = self._jobs[(dt, read)] = partial(self._step_shard, dt, read)
         if self._workers is None:
-            self._step_shard(0)
-        else:
-            self._workers.run(self._step_shard, len(self._shards))
-        return np.arange(self._n) if read else ids[:0]
+            job(0)
+        elif read:
+            self._workers.run(job, len(self._shards))
+        else:  # pipelined: the next step's job queues behind this one
+            self._workers.submit(job, len(self._shards))
+        if read:
+            self._store(self._all_shards)
+            return self._every
+        return ids[:0]
 
-    def _step_shard(self, k: int) -> None:
+    def _step_shard(self, dt: float, read: bool, k: int) -> None:
         shard = self._shards[k]
-        if self._pending[k]:
-            self._pending[k] = False
-            shard.set_forces(self._forces[self._parts[k], self._mv, :])
-        shard.step(self._dt)
-        if self._read_after:
-            self._read_shard(k)
+        shard.step(dt)
+        if read:
+            shard.fetch()
+
+    def sync(self) -> None:
+        """Wait until the shard threads have finished every step handed to them.
+
+        A step without a read returns once the calling thread's shard has stepped; the
+        other shards' steps run on (each thread takes its jobs in order), so consecutive
+        steps do not wait for each other. Everything that touches a shard other than
+        through a step waits here first.
+        """
+        if self._workers is not None and self._workers.busy:
+            self._workers.wait()
 
     def rebuild(self, ids: np.ndarray) -> None:
         """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew."""
+        self.sync()
         if ids.size == 0:
             return
         fresh = getattr(self, "_shards", None) is None
@@ -645,6 +731,7 @@ class PackedBackend:
         Per-body Chipmunk setters (the calls of pymunk's property setters, without their
         Python wrappers); a batch write would rewrite every copy of the shard.
         """
+        self.sync()
         mv = self._plan.moving.tolist()
         ox = self._plan.origin_x.tolist()
         set_angle, set_pos = lib.cpBodySetAngle, lib.cpBodySetPosition
@@ -665,6 +752,7 @@ class PackedBackend:
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
+        self.sync()
         table = self._shape_table()
         setf = lib.cpShapeSetFriction
         for r, v in zip(rows.tolist(), values.tolist(), strict=True):
@@ -673,6 +761,7 @@ class PackedBackend:
 
     def _shape_table(self) -> list[tuple]:
         """Shape pointers of every body row ``copy * nb + body`` (moving bodies; cached)."""
+        self.sync()
         if self._shapes_dirty:
             nb = self._nb
             table: list[tuple] = [()] * (self._n * nb)
@@ -686,6 +775,7 @@ class PackedBackend:
 
     # ------------------------------------------------------------------ contacts, rays
     def _id_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self.sync()
         if self._id_dirty:
             keys, vals = [], []
             nb = self._nb
@@ -710,6 +800,7 @@ class PackedBackend:
 
         See ``sum_arbiters`` for the floats; -1 marks a body of no copy.
         """
+        self.sync()
         buf = pbatch.Buffer()
         for shard in self._shards:
             pbatch.get_space_arbiters(shard.space, ARB, buf)
@@ -741,6 +832,7 @@ class PackedBackend:
             ``(rows, count, floats)`` of those arbiters: the friction body's row
             ``copy * nb + body``, the contact count and the floats of ``sum_arbiters``.
         """
+        self.sync()
         buf = pbatch.Buffer()
         for shard in self._shards:
             pbatch.get_space_arbiters(shard.space, ARB, buf)
@@ -763,6 +855,7 @@ class PackedBackend:
         Row ``k`` of ``start``/``end`` (copy frame) belongs to copy ``ids[k]``; shapes of
         ``body``'s collision group in that copy are ignored.
         """
+        self.sync()
         out = np.full(ids.size, np.nan)
         ox = self._plan.origin_x
         for k, c in enumerate(ids.tolist()):
@@ -779,12 +872,13 @@ class PackedBackend:
 
     def body_at(self, env: int, x: float, y: float, tolerance: float) -> int | None:
         """Index of the moving body of copy ``env`` whose shapes are nearest (x, y)."""
+        self.sync()
         bodies = self._shards[self._shard_of[env]].bodies[self._local[env]]
         moving = {b: bodies[b] for b in self._plan.moving.tolist()}
         return nearest_body(moving, float(self._plan.origin_x[env] + x), y, tolerance)
 
     def close(self) -> None:
-        """Stop the shard threads (if any)."""
+        """Stop the shard threads (if any), after the steps handed to them."""
         if self._workers is not None:
             self._workers.close()
             self._workers = None

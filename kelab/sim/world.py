@@ -101,6 +101,7 @@ class World:
         self._nj = len(lay.joint_paths)
         self._all = np.arange(num_envs)
         self._layout_name = layout
+        self._packed = layout == "packed"
         self._backend: IsolatedBackend | PackedBackend
         if layout == "packed":
             self._backend = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
@@ -113,7 +114,7 @@ class World:
         self._normals = np.zeros((num_envs, self._nb))
         self._forces_dirty = True
         # joint state per copy, valid where _jvalid; every batch read of a copy refreshes
-        # (computed in the reading thread once joints have been asked for) or invalidates it
+        # (computed right after the read once joints have been asked for) or invalidates it
         # (a separate object: the backend must not hold the World, no reference cycle)
         self._jc = _JointCache(lay, num_envs, self._backend)
         self._jpos, self._jvel, self._jvalid = self._jc.pos, self._jc.vel, self._jc.valid
@@ -123,7 +124,7 @@ class World:
         self._ext = np.zeros((num_envs, self._nb, 3))  # held external fx, fy, torque
         self._ext_any = False
         # state-read prediction: physics steps since a reader last asked for the state,
-        # and the gap between its last two requests (the stepping threads read the state
+        # and the gap between its last two requests (the step reads the state
         # right after the step that is expected to be read; never changes results)
         self._since_read = 0
         self._read_period = 0
@@ -138,6 +139,8 @@ class World:
         self._kp = np.array([j.kp for j in lay.joints], dtype=np.float64)
         self._kd = np.array([j.kd for j in lay.joints], dtype=np.float64)
         self._actuated = np.array([a != "none" for a in act], dtype=bool)
+        self._unactuated = np.flatnonzero(~self._actuated)
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None
         self._state_dependent = bool(self._pd.any()) or any(
             j.kind == "prismatic" and j.parent >= 0 and j.actuator != "none" for j in lay.joints
         )
@@ -350,7 +353,8 @@ class World:
         cols = np.arange(self._nj) if joint_ids is None else np.asarray(joint_ids, np.int64)
         vals = np.asarray(values, dtype=np.float64)
         try:
-            vals = np.broadcast_to(vals, (ids.size, cols.size))
+            if vals.shape != (ids.size, cols.size):
+                vals = np.broadcast_to(vals, (ids.size, cols.size))
         except ValueError:
             raise ValueError(
                 f"values must have shape ({ids.size}, {cols.size}) (copies, joints), got "
@@ -362,9 +366,13 @@ class World:
         every = joint_ids is None and ids is self._all
         if kind == _EFFORTS:
             if every:  # the common case: all copies, all joints (no fancy indexing)
-                lim = self._limit
-                full = np.clip(vals, -lim, lim)
-                full[:, ~self._actuated] = 0.0
+                # limits broadcast to the full shape once: a (nj,) operand would make
+                # numpy loop over rows of nj elements (same values as np.clip)
+                lo, hi = self._clip_bounds()
+                full = np.maximum(vals, lo)
+                np.minimum(full, hi, out=full)
+                if self._unactuated.size:
+                    full[:, self._unactuated] = 0.0
             else:
                 full = target[ids]
                 lim = self._limit[cols]
@@ -374,9 +382,19 @@ class World:
         else:
             full = target[ids]
             full[:, cols] = vals
-        target[ids] = full
+        if every:
+            target[...] = full
+        else:
+            target[ids] = full
         self._forces_dirty = True
         self._log.append((self._steps, kind, ids.copy(), full, None))
+
+    def _clip_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Effort limits as contiguous ``(num_envs, n_joints)`` arrays (-limit, limit)."""
+        if self._bounds is None:
+            hi = np.ascontiguousarray(np.broadcast_to(self._limit, (self._n, self._nj)))
+            self._bounds = (-hi, hi)
+        return self._bounds
 
     def set_joint_efforts(self, efforts: Any, env_ids: Any = None) -> None:
         """Hold joint efforts (N or N·m) until changed, clipped to each actuator's limit.
@@ -673,16 +691,21 @@ class World:
             self._jc.eager = False
         else:
             self._since_read += 1
-            # the joint state is computed in the reading (stepping) threads only for the
+            # the joint state is computed after a step's read only for the
             # read a reader is expected to follow; other reads just invalidate it
             self._jc.eager = expected = self._since_read == self._read_period
             read = needs_state or bool(self._sensor_specs) or expected
         done = self._backend.step(dt, ids, read)
         self._jc.eager = True
-        stepped = self._all if self._layout_name == "packed" else ids
-        self._touched[stepped] = True
-        self._state_valid[stepped] = False
-        self._state_valid[done] = True
+        if self._packed:  # every copy stepped: whole-array writes, no fancy indexing
+            stepped = self._all
+            self._touched[:] = True
+            self._state_valid[:] = done.size == self._n
+        else:
+            stepped = ids
+            self._touched[stepped] = True
+            self._state_valid[stepped] = False
+            self._state_valid[done] = True
         self._contacts = None
         self._arb = None
         self._last_dt = dt
@@ -1511,7 +1534,7 @@ class RobotView:
 class _JointCache:
     """Joint state per copy, valid where ``valid``; refreshed or invalidated by every read.
 
-    The backend calls :meth:`update` (in the reading thread) after rows of its ``raw``
+    The backend calls :meth:`update` (in the thread that stored the read) after rows of its ``raw``
     array were read: once joints have been asked for (``wanted``) it computes their joint
     state there, else it marks them stale.
     """
@@ -1531,29 +1554,66 @@ class _JointCache:
     def update(self, rows: slice | np.ndarray) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
         if self.wanted and self.eager and self.pos.shape[1]:
-            self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
+            if isinstance(rows, slice) and rows == slice(None):  # every copy: in place
+                _joint_state(self.layout, self.backend.raw, (self.pos, self.vel))
+            else:
+                self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
             self.valid[rows] = True
         else:
             self.valid[rows] = False
 
 
-def _joint_state(layout: Layout, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Joint positions and velocities ``(m, n_joints)`` from body states ``(m, nb, 6)``."""
+def _joint_state(
+    layout: Layout, raw: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Joint positions and velocities ``(m, n_joints)`` from body states ``(m, nb, 6)``.
+
+    ``out``: arrays ``(m, n_joints)`` to write them into (else new ones).
+
+    Revolute/fixed joints are computed together (a few gathers of every such joint at
+    once), the others one by one with the fewest numpy calls; every value is the same
+    sequence of float operations as the plain per-joint formulas (bit-identical).
+    """
     m = raw.shape[0]
+    plan = _joint_plan(layout)
     nj = len(layout.joint_paths)
-    pos = np.zeros((m, nj))
-    vel = np.zeros((m, nj))
+    pos, vel = out if out is not None else (np.empty((m, nj)), np.empty((m, nj)))
+    if plan.rev.size:
+        a, w = raw[:, :, 2], raw[:, :, 5]
+        for k, ch, pa, rel in plan.rev_few:  # one or two: plain columns are cheaper
+            if pa < 0:
+                pos[:, k] = (a[:, ch] - 0.0) - rel
+                vel[:, k] = w[:, ch] - 0.0
+            else:
+                pos[:, k] = (a[:, ch] - a[:, pa]) - rel
+                vel[:, k] = w[:, ch] - w[:, pa]
+        if plan.rev_root.size:  # parentless: child angle minus a zero parent angle
+            rr = plan.rev_root
+            pos[:, rr] = (a[:, plan.rev_root_child] - 0.0) - plan.rev_root_rel
+            vel[:, rr] = w[:, plan.rev_root_child] - 0.0
+        if plan.rev_pair.size:
+            rp, rc, rpa = plan.rev_pair, plan.rev_pair_child, plan.rev_pair_parent
+            pos[:, rp] = (a[:, rc] - a[:, rpa]) - plan.rev_pair_rel
+            vel[:, rp] = w[:, rc] - w[:, rpa]
     cog = layout.cog
-    for k, jl in enumerate(layout.joints):
+    for k in plan.other:
+        jl = layout.joints[k]
         c = raw[:, jl.child]
-        if jl.parent >= 0:
-            p = raw[:, jl.parent]
-        else:
-            p = np.zeros((m, 6))
-        if jl.kind in ("revolute", "fixed"):
-            pos[:, k] = (c[:, 2] - p[:, 2]) - jl.rel_angle0
-            vel[:, k] = c[:, 5] - p[:, 5]
+        if jl.kind == "prismatic" and jl.parent < 0:
+            # _point(c, anchor_child, cog) projected on the axis, without temporaries
+            lx, ly = jl.anchor_child
+            dx, dy = lx - cog[jl.child][0], ly - cog[jl.child][1]
+            ax, ay = jl.axis
+            x, y, ang, bvx, bvy, wb = c.T
+            ca, sa = np.cos(ang), np.sin(ang)
+            qx = x + ca * lx - sa * ly - jl.anchor_parent[0]
+            qy = y + sa * lx + ca * ly - jl.anchor_parent[1]
+            pos[:, k] = qx * ax + qy * ay
+            vx = bvx - wb * (sa * dx + ca * dy)
+            vy = bvy + wb * (ca * dx - sa * dy)
+            vel[:, k] = vx * ax + vy * ay
             continue
+        p = raw[:, jl.parent] if jl.parent >= 0 else np.zeros((m, 6))
         q, vq = _point(c, jl.anchor_child, cog[jl.child])
         if jl.parent >= 0:
             r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
@@ -1562,11 +1622,7 @@ def _joint_state(layout: Layout, raw: np.ndarray) -> tuple[np.ndarray, np.ndarra
         else:  # the ground frame: a fixed point
             u = q - np.asarray(jl.anchor_parent)
             du = vq
-        if jl.kind == "prismatic" and jl.parent < 0:
-            ax, ay = jl.axis
-            pos[:, k] = u[:, 0] * ax + u[:, 1] * ay
-            vel[:, k] = du[:, 0] * ax + du[:, 1] * ay
-        elif jl.kind == "prismatic":
+        if jl.kind == "prismatic":
             ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
             # time derivative of R(-a) u: R(-a) (u' - w x u)
             wx = du[:, 0] + p[:, 5] * u[:, 1]
@@ -1580,3 +1636,37 @@ def _joint_state(layout: Layout, raw: np.ndarray) -> tuple[np.ndarray, np.ndarra
             safe = np.where(length > 0, length, 1.0)
             vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
     return pos, vel
+
+
+class _JointPlan:
+    """Index arrays of a layout's joints, grouped by how their state is computed."""
+
+    def __init__(self, layout: Layout) -> None:
+        js = layout.joints
+        rev = [k for k, j in enumerate(js) if j.kind in ("revolute", "fixed")]
+        self.rev = np.array(rev, dtype=np.int64)
+        # with one or two such joints, per-joint columns beat the gathers
+        self.rev_few = [(k, js[k].child, js[k].parent, js[k].rel_angle0) for k in rev]
+        if len(rev) > 2:
+            self.rev_few = []
+        else:
+            rev = []
+        root = [k for k in rev if js[k].parent < 0]
+        pair = [k for k in rev if js[k].parent >= 0]
+        self.rev_root = np.array(root, dtype=np.int64)
+        self.rev_root_child = np.array([js[k].child for k in root], dtype=np.int64)
+        self.rev_root_rel = np.array([js[k].rel_angle0 for k in root], dtype=np.float64)
+        self.rev_pair = np.array(pair, dtype=np.int64)
+        self.rev_pair_child = np.array([js[k].child for k in pair], dtype=np.int64)
+        self.rev_pair_parent = np.array([js[k].parent for k in pair], dtype=np.int64)
+        self.rev_pair_rel = np.array([js[k].rel_angle0 for k in pair], dtype=np.float64)
+        self.other = [k for k, j in enumerate(js) if j.kind not in ("revolute", "fixed")]
+
+
+def _joint_plan(layout: Layout) -> _JointPlan:
+    """The layout's joint plan, built once and kept on the (frozen) layout."""
+    plan = layout.__dict__.get("_joint_plan")
+    if plan is None:
+        plan = _JointPlan(layout)
+        object.__setattr__(layout, "_joint_plan", plan)
+    return plan

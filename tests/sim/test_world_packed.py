@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from _world_scenes import DT, drive
 
 import kelab as ke
-from kelab.sim._packed import CAPACITY, packed_spacing
+from kelab.sim._compile import JointLayout
+from kelab.sim._packed import CAPACITY, ShardWorkers, packed_spacing
 from kelab.sim.assets import Asset
+from kelab.sim.world import _joint_state, _point
 
 
 def _cartpole(ground: bool = False) -> ke.Scene:
@@ -175,3 +179,137 @@ def test_set_body_states_in_packed_layout_reads_back_exactly() -> None:
     w.set_body_states([1], poses, vel)
     np.testing.assert_allclose(w.body_poses[1, 3], (0.5, 2.0, 0.25), atol=1e-9)
     np.testing.assert_allclose(w.body_velocities[1, 3], (1.0, -0.5, 2.0), atol=1e-12)
+
+
+def _reference(layout, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The plain per-joint formulas, one joint at a time (the previous implementation)."""
+    m = raw.shape[0]
+    nj = len(layout.joint_paths)
+    pos = np.zeros((m, nj))
+    vel = np.zeros((m, nj))
+    cog = layout.cog
+    for k, jl in enumerate(layout.joints):
+        c = raw[:, jl.child]
+        if jl.parent >= 0:
+            p = raw[:, jl.parent]
+        else:
+            p = np.zeros((m, 6))
+        if jl.kind in ("revolute", "fixed"):
+            pos[:, k] = (c[:, 2] - p[:, 2]) - jl.rel_angle0
+            vel[:, k] = c[:, 5] - p[:, 5]
+            continue
+        q, vq = _point(c, jl.anchor_child, cog[jl.child])
+        if jl.parent >= 0:
+            r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
+            u = q - r
+            du = vq - vr
+        else:  # the ground frame: a fixed point
+            u = q - np.asarray(jl.anchor_parent)
+            du = vq
+        if jl.kind == "prismatic" and jl.parent < 0:
+            ax, ay = jl.axis
+            pos[:, k] = u[:, 0] * ax + u[:, 1] * ay
+            vel[:, k] = du[:, 0] * ax + du[:, 1] * ay
+        elif jl.kind == "prismatic":
+            ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
+            # time derivative of R(-a) u: R(-a) (u' - w x u)
+            wx = du[:, 0] + p[:, 5] * u[:, 1]
+            wy = du[:, 1] - p[:, 5] * u[:, 0]
+            ax, ay = jl.axis
+            pos[:, k] = (ca * u[:, 0] + sa * u[:, 1]) * ax + (-sa * u[:, 0] + ca * u[:, 1]) * ay
+            vel[:, k] = (ca * wx + sa * wy) * ax + (-sa * wx + ca * wy) * ay
+        else:  # spring
+            length = np.hypot(u[:, 0], u[:, 1])
+            pos[:, k] = length - jl.rest_length
+            safe = np.where(length > 0, length, 1.0)
+            vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
+    return pos, vel
+
+
+def _jl(kind: str, parent: int, child: int, **kw) -> JointLayout:
+    base = dict(
+        anchor_parent=(0.3, -0.2),
+        anchor_child=(-0.1, 0.25),
+        axis=(0.6, 0.8),
+        rel_angle0=0.4,
+        rest_length=0.7,
+        actuator="effort",
+        limit=1.0,
+        kp=0.0,
+        kd=0.0,
+        limits=None,
+        stiffness=0.0,
+        damping=0.0,
+    )
+    base.update(kw)
+    return JointLayout(kind=kind, parent=parent, child=child, **base)
+
+
+@pytest.mark.parametrize(
+    "kinds",
+    [
+        [("prismatic", -1, 0), ("revolute", 0, 1)],  # the cartpole: per-joint columns
+        [("revolute", -1, 0), ("revolute", 0, 1), ("fixed", 1, 2), ("revolute", 0, 3)],
+        [("spring", 0, 1), ("prismatic", 1, 2), ("spring", -1, 3), ("revolute", 2, 3)],
+    ],
+)
+def test_joint_state_is_bit_identical_to_the_plain_formulas(kinds) -> None:
+    # grouped/fused joint state (read after every batch read) == per-joint formulas
+    joints = [_jl(k, p, c, rel_angle0=0.1 * i) for i, (k, p, c) in enumerate(kinds)]
+    rng = np.random.default_rng(3)
+    layout = SimpleNamespace(
+        joints=joints,
+        joint_paths=tuple(f"/j{i}" for i in range(len(joints))),
+        cog=rng.normal(size=(4, 2)) * 0.1,
+    )
+    raw = rng.normal(size=(3000, 4, 6)) * 3.0
+    raw[::5] = 0.0
+    raw[1::5] *= -0.0
+    got = _joint_state(layout, raw)
+    want = _reference(layout, raw)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
+
+
+def test_pipelined_steps_are_bit_identical_to_one_thread() -> None:
+    # steps without a read return before the other shards finish (their jobs queue up);
+    # efforts, reads, resets and state writes in between must wait for them
+    def run(threads: int) -> list[np.ndarray]:
+        w = ke.World(_cartpole(), num_envs=10, layout="packed", num_threads=threads)
+        out = []
+        for t in range(90):
+            if t % 3 == 0:
+                w.set_joint_efforts(np.tile([20.0 * np.sin(t / 7.0), 0.0], (10, 1)))
+            if t % 11 == 5:
+                w.reset_envs([t % 10, (3 * t + 1) % 10])
+            if t % 17 == 8:
+                w.set_body_states([2], w.body_poses[[4]], w.body_velocities[[4]])
+            w.step(DT)
+            if t % 5 == 4:
+                out.append(w.joint_positions)
+        out.append(w.body_poses)
+        w.close()
+        return out
+
+    one, three = run(1), run(3)
+    assert np.abs(one[-1]).max() > 0
+    assert all(np.array_equal(a, b) for a, b in zip(one, three, strict=True))
+
+
+def test_shard_workers_report_errors_of_submitted_jobs() -> None:
+    workers = ShardWorkers(2)
+    seen = []
+
+    def job(k: int) -> None:
+        if k == 1:
+            raise RuntimeError("boom")
+        seen.append(k)
+
+    workers.submit(job, 2)  # returns at once; the error waits for wait()
+    assert workers.busy
+    with pytest.raises(RuntimeError, match="boom"):
+        workers.wait()
+    assert not workers.busy and seen == [0]
+    workers.run(lambda k: seen.append(k), 2)
+    workers.close()
+    assert sorted(seen[1:]) == [0, 1]
