@@ -59,7 +59,6 @@ from kelab.sim._isolated import (
     GET,
     READ,
     SET,
-    _main_contacts,
     lookup,
     nearest_body,
     sum_arbiters,
@@ -407,13 +406,15 @@ class _Shard:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
                 fric.extend((s._shape, f) for s in shapes[k])
-        # (adds, constraint calls, shape pointers, body pointers, initial frictions)
+        # (adds, constraint calls, shape pointers, body pointers, initial frictions,
+        # body pointers back to front)
         self.recipe[cl] = (
             adds,
             calls,
             [p for add in adds for p in add[3]],
             [add[0] for add in adds],
             fric,
+            [add[0] for add in reversed(adds)],
         )
 
     def rebuild(self, locals_: np.ndarray) -> None:
@@ -444,7 +445,7 @@ class _Shard:
             lib.cpBodySetAngularVelocity,
             lib.cpBodyUpdatePosition,
         )
-        free_con = lib.cpConstraintFree
+        free_con, off = lib.cpConstraintFree, lib.cpConstraintSetCollideBodies
         set_a, set_p = lib.cpBodySetAngle, lib.cpBodySetPosition
         set_fric, set_counter = lib.cpShapeSetFriction, lib.cpSpaceSetShapeIDCounter
         zero = (0.0, 0.0)
@@ -454,17 +455,17 @@ class _Shard:
         last = slot_copy.size - 1
         for cl in locals_.tolist():
             bodies, shapes, cons = parts[cl]
-            adds, calls, shape_ptrs, body_ptrs, fric = recipe[cl]
+            adds, calls, shape_ptrs, _, fric, back = recipe[cl]
             for con in reversed(cons):
                 rm_con(ptr, con)
                 free_con(con)
             for sp in shape_ptrs:
                 rm_shape(ptr, sp)
-            for bp in reversed(body_ptrs):
+            # a new body's state (see reset_body), each body right after it leaves (a
+            # body outside the space is touched by nothing else). Held force and torque
+            # are zero already: they are written right before each step, which clears them.
+            for bp in back:
                 rm_body(ptr, bp)
-            # a new body's state (see reset_body). Held force and torque are zero
-            # already: they are written right before each step, which clears them.
-            for bp in body_ptrs:
                 set_v(bp, zero)
                 set_w(bp, 0.0)
                 update(bp, 0.0)
@@ -484,9 +485,13 @@ class _Shard:
                 add_body(ptr, bp)
                 for sp in sps:
                     add_shape(ptr, sp)
-            cons = new_constraints(calls, managed=False)
-            for con in cons:
+            # the recorded constructor calls (see new_constraints), each added when made
+            cons = []
+            for ctor, args in calls:
+                con = ctor(*args)
+                off(con, 0)
                 add_con(ptr, con)
+                cons.append(con)
             parts[cl] = (bodies, shapes, cons)
         if locals_.size:
             self.in_order = False
@@ -520,6 +525,27 @@ class _Shard:
         self.ffa.num = 0
         lib.cpSpaceEachBody(self.ptr, SET, self.fdata)
         lib.cpSpaceStep(self.ptr, dt)
+
+
+def _friction_contacts(
+    table: np.ndarray, vals: np.ndarray, ints: np.ndarray, fl: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Arbiters between a friction body (value >= 0) and the main static (-2).
+
+    The selection of ``_isolated._main_contacts`` (same results), with the per-arbiter
+    min/max of the two bodies' codes as element-wise ops on the two columns: numpy's
+    axis reductions over two columns cost several times more at these sizes.
+    """
+    if table.size == 0 or ints.shape[0] == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), fl[:0]
+    keys = ints[:, 0:2]
+    pos = np.searchsorted(table, keys)
+    np.minimum(pos, table.size - 1, out=pos)
+    code = np.where(table[pos] == keys, vals[pos], -1)
+    ca, cb = code[:, 0], code[:, 1]
+    hi = np.maximum(ca, cb)
+    sel = (np.minimum(ca, cb) == -2) & (hi >= 0)
+    return hi[sel], ints[sel, 2].astype(np.int64), fl[sel]
 
 
 class PackedBackend:
@@ -742,10 +768,10 @@ class PackedBackend:
         for c, prow, vrow in zip(ids.tolist(), p, v, strict=True):
             ptrs = shards[shard_of[c]].recipe[local[c]][3]
             o = ox[c]
-            # angle first: setting the angle turns a body about its centre of gravity
-            for ptr, (_, _, a) in zip(ptrs, prow, strict=True):
+            # per body, angle first: setting the angle turns a body about its centre of
+            # gravity (each setter touches only its body: no contacts since the rebuild)
+            for ptr, (x, y, a), (vx, vy, w) in zip(ptrs, prow, vrow, strict=True):
                 set_angle(ptr, a)
-            for ptr, (x, y, _), (vx, vy, w) in zip(ptrs, prow, vrow, strict=True):
                 set_pos(ptr, (o + x, y))
                 set_vel(ptr, (vx, vy))
                 set_w(ptr, w)
@@ -845,7 +871,7 @@ class PackedBackend:
             b = np.where(shared, -2 - vals, vals % nb)
             code = codes[b]
             self._fric_vals = np.where(code == 1, vals, np.where(code == 2, -2, -1))
-        return _main_contacts(table, self._fric_vals, ints, fl)
+        return _friction_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

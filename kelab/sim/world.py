@@ -835,7 +835,9 @@ class World:
             vn = vx * nx + vy * ny
             tx, ty = vx - vn * nx, vy - vn * ny
             sp = np.sqrt(tx * tx + ty * ty)
-            best = np.where(count > 1, sp.max(axis=1), sp[:, 0])
+            # the larger of the two points' speeds where there are two (np.maximum of the
+            # columns: the same values as sp.max(axis=1), without an axis reduction)
+            best = np.where(count > 1, np.maximum(sp[:, 0], sp[:, 1]), sp[:, 0])
             np.maximum.at(speed, rows, best)
         stick = self._stick.reshape(-1)
         cand = (speed >= 0.0) | ~stick  # seen this step, or sliding (sticks when unseen)
