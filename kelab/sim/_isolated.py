@@ -291,6 +291,14 @@ class IsolatedBackend:
 
         See :func:`sum_arbiters` for the floats; -1 marks a body of no copy.
         """
+        ints, fl, table, order = self._read_arbiters(ids)
+        ra = lookup(table, order, ints[:, 0])
+        return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
+
+    def _read_arbiters(
+        self, ids: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Summed last-step arbiters of copies ``ids`` plus the body-id lookup table."""
         buf = pbatch.Buffer()
         data = ffi.new("pmBatchedData *")  # one for all copies (pbatch makes one per call)
         data.fields = ARB.value
@@ -301,8 +309,7 @@ class IsolatedBackend:
             each(ptrs[c], ARB_ITER, data)
         ints, fl = sum_arbiters(buf)
         table, order = self._id_table()
-        ra = lookup(table, order, ints[:, 0])
-        return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
+        return ints, fl, table, order
 
     def friction_arbiters(
         self, ids: np.ndarray, codes: np.ndarray
@@ -311,16 +318,7 @@ class IsolatedBackend:
 
         See ``PackedBackend.friction_arbiters`` (same contract).
         """
-        buf = pbatch.Buffer()
-        data = ffi.new("pmBatchedData *")
-        data.fields = ARB.value
-        data.floatArray = buf._float_arr
-        data.intArray = buf._int_arr
-        each, ptrs = lib.cpSpaceEachCachedArbiter, self._ptrs
-        for c in ids.tolist():
-            each(ptrs[c], ARB_ITER, data)
-        ints, fl = sum_arbiters(buf)
-        table, order = self._id_table()
+        ints, fl, table, order = self._read_arbiters(ids)
         if self._fric_vals is None:
             code = codes[order % self._nb]
             self._fric_vals = np.where(code == 1, order, np.where(code == 2, -2, -1))
