@@ -129,7 +129,8 @@ class World:
         self._since_read = 0
         self._read_period = 0
         self._steps = 0
-        self._time = Fraction(0)
+        self._time_base = Fraction(0)  # exact time at the last dt change or restore
+        self._time_steps = 0  # steps of dt taken since then (folded in only when read)
         self._dt: float | None = None
         self._fdt: tuple[float, Fraction] | None = None  # dt and Fraction(dt), cached
         self._threads = num_threads
@@ -242,6 +243,18 @@ class World:
     def step_count(self) -> int:
         """Physics steps taken since the World was built (restored with snapshots)."""
         return self._steps
+
+    @property
+    def _time(self) -> Fraction:
+        """Exact simulated time: a count of steps times Fraction(dt), summed only on read."""
+        if self._time_steps:
+            return self._time_base + self._time_steps * self._fdt[1]
+        return self._time_base
+
+    @_time.setter
+    def _time(self, value: Fraction) -> None:
+        self._time_base = value
+        self._time_steps = 0
 
     @property
     def sim_time(self) -> float:
@@ -664,8 +677,9 @@ class World:
         self._advance(dt, self._all)
         self._steps += 1
         if self._fdt is None or self._fdt[0] != dt:
+            self._time = self._time  # fold the steps taken at the old dt
             self._fdt = (dt, Fraction(dt))
-        self._time += self._fdt[1]
+        self._time_steps += 1
         if self._sensor_specs:
             self._update_sensors(dt)
 
