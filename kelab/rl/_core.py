@@ -15,7 +15,12 @@ import numpy as np
 
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
-from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
+from kelab.rl.terminations import (
+    CUT_SHORT,
+    TIME_LIMIT,
+    TerminationValidator,
+    describe_array,
+)
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 from kelab.sim.world import LAYOUTS, World
@@ -78,12 +83,6 @@ def _task_rng_sequences(seed: int | Sequence[int], n: int) -> list:
 def _world_rng_sequences(seed: int | Sequence[int], n: int) -> list:
     # the World seeds copy i from SeedSequence(seed).spawn(n)[i], i.e. spawn_key (i,)
     return _seed_sequences(seed, n, ())
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
-    return f"a {type(value).__name__}"
 
 
 def _copies(mask: np.ndarray, limit: int = 10) -> str:
@@ -242,7 +241,7 @@ class EnvCore:
             a = np.array(actions, dtype=np.float32, copy=True)
         except (TypeError, ValueError):
             raise ValueError(
-                f"actions must be numbers of shape {shape}, got {_describe(actions)}"
+                f"actions must be numbers of shape {shape}, got {describe_array(actions)}"
             ) from None
         if a.shape != shape:
             raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
@@ -259,7 +258,7 @@ class EnvCore:
         if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiub":
             raise TaskError(
                 f"{type(self.task).__name__}.{method} must return a numpy float array of shape "
-                f"{shape}, got {_describe(value)}"
+                f"{shape}, got {describe_array(value)}"
             )
         if value.shape != shape:
             raise TaskError(

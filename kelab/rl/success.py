@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab.rl.task import TaskError
-from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT
+from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, describe_array
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -129,11 +129,7 @@ class RuleContext:
             )
         n = self.num_envs
         if not isinstance(value, np.ndarray) or value.dtype != np.bool_ or value.shape != (n,):
-            got = (
-                f"a {value.dtype} array of shape {value.shape}"
-                if isinstance(value, np.ndarray)
-                else f"a {type(value).__name__}"
-            )
+            got = describe_array(value)
             raise ValueError(
                 f"task.check({name!r}, value): value must be a numpy bool array of shape ({n},), "
                 f"got {got}"
@@ -163,11 +159,7 @@ def judge(rule: SuccessRule, task: Task, ctx: RuleContext) -> tuple[np.ndarray, 
         task.__dict__.pop("_ke_rule_context", None)
     n = ctx.num_envs
     if not isinstance(result, np.ndarray) or result.dtype != np.bool_ or result.shape != (n,):
-        got = (
-            f"a {result.dtype} array of shape {result.shape}"
-            if isinstance(result, np.ndarray)
-            else f"a {type(result).__name__}"
-        )
+        got = describe_array(result)
         raise TaskError(
             f"success rule {getattr(rule, 'name', rule)!r} must return a numpy bool array of "
             f"shape ({n},), got {got}"

@@ -81,7 +81,8 @@ def check_condition_name(name: object, where: str = "get_dones()") -> str:
     return name
 
 
-def _describe(value: Any) -> str:
+def describe_array(value: object) -> str:
+    """Say what ``value`` is, for an error message: dtype and shape, or its type."""
     if isinstance(value, np.ndarray):
         return f"a {value.dtype} array of shape {value.shape}"
     return f"a {type(value).__name__}"
@@ -120,13 +121,13 @@ class TerminationValidator:
         if not isinstance(result, tuple) or len(result) != 2:
             raise TaskError(
                 f"{where} must return (terminated, truncated): a dict of named bool arrays and "
-                f"one bool array, got {_describe(result)}"
+                f"one bool array, got {describe_array(result)}"
             )
         terminated, truncated = result
         if not isinstance(terminated, Mapping):
             raise TaskError(
                 f"{where}: terminated must be a dict mapping condition names to bool arrays "
-                f"(return {{}} when episodes never end early), got {_describe(terminated)}"
+                f"(return {{}} when episodes never end early), got {describe_array(terminated)}"
             )
         names = tuple(terminated.keys())
         if names != self.names:
@@ -137,7 +138,7 @@ class TerminationValidator:
             if not isinstance(value, np.ndarray) or value.dtype != np.bool_ or value.shape != (n,):
                 raise TaskError(
                     f"{where}: termination condition {name!r} must be a numpy bool array of "
-                    f"shape ({n},) (one flag per copy), got {_describe(value)}"
+                    f"shape ({n},) (one flag per copy), got {describe_array(value)}"
                 )
             conditions[k] = value
         if (
@@ -147,7 +148,7 @@ class TerminationValidator:
         ):
             raise TaskError(
                 f"{where}: truncated must be a numpy bool array of shape ({n},) (one flag per "
-                f"copy), got {_describe(truncated)}"
+                f"copy), got {describe_array(truncated)}"
             )
         return names, conditions, truncated.copy()
 
