@@ -496,21 +496,10 @@ class _Shard:
         if locals_.size:
             self.in_order = False
 
-    def read(self) -> np.ndarray:
-        """Batch-read the shard: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
-        self.fetch()
-        return self.block()
-
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""
         self.rfa.num = 0
         lib.cpSpaceEachBody(self.ptr, GET, self.rdata)
-
-    def block(self) -> np.ndarray:
-        """The last :meth:`fetch`: ``(n_local, n_moving, 6)`` in local copy order, shard x."""
-        n, kd = self.copies.size, self.kd
-        block = self.rbuf[: n * kd * 6].reshape(n, kd, 6)
-        return block if self.in_order else block[self.copy_slot]
 
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
@@ -609,6 +598,7 @@ class PackedBackend:
             if mv.size and np.array_equal(mv, np.arange(mv[0], mv[-1] + 1))
             else mv
         )
+        self._dense = mv.size == self._nb  # every body moves: raw rows are whole blocks
         self._jobs: dict[tuple[float, bool], Callable[[int], None]] = {}
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
@@ -625,42 +615,70 @@ class PackedBackend:
         if ids.size == 0:
             return ids
         self.sync()
-        shards = np.unique(self._shard_of[ids]).tolist()
-        if self._workers is not None and len(shards) == len(self._split):
+        if ids.size < self._n:  # a few copies (after resets): store only their rows
+            shards = self._all_shards if len(self._split) == 1 else self._shards_of(ids)
+            for k in shards:
+                self._shards[k].fetch()
+            self._store_rows(ids)
+            return ids
+        if self._workers is not None:
             self._workers.run(self._fetch_shard, len(self._split))
-            self._store(shards)
-            return self._every
-        for k in shards:
-            self._shards[k].fetch()
-        self._store(shards)
-        return np.concatenate([self._split[k] for k in shards])
+        else:
+            for shard in self._shards:
+                shard.fetch()
+        self._store()
+        return self._every
+
+    def _shards_of(self, ids: np.ndarray) -> list[int]:
+        return np.unique(self._shard_of[ids]).tolist()
+
+    def _store_rows(self, ids: np.ndarray) -> None:
+        """Copy copies ``ids`` from their shards' last fetch into ``raw``, then ``on_read``.
+
+        The same values as :meth:`_store` for those rows (the same subtraction of the
+        origin); the other rows of ``raw`` are left as they were.
+        """
+        mv, ox = self._mv, self._plan.origin_x
+        shard_of, local = self._shard_of[ids], self._local[ids]
+        for k in self._all_shards if len(self._split) == 1 else self._shards_of(ids):
+            shard = self._shards[k]
+            mine = slice(None) if len(self._split) == 1 else shard_of == k
+            sel, loc = ids[mine], local[mine]
+            n, kd = shard.copies.size, shard.kd
+            block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+            rows = block[loc if shard.in_order else shard.copy_slot[loc]]
+            rows[:, :, 0] -= ox[sel, None]
+            if isinstance(mv, slice):
+                self.raw[sel, mv, :] = rows
+            else:
+                self.raw[sel[:, None], mv] = rows
+        if self.on_read is not None:
+            self.on_read(ids)
 
     def _fetch_shard(self, k: int) -> None:
         self._shards[k].fetch()
 
-    def _store(self, shards: list[int]) -> None:
-        """Copy fetched shards into their rows of ``raw`` (copy frames), then ``on_read``.
+    def _store(self) -> None:
+        """Copy every shard's last fetch into ``raw`` (copy frames), then ``on_read``.
 
         Runs in the calling thread, after the shard threads: numpy calls on small arrays
         hold the GIL between short releases, so two threads doing them at once mostly
         take turns (and pay for the hand-overs); done once for all shards they are fewer
         and larger.
         """
-        mv, ox = self._mv, self._plan.origin_x
-        if len(shards) == len(self._split):
-            for k in shards:
-                self.raw[self._parts[k], mv, :] = self._shards[k].block()
-            self.raw[:, mv, 0] -= ox[:, None]
-            if self.on_read is not None:
-                self.on_read(slice(None))
-            return
-        for k in shards:
-            part = self._parts[k]
-            sub = self.raw[part]  # a view: shards hold contiguous copies
-            sub[:, mv, :] = self._shards[k].block()
-            sub[:, mv, 0] -= ox[part, None]
-            if self.on_read is not None:
-                self.on_read(part)
+        mv, ox, raw = self._mv, self._plan.origin_x, self.raw
+        for k, shard in enumerate(self._shards):
+            n, kd = shard.copies.size, shard.kd
+            block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+            if shard.in_order:
+                raw[self._parts[k], mv, :] = block
+            elif self._dense:  # rows of raw are the blocks: gather straight into them
+                np.take(block, shard.copy_slot, axis=0, out=raw[self._parts[k]])
+            else:
+                raw[self._parts[k], mv, :] = block[shard.copy_slot]
+        raw[:, mv, 0] -= ox[:, None]
+        if self.on_read is not None:
+            self.on_read(slice(None))
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
         """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
@@ -705,7 +723,7 @@ class PackedBackend:
         else:  # pipelined: the next step's job queues behind this one
             self._workers.submit(job, len(self._shards))
         if read:
-            self._store(self._all_shards)
+            self._store()
             return self._every
         return ids[:0]
 

@@ -1616,18 +1616,7 @@ def _joint_state(
         jl = layout.joints[k]
         c = raw[:, jl.child]
         if jl.kind == "prismatic" and jl.parent < 0:
-            # _point(c, anchor_child, cog) projected on the axis, without temporaries
-            lx, ly = jl.anchor_child
-            dx, dy = lx - cog[jl.child][0], ly - cog[jl.child][1]
-            ax, ay = jl.axis
-            x, y, ang, bvx, bvy, wb = c.T
-            ca, sa = np.cos(ang), np.sin(ang)
-            qx = x + ca * lx - sa * ly - jl.anchor_parent[0]
-            qy = y + sa * lx + ca * ly - jl.anchor_parent[1]
-            pos[:, k] = qx * ax + qy * ay
-            vx = bvx - wb * (sa * dx + ca * dy)
-            vy = bvy + wb * (ca * dx - sa * dy)
-            vel[:, k] = vx * ax + vy * ay
+            _ground_slider(jl, cog[jl.child], c, pos[:, k], vel[:, k])
             continue
         p = raw[:, jl.parent] if jl.parent >= 0 else np.zeros((m, 6))
         q, vq = _point(c, jl.anchor_child, cog[jl.child])
@@ -1652,6 +1641,83 @@ def _joint_state(
             safe = np.where(length > 0, length, 1.0)
             vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
     return pos, vel
+
+
+def _ground_slider(
+    jl: Any, cog: np.ndarray, c: np.ndarray, pos: np.ndarray, vel: np.ndarray
+) -> None:
+    """Position and velocity of a prismatic joint to the ground, written into pos, vel.
+
+    ``_point(c, anchor_child, cog)`` minus the ground anchor, projected on the axis:
+
+        q = (x + cos a * lx - sin a * ly - px,  y + sin a * lx + cos a * ly - py)
+        v = (vx - w * (sin a * dx + cos a * dy),  vy + w * (cos a * dx - sin a * dy))
+        pos = q . axis,  vel = v . axis          (d = anchor - centre of gravity)
+
+    evaluated in that order, with the terms whose constant factor is zero left out (a
+    slider along x anchored at its body's origin is ``pos = x - px``: no cos, no sin),
+    and factors of one not multiplied. Leaving out ``+ 0 * t`` can only change the sign
+    of an exact zero result; every other bit is that of the full formula.
+    """
+    lx, ly = jl.anchor_child
+    dx, dy = lx - cog[0], ly - cog[1]
+    ax, ay = jl.axis
+    px, py = jl.anchor_parent
+    x, y, ang, bvx, bvy, wb = c.T
+    trig: dict[str, np.ndarray] = {}
+
+    def cos() -> np.ndarray:
+        if "c" not in trig:
+            trig["c"] = np.cos(ang)
+        return trig["c"]
+
+    def sin() -> np.ndarray:
+        if "s" not in trig:
+            trig["s"] = np.sin(ang)
+        return trig["s"]
+
+    def axis(fx: Any, fy: Any, out: np.ndarray) -> None:  # out = fx() * ax + fy() * ay
+        tx = None if ax == 0.0 else (fx() if ax == 1.0 else fx() * ax)
+        ty = None if ay == 0.0 else (fy() if ay == 1.0 else fy() * ay)
+        if tx is None and ty is None:
+            out[:] = 0.0
+        elif ty is None:
+            out[:] = tx
+        elif tx is None:
+            out[:] = ty
+        else:
+            np.add(tx, ty, out=out)
+
+    def qx() -> np.ndarray:
+        return _fold(_fold(_fold(x, cos, lx, 1), sin, ly, -1), None, px, -1)
+
+    def qy() -> np.ndarray:
+        return _fold(_fold(_fold(y, sin, lx, 1), cos, ly, 1), None, py, -1)
+
+    def vx() -> np.ndarray:
+        r = _fold(_fold(None, sin, dx, 1), cos, dy, 1)
+        return bvx if r is None else bvx - wb * r
+
+    def vy() -> np.ndarray:
+        r = _fold(_fold(None, cos, dx, 1), sin, dy, -1)
+        return bvy if r is None else bvy + wb * r
+
+    axis(qx, qy, pos)
+    axis(vx, vy, vel)
+
+
+def _fold(acc: Any, factor: Any, const: float, sign: int) -> Any:
+    """``acc + sign * factor() * const`` (``factor`` None: the constant alone), 0-terms left out.
+
+    ``acc`` None stands for a sum with no term yet. The operations are those of the
+    written formula (``acc + f * c`` or ``acc - f * c``), in the same order.
+    """
+    if const == 0.0:
+        return acc
+    term: Any = const if factor is None else factor() * const
+    if acc is None:
+        return term if sign > 0 else -term
+    return acc + term if sign > 0 else acc - term
 
 
 class _JointPlan:

@@ -271,6 +271,29 @@ def test_joint_state_is_bit_identical_to_the_plain_formulas(kinds) -> None:
         assert np.array_equal(g, w) and np.array_equal(np.signbit(g), np.signbit(w))
 
 
+@pytest.mark.parametrize(
+    ("anchor_child", "axis", "anchor_parent", "cog"),
+    [
+        ((0.0, 0.0), (1.0, 0.0), (0.0, 0.15), (0.0, -0.016)),  # the cartpole's slider
+        ((0.0, 0.0), (1.0, 0.0), (0.0, 0.0), (0.0, 0.0)),  # no cos, no sin at all
+        ((0.2, 0.0), (0.0, 1.0), (0.3, 0.0), (0.2, 0.1)),
+        ((0.0, -0.1), (0.6, 0.8), (0.0, 0.0), (-0.05, 0.0)),
+    ],
+)
+def test_ground_slider_leaves_out_zero_terms_without_changing_values(
+    anchor_child, axis, anchor_parent, cog
+) -> None:
+    # terms with a zero constant are left out: the values equal the full formula's
+    # (np.array_equal: only the sign of an exact zero may differ)
+    jl = _jl("prismatic", -1, 0, anchor_child=anchor_child, axis=axis, anchor_parent=anchor_parent)
+    layout = SimpleNamespace(joints=[jl], joint_paths=("/j",), cog=np.array([cog]))
+    raw = np.random.default_rng(5).normal(size=(2000, 1, 6)) * 3.0
+    raw[::7] = 0.0
+    got, want = _joint_state(layout, raw), _reference(layout, raw)
+    for g, w in zip(got, want, strict=True):
+        assert np.array_equal(g, w)
+
+
 def test_pipelined_steps_are_bit_identical_to_one_thread() -> None:
     # steps without a read return before the other shards finish (their jobs queue up);
     # efforts, reads, resets and state writes in between must wait for them
