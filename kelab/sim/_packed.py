@@ -135,6 +135,11 @@ class ShardWorkers:
                 self._error = exc
 
     @property
+    def ok(self) -> bool:
+        """False once a job has failed (:meth:`wait` raises its error)."""
+        return self._error is None
+
+    @property
     def busy(self) -> bool:
         """Whether submitted jobs may still be running (call :meth:`wait`)."""
         return self._outstanding > 0 or self._error is not None
@@ -621,12 +626,7 @@ class PackedBackend:
                 self._shards[k].fetch()
             self._store_rows(ids)
             return ids
-        if self._workers is not None:
-            self._workers.run(self._fetch_shard, len(self._split))
-        else:
-            for shard in self._shards:
-                shard.fetch()
-        self._store()
+        self._fetch_all(self._fetch_shard)
         return self._every
 
     def _shards_of(self, ids: np.ndarray) -> list[int]:
@@ -666,19 +666,43 @@ class PackedBackend:
         take turns (and pay for the hand-overs); done once for all shards they are fewer
         and larger.
         """
-        mv, ox, raw = self._mv, self._plan.origin_x, self.raw
-        for k, shard in enumerate(self._shards):
-            n, kd = shard.copies.size, shard.kd
-            block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
-            if shard.in_order:
-                raw[self._parts[k], mv, :] = block
-            elif self._dense:  # rows of raw are the blocks: gather straight into them
-                np.take(block, shard.copy_slot, axis=0, out=raw[self._parts[k]])
-            else:
-                raw[self._parts[k], mv, :] = block[shard.copy_slot]
-        raw[:, mv, 0] -= ox[:, None]
+        for k in range(len(self._shards)):
+            self._store_shard(k)
         if self.on_read is not None:
             self.on_read(slice(None))
+
+    def _fetch_all(self, job: Callable[[int], None]) -> None:
+        """Run ``job(k)`` (ending with a fetch) for every shard, then store them all.
+
+        With threads, this thread stores its own shard (0) while the others finish.
+        """
+        workers = self._workers
+        if workers is None:
+            job(0)
+            self._store()
+            return
+        workers.submit(job, len(self._shards))
+        if workers.ok:
+            self._store_shard(0)
+        workers.wait()
+        for k in range(1, len(self._shards)):
+            self._store_shard(k)
+        if self.on_read is not None:
+            self.on_read(slice(None))
+
+    def _store_shard(self, k: int) -> None:
+        """Copy shard ``k``'s last fetch into its rows of ``raw`` (copy frames)."""
+        shard, part = self._shards[k], self._parts[k]
+        raw, mv = self.raw, self._mv
+        n, kd = shard.copies.size, shard.kd
+        block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+        if shard.in_order:
+            raw[part, mv, :] = block
+        elif self._dense:  # rows of raw are the blocks: gather straight into them
+            np.take(block, shard.copy_slot, axis=0, out=raw[part])
+        else:
+            raw[part, mv, :] = block[shard.copy_slot]
+        raw[part, mv, 0] -= self._plan.origin_x[part, None]
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
         """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
@@ -716,15 +740,13 @@ class PackedBackend:
             if len(self._jobs) > 8:  # a varying dt: keep the cache small
                 self._jobs.clear()
             job = self._jobs[(dt, read)] = partial(self._step_shard, dt, read)
+        if read:
+            self._fetch_all(job)
+            return self._every
         if self._workers is None:
             job(0)
-        elif read:
-            self._workers.run(job, len(self._shards))
         else:  # pipelined: the next step's job queues behind this one
             self._workers.submit(job, len(self._shards))
-        if read:
-            self._store()
-            return self._every
         return ids[:0]
 
     def _step_shard(self, dt: float, read: bool, k: int) -> None:
