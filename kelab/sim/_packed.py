@@ -674,7 +674,8 @@ class PackedBackend:
     def _fetch_all(self, job: Callable[[int], None]) -> None:
         """Run ``job(k)`` (ending with a fetch) for every shard, then store them all.
 
-        With threads, this thread stores its own shard (0) while the others finish.
+        With threads, this thread stores its own shard (0), and ``on_read`` handles its
+        rows, while the others finish (their threads run C only: no GIL contention).
         """
         workers = self._workers
         if workers is None:
@@ -684,11 +685,13 @@ class PackedBackend:
         workers.submit(job, len(self._shards))
         if workers.ok:
             self._store_shard(0)
+            if self.on_read is not None:
+                self.on_read(self._parts[0])
         workers.wait()
         for k in range(1, len(self._shards)):
             self._store_shard(k)
         if self.on_read is not None:
-            self.on_read(slice(None))
+            self.on_read(slice(self._parts[1].start, self._n))
 
     def _store_shard(self, k: int) -> None:
         """Copy shard ``k``'s last fetch into its rows of ``raw`` (copy frames)."""

@@ -100,6 +100,7 @@ class World:
         self._nb = len(lay.body_paths)
         self._nj = len(lay.joint_paths)
         self._all = np.arange(num_envs)
+        self._all.flags.writeable = False  # logged and handed around without copies
         self._layout_name = layout
         self._packed = layout == "packed"
         self._backend: IsolatedBackend | PackedBackend
@@ -140,9 +141,10 @@ class World:
         self._kp = np.array([j.kp for j in lay.joints], dtype=np.float64)
         self._kd = np.array([j.kd for j in lay.joints], dtype=np.float64)
         self._actuated = np.array([a != "none" for a in act], dtype=bool)
-        self._unactuated = np.flatnonzero(~self._actuated)
+        self._cols = np.arange(self._nj)
         self._bounds: tuple[np.ndarray, np.ndarray] | None = None
-        self._state_dependent = bool(self._pd.any()) or any(
+        self._any_pd = bool(self._pd.any())
+        self._state_dependent = self._any_pd or any(
             j.kind == "prismatic" and j.parent >= 0 and j.actuator != "none" for j in lay.joints
         )
         self._rolling = bool((lay.roll_radius > 0).any())
@@ -169,8 +171,10 @@ class World:
                 if jl.parent >= 0:
                     self._terms.append((k, jl.parent, 2, -1.0))
             elif jl.kind == "prismatic" and jl.parent < 0:
-                self._terms.append((k, jl.child, 0, jl.axis[0]))
-                self._terms.append((k, jl.child, 1, jl.axis[1]))
+                # a zero component adds only +-0.0 to +0.0: left out (the same +0.0)
+                for comp in (0, 1):
+                    if jl.axis[comp] != 0.0:
+                        self._terms.append((k, jl.child, comp, jl.axis[comp]))
         # sensors
         self._rngs = [
             np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(num_envs)
@@ -363,36 +367,37 @@ class World:
 
     def _controls(self, kind: int, values: Any, joint_ids: Any = None, env_ids: Any = None) -> None:
         ids = self._ids(env_ids)
-        cols = np.arange(self._nj) if joint_ids is None else np.asarray(joint_ids, np.int64)
+        ncols = self._nj if joint_ids is None else np.size(joint_ids)
         vals = np.asarray(values, dtype=np.float64)
         try:
-            if vals.shape != (ids.size, cols.size):
-                vals = np.broadcast_to(vals, (ids.size, cols.size))
+            if vals.shape != (ids.size, ncols):
+                vals = np.broadcast_to(vals, (ids.size, ncols))
         except ValueError:
             raise ValueError(
-                f"values must have shape ({ids.size}, {cols.size}) (copies, joints), got "
-                f"{vals.shape}"
+                f"values must have shape ({ids.size}, {ncols}) (copies, joints), got {vals.shape}"
             ) from None
-        if not np.isfinite(vals).all():
+        # a finite sum means every value is finite (one pass); else look closer (overflow)
+        if not (math.isfinite(vals.sum()) or np.isfinite(vals).all()):
             raise ValueError("joint commands must be finite numbers")
         target = self._efforts if kind == _EFFORTS else self._targets
         every = joint_ids is None and ids is self._all
         if kind == _EFFORTS:
             if every:  # the common case: all copies, all joints (no fancy indexing)
                 # limits broadcast to the full shape once: a (nj,) operand would make
-                # numpy loop over rows of nj elements (same values as np.clip)
+                # numpy loop over rows of nj elements (same values as np.clip); the
+                # bounds of joints without an actuator are [0, 0]: their effort is 0
                 lo, hi = self._clip_bounds()
                 full = np.maximum(vals, lo)
                 np.minimum(full, hi, out=full)
-                if self._unactuated.size:
-                    full[:, self._unactuated] = 0.0
             else:
+                cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64)
                 full = target[ids]
                 lim = self._limit[cols]
                 full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
         elif every:
             full = np.array(vals)
         else:
+            cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64)
             full = target[ids]
             full[:, cols] = vals
         if every:
@@ -400,13 +405,18 @@ class World:
         else:
             target[ids] = full
         self._forces_dirty = True
-        self._log.append((self._steps, kind, ids.copy(), full, None))
+        # self._all is read-only: logged as is (other id arrays may be the caller's)
+        self._log.append((self._steps, kind, ids if ids is self._all else ids.copy(), full, None))
 
     def _clip_bounds(self) -> tuple[np.ndarray, np.ndarray]:
-        """Effort limits as contiguous ``(num_envs, n_joints)`` arrays (-limit, limit)."""
+        """Effort bounds as contiguous ``(num_envs, n_joints)`` arrays (-limit, limit).
+
+        A joint without an actuator gets [+0.0, +0.0]: its effort is always +0.0.
+        """
         if self._bounds is None:
-            hi = np.ascontiguousarray(np.broadcast_to(self._limit, (self._n, self._nj)))
-            self._bounds = (-hi, hi)
+            limit = np.where(self._actuated, self._limit, 0.0)  # no actuator: [0, 0]
+            hi = np.ascontiguousarray(np.broadcast_to(limit, (self._n, self._nj)))
+            self._bounds = (np.where(self._actuated, -hi, 0.0), hi)
         return self._bounds
 
     def set_joint_efforts(self, efforts: Any, env_ids: Any = None) -> None:
@@ -658,6 +668,19 @@ class World:
         Raises:
             ValueError: If ``dt`` is not a finite number > 0.
         """
+        if dt.__class__ is not float or dt != self._dt:  # else: the dt checked before
+            dt = self._new_dt(dt)
+        self._advance(dt, self._all)
+        self._steps += 1
+        if self._fdt is None or self._fdt[0] != dt:
+            self._time = self._time  # fold the steps taken at the old dt
+            self._fdt = (dt, Fraction(dt))
+        self._time_steps += 1
+        if self._sensor_specs:
+            self._update_sensors(dt)
+
+    def _new_dt(self, dt: Any) -> float:
+        """Check a step's ``dt`` that differs from the last one; log a change of dt."""
         if (
             isinstance(dt, bool)
             or not isinstance(dt, (int, float))
@@ -674,14 +697,7 @@ class World:
             self._log.append((self._steps, _DT, self._all[:0], np.array([dt]), None))
             if not self._pipelines and self._sensor_specs:
                 self._make_pipelines(dt)
-        self._advance(dt, self._all)
-        self._steps += 1
-        if self._fdt is None or self._fdt[0] != dt:
-            self._time = self._time  # fold the steps taken at the old dt
-            self._fdt = (dt, Fraction(dt))
-        self._time_steps += 1
-        if self._sensor_specs:
-            self._update_sensors(dt)
+        return dt
 
     def _advance(self, dt: float, ids: np.ndarray, replay: bool = False) -> None:
         """One physics step for copies ``ids`` (forces, step, contact bookkeeping).
@@ -731,13 +747,12 @@ class World:
     def _compute_forces(self, ids: np.ndarray, dt: float) -> None:
         lay = self._layout
         out = np.zeros((ids.size, self._nb, 3))
-        rows = np.arange(self._nb)
         all_ids = ids.size == self._n
         effort = self._efforts if all_ids else self._efforts[ids]
         raw = None
         if self._state_dependent or self._rolling:
             raw = self._raw() if all_ids else self._raw()[ids]
-        if self._pd.any():
+        if self._any_pd:
             assert raw is not None
             pos, vel = self._joint_state(raw)
             pd = self._kp * (self._targets[ids] - pos) - self._kd * vel
@@ -768,16 +783,16 @@ class World:
                 ax = ca * jl.axis[0] - sa * jl.axis[1]
                 ay = sa * jl.axis[0] + ca * jl.axis[1]
                 fx, fy = e * ax, e * ay
-                out[:, rows[jl.child], 0] += fx
-                out[:, rows[jl.child], 1] += fy
+                out[:, jl.child, 0] += fx
+                out[:, jl.child, 1] += fy
                 if jl.parent >= 0:
                     assert raw is not None
                     cc = _cog_world(raw[:, jl.child], lay.cog[jl.child])
                     pc = _cog_world(raw[:, jl.parent], lay.cog[jl.parent])
                     rx, ry = cc[:, 0] - pc[:, 0], cc[:, 1] - pc[:, 1]
-                    out[:, rows[jl.parent], 0] -= fx
-                    out[:, rows[jl.parent], 1] -= fy
-                    out[:, rows[jl.parent], 2] -= rx * fy - ry * fx
+                    out[:, jl.parent, 0] -= fx
+                    out[:, jl.parent, 1] -= fy
+                    out[:, jl.parent, 2] -= rx * fy - ry * fx
         if self._rolling:
             assert raw is not None
             round_ = lay.roll_radius > 0
@@ -786,7 +801,7 @@ class World:
             tau = np.minimum(
                 lay.roll_mu[round_] * self._normals[ids][:, round_] * lay.roll_radius[round_], cap
             )
-            out[:, rows[round_], 2] -= np.sign(w) * tau
+            out[:, round_, 2] -= np.sign(w) * tau
         if self._ext_any:
             out += self._ext[ids]
         if ids.size != self._n and self._layout_name == "packed":
@@ -1570,8 +1585,8 @@ class _JointCache:
     def update(self, rows: slice | np.ndarray) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
         if self.wanted and self.eager and self.pos.shape[1]:
-            if isinstance(rows, slice) and rows == slice(None):  # every copy: in place
-                _joint_state(self.layout, self.backend.raw, (self.pos, self.vel))
+            if isinstance(rows, slice):  # views: computed in place
+                _joint_state(self.layout, self.backend.raw[rows], (self.pos[rows], self.vel[rows]))
             else:
                 self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
             self.valid[rows] = True
