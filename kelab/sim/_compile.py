@@ -527,6 +527,29 @@ def new_constraints(calls: list[tuple[object, tuple]], managed: bool = True) -> 
     return out
 
 
+#: The Init function (and C type) of each constructor of :func:`constraint_calls`: a
+#: constructor allocates, then runs Init with the same arguments.
+_INITS = {
+    "cpPivotJointNew2": ("cpPivotJointInit", "cpPivotJoint *"),
+    "cpGearJointNew": ("cpGearJointInit", "cpGearJoint *"),
+    "cpGrooveJointNew": ("cpGrooveJointInit", "cpGrooveJoint *"),
+    "cpDampedSpringNew": ("cpDampedSpringInit", "cpDampedSpring *"),
+    "cpRotaryLimitJointNew": ("cpRotaryLimitJointInit", "cpRotaryLimitJoint *"),
+}
+
+
+def reinit_call(ctor: object, constraint: object, args: tuple) -> tuple[object, tuple]:
+    """The call that re-initialises ``constraint`` (made by ``ctor(*args)``) in place.
+
+    Run on a constraint outside any space, it leaves what the constructor left (zero
+    accumulated impulses, default max force and bias), without freeing and allocating.
+    Run ``cpConstraintSetCollideBodies(c, 0)`` after it, as :func:`new_constraints` does.
+    """
+    name = next(k for k in _INITS if getattr(lib, k) is ctor)
+    init, ctype = _INITS[name]
+    return getattr(lib, init), (ffi.cast(ctype, constraint), *args)
+
+
 def free_constraints(constraints: list) -> None:
     """Free unmanaged constraints of :func:`new_constraints` (leaving their space first)."""
     for c in constraints:

@@ -240,8 +240,11 @@ class IsolatedBackend:
         if read:
             self.read(ids)
 
-    def rebuild(self, ids: np.ndarray) -> None:
-        """Make copies ``ids`` fresh (initial configuration, no history)."""
+    def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
+        """Make copies ``ids`` fresh (initial configuration, no history).
+
+        ``place`` is accepted for the packed layout's sake (a new space is built anyway).
+        """
         for c in ids.tolist():
             self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
             self._ptrs[c] = self._copies[c].space._space

@@ -52,6 +52,7 @@ from kelab.sim._compile import (
     new_constraints,
     new_space,
     register_callbacks,
+    reinit_call,
 )
 from kelab.sim._isolated import (
     ARB,
@@ -406,23 +407,26 @@ class _Shard:
         for con in cons:
             add_con(ptr, con)
         self.parts[cl] = (bodies, shapes, cons)
+        # a rebuild re-initialises the same constraints in place (the Init function of each
+        # constructor, with its arguments: what the constructor does after allocating)
+        inits = [reinit_call(ctor, c, args) for c, (ctor, args) in zip(cons, calls, strict=True)]
         fric = []
         if lay.needs_handler:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
                 fric.extend((s._shape, f) for s in shapes[k])
-        # (adds, constraint calls, shape pointers, body pointers, initial frictions,
+        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions,
         # body pointers back to front)
         self.recipe[cl] = (
             adds,
-            calls,
+            inits,
             [p for add in adds for p in add[3]],
             [add[0] for add in adds],
             fric,
             [add[0] for add in reversed(adds)],
         )
 
-    def rebuild(self, locals_: np.ndarray) -> None:
+    def rebuild(self, locals_: np.ndarray, place: bool = True) -> None:
         """Make local copies fresh: remove their moving parts back to front, re-add them.
 
         Per copy: its constraints, shapes and bodies leave the space; each body is put
@@ -430,9 +434,15 @@ class _Shard:
         the pose — with no shapes its centre of gravity is zero,
         so the angle and position calls leave exactly what ``make_body`` and the first
         build leave); its shapes get their initial friction; then the bodies and shapes
-        are added with the copy's fixed hash ids and new constraints are made by the
-        recorded constructor calls. Direct Chipmunk calls bound to locals, no pymunk
-        bookkeeping (the objects were never out of its registry for long).
+        are added with the copy's fixed hash ids and the constraints, re-initialised in
+        place (zero impulses), are added again. Direct Chipmunk calls bound to locals, no
+        pymunk bookkeeping (the objects were never out of its registry for long).
+
+        ``place=False`` leaves out the velocity and pose calls, for a caller that writes
+        every moving body's pose and velocity next (:meth:`PackedBackend.write_states`):
+        those writes set angle, position (from the angle, the centre of gravity and the
+        position alone), velocity and angular velocity whatever they were, so the result
+        is the same bits.
         """
         ptr = self.ptr
         rm_con, rm_shape, rm_body = (
@@ -450,7 +460,7 @@ class _Shard:
             lib.cpBodySetAngularVelocity,
             lib.cpBodyUpdatePosition,
         )
-        free_con, off = lib.cpConstraintFree, lib.cpConstraintSetCollideBodies
+        off = lib.cpConstraintSetCollideBodies
         set_a, set_p = lib.cpBodySetAngle, lib.cpBodySetPosition
         set_fric, set_counter = lib.cpShapeSetFriction, lib.cpSpaceSetShapeIDCounter
         zero = (0.0, 0.0)
@@ -459,21 +469,25 @@ class _Shard:
         slot_copy, copy_slot = self.slot_copy, self.copy_slot
         last = slot_copy.size - 1
         for cl in locals_.tolist():
-            bodies, shapes, cons = parts[cl]
-            adds, calls, shape_ptrs, _, fric, back = recipe[cl]
+            cons = parts[cl][2]
+            adds, inits, shape_ptrs, _, fric, back = recipe[cl]
             for con in reversed(cons):
                 rm_con(ptr, con)
-                free_con(con)
             for sp in shape_ptrs:
                 rm_shape(ptr, sp)
             # a new body's state (see reset_body), each body right after it leaves (a
             # body outside the space is touched by nothing else). Held force and torque
             # are zero already: they are written right before each step, which clears them.
-            for bp in back:
-                rm_body(ptr, bp)
-                set_v(bp, zero)
-                set_w(bp, 0.0)
-                update(bp, 0.0)
+            if place:
+                for bp in back:
+                    rm_body(ptr, bp)
+                    set_v(bp, zero)
+                    set_w(bp, 0.0)
+                    update(bp, 0.0)
+            else:
+                for bp in back:
+                    rm_body(ptr, bp)
+                    update(bp, 0.0)  # zero bias velocities (nothing else sets them)
             for sp, f in fric:
                 set_fric(sp, f)
             # the last block moved into this copy's slot; this copy goes last
@@ -485,19 +499,16 @@ class _Shard:
             copy_slot[cl] = last
             set_counter(ptr, cl * stride)
             for bp, angle, pos, sps in adds:
-                set_a(bp, angle)
-                set_p(bp, pos)
+                if place:
+                    set_a(bp, angle)
+                    set_p(bp, pos)
                 add_body(ptr, bp)
                 for sp in sps:
                     add_shape(ptr, sp)
-            # the recorded constructor calls (see new_constraints), each added when made
-            cons = []
-            for ctor, args in calls:
-                con = ctor(*args)
+            for (init, args), con in zip(inits, cons, strict=True):
+                init(*args)
                 off(con, 0)
                 add_con(ptr, con)
-                cons.append(con)
-            parts[cl] = (bodies, shapes, cons)
         if locals_.size:
             self.in_order = False
 
@@ -604,6 +615,9 @@ class PackedBackend:
             else mv
         )
         self._dense = mv.size == self._nb  # every body moves: raw rows are whole blocks
+        # position of each (moving) body in a copy's block of the shard buffers
+        self._moving_index = np.full(self._nb, -1, dtype=np.int64)
+        self._moving_index[mv] = np.arange(mv.size)
         self._jobs: dict[tuple[float, bool], Callable[[int], None]] = {}
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
@@ -654,6 +668,30 @@ class PackedBackend:
                 self.raw[sel[:, None], mv] = rows
         if self.on_read is not None:
             self.on_read(ids)
+
+    def body_rows(self, rows: np.ndarray) -> np.ndarray:
+        """Fresh state of body rows ``copy * nb + body`` (moving bodies), ``(m, 6)``.
+
+        Fetches every shard but stores nothing into ``raw``: a few rows gathered from the
+        shard buffers, x in the copy's frame (the subtraction :meth:`_store` makes).
+        """
+        self.sync()
+        if self._workers is not None:
+            self._workers.run(self._fetch_shard, len(self._shards))
+        else:
+            self._shards[0].fetch()
+        nb = self._nb
+        copies, bodies = rows // nb, rows % nb
+        out = np.empty((rows.size, 6))
+        for k, shard in enumerate(self._shards):
+            mine = slice(None) if len(self._shards) == 1 else self._shard_of[copies] == k
+            c, b = copies[mine], bodies[mine]
+            slot = self._local[c] if shard.in_order else shard.copy_slot[self._local[c]]
+            flat = shard.rbuf[: shard.copies.size * shard.kd * 6].reshape(-1, 6)
+            st = flat[slot * shard.kd + self._moving_index[b]]
+            st[:, 0] -= self._plan.origin_x[c]
+            out[mine] = st
+        return out
 
     def _fetch_shard(self, k: int) -> None:
         self._shards[k].fetch()
@@ -769,8 +807,12 @@ class PackedBackend:
         if self._workers is not None and self._workers.busy:
             self._workers.wait()
 
-    def rebuild(self, ids: np.ndarray) -> None:
-        """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew."""
+    def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
+        """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew.
+
+        ``place=False``: the caller writes every moving body's state next (see
+        :meth:`_Shard.rebuild`).
+        """
         self.sync()
         if ids.size == 0:
             return
@@ -789,7 +831,7 @@ class PackedBackend:
                     self._id_dirty = self._shapes_dirty = True
                     self._fric_vals = None
                 elif mask.any():  # the same bodies (same ids) re-added
-                    self._shards[k].rebuild(self._local[part[mask]])
+                    self._shards[k].rebuild(self._local[part[mask]], place)
         self._forces[ids] = 0.0
         # a rebuilt shard has a fresh buffer, a partial rebuild moves blocks: rewrite all
         self._pending = [True] * len(self._split)

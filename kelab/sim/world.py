@@ -599,7 +599,7 @@ class World:
             raise ValueError(f"poses and velocities must have shape {shape}")
         if not (np.isfinite(poses).all() and np.isfinite(vels).all()):
             raise ValueError("set_body_states: poses and velocities must be finite")
-        self._rebuild(ids)
+        self._rebuild(ids, place=False)  # every moving body's state is written next
         self._write_states(ids, poses, vels)
         self._log.append((self._steps, _STATES, ids.copy(), poses.copy(), vels.copy()))
         self._after_reset(ids)
@@ -614,8 +614,8 @@ class World:
         self._rebuild(ids)
         self._after_reset(ids)
 
-    def _rebuild(self, ids: np.ndarray) -> None:
-        self._backend.rebuild(ids)
+    def _rebuild(self, ids: np.ndarray, place: bool = True) -> None:
+        self._backend.rebuild(ids, place)
         self._stick[ids] = True  # the rebuilt shapes carry their sticking values
         self._arb = None
         self._touched[ids] = False
@@ -838,17 +838,18 @@ class World:
         speed = self._speed  # -1 where no contact was seen (reset to -1 below)
         if rows.size:
             valid = self._state_valid
-            if not valid.all():  # the state after this step (reading never changes physics)
-                self._jc.eager = False  # the joint state is not needed here
-                if self._layout_name == "packed":  # one read per shard covers every copy
-                    self._read(np.flatnonzero(~valid))
-                else:
-                    copies = np.unique(rows // nb)
-                    stale = copies[~valid[copies]]
-                    if stale.size:
-                        self._read(stale)
-                self._jc.eager = True
-            st = self._backend.raw.reshape(-1, 6)[rows]
+            if valid.all():
+                st = self._backend.raw.reshape(-1, 6)[rows]
+            elif self._packed:  # the rows alone, fresh (reading never changes physics)
+                st = self._backend.body_rows(rows)
+            else:
+                copies = np.unique(rows // nb)
+                stale = copies[~valid[copies]]
+                if stale.size:
+                    self._jc.eager = False  # the joint state is not needed here
+                    self._read(stale)
+                    self._jc.eager = True
+                st = self._backend.raw.reshape(-1, 6)[rows]
             b = rows % nb
             a = st[:, 2]
             ca, sa = np.cos(a), np.sin(a)

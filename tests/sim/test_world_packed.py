@@ -336,3 +336,38 @@ def test_shard_workers_report_errors_of_submitted_jobs() -> None:
     workers.run(lambda k: seen.append(k), 2)
     workers.close()
     assert sorted(seen[1:]) == [0, 1]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_friction_choice_between_reads_matches_reading_every_step(threads: int) -> None:
+    # between a reader's reads the friction model fetches only its contact rows
+    # (body_rows, nothing stored); the physics must equal reading every step
+    def run(every: int, threads: int) -> list[np.ndarray]:
+        w = ke.World(_stack(), num_envs=7, layout="packed", num_threads=threads)
+        assert w._fric
+        out = []
+        for t in range(120):
+            if t % 13 == 6:
+                w.reset_envs([(3 * t) % 7, (5 * t + 2) % 7])
+            w.set_joint_efforts(np.tile([40.0 * np.sin(t / 5.0), 0.0], (7, 1)))
+            w.step(DT)
+            if t % every == every - 1:
+                out.append(np.concatenate([w.body_poses, w.body_velocities], axis=2))
+        w.close()
+        return out
+
+    dense = run(1, 1)[2::3]
+    sparse = run(3, threads)
+    assert len(dense) == len(sparse) and np.abs(dense[-1]).max() > 0
+    assert all(np.array_equal(a, b) for a, b in zip(dense, sparse, strict=True))
+
+
+def test_body_rows_equal_the_stored_rows_after_resets() -> None:
+    w = ke.World(_stack(), num_envs=6, layout="packed", num_threads=2)
+    _run(w, 20, resets=True)  # partial resets: shard blocks out of copy order
+    w.step(DT)
+    rows = np.array([0 * 6 + 1, 5 * 6 + 3, 2 * 6 + 5, 3 * 6 + 2])
+    got = w._backend.body_rows(rows)
+    want = np.concatenate([w.body_poses, w.body_velocities], axis=2).reshape(-1, 6)[rows]
+    assert np.array_equal(got, want)
+    w.close()
