@@ -669,11 +669,13 @@ class PackedBackend:
         if self.on_read is not None:
             self.on_read(ids)
 
-    def body_rows(self, rows: np.ndarray) -> np.ndarray:
+    def body_rows(self, rows: np.ndarray, shard_frame: bool = False) -> np.ndarray:
         """Fresh state of body rows ``copy * nb + body`` (moving bodies), ``(m, 6)``.
 
         Fetches every shard but stores nothing into ``raw``: a few rows gathered from the
-        shard buffers, x in the copy's frame (the subtraction :meth:`_store` makes).
+        shard buffers, x in the copy's frame (the subtraction :meth:`_store` makes), or
+        with ``shard_frame`` as the shard's space holds it (``x + origin_x`` of the copy
+        frame's x, exactly: both lie in one binade).
         """
         self.sync()
         if self._workers is not None:
@@ -689,7 +691,8 @@ class PackedBackend:
             slot = self._local[c] if shard.in_order else shard.copy_slot[self._local[c]]
             flat = shard.rbuf[: shard.copies.size * shard.kd * 6].reshape(-1, 6)
             st = flat[slot * shard.kd + self._moving_index[b]]
-            st[:, 0] -= self._plan.origin_x[c]
+            if not shard_frame:
+                st[:, 0] -= self._plan.origin_x[c]
             out[mine] = st
         return out
 
@@ -866,6 +869,11 @@ class PackedBackend:
         self.sync()
         table = self._shape_table()
         setf = lib.cpShapeSetFriction
+        if self._one_shape:  # a shape per body: its pointer, no inner loop
+            single = self._single
+            for r, v in zip(rows.tolist(), values.tolist(), strict=True):
+                setf(single[r], v)
+            return
         for r, v in zip(rows.tolist(), values.tolist(), strict=True):
             for sp in table[r]:
                 setf(sp, v)
@@ -882,6 +890,8 @@ class PackedBackend:
                         table[c * nb + b] = tuple(s._shape for s in own)
             self._shapes = table
             self._shapes_dirty = False
+            self._one_shape = all(len(t) == 1 for t in table if t)
+            self._single = [t[0] if len(t) == 1 else None for t in table]
         return self._shapes
 
     # ------------------------------------------------------------------ contacts, rays

@@ -158,6 +158,8 @@ class World:
         self._fric_code = np.zeros(self._nb, dtype=np.int64)
         self._fric_code[self._fric_bodies] = 1
         self._fric_code[lay.main_static] = 2
+        # whether a friction body's centre of gravity is off its origin (else r is simpler)
+        self._fric_cog = bool(np.any(lay.cog[self._fric_bodies] != 0.0))
         self._speed = np.full(num_envs * self._nb, -1.0)  # scratch of _update_friction
         self._arb: tuple | None = None  # the last step's arbiters of every copy, cached
         # effort -> force terms of state-independent actuators: (joint, body, component,
@@ -837,34 +839,36 @@ class World:
         rows, count, f = self._backend.friction_arbiters(ids, self._fric_code)
         speed = self._speed  # -1 where no contact was seen (reset to -1 below)
         if rows.size:
-            valid = self._state_valid
-            if valid.all():
+            # the body states after this step, x in the shard's space (contact points are)
+            if self._state_valid.all():
                 st = self._backend.raw.reshape(-1, 6)[rows]
+                x = st[:, 0] + self._backend.origin_x[rows // nb]
             elif self._packed:  # the rows alone, fresh (reading never changes physics)
-                st = self._backend.body_rows(rows)
+                st = self._backend.body_rows(rows, shard_frame=True)
+                x = st[:, 0]
             else:
                 copies = np.unique(rows // nb)
-                stale = copies[~valid[copies]]
-                if stale.size:
-                    self._jc.eager = False  # the joint state is not needed here
-                    self._read(stale)
-                    self._jc.eager = True
+                stale = copies[~self._state_valid[copies]]
+                self._jc.eager = False  # the joint state is not needed here
+                self._read(stale)
+                self._jc.eager = True
                 st = self._backend.raw.reshape(-1, 6)[rows]
-            b = rows % nb
-            a = st[:, 2]
-            ca, sa = np.cos(a), np.sin(a)
-            cog = lay.cog[b]
-            # r = contact point - centre of gravity (world), both contact points at once
-            cx = st[:, 0] + self._backend.origin_x[rows // nb] + ca * cog[:, 0] - sa * cog[:, 1]
-            cy = st[:, 1] + sa * cog[:, 0] + ca * cog[:, 1]
+                x = st[:, 0] + self._backend.origin_x[rows // nb]
+            if self._fric_cog:  # r = contact point - centre of gravity (world)
+                b = rows % nb
+                ca, sa = np.cos(st[:, 2]), np.sin(st[:, 2])
+                cog = lay.cog[b]
+                cx = x + ca * cog[:, 0] - sa * cog[:, 1]
+                cy = st[:, 1] + sa * cog[:, 0] + ca * cog[:, 1]
+            else:  # every friction body has its centre of gravity at its origin
+                cx, cy = x, st[:, 1]
             rx = f[:, 4::2] - cx[:, None]
             ry = f[:, 5::2] - cy[:, None]
-            vx = st[:, 3:4] - st[:, 5:6] * ry
-            vy = st[:, 4:5] + st[:, 5:6] * rx
-            nx, ny = f[:, 2:3], f[:, 3:4]
-            vn = vx * nx + vy * ny
-            tx, ty = vx - vn * nx, vy - vn * ny
-            sp = np.sqrt(tx * tx + ty * ty)
+            w = st[:, 5:6]
+            vx = st[:, 3:4] - w * ry
+            vy = st[:, 4:5] + w * rx
+            # tangential speed |v - (v.n) n| = |v x n| for the unit normal n
+            sp = np.abs(vx * f[:, 3:4] - vy * f[:, 2:3])
             # the larger of the two points' speeds where there are two (np.maximum of the
             # columns: the same values as sp.max(axis=1), without an axis reduction)
             best = np.where(count > 1, np.maximum(sp[:, 0], sp[:, 1]), sp[:, 0])
