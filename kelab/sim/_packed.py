@@ -21,11 +21,13 @@ sharding (so ``num_threads`` never changes a bit):
 - shared static boxes that cover a copy's window (a ground plane) are built once per shard,
   stretched to span ``CAPACITY`` metres of origins whatever ``num_envs`` is (the same ground
   for every World); other shared static shapes are repeated in each copy.
-- resetting copies removes and re-adds only their moving bodies, shapes and constraints:
-  Chipmunk removes from its arrays by moving the last element into the hole, so removing a
-  copy's block back to front moves the last copy's block intact; the reset copy is appended.
-  The reset copy is then exactly a fresh copy (no warm-start impulses, no cached contacts),
-  and the other copies keep their in-copy order, so their future does not change.
+- resetting copies removes and re-adds only their shapes and constraints (the bodies stay in
+  their place in the body array, so every copy keeps its block of a batch read): Chipmunk
+  removes from its arrays by moving the last element into the hole, so removing a copy's
+  constraints back to front moves the last copy's block intact; the reset copy's
+  constraints, re-initialised in place, are appended. The reset copy is then exactly a
+  fresh copy (no warm-start impulses, no cached contacts, no bias velocities), and the
+  other copies keep their in-copy order, so their future does not change.
 """
 
 from __future__ import annotations
@@ -312,9 +314,6 @@ class _Shard:
         for cl in range(n):
             self.parts.append(self._create_moving(cl))
             self._add_moving(cl, first=True)
-        self.slot_copy = np.arange(n)  # local copy at each block of the body array
-        self.copy_slot = np.arange(n)
-        self.in_order = True  # slot_copy is the identity (no partial reset yet)
         if lay.needs_handler:
             register_callbacks(space, lay, self.materials)
         kd = plan.moving.size
@@ -415,28 +414,30 @@ class _Shard:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
                 fric.extend((s._shape, f) for s in shapes[k])
-        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions,
-        # body pointers back to front)
+        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions)
         self.recipe[cl] = (
             adds,
             inits,
             [p for add in adds for p in add[3]],
             [add[0] for add in adds],
             fric,
-            [add[0] for add in reversed(adds)],
         )
 
     def rebuild(self, locals_: np.ndarray, place: bool = True) -> None:
-        """Make local copies fresh: remove their moving parts back to front, re-add them.
+        """Make local copies fresh: new constraints and shapes on their bodies, in place.
 
-        Per copy: its constraints, shapes and bodies leave the space; each body is put
-        back to a new body's state (see ``reset_body``: velocities, bias velocities, then
-        the pose — with no shapes its centre of gravity is zero,
-        so the angle and position calls leave exactly what ``make_body`` and the first
-        build leave); its shapes get their initial friction; then the bodies and shapes
-        are added with the copy's fixed hash ids and the constraints, re-initialised in
-        place (zero impulses), are added again. Direct Chipmunk calls bound to locals, no
-        pymunk bookkeeping (the objects were never out of its registry for long).
+        Per copy: its constraints leave the space back to front (Chipmunk fills a hole
+        with the array's last element, so the last copy's block moves intact), then its
+        shapes (which drops their cached contacts); its bodies stay where they are in the
+        body array, so a batch read keeps every copy in its block. With ``place``, each
+        body gets a new body's state: zero velocities, then (with no shapes its centre
+        of gravity is zero) the initial angle and position, as ``make_body`` and the
+        first build leave them. Its shapes get their initial friction and are added again
+        with the copy's fixed hash ids (the body's mass data is accumulated from them
+        again, in the same order), and the constraints, re-initialised in place (zero
+        impulses), are added again. Every body's bias velocities (left by the last solve,
+        used by the next step) are zeroed by a position update of zero time. Direct
+        Chipmunk calls bound to locals, no pymunk bookkeeping.
 
         ``place=False`` leaves out the velocity and pose calls, for a caller that writes
         every moving body's pose and velocity next (:meth:`PackedBackend.write_states`):
@@ -445,72 +446,40 @@ class _Shard:
         is the same bits.
         """
         ptr = self.ptr
-        rm_con, rm_shape, rm_body = (
-            lib.cpSpaceRemoveConstraint,
-            lib.cpSpaceRemoveShape,
-            lib.cpSpaceRemoveBody,
-        )
-        add_con, add_shape, add_body = (
-            lib.cpSpaceAddConstraint,
-            lib.cpSpaceAddShape,
-            lib.cpSpaceAddBody,
-        )
-        set_v, set_w, update = (
-            lib.cpBodySetVelocity,
-            lib.cpBodySetAngularVelocity,
-            lib.cpBodyUpdatePosition,
-        )
+        rm_con, rm_shape = lib.cpSpaceRemoveConstraint, lib.cpSpaceRemoveShape
+        add_con, add_shape = lib.cpSpaceAddConstraint, lib.cpSpaceAddShape
+        set_v, set_w = lib.cpBodySetVelocity, lib.cpBodySetAngularVelocity
+        update = lib.cpBodyUpdatePosition
         off = lib.cpConstraintSetCollideBodies
         set_a, set_p = lib.cpBodySetAngle, lib.cpBodySetPosition
         set_fric, set_counter = lib.cpShapeSetFriction, lib.cpSpaceSetShapeIDCounter
         zero = (0.0, 0.0)
         stride = self.plan.moving_shapes
         parts, recipe = self.parts, self.recipe
-        slot_copy, copy_slot = self.slot_copy, self.copy_slot
-        last = slot_copy.size - 1
         for cl in locals_.tolist():
             cons = parts[cl][2]
-            adds, inits, shape_ptrs, _, fric, back = recipe[cl]
+            adds, inits, shape_ptrs, _, fric = recipe[cl]
             for con in reversed(cons):
                 rm_con(ptr, con)
             for sp in shape_ptrs:
                 rm_shape(ptr, sp)
-            # a new body's state (see reset_body), each body right after it leaves (a
-            # body outside the space is touched by nothing else). Held force and torque
-            # are zero already: they are written right before each step, which clears them.
-            if place:
-                for bp in back:
-                    rm_body(ptr, bp)
-                    set_v(bp, zero)
-                    set_w(bp, 0.0)
-                    update(bp, 0.0)
-            else:
-                for bp in back:
-                    rm_body(ptr, bp)
-                    update(bp, 0.0)  # zero bias velocities (nothing else sets them)
             for sp, f in fric:
                 set_fric(sp, f)
-            # the last block moved into this copy's slot; this copy goes last
-            slot = copy_slot[cl]
-            moved = slot_copy[last]
-            slot_copy[slot] = moved
-            copy_slot[moved] = slot
-            slot_copy[last] = cl
-            copy_slot[cl] = last
             set_counter(ptr, cl * stride)
             for bp, angle, pos, sps in adds:
                 if place:
+                    set_v(bp, zero)
+                    set_w(bp, 0.0)
+                update(bp, 0.0)  # zeroes the bias velocities the last solve left
+                if place:
                     set_a(bp, angle)
                     set_p(bp, pos)
-                add_body(ptr, bp)
                 for sp in sps:
                     add_shape(ptr, sp)
             for (init, args), con in zip(inits, cons, strict=True):
                 init(*args)
                 off(con, 0)
                 add_con(ptr, con)
-        if locals_.size:
-            self.in_order = False
 
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""
@@ -520,10 +489,7 @@ class _Shard:
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
         n, kd = self.copies.size, self.kd
-        if self.in_order:
-            self.fbuf[: n * kd * 3].reshape(n, kd, 3)[:] = forces
-        else:
-            self.fbuf[: n * kd * 3].reshape(n, kd, 3)[self.copy_slot] = forces
+        self.fbuf[: n * kd * 3].reshape(n, kd, 3)[:] = forces
 
     def step(self, dt: float) -> None:
         """Write the held forces and take one physics step (releases the GIL in C)."""
@@ -614,7 +580,6 @@ class PackedBackend:
             if mv.size and np.array_equal(mv, np.arange(mv[0], mv[-1] + 1))
             else mv
         )
-        self._dense = mv.size == self._nb  # every body moves: raw rows are whole blocks
         # position of each (moving) body in a copy's block of the shard buffers
         self._moving_index = np.full(self._nb, -1, dtype=np.int64)
         self._moving_index[mv] = np.arange(mv.size)
@@ -660,7 +625,7 @@ class PackedBackend:
             sel, loc = ids[mine], local[mine]
             n, kd = shard.copies.size, shard.kd
             block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
-            rows = block[loc if shard.in_order else shard.copy_slot[loc]]
+            rows = block[loc]
             rows[:, :, 0] -= ox[sel, None]
             if isinstance(mv, slice):
                 self.raw[sel, mv, :] = rows
@@ -688,9 +653,8 @@ class PackedBackend:
         for k, shard in enumerate(self._shards):
             mine = slice(None) if len(self._shards) == 1 else self._shard_of[copies] == k
             c, b = copies[mine], bodies[mine]
-            slot = self._local[c] if shard.in_order else shard.copy_slot[self._local[c]]
             flat = shard.rbuf[: shard.copies.size * shard.kd * 6].reshape(-1, 6)
-            st = flat[slot * shard.kd + self._moving_index[b]]
+            st = flat[self._local[c] * shard.kd + self._moving_index[b]]
             if not shard_frame:
                 st[:, 0] -= self._plan.origin_x[c]
             out[mine] = st
@@ -739,13 +703,7 @@ class PackedBackend:
         shard, part = self._shards[k], self._parts[k]
         raw, mv = self.raw, self._mv
         n, kd = shard.copies.size, shard.kd
-        block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
-        if shard.in_order:
-            raw[part, mv, :] = block
-        elif self._dense:  # rows of raw are the blocks: gather straight into them
-            np.take(block, shard.copy_slot, axis=0, out=raw[part])
-        else:
-            raw[part, mv, :] = block[shard.copy_slot]
+        raw[part, mv, :] = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
         raw[part, mv, 0] -= self._plan.origin_x[part, None]
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
