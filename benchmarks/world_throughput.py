@@ -48,12 +48,15 @@ def policy(x: np.ndarray, theta: np.ndarray, v: np.ndarray, w: np.ndarray) -> np
 def bare_loop(n: int, steps: int, wheels: bool = True) -> float:
     """The same cartpoles in ONE pymunk.Space, copies 4 m apart, batch read/write.
 
+    Its spatial hash has the World's cell size for this scene (2 m; 1 m steps 1.5 %
+    slower here) and ``8 n + 64`` cells.
+
     ``wheels=True`` builds the asset's cart exactly (box + two wheel circles, mass shared
     by area, as the World does); ``wheels=False`` is the older reference without wheels.
     """
     space = pymunk.Space()
     space.gravity = (0.0, -9.81)
-    space.use_spatial_hash(1.0, 8 * n + 64)
+    space.use_spatial_hash(2.0, 8 * n + 64)  # the cell size the World picks for it
     for i in range(n):
         o = 4.0 * i
         cart = pymunk.Body()

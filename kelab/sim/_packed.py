@@ -224,7 +224,11 @@ class _Plan:
             )
             for b, inst in enumerate(bodies)
         }
-        # spatial hash: cells about the size of a moving shape, power of two, >= 1/4 m
+        # spatial hash: cells a power of two about 4x the mean moving shape, in
+        # [1/4 m, spacing / 2]. Measured with pymunk 7.3 on the built-in robots: cells of
+        # the mean shape size (Chipmunk's rule of thumb) make every step rehash each shape
+        # into several cells: 5 % slower steps for the cartpole and the biped, 3.5 % for
+        # the quadruped
         sizes = []
         for b in self.moving.tolist():
             inst = bodies[b]
@@ -233,7 +237,8 @@ class _Plan:
                 r = getattr(shape, "radius", 0.0)
                 sizes.append(float(np.ptp(pts, axis=0).max()) + 2.0 * r)
         size = float(np.mean(sizes)) if sizes else 1.0
-        self.cell = float(min(max(2.0 ** math.ceil(math.log2(max(size, 1e-9))), 0.25), spacing))
+        cell = 2.0 ** math.ceil(math.log2(max(4.0 * size, 1e-9)))
+        self.cell = float(min(max(cell, 0.25), spacing / 2))
         self.cells = max(1000, 4 * num_envs * max(self.moving_shapes, 1))
 
     def copy_filter(self, c: int, body: int) -> pymunk.ShapeFilter:
