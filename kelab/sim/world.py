@@ -1333,6 +1333,13 @@ class RobotView:
         w._ensure()
         return w._raw()[:, self._bidx[0], 0:3].copy()
 
+    @property
+    def root_velocity(self) -> np.ndarray:
+        """Velocity of the robot's first body, ``(num_envs, 3)``: vx, vy (centre of mass), omega."""
+        w = self._world
+        w._ensure()
+        return w._raw()[:, self._bidx[0], 3:6].copy()
+
     def get_body_pose_in_base_frame(self, body_name: str) -> tuple[np.ndarray, np.ndarray]:
         """Return a body's position ``(num_envs, 2)`` and angle ``(num_envs,)`` in the root frame.
 

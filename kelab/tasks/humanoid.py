@@ -82,12 +82,12 @@ class HumanoidTask(Task):
     def on_post_physics_step(self) -> None:
         """Read the torso state once for get_dones() and get_rewards() of this step."""
         self._torso_pose = self._torso()
-        self._torso_vel = self.world.body_velocities[:, self._body_ids[0]]
+        self._torso_vel = self.robot.root_velocity
 
     def get_observations(self) -> np.ndarray:
         """Torso height, angle, velocity; joint positions and velocities."""
         torso = self._torso()
-        vel = self.world.body_velocities[:, self._body_ids[0]]
+        vel = self.robot.root_velocity
         return np.concatenate(
             [
                 torso[:, 1:3],

@@ -88,13 +88,13 @@ class PiLocomotionTask(Task):
 
     def on_post_physics_step(self) -> None:
         """Accumulate the speed-tracking error once per step."""
-        vx = self.world.body_velocities[:, self._body_ids[0], 0]
+        vx = self.robot.root_velocity[:, 0]
         self.speed_error_sum += np.abs(vx - self.command)
 
     def get_observations(self) -> np.ndarray:
         """Torso height, angle, velocity; joint positions, velocities; the command."""
         torso = self.robot.root_pose
-        vel = self.world.body_velocities[:, self._body_ids[0]]
+        vel = self.robot.root_velocity
         return np.concatenate(
             [
                 torso[:, 1:3],
@@ -108,7 +108,7 @@ class PiLocomotionTask(Task):
 
     def get_rewards(self) -> np.ndarray:
         """Speed tracking - body rotation - action magnitude."""
-        vel = self.world.body_velocities[:, self._body_ids[0]]
+        vel = self.robot.root_velocity
         track = np.exp(-4.0 * (vel[:, 0] - self.command) ** 2)
         return track - 0.05 * np.abs(vel[:, 2]) - 0.01 * np.sum(self._actions**2, axis=1)
 

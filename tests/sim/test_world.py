@@ -174,6 +174,8 @@ def test_robot_view(layout: str) -> None:
     pos, ang = r.get_body_pose_in_base_frame("pole")
     assert pos.shape == (3, 2) and ang.shape == (3,)
     np.testing.assert_allclose(r.root_pose, w.body_poses[:, 1])
+    np.testing.assert_array_equal(r.root_velocity, w.body_velocities[:, 1])
+    assert r.root_velocity[2, 0] > 0.1  # the pushed cart moves
     r.reset([2])
     np.testing.assert_allclose(r.joint_pos[2], 0.0, atol=1e-12)  # reads current after reset
     np.testing.assert_array_equal(r.joint_vel[2], 0.0)
