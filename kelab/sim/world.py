@@ -382,6 +382,14 @@ class World:
         if not (math.isfinite(vals.sum()) or np.isfinite(vals).all()):
             raise ValueError("joint commands must be finite numbers")
         target = self._efforts if kind == _EFFORTS else self._targets
+        if joint_ids is not None and ncols == self._nj and ids is self._all:
+            cols = np.asarray(joint_ids, np.int64).reshape(-1)
+            if len(set(cols.tolist())) == self._nj and 0 <= cols.min() and cols.max() < ncols:
+                # every joint, in another order: put the columns in joint order (no
+                # fancy indexing of rows below)
+                ordered = np.empty((ids.size, self._nj))
+                ordered[:, cols] = vals
+                vals, joint_ids = ordered, None
         every = joint_ids is None and ids is self._all
         if kind == _EFFORTS:
             if every:  # the common case: all copies, all joints (no fancy indexing)

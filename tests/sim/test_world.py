@@ -189,3 +189,15 @@ def test_docs_example_runs(layout: str) -> None:
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/world.md", "exec"), {})
+
+
+def test_effort_targets_for_every_joint_in_another_order(layout: str) -> None:
+    # all copies, all joints listed out of order: the same as the joint-order call
+    a, b = _cartpole(3, layout=layout), _cartpole(3, layout=layout)
+    ra, rb = a.robot("/World/Robot"), b.robot("/World/Robot")
+    efforts = np.array([[0.0, 250.0], [0.0, -30.0], [0.0, 7.0]])  # (pole, cart) columns
+    ra.set_joint_effort_target(efforts, joint_ids=[1, 0])
+    rb.set_joint_effort_target(efforts[:, ::-1])
+    assert np.array_equal(a.joint_efforts, b.joint_efforts)
+    np.testing.assert_array_equal(a.joint_efforts[:, 0], [100.0, -30.0, 7.0])  # clipped
+    assert np.all(a.joint_efforts[:, 1] == 0.0)  # the pole joint has no actuator
