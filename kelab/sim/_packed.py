@@ -592,6 +592,7 @@ class PackedBackend:
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
+        self._fric_buf = pbatch.Buffer()
         self.rebuild(np.arange(num_envs))
 
     # ------------------------------------------------------------------ state
@@ -917,10 +918,11 @@ class PackedBackend:
             ``copy * nb + body``, the contact count and the floats of ``sum_arbiters``.
         """
         self.sync()
-        buf = pbatch.Buffer()
+        buf = self._fric_buf  # reused: a new pymunk Buffer costs more than the read
+        buf.clear()
         for shard in self._shards:
             pbatch.get_space_arbiters(shard.space, ARB, buf)
-        ints, fl = sum_arbiters(buf)
+        ints, fl = sum_arbiters(buf)  # fl views buf: _friction_contacts returns copies
         table, _, _ = self._id_table()
         if self._fric_vals is None:
             nb = self._nb
