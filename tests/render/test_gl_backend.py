@@ -1,5 +1,7 @@
 """GL specifics: batching, and real glfw windows (needs an X display or Xvfb)."""
 
+import os
+
 import glfw
 import numpy as np
 import pytest
@@ -165,3 +167,28 @@ def test_headless_and_window_contexts_alternate(real_window_env):
                 r.end_frame()
                 img = r.read_rgb_pixels()
                 assert tuple(img[1, 1]) == color and tuple(img[16, 16]) == (255, 255, 255)
+
+
+def test_small_headless_frames_ask_llvmpipe_for_no_threads_only_while_creating(monkeypatch):
+    from kelab.render import gl_backend
+
+    seen = []
+
+    def create(**kw):
+        seen.append(os.environ.get("LP_NUM_THREADS"))
+        raise RuntimeError("no context in this test")
+
+    monkeypatch.setattr(gl_backend.moderngl, "create_standalone_context", create)
+    monkeypatch.delenv("LP_NUM_THREADS", raising=False)
+    for size in ((600, 400), (1920, 1080)):
+        with pytest.raises(RuntimeError, match="EGL"):
+            ke.create_renderer("gl", size=size, headless=True)
+    monkeypatch.setenv("LP_NUM_THREADS", "3")  # the user's choice wins
+    with pytest.raises(RuntimeError, match="EGL"):
+        ke.create_renderer("gl", size=(600, 400), headless=True)
+    assert seen == ["0", None, "3"]
+    assert os.environ["LP_NUM_THREADS"] == "3"
+    monkeypatch.delenv("LP_NUM_THREADS")
+    with pytest.raises(RuntimeError, match="EGL"):
+        ke.create_renderer("gl", size=(600, 400), headless=True)
+    assert "LP_NUM_THREADS" not in os.environ  # set only while creating
