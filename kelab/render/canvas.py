@@ -287,7 +287,7 @@ class Canvas(ABC):
         if width_px < 1.5:
             self._hairlines(a, b, color)
             return
-        self._fill_polygons(thick_line_quads(a, b, width_px), color)
+        self._fill_lines(a, b, width_px, color)
         if round_caps:
             r = np.full(a.shape[0] * 2, 0.5 * width_px)
             self._fill_circles(np.concatenate([a, b]), r, color)
@@ -298,8 +298,19 @@ class Canvas(ABC):
         """Fill the frame."""
 
     @abstractmethod
-    def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
-        """Fill ``(N, k, 2)`` convex polygons given in pixels."""
+    def _fill_polygons(
+        self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
+    ) -> None:
+        """Fill ``(N, k, 2)`` convex polygons given in pixels.
+
+        ``widths``: their ``(N,)`` minimum widths when the caller knows them (else the
+        backend computes them if it needs them).
+        """
+
+    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        """Fill the rectangles of thick lines ``a[i] -> b[i]`` (pixels, butt ends)."""
+        widths = np.minimum(width, np.hypot(*(b - a).T))  # a rectangle's narrower side
+        self._fill_polygons(thick_line_quads(a, b, width), color, widths)
 
     @abstractmethod
     def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:

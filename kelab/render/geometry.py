@@ -11,6 +11,8 @@ import numpy as np
 
 __all__ = [
     "circle_segments",
+    "feathered_circles",
+    "feathered_lines",
     "circle_polygons",
     "convex_widths",
     "fan_triangles",
@@ -95,18 +97,25 @@ def unit_circle(n: int) -> np.ndarray:
     return u
 
 
-def circle_polygons(centers: np.ndarray, radii: np.ndarray) -> np.ndarray:
+def circle_polygons(centers: np.ndarray, radii: np.ndarray, inset: float = 0.0) -> np.ndarray:
     """Tessellate circles into convex polygons.
 
     Args:
         centers: ``(N, 2)`` centres in pixels.
         radii: ``(N,)`` radii in pixels.
+        inset: Move every edge in by this many pixels, corners stopping at the centre:
+            ``inset_polygons(circle_polygons(centers, radii), inset)``, computed from
+            the radii (a regular polygon's inset is the same polygon scaled).
 
     Returns:
         ``(N, n, 2)`` polygon vertices, n chosen for the largest radius.
     """
     n = circle_segments(float(np.max(radii)) if len(radii) else 1.0)
     u = unit_circle(n)
+    if inset:
+        scale = math.hypot(*u[0])  # circumradius per unit radius
+        travel = inset / math.cos(math.pi / n)  # how far each corner moves
+        radii = radii - np.minimum(travel, radii * scale) / scale
     return centers[:, None, :] + radii[:, None, None] * u[None, :, :]
 
 
@@ -125,13 +134,19 @@ def fan_triangles(polys: np.ndarray) -> np.ndarray:
     return polys[:, idx, :].reshape(n * (k - 2) * 3, 2)
 
 
-def thick_line_quads(a: np.ndarray, b: np.ndarray, width: float) -> np.ndarray:
+def thick_line_quads(
+    a: np.ndarray, b: np.ndarray, width: float, grow: float | np.ndarray = 0.0
+) -> np.ndarray:
     """Rectangles covering thick line segments (butt ends).
 
     Args:
         a: ``(N, 2)`` start points in pixels.
         b: ``(N, 2)`` end points in pixels.
         width: Line width in pixels.
+        grow: Move every side out by this many pixels (negative: in), one for all or
+            ``(N,)``: ``inset_polygons(thick_line_quads(a, b, width), -grow)``, which for
+            a rectangle needs no general inset (and its corners never reach the centre
+            while ``-grow`` is at most half the narrower side).
 
     Returns:
         ``(N, 4, 2)`` quads (convex, consistent winding).
@@ -141,8 +156,36 @@ def thick_line_quads(a: np.ndarray, b: np.ndarray, width: float) -> np.ndarray:
     safe = np.where(length > 1e-12, length, 1.0)
     ux = np.where(length > 1e-12, d[:, 0] / safe, 1.0)
     uy = np.where(length > 1e-12, d[:, 1] / safe, 0.0)
-    nrm = np.stack([-uy, ux], axis=1) * (0.5 * width)
+    u = np.stack([ux, uy], axis=1)
+    nrm = np.stack([-uy, ux], axis=1)
+    if np.ndim(grow):
+        g = np.asarray(grow, dtype=np.float64)[:, None]
+        a, b, nrm = a - u * g, b + u * g, nrm * (0.5 * width + g)
+    elif grow:
+        a, b, nrm = a - u * grow, b + u * grow, nrm * (0.5 * width + grow)
+    else:
+        nrm = nrm * (0.5 * width)
     return np.stack([a + nrm, b + nrm, b - nrm, a - nrm], axis=1)
+
+
+def feathered_lines(
+    a: np.ndarray, b: np.ndarray, width: float, feather: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`feathered_polygons` of ``thick_line_quads(a, b, width)``, without the insets.
+
+    Args:
+        a: ``(N, 2)`` start points in pixels.
+        b: ``(N, 2)`` end points in pixels.
+        width: Line width in pixels.
+        feather: Half the width of the ramp, in pixels.
+
+    Returns:
+        ``(tris, alpha)`` as :func:`feathered_polygons`.
+    """
+    widths = np.minimum(width, np.hypot(*(b - a).T))  # the rectangles' narrower sides
+    inner = thick_line_quads(a, b, width, -np.minimum(feather, 0.5 * widths))
+    outer = thick_line_quads(a, b, width, feather)
+    return _feather_mesh(inner, outer, _coverage_peak(widths / (2.0 * feather)))
 
 
 def ring_triangles(centers: np.ndarray, r_outer: np.ndarray, width: float) -> np.ndarray:
@@ -177,7 +220,9 @@ def inset_polygons(
 
     Works for either winding. With ``clamp``, corners move at most as far as the
     polygon's centroid, so thin shapes collapse towards their middle instead of turning
-    inside out. A negative distance pushes the edges outwards.
+    inside out. A negative distance pushes the edges outwards. The vertices are treated
+    as complex numbers (x + iy): half the numpy calls of separate x and y arrays, which
+    is what an immediate-mode shape of a few vertices costs.
 
     Args:
         polys: ``(N, k, 2)`` convex polygons.
@@ -193,35 +238,23 @@ def inset_polygons(
         r = np.arange(k)
         idx = _ROLL_CACHE[k] = ((r + 1) % k, (r - 1) % k)
     nxt, prv = idx
-    x, y = polys[..., 0], polys[..., 1]
-    ex, ey = x[:, nxt] - x, y[:, nxt] - y  # edge i: vertex i -> i + 1
-    length = np.sqrt(ex * ex + ey * ey)
+    z = np.ascontiguousarray(polys, dtype=np.float64).view(np.complex128)[..., 0]
+    zn = z[:, nxt]
+    e = zn - z  # edge i: vertex i -> i + 1
+    length = np.abs(e)
     length[length < 1e-12] = 1.0
-    area2 = (x * y[:, nxt] - x[:, nxt] * y).sum(axis=1, keepdims=True)
-    scale = np.where(area2 >= 0.0, 1.0, -1.0) / length  # inward normal = scale * (-ey, ex)
-    nx, ny = -ey * scale, ex * scale
-    px, py = nx[:, prv], ny[:, prv]  # edge i - 1 ends at vertex i
+    area2 = (z.conj() * zn).imag.sum(axis=1, keepdims=True)  # twice the signed area
+    n = e * (np.where(area2 >= 0.0, 1j, -1j) / length)  # unit inward normal of each edge
+    p = n[:, prv]  # edge i - 1 ends at vertex i
     dist = np.asarray(distance, dtype=np.float64)
     if dist.ndim:
         dist = dist[:, None]
-    factor = dist / np.maximum(1.0 + px * nx + py * ny, 0.25)
-    mx, my = (px + nx) * factor, (py + ny) * factor
-    out = np.empty_like(polys, dtype=np.float64)
-    if not clamp:
-        out[..., 0] = x + mx
-        out[..., 1] = y + my
-        return out
-    cx = x.mean(axis=1, keepdims=True) - x
-    cy = y.mean(axis=1, keepdims=True) - y
-    step2 = mx * mx + my * my
-    limit = np.sqrt(np.minimum(1.0, (cx * cx + cy * cy) / np.maximum(step2, 1e-24)))
-    out[..., 0] = x + mx * limit
-    out[..., 1] = y + my * limit
-    return out
-
-
-#: Alphas of the two fringe triangles of one edge: (in_i, in_i+1, out_i+1), (in_i, out_i+1, out_i).
-_FRINGE_INNER = np.array([True, True, False, True, False, False])
+    # the mitre: along p + n, long enough that both edges move by dist
+    m = (p + n) * (dist / np.maximum(1.0 + (p.conj() * n).real, 0.25))
+    if clamp:
+        to_centroid = np.abs(np.add.reduce(z, axis=1, keepdims=True) / k - z)
+        m *= np.minimum(1.0, to_centroid / np.maximum(np.abs(m), 1e-12))
+    return (z + m)[..., None].view(np.float64)
 
 
 def convex_widths(polys: np.ndarray) -> np.ndarray:
@@ -276,23 +309,81 @@ def feathered_polygons(
         ``(tris, alpha)``: ``(N * (k - 2) * 3 + N * k * 6, 2)`` triangle vertices
         (cores first, then fringes) and their ``(M,)`` alphas in [0, 1].
     """
-    k = polys.shape[1]
     if widths is None:
         widths = convex_widths(polys)
     widths = np.asarray(widths, dtype=np.float64)
     peak = _coverage_peak(widths / (2.0 * feather))
     inner = inset_polygons(polys, np.minimum(feather, 0.5 * widths))
     outer = inset_polygons(polys, -feather, clamp=False)
-    core = fan_triangles(inner)
-    r = np.arange(k)
-    i1 = (r + 1) % k
-    strip = np.stack(
-        [inner, inner[:, i1], outer[:, i1], inner, outer[:, i1], outer], axis=2
-    ).reshape(-1, 2)
-    alpha = np.empty(core.shape[0] + strip.shape[0])
-    alpha[: core.shape[0]] = np.repeat(peak, (k - 2) * 3)
-    alpha[core.shape[0] :].reshape(-1, k, 6)[...] = peak[:, None, None] * _FRINGE_INNER
-    return np.concatenate([core, strip]), alpha
+    return _feather_mesh(inner, outer, peak)
+
+
+def feathered_circles(
+    centers: np.ndarray, radii: np.ndarray, feather: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`feathered_polygons` of ``circle_polygons(centers, radii)`` (widths ``2 r``).
+
+    The tessellation is a regular polygon, so its insets are the same polygon scaled
+    about the centre: computed from the radii alone, without the general inset (what a
+    single circle drawn per call mostly cost).
+
+    Args:
+        centers: ``(N, 2)`` centres in pixels.
+        radii: ``(N,)`` radii in pixels.
+        feather: Half the width of the ramp, in pixels.
+
+    Returns:
+        ``(tris, alpha)`` as :func:`feathered_polygons`.
+    """
+    radii = np.asarray(radii, dtype=np.float64)
+    n = circle_segments(float(np.max(radii)) if len(radii) else 1.0)
+    u = unit_circle(n)
+    scale = math.hypot(*u[0])  # the polygon's circumradius per unit radius
+    mitre = 1.0 / math.cos(math.pi / n)  # corner travel per unit of edge travel
+    peak = _coverage_peak(radii / feather)
+    # edges in by min(feather, r), corners stopping at the centre (the clamp of the inset)
+    r_in = radii - np.minimum(np.minimum(feather, radii) * mitre, radii * scale) / scale
+    r_out = radii + feather * mitre / scale
+    c = centers[:, None, :]
+    return _feather_mesh(c + r_in[:, None, None] * u, c + r_out[:, None, None] * u, peak)
+
+
+_MESH_CACHE: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _feather_mesh(
+    inner: np.ndarray, outer: np.ndarray, peak: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cores (fans of ``inner``, alpha ``peak``) then fringe strips out to ``outer`` (alpha 0).
+
+    One gather from the ``2k`` vertices of each polygon through an index template cached
+    per ``k`` (the cores' fans, then per edge ``in_i, in_i+1, out_i+1, in_i, out_i+1,
+    out_i``), and one product for the alphas.
+    """
+    n, k = inner.shape[0], inner.shape[1]
+    template = _MESH_CACHE.get(k)
+    if template is None:
+        i = np.arange(1, k - 1)
+        fan = np.stack([np.zeros_like(i), i, i + 1], axis=1).reshape(-1)
+        e = np.arange(k)
+        e1 = (e + 1) % k
+        strip = np.stack([e, e1, k + e1, e, k + e1, k + e], axis=1).reshape(-1)
+        index = np.concatenate([fan, strip])
+        template = _MESH_CACHE[k] = (index, (index < k).astype(np.float64))
+    index, weight = template
+    verts = np.concatenate([inner, outer], axis=1)  # (N, 2k, 2)
+    tris = verts[:, index].reshape(-1, 2)
+    alpha = (peak[:, None] * weight).reshape(-1)
+    if n > 1:  # cores of every polygon first, then every fringe
+        per = (k - 2) * 3
+        order = np.concatenate(
+            [
+                (np.arange(n)[:, None] * index.size + np.arange(per)).reshape(-1),
+                (np.arange(n)[:, None] * index.size + np.arange(per, index.size)).reshape(-1),
+            ]
+        )
+        tris, alpha = tris[order], alpha[order]
+    return tris, alpha
 
 
 def feathered_rings(

@@ -34,6 +34,8 @@ from kelab.render.geometry import (
     circle_polygons,
     convex_widths,
     fan_triangles,
+    feathered_circles,
+    feathered_lines,
     feathered_polygons,
     feathered_rings,
     ring_triangles,
@@ -255,14 +257,28 @@ class GLCanvas(Canvas):
         with self._bind(overwrite=True) as target:
             target.clear(r, g, b, 1.0)
 
-    def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
+    def _fill_polygons(
+        self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
+    ) -> None:
         if polys.shape[0]:
-            self._push_polygons(polys, color)
+            self._push_polygons(polys, color, widths)
+
+    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        if a.shape[0]:
+            if self.fringe:  # feathered_polygons of the rectangles, without the insets
+                tris, alpha = feathered_lines(a, b, width)
+                self._push(tris, color, alpha)
+            else:
+                self._push(fan_triangles(thick_line_quads(a, b, width)), color)
 
     def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
         if centers.shape[0]:
             r = np.maximum(radii, 0.5)
-            self._push_polygons(circle_polygons(centers, r), color, 2.0 * r)
+            if self.fringe:  # feathered_polygons of the tessellation, from the radii alone
+                tris, alpha = feathered_circles(centers, r)
+                self._push(tris, color, alpha)
+            else:
+                self._push_polygons(circle_polygons(centers, r), color, 2.0 * r)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
         if centers.shape[0]:

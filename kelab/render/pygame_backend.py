@@ -11,7 +11,7 @@ import pygame
 from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
 from kelab.render.events import InputEvent, modifier_names
-from kelab.render.geometry import circle_polygons, inset_polygons
+from kelab.render.geometry import circle_polygons, inset_polygons, thick_line_quads
 from kelab.render.plan import DrawPlan, Primitive
 from kelab.render.renderer import Renderer, require_display
 from kelab.render.text import TextCache
@@ -93,18 +93,29 @@ class PygameCanvas(Canvas):
             else:
                 aaline(surf, color, pts[start], pts[start + 1])
 
-    def _fill_polygons(self, polys: np.ndarray, color: Color) -> None:
+    def _fill_polygons(
+        self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
+    ) -> None:
+        self._draw_inset(inset_polygons(polys, 0.5), color)
+
+    def _draw_inset(self, polys: np.ndarray, color: Color) -> None:
+        """Fill polygons already inset by half a pixel (and outline them when antialiased)."""
         if self._restore_from is not None:
             self._sync()
         surf, aa = self.surface, self.antialias
-        for poly in (inset_polygons(polys, 0.5) - 0.5).tolist():
+        for poly in (polys - 0.5).tolist():
             pygame.draw.polygon(surf, color, poly)
             if aa:
                 pygame.draw.aalines(surf, color, True, poly)
 
+    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        # inset by half a pixel like _fill_polygons, as the rectangles themselves
+        widths = np.minimum(width, np.hypot(*(b - a).T))
+        self._draw_inset(thick_line_quads(a, b, width, -np.minimum(0.5, 0.5 * widths)), color)
+
     def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
         # tessellated like the GL backend: sub-pixel centres and radii, same silhouette
-        self._fill_polygons(circle_polygons(centers, np.maximum(radii, 0.5)), color)
+        self._draw_inset(circle_polygons(centers, np.maximum(radii, 0.5), inset=0.5), color)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
         if self._restore_from is not None:

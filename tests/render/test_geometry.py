@@ -1,13 +1,17 @@
 """Batched geometry: convex widths, feathered (antialiased) polygons and rings."""
 
 import numpy as np
+import pytest
 
 from kelab.render.geometry import (
     circle_polygons,
     convex_widths,
+    feathered_circles,
+    feathered_lines,
     feathered_polygons,
     feathered_rings,
     inset_polygons,
+    thick_line_quads,
 )
 
 
@@ -62,3 +66,37 @@ def test_feathered_ring_alphas():
     assert r[alpha == 0.0].max() > 10.4 and r[alpha == 0.0].min() < 7.6  # both rims fade
     opaque = r[alpha == 1.0]
     assert opaque.min() > 8.4 and opaque.max() < 9.7  # 9.5 (and 8.5), area-preserving n-gon
+
+
+@pytest.mark.parametrize("radii", [[0.5, 0.8], [3.0, 40.0], [120.0]])
+def test_feathered_circles_equal_the_feathered_tessellation(radii) -> None:
+    r = np.array(radii)
+    centers = np.stack([np.linspace(10.0, 300.0, r.size), np.full(r.size, 55.5)], axis=1)
+    tris, alpha = feathered_circles(centers, r)
+    want_tris, want_alpha = feathered_polygons(circle_polygons(centers, r), 2.0 * r)
+    np.testing.assert_allclose(tris, want_tris, atol=1e-9)
+    np.testing.assert_allclose(alpha, want_alpha, atol=1e-12)
+
+
+@pytest.mark.parametrize("radii", [[0.5, 0.8], [3.0, 40.0]])
+def test_inset_circle_polygons_equal_the_general_inset(radii) -> None:
+    r = np.array(radii)
+    centers = np.stack([np.linspace(10.0, 300.0, r.size), np.full(r.size, 55.5)], axis=1)
+    want = inset_polygons(circle_polygons(centers, r), 0.5)
+    np.testing.assert_allclose(circle_polygons(centers, r, inset=0.5), want, atol=1e-9)
+
+
+def test_feathered_lines_and_grown_quads_equal_the_general_insets() -> None:
+    a = np.array([[10.0, 10.0], [50.0, 80.0]])
+    b = np.array([[40.0, 60.0], [50.5, 80.2]])  # long; shorter than wide
+    _, alpha = feathered_lines(np.array([[5.0, 5.0]]), np.array([[5.0, 5.0]]), 3.0)
+    assert np.all(alpha == 0.0)  # an empty segment draws nothing
+    for width in (3.0, 1.2):
+        quads = thick_line_quads(a, b, width)
+        widths = np.minimum(width, np.hypot(*(b - a).T))
+        tris, alpha = feathered_lines(a, b, width)
+        want_tris, want_alpha = feathered_polygons(quads, widths)
+        np.testing.assert_allclose(tris, want_tris, atol=1e-9)
+        np.testing.assert_allclose(alpha, want_alpha, atol=1e-12)
+        grown = thick_line_quads(a, b, width, 0.7)
+        np.testing.assert_allclose(grown, inset_polygons(quads, -0.7, clamp=False), atol=1e-9)
