@@ -400,14 +400,18 @@ class World:
                 full = np.maximum(vals, lo)
                 np.minimum(full, hi, out=full)
             else:
-                cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64)
+                cols = np.asarray(
+                    joint_ids if joint_ids is not None else self._cols, np.int64
+                ).reshape(-1)
                 full = target[ids]
                 lim = self._limit[cols]
                 full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
         elif every:
             full = np.array(vals)
         else:
-            cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64)
+            cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64).reshape(
+                -1
+            )
             full = target[ids]
             full[:, cols] = vals
         if every:
