@@ -201,3 +201,5 @@ def test_effort_targets_for_every_joint_in_another_order(layout: str) -> None:
     assert np.array_equal(a.joint_efforts, b.joint_efforts)
     np.testing.assert_array_equal(a.joint_efforts[:, 0], [100.0, -30.0, 7.0])  # clipped
     assert np.all(a.joint_efforts[:, 1] == 0.0)  # the pole joint has no actuator
+    ra.set_joint_effort_target([[5.0]] * 3, joint_ids=0)  # one joint by a plain index
+    np.testing.assert_array_equal(a.joint_efforts[:, 0], 5.0)
