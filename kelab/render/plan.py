@@ -52,9 +52,9 @@ class DrawPlan:
         local: ``(P, 2)`` body-frame pixel points.
         instance: ``(P,)`` instance row of each point.
         data: Whatever the backend needs to draw the moved points (commands, indices).
-        src: ``(P,)`` row of each point's pose in the per-frame pose table (set by
+        src: ``(I,)`` row of each instance's pose in the per-frame pose table (set by
             :meth:`WorldLayout.plan`).
-        origin: ``(P,)`` row of each point's copy origin (the last row is ``(0, 0)``).
+        origin: ``(I,)`` row of each instance's copy origin (the last row is ``(0, 0)``).
     """
 
     local: np.ndarray
@@ -234,9 +234,7 @@ class WorldLayout:
         plan = self._plans.get(key)
         if plan is None:
             plan = build(self.primitives(zoom, n_env))
-            src, origin = self._instance_sources(n_env)
-            plan.src = src[plan.instance]
-            plan.origin = origin[plan.instance]
+            plan.src, plan.origin = self._instance_sources(n_env)
             if len(self._plans) >= _PLAN_CACHE:
                 self._plans.pop(next(iter(self._plans)))
             self._plans[key] = plan
@@ -265,15 +263,18 @@ class WorldLayout:
         Returns:
             ``(xs, ys)``, each ``(P,)`` float64 screen pixels (+Y down).
         """
+        # each instance's transform once, then every point through its instance's
         table = np.concatenate((poses.reshape(-1, 3), shared_poses, self.static_poses))
         p = table[plan.src]
         org = np.concatenate((origins, np.zeros((1, 2))))[plan.origin]
-        ang = p[:, 2]
-        c, s = np.cos(ang), np.sin(ang)
+        c, s = np.cos(p[:, 2]), np.sin(p[:, 2])
         z = camera.zoom
         w, h = camera.size
         cx, cy = camera.center
-        lx, ly = plan.lx, plan.ly
-        xs = (p[:, 0] + org[:, 0]) * z + (0.5 * w + shift - cx * z) + (c * lx - s * ly)
-        ys = (0.5 * h + shift + cy * z) - (p[:, 1] + org[:, 1]) * z - (s * lx + c * ly)
+        tx = (p[:, 0] + org[:, 0]) * z + (0.5 * w + shift - cx * z)
+        ty = (0.5 * h + shift + cy * z) - (p[:, 1] + org[:, 1]) * z
+        i, lx, ly = plan.instance, plan.lx, plan.ly
+        c, s = c[i], s[i]
+        xs = tx[i] + (c * lx - s * ly)
+        ys = ty[i] - (s * lx + c * ly)
         return xs, ys
