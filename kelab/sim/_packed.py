@@ -606,18 +606,21 @@ class PackedBackend:
             return ids
         self.sync()
         if ids.size < self._n:  # a few copies (after resets): store only their rows
-            shards = self._all_shards if len(self._split) == 1 else self._shards_of(ids)
+            shards = self._shards_of(ids)
             for k in shards:
                 self._shards[k].fetch()
-            self._store_rows(ids)
+            self._store_rows(ids, shards)
             return ids
         self._fetch_all(self._fetch_shard)
         return self._every
 
     def _shards_of(self, ids: np.ndarray) -> list[int]:
+        """The shards holding copies ``ids``, ascending."""
+        if len(self._split) == 1:
+            return self._all_shards
         return np.unique(self._shard_of[ids]).tolist()
 
-    def _store_rows(self, ids: np.ndarray) -> None:
+    def _store_rows(self, ids: np.ndarray, shards: list[int]) -> None:
         """Copy copies ``ids`` from their shards' last fetch into ``raw``, then ``on_read``.
 
         The same values as :meth:`_store` for those rows (the same subtraction of the
@@ -625,7 +628,7 @@ class PackedBackend:
         """
         mv, ox = self._mv, self._plan.origin_x
         shard_of, local = self._shard_of[ids], self._local[ids]
-        for k in self._all_shards if len(self._split) == 1 else self._shards_of(ids):
+        for k in shards:
             shard = self._shards[k]
             mine = slice(None) if len(self._split) == 1 else shard_of == k
             sel, loc = ids[mine], local[mine]

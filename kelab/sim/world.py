@@ -391,6 +391,9 @@ class World:
                 ordered[:, cols] = vals
                 vals, joint_ids = ordered, None
         every = joint_ids is None and ids is self._all
+        if not every:
+            cols = np.asarray(self._cols if joint_ids is None else joint_ids, np.int64)
+            cols = cols.reshape(-1)
         if kind == _EFFORTS:
             if every:  # the common case: all copies, all joints (no fancy indexing)
                 # limits broadcast to the full shape once: a (nj,) operand would make
@@ -400,18 +403,12 @@ class World:
                 full = np.maximum(vals, lo)
                 np.minimum(full, hi, out=full)
             else:
-                cols = np.asarray(
-                    joint_ids if joint_ids is not None else self._cols, np.int64
-                ).reshape(-1)
                 full = target[ids]
                 lim = self._limit[cols]
                 full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
         elif every:
             full = np.array(vals)
         else:
-            cols = np.asarray(joint_ids if joint_ids is not None else self._cols, np.int64).reshape(
-                -1
-            )
             full = target[ids]
             full[:, cols] = vals
         if every:
