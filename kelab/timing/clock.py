@@ -11,10 +11,17 @@ the timeline's tick (the grid every runner boundary lies on, 1/150 s for 50 Hz +
 `tick_timeline(timeline)` then runs every boundary up to the accumulated time, so each
 runner fires at its own rate and the frame loop never sees uneven steps. See
 docs/timing.md.
+
+Clock readings must be finite numbers within +-1e12 s (31,700 years; a NaN, an infinity
+or a larger value is a ValueError naming it). A clock that goes backwards adds no time;
+a long frame inside that range is handled by the time mode (at most
+``max_steps_per_frame`` steps run, the rest is dropped or skipped).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 from collections.abc import Callable
 from fractions import Fraction
@@ -23,9 +30,22 @@ from kelab.timing.config import TimeMode
 from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
 
-__all__ = ["FixedStepClock"]
+__all__ = ["MAX_CLOCK_S", "MAX_TIME_SCALE", "FixedStepClock"]
 
 _NS_PER_S = 1_000_000_000
+#: Clock readings beyond +-this many seconds are refused (no wall clock reads that much).
+MAX_CLOCK_S = 1e12
+#: The largest time_scale accepted (simulated seconds per wall second).
+MAX_TIME_SCALE = 1e6
+
+
+def _check_exact_number(value: object, field: str, example: str) -> None:
+    """Refuse strings, bools and other non-numbers (to_fraction would parse a string)."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Rational, float)):
+        raise ValueError(
+            f"FixedStepClock.{field} must be a number (int, float or Fraction), got "
+            f"{value!r} ({type(value).__name__}); pass e.g. {example}"
+        )
 
 
 class FixedStepClock:
@@ -56,6 +76,7 @@ class FixedStepClock:
         steps_per_frame: int = 1,
         time_scale: float = 1.0,
     ) -> None:
+        _check_exact_number(step_dt, "step_dt", "0.02 or Fraction(1, 50)")
         step = to_fraction(step_dt, "FixedStepClock.step_dt")
         if step <= 0:
             raise ValueError(f"FixedStepClock.step_dt must be > 0 seconds, got {step_dt!r}")
@@ -111,10 +132,12 @@ class FixedStepClock:
 
     @time_scale.setter
     def time_scale(self, value: float) -> None:
+        _check_exact_number(value, "time_scale", "2.0")
         scale = to_fraction(value, "FixedStepClock.time_scale")
-        if scale <= 0:
+        if scale <= 0 or scale > MAX_TIME_SCALE:
             raise ValueError(
-                f"FixedStepClock.time_scale must be > 0 (use pause() to stop time), got {value!r}"
+                f"FixedStepClock.time_scale must be > 0 and <= {MAX_TIME_SCALE:g} (use pause() "
+                f"to stop time), got {value!r}"
             )
         old_denominator = self._scale.denominator
         self._scale = scale
@@ -168,8 +191,12 @@ class FixedStepClock:
         """Read the wall clock and return how many steps this frame runs (consumes time).
 
         Most users call `tick`; the App uses this to interleave its own work per step.
+
+        Raises:
+            ValueError: When the clock returns NaN, an infinity, a non-number or a value
+                beyond +-`MAX_CLOCK_S` (nothing is counted then).
         """
-        now_ns = round(self._clock() * _NS_PER_S)
+        now_ns = self._read_ns()
         self.frames += 1
         if self._last_ns is None:  # the first tick only starts the clock
             self._last_ns = now_ns
@@ -194,6 +221,22 @@ class FixedStepClock:
             else:
                 self._dropped_steps += due - run  # the simulation slows down instead
         return self._finish(run)
+
+    def _read_ns(self) -> int:
+        raw = self._clock()
+        if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
+            raise ValueError(
+                f"FixedStepClock: the clock must return a number of seconds, got {raw!r} "
+                f"({type(raw).__name__}); pass a clock like time.perf_counter"
+            )
+        value = float(raw)
+        if not math.isfinite(value) or abs(value) > MAX_CLOCK_S:
+            raise ValueError(
+                f"FixedStepClock: the clock must return a finite number of seconds within "
+                f"+-{MAX_CLOCK_S:g}, got {value!r}; the clock is broken (pass a clock like "
+                "time.perf_counter)"
+            )
+        return round(value * _NS_PER_S)
 
     def _finish(self, run: int) -> int:
         self.steps += run

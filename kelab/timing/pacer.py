@@ -3,18 +3,21 @@
 `SimulationPacer.wait()` is called once per environment step. It waits only when the step
 finished ahead of its deadline, and then until exactly that deadline; it never catches up
 after a late step. Deadlines are absolute (``start + n * step_dt``) so rounding never drifts
-the rate. See docs/timing.md.
+the rate. A clock that jumps backwards re-anchors the schedule, so no wait is ever longer
+than one step; a clock reading that is not a finite number is a ValueError. See
+docs/timing.md.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Callable
 
 from kelab.timing.guard import ensure_not_in_fixed_step
 
-__all__ = ["SimulationPacer", "precise_sleep"]
+__all__ = ["SimulationPacer", "precise_sleep", "read_clock"]
 
 # time.sleep on Linux overshoots by ~50-100 us; sleeping coarsely until this margin before
 # the deadline and spinning for the rest lands within a few microseconds of it.
@@ -29,7 +32,19 @@ def precise_sleep(seconds: float) -> None:
 
     Args:
         seconds: How long to sleep; zero or negative returns at once.
+
+    Raises:
+        ValueError: For NaN, an infinity or a non-number (a sleep must be finite).
     """
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, numbers.Real)
+        or not math.isfinite(seconds)
+    ):
+        raise ValueError(
+            f"precise_sleep: seconds must be a finite number, got {seconds!r}; a wait that "
+            "long is a bug in the caller's clock arithmetic"
+        )
     if not seconds > 0:
         return
     deadline = time.perf_counter() + seconds
@@ -40,8 +55,41 @@ def precise_sleep(seconds: float) -> None:
         pass
 
 
+def read_clock(clock: Callable[[], float], owner: str) -> float:
+    """Call ``clock`` and return its reading, refusing anything but a finite number.
+
+    Args:
+        clock: Returns the current time in seconds.
+        owner: Who reads it, for the message (``"SimulationPacer"``).
+
+    Returns:
+        The reading as a float.
+
+    Raises:
+        ValueError: For NaN, an infinity, a bool or a non-number, naming the value.
+    """
+    now = clock()
+    if isinstance(now, bool) or not isinstance(now, numbers.Real):
+        raise ValueError(
+            f"{owner}: the clock must return a number of seconds, got {now!r} "
+            f"({type(now).__name__}); pass a clock like time.perf_counter"
+        )
+    value = float(now)
+    if not math.isfinite(value):
+        raise ValueError(
+            f"{owner}: the clock must return a finite number of seconds, got {value!r}; "
+            "the clock is broken (pass a clock like time.perf_counter)"
+        )
+    return value
+
+
 class SimulationPacer:
     """Waits so that environment steps happen at ``step_dt`` intervals of wall time.
+
+    A reading earlier than the previous one (a wall clock set back, an injected clock
+    restarted) re-anchors the schedule at that reading, like a late step: no wait is ever
+    longer than ``step_dt`` and the rate is kept from there on (`clock_jumps` counts
+    them). A clock that returns NaN, an infinity or a non-number is a ValueError.
 
     Args:
         step_dt: Wall seconds per environment step (> 0).
@@ -78,11 +126,16 @@ class SimulationPacer:
         self.reset()
 
     def reset(self) -> None:
-        """Start a new schedule now: the next deadline is one ``step_dt`` from now."""
-        self._anchor = self._clock()
+        """Start a new schedule now: the next deadline is one ``step_dt`` from now.
+
+        Raises:
+            ValueError: When the clock returns NaN, an infinity or a non-number.
+        """
+        self._anchor = self._last = read_clock(self._clock, "SimulationPacer")
         self._index = 1  # the next deadline is anchor + index * step_dt
         self.steps = 0
         self.late_steps = 0
+        self.clock_jumps = 0
 
     @property
     def next_deadline(self) -> float:
@@ -97,6 +150,7 @@ class SimulationPacer:
 
         Raises:
             RuntimeError: When called from inside an App fixed step.
+            ValueError: When the clock returns NaN, an infinity or a non-number.
         """
         ensure_not_in_fixed_step(
             "SimulationPacer.wait()",
@@ -104,10 +158,21 @@ class SimulationPacer:
             "it; SimulationPacer is for externally stepped loops such as RL environments.",
         )
         deadline = self.next_deadline
-        now = self._clock()
+        now = read_clock(self._clock, "SimulationPacer")
+        last, self._last = self._last, now
         self.steps += 1
-        if now < deadline:
-            remaining = deadline - now
+        remaining = deadline - now
+        # the deadline is at most one step ahead of any reading on the same time line (a
+        # few ulps of float rounding aside)
+        if now < last or remaining > self.step_dt + 8 * math.ulp(abs(now) + abs(deadline)):
+            # The clock went backwards: the old deadlines mean nothing on the new time
+            # line. Re-anchor at now (no wait: the step's own duration is unknown).
+            self.clock_jumps += 1
+            self._anchor = now
+            self._index = 1
+            return 0.0
+        if remaining > 0:
+            remaining = min(remaining, self.step_dt)
             self._sleep(remaining)
             self._index += 1
             return remaining
