@@ -7,6 +7,7 @@ docs/rl.md on batched numpy; ``Presenter`` renders and paces according to the ru
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -27,7 +28,7 @@ from kelab.sim.world import LAYOUTS, World
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
-__all__ = ["EnvCore", "Presenter", "resolve_run_config"]
+__all__ = ["EnvCore", "Presenter", "resolve_run_config", "resolve_timing"]
 
 _TASK_STREAM = 0x5EED  # spawn-key tag of the task's per-copy Generators
 
@@ -58,6 +59,37 @@ def resolve_run_config(
             "from render_mode)"
         )
     return run_config
+
+
+def resolve_timing(
+    task: Task,
+    timing: SimulationTimingConfig | None = None,
+    dt: float | None = None,
+    physics_steps_per_action: int | None = None,
+) -> SimulationTimingConfig:
+    """Return the timing an environment runs ``task`` at (both environments use this).
+
+    Defaults are the task's own ``sim_dt``, ``decimation`` and ``episode_length_s``; an
+    explicit ``timing`` replaces them (its ``episode_length_s=None`` keeps the task's), and
+    ``dt`` / ``physics_steps_per_action`` override the physics step / decimation of either.
+
+    Raises:
+        ValueError: For a ``timing`` that is not a ``SimulationTimingConfig``, or a ``dt`` /
+            ``physics_steps_per_action`` out of range (the config's own message).
+    """
+    if timing is None:
+        timing = SimulationTimingConfig(
+            sim_dt=task.sim_dt, decimation=task.decimation, episode_length_s=task.episode_length_s
+        )
+    elif not isinstance(timing, SimulationTimingConfig):
+        raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
+    elif timing.episode_length_s is None:
+        timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
+    if dt is not None:
+        timing = dataclasses.replace(timing, sim_dt=dt)
+    if physics_steps_per_action is not None:
+        timing = dataclasses.replace(timing, decimation=physics_steps_per_action)
+    return timing
 
 
 def _check_seed(seed: object, what: str = "seed") -> int:
@@ -109,6 +141,7 @@ class EnvCore:
     def __init__(
         self,
         task: Task,
+        *,
         num_envs: int,
         timing: SimulationTimingConfig,
         env_spacing: float,

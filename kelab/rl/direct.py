@@ -8,13 +8,18 @@ See docs/rl.md.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import gymnasium
 import numpy as np
 
-from kelab.rl._core import CoreBackedEnv, EnvCore, Presenter, resolve_run_config
+from kelab.rl._core import (
+    CoreBackedEnv,
+    EnvCore,
+    Presenter,
+    resolve_run_config,
+    resolve_timing,
+)
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
@@ -70,6 +75,8 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         timing: Physics step, decimation and episode length; None uses the task's
             ``sim_dt``, ``decimation`` and ``episode_length_s`` (an explicit timing with
             ``episode_length_s=None`` keeps the task's).
+        dt: Overrides the physics step (of the task's or ``timing``'s), as in LearningEnv.
+        physics_steps_per_action: Overrides the decimation, as in LearningEnv.
         seed: Seed of the copy's random Generators; None means 0.
         success: Success rule; None uses ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
@@ -102,6 +109,8 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         render_mode: str | None = None,
         run_config: SimulationRunConfig | None = None,
         timing: SimulationTimingConfig | None = None,
+        dt: float | None = None,
+        physics_steps_per_action: int | None = None,
         seed: int | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
@@ -109,19 +118,19 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
     ) -> None:
         validate_task_class(task)
         config = resolve_run_config(render_mode, run_config)
-        if timing is None:
-            timing = SimulationTimingConfig(
-                sim_dt=task.sim_dt,
-                decimation=task.decimation,
-                episode_length_s=task.episode_length_s,
-            )
-        elif not isinstance(timing, SimulationTimingConfig):
-            raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
-        elif timing.episode_length_s is None:
-            timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
+        timing = resolve_timing(task, timing, dt, physics_steps_per_action)
         spacing = 4.0 if layout == "packed" else 0.0  # packed needs a window > 0
         seed = 0 if seed is None else seed
-        self._core = EnvCore(task, 1, timing, spacing, seed, success, self, layout)
+        self._core = EnvCore(
+            task,
+            num_envs=1,
+            timing=timing,
+            env_spacing=spacing,
+            seed=seed,
+            success_rule=success,
+            env=self,
+            layout=layout,
+        )
         core = self._core
         self.task = task
         self.world = core.world

@@ -15,7 +15,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab.rl._core import CoreBackedEnv, EnvCore, Presenter, resolve_run_config
+from kelab.rl._core import (
+    CoreBackedEnv,
+    EnvCore,
+    Presenter,
+    resolve_run_config,
+    resolve_timing,
+)
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
@@ -90,15 +96,21 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
     Args:
         task: The task (a new instance per environment).
         num_envs: Copies run side by side (>= 1).
-        dt: Physics time step in seconds.
-        physics_steps_per_action: Physics steps per env step (decimation).
+        dt: Physics time step in seconds; None uses the task's ``sim_dt`` (overrides
+            ``timing``'s).
+        physics_steps_per_action: Physics steps per env step; None uses the task's
+            ``decimation`` (overrides ``timing``'s).
         env_spacing: Metres between copy origins (``"packed"`` rounds it up to a power of
             two; physics never mixes copies).
-        headless: No window; must be False for ``render_mode="human"``.
+        headless: No window. None (default) follows ``render_mode`` (a window only for
+            ``"human"``); an explicit True with ``"human"`` is an error.
         seed: Seed of every per-copy random Generator (int >= 0).
         render_mode: None, ``"rgb_array"`` or ``"human"``.
         run_config: Explicit run mode; must match ``render_mode``.
         device: Only ``"cpu"``.
+        timing: Physics step, decimation and episode length, as ``DirectRLEnv`` takes
+            them; None uses the task's ``sim_dt``, ``decimation`` and ``episode_length_s``
+            (an explicit timing with ``episode_length_s=None`` keeps the task's).
         success: Success rule (``@ke.success``) judging finished episodes; None uses
             ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
@@ -137,15 +149,16 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         self,
         task: Task,
         num_envs: int = 1,
-        dt: float = 1.0 / 120.0,
-        physics_steps_per_action: int = 2,
+        dt: float | None = None,
+        physics_steps_per_action: int | None = None,
         env_spacing: float = 4.0,
-        headless: bool = True,
+        headless: bool | None = None,
         seed: int = 0,
         render_mode: str | None = None,
         run_config: SimulationRunConfig | None = None,
         device: str = "cpu",
         *,
+        timing: SimulationTimingConfig | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
         layout: str = "packed",
@@ -155,20 +168,29 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
             raise ValueError(
                 f"device must be 'cpu' (KELab simulates on the CPU with pymunk), got {device!r}"
             )
-        if not isinstance(headless, bool):
-            raise ValueError(f"headless must be True or False, got {headless!r}")
+        if headless is not None and not isinstance(headless, bool):
+            raise ValueError(f"headless must be None, True or False, got {headless!r}")
         config = resolve_run_config(render_mode, run_config)
-        if config.mode is RunMode.PACED and headless:
+        if headless is None:
+            headless = config.mode is not RunMode.PACED
+        elif config.mode is RunMode.PACED and headless:
             raise ValueError(
-                "render_mode='human' opens a window, but headless=True; pass headless=False "
-                "to watch the copies, or use render_mode='rgb_array' for offscreen frames"
+                "render_mode='human' opens a window, but headless=True; leave headless out "
+                "(it follows render_mode) to watch the copies, or use render_mode='rgb_array' "
+                "for offscreen frames"
             )
         validate_task_class(task)
-        timing = SimulationTimingConfig(
-            sim_dt=dt, decimation=physics_steps_per_action, episode_length_s=task.episode_length_s
-        )
+        timing = resolve_timing(task, timing, dt, physics_steps_per_action)
         self._core = EnvCore(
-            task, num_envs, timing, env_spacing, seed, success, self, layout, num_threads
+            task,
+            num_envs=num_envs,
+            timing=timing,
+            env_spacing=env_spacing,
+            seed=seed,
+            success_rule=success,
+            env=self,
+            layout=layout,
+            num_threads=num_threads,
         )
         core = self._core
         self.num_envs = core.num_envs

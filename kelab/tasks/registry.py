@@ -40,8 +40,8 @@ def make_vector(
 ) -> LearningEnv:
     """``gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`` entry point.
 
-    Uses the task's own ``sim_dt`` and ``decimation`` unless ``dt`` /
-    ``physics_steps_per_action`` are given; ``headless`` follows ``render_mode``.
+    Like every LearningEnv, it runs at the task's own ``sim_dt`` and ``decimation``
+    unless ``timing`` / ``dt`` / ``physics_steps_per_action`` are given.
 
     Args:
         task: ``"module:TaskClass"``.
@@ -50,7 +50,4 @@ def make_vector(
         **kwargs: Passed to LearningEnv (seed, env_spacing, run_config, success...).
     """
     cls = task_class(task)
-    kwargs.setdefault("dt", cls.sim_dt)
-    kwargs.setdefault("physics_steps_per_action", cls.decimation)
-    kwargs.setdefault("headless", render_mode != "human")
     return LearningEnv(cls(), num_envs=num_envs, render_mode=render_mode, **kwargs)

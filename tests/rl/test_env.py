@@ -241,8 +241,8 @@ def test_bad_task_values_raise_task_error(method, bad, match):
 def test_constructor_validation():
     with pytest.raises(ValueError, match="device must be 'cpu'"):
         ke.LearningEnv(CartPoleTask(), device="cuda")
-    with pytest.raises(ValueError, match="headless=False"):
-        ke.LearningEnv(CartPoleTask(), render_mode="human")
+    with pytest.raises(ValueError, match="headless=True"):
+        ke.LearningEnv(CartPoleTask(), render_mode="human", headless=True)
     with pytest.raises(ValueError, match="requires render_mode='rgb_array'"):
         ke.LearningEnv(CartPoleTask(), run_config=ke.SimulationRunConfig("offscreen_fast"))
     task = CartPoleTask()
