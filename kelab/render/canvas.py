@@ -88,8 +88,8 @@ class Canvas(ABC):
         >>> r = create_renderer("pygame", size=(64, 48), headless=True)
         >>> r.begin_frame(); r.canvas.clear((0, 0, 0))
         >>> r.canvas.circle((0.0, 0.0), 0.1, (255, 0, 0)); r.end_frame()
-        >>> tuple(r.read_rgb_pixels()[24, 32])
-        (255, 0, 0)
+        >>> r.read_rgb_pixels()[24, 32].tolist()
+        [255, 0, 0]
         >>> r.close()
     """
 
