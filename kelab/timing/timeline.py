@@ -16,7 +16,6 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -74,43 +73,193 @@ def to_fraction(value: float | int | Fraction | str, field: str = "value") -> Fr
 class TimeRunner:
     """A fixed-rate clock on the timeline. Created by `Timeline.add_runner`.
 
+    Setting `hz` changes the rate live (validated like `Timeline.add_runner`): the
+    runner's boundary already scheduled still runs when it was due, and from that
+    boundary on the runner steps every ``1/hz`` seconds and its callbacks receive the new
+    ``ts``. The timeline stays exact (the change only rebases its integer ticks).
+
     Attributes:
         name: Unique runner name.
-        hz: Exact rate as a Fraction.
+        hz: Exact rate as a Fraction (settable: a float, int or Fraction, 0.01 to 1000).
         ts: The runner's own step in float seconds (what its callbacks receive).
         steps: How many times this runner has fired.
     """
 
-    __slots__ = ("_next_tick", "_period_ticks", "hz", "name", "steps", "ts")
+    __slots__ = (
+        "_hz",
+        "_next_tick",
+        "_origin",
+        "_period_ticks",
+        "_timeline",
+        "name",
+        "steps",
+        "ts",
+    )
 
     def __init__(self, name: str, hz: Fraction) -> None:
         self.name = name
-        self.hz = hz
+        self._hz = hz
         self.ts = float(1 / hz)
         self.steps = 0
         self._period_ticks = 0
         self._next_tick = 0
+        # exact time (s) of one boundary: boundaries are origin + k / hz
+        self._origin = Fraction(0)
+        self._timeline: Timeline | None = None
+
+    @property
+    def hz(self) -> Fraction:
+        """The exact rate in Hz (a Fraction); set it to change the rate at the next boundary."""
+        return self._hz
+
+    @hz.setter
+    def hz(self, value: float | int | Fraction) -> None:
+        rate = _check_rate(self.name, value)
+        if self._timeline is None:
+            self._hz = rate
+            self.ts = float(1 / rate)
+        else:
+            self._timeline._set_rate(self, rate)
 
     @property
     def hz_float(self) -> float:
         """The rate in float Hz."""
-        return float(self.hz)
+        return float(self._hz)
+
+    @property
+    def period(self) -> Fraction:
+        """The exact step in seconds (``1 / hz``)."""
+        return 1 / self._hz
 
     def __repr__(self) -> str:
-        return f"TimeRunner({self.name!r}, hz={float(self.hz):g})"
+        return f"TimeRunner({self.name!r}, hz={float(self._hz):g})"
 
 
-@dataclass(eq=False)
+def _check_rate(name: str, hz: object) -> Fraction:
+    """Validate a runner rate: a finite number from 0.01 to 1000 Hz."""
+    if isinstance(hz, bool) or not isinstance(hz, (int, float, Fraction)):
+        raise ValueError(
+            f"runner {name!r} hz must be a number from 0.01 to 1000 Hz, got {hz!r}; "
+            "pass e.g. 50 or 12.5"
+        )
+    rate = to_fraction(hz, f"runner {name!r} hz")
+    if not MIN_HZ <= rate <= MAX_HZ:
+        raise ValueError(f"runner {name!r} hz must be from 0.01 to 1000 Hz, got {float(rate):g}")
+    return rate
+
+
 class Binding:
-    """A callback bound to a runner and phase; `unbind()` removes it."""
+    """A callback bound to a runner and phase at a priority.
 
-    callback: Callable[[float], object]
-    runner: str
-    phase: Phase
-    priority: int
-    name: str
-    order: int
-    _timeline: Timeline | None = None
+    ``runner``, ``phase``, ``priority`` and ``enabled`` can be changed while the timeline
+    runs (the setters and `rebind` validate like `Timeline.bind`); the change applies
+    from the next boundary, and ``ts`` follows the new runner. A disabled binding stays
+    bound (its runner cannot be removed) but is not called and not listed by
+    `Timeline.execution_order`. `unbind()` removes it.
+    """
+
+    __slots__ = (
+        "_enabled",
+        "_phase",
+        "_priority",
+        "_runner",
+        "_timeline",
+        "callback",
+        "name",
+        "order",
+    )
+
+    def __init__(
+        self,
+        callback: Callable[[float], object],
+        runner: str,
+        phase: Phase,
+        priority: int,
+        name: str,
+        order: int,
+        _timeline: Timeline | None = None,
+    ) -> None:
+        self.callback = callback
+        self._runner = runner
+        self._phase = phase
+        self._priority = priority
+        self.name = name
+        self.order = order
+        self._timeline = _timeline
+        self._enabled = True
+
+    def __repr__(self) -> str:
+        state = "" if self._enabled else ", disabled"
+        return (
+            f"Binding({self.name!r}, runner={self._runner!r}, phase={self._phase.name}, "
+            f"priority={self._priority}{state})"
+        )
+
+    @property
+    def runner(self) -> str:
+        """The runner's name (settable)."""
+        return self._runner
+
+    @runner.setter
+    def runner(self, value: str) -> None:
+        self.rebind(runner=value)
+
+    @property
+    def phase(self) -> Phase:
+        """The phase (settable: a Phase or its name)."""
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: Phase | str) -> None:
+        self.rebind(phase=value)
+
+    @property
+    def priority(self) -> int:
+        """The priority inside the phase, lower first (settable)."""
+        return self._priority
+
+    @priority.setter
+    def priority(self, value: int) -> None:
+        self.rebind(priority=value)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the callback runs (settable)."""
+        return self._enabled
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"binding {self.name!r} enabled must be a bool, got {value!r}")
+        if value != self._enabled:
+            self._enabled = value
+            if self._timeline is not None:
+                self._timeline._plans.clear()
+
+    def rebind(
+        self,
+        runner: str | None = None,
+        phase: Phase | str | None = None,
+        priority: int | None = None,
+    ) -> None:
+        """Move the callback to another runner, phase and/or priority (None: unchanged).
+
+        All-or-nothing: every argument is validated first, as `Timeline.bind` does.
+
+        Raises:
+            KeyError: For an unknown runner (naming the runners).
+            ValueError: For a bad phase or priority.
+            RuntimeError: When the binding was unbound.
+        """
+        timeline = self._timeline
+        if timeline is None:
+            raise RuntimeError(f"binding {self.name!r} was unbound; bind the callback again")
+        new_runner = self._runner if runner is None else runner
+        timeline.runner(new_runner)
+        new_phase = self._phase if phase is None else _check_phase(phase)
+        new_priority = self._priority if priority is None else _check_priority(priority)
+        self._runner, self._phase, self._priority = new_runner, new_phase, new_priority
+        timeline._plans.clear()
 
     def unbind(self) -> None:
         """Remove this binding from its timeline (idempotent)."""
@@ -122,6 +271,23 @@ class Binding:
     def bound(self) -> bool:
         """Whether the binding is still active."""
         return self._timeline is not None
+
+
+def _check_phase(phase: object) -> Phase:
+    if isinstance(phase, Phase):
+        return phase
+    try:
+        return Phase[str(phase).upper()] if isinstance(phase, str) else Phase(phase)
+    except (KeyError, ValueError):
+        raise ValueError(
+            f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
+        ) from None
+
+
+def _check_priority(priority: object) -> int:
+    if not isinstance(priority, int) or isinstance(priority, bool):
+        raise ValueError(f"priority must be an int (lower runs first), got {priority!r}")
+    return priority
 
 
 class StepResult(NamedTuple):
@@ -220,17 +386,13 @@ class Timeline:
             raise ValueError(
                 f"a timeline holds at most {MAX_RUNNERS} runners; remove one before adding {name!r}"
             )
-        rate = to_fraction(hz, f"runner {name!r} hz")
-        if not MIN_HZ <= rate <= MAX_HZ:
-            raise ValueError(
-                f"runner {name!r} hz must be from 0.01 to 1000 Hz, got {float(rate):g}"
-            )
+        rate = _check_rate(name, hz)
         runner = TimeRunner(name, rate)
+        runner._timeline = self
         self._runners[name] = runner
         self._rebase()
         # First boundary: the first multiple of the period after the last executed one.
-        period = runner._period_ticks
-        runner._next_tick = (math.floor(Fraction(self._done_ticks) / period) + 1) * period
+        runner._next_tick = self._first_after(runner, self._done_ticks, inclusive=False)
         self._plans.clear()
         return runner
 
@@ -250,19 +412,34 @@ class Timeline:
                 f"runner {name!r} still has callbacks bound ({', '.join(bound)}); unbind them "
                 f"or bind them to another runner first"
             )
-        del self._runners[name]
+        self._runners.pop(name)._timeline = None
+        self._rebase()
+        self._plans.clear()
+
+    def _set_rate(self, runner: TimeRunner, rate: Fraction) -> None:
+        """Change ``runner``'s rate: its scheduled boundary stays, then the new period."""
+        if rate == runner._hz:
+            return
+        # the scheduled boundary becomes the runner's origin: boundaries are origin + k/hz
+        runner._origin = Fraction(runner._next_tick, self._tick_hz)
+        runner._hz = rate
+        runner.ts = float(1 / rate)
         self._rebase()
         self._plans.clear()
 
     def _rebase(self) -> None:
-        """Recompute the tick base and rescale every tick count to it."""
+        """Recompute the tick base and rescale every tick count to it.
+
+        The base is the least common multiple of the rates' numerators and the
+        denominators of the runners' origins, so every boundary is a whole tick.
+        """
         new_hz = 1
         for runner in self._runners.values():
-            new_hz = math.lcm(new_hz, runner.hz.numerator)
+            new_hz = math.lcm(new_hz, runner._hz.numerator, runner._origin.denominator)
         old_hz = self._tick_hz
         if new_hz != old_hz:
-            # Boundaries of the remaining runners stay whole ticks in the new base (each
-            # rate's numerator divides it); the current time may be any exact fraction.
+            # Boundaries of the remaining runners stay whole ticks in the new base; the
+            # current time may be any exact fraction.
             scale = Fraction(new_hz, old_hz)
             self._time_ticks = _int_or_fraction(self._time_ticks * scale)
             if self._done_ticks != -1:
@@ -271,7 +448,15 @@ class Timeline:
                 runner._next_tick = int(runner._next_tick * scale)
             self._tick_hz = new_hz
         for runner in self._runners.values():
-            runner._period_ticks = int(Fraction(new_hz) / runner.hz)
+            runner._period_ticks = int(Fraction(new_hz) / runner._hz)
+
+    def _first_after(self, runner: TimeRunner, ticks: int | Fraction, inclusive: bool) -> int:
+        """The runner's first boundary after ``ticks`` (at or after it when ``inclusive``)."""
+        period = runner._period_ticks
+        origin = runner._origin * self._tick_hz  # whole ticks
+        k = Fraction(ticks - origin) / period
+        n = math.ceil(k) if inclusive else math.floor(k) + 1
+        return int(origin + n * period)
 
     @property
     def tick_hz(self) -> int:
@@ -305,15 +490,8 @@ class Timeline:
         if not callable(callback):
             raise ValueError(f"callback must be callable, got {callback!r}")
         self.runner(runner)
-        if not isinstance(phase, Phase):
-            try:
-                phase = Phase[str(phase).upper()] if isinstance(phase, str) else Phase(phase)
-            except (KeyError, ValueError):
-                raise ValueError(
-                    f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
-                ) from None
-        if not isinstance(priority, int) or isinstance(priority, bool):
-            raise ValueError(f"priority must be an int (lower runs first), got {priority!r}")
+        phase = _check_phase(phase)
+        priority = _check_priority(priority)
         qualname = getattr(callback, "__qualname__", None)
         label = name or (qualname.split("<locals>.")[-1] if qualname else repr(callback))
         binding = Binding(callback, runner, phase, priority, label, self._next_order, self)
@@ -330,15 +508,21 @@ class Timeline:
         """Return the calls of a step where ``stepping`` runners fire (cached per runner set)."""
         plan = self._plans.get(stepping)
         if plan is None:
-            chosen = [b for b in self._bindings if b.runner in stepping]
+            chosen = [b for b in self._bindings if b._enabled and b._runner in stepping]
             chosen.sort(key=lambda b: (b.phase, b.priority, b.order))
             plan = tuple((b.callback, self._runners[b.runner].ts, b) for b in chosen)
             self._plans[stepping] = plan
         return plan
 
+    @property
+    def bindings(self) -> tuple[Binding, ...]:
+        """Every binding (enabled or not), in binding order."""
+        return tuple(self._bindings)
+
     def execution_order(self) -> ExecutionOrder:
-        """Every bound callback grouped by phase and sorted by priority, as a table."""
-        rows = sorted(self._bindings, key=lambda b: (b.phase, b.priority, b.order))
+        """Every enabled callback grouped by phase and sorted by priority, as a table."""
+        enabled = [b for b in self._bindings if b._enabled]
+        rows = sorted(enabled, key=lambda b: (b.phase, b.priority, b.order))
         return ExecutionOrder(
             ExecutionOrderRow(
                 b.phase, b.priority, b.name, b.runner, self._runners[b.runner].hz_float
@@ -410,8 +594,7 @@ class Timeline:
         target = _int_or_fraction(self._time_ticks + delta * self._tick_hz)
         for runner in self._runners.values():
             if runner._next_tick <= target:
-                period = runner._period_ticks
-                runner._next_tick = (math.floor(Fraction(target) / period) + 1) * period
+                runner._next_tick = self._first_after(runner, target, inclusive=False)
         self._time_ticks = target
         self._done_ticks = target
 
@@ -426,7 +609,8 @@ class Timeline:
             How many boundaries ran.
 
         """
-        target = to_fraction(end, "end") * self._tick_hz
+        base = self._tick_hz
+        target = to_fraction(end, "end") * base
         count = 0
         runners = self._runners.values()
         while True:
@@ -435,6 +619,8 @@ class Timeline:
                 return count
             self._execute_ticks(nxt)
             count += 1
+            if self._tick_hz != base:  # a callback changed a rate or added a runner
+                target, base = target * Fraction(self._tick_hz, base), self._tick_hz
 
     def skip_before(self, end: float | Fraction) -> None:
         """Drop every boundary strictly before the exact time ``end`` without running it.
@@ -444,8 +630,7 @@ class Timeline:
         target = _int_or_fraction(to_fraction(end, "end") * self._tick_hz)
         for runner in self._runners.values():
             if runner._next_tick < target:
-                period = runner._period_ticks
-                runner._next_tick = math.ceil(Fraction(target) / period) * period
+                runner._next_tick = self._first_after(runner, target, inclusive=True)
         if target > self._time_ticks:
             self._time_ticks = target
 
@@ -459,13 +644,17 @@ class Timeline:
     def _advance_to_ticks(self, target: int | Fraction, collect: bool = True) -> list[StepResult]:
         results = []
         runners = self._runners.values()
+        base = self._tick_hz
         while True:
             nxt = min(r._next_tick for r in runners)
             if nxt > target:
                 break
             names = self._execute_ticks(nxt)
             if collect:
-                results.append(StepResult(Fraction(nxt, self._tick_hz), names))
+                results.append(StepResult(Fraction(nxt, base), names))
+            if self._tick_hz != base:  # a callback changed a rate or added a runner
+                target = _int_or_fraction(target * Fraction(self._tick_hz, base))
+                base = self._tick_hz
         self._time_ticks = target
         return results
 
