@@ -13,7 +13,14 @@ from kelab.render.camera import Camera, _check_size
 from kelab.render.canvas import Canvas
 from kelab.render.events import InputEvent
 
-__all__ = ["BACKENDS", "Renderer", "check_antialias", "create_renderer"]
+__all__ = [
+    "BACKENDS",
+    "DisplayUnavailableError",
+    "Renderer",
+    "check_antialias",
+    "create_renderer",
+    "display_available",
+]
 
 BACKENDS = ("pygame", "gl")
 
@@ -240,7 +247,8 @@ def create_renderer(
 
     Raises:
         ValueError: On an unknown backend, a bad size or a bad ``antialias``.
-        RuntimeError: When a window is requested and no display is available.
+        DisplayUnavailableError: (a RuntimeError) When a window is requested and no
+            display is available.
     """
     wh = _check_size(size)
     if backend == "pygame":
@@ -276,17 +284,33 @@ def check_antialias(value: object) -> bool | str:
     )
 
 
+class DisplayUnavailableError(RuntimeError):
+    """A window was requested but no display is reachable (a user error, not a bug)."""
+
+
+def display_available(backend: str = "pygame") -> bool:
+    """Whether a window of ``backend`` can be opened here (a display is set).
+
+    Args:
+        backend: "pygame" (also True with ``SDL_VIDEODRIVER=dummy``/``offscreen``) or "gl".
+
+    Returns:
+        True when ``DISPLAY`` or ``WAYLAND_DISPLAY`` is set (or SDL draws invisibly).
+    """
+    driver = os.environ.get("SDL_VIDEODRIVER", "")
+    if backend == "pygame" and driver in ("dummy", "offscreen"):
+        return True  # the user chose an invisible SDL window on purpose
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
 def require_display(backend: str) -> None:
-    """Raise a helpful RuntimeError when no X11/Wayland display is reachable.
+    """Raise a helpful :class:`DisplayUnavailableError` when no display is reachable.
 
     Args:
         backend: Backend name for the message.
     """
-    driver = os.environ.get("SDL_VIDEODRIVER", "")
-    if backend == "pygame" and driver in ("dummy", "offscreen"):
-        return  # the user chose an invisible SDL window on purpose
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        raise RuntimeError(
+    if not display_available(backend):
+        raise DisplayUnavailableError(
             f"the {backend!r} renderer needs a display for a window but neither DISPLAY nor "
             "WAYLAND_DISPLAY is set; pass headless=True for offscreen rendering, or run "
             "under a virtual display (xvfb-run -a python ...)"

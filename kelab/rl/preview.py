@@ -2,17 +2,86 @@
 
 Preview a task before training it, and after every task or robot change: the window
 shows copy 0 at real-time pace (``SimulationPacer``), and every finished episode is
-printed with how it ended. ``kelab/cli.py`` calls :func:`add_preview_parser`.
+printed with how it ended. On a machine without a screen, ``--headless --out F.png``
+(the last frame) or ``--out F.mp4`` / ``F.gif`` (every step) draws offscreen instead.
+``kelab/cli.py`` calls :func:`add_preview_parser`.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["add_preview_parser", "run_preview"]
+__all__ = [
+    "OUT_SUFFIXES",
+    "add_preview_parser",
+    "check_out_path",
+    "load_task_class",
+    "positive_float",
+    "positive_int",
+    "run_preview",
+    "seed_int",
+]
+
+OUT_SUFFIXES = (".png", ".mp4", ".gif")
+"""What ``--out`` can write: the last frame (PNG) or a video of every step."""
+
+HEADLESS_DEFAULT_S = 5.0
+"""Simulated seconds of a headless preview without ``--seconds``."""
+
+
+def _positive(kind: type, name: str) -> Any:
+    """An argparse ``type=`` that accepts only finite numbers > 0 (the error names the fix)."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{name} must be {'an integer' if kind is int else 'a number'} > 0, got {text!r}"
+            ) from None
+        if not (np.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(
+                f"{name} must be > 0, got {text}; a zero or negative value would run nothing"
+            )
+        return value
+
+    convert.__name__ = name  # argparse names the type in its own messages
+    return convert
+
+
+positive_float = _positive(float, "seconds")
+"""``type=`` for ``--seconds``: a finite float > 0."""
+
+
+def positive_int(name: str) -> Any:
+    """Return an argparse ``type=`` for an integer option that must be >= 1.
+
+    Args:
+        name: The option's name in the error message.
+
+    Returns:
+        The converter.
+    """
+    return _positive(int, name)
+
+
+def seed_int(text: str) -> int:
+    """``type=`` for ``--seed``: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {value}")
+    return value
 
 
 def _resolve(task_id: str) -> str:
@@ -25,7 +94,154 @@ def _resolve(task_id: str) -> str:
     if ":" in task_id:
         return task_id  # "package.module:TaskClass" of your own task
     known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
-    raise ValueError(f"unknown task {task_id!r}; built-in tasks: {known} (or module:TaskClass)")
+    raise ValueError(f"unknown task {task_id!r}; use a built-in task ({known}) or module:TaskClass")
+
+
+def load_task_class(task_id: str) -> type:
+    """Return the Task class of a built-in id or a ``"module:TaskClass"``.
+
+    Raises:
+        ValueError: For an unknown id, a module that does not import, a missing class or
+            something that is not a ``ke.Task`` subclass; the message says what to fix.
+    """
+    from kelab.rl.task import Task
+
+    target = _resolve(task_id)
+    module, _, name = target.partition(":")
+    if not module or not name.isidentifier():
+        raise ValueError(
+            f"task {task_id!r} must be a built-in id or 'package.module:TaskClass' with a "
+            "class name after the colon"
+        )
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(
+            f"cannot import module {module!r} of task {task_id!r} ({err}); run from the folder "
+            "that contains it or add that folder to PYTHONPATH"
+        ) from err
+    cls = getattr(mod, name, None)
+    if cls is None:
+        raise ValueError(f"module {module!r} has no class {name!r}; check the name after ':'")
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ValueError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
+    return cls
+
+
+def check_out_path(out: str | os.PathLike[str]) -> Path:
+    """Validate an ``--out`` file: a ``.png``/``.mp4``/``.gif`` path that is not a folder.
+
+    Args:
+        out: The output path.
+
+    Returns:
+        It as a Path.
+
+    Raises:
+        ValueError: For a folder, a missing parent folder or another suffix.
+    """
+    path = Path(out)
+    if path.is_dir() or str(out).endswith(("/", os.sep)):
+        raise ValueError(
+            f"--out must name a file, got the folder {str(out)!r}; add a file name, e.g. "
+            f"{str(path / 'preview.png')!r}"
+        )
+    if path.suffix.lower() not in OUT_SUFFIXES:
+        raise ValueError(
+            f"--out must end in {', '.join(OUT_SUFFIXES)}, got {str(out)!r}; .png saves the "
+            "last frame, .mp4/.gif a video of every step"
+        )
+    if not path.parent.is_dir():
+        raise ValueError(
+            f"--out folder {str(path.parent)!r} does not exist; create it first "
+            f"(mkdir -p {path.parent})"
+        )
+    return path
+
+
+class _FrameSink:
+    """Collects frames to ``path`` atomically: a PNG of the last frame, or a video."""
+
+    def __init__(self, path: Path, fps: float) -> None:
+        self.path = path
+        self.fps = fps
+        self.frames = 0
+        self._last: np.ndarray | None = None
+        self._writer: Any = None
+        self._tmp: Path | None = None
+
+    def add(self, frame: np.ndarray) -> None:
+        self.frames += 1
+        if self.path.suffix.lower() == ".png":
+            self._last = frame
+            return
+        if self._writer is None:
+            import imageio.v2 as imageio
+
+            fd, tmp = tempfile.mkstemp(suffix=self.path.suffix, dir=self.path.parent)
+            os.close(fd)
+            os.chmod(tmp, _umask_mode())  # mkstemp makes 0600; a normal file is wanted
+            self._tmp = Path(tmp)
+            if self.path.suffix.lower() == ".gif":
+                self._writer = imageio.get_writer(
+                    self._tmp, mode="I", duration=1000.0 / self.fps, loop=0
+                )
+            else:
+                self._writer = imageio.get_writer(
+                    self._tmp,
+                    fps=self.fps,
+                    codec="libx264",
+                    quality=7,
+                    macro_block_size=1,
+                    pixelformat="yuv420p",
+                    ffmpeg_log_level="error",
+                )
+        h, w = frame.shape[:2]
+        if h % 2 or w % 2:  # H.264 needs even sizes
+            frame = np.pad(frame, ((0, h % 2), (0, w % 2), (0, 0)))
+        self._writer.append_data(frame)
+
+    def close(self, keep: bool = True) -> Path | None:
+        """Finish the file (renamed into place only when ``keep``); returns it or None."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
+            assert self._tmp is not None
+            if keep:
+                with open(self._tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+                os.replace(self._tmp, self.path)
+                return self.path
+            self._tmp.unlink(missing_ok=True)
+            return None
+        if keep and self._last is not None:
+            _write_png_atomic(self._last, self.path)
+            return self.path
+        return None
+
+
+def _umask_mode() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _write_png_atomic(img: np.ndarray, path: Path) -> None:
+    import pygame
+
+    h, w = img.shape[:2]
+    surf = pygame.image.frombuffer(np.ascontiguousarray(img).tobytes(), (w, h), "RGB")
+    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
+    os.close(fd)
+    os.chmod(tmp, _umask_mode())
+    try:
+        pygame.image.save(surf, tmp, "PNG")
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def run_preview(
@@ -33,44 +249,77 @@ def run_preview(
     actions: str = "zero",
     seconds: float | None = None,
     seed: int = 0,
-    render_mode: str = "human",
-    print_fn: Any = print,
+    render_mode: str | None = "human",
+    print_fn: Callable[[str], Any] = print,
+    out: str | os.PathLike[str] | None = None,
+    backend: str = "pygame",
 ) -> dict[str, Any]:
     """Run a task in one copy with zero or random actions and report the episodes.
 
     Args:
         task_id: ``"CartPole-v0"``, ``"kelab/CartPole-v0"`` or ``"module:TaskClass"``.
         actions: ``"zero"`` or ``"random"`` (uniform in [-1, 1], seeded).
-        seconds: Simulated seconds to run; None runs until the window is closed.
+        seconds: Simulated seconds to run; None runs until the window is closed
+            (headless: :data:`HEADLESS_DEFAULT_S`).
         seed: Seed of the env and of the random actions.
-        render_mode: ``"human"`` (PACED window) or ``"rgb_array"``/None (no window, for
-            scripted checks).
+        render_mode: ``"human"`` (PACED window), ``"rgb_array"`` (offscreen frames, as
+            fast as possible) or None (no drawing, for scripted checks).
         print_fn: Where episode lines go.
+        out: Optional ``.png`` (the last frame) or ``.mp4``/``.gif`` (a frame per step,
+            played at the control rate) file, written atomically; needs a render mode.
+        backend: ``"pygame"`` or ``"gl"``.
 
     Returns:
-        ``{"steps", "episodes", "ended_by": {name: count}}``.
+        ``{"steps", "episodes", "ended_by": {name: count}, "out": path or None}``.
 
     Raises:
-        ValueError: For an unknown task or action mode.
+        ValueError: For an unknown task, action mode or ``out`` path.
     """
+    from kelab.render.renderer import BACKENDS, require_display
     from kelab.rl.direct import DirectRLEnv
-    from kelab.tasks.registry import task_class
 
     if actions not in ("zero", "random"):
         raise ValueError(f"actions must be 'zero' or 'random', got {actions!r}")
-    cls = task_class(_resolve(task_id))
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if seconds is not None and not (np.isfinite(seconds) and seconds > 0):
+        raise ValueError(f"seconds must be a number > 0 or None, got {seconds!r}")
+    out_path = None if out is None else check_out_path(out)
+    if out_path is not None and render_mode is None:
+        raise ValueError("out needs render_mode 'human' or 'rgb_array' (frames to write)")
+    cls = load_task_class(task_id)
+    if render_mode == "human":
+        require_display(backend)
+    elif seconds is None:
+        seconds = HEADLESS_DEFAULT_S
     env = DirectRLEnv(cls(), render_mode=render_mode, seed=seed)
+    env._presenter.backend = backend
     rng = np.random.default_rng(seed)
     max_steps = None if seconds is None else max(1, round(seconds / env.step_dt))
+    sink = None if out_path is None else _FrameSink(out_path, env.timing.control_hz)
     ended: dict[str, int] = {}
     steps = episodes = 0
+    stop = "close the window to stop" if max_steps is None else f"{seconds:g} s"
     print_fn(
         f"previewing {cls.__name__}: {env.timing.physics_hz:.0f} Hz physics, "
         f"{env.timing.decimation} steps/action, {env.timing.control_hz:.0f} Hz control, "
-        f"{actions} actions; close the window to stop"
+        f"{actions} actions; {stop}"
     )
+
+    def grab() -> None:
+        if sink is None:
+            return
+        frame = env.render()
+        if frame is None and env._presenter.renderer is not None:  # human: the window's frame
+            frame = env._presenter.renderer.read_rgb_pixels()
+        if frame is not None:
+            sink.add(frame)
+
+    written: Path | None = None
+    ok = False
     try:
         env.reset(seed=seed)
+        grab()
         while (max_steps is None or steps < max_steps) and not env.window_closed:
             if actions == "zero":
                 action = np.zeros(env.action_space.shape, dtype=np.float32)
@@ -81,19 +330,45 @@ def run_preview(
             if terminated or truncated:
                 episodes += 1
                 ended[info["ended_by"]] = ended.get(info["ended_by"], 0) + 1
-                ok = "" if "is_success" not in info else f", success={info['is_success']}"
+                ok_text = "" if "is_success" not in info else f", success={info['is_success']}"
                 print_fn(
                     f"episode {episodes}: ended by {info['ended_by']!r} after "
-                    f"{info['episode_length']} steps, return {info['episode_return']:.2f}{ok}"
+                    f"{info['episode_length']} steps, return {info['episode_return']:.2f}{ok_text}"
                 )
                 env.reset()
+            grab()
+        ok = True
     finally:
+        if sink is not None:
+            written = sink.close(keep=ok or sink.frames > 0)
         env.close()
-    return {"steps": steps, "episodes": episodes, "ended_by": ended}
+    if written is not None:
+        what = "the last of" if written.suffix.lower() == ".png" else "a video of"
+        print_fn(f"wrote {written} ({what} {sink.frames if sink else 0} frames)")
+    return {"steps": steps, "episodes": episodes, "ended_by": ended, "out": written}
 
 
 def _main(args: argparse.Namespace) -> int:
-    run_preview(args.task, actions=args.actions, seconds=args.seconds, seed=args.seed)
+    from kelab.render.renderer import DisplayUnavailableError, display_available
+
+    if args.out is not None:
+        check_out_path(args.out)
+    mode = "rgb_array" if args.headless else "human"
+    if mode == "human" and not display_available(args.backend):
+        raise DisplayUnavailableError(
+            "no display for a preview window (DISPLAY and WAYLAND_DISPLAY are unset); run "
+            f"'kelab preview {args.task} --headless --out preview.mp4' (or .png), or under "
+            "a virtual display: xvfb-run -a kelab preview ..."
+        )
+    run_preview(
+        args.task,
+        actions=args.actions,
+        seconds=args.seconds,
+        seed=args.seed,
+        render_mode=mode,
+        out=args.out,
+        backend=args.backend,
+    )
     return 0
 
 
@@ -107,13 +382,24 @@ def add_preview_parser(subparsers: Any) -> argparse.ArgumentParser:
         The new subparser (its ``func`` default runs the preview and returns an exit code).
     """
     p = subparsers.add_parser(
-        "preview", help="open a task in a real-time window with zero or random actions"
+        "preview",
+        help="open a task in a real-time window with zero or random actions",
+        description="Watch a task with zero or random actions. Without a screen use "
+        "--headless --out preview.png (last frame) or --out preview.mp4 (every step).",
     )
     p.add_argument("task", help="task id, e.g. CartPole-v0, Humanoid-v0, BallToGoal-v0")
     p.add_argument("--actions", choices=("zero", "random"), default="zero")
     p.add_argument(
-        "--seconds", type=float, default=None, help="simulated seconds (default: until closed)"
+        "--seconds",
+        type=positive_float,
+        default=None,
+        help=f"simulated seconds (default: until closed; headless {HEADLESS_DEFAULT_S:g})",
     )
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument(
+        "--headless", action="store_true", help="draw offscreen, no window or display needed"
+    )
+    p.add_argument("--out", default=None, help="write the last frame (.png) or a video (.mp4/.gif)")
+    p.add_argument("--backend", choices=("pygame", "gl"), default="pygame")
     p.set_defaults(func=_main)
     return p
