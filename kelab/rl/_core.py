@@ -98,23 +98,28 @@ def _check_seed(seed: object, what: str = "seed") -> int:
     return int(seed)
 
 
-def _seed_sequences(seed: int | Sequence[int], n: int, stream: tuple[int, ...]) -> list:
+def _seed_sequences(
+    seed: int | Sequence[int], n: int, stream: tuple[int, ...], offset: int = 0
+) -> list:
+    # copy i's stream comes from its global index offset + i (RayLearningEnv's workers)
     if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
         base = _check_seed(seed)
-        return [np.random.SeedSequence(base, spawn_key=(*stream, i)) for i in range(n)]
+        return [
+            np.random.SeedSequence(base, spawn_key=(*stream, i)) for i in range(offset, offset + n)
+        ]
     seeds = list(seed)  # type: ignore[arg-type]
     if len(seeds) != n:
         raise ValueError(f"reset(seed=[...]) needs one seed per copy: {n}, got {len(seeds)}")
     return [np.random.SeedSequence(_check_seed(s), spawn_key=(*stream, 0)) for s in seeds]
 
 
-def _task_rng_sequences(seed: int | Sequence[int], n: int) -> list:
-    return _seed_sequences(seed, n, (_TASK_STREAM,))
+def _task_rng_sequences(seed: int | Sequence[int], n: int, offset: int = 0) -> list:
+    return _seed_sequences(seed, n, (_TASK_STREAM,), offset)
 
 
-def _world_rng_sequences(seed: int | Sequence[int], n: int) -> list:
+def _world_rng_sequences(seed: int | Sequence[int], n: int, offset: int = 0) -> list:
     # the World seeds copy i from SeedSequence(seed).spawn(n)[i], i.e. spawn_key (i,)
-    return _seed_sequences(seed, n, ())
+    return _seed_sequences(seed, n, (), offset)
 
 
 def _copies(mask: np.ndarray, limit: int = 10) -> str:
@@ -136,6 +141,8 @@ class EnvCore:
         env: The Gymnasium environment that owns this core (given to ``on_start``).
         layout: The World layout, ``"isolated"`` or ``"packed"`` (see docs/world.md).
         num_threads: Threads stepping the World's shards (results bit-identical).
+        copy_offset: Global index of copy 0: copy ``i`` draws from the random streams of
+            copy ``copy_offset + i`` of a larger env with the same seed (0: a lone env).
     """
 
     def __init__(
@@ -150,6 +157,7 @@ class EnvCore:
         env: Any,
         layout: str = "isolated",
         num_threads: int = 1,
+        copy_offset: int = 0,
     ) -> None:
         validate_task_class(task)
         if "env" in task.__dict__:
@@ -173,6 +181,7 @@ class EnvCore:
                 f"env_spacing must be a finite number of metres >= 0, got {env_spacing!r}"
             )
         seed = _check_seed(seed)
+        self.copy_offset = _check_seed(copy_offset, "copy_offset")
         if not isinstance(layout, str) or layout not in LAYOUTS:
             raise ValueError(
                 f"layout must be one of {LAYOUTS}, got {layout!r} ('packed': copies share one "
@@ -212,7 +221,14 @@ class EnvCore:
 
         self.episode_length_buf = np.zeros(n, dtype=np.int64)
         self.returns = np.zeros(n, dtype=np.float64)
-        self.task_rngs = [np.random.default_rng(s) for s in _task_rng_sequences(seed, n)]
+        self.task_rngs = [
+            np.random.default_rng(s) for s in _task_rng_sequences(seed, n, self.copy_offset)
+        ]
+        if self.copy_offset:  # the World seeded copies 0..n-1; give them their global streams
+            for gen, seq in zip(
+                self.world.rngs, _world_rng_sequences(seed, n, self.copy_offset), strict=True
+            ):
+                set_rng_state(gen, rng_state(np.random.default_rng(seq)))
         self.all_ids = np.arange(n, dtype=np.int64)
         self.validator = TerminationValidator(n)
         self.started = False
@@ -256,10 +272,10 @@ class EnvCore:
 
     def reseed(self, seed: int | Sequence[int]) -> None:
         """Re-seed every per-copy Generator (task and world) in place."""
-        n = self.num_envs
-        for gen, seq in zip(self.task_rngs, _task_rng_sequences(seed, n), strict=True):
+        n, offset = self.num_envs, self.copy_offset
+        for gen, seq in zip(self.task_rngs, _task_rng_sequences(seed, n, offset), strict=True):
             set_rng_state(gen, rng_state(np.random.default_rng(seq)))
-        for gen, seq in zip(self.world.rngs, _world_rng_sequences(seed, n), strict=True):
+        for gen, seq in zip(self.world.rngs, _world_rng_sequences(seed, n, offset), strict=True):
             set_rng_state(gen, rng_state(np.random.default_rng(seq)))
 
     # ------------------------------------------------------------------ checks

@@ -122,6 +122,10 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
             bit-identical to ``DirectRLEnv`` / a lone copy.
         num_threads: Threads stepping the copies (results are bit-identical for every
             value; packed layout only gains from more than one).
+        copy_offset: Global index of this env's copy 0 (int >= 0, default 0): copy ``i``
+            is seeded as copy ``copy_offset + i`` of one env with the same seed, so envs
+            of copies ``[a, b)`` together reproduce that env (``ke.RayLearningEnv``'s
+            workers; docs/scale.md). Reset seeds follow the same rule.
 
     Raises:
         ValueError: For a device other than "cpu", a bad render mode/run config pair, an
@@ -163,6 +167,7 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         pacer: SimulationPacer | None = None,
         layout: str = "packed",
         num_threads: int = 1,
+        copy_offset: int = 0,
     ) -> None:
         if device != "cpu":
             raise ValueError(
@@ -191,6 +196,7 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
             env=self,
             layout=layout,
             num_threads=num_threads,
+            copy_offset=copy_offset,
         )
         core = self._core
         self.num_envs = core.num_envs
