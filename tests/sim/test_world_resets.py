@@ -170,3 +170,57 @@ def test_set_body_states_then_restore_replays_the_same_bits(layout: str) -> None
     w.restore(snap)
     assert np.array_equal(_future(w, 90), future)
     assert np.abs(future[-1]).max() > 0
+
+
+def _tilted_block(theta: float, layout: str, static: float, dynamic: float) -> ke.World:
+    """A block on the main ground under gravity tilted by ``theta`` (a slope along +x)."""
+    b = ke.SceneBuilder(gravity=(G * math.sin(theta), -G * math.cos(theta)))
+    mat = ke.Material(static_friction=static, dynamic_friction=dynamic)
+    b.add(ke.Terrain.plane(material=mat), at="/")
+    block = ke.Prop(ke.Box(0.2, 0.2), material=mat, initial_pose=ke.Pose(0.0, 0.099))
+    b.add(block, at="/World/Block")
+    return ke.World(b.build(), layout=layout)
+
+
+def _travel_after_kick(w: ke.World, v0: float, dt: float = 1 / 1000) -> float:
+    """Settle, give the block speed ``v0`` along the slope, return how far it went in 1 s."""
+    for _ in range(int(0.1 / dt)):
+        w.step(dt)
+    assert w._stick[0, 1]  # resting: static friction
+    poses = w.body_poses
+    vels = np.zeros_like(poses)
+    vels[0, 1] = (v0, 0.0, 0.0)
+    x0 = poses[0, 1, 0]
+    w.set_body_states([0], poses, vels)
+    for _ in range(int(1.0 / dt)):
+        w.step(dt)
+    return float(w.body_poses[0, 1, 0] - x0)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_resting_block_starts_sliding_just_above_the_slide_threshold(layout: str) -> None:
+    # slope between the friction angles: atan(0.3) < 25 deg < atan(0.6). A resting block
+    # kicked downhill keeps static friction (and stops) while its contact speed stays at
+    # or below SLIDE_SPEED_THRESHOLD (0.02 m/s); above it, dynamic friction takes over and
+    # gravity wins: it slides away. After one 1 ms step the kick of 0.012 m/s is ~0.011
+    # m/s, the kick of 0.03 m/s ~0.029 m/s: the threshold is pinned between the two.
+    theta = math.radians(25.0)
+    stays = _travel_after_kick(_tilted_block(theta, layout, 0.6, 0.3), 0.012)
+    slides = _travel_after_kick(_tilted_block(theta, layout, 0.6, 0.3), 0.03)
+    assert 0.0 < stays < 1e-3
+    expected = 0.03 + 0.5 * G * (math.sin(theta) - 0.3 * math.cos(theta))  # 1 s, dynamic
+    assert abs(slides - expected) / expected < 0.05
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_sliding_block_that_slows_down_sticks_again(layout: str) -> None:
+    # kicked uphill it slides (dynamic friction 0.1) and slows down; once its contact speed
+    # falls below STATIC_SPEED_THRESHOLD it sticks, and static friction 0.6 holds it on a
+    # 20 deg slope that dynamic friction alone could not (without the switch back it
+    # would slide down ~0.8 m in the last half second)
+    w = _tilted_block(math.radians(20.0), layout, 0.6, 0.1)
+    _travel_after_kick(w, -0.4)
+    x = w.body_poses[0, 1, 0]
+    for _ in range(500):
+        w.step(1 / 1000)
+    assert w._stick[0, 1] and abs(w.body_poses[0, 1, 0] - x) < 1e-6
