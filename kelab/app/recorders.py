@@ -6,23 +6,46 @@ controller is about to react to. It writes one row (or one frame) per step of it
 `App.add_recorder` attaches a recorder and closes it when the App stops, also when a
 callback raised, so nothing recorded is lost. Recorders also work without an App:
 ``recorder.attach(timeline, world=world)`` and ``recorder.close()``.
+
+Streaming: the destination is checked when a recorder is created (the directory is made
+and a probe file written), and nothing grows in memory while recording. CSV, ``.npz`` and
+``.gif`` recordings are written as they go to ``<path>.partial`` and renamed to ``<path>``
+(fsynced) by `Recorder.close`, so ``<path>`` only ever holds a complete recording. After a
+crash or SIGKILL the ``.partial`` file holds every row up to the last flush (CSV and
+``.npz``: at most ``flush_every - 1`` rows and at most ``flush_interval_s`` seconds of
+wall time are lost) and every GIF frame already appended (at most the frame being written);
+`load_recording` reads a data recording either way. See docs/recorders.md.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from kelab.app.recording_files import (
+    SPOOL_MAGIC,
+    GifStream,
+    Recording,
+    check_destination,
+    fsync_dir,
+    load_recording,
+    partial_path,
+    spool_to_npz,
+)
 from kelab.timing.timeline import Binding, Phase, Timeline
 
-__all__ = ["DataRecorder", "Recorder", "VideoRecorder"]
-
 FrameSource = Callable[[], "np.ndarray | None"]
+
+__all__ = ["DataRecorder", "Recorder", "Recording", "VideoRecorder", "load_recording"]
 
 
 def _phase(phase: Phase | str) -> Phase:
@@ -70,6 +93,7 @@ class Recorder(ABC):
         self.runner = runner
         self.phase = _phase(phase)
         self.priority = priority
+        check_destination(self.path, type(self).__name__)
         self._binding: Binding | None = None
         self._timeline: Timeline | None = None
         self._closed = False
@@ -78,6 +102,16 @@ class Recorder(ABC):
     def closed(self) -> bool:
         """True once `close` ran: the file is complete."""
         return self._closed
+
+    @property
+    def partial_path(self) -> Path:
+        """Where the recording streams until `close` renames it to `path`."""
+        return partial_path(self.path)
+
+    def _publish(self) -> None:
+        """Rename the finished ``.partial`` file to `path` (it was fsynced by its writer)."""
+        os.replace(self.partial_path, self.path)
+        fsync_dir(self.path.parent)
 
     @property
     def attached(self) -> bool:
@@ -107,7 +141,6 @@ class Recorder(ABC):
             raise RuntimeError(f"{type(self).__name__} for {self.path} is already attached")
         timeline.runner(self.runner)  # KeyError naming the runners if unknown
         self._timeline = timeline
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._prepare(world, frame_source)
         self._binding = timeline.bind(
             self.record,
@@ -155,21 +188,31 @@ class DataRecorder(Recorder):
     then for each recorded copy and body ``<body>.x``, ``.y``, ``.angle`` (pose) and
     ``.vx``, ``.vy``, ``.omega`` (velocity), then ``<sensor>[k]`` for each sensor
     component, then each signal. With several copies every name is prefixed ``env<i>:``.
-    A ``.csv`` file is written as it goes (a header line, then one line per row, floats
-    with 17 significant digits so they read back exactly); an ``.npz`` file holds
-    ``columns`` (names), ``data`` (rows x columns float64), ``time`` and ``step``.
+    A ``.csv`` file is a header line, then one line per row, floats with 17 significant
+    digits so they read back exactly; an ``.npz`` file holds ``columns`` (names), ``data``
+    (rows x columns float64), ``time`` and ``step``.
+
+    Rows stream to ``<path>.partial`` (CSV text, or for ``.npz`` a row spool: a magic line,
+    a JSON header line with the columns, then raw little-endian float64 rows). Buffered
+    rows are handed to the operating system every ``flush_every`` rows and at least every
+    ``flush_interval_s`` seconds of wall time (checked as rows arrive), so a SIGKILL loses
+    at most ``flush_every - 1`` rows, all recorded in the last ``flush_interval_s``
+    seconds. `close` turns the spool into the ``.npz`` (streamed, flat memory), fsyncs and
+    renames it to ``path``. `load_recording` reads either.
 
     Args:
         path: ``*.csv`` or ``*.npz``.
         bodies: Body paths to record (None: every body of the World; ``()``: none).
-        sensors: Sensor names to record (``World.read_sensor``).
+        sensors: Sensor names to record (``World.read_sensor``); unknown names are refused
+            at `attach`.
         signals: Extra columns: name -> callable returning a number or a 1-D array.
         env_ids: The environment copies to record.
         fields: Which body fields: any of ``"pose"``, ``"velocity"``.
         runner: The runner whose steps are recorded (default ``"Capture"``).
         phase: The phase (default ``ACQUISITION``: the state before the controller acts).
         priority: Order inside the phase.
-        flush_every: CSV rows buffered before they are written to the file.
+        flush_every: Rows buffered at most before they are written (an int >= 1).
+        flush_interval_s: Wall seconds a buffered row waits at most (> 0).
 
     Example:
         >>> import kelab as ke, tempfile, os
@@ -196,19 +239,40 @@ class DataRecorder(Recorder):
         runner: str = "Capture",
         phase: Phase | str = Phase.ACQUISITION,
         priority: int = 0,
-        flush_every: int = 64,
+        flush_every: int = 16,
+        flush_interval_s: float = 0.5,
     ) -> None:
-        super().__init__(path, runner=runner, phase=phase, priority=priority)
         bad = [f for f in fields if f not in ("pose", "velocity")]
         if bad or not isinstance(fields, (tuple, list)):
             raise ValueError(
                 f"DataRecorder.fields must be a subset of ('pose', 'velocity'), got {fields!r}"
             )
-        ids = [int(e) for e in env_ids]
-        if not ids or any(e < 0 for e in ids):
+        if isinstance(env_ids, (str, bytes)) or any(
+            isinstance(e, bool) or not isinstance(e, (int, np.integer)) for e in env_ids
+        ):
             raise ValueError(f"DataRecorder.env_ids must be copy indices >= 0, got {env_ids!r}")
+        ids = [int(e) for e in env_ids]
+        if not ids or any(e < 0 for e in ids) or len(set(ids)) != len(ids):
+            raise ValueError(
+                f"DataRecorder.env_ids must be distinct copy indices >= 0, got {env_ids!r}"
+            )
         if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
             raise ValueError(f"DataRecorder.flush_every must be an int >= 1, got {flush_every!r}")
+        if (
+            isinstance(flush_interval_s, bool)
+            or not isinstance(flush_interval_s, (int, float))
+            or not math.isfinite(flush_interval_s)
+            or flush_interval_s <= 0
+        ):
+            raise ValueError(
+                f"DataRecorder.flush_interval_s must be a finite number of seconds > 0, got "
+                f"{flush_interval_s!r}"
+            )
+        if isinstance(sensors, (str, bytes)) or not all(isinstance(x, str) for x in sensors):
+            raise ValueError(
+                f"DataRecorder.sensors must be a sequence of sensor names, got {sensors!r}"
+            )
+        super().__init__(path, runner=runner, phase=phase, priority=priority)
         self.bodies = None if bodies is None else tuple(bodies)
         self.sensors = tuple(sensors)
         self.signals = dict(signals or {})
@@ -218,13 +282,15 @@ class DataRecorder(Recorder):
         self.env_ids = np.array(ids, dtype=np.intp)
         self.fields = tuple(fields)
         self.flush_every = flush_every
+        self.flush_interval_s = float(flush_interval_s)
         self.rows = 0
         self._world: Any = None
         self._body_idx = np.zeros(0, dtype=np.intp)
         self._columns: list[str] | None = None
         self._pending: list[np.ndarray] = []
-        self._all_rows: list[np.ndarray] = []  # npz: everything until close
+        self._last_flush = time.monotonic()
         self._file: Any = None
+        self._csv = self.path.suffix.lower() == ".csv"
 
     @property
     def columns(self) -> list[str]:
@@ -245,6 +311,14 @@ class DataRecorder(Recorder):
             raise ValueError(
                 f"DataRecorder: unknown bodies {missing}; the World's bodies are {list(body_names)}"
             )
+        if self.sensors:
+            known = [spec.name for spec in world.scene.sensors]
+            unknown = [name for name in self.sensors if name not in known]
+            if unknown:
+                raise ValueError(
+                    f"DataRecorder.sensors: unknown sensors {unknown}; the World's sensors are "
+                    f"{known}"
+                )
         if world is not None and int(self.env_ids.max()) >= int(world.num_envs):
             raise ValueError(
                 f"DataRecorder.env_ids {self.env_ids.tolist()} must be < num_envs {world.num_envs}"
@@ -252,8 +326,13 @@ class DataRecorder(Recorder):
         self._world = world
         self._body_names = tuple(wanted)
         self._body_idx = np.array([index[b] for b in wanted], dtype=np.intp)
-        if self.path.suffix.lower() == ".csv":
-            self._file = open(self.path, "w", encoding="utf-8", newline="")
+        if self._csv:
+            self._file = open(self.partial_path, "w", encoding="utf-8", newline="")
+        else:
+            self._file = open(self.partial_path, "wb")
+            self._file.write(SPOOL_MAGIC)
+            self._file.flush()
+        self._last_flush = time.monotonic()
 
     def _make_columns(self, sensor_widths: list[int], signal_widths: list[int]) -> list[str]:
         cols = ["time", "step"]
@@ -271,9 +350,17 @@ class DataRecorder(Recorder):
             cols += [name] if width == 0 else [f"{name}[{k}]" for k in range(width)]
         return cols
 
+    def _write_header(self, columns: list[str]) -> None:
+        self._columns = columns
+        if self._csv:
+            self._file.write(",".join(columns) + "\n")
+        else:
+            line = json.dumps({"columns": columns, "dtype": "<f8"}).encode("utf-8") + b"\n"
+            self._file.write(line)
+
     def record(self, ts: float) -> None:
         """Append one row: the current time, states, sensor readings and signals."""
-        if self._closed:
+        if self._closed or self._file is None:
             return
         w, ids = self._world, self.env_ids
         n_e = ids.size
@@ -288,11 +375,13 @@ class DataRecorder(Recorder):
         per_env = np.concatenate([per_env, *sensor_vals], axis=1) if sensor_vals else per_env
         signal_vals = [np.asarray(fn(), dtype=np.float64) for fn in self.signals.values()]
         if self._columns is None:
-            self._columns = self._make_columns(
-                [v.shape[1] for v in sensor_vals], [v.size if v.ndim else 0 for v in signal_vals]
+            self._write_header(
+                self._make_columns(
+                    [v.shape[1] for v in sensor_vals],
+                    [v.size if v.ndim else 0 for v in signal_vals],
+                )
             )
-            if self._file is not None:
-                self._file.write(",".join(self._columns) + "\n")
+        assert self._columns is not None
         timeline = self._timeline
         now = timeline.time_s if timeline is not None else 0.0
         parts = [np.array([now, float(self.rows)]), per_env.reshape(-1)]
@@ -304,46 +393,46 @@ class DataRecorder(Recorder):
                 f"{len(self._columns)} columns; signals must keep their size"
             )
         self.rows += 1
-        if self._file is not None:
-            self._pending.append(row)
-            if len(self._pending) >= self.flush_every:
-                self._flush_rows()
-        else:
-            self._all_rows.append(row)
+        self._pending.append(row)
+        if (
+            len(self._pending) >= self.flush_every
+            or time.monotonic() - self._last_flush >= self.flush_interval_s
+        ):
+            self.flush()
 
-    def _flush_rows(self) -> None:
+    def _write_rows(self) -> None:
         if self._pending and self._file is not None:
             block = np.vstack(self._pending)
-            np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
+            if self._csv:
+                np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
+            else:
+                self._file.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
             self._pending.clear()
 
     def flush(self) -> None:
-        """Write buffered CSV rows to the file now."""
-        self._flush_rows()
+        """Hand buffered rows to the operating system now (they survive a process kill)."""
+        self._write_rows()
         if self._file is not None:
             self._file.flush()
+        self._last_flush = time.monotonic()
 
     def _finish(self) -> None:
-        if self._file is not None:
-            try:
-                if self._columns is None:
-                    self._file.write(",".join(self._header_without_data()) + "\n")
-                self._flush_rows()
-            finally:
-                self._file.close()
-                self._file = None
+        if self._file is None:
             return
-        cols = self._columns or self._header_without_data()
-        data = np.vstack(self._all_rows) if self._all_rows else np.zeros((0, len(cols)))
-        with open(self.path, "wb") as fh:
-            np.savez(
-                fh,
-                columns=np.array(cols, dtype=str),
-                data=data,
-                time=data[:, 0].copy(),
-                step=data[:, 1].astype(np.int64),
-            )
-        self._all_rows.clear()
+        try:
+            if self._columns is None:
+                self._write_header(self._header_without_data())
+            self._write_rows()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        finally:
+            self._file.close()
+            self._file = None
+        if self._csv:
+            self._publish()
+            return
+        spool_to_npz(self.partial_path, self.path)
+        os.unlink(self.partial_path)
 
     def _header_without_data(self) -> list[str]:
         """Columns when no row was recorded: sensor widths and signal sizes are unknown."""
@@ -361,6 +450,14 @@ class VideoRecorder(Recorder):
     at the runner's rate, so it runs in simulated time whatever the frame rate was.
     Frames with an odd width or height are padded by one black pixel (H.264 needs even
     sizes).
+
+    A ``.gif`` is streamed frame by frame to ``<path>.partial`` (a valid GIF after every
+    frame; a kill loses at most the frame being written) and renamed to ``path`` by
+    `close`. GIF delays are whole centiseconds: each frame gets the delay that keeps the
+    running total within half a centisecond of exact, so 30 fps alternates 3 and 4 cs
+    (3, 4, 3, ...) and every 3 frames last exactly 100 ms. Above 50 fps some delays fall
+    below 2 cs, which many viewers stretch to 10 cs. An ``.mp4`` is encoded by ffmpeg
+    directly into ``path``.
 
     Args:
         path: ``*.mp4`` or ``*.gif``.
@@ -385,17 +482,24 @@ class VideoRecorder(Recorder):
         priority: int = 0,
         quality: float = 7.0,
     ) -> None:
-        super().__init__(path, runner=runner, phase=phase, priority=priority)
         if fps is not None and not (
-            isinstance(fps, (int, float)) and not isinstance(fps, bool) and 0 < fps <= 1000
+            isinstance(fps, (int, float))
+            and not isinstance(fps, bool)
+            and math.isfinite(fps)
+            and 0 < fps <= 1000
         ):
             raise ValueError(
                 f"VideoRecorder.fps must be None or a number in (0, 1000], got {fps!r}"
             )
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"VideoRecorder.every must be an int >= 1, got {every!r}")
-        if not 0 <= quality <= 10:
+        if (
+            isinstance(quality, bool)
+            or not isinstance(quality, (int, float))
+            or not 0 <= quality <= 10
+        ):
             raise ValueError(f"VideoRecorder.quality must be in 0..10, got {quality!r}")
+        super().__init__(path, runner=runner, phase=phase, priority=priority)
         self.fps = fps
         self.every = every
         self.quality = float(quality)
@@ -404,6 +508,8 @@ class VideoRecorder(Recorder):
         self._source: FrameSource | None = None
         self._writer: Any = None
         self._size: tuple[int, int] | None = None
+        self._gif = self.path.suffix.lower() == ".gif"
+        self._exact_fps = Fraction(repr(float(fps))) if fps is not None else None
 
     def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
         if frame_source is None:
@@ -411,27 +517,28 @@ class VideoRecorder(Recorder):
         self._source = frame_source
         if self.fps is None:
             assert self._timeline is not None
-            self.fps = self._timeline.runner(self.runner).hz_float / self.every
+            runner = self._timeline.runner(self.runner)
+            self._exact_fps = Fraction(runner.hz) / self.every
+            self.fps = runner.hz_float / self.every
 
     def _open(self, frame: np.ndarray) -> None:
-        import imageio.v2 as imageio
-
         h, w = frame.shape[:2]
         self._size = (w + (w % 2), h + (h % 2))
-        if self.path.suffix.lower() == ".gif":
-            self._writer = imageio.get_writer(
-                self.path, mode="I", duration=1000.0 / float(self.fps or 30.0), loop=0
-            )
-        else:
-            self._writer = imageio.get_writer(
-                self.path,
-                fps=float(self.fps or 30.0),
-                codec="libx264",
-                quality=self.quality,
-                macro_block_size=1,
-                pixelformat="yuv420p",
-                ffmpeg_log_level="error",
-            )
+        fps = self._exact_fps if self._exact_fps is not None else Fraction(30)
+        if self._gif:
+            self._writer = GifStream(self.partial_path, self._size, fps)
+            return
+        import imageio.v2 as imageio
+
+        self._writer = imageio.get_writer(
+            self.path,
+            fps=float(fps),
+            codec="libx264",
+            quality=self.quality,
+            macro_block_size=1,
+            pixelformat="yuv420p",
+            ffmpeg_log_level="error",
+        )
 
     def record(self, ts: float) -> None:
         """Append the source's latest frame (every ``every``-th call)."""
@@ -457,10 +564,15 @@ class VideoRecorder(Recorder):
             fh, fw = min(h, frame.shape[0]), min(w, frame.shape[1])
             padded[:fh, :fw] = frame[:fh, :fw]
             frame = padded
-        self._writer.append_data(frame)
+        if self._gif:
+            self._writer.append(np.ascontiguousarray(frame))
+        else:
+            self._writer.append_data(frame)
         self.frames += 1
 
     def _finish(self) -> None:
         if self._writer is not None:
             writer, self._writer = self._writer, None
             writer.close()
+            if self._gif:
+                self._publish()

@@ -1,0 +1,257 @@
+"""Recorders under faults: SIGKILL mid-run, unwritable destinations, GIF timing, sensors.
+
+The kill tests run a real recording in a child process, SIGKILL it, and read back what it
+left in ``<path>.partial``: every row but at most ``flush_every - 1`` (or the rows of the
+last ``flush_interval_s``), every GIF frame but at most the one being written.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import kelab as ke
+from kelab.app.recorders import load_recording
+
+CHILD = textwrap.dedent(
+    """
+    import sys, time
+    import numpy as np
+    from kelab.app.recorders import DataRecorder, VideoRecorder
+    from kelab.timing.timeline import Timeline
+
+    out, mode = sys.argv[1], sys.argv[2]
+    tl = Timeline()
+    sig = {"x": lambda: tl.time_s * 2.0, "pair": lambda: np.array([tl.time_s, -1.0])}
+    every = 16 if mode == "running" else 10_000
+    recs = [
+        DataRecorder(f"{out}/log.csv", bodies=(), signals=sig, flush_every=every,
+                     flush_interval_s=0.05),
+        DataRecorder(f"{out}/log.npz", bodies=(), signals=sig, flush_every=every,
+                     flush_interval_s=0.05),
+    ]
+    for r in recs:
+        r.attach(tl)
+    video = VideoRecorder(f"{out}/clip.gif")
+    k = [0]
+    def frame():
+        k[0] += 1
+        img = np.zeros((24, 32, 3), np.uint8)
+        img[:, :, 0] = (k[0] * 7) % 256
+        return img
+    video.attach(tl, frame_source=frame)
+    if mode == "running":
+        while True:  # record until killed, reporting progress
+            tl.advance(1 / 30)
+            print(recs[0].rows, recs[1].rows, video.frames, flush=True)
+    else:  # 40 rows, a pause longer than flush_interval_s, one more row: all flushed
+        for _ in range(40):
+            tl.advance(1 / 30)
+        time.sleep(0.2)
+        tl.advance(1 / 30)
+        print(recs[0].rows, recs[1].rows, video.frames, flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def _run_and_kill(tmp_path: Path, mode: str, min_rows: int) -> tuple[int, int, int]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), mode],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        counts = (0, 0, 0)
+        for line in proc.stdout:
+            counts = tuple(int(v) for v in line.split())  # type: ignore[assignment]
+            if counts[0] >= min_rows:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    assert counts[0] >= min_rows, "the child never got going"
+    return counts
+
+
+def _gif_frames(path: Path) -> list[np.ndarray]:
+    """Every frame Pillow can decode (a frame cut by the kill ends the list)."""
+    frames = []
+    with Image.open(path) as im:
+        k = 0
+        while True:
+            try:
+                im.seek(k)
+                frames.append(np.asarray(im.convert("RGB")))
+            except (EOFError, OSError):
+                break
+            k += 1
+    return frames
+
+
+def _check_rows(rec, at_least: int) -> None:
+    assert not rec.complete
+    assert rec.columns == ("time", "step", "x", "pair[0]", "pair[1]")
+    n = rec.data.shape[0]
+    assert n >= at_least
+    assert np.array_equal(rec.step, np.arange(n))  # no gap, no garbage
+    assert np.array_equal(rec.data[:, 2], rec.time * 2.0)
+    assert np.array_equal(rec.data[:, 3], rec.time) and (rec.data[:, 4] == -1.0).all()
+
+
+def test_sigkill_mid_run_loses_at_most_one_flush_of_rows_and_one_frame(tmp_path):
+    csv_rows, npz_rows, frames = _run_and_kill(tmp_path, "running", min_rows=150)
+    assert not (tmp_path / "log.csv").exists() and not (tmp_path / "log.npz").exists()
+    _check_rows(load_recording(tmp_path / "log.csv"), csv_rows - 15)
+    _check_rows(load_recording(tmp_path / "log.npz"), npz_rows - 15)
+    got = _gif_frames(tmp_path / "clip.gif.partial")
+    assert len(got) >= frames - 1
+    reds = [int(f[0, 0, 0]) for f in got]
+    assert reds == [((k + 1) * 7) % 256 for k in range(len(got))]
+
+
+def test_sigkill_after_a_pause_loses_nothing_thanks_to_the_flush_interval(tmp_path):
+    csv_rows, npz_rows, frames = _run_and_kill(tmp_path, "paused", min_rows=41)
+    assert csv_rows == npz_rows == 41  # flush_every is 10,000: only the interval flushed
+    _check_rows(load_recording(tmp_path / "log.csv"), 41)
+    _check_rows(load_recording(tmp_path / "log.npz"), 41)
+    assert len(_gif_frames(tmp_path / "clip.gif.partial")) == frames
+
+
+def test_npz_streams_rows_while_recording_and_publishes_atomically(tmp_path):
+    timeline = ke.Timeline()
+    rec = ke.DataRecorder(tmp_path / "s.npz", bodies=(), signals={"v": lambda: 1.5})
+    rec.attach(timeline)
+    timeline.advance(10.0)  # 301 rows at 30 Hz
+    mid = load_recording(tmp_path / "s.npz")  # read while recording: the .partial spool
+    assert not mid.complete and 301 - 15 <= mid.data.shape[0] <= 301
+    rec.close()
+    assert not rec.partial_path.exists()
+    done = load_recording(tmp_path / "s.npz")
+    assert (
+        done.complete and done.data.shape == (301, 3) and done.column("v").tolist() == [1.5] * 301
+    )
+    with np.load(tmp_path / "s.npz", allow_pickle=False) as z:
+        assert z["data"].shape == (301, 3) and z["step"].dtype == np.int64
+        assert np.array_equal(z["time"], z["data"][:, 0])
+
+
+def test_empty_npz_and_csv_recordings(tmp_path):
+    for name in ("e.npz", "e.csv"):
+        rec = ke.DataRecorder(tmp_path / name, bodies=(), signals={"v": lambda: 0.0})
+        rec.attach(ke.Timeline())
+        rec.close()
+        out = load_recording(tmp_path / name)
+        assert out.complete and out.columns == ("time", "step", "v") and out.data.shape == (0, 3)
+
+
+@pytest.mark.parametrize("cls, name", [(ke.DataRecorder, "x.csv"), (ke.VideoRecorder, "x.gif")])
+def test_unwritable_destination_is_refused_at_creation(tmp_path, cls, name):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    for bad in (blocker / name, Path("/proc") / name, Path("/proc/kelab-nope") / name):
+        with pytest.raises(ValueError, match=rf"{cls.__name__}: .*(directory|writable)"):
+            cls(bad)
+    (tmp_path / name).mkdir()
+    with pytest.raises(ValueError, match="is a directory"):
+        cls(tmp_path / name)
+
+
+def test_unwritable_destination_refused_for_a_regular_user():
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop to another user")
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="kelab-ro-", dir="/tmp"))
+    try:
+        os.chmod(base, 0o755)  # traversable by the unprivileged user, not writable
+        locked = base / "locked"
+        locked.mkdir(mode=0o555)
+        code = textwrap.dedent(
+            f"""
+            import os
+            from kelab.app.recorders import DataRecorder  # imported before dropping root
+            os.setgid(65534); os.setuid(65534)
+            try:
+                DataRecorder({str(locked / "x.csv")!r})
+            except ValueError as exc:
+                print("refused:", exc)
+            """
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+        )
+        assert "refused:" in out.stdout and "not writable" in out.stdout, out.stderr
+        assert os.listdir(locked) == []  # no probe file left behind
+    finally:
+        shutil.rmtree(base)
+
+
+def test_gif_frame_timing_is_exact_on_average(tmp_path):
+    timeline = ke.Timeline()
+    frame = np.zeros((8, 8, 3), np.uint8)
+    video = ke.VideoRecorder(tmp_path / "t.gif")
+    video.attach(timeline, frame_source=lambda: frame)
+    timeline.advance(2.99)  # 90 Capture steps at 30 Hz
+    video.close()
+    with Image.open(tmp_path / "t.gif") as im:
+        durations = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            durations.append(im.info["duration"])
+    assert video.frames == len(durations) == 90
+    assert durations[:6] == [30, 40, 30, 30, 40, 30]
+    assert sum(durations) == 3000  # 90 frames at 30 fps: exactly 3 s, not 2.7 s
+    cum = np.cumsum(durations)
+    assert np.abs(cum - 1000 * np.arange(1, 91) / 30).max() <= 5  # within half a centisecond
+
+
+@pytest.mark.parametrize("fps, first", [(20, [50, 50]), (24, [40, 40, 50]), (60, [20, 10, 20])])
+def test_gif_delays_for_other_rates(tmp_path, fps, first):
+    timeline = ke.Timeline()
+    video = ke.VideoRecorder(tmp_path / "r.gif", fps=fps)
+    video.attach(timeline, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
+    timeline.advance(1.0)
+    video.close()
+    with Image.open(tmp_path / "r.gif") as im:
+        durations = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            durations.append(im.info["duration"])
+    assert durations[: len(first)] == first
+    exact = 1000 * np.arange(1, len(durations) + 1) / fps
+    assert np.abs(np.cumsum(durations) - exact).max() <= 5
+
+
+def test_unknown_sensor_is_refused_at_attach(tmp_path):
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    b.joint_sensor("pole.joint", "/World/Robot/cart_to_pole")
+    world = ke.World(b.build())
+    rec = ke.DataRecorder(tmp_path / "s.csv", bodies=(), sensors=["pole.joitn"])
+    with pytest.raises(ValueError, match=r"unknown sensors \['pole.joitn'\].*'pole.joint'"):
+        rec.attach(ke.Timeline(), world=world)
+    assert not rec.attached
+    with pytest.raises(ValueError, match="sensors must be a sequence of sensor names"):
+        ke.DataRecorder(tmp_path / "s.csv", sensors="pole.joint")
+
+
+@pytest.mark.parametrize("bad", [[0, 0], [0.5], ["1"], [True], [-1]])
+def test_recorder_env_ids_are_strict(tmp_path, bad):
+    with pytest.raises(ValueError, match="DataRecorder.env_ids"):
+        ke.DataRecorder(tmp_path / "e.csv", env_ids=bad)
