@@ -171,6 +171,38 @@ class Canvas(ABC):
         pts = self._camera.world_to_screen_batch(np.array([a, b], dtype=np.float64))
         self._thick_lines(pts[:1], pts[1:], w * self._camera.zoom, rgb, False)
 
+    def screen_rect(self, rect: Sequence[float], color: Color) -> None:
+        """Fill an axis-aligned rectangle given in screen pixels (HUD panels, backdrops).
+
+        Args:
+            rect: ``(x0, y0, x1, y1)`` pixels from the top-left corner (+Y down).
+            color: ``(r, g, b)`` ints in 0..255.
+        """
+        rgb = validate_color(color)
+        try:
+            x0, y0, x1, y1 = (float(v) for v in rect)
+        except (TypeError, ValueError):
+            raise ValueError(f"rect must be (x0, y0, x1, y1) in pixels, got {rect!r}") from None
+        if not all(np.isfinite((x0, y0, x1, y1))):
+            raise ValueError(f"rect must be finite, got {rect!r}")
+        if x1 <= x0 or y1 <= y0:
+            return
+        quad = np.array([[[x0, y0], [x1, y0], [x1, y1], [x0, y1]]])
+        self._fill_polygons(quad, rgb, np.array([min(x1 - x0, y1 - y0)]))
+
+    def text_size(self, string: str, size: int = 16) -> tuple[int, int]:
+        """The ``(width, height)`` in pixels that :meth:`text` covers for ``string``.
+
+        Args:
+            string: One line of text.
+            size: Font size in pixels.
+        """
+        from kelab.render.text import shared_text_cache
+
+        if not string:
+            return (0, 0)
+        return shared_text_cache().surface(str(string), (0, 0, 0), int(size)).get_size()
+
     def text(
         self,
         pos: Sequence[float],

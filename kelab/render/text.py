@@ -12,7 +12,7 @@ from collections import OrderedDict
 import pygame
 import pygame.freetype
 
-__all__ = ["SUPERSAMPLE", "TextCache"]
+__all__ = ["SUPERSAMPLE", "TextCache", "shared_text_cache"]
 
 SUPERSAMPLE = 4
 """Text is rendered this many times larger, then smooth-scaled down (even glyph spacing)."""
@@ -89,3 +89,17 @@ class TextCache:
         if len(self._surfaces) > self.capacity:
             self._surfaces.popitem(last=False)
         return surf
+
+
+_SHARED: TextCache | None = None
+
+
+def shared_text_cache() -> TextCache:
+    """A process-wide cache for measuring text (``Canvas.text_size``).
+
+    Drawing uses each backend's own cache.
+    """
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = TextCache(capacity=512)
+    return _SHARED

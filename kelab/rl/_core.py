@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -90,6 +91,40 @@ def resolve_timing(
     if physics_steps_per_action is not None:
         timing = dataclasses.replace(timing, decimation=physics_steps_per_action)
     return timing
+
+
+def observation_bounds(task: Task, obs_dim: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``(low, high)`` float32 bounds of one copy's observation for its Box space.
+
+    A task declares them with an ``observation_bounds = (low, high)`` class attribute
+    (sequences of ``observation_dim`` numbers, ``-inf``/``inf`` where an entry has no real
+    bound); without it every entry is unbounded.
+
+    Raises:
+        TaskError: For bounds of the wrong length, with NaN, or with low > high.
+    """
+    bounds = getattr(task, "observation_bounds", None)
+    if bounds is None:
+        return np.full(obs_dim, -np.inf, np.float32), np.full(obs_dim, np.inf, np.float32)
+    name = type(task).__name__
+    try:
+        low, high = (np.asarray(b, dtype=np.float32).reshape(-1) for b in bounds)
+    except (TypeError, ValueError):
+        raise TaskError(
+            f"{name}.observation_bounds must be (low, high), two sequences of numbers, got "
+            f"{bounds!r}"
+        ) from None
+    if low.shape != (obs_dim,) or high.shape != (obs_dim,):
+        raise TaskError(
+            f"{name}.observation_bounds must hold observation_dim={obs_dim} numbers each, got "
+            f"{low.size} and {high.size}"
+        )
+    if np.isnan(low).any() or np.isnan(high).any() or (low > high).any():
+        raise TaskError(
+            f"{name}.observation_bounds must have low <= high and no NaN (use -inf/inf for no "
+            "bound)"
+        )
+    return low, high
 
 
 def _check_seed(seed: object, what: str = "seed") -> int:
@@ -221,6 +256,8 @@ class EnvCore:
 
         self.episode_length_buf = np.zeros(n, dtype=np.int64)
         self.returns = np.zeros(n, dtype=np.float64)
+        #: wall clock (time.perf_counter) at each copy's episode start, for info["episode"]["t"]
+        self.episode_start_wall = np.full(n, time.perf_counter())
         self.task_rngs = [
             np.random.default_rng(s) for s in _task_rng_sequences(seed, n, self.copy_offset)
         ]
@@ -278,27 +315,59 @@ class EnvCore:
         for gen, seq in zip(self.world.rngs, _world_rng_sequences(seed, n, offset), strict=True):
             set_rng_state(gen, rng_state(np.random.default_rng(seq)))
 
+    #: Why the last step() failed (None: it did not); step() refuses until reset().
+    _failure: str | None = None
+
     # ------------------------------------------------------------------ checks
-    def check_actions(self, actions: Any) -> np.ndarray:
+    def check_actions(self, actions: Any, single: bool = False) -> np.ndarray:
         """Return the task's own float32 copy of the actions, clipped to [-1, 1].
 
+        Args:
+            actions: ``(num_envs, action_dim)`` real numbers (bool, int or float arrays).
+            single: Check one copy's ``(action_dim,)`` action (DirectRLEnv); the result
+                is still ``(1, action_dim)``.
+
         Raises:
-            ValueError: For a wrong shape or non-finite values (naming the copies).
+            ValueError: For strings, complex numbers or other non-reals, a wrong shape,
+                NaN/infinite values, or finite values beyond float32's range (naming the
+                copies).
         """
-        shape = (self.num_envs, self.act_dim)
-        try:
-            a = np.array(actions, dtype=np.float32, copy=True)
-        except (TypeError, ValueError):
+        shape = (self.act_dim,) if single else (self.num_envs, self.act_dim)
+        what = "action" if single else "actions"
+        src = actions
+        if not isinstance(src, np.ndarray):
+            try:
+                src = np.asarray(actions)
+            except (TypeError, ValueError):
+                src = None
+        if src is None or isinstance(actions, (str, bytes)) or src.dtype.kind not in "biuf":
             raise ValueError(
-                f"actions must be numbers of shape {shape}, got {describe_array(actions)}"
-            ) from None
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
+                f"{what} must be real numbers (a float array) of shape {shape}, got "
+                f"{describe_array(src if src is not None else actions)}"
+                + (f" {actions!r:.80}" if isinstance(actions, (str, bytes, complex)) else "")
+            )
+        if src.shape != shape:
+            extra = "" if single else " (copies, action_dim)"
+            raise ValueError(f"{what} must have shape {shape}{extra}, got {src.shape}")
+        with np.errstate(over="ignore"):
+            a = src.astype(np.float32).reshape(-1, self.act_dim)  # a copy: the task owns it
         if not np.isfinite(a).all():
-            finite = np.isfinite(a).all(axis=1)
+            bad = ~np.isfinite(a).all(axis=1)
+            src_rows = np.asarray(src, dtype=np.float64).reshape(-1, self.act_dim)
+            nonfinite = ~np.isfinite(src_rows).all(axis=1)
+            where = "" if single else " for copies "
+            if nonfinite.any():
+                ids = "" if single else _copies(nonfinite)
+                raise ValueError(
+                    f"{what} contain{'s' if single else ''} NaN or infinite values{where}{ids}; "
+                    f"{what} must be finite"
+                )
+            big = float(np.abs(src_rows[bad]).max())
+            ids = "" if single else _copies(bad)
             raise ValueError(
-                f"actions contain NaN or infinite values for copies {_copies(~finite)}; "
-                "actions must be finite"
+                f"{what} out of float32 range{where}{ids} (largest magnitude {big:.3g} > "
+                f"{float(np.finfo(np.float32).max):.3g}); {what} are clipped to [-1, 1], so "
+                "scale them into that range"
             )
         np.clip(a, -1.0, 1.0, out=a)
         return a
@@ -333,11 +402,14 @@ class EnvCore:
     # ------------------------------------------------------------------ the step order
     def reset(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
         """Start a new episode in every copy: reset_idx(all), then get_observations()."""
+        self.started = False  # until this reset completes
+        self._failure = None
         if seed is not None:
             self.reseed(seed)
         self.world.reset_envs(None)
         self.episode_length_buf[:] = 0
         self.returns[:] = 0.0
+        self.episode_start_wall[:] = time.perf_counter()
         self.task.reset_idx(self.all_ids.copy())
         self.started = True
         return self.observe()
@@ -352,9 +424,26 @@ class EnvCore:
             episode ended, else it describes the finished episodes (see ``_ends``).
         """
         if not self.started:
-            raise RuntimeError("call reset() before step()")
+            raise RuntimeError(self._failure or "call reset() before step()")
+        acts = self.check_actions(actions)  # refused actions change nothing
+        try:
+            return self._advance(acts)
+        except BaseException as exc:
+            # The World may have advanced while the episode counters did not: the copies
+            # are out of step. Refuse to go on until reset() (or restore()).
+            self.started = False
+            self._failure = (
+                f"the last step() raised {type(exc).__name__}: {exc}; the World may have "
+                "advanced without the episode counters, so the environment is out of step: "
+                "call reset() (or restore() a snapshot) before step()"
+            )
+            raise
+
+    def _advance(
+        self, acts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The body of `step` after the actions were checked."""
         task, world, n = self.task, self.world, self.num_envs
-        acts = self.check_actions(actions)
         task.apply_actions(acts)
         dt = self.timing.sim_dt
         for _ in range(self.timing.decimation):
@@ -376,6 +465,7 @@ class EnvCore:
             task.reset_idx(ids.copy())
             self.episode_length_buf[ids] = 0
             self.returns[ids] = 0.0
+            self.episode_start_wall[ids] = time.perf_counter()
             obs = self.observe()
         return obs, rewards, terminated, truncated, ends
 
@@ -405,6 +495,7 @@ class EnvCore:
             "ended_by": ended_by,
             "episode_return": self.returns.copy(),
             "episode_length": self.episode_length_buf.copy(),
+            "episode_wall_s": np.round(time.perf_counter() - self.episode_start_wall, 6),
             "names": names,
         }
         if self.success_rule is not None:
@@ -460,6 +551,7 @@ class EnvCore:
         names = snap.meta["condition_names"]
         self.validator.names = None if names is None else tuple(names)
         self.started = bool(snap.meta["started"])
+        self._failure = None
 
     def close(self) -> None:
         """Release the world's threads."""
@@ -495,6 +587,7 @@ class Presenter:
         self.title = title
         self.backend = backend
         self.renderer: Any = None
+        self._ground_y: float | None = None
         self.frames = 0
         if pacer is not None and not isinstance(pacer, SimulationPacer):
             raise ValueError(f"pacer must be a ke.SimulationPacer, got {pacer!r}")
@@ -529,22 +622,45 @@ class Presenter:
         return None
 
     def draw(self) -> None:
-        """Draw the world's current state (and the task's markers) into the frame."""
-        from kelab.render.renderer import create_renderer
+        """Draw the world's current state (and the task's markers) into the frame.
+
+        PACED mode without a display (``DISPLAY``/``WAYLAND_DISPLAY`` unset, e.g.
+        Gymnasium's ``check_env`` on a server) warns once and draws offscreen instead.
+        """
+        from kelab.render.renderer import create_renderer, display_available
+        from kelab.render.scenery import (
+            PALETTE,
+            draw_backdrop,
+            draw_ground_marks,
+            find_ground_top,
+        )
 
         core, task, world = self.core, self.core.task, self.core.world
         if self.renderer is None:
+            headless = self.mode is not RunMode.PACED
+            if not headless and not display_available(self.backend):
+                import warnings
+
+                warnings.warn(
+                    f"render_mode='human' but no display is available (DISPLAY and "
+                    f"WAYLAND_DISPLAY are unset): {type(task).__name__} is drawn offscreen "
+                    "with no window; run under a display or xvfb-run -a to see it",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                headless = True
             self.renderer = create_renderer(
                 self.backend,
                 size=tuple(task.render_size),
                 title=self.title,
-                headless=self.mode is not RunMode.PACED,
+                headless=headless,
             )
+            self._ground_y = find_ground_top(world.scene)
         r = self.renderer
         if r.closed:
             return
         center = task.camera_center()
-        if center is None:
+        if center is None:  # follow the first robot along x
             x = 0.0
             if core.robots:
                 x = float(core.robots[0].root_pose[0, 0])
@@ -558,14 +674,17 @@ class Presenter:
             ids = np.array([0])
         r.begin_frame()
         canvas = r.canvas
-        canvas.clear((235, 238, 242))
+        draw_backdrop(canvas)
         canvas.draw_world(world, env_ids=ids)
+        if self._ground_y is not None:
+            draw_ground_marks(canvas, self._ground_y)
         task.draw(canvas, ids, origins[ids])
+        step = int(core.episode_length_buf[0])
         canvas.text(
             (8, 6),
-            f"{type(task).__name__}  t={world.sim_time:7.2f}s  "
-            f"step {int(core.episode_length_buf[0])}/{core.max_episode_length}",
-            (40, 40, 40),
+            f"{type(task).__name__}   episode time {step * core.timing.step_dt:6.2f} s   "
+            f"step {step}/{core.max_episode_length}",
+            PALETTE["text"],
             size=14,
             screen_space=True,
         )

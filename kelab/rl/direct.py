@@ -17,6 +17,7 @@ from kelab.rl._core import (
     CoreBackedEnv,
     EnvCore,
     Presenter,
+    observation_bounds,
     resolve_run_config,
     resolve_timing,
 )
@@ -42,6 +43,12 @@ def single_info(ends: dict[str, Any]) -> dict[str, Any]:
     if not ends or not ends["mask"][0]:
         return {}
     info: dict[str, Any] = {
+        # Gymnasium's RecordEpisodeStatistics layout
+        "episode": {
+            "r": float(ends["episode_return"][0]),
+            "l": int(ends["episode_length"][0]),
+            "t": float(ends["episode_wall_s"][0]),
+        },
         "ended_by": ends["ended_by"][0],
         "episode_return": float(ends["episode_return"][0]),
         "episode_length": int(ends["episode_length"][0]),
@@ -138,7 +145,8 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         self.run_config = config
         self.render_mode = render_mode
         self.metadata = {**type(self).metadata, "render_fps": timing.control_hz}
-        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (core.obs_dim,), np.float32)
+        low, high = observation_bounds(task, core.obs_dim)
+        self.observation_space = gymnasium.spaces.Box(low, high, (core.obs_dim,), np.float32)
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (core.act_dim,), np.float32)
         self._presenter = Presenter(config, core, f"KELab - {type(task).__name__}", pacer)
         self._pending: np.ndarray | None = None  # first obs of an episode begun in step()
@@ -182,13 +190,8 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
             ValueError: For an action of the wrong shape or with NaN/inf.
             TaskError: When the task returns invalid dones, rewards or observations.
         """
-        shape = (self._core.act_dim,)
-        a = np.asarray(action, dtype=np.float32)
-        if a.shape != shape:
-            raise ValueError(f"action must have shape {shape}, got {a.shape}")
-        if not np.isfinite(a).all():
-            raise ValueError(f"action contains NaN or infinite values: {a.tolist()}")
-        obs, rewards, terminated, truncated, ends = self._core.step(a[None, :])
+        a = self._core.check_actions(action, single=True)  # (1, action_dim)
+        obs, rewards, terminated, truncated, ends = self._core.step(a)
         info = single_info(ends)
         if info:
             self._pending = obs

@@ -19,6 +19,7 @@ from kelab.rl._core import (
     CoreBackedEnv,
     EnvCore,
     Presenter,
+    observation_bounds,
     resolve_run_config,
     resolve_timing,
 )
@@ -52,6 +53,13 @@ def vector_info(ends: dict[str, Any], num_envs: int) -> dict[str, Any]:
     returns = np.where(mask, ends["episode_return"], 0.0)
     lengths = np.where(mask, ends["episode_length"], 0)
     episode: dict[str, Any] = {
+        # Gymnasium's RecordEpisodeStatistics layout (CleanRL, SB3 read it as is)
+        "episode": {
+            "r": returns.astype(np.float32),
+            "l": lengths.astype(np.int32),
+            "t": np.where(mask, ends["episode_wall_s"], 0.0).astype(np.float32),
+        },
+        "_episode": mask.copy(),
         "ended_by": ends["ended_by"],
         "_ended_by": mask.copy(),
         "episode_return": returns,
@@ -209,9 +217,8 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         self.device = device
         self.seed_value = seed
         self.metadata = {**type(self).metadata, "render_fps": self.timing.control_hz}
-        self.single_observation_space = gymnasium.spaces.Box(
-            -np.inf, np.inf, (core.obs_dim,), np.float32
-        )
+        low, high = observation_bounds(task, core.obs_dim)
+        self.single_observation_space = gymnasium.spaces.Box(low, high, (core.obs_dim,), np.float32)
         self.single_action_space = gymnasium.spaces.Box(-1.0, 1.0, (core.act_dim,), np.float32)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)

@@ -46,6 +46,7 @@ GOAL_RADIUS = 0.1
 MAX_SPEED_AT_GOAL = 0.1
 HOLD_S = 0.5
 TABLE_RADIUS = 3.0
+GOAL_LIMIT = 1.81  # |start| <= 0.3 plus a goal distance <= 1.5 on each axis
 _RESET_LOW = np.array([-0.3, -0.3, -np.pi, 1.0])
 _RESET_HIGH = np.array([0.3, 0.3, np.pi, 1.5])
 SENSOR = SensorConfig(sample_interval=1 / 60, cutoff_hz=15.0, noise=0.005, delay=0.05)
@@ -99,7 +100,12 @@ class BallToGoalTask(Task):
     sim_dt = 1.0 / 120.0
     decimation = 2
     success_rule = stayed_at_goal
-    render_zoom = 120.0
+    render_zoom = 72.0  # the whole 3 m table (6.4 m across with its rim) in 480 px
+    #: goals lie within 0.3 + 1.5 m of the centre on each axis; the rest has no hard bound
+    observation_bounds = (
+        (-np.inf,) * 4 + (-GOAL_LIMIT, -GOAL_LIMIT),
+        (np.inf,) * 4 + (GOAL_LIMIT, GOAL_LIMIT),
+    )
 
     def build(self, scene: SceneBuilder) -> None:
         """The steered ball and its two degraded joint sensors (top-down: no gravity)."""
@@ -189,7 +195,13 @@ class BallToGoalTask(Task):
         return (0.0, 0.0)
 
     def draw(self, canvas: object, env_ids: np.ndarray, origins: np.ndarray) -> None:
-        """Goal discs (green once the ball has stayed)."""
+        """The table (its edge is where "ball left the table" ends the episode) and goals.
+
+        The ball is drawn before this by the world; the table is drawn as a thin rim so
+        it never hides the ball.
+        """
+        for k in range(len(env_ids)):
+            canvas.circle(origins[k], TABLE_RADIUS, (120, 128, 140), width=0.03)  # type: ignore[attr-defined]
         for k, i in enumerate(env_ids.tolist()):
             color = (60, 170, 80) if self.dwell.done[i] else (90, 140, 220)
             center = self.goal_pos[i] + origins[k]

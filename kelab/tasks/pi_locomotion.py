@@ -46,6 +46,8 @@ class PiLocomotionTask(Task):
     decimation = 20
     success_rule = tracked_command
     render_zoom = 300.0
+    #: the command (last entry) is drawn from [0, MAX_COMMAND]; the rest has no hard bound
+    observation_bounds = ((-np.inf,) * 21 + (0.0,), (np.inf,) * 21 + (MAX_COMMAND,))
 
     def build(self, scene: SceneBuilder) -> None:
         """Ground and one quadruped per copy."""
@@ -115,6 +117,10 @@ class PiLocomotionTask(Task):
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """``"body fell"`` and the time limit."""
         return self.terminations.check()
+
+    def camera_center(self) -> tuple[float, float]:
+        """Follow copy 0's torso along x; frame the 0.42 m robot with the ground below it."""
+        return (float(self.robot.root_pose[0, 0]), 0.45)
 
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand at the start pose, at rest, with a new command speed."""

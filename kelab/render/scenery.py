@@ -1,0 +1,119 @@
+"""Scenery drawn around a World: a shaded backdrop, distance marks on the ground, a palette.
+
+The App and the RL frames (``rgb_array``, ``human``) draw the same look: a sky-to-haze
+backdrop instead of a flat grey, the World, then ground marks every metre (labelled) and
+half metre so motion along the ground is visible even when the camera follows a body.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from kelab.render.canvas import Canvas, Color
+
+__all__ = ["PALETTE", "draw_backdrop", "draw_ground_marks", "find_ground_top"]
+
+PALETTE: dict[str, Color] = {
+    "sky_top": (196, 214, 232),
+    "sky_bottom": (236, 240, 244),
+    "ground_mark": (200, 214, 196),
+    "ground_label": (226, 234, 222),
+    "text": (32, 38, 46),
+    "text_dim": (90, 98, 110),
+    "panel": (18, 22, 28),
+    "panel_text": (222, 230, 240),
+    "accent": (215, 60, 50),
+    "joint": (250, 250, 250),
+    "contact": (230, 60, 40),
+}
+"""The colours KELab's own overlays use (HUD panel, text, marks, recording dot)."""
+
+
+def draw_backdrop(
+    canvas: Canvas,
+    top: Color = PALETTE["sky_top"],
+    bottom: Color = PALETTE["sky_bottom"],
+    bands: int = 32,
+) -> None:
+    """Clear the frame with a vertical gradient from ``top`` to ``bottom``.
+
+    Args:
+        canvas: The frame's canvas.
+        top: Colour of the top row.
+        bottom: Colour of the bottom half.
+        bands: Horizontal bands of the gradient over the top half (>= 1).
+    """
+    canvas.clear(bottom)
+    w, h = canvas.camera.size
+    half = 0.5 * h
+    t = np.arange(bands) / bands
+    cols = np.array(top, dtype=np.float64) * (1 - t[:, None]) + np.array(bottom) * t[:, None]
+    edges = np.linspace(0.0, half, bands + 1)
+    for k in range(bands):
+        y0, y1 = edges[k], edges[k + 1] + 0.5  # overlap half a pixel: no seams
+        rgb = tuple(int(round(c)) for c in cols[k])
+        canvas.screen_rect((0.0, y0, float(w), y1), rgb)  # type: ignore[arg-type]
+
+
+def find_ground_top(scene: Any) -> float | None:
+    """The top surface (world y) of the scene's ground, or None when it has none.
+
+    The ground is the widest static box at least 20 m wide that is shared by every copy
+    (``ke.Terrain.plane`` makes one).
+
+    Args:
+        scene: A built scene (``world.scene``).
+    """
+    from kelab.sim.shapes import Box
+
+    best: tuple[float, float] | None = None
+    for inst in getattr(scene, "bodies", ()):
+        spec = inst.spec
+        if spec.body_type != "static" or not spec.render.visible:
+            continue
+        for shape in spec.shapes:
+            if not isinstance(shape, Box) or shape.width < 20.0 or shape.offset.angle != 0.0:
+                continue
+            top = inst.pose.y + shape.offset.y + 0.5 * shape.height
+            if best is None or shape.width > best[0]:
+                best = (shape.width, top)
+    return None if best is None else best[1]
+
+
+def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> None:
+    """Tick marks along the ground surface every metre (labelled) and half metre.
+
+    Marks are spaced for the zoom (every 1, 2, 5 or 10 m when zoomed out) so they never
+    crowd; labels sit just below the surface.
+
+    Args:
+        canvas: The frame's canvas.
+        ground_y: World y of the ground's top surface.
+        label_size: Font size of the metre labels in pixels.
+    """
+    cam = canvas.camera
+    x0, y0, x1, y1 = cam.visible_world_rect()
+    if not (y0 <= ground_y <= y1 + 1e-9):
+        return
+    zoom = cam.zoom
+    major = next((m for m in (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0) if m * zoom >= 60.0), 100.0)
+    minor = major / 2.0
+    depth = min(0.25 * major, 14.0 / zoom)
+    first = math.floor(x0 / minor) * minor
+    xs = np.arange(first, x1 + minor, minor)
+    if xs.size > 400:
+        return
+    is_major = np.isclose(np.mod(xs + 0.25 * minor, major), 0.25 * minor)
+    mark, label = PALETTE["ground_mark"], PALETTE["ground_label"]
+    for x, big in zip(xs.tolist(), is_major.tolist(), strict=True):
+        d = depth if big else 0.5 * depth
+        canvas.line(
+            (x, ground_y), (x, ground_y - d), mark, width=max(1.0, 2.0 if big else 1.0) / zoom
+        )
+        if big:
+            sx, sy = cam.world_to_screen((x, ground_y - depth))
+            text = f"{x:g} m"
+            canvas.text((sx + 3, sy - 11), text, label, size=label_size, screen_space=True)
