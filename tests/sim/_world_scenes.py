@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 import kelab as ke
@@ -36,14 +38,25 @@ def busy_scene(noise: float = 0.05) -> ke.Scene:
     return b.build()
 
 
-def drive(world: ke.World, steps: int, start: int = 0) -> np.ndarray:
-    """Deterministic open-loop actions; returns (steps, num_envs, k) of everything read."""
+def drive(
+    world: ke.World, steps: int, start: int = 0, copy_ids: Sequence[int] | None = None
+) -> np.ndarray:
+    """Deterministic open-loop actions; returns (steps, num_envs, k) of everything read.
+
+    Every copy gets its own command (a phase and an offset that grow with its id), so a
+    test built on this catches copies that swap or share their commands. ``copy_ids``
+    names the id each row of the world plays (default: its index); a lone world driven
+    with ``copy_ids=[i]`` gets exactly what copy ``i`` of a bigger world gets.
+    """
     out = []
     n = world.num_envs
+    k = np.arange(n, dtype=np.float64) if copy_ids is None else np.asarray(copy_ids, float)
+    if k.shape != (n,):
+        raise ValueError(f"copy_ids must name one id per copy ({n}), got {copy_ids!r}")
     for t in range(start, start + steps):
         if t % 2 == 0:
-            u = 30.0 * np.sin(t / 9.0) + 5.0 * np.arange(n) * 0
-            world.set_joint_efforts(np.stack([np.full(n, u), np.zeros(n)], axis=1))
+            u = 30.0 * np.sin(t / 9.0 + 0.8 * k) + 4.0 * k
+            world.set_joint_efforts(np.stack([u, np.zeros(n)], axis=1))
         world.step(DT)
         parts = [
             world.body_poses.reshape(n, -1),

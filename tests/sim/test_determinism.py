@@ -52,14 +52,16 @@ def test_fresh_processes_are_bit_identical() -> None:
 
 def test_copy_i_matches_a_lone_copy_with_contacts() -> None:
     # physics columns only (noise differs per copy by design: each has its own Generator)
+    # (every copy has its own command: a lone copy driven as copy i must match copy i)
     scene = busy_scene(noise=0.0)
-    lone = drive(ke.World(scene, num_envs=1), 240)[:, 0]
+    lone = [drive(ke.World(scene, num_envs=1), 240, copy_ids=[i])[:, 0] for i in range(5)]
     for n in (2, 5):
         many = drive(ke.World(scene, num_envs=n, env_spacing=2.5), 240)
         for i in range(n):
-            assert np.array_equal(many[:, i], lone), (n, i)
-    # contacts really happened: boxes rest on the ground, ball touched it
-    assert np.abs(lone[-1]).max() > 0
+            assert np.array_equal(many[:, i], lone[i]), (n, i)
+    # the copies really differ, and contacts happened: boxes rest on the ground
+    assert not np.array_equal(lone[0], lone[1])
+    assert np.abs(lone[0][-1]).max() > 0
 
 
 def test_noise_comes_from_each_copys_generator() -> None:
