@@ -32,6 +32,7 @@ from kelab.sim.scene import (
 )
 from kelab.sim.sensors import SensorConfig
 from kelab.sim.shapes import (
+    GRAVITY_MAX,
     Pose,
     _number,
     _positive,
@@ -80,7 +81,7 @@ class SceneBuilder:
     """
 
     def __init__(self, gravity: tuple[float, float] = (0.0, -9.81)) -> None:
-        self.gravity = _vec2("SceneBuilder", "gravity", gravity)
+        self.gravity = _vec2("SceneBuilder", "gravity", gravity, limit=GRAVITY_MAX)
         self._bodies: list[BodyInstance] = []
         self._joints: list[JointInstance] = []
         self._sensors: list[SensorSpec] = []

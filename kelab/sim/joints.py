@@ -12,7 +12,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from kelab.sim.shapes import Vec2, _positive, _set, _vec2
+from kelab.sim.shapes import (
+    ANGLE_MAX,
+    COORD_MAX,
+    EFFORT_MAX,
+    LENGTH_MAX,
+    Vec2,
+    _positive,
+    _set,
+    _show,
+    _vec2,
+)
 
 WORLD = "world"
 """The special parent name: the static ground frame of an environment copy."""
@@ -23,13 +33,14 @@ class EffortActuator:
     """Applies the commanded force (prismatic) or torque (revolute), clipped to ``±limit``.
 
     Attributes:
-        limit: Largest magnitude of effort in N (prismatic) or N·m (revolute), > 0.
+        limit: Largest magnitude of effort in N (prismatic) or N·m (revolute), in
+            (0, EFFORT_MAX] (1e9).
     """
 
     limit: float
 
     def __post_init__(self) -> None:
-        _set(self, "limit", _positive("EffortActuator", "limit", self.limit))
+        _set(self, "limit", _positive("EffortActuator", "limit", self.limit, hi=EFFORT_MAX))
 
 
 @dataclass(frozen=True)
@@ -37,9 +48,9 @@ class PDActuator:
     """Tracks a position target: ``effort = kp*(target - pos) + kd*(0 - vel)``, clipped.
 
     Attributes:
-        kp: Stiffness in N/m or N·m/rad, >= 0.
-        kd: Damping in N·s/m or N·m·s/rad, >= 0.
-        limit: Largest magnitude of effort in N or N·m, > 0.
+        kp: Stiffness in N/m or N·m/rad, in [0, EFFORT_MAX].
+        kd: Damping in N·s/m or N·m·s/rad, in [0, EFFORT_MAX].
+        limit: Largest magnitude of effort in N or N·m, in (0, EFFORT_MAX].
     """
 
     kp: float
@@ -47,9 +58,10 @@ class PDActuator:
     limit: float
 
     def __post_init__(self) -> None:
-        _set(self, "kp", _positive("PDActuator", "kp", self.kp, allow_zero=True))
-        _set(self, "kd", _positive("PDActuator", "kd", self.kd, allow_zero=True))
-        _set(self, "limit", _positive("PDActuator", "limit", self.limit))
+        for attr in ("kp", "kd"):
+            value = getattr(self, attr)
+            _set(self, attr, _positive("PDActuator", attr, value, allow_zero=True, hi=EFFORT_MAX))
+        _set(self, "limit", _positive("PDActuator", "limit", self.limit, hi=EFFORT_MAX))
 
 
 Actuator = EffortActuator | PDActuator
@@ -60,7 +72,7 @@ def _check_names(owner: str, joint: object) -> None:
         value = getattr(joint, attr)
         if not isinstance(value, str) or not value.strip() or "/" in value:
             raise ValueError(
-                f"{owner}.{attr} must be a non-empty string without '/', got {value!r}"
+                f"{owner}.{attr} must be a non-empty string without '/', got {_show(value)}"
             )
     if joint.child == WORLD:  # type: ignore[attr-defined]
         raise ValueError(
@@ -74,13 +86,15 @@ def _check_names(owner: str, joint: object) -> None:
         )
 
 
-def _check_limits(owner: str, name: str, limits: object) -> tuple[float, float] | None:
+def _check_limits(
+    owner: str, name: str, limits: object, bound: float
+) -> tuple[float, float] | None:
     if limits is None:
         return None
-    lo, hi = _vec2(owner, "limits", limits)
+    lo, hi = _vec2(owner, "limits", limits, limit=bound)
     if not lo < hi:
         raise ValueError(
-            f"{owner} {name!r}: limits must be (lo, hi) with lo < hi, got {limits!r}; "
+            f"{owner} {name!r}: limits must be (lo, hi) with lo < hi, got {_show(limits)}; "
             "use None for an unlimited joint"
         )
     return (lo, hi)
@@ -90,7 +104,7 @@ def _check_actuator(owner: str, name: str, actuator: object) -> None:
     if actuator is not None and not isinstance(actuator, (EffortActuator, PDActuator)):
         raise ValueError(
             f"{owner} {name!r}: actuator must be None, EffortActuator or PDActuator, "
-            f"got {actuator!r}"
+            f"got {_show(actuator)}"
         )
 
 
@@ -102,8 +116,10 @@ class RevoluteJoint:
         name: Joint name, unique within the robot.
         parent: Parent body name, or ``"world"``.
         child: Child body name.
-        anchor: Pivot point in the parent frame at the initial configuration, metres.
-        limits: ``(lo, hi)`` in radians relative to the initial configuration, or None.
+        anchor: Pivot point in the parent frame at the initial configuration, metres
+            (within ±COORD_MAX).
+        limits: ``(lo, hi)`` in radians relative to the initial configuration (within
+            ±ANGLE_MAX), or None.
         actuator: EffortActuator, PDActuator, or None for a passive joint.
     """
 
@@ -116,8 +132,8 @@ class RevoluteJoint:
 
     def __post_init__(self) -> None:
         _check_names("RevoluteJoint", self)
-        _set(self, "anchor", _vec2("RevoluteJoint", "anchor", self.anchor))
-        _set(self, "limits", _check_limits("RevoluteJoint", self.name, self.limits))
+        _set(self, "anchor", _vec2("RevoluteJoint", "anchor", self.anchor, limit=COORD_MAX))
+        _set(self, "limits", _check_limits("RevoluteJoint", self.name, self.limits, ANGLE_MAX))
         _check_actuator("RevoluteJoint", self.name, self.actuator)
 
 
@@ -132,9 +148,10 @@ class PrismaticJoint:
         parent: Parent body name, or ``"world"``.
         child: Child body name.
         anchor: A point of the slide line in the parent frame; it coincides with the child's
-            origin at the initial configuration (position 0), metres.
+            origin at the initial configuration (position 0), metres (within ±COORD_MAX).
         axis: Slide direction in the parent frame; normalised to unit length on creation.
-        limits: ``(lo, hi)`` in metres along ``axis`` from the initial position, or None.
+        limits: ``(lo, hi)`` in metres along ``axis`` from the initial position (within
+            ±COORD_MAX), or None.
         actuator: EffortActuator, PDActuator, or None for a passive joint.
     """
 
@@ -148,16 +165,16 @@ class PrismaticJoint:
 
     def __post_init__(self) -> None:
         _check_names("PrismaticJoint", self)
-        _set(self, "anchor", _vec2("PrismaticJoint", "anchor", self.anchor))
-        ax, ay = _vec2("PrismaticJoint", "axis", self.axis)
+        _set(self, "anchor", _vec2("PrismaticJoint", "anchor", self.anchor, limit=COORD_MAX))
+        ax, ay = _vec2("PrismaticJoint", "axis", self.axis, limit=COORD_MAX)
         norm = math.hypot(ax, ay)
         if norm < 1e-9:
             raise ValueError(
                 f"PrismaticJoint {self.name!r}: axis must be a non-zero direction, got "
-                f"{self.axis!r}; e.g. (1.0, 0.0) for horizontal sliding"
+                f"{_show(self.axis)}; e.g. (1.0, 0.0) for horizontal sliding"
             )
         _set(self, "axis", (ax / norm + 0.0, ay / norm + 0.0))
-        _set(self, "limits", _check_limits("PrismaticJoint", self.name, self.limits))
+        _set(self, "limits", _check_limits("PrismaticJoint", self.name, self.limits, COORD_MAX))
         _check_actuator("PrismaticJoint", self.name, self.actuator)
 
 
@@ -189,11 +206,11 @@ class SpringJoint:
         name: Joint name, unique within the robot.
         parent: Parent body name, or ``"world"``.
         child: Child body name.
-        anchor_parent: Attachment point in the parent frame, metres.
-        anchor_child: Attachment point in the child frame, metres.
-        rest_length: Length with no spring force, metres, >= 0.
-        stiffness: N/m, >= 0.
-        damping: N·s/m, >= 0.
+        anchor_parent: Attachment point in the parent frame, metres (within ±COORD_MAX).
+        anchor_child: Attachment point in the child frame, metres (within ±COORD_MAX).
+        rest_length: Length with no spring force, metres, in [0, LENGTH_MAX].
+        stiffness: N/m, in [0, EFFORT_MAX].
+        damping: N·s/m, in [0, EFFORT_MAX].
     """
 
     name: str
@@ -207,10 +224,15 @@ class SpringJoint:
 
     def __post_init__(self) -> None:
         _check_names("SpringJoint", self)
-        _set(self, "anchor_parent", _vec2("SpringJoint", "anchor_parent", self.anchor_parent))
-        _set(self, "anchor_child", _vec2("SpringJoint", "anchor_child", self.anchor_child))
-        for attr in ("rest_length", "stiffness", "damping"):
-            _set(self, attr, _positive("SpringJoint", attr, getattr(self, attr), allow_zero=True))
+        for attr in ("anchor_parent", "anchor_child"):
+            _set(self, attr, _vec2("SpringJoint", attr, getattr(self, attr), limit=COORD_MAX))
+        for attr, hi in (
+            ("rest_length", LENGTH_MAX),
+            ("stiffness", EFFORT_MAX),
+            ("damping", EFFORT_MAX),
+        ):
+            value = getattr(self, attr)
+            _set(self, attr, _positive("SpringJoint", attr, value, allow_zero=True, hi=hi))
 
 
 Joint = RevoluteJoint | PrismaticJoint | FixedJoint | SpringJoint

@@ -40,6 +40,13 @@ from kelab.sim.joints import (
 )
 from kelab.sim.sensors import SensorConfig
 from kelab.sim.shapes import (
+    ANGLE_MAX,
+    COORD_MAX,
+    GRAVITY_MAX,
+    LENGTH_MAX,
+    LENGTH_MIN,
+    MASS_MAX,
+    MASS_MIN,
     SHAPE_TYPES,
     Box,
     Circle,
@@ -53,6 +60,7 @@ from kelab.sim.shapes import (
     _number,
     _positive,
     _set,
+    _show,
     _vec2,
     shape_lowest_point,
 )
@@ -98,13 +106,52 @@ BODY_TYPES = ("dynamic", "static", "kinematic")
 SENSOR_KINDS = ("imu", "joint", "contact", "rangefinder", "pose")
 SCENE_FORMAT = "kelab.scene"
 SCENE_VERSION = 1
+ZOOM_MIN, ZOOM_MAX = 1e-3, 1e6
+"""Range of ``CameraSpec.zoom`` in pixels per metre."""
+MAX_DEPTH = 16
+"""Deepest nesting ``Scene.from_dict`` reads (a real scene is at most 8 levels deep)."""
+_MAX_INT = 2**53  # ints in a scene dict are colours, layers or float-exact numbers
+
+
+def _text(value: object, *, slash: bool) -> bool:
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and value == value.strip()
+        and value.isprintable()
+        and (slash or "/" not in value)
+    )
 
 
 def _name(owner: str, attr: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip() or value != value.strip() or "/" in value:
+    if not _text(value, slash=False):
         raise ValueError(
-            f"{owner}.{attr} must be a non-empty string without '/' or surrounding spaces, "
-            f"got {value!r}"
+            f"{owner}.{attr} must be a non-empty printable string without '/' or surrounding "
+            f"spaces, got {_show(value)}; use a name such as 'pole'"
+        )
+    return value  # type: ignore[return-value]
+
+
+def _label(owner: str, attr: str, value: object) -> str:
+    """A sensor, site or camera name: printable, no surrounding spaces ('/' allowed)."""
+    if not _text(value, slash=True):
+        raise ValueError(
+            f"{owner}.{attr} must be a non-empty printable string without surrounding "
+            f"spaces, got {_show(value)}; use a name such as 'torso.imu'"
+        )
+    return value  # type: ignore[return-value]
+
+
+def _flag(owner: str, attr: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{owner}.{attr} must be True or False, got {_show(value)}")
+    return value
+
+
+def _pose(owner: str, attr: str, value: object) -> Pose:
+    if not isinstance(value, Pose):
+        raise ValueError(
+            f"{owner}.{attr} must be a Pose, got {_show(value)}; use ke.Pose(x, y, angle)"
         )
     return value
 
@@ -115,23 +162,24 @@ def _check_path(value: object, what: str = "path") -> str:
         and value.startswith("/")
         and value != "/"
         and not value.endswith("/")
+        and value.isprintable()
         and all(part and part == part.strip() for part in value[1:].split("/"))
     )
     if not ok:
         raise ValueError(
             f"{what} must be an absolute path like '/World/Robot' (leading '/', no empty, "
-            f"trailing or space-padded parts), got {value!r}"
+            f"trailing, space-padded or unprintable parts), got {_show(value)}"
         )
     return value  # type: ignore[return-value]
 
 
 def _tuple_of(owner: str, attr: str, value: object, types: tuple[type, ...]) -> tuple[Any, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
-        raise ValueError(f"{owner}.{attr} must be a tuple, got {value!r}")
+        raise ValueError(f"{owner}.{attr} must be a tuple, got {_show(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, types):
             allowed = ", ".join(t.__name__ for t in types)
-            raise ValueError(f"{owner}.{attr}[{i}] must be one of {allowed}, got {item!r}")
+            raise ValueError(f"{owner}.{attr}[{i}] must be one of {allowed}, got {_show(item)}")
     return tuple(value)
 
 
@@ -145,7 +193,8 @@ class BodySpec:
     Attributes:
         name: Body name, unique within its robot.
         shapes: One or more shapes, each placed by its ``offset`` in the body frame.
-        mass: kg, > 0; None computes it as the shapes' total area times material.density.
+        mass: kg, in [MASS_MIN, MASS_MAX] (1e-6..1e6); None computes it as the shapes'
+            total area times material.density (a dynamic body's result must be in range).
         material: Friction, restitution and density of every shape of the body.
         initial_pose: Pose relative to the robot (or prop) root frame.
         render: How to draw the body.
@@ -169,24 +218,40 @@ class BodySpec:
         if not shapes:
             raise ValueError(f"BodySpec {self.name!r}: shapes is empty; give at least one shape")
         _set(self, "shapes", shapes)
-        if self.body_type not in BODY_TYPES:
+        if not isinstance(self.body_type, str) or self.body_type not in BODY_TYPES:
             raise ValueError(
                 f"BodySpec {self.name!r}: body_type must be one of {BODY_TYPES}, "
-                f"got {self.body_type!r}"
+                f"got {_show(self.body_type)}"
             )
         if self.mass is not None:
-            _set(self, "mass", _positive("BodySpec", "mass", self.mass))
+            mass = _positive("BodySpec", "mass", self.mass, lo=MASS_MIN, hi=MASS_MAX, unit=" kg")
+            _set(self, "mass", mass)
         if not isinstance(self.material, Material):
-            raise ValueError(f"BodySpec.material must be a Material, got {self.material!r}")
-        if not isinstance(self.initial_pose, Pose):
-            raise ValueError(f"BodySpec.initial_pose must be a Pose, got {self.initial_pose!r}")
-        if not isinstance(self.render, RenderHint):
-            raise ValueError(f"BodySpec.render must be a RenderHint, got {self.render!r}")
-        if self.body_type == "dynamic" and self.mass is None and self.area() <= 0.0:
             raise ValueError(
-                f"BodySpec {self.name!r}: mass is None and the shapes have zero area "
-                "(zero-radius segments), so no mass can be computed; give mass=... in kg"
+                f"BodySpec.material must be a Material, got {_show(self.material)}; "
+                "use ke.Material(...)"
             )
+        _pose("BodySpec", "initial_pose", self.initial_pose)
+        if not isinstance(self.render, RenderHint):
+            raise ValueError(
+                f"BodySpec.render must be a RenderHint, got {_show(self.render)}; "
+                "use ke.RenderHint(...)"
+            )
+        if self.body_type == "dynamic" and self.mass is None:
+            area = self.area()
+            if area <= 0.0:
+                raise ValueError(
+                    f"BodySpec {self.name!r}: mass is None and the shapes have zero area "
+                    "(zero-radius segments), so no mass can be computed; give mass=... in kg"
+                )
+            mass = self.resolved_mass()
+            if not MASS_MIN <= mass <= MASS_MAX:
+                raise ValueError(
+                    f"BodySpec {self.name!r}: the computed mass must be in [{MASS_MIN:g}, "
+                    f"{MASS_MAX:g}] kg, got {mass:g} kg (area {area:g} m² × density "
+                    f"{self.material.density:g} kg/m²); give mass=... in kg or change "
+                    "Material.density"
+                )
 
     def area(self) -> float:
         """Return the total area of the shapes in square metres (overlaps counted twice)."""
@@ -214,8 +279,7 @@ class Site:
     def __post_init__(self) -> None:
         _name("Site", "name", self.name)
         _name("Site", "body", self.body)
-        if not isinstance(self.offset, Pose):
-            raise ValueError(f"Site.offset must be a Pose, got {self.offset!r}")
+        _pose("Site", "offset", self.offset)
 
 
 @dataclass(frozen=True)
@@ -250,10 +314,7 @@ class RobotDescription:
         _set(self, "sites", sites)
         if not bodies:
             raise ValueError(f"RobotDescription {self.name!r}: bodies is empty; add a BodySpec")
-        if not isinstance(self.self_collide, bool):
-            raise ValueError(
-                f"RobotDescription.self_collide must be True or False, got {self.self_collide!r}"
-            )
+        _flag("RobotDescription", "self_collide", self.self_collide)
         seen: dict[str, str] = {}
         for kind, items in (("body", bodies), ("joint", joints), ("site", sites)):
             for item in items:
@@ -505,6 +566,16 @@ class BodyInstance:
     pose: Pose
     per_environment: bool = True
 
+    def __post_init__(self) -> None:
+        _check_path(self.path, "BodyInstance.path")
+        if not isinstance(self.spec, BodySpec):
+            raise ValueError(
+                f"BodyInstance {self.path!r}: spec must be a BodySpec, got {_show(self.spec)}; "
+                "build scenes with ke.SceneBuilder or Scene.from_dict(scene.to_dict())"
+            )
+        _pose(f"BodyInstance {self.path!r}", "pose", self.pose)
+        _flag(f"BodyInstance {self.path!r}", "per_environment", self.per_environment)
+
 
 @dataclass(frozen=True)
 class JointInstance:
@@ -524,6 +595,31 @@ class JointInstance:
     parent_path: str | None
     child_path: str
     per_environment: bool = True
+
+    def __post_init__(self) -> None:
+        _check_path(self.path, "JointInstance.path")
+        owner = f"JointInstance {self.path!r}"
+        if not isinstance(self.spec, JOINT_TYPES):
+            raise ValueError(
+                f"{owner}: spec must be a RevoluteJoint, PrismaticJoint, FixedJoint or "
+                f"SpringJoint, got {_show(self.spec)}; build scenes with ke.SceneBuilder"
+            )
+        if self.parent_path is not None:
+            _check_path(self.parent_path, f"{owner}: parent_path")
+        _check_path(self.child_path, f"{owner}: child_path")
+        _flag(owner, "per_environment", self.per_environment)
+        if self.parent_path == self.child_path:
+            raise ValueError(
+                f"{owner}: child_path must differ from parent_path, both are "
+                f"{self.child_path!r}; a joint connects two different bodies (use None as "
+                "parent_path for the ground frame)"
+            )
+        if (self.parent_path is None) != (self.spec.parent == WORLD):
+            raise ValueError(
+                f"{owner}: parent_path must be None exactly when spec.parent is {WORLD!r}, got "
+                f"parent_path={self.parent_path!r} with spec.parent={self.spec.parent!r}; "
+                "build scenes with ke.SceneBuilder"
+            )
 
 
 @dataclass(frozen=True)
@@ -545,15 +641,18 @@ class SensorSpec:
     params: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"SensorSpec.name must be a non-empty string, got {self.name!r}")
-        if self.kind not in SENSOR_KINDS:
-            raise ValueError(f"SensorSpec.kind must be one of {SENSOR_KINDS}, got {self.kind!r}")
+        _label("SensorSpec", "name", self.name)
+        if not isinstance(self.kind, str) or self.kind not in SENSOR_KINDS:
+            raise ValueError(
+                f"SensorSpec.kind must be one of {SENSOR_KINDS}, got {_show(self.kind)}"
+            )
+        _check_path(self.target, f"sensor {self.name!r}: target")
         if not isinstance(self.config, SensorConfig):
             raise ValueError(
-                f"sensor {self.name!r}: sensor must be a ke.SensorConfig, got {self.config!r}"
+                f"sensor {self.name!r}: sensor must be a ke.SensorConfig (SensorSpec.config), "
+                f"got {_show(self.config)}"
             )
-        _set(self, "params", tuple((str(k), v) for k, v in self.params))
+        _set(self, "params", _sensor_params(self.name, self.kind, self.params))
 
     def param(self, key: str) -> Any:
         """Return the value of parameter ``key`` (KeyError if absent)."""
@@ -561,6 +660,39 @@ class SensorSpec:
             if k == key:
                 return v
         raise KeyError(f"sensor {self.name!r} has no parameter {key!r}")
+
+
+_RANGEFINDER_PARAMS = ("angle", "max_range", "offset")
+
+
+def _sensor_params(name: str, kind: str, params: object) -> tuple[tuple[str, Any], ...]:
+    """Check a sensor's ``(key, value)`` pairs: a rangefinder's three, nothing for others."""
+    owner = f"sensor {name!r}"
+    pairs = _tuple_of(owner, "params", params, (tuple, list))
+    for i, pair in enumerate(pairs):
+        if len(pair) != 2 or not isinstance(pair[0], str):
+            raise ValueError(
+                f"{owner}: params[{i}] must be a (key, value) pair with a str key, got "
+                f"{_show(pair)}"
+            )
+    keys = tuple(k for k, _ in pairs)
+    want = _RANGEFINDER_PARAMS if kind == "rangefinder" else ()
+    if tuple(sorted(keys)) != want or len(set(keys)) != len(keys):
+        raise ValueError(
+            f"{owner}: a {kind} sensor's params must have the keys {list(want)}, got "
+            f"{_show(list(keys))}; add sensors with the SceneBuilder methods"
+        )
+    if kind != "rangefinder":
+        return ()
+    values = dict(pairs)
+    return (
+        ("angle", _number(owner, "angle", values["angle"], limit=ANGLE_MAX)),
+        (
+            "max_range",
+            _positive(owner, "max_range", values["max_range"], lo=LENGTH_MIN, hi=LENGTH_MAX),
+        ),
+        ("offset", _pose(owner, "offset", values["offset"])),
+    )
 
 
 @dataclass(frozen=True)
@@ -578,6 +710,11 @@ class SiteInstance:
     body: str
     offset: Pose
 
+    def __post_init__(self) -> None:
+        _label("SiteInstance", "name", self.name)
+        _check_path(self.body, f"site {self.name!r}: body")
+        _pose(f"site {self.name!r}", "offset", self.offset)
+
 
 @dataclass(frozen=True)
 class CameraSpec:
@@ -585,8 +722,8 @@ class CameraSpec:
 
     Attributes:
         name: Unique camera name.
-        center: World point at the centre of the view, metres.
-        zoom: Pixels per metre, > 0.
+        center: World point at the centre of the view, metres (within ±COORD_MAX).
+        zoom: Pixels per metre, in [ZOOM_MIN, ZOOM_MAX] (1e-3..1e6).
     """
 
     name: str
@@ -595,8 +732,9 @@ class CameraSpec:
 
     def __post_init__(self) -> None:
         _name("CameraSpec", "name", self.name)
-        _set(self, "center", _vec2("CameraSpec", "center", self.center))
-        _set(self, "zoom", _positive("CameraSpec", "zoom", self.zoom))
+        _set(self, "center", _vec2("CameraSpec", "center", self.center, limit=COORD_MAX))
+        zoom = _positive("CameraSpec", "zoom", self.zoom, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m")
+        _set(self, "zoom", zoom)
 
 
 @dataclass(frozen=True)
@@ -621,6 +759,28 @@ class RobotInstance:
     self_collide: bool = False
     per_environment: bool = True
 
+    def __post_init__(self) -> None:
+        _check_path(self.path, "RobotInstance.path")
+        owner = f"RobotInstance {self.path!r}"
+        _name(owner, "name", self.name)
+        _pose(owner, "initial_pose", self.initial_pose)
+        for attr in ("body_paths", "joint_paths"):
+            paths = _tuple_of(owner, attr, getattr(self, attr), (str,))
+            for i, path in enumerate(paths):
+                _check_path(path, f"{owner}: {attr}[{i}]")
+                if path.rsplit("/", 1)[0] != self.path:
+                    raise ValueError(
+                        f"{owner}: {attr}[{i}] must be directly under the robot path, like "
+                        f"'{self.path}/<name>', got {path!r}"
+                    )
+                if paths.index(path) != i:
+                    raise ValueError(f"{owner}: {attr} lists {path!r} twice; list it once")
+            _set(self, attr, paths)
+        if not self.body_paths:
+            raise ValueError(f"{owner}: body_paths is empty; a robot has at least one body")
+        _flag(owner, "self_collide", self.self_collide)
+        _flag(owner, "per_environment", self.per_environment)
+
 
 # ------------------------------------------------------------------------ the scene
 
@@ -629,8 +789,12 @@ class RobotInstance:
 class Scene:
     """An immutable, flattened, fingerprinted scene. Build one with :class:`SceneBuilder`.
 
+    Construction validates everything (each field's type and range, unique paths and names,
+    the joint graph, robots' and sensors' references), so a Scene that exists can always be
+    built into a World; see "Validation" in docs/scene.md.
+
     Attributes:
-        gravity: ``(gx, gy)`` in m/s².
+        gravity: ``(gx, gy)`` in m/s², each within ±GRAVITY_MAX (1e4).
         bodies: Bodies in insertion order (a robot's bodies in description order).
         joints: Joints in insertion order.
         sensors: Sensors in declaration order.
@@ -648,7 +812,7 @@ class Scene:
     robots: tuple[RobotInstance, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "gravity", _vec2("Scene", "gravity", self.gravity))
+        _set(self, "gravity", _vec2("Scene", "gravity", self.gravity, limit=GRAVITY_MAX))
         for attr, types in (
             ("bodies", (BodyInstance,)),
             ("joints", (JointInstance,)),
@@ -681,19 +845,44 @@ class Scene:
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Scene:
-        """Rebuild a Scene from ``to_dict()`` output (also after a JSON round trip)."""
-        if not isinstance(data, dict) or data.get("format") != SCENE_FORMAT:
+        """Rebuild a Scene from ``to_dict()`` output (also after a JSON round trip).
+
+        The dict is untrusted data: every object must have exactly its class's keys, every
+        value is validated as in the constructors, nesting is bounded by ``MAX_DEPTH``, and
+        every problem is a ValueError naming where it is (``bodies[2].spec.mass``).
+
+        Args:
+            data: A dict as returned by :meth:`to_dict`.
+
+        Returns:
+            The Scene, equal to the one that was serialised.
+
+        Raises:
+            ValueError: If the data is not a valid scene of this format and version.
+        """
+        if not isinstance(data, dict):
             raise ValueError(
-                f"Scene.from_dict expects a dict with format={SCENE_FORMAT!r} "
-                "(the output of Scene.to_dict())"
+                f"Scene.from_dict: data must be a dict (the output of Scene.to_dict()), got "
+                f"{type(data).__name__}"
             )
-        if data.get("version") != SCENE_VERSION:
+        if data.get("format") != SCENE_FORMAT:
             raise ValueError(
-                f"Scene.from_dict: version {data.get('version')!r} is not supported; "
-                f"this KELab reads version {SCENE_VERSION}"
+                f"Scene.from_dict expects a dict with format={SCENE_FORMAT!r}, got format "
+                f"{_show(data.get('format', '<missing>'))}; pass the output of Scene.to_dict()"
             )
-        kwargs = {f.name: _decode(data[f.name]) for f in dataclasses.fields(Scene)}
-        return Scene(**kwargs)
+        version = data.get("version")
+        if isinstance(version, bool) or not isinstance(version, int) or version != SCENE_VERSION:
+            raise ValueError(
+                f"Scene.from_dict: version {_show(version)} is not supported; version must be "
+                f"the int {SCENE_VERSION}, the only version this KELab reads"
+            )
+        names = [f.name for f in dataclasses.fields(Scene)]
+        _check_keys("Scene.from_dict", "the scene", data, ["format", "version", *names])
+        kwargs = {name: _decode(data[name], name, 1) for name in names}
+        try:
+            return Scene(**kwargs)
+        except ValueError as exc:
+            raise ValueError(f"Scene.from_dict: {exc}") from None
 
     def body(self, path: str) -> BodyInstance:
         """Return the body at ``path`` (KeyError listing the paths if unknown)."""
@@ -732,13 +921,20 @@ def _validate_scene(scene: Scene) -> None:
         claim(robot.path, "robot path")
     for body in scene.bodies:
         claim(body.path, "body path")
-    body_paths = {b.path for b in scene.bodies}
+    bodies = {b.path: b for b in scene.bodies}
+    body_paths = set(bodies)
     for joint in scene.joints:
         claim(joint.path, "joint path")
         for ref in (joint.parent_path, joint.child_path):
             if ref is not None and ref not in body_paths:
-                raise ValueError(f"joint {joint.path!r} refers to unknown body {ref!r}")
-    joint_paths = {j.path for j in scene.joints}
+                raise ValueError(
+                    f"joint {joint.path!r} refers to unknown body {ref!r}; use one of the "
+                    f"body paths {_show(sorted(body_paths))}"
+                )
+        _check_joint_bodies(joint, bodies)
+    joints = {j.path: j for j in scene.joints}
+    joint_paths = set(joints)
+    _check_robots(scene, bodies, joints)
     for kind, items in (
         ("sensor", scene.sensors),
         ("site", scene.sites),
@@ -755,6 +951,82 @@ def _validate_scene(scene: Scene) -> None:
     for site in scene.sites:
         if site.body not in body_paths:
             raise ValueError(f"site {site.name!r} is on unknown body {site.body!r}")
+
+
+def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -> None:
+    """Refuse joints the physics cannot solve: static children, two immovable bodies.
+
+    Joints may form closed chains (a four-bar linkage, two joints between one pair): the
+    solver handles loops, so cycles are allowed. A joint of a body to itself is refused by
+    JointInstance.
+    """
+    child = bodies[joint.child_path]
+    parent = None if joint.parent_path is None else bodies[joint.parent_path]
+    if child.spec.body_type == "static":
+        raise ValueError(
+            f"joint {joint.path!r}: child_path must be a dynamic or kinematic body, got the "
+            f"static body {joint.child_path!r}; swap parent and child, or make the body "
+            "dynamic"
+        )
+    parent_type = "static" if parent is None else parent.spec.body_type
+    if child.spec.body_type != "dynamic" and parent_type != "dynamic":
+        raise ValueError(
+            f"joint {joint.path!r}: at least one of its bodies must be dynamic, got a "
+            f"{parent_type} parent {joint.parent_path or 'ground frame'!r} and a "
+            f"{child.spec.body_type} child {joint.child_path!r}; two bodies of infinite mass "
+            "cannot be constrained, so remove the joint or make one body dynamic"
+        )
+    if joint.per_environment != child.per_environment:
+        raise ValueError(
+            f"joint {joint.path!r}: per_environment must match its child body's "
+            f"({child.per_environment}), got {joint.per_environment}"
+        )
+    if parent is not None and parent.per_environment and not joint.per_environment:
+        raise ValueError(
+            f"joint {joint.path!r}: a shared joint (per_environment=False) cannot hang from "
+            f"the per-copy body {parent.path!r}; make both shared or both per copy"
+        )
+
+
+def _check_robots(
+    scene: Scene, bodies: dict[str, BodyInstance], joints: dict[str, JointInstance]
+) -> None:
+    """Each robot lists existing bodies and joints of its own, each in one robot only."""
+    owner: dict[str, str] = {}
+    for robot in scene.robots:
+        mine = set(robot.body_paths)
+        for path in robot.body_paths + robot.joint_paths:
+            if path not in bodies and path not in joints:
+                raise ValueError(
+                    f"robot {robot.path!r} lists {path!r}, which is not a "
+                    f"{'body' if path in mine else 'joint'} of the scene; list only its own "
+                    "bodies and joints"
+                )
+            if path in owner:
+                raise ValueError(
+                    f"{path!r} is listed by robots {owner[path]!r} and {robot.path!r}; a body "
+                    "or joint belongs to one robot"
+                )
+            owner[path] = robot.path
+        for path in robot.body_paths:
+            if path not in bodies:
+                raise ValueError(f"robot {robot.path!r}: body_paths lists the joint {path!r}")
+            if bodies[path].per_environment != robot.per_environment:
+                raise ValueError(
+                    f"robot {robot.path!r}: body {path!r} must have per_environment="
+                    f"{robot.per_environment} like its robot, got "
+                    f"{bodies[path].per_environment}"
+                )
+        for path in robot.joint_paths:
+            joint = joints.get(path)
+            if joint is None:
+                raise ValueError(f"robot {robot.path!r}: joint_paths lists the body {path!r}")
+            for ref in (joint.parent_path, joint.child_path):
+                if ref is not None and ref not in mine:
+                    raise ValueError(
+                        f"robot {robot.path!r}: joint {path!r} must connect bodies of the "
+                        f"robot (or the ground frame), got {ref!r}; list it in body_paths"
+                    )
 
 
 # ---------------------------------------------------------------------- (de)serialise
@@ -793,20 +1065,59 @@ def _encode(value: Any) -> Any:
     raise TypeError(f"cannot serialise {value!r} ({type(value).__name__}) in a scene")
 
 
-def _decode(value: Any) -> Any:
+def _check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(
+            f"{owner}: {where} must have the key {missing[0]!r} (missing: {_show(missing)}); "
+            "pass the unedited output of Scene.to_dict()"
+        )
+    extra = [k for k in data if k not in keys]
+    if extra:
+        raise ValueError(
+            f"{owner}: {where} has the unknown key {_show(extra[0])}; its keys must be "
+            f"{keys}, so remove it"
+        )
+
+
+def _decode(value: Any, where: str, depth: int) -> Any:
+    """Turn JSON data back into scene objects; ``where`` names the place for errors."""
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"Scene.from_dict: {where} must be nested at most {MAX_DEPTH} levels deep, got "
+            "deeper data; this is not the output of Scene.to_dict()"
+        )
     if isinstance(value, dict):
         name = value.get("type")
-        cls = _CLASSES.get(name)  # type: ignore[arg-type]
+        cls = _CLASSES.get(name) if isinstance(name, str) else None
         if cls is None:
-            raise ValueError(f"Scene.from_dict: unknown type {name!r}; known: {sorted(_CLASSES)}")
-        kwargs = {k: _decode(v) for k, v in value.items() if k != "type"}
+            raise ValueError(
+                f"Scene.from_dict: {where}: unknown type {_show(name)}; type must be one of "
+                f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
+            )
+        names = [f.name for f in dataclasses.fields(cls)]
+        _check_keys("Scene.from_dict", f"{where} ({name})", value, ["type", *names])
+        kwargs = {k: _decode(value[k], f"{where}.{k}", depth + 1) for k in names}
         try:
             return cls(**kwargs)
-        except TypeError as exc:
-            raise ValueError(f"Scene.from_dict: bad fields for {name}: {exc}") from None
-    if isinstance(value, list):
-        return tuple(_decode(v) for v in value)
-    return value
+        except ValueError as exc:
+            raise ValueError(f"Scene.from_dict: {where}: {exc}") from None
+        except (TypeError, ArithmeticError) as exc:  # defence in depth
+            raise ValueError(f"Scene.from_dict: {where} ({name}) is invalid: {exc}") from None
+    if isinstance(value, (list, tuple)):
+        return tuple(_decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+    if value is None or isinstance(value, (bool, str, float)):
+        return value
+    if isinstance(value, int):
+        if abs(value) > _MAX_INT:
+            raise ValueError(
+                f"Scene.from_dict: {where} must be an int within ±2**53, got {_show(value)}"
+            )
+        return value
+    raise ValueError(
+        f"Scene.from_dict: {where} must be JSON data (dict, list, str, number, bool or "
+        f"None), got a {type(value).__name__}"
+    )
 
 
 # The builder lives in its own module (it imports this one); a Scene and its builder are one

@@ -7,33 +7,137 @@ equal descriptions have equal fingerprints. Re-exported by :mod:`kelab.sim.scene
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass, field
+
+import numpy as np
 
 Vec2 = tuple[float, float]
 
+# ------------------------------------------------------------------ documented ranges
+# A scene is data that may come from a file, so every number is checked against a range
+# that a 2D pymunk simulation stepped at 1/60..1/1000 s handles stably (docs/scene.md,
+# "Validation"; tests/robustness/test_scene_data.py simulates the corners).
+LENGTH_MIN = 1e-4
+"""Smallest size in metres: radii, box sides, segment lengths, polygon edges."""
+LENGTH_MAX = 1e4
+"""Largest size in metres (a shape's extent, a spring's rest length, a ray's range)."""
+COORD_MAX = 1e5
+"""Largest magnitude of a coordinate in metres: pose x/y, anchors, vertices, limits."""
+ANGLE_MAX = 1e4
+"""Largest magnitude of an angle in radians (poses, revolute limits, ray angles)."""
+MASS_MIN = 1e-6
+"""Smallest mass of a dynamic body in kg (given, or computed from area and density)."""
+MASS_MAX = 1e6
+"""Largest mass of a dynamic body in kg."""
+DENSITY_MAX = 1e6
+"""Largest material density in kg/m² (2D); the smallest is any positive number."""
+FRICTION_MAX = 100.0
+"""Largest friction coefficient (static, dynamic or rolling)."""
+EFFORT_MAX = 1e9
+"""Largest actuator limit, PD gain, spring stiffness or damping (SI units)."""
+GRAVITY_MAX = 1e4
+"""Largest magnitude of a gravity component in m/s²."""
+LAYER_MAX = 10**6
+"""Largest magnitude of a RenderHint layer."""
 
-def _number(owner: str, name: str, value: object, fix: str = "") -> float:
-    """Return ``value`` as a finite float or raise ValueError naming the field."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        hint = f"; {fix}" if fix else ""
-        raise ValueError(f"{owner}.{name} must be a finite number, got {value!r}{hint}")
-    return float(value) + 0.0  # + 0.0 turns -0.0 into 0.0 (stable fingerprints)
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = 80
+_REPR.maxother = 80
+_REPR.maxlong = 40
 
 
-def _positive(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:
+def _show(value: object) -> str:
+    """Return a short, always-safe repr of ``value`` for error messages.
+
+    Nested, huge or self-referencing data from a file must not turn an error message into a
+    RecursionError, a ValueError about integer digits, or a megabyte of text.
+    """
+    try:
+        return _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - a repr of user data may raise anything
+        if isinstance(value, int):
+            return f"<an int of {value.bit_length()} bits>"
+        return f"<{type(value).__name__} object>"
+
+
+def _number(
+    owner: str, name: str, value: object, fix: str = "", *, limit: float | None = None
+) -> float:
+    """Return ``value`` as a finite float or raise ValueError naming the field.
+
+    Args:
+        owner: Class or function the field belongs to, for the message.
+        name: Field name, for the message.
+        value: The value to check: an int or float (not a bool).
+        fix: What to do instead, appended to the message.
+        limit: When given, ``|value|`` must be <= limit.
+    """
+    hint = f"; {fix}" if fix else "; give an int or float"
+    number = math.nan
+    if not isinstance(value, bool) and isinstance(value, (int, float)):
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond float range, e.g. 10**400
+            raise ValueError(
+                f"{owner}.{name} must be a finite number, got {_show(value)}, beyond the range "
+                f"of a float{hint}"
+            ) from None
+    if not math.isfinite(number):
+        raise ValueError(f"{owner}.{name} must be a finite number, got {_show(value)}{hint}")
+    if limit is not None and abs(number) > limit:
+        raise ValueError(
+            f"{owner}.{name} must be within ±{limit:g}, got {_show(value)}"
+            f"{f'; {fix}' if fix else '; rescale the model (ranges: docs/scene.md)'}"
+        )
+    return number + 0.0  # + 0.0 turns -0.0 into 0.0 (stable fingerprints)
+
+
+def _positive(
+    owner: str,
+    name: str,
+    value: object,
+    *,
+    allow_zero: bool = False,
+    lo: float | None = None,
+    hi: float | None = None,
+    unit: str = "",
+) -> float:
+    """Return ``value`` as a float > 0 (>= 0 with ``allow_zero``), within ``[lo, hi]``.
+
+    Zero, when allowed, is exempt from ``lo`` (a zero-radius segment is a thin line).
+    """
     number = _number(owner, name, value)
     if number < 0.0 or (number == 0.0 and not allow_zero):
         bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{owner}.{name} must be a finite number {bound}, got {value!r}")
+        raise ValueError(f"{owner}.{name} must be a finite number {bound}, got {_show(value)}")
+    if number == 0.0:
+        return number
+    if (lo is not None and number < lo) or (hi is not None and number > hi):
+        zero = "0 or " if allow_zero else ""
+        low = f"[{lo:g}" if lo is not None else "(0"
+        high = f"{hi:g}]" if hi is not None else "inf)"
+        raise ValueError(
+            f"{owner}.{name} must be {zero}in {low}, {high}{unit}, got {_show(value)}; "
+            "values outside this range make the 2D physics unstable (see the ranges in "
+            "docs/scene.md), so rescale the model"
+        )
     return number
 
 
-def _vec2(owner: str, name: str, value: object) -> Vec2:
+def _vec2(owner: str, name: str, value: object, *, limit: float | None = None) -> Vec2:
     """Return ``value`` as a ``(float, float)`` tuple or raise ValueError naming the field."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:  # type: ignore[arg-type]
-        raise ValueError(f"{owner}.{name} must be a pair (x, y) of finite numbers, got {value!r}")
+    ok = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
+    if not ok or len(value) != 2:  # type: ignore[arg-type]
+        raise ValueError(
+            f"{owner}.{name} must be a pair (x, y) of finite numbers, got {_show(value)}"
+        )
     x, y = value  # type: ignore[misc]
-    return (_number(owner, f"{name}[0]", x), _number(owner, f"{name}[1]", y))
+    return (
+        _number(owner, f"{name}[0]", x, limit=limit),
+        _number(owner, f"{name}[1]", y, limit=limit),
+    )
 
 
 def _set(obj: object, name: str, value: object) -> None:
@@ -45,9 +149,9 @@ class Pose:
     """A 2D rigid transform: position in metres and angle in radians, counter-clockwise.
 
     Attributes:
-        x: Position along +X (right), metres.
-        y: Position along +Y (up), metres.
-        angle: Rotation in radians, counter-clockwise.
+        x: Position along +X (right), metres, within ±COORD_MAX (1e5).
+        y: Position along +Y (up), metres, within ±COORD_MAX.
+        angle: Rotation in radians, counter-clockwise, within ±ANGLE_MAX (1e4).
 
     Example:
         >>> Pose(1.0, 0.0, 0.0).compose(Pose(0.5, 0.0, 0.0))
@@ -59,8 +163,8 @@ class Pose:
     angle: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("x", "y", "angle"):
-            _set(self, name, _number("Pose", name, getattr(self, name)))
+        for name, limit in (("x", COORD_MAX), ("y", COORD_MAX), ("angle", ANGLE_MAX)):
+            _set(self, name, _number("Pose", name, getattr(self, name), limit=limit))
 
     @staticmethod
     def identity() -> Pose:
@@ -116,7 +220,7 @@ class Circle:
     """A solid circle.
 
     Attributes:
-        radius: Radius in metres, > 0.
+        radius: Radius in metres, in [LENGTH_MIN, LENGTH_MAX] (1e-4..1e4).
         offset: The circle centre's pose in the body frame.
     """
 
@@ -124,7 +228,7 @@ class Circle:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        _set(self, "radius", _positive("Circle", "radius", self.radius))
+        _set(self, "radius", _size("Circle", "radius", self.radius))
         _check_offset("Circle", self.offset)
 
     def area(self) -> float:
@@ -141,8 +245,8 @@ class Box:
     """A solid axis-aligned box (rotated by ``offset.angle``), centred on ``offset``.
 
     Attributes:
-        width: Size along the local X axis in metres, > 0.
-        height: Size along the local Y axis in metres, > 0.
+        width: Size along the local X axis in metres, in [LENGTH_MIN, LENGTH_MAX].
+        height: Size along the local Y axis in metres, in [LENGTH_MIN, LENGTH_MAX].
         offset: The box centre's pose in the body frame.
     """
 
@@ -151,8 +255,8 @@ class Box:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        _set(self, "width", _positive("Box", "width", self.width))
-        _set(self, "height", _positive("Box", "height", self.height))
+        _set(self, "width", _size("Box", "width", self.width))
+        _set(self, "height", _size("Box", "height", self.height))
         _check_offset("Box", self.offset)
 
     def area(self) -> float:
@@ -175,7 +279,8 @@ class Polygon:
 
     Attributes:
         vertices: At least three ``(x, y)`` points, convex and counter-clockwise, in the
-            shape's frame.
+            shape's frame; edges at least LENGTH_MIN long, extent at most LENGTH_MAX,
+            area at least LENGTH_MIN².
         offset: The shape frame's pose in the body frame.
     """
 
@@ -183,14 +288,26 @@ class Polygon:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.vertices, (tuple, list, np.ndarray)):
+            raise ValueError(
+                f"Polygon.vertices must be a sequence of (x, y) points, got {_show(self.vertices)}"
+            )
         verts = tuple(
-            _vec2("Polygon", f"vertices[{i}]", v) for i, v in enumerate(tuple(self.vertices))
+            _vec2("Polygon", f"vertices[{i}]", v, limit=COORD_MAX)
+            for i, v in enumerate(self.vertices)
         )
         if len(verts) < 3:
             raise ValueError(
-                f"Polygon.vertices needs at least 3 points, got {len(verts)}: {verts!r}"
+                f"Polygon.vertices needs at least 3 points, got {len(verts)}: {_show(verts)}"
             )
         n = len(verts)
+        for i in range(n):
+            (ax, ay), (bx, by) = verts[i], verts[(i + 1) % n]
+            if math.hypot(bx - ax, by - ay) < LENGTH_MIN:
+                raise ValueError(
+                    f"Polygon.vertices[{i}] and [{(i + 1) % n}] must be at least {LENGTH_MIN:g} m "
+                    f"apart, got {_show(verts[i])} and {_show(verts[(i + 1) % n])}; merge them"
+                )
         for i in range(n):
             (ax, ay), (bx, by), (cx, cy) = verts[i], verts[(i + 1) % n], verts[(i + 2) % n]
             cross = (bx - ax) * (cy - by) - (by - ay) * (cx - bx)
@@ -198,10 +315,22 @@ class Polygon:
                 raise ValueError(
                     f"Polygon.vertices must be convex and counter-clockwise; the turn at vertex "
                     f"{(i + 1) % n} {verts[(i + 1) % n]!r} is not a left turn (cross={cross!r}) "
-                    f"in {verts!r}; reverse the order if clockwise, drop collinear or concave "
+                    f"in {_show(verts)}; reverse the order if clockwise, drop collinear or concave "
                     "points, or split a concave outline into convex pieces"
                 )
+        xs, ys = [v[0] for v in verts], [v[1] for v in verts]
+        extent = max(max(xs) - min(xs), max(ys) - min(ys))
+        if extent > LENGTH_MAX:
+            raise ValueError(
+                f"Polygon.vertices must span at most {LENGTH_MAX:g} m, got {extent:g} m; "
+                "split a larger outline into several shapes or bodies"
+            )
         _set(self, "vertices", verts)
+        if self.area() < LENGTH_MIN**2:
+            raise ValueError(
+                f"Polygon area must be at least {LENGTH_MIN**2:g} m², got {self.area():g} m² "
+                f"for {_show(verts)}; use a thicker polygon or a Segment"
+            )
         _check_offset("Polygon", self.offset)
 
     def area(self) -> float:
@@ -222,9 +351,9 @@ class Segment:
     """A line segment with an optional rounded thickness (a capsule when ``radius > 0``).
 
     Attributes:
-        a: First end point in the shape's frame.
-        b: Second end point in the shape's frame; must differ from ``a``.
-        radius: Rounding radius in metres, >= 0.
+        a: First end point in the shape's frame (coordinates within ±COORD_MAX).
+        b: Second end point; the length must be in [LENGTH_MIN, LENGTH_MAX].
+        radius: Rounding radius in metres, 0 or in [LENGTH_MIN, LENGTH_MAX].
         offset: The shape frame's pose in the body frame.
     """
 
@@ -234,12 +363,23 @@ class Segment:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        a, b = _vec2("Segment", "a", self.a), _vec2("Segment", "b", self.b)
+        a = _vec2("Segment", "a", self.a, limit=COORD_MAX)
+        b = _vec2("Segment", "b", self.b, limit=COORD_MAX)
         if a == b:
             raise ValueError(f"Segment.b must differ from Segment.a, both are {a!r}")
         _set(self, "a", a)
         _set(self, "b", b)
-        _set(self, "radius", _positive("Segment", "radius", self.radius, allow_zero=True))
+        if not LENGTH_MIN <= self.length() <= LENGTH_MAX:
+            raise ValueError(
+                f"Segment length must be in [{LENGTH_MIN:g}, {LENGTH_MAX:g}] m, got "
+                f"{self.length():g} m from a={a!r} to b={b!r}; "
+                + (
+                    "split a longer line into several segments"
+                    if self.length() > LENGTH_MAX
+                    else "move the end points apart or use a Circle"
+                )
+            )
+        _set(self, "radius", _size("Segment", "radius", self.radius, allow_zero=True))
         _check_offset("Segment", self.offset)
 
     def length(self) -> float:
@@ -261,7 +401,16 @@ SHAPE_TYPES = (Circle, Box, Polygon, Segment)
 
 def _check_offset(owner: str, offset: object) -> None:
     if not isinstance(offset, Pose):
-        raise ValueError(f"{owner}.offset must be a Pose, got {offset!r}; use Pose(x, y, angle)")
+        raise ValueError(
+            f"{owner}.offset must be a Pose, got {_show(offset)}; use Pose(x, y, angle)"
+        )
+
+
+def _size(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:
+    """Return a length in metres within [LENGTH_MIN, LENGTH_MAX] (or 0 with allow_zero)."""
+    return _positive(
+        owner, name, value, allow_zero=allow_zero, lo=LENGTH_MIN, hi=LENGTH_MAX, unit=" m"
+    )
 
 
 def shape_lowest_point(shape: Shape, body_pose: Pose) -> float:
@@ -287,11 +436,12 @@ class Material:
     ``max(a, b)`` (the Box2D rules).
 
     Attributes:
-        static_friction: Coefficient that resists the start of sliding, >= 0.
+        static_friction: Coefficient that resists the start of sliding, in [0, FRICTION_MAX].
         dynamic_friction: Coefficient while sliding, >= 0 and <= static_friction.
-        rolling_friction: Rolling resistance coefficient, >= 0.
+        rolling_friction: Rolling resistance coefficient, in [0, FRICTION_MAX].
         restitution: Bounciness in [0, 1]; 0 = no bounce, 1 = perfectly elastic.
-        density: kg per square metre (2D), > 0; used when a body's mass is None.
+        density: kg per square metre (2D), in (0, DENSITY_MAX]; used when a body's mass is
+            None (the resulting mass must be in [MASS_MIN, MASS_MAX]).
 
     Example:
         >>> Material(static_friction=0.9, dynamic_friction=0.7).restitution
@@ -306,15 +456,20 @@ class Material:
 
     def __post_init__(self) -> None:
         for name in ("static_friction", "dynamic_friction", "rolling_friction"):
-            _set(self, name, _positive("Material", name, getattr(self, name), allow_zero=True))
+            value = getattr(self, name)
+            _set(self, name, _positive("Material", name, value, allow_zero=True, hi=FRICTION_MAX))
         restitution = _number("Material", "restitution", self.restitution)
         if not 0.0 <= restitution <= 1.0:
             raise ValueError(
-                f"Material.restitution must be in [0, 1], got {self.restitution!r}; "
+                f"Material.restitution must be in [0, 1], got {_show(self.restitution)}; "
                 "use 0 for no bounce and 1 for a perfectly elastic bounce"
             )
         _set(self, "restitution", restitution)
-        _set(self, "density", _positive("Material", "density", self.density))
+        _set(
+            self,
+            "density",
+            _positive("Material", "density", self.density, hi=DENSITY_MAX, unit=" kg/m²"),
+        )
         if self.dynamic_friction > self.static_friction:
             raise ValueError(
                 f"Material.dynamic_friction ({self.dynamic_friction!r}) must be <= "
@@ -330,7 +485,7 @@ class RenderHint:
 
     Attributes:
         color: ``(r, g, b)`` integers in 0..255.
-        layer: Draw order; higher layers are drawn on top.
+        layer: Draw order, an int within ±LAYER_MAX; higher layers are drawn on top.
         visible: False hides the body.
     """
 
@@ -348,10 +503,17 @@ class RenderHint:
             )
         ):
             raise ValueError(
-                f"RenderHint.color must be three integers (r, g, b) in 0..255, got {self.color!r}"
+                "RenderHint.color must be three integers (r, g, b) in 0..255, "
+                f"got {_show(self.color)}"
             )
         _set(self, "color", color)
-        if isinstance(self.layer, bool) or not isinstance(self.layer, int):
-            raise ValueError(f"RenderHint.layer must be an int, got {self.layer!r}")
+        if (
+            isinstance(self.layer, bool)
+            or not isinstance(self.layer, int)
+            or abs(self.layer) > LAYER_MAX
+        ):
+            raise ValueError(
+                f"RenderHint.layer must be an int within ±{LAYER_MAX}, got {_show(self.layer)}"
+            )
         if not isinstance(self.visible, bool):
-            raise ValueError(f"RenderHint.visible must be True or False, got {self.visible!r}")
+            raise ValueError(f"RenderHint.visible must be True or False, got {_show(self.visible)}")
