@@ -2,7 +2,9 @@
 
 Use it as ``import kelab as ke``. Every public name is listed in ``__all__`` and
 imported lazily on first use, so ``import kelab`` stays fast and does not pull in
-pygame, moderngl or gymnasium until a part that needs them is touched.
+pymunk, pygame or moderngl until a part that needs them is touched. It does import
+Gymnasium: importing :mod:`kelab.tasks` registers the built-in ``kelab/...`` ids with
+``gymnasium.register`` (docs/tasks.md).
 
 Example:
     >>> import kelab as ke
@@ -92,6 +94,7 @@ _EXPORTS: dict[str, str] = {
     "Recorder": "kelab.app.recorders",
     "PickedBody": "kelab.app.interaction",
     "pick_body": "kelab.app.interaction",
+    "register_task": "kelab.tasks",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
@@ -111,7 +114,5 @@ def __dir__() -> list[str]:
     return __all__
 
 
-# Built-in tasks register with Gymnasium without importing it here (see kelab/tasks).
-from kelab.tasks import install_registration_hook as _install_task_hook  # noqa: E402
-
-_install_task_hook()
+# the built-in tasks: gymnasium.register of every kelab/... id (see kelab/tasks)
+import kelab.tasks  # noqa: E402, F401

@@ -6,21 +6,39 @@ num_envs=N, vectorization_mode="vector_entry_point")`` returns a
 :class:`~kelab.rl.env.LearningEnv`. Ids: ``kelab/CartPole-v0``, ``kelab/Humanoid-v0``,
 ``kelab/Pi-Locomotion-v0``, ``kelab/BallToGoal-v0``.
 
-Registration is cheap and automatic: ``import kelab`` calls
-:func:`install_registration_hook`, which registers at once when Gymnasium is already
-imported, and otherwise registers right after Gymnasium's own import finishes (a one-shot
-import hook), so ``import kelab`` never imports Gymnasium itself. :func:`register_tasks`
-does it explicitly; ``gymnasium.make("kelab.tasks:kelab/CartPole-v0")`` works too.
+Registration is explicit: importing this module (``import kelab`` does) calls
+:func:`register_tasks`, which calls ``gymnasium.register`` once per built-in id (so it
+imports Gymnasium; nothing else of KELab is imported until an environment is made).
+Without importing KELab first, ``gymnasium.make("kelab:kelab/CartPole-v0")`` imports it
+through Gymnasium's own ``"module:id"`` form. (Gymnasium 1.x no longer loads
+``gymnasium.envs`` entry points, so a package cannot register itself on
+``import gymnasium``.) Your own tasks register the same way with :func:`register_task`.
 See docs/tasks.md.
+
+Example:
+    >>> import gymnasium
+    >>> import kelab as ke
+    >>> "kelab/CartPole-v0" in gymnasium.registry
+    True
+    >>> ke.register_task("me/Balance-v0", "kelab.tasks.cartpole:CartPoleTask")
+    >>> env = gymnasium.make("me/Balance-v0")
+    >>> type(env.unwrapped).__name__
+    'DirectRLEnv'
+    >>> env.close()
+    >>> del gymnasium.registry["me/Balance-v0"]
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from typing import Any
+import importlib
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TASK_IDS", "install_registration_hook", "register_tasks"]
+if TYPE_CHECKING:
+    from kelab.rl.task import Task
+
+__all__ = ["TASK_IDS", "register_task", "register_tasks"]
 
 TASK_IDS: dict[str, str] = {
     "kelab/CartPole-v0": "kelab.tasks.cartpole:CartPoleTask",
@@ -30,60 +48,130 @@ TASK_IDS: dict[str, str] = {
 }
 """Gymnasium id -> ``module:TaskClass`` of every built-in task."""
 
+_DIRECT = "kelab.tasks.registry:make_direct"
+_VECTOR = "kelab.tasks.registry:make_vector"
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def _task_target(task: Any) -> str | type[Task] | Callable[[], Task]:
+    """What the entry points rebuild the task from: ``"module:Class"`` where possible."""
+    if isinstance(task, str):
+        if not _TARGET.match(task):
+            raise ValueError(
+                f"task must name a Task class as 'module:Class', got {task!r}; "
+                "e.g. 'my_project.tasks:ReachTask', or pass the class itself"
+            )
+        return task
+    if isinstance(task, type):
+        from kelab.rl.task import Task
+
+        if not issubclass(task, Task):
+            raise ValueError(
+                f"task must be a ke.Task subclass, got the class {task.__qualname__}; "
+                "subclass ke.Task (docs/rl.md)"
+            )
+        name = f"{task.__module__}:{task.__qualname__}"
+        # a class importable by name is stored by name (a plain, JSON-able EnvSpec that
+        # subprocess workers can rebuild); others (defined in a function) as the object
+        if task.__module__ != "__main__" and "<locals>" not in task.__qualname__:
+            try:
+                found = importlib.import_module(task.__module__)
+                for part in task.__qualname__.split("."):
+                    found = getattr(found, part)
+            except (ImportError, AttributeError):
+                found = None
+            if found is task:
+                return name
+        return task
+    if callable(task):
+        return task
+    raise ValueError(
+        f"task must be a ke.Task subclass, a 'module:Class' string or a function returning "
+        f"a ke.Task, got {task!r}"
+    )
+
+
+def register_task(env_id: str, task: Any, *, replace: bool = False, **env_kwargs: Any) -> None:
+    """Register a task with Gymnasium, like the built-in ``kelab/...`` ids.
+
+    Afterwards ``gymnasium.make(env_id)`` returns a :class:`~kelab.rl.direct.DirectRLEnv`
+    and ``gymnasium.make_vec(env_id, num_envs=N, vectorization_mode="vector_entry_point")``
+    a :class:`~kelab.rl.env.LearningEnv`, each with a new task object. Registering the
+    same id with the same task and keywords again does nothing.
+
+    Args:
+        env_id: A Gymnasium id, ``"namespace/Name-vN"`` (e.g. ``"me/Reach-v0"``).
+        task: A ``ke.Task`` subclass, ``"module:Class"`` naming one (imported when the
+            first environment is made), or a function with no arguments returning a task.
+        replace: Replace an id that is registered to something else (otherwise an error).
+        **env_kwargs: Default keywords of the environment (``seed``, ``run_config``,
+            ``layout``...); keywords given to ``gymnasium.make`` / ``make_vec`` win.
+
+    Raises:
+        ValueError: For a malformed id or task, or an id already registered to another
+            task (unless ``replace``).
+
+    Example:
+        >>> import kelab as ke
+        >>> from kelab.tasks.cartpole import CartPoleTask
+        >>> ke.register_task("me/CartPole-v0", CartPoleTask, seed=3)
+        >>> ke.register_task("me/CartPole-v0", CartPoleTask, seed=3)  # the same: no-op
+        >>> import gymnasium
+        >>> gymnasium.registry["me/CartPole-v0"].kwargs
+        {'task': 'kelab.tasks.cartpole:CartPoleTask', 'seed': 3}
+        >>> del gymnasium.registry["me/CartPole-v0"]
+    """
+    import gymnasium
+    from gymnasium.envs.registration import parse_env_id
+
+    if not isinstance(env_id, str) or ":" in env_id:
+        raise ValueError(
+            f"env_id must be a Gymnasium id such as 'me/Reach-v0' (no ':'), got {env_id!r}"
+        )
+    try:
+        parse_env_id(env_id)
+    except gymnasium.error.Error as exc:
+        raise ValueError(
+            f"env_id must be a Gymnasium id 'namespace/Name-vN' such as 'me/Reach-v0', got "
+            f"{env_id!r} ({exc})"
+        ) from None
+    if not isinstance(replace, bool):
+        raise ValueError(f"replace must be True or False, got {replace!r}")
+    if "task" in env_kwargs:
+        raise ValueError("give the task as the second argument, not as a task= keyword")
+    kwargs = {"task": _task_target(task), **env_kwargs}
+    old = gymnasium.registry.get(env_id)
+    if old is not None:
+        if old.entry_point == _DIRECT and old.vector_entry_point == _VECTOR:
+            if old.kwargs == kwargs:
+                return
+        if not replace:
+            raise ValueError(
+                f"env_id {env_id!r} is already registered (to {old.kwargs.get('task', old)!r}); "
+                "choose another id or version, or pass replace=True"
+            )
+        del gymnasium.registry[env_id]
+    gymnasium.register(
+        id=env_id,
+        entry_point=_DIRECT,
+        vector_entry_point=_VECTOR,
+        kwargs=kwargs,
+        nondeterministic=False,
+    )
+
 
 def register_tasks() -> list[str]:
-    """Register every built-in task with Gymnasium (idempotent).
+    """Register every built-in task with Gymnasium (idempotent; importing kelab does it).
 
     Returns:
         The ids registered by this call (empty when all were registered already).
     """
     import gymnasium
 
-    added = []
-    for env_id, target in TASK_IDS.items():
-        if env_id in gymnasium.registry:
-            continue
-        gymnasium.register(
-            id=env_id,
-            entry_point="kelab.tasks.registry:make_direct",
-            vector_entry_point="kelab.tasks.registry:make_vector",
-            kwargs={"task": target},
-            nondeterministic=False,
-        )
-        added.append(env_id)
+    added = [env_id for env_id in TASK_IDS if env_id not in gymnasium.registry]
+    for env_id in added:
+        register_task(env_id, TASK_IDS[env_id])
     return added
 
 
-class _RegisterAfterGymnasium:
-    """One-shot meta-path finder: registers the tasks right after ``import gymnasium``."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != "gymnasium":
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        loader = spec.loader
-        original = loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            original(module)
-            register_tasks()
-
-        loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec
-
-
-def install_registration_hook() -> None:
-    """Register the tasks now if Gymnasium is imported, else right after it is."""
-    gym = sys.modules.get("gymnasium")
-    if gym is not None and hasattr(gym, "register"):
-        register_tasks()
-        return
-    if not any(isinstance(f, _RegisterAfterGymnasium) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RegisterAfterGymnasium())
-
-
-install_registration_hook()
+register_tasks()

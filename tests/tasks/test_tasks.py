@@ -58,18 +58,92 @@ def test_per_episode_values_are_public():
     assert obs[:, -1].tolist() == pi.task.command.astype(np.float32).tolist()
 
 
-def test_import_kelab_registers_without_importing_gymnasium():
+def _fresh(code: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_import_kelab_registers_explicitly_and_lightly():
+    # import kelab registers with gymnasium.register (no import hook, no loader patch) and
+    # leaves the physics and rendering libraries unimported
     code = (
-        "import sys, kelab; assert 'gymnasium' not in sys.modules; "
-        "import gymnasium; print(sorted(k for k in gymnasium.registry if k.startswith('kelab/')))"
+        "import sys, kelab, gymnasium; "
+        "assert not [f for f in sys.meta_path if 'kelab' in type(f).__module__]; "
+        "assert not {'pymunk', 'pygame', 'moderngl', 'kelab.rl.env'} & set(sys.modules); "
+        "print(sorted(k for k in gymnasium.registry if k.startswith('kelab/')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == str(sorted(IDS))
-    late = "import gymnasium, kelab; print('kelab/Humanoid-v0' in gymnasium.registry)"
-    assert (
-        subprocess.run([sys.executable, "-c", late], capture_output=True, text=True).stdout.strip()
-        == "True"
+    assert _fresh(code) == str(sorted(IDS))
+    # without importing kelab first: Gymnasium's own "module:id" form imports it
+    code = (
+        "import gymnasium; env = gymnasium.make('kelab:kelab/CartPole-v0'); "
+        "print(type(env.unwrapped).__name__, 'kelab/Humanoid-v0' in gymnasium.registry)"
     )
+    assert _fresh(code) == "DirectRLEnv True"
+
+
+def test_register_task_makes_user_tasks_like_the_built_in_ones():
+    from kelab.tasks.cartpole import CartPoleTask
+
+    class Short(CartPoleTask):  # defined in a function: stored as the class itself
+        episode_length_s = 1.0
+
+    ids = ["test/Short-v0", "test/ByName-v0", "test/Factory-v0"]
+    try:
+        ke.register_task(ids[0], Short, layout="isolated")
+        ke.register_task(ids[0], Short, layout="isolated")  # the same again: a no-op
+        ke.register_task(ids[1], "kelab.tasks.cartpole:CartPoleTask")
+        ke.register_task(ids[2], lambda: Short())
+        env = gymnasium.make(ids[0])
+        assert isinstance(env.unwrapped, ke.DirectRLEnv)
+        assert type(env.unwrapped.task) is Short
+        env.close()
+        vec = gymnasium.make_vec(ids[0], num_envs=3, vectorization_mode="vector_entry_point")
+        assert isinstance(vec, ke.LearningEnv) and vec.num_envs == 3
+        assert vec.max_episode_length == round(1.0 / vec.step_dt)
+        vec.close()
+        for env_id in ids[1:]:
+            env = gymnasium.make(env_id)
+            assert isinstance(env.unwrapped.task, CartPoleTask)
+            env.close()
+        assert gymnasium.registry[ids[1]].kwargs == {"task": "kelab.tasks.cartpole:CartPoleTask"}
+        # an importable class is stored by name: a plain, JSON-able spec
+        ke.register_task("test/Named-v0", CartPoleTask)
+        ids.append("test/Named-v0")
+        assert gymnasium.registry[ids[-1]].kwargs["task"] == "kelab.tasks.cartpole:CartPoleTask"
+        with pytest.raises(ValueError, match="already registered.*replace=True"):
+            ke.register_task(ids[0], CartPoleTask)
+        ke.register_task(ids[0], CartPoleTask, replace=True)
+        assert gymnasium.registry[ids[0]].kwargs["task"] == "kelab.tasks.cartpole:CartPoleTask"
+    finally:
+        for env_id in ids:
+            gymnasium.registry.pop(env_id, None)
+
+
+@pytest.mark.parametrize(
+    "env_id, task, match",
+    [
+        ("bad id", "kelab.tasks.cartpole:CartPoleTask", "env_id must be a Gymnasium id"),
+        ("mod:me/X-v0", "kelab.tasks.cartpole:CartPoleTask", "no ':'"),
+        (7, "kelab.tasks.cartpole:CartPoleTask", "env_id must be"),
+        ("me/X-v0", "kelab.tasks.cartpole.CartPoleTask", "'module:Class'"),
+        ("me/X-v0", int, "must be a ke.Task subclass"),
+        ("me/X-v0", 3, "function returning a ke.Task"),
+    ],
+)
+def test_register_task_rejects_bad_input(env_id, task, match):
+    with pytest.raises(ValueError, match=match):
+        ke.register_task(env_id, task)
+    assert "me/X-v0" not in gymnasium.registry
+
+
+def test_a_factory_that_returns_no_task_is_named():
+    try:
+        ke.register_task("test/Nothing-v0", lambda: None)
+        with pytest.raises(ValueError, match="not a ke.Task"):
+            gymnasium.make("test/Nothing-v0")
+    finally:
+        gymnasium.registry.pop("test/Nothing-v0", None)
 
 
 def test_humanoid_falls_without_control_and_pi_stands():
