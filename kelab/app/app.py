@@ -18,10 +18,12 @@ One frame (`App.renderFrameOnce`, the body of `App.start`'s loop):
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import os
 import re
 import time
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ import numpy as np
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import DragSpring, PickedBody, pick_body
+from kelab.app.panel.model import PanelModel
 from kelab.app.recorders import Recorder, VideoRecorder
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -53,6 +56,7 @@ HOTKEYS = {
     "return": "play / pause",
     "space": "pause, or one step while paused",
     "f1": "show / hide the HUD",
+    "f2": "show / hide the Settings panel",
     "f9": "start / stop video recording",
 }
 #: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
@@ -151,6 +155,12 @@ class App:
         drag_frequency_hz: Natural frequency of the drag spring (critically damped).
         clock: The wall clock in seconds (inject a fake one in tests).
         sleep: Sleeps for frame pacing (inject a fake one in tests).
+        panel: Show the Settings panel from the start (F2 toggles it; needs
+            imgui-bundle: ``pip install kelab[panel]``).
+        settings: The panel's settings file (default: ``<title>.kelab.json`` next to the
+            script); applied after `setup`, saved when the App closes if the panel
+            changed something. A bad file is reported (`App.panel`'s
+            ``settings_error``, a warning) and the App starts with its defaults.
 
     Example:
         >>> import kelab as ke
@@ -191,6 +201,8 @@ class App:
         drag_frequency_hz: float = 4.0,
         clock: Callable[[], float] = time.perf_counter,
         sleep: Callable[[float], None] = precise_sleep,
+        panel: bool = False,
+        settings: str | os.PathLike[str] | None = None,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"App.backend must be one of {BACKENDS}, got {backend!r}")
@@ -279,6 +291,16 @@ class App:
                 b(self._drag_step, runner, Phase.CONTROL, DRAG_PRIORITY, name="drag_spring"),
                 b(self._physics, runner, Phase.PHYSICS, 0, name="world.step"),
             ]
+        if panel and importlib.util.find_spec("imgui_bundle") is None:
+            raise RuntimeError(
+                "App(panel=True) needs imgui-bundle for the Settings panel; install it with "
+                "pip install 'kelab[panel]' (or pass panel=False)"
+            )
+        self.panel = PanelModel(self, settings)
+        """The Settings panel's model: its pages and changes (F2 shows it; docs/app.md)."""
+        self.panel.open = bool(panel)
+        self._panel_host: Any = None
+        self._panel_wall: float | None = None
 
     # ================================================================ lifecycle hooks
     def setup(self) -> None:
@@ -490,6 +512,38 @@ class App:
         """Every bound callback grouped by phase and sorted by priority (a table)."""
         return self.timeline.execution_order()
 
+    @property
+    def panel_open(self) -> bool:
+        """Whether the Settings panel is shown (settable; F2 toggles it)."""
+        return self.panel.open
+
+    @panel_open.setter
+    def panel_open(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise ValueError(f"App.panel_open must be a bool, got {value!r}")
+        if value and importlib.util.find_spec("imgui_bundle") is None:
+            raise RuntimeError(
+                "the Settings panel needs imgui-bundle; install it with pip install 'kelab[panel]'"
+            )
+        self.panel.open = value
+
+    def toggle_panel(self) -> None:
+        """Show or hide the Settings panel (what F2 does)."""
+        try:
+            self.panel_open = not self.panel.open
+        except RuntimeError as exc:
+            warnings.warn(str(exc), stacklevel=2)
+
+    def plot(self, name: str, value: float) -> None:
+        """Publish a value to the panel's Plots page as ``app.NAME`` (at the timeline time).
+
+        Cheap enough to call every fixed step; the last 1200 values per name are kept.
+
+        Raises:
+            ValueError: For a non-finite value or a non-string name.
+        """
+        self.panel.publish(name, value, self.timeline.time_s)
+
     def request_close(self) -> None:
         """Ask the loop to stop after the current frame."""
         self._close_requested = True
@@ -690,6 +744,14 @@ class App:
                 rec.close()
             except Exception as exc:
                 errors.append(exc)
+        if self.panel.dirty:
+            try:
+                self.panel.save()
+            except OSError as exc:
+                errors.append(exc)
+        if self._panel_host is not None:
+            host, self._panel_host = self._panel_host, None
+            host.close()
         if self._owns_timeline:  # a timeline the caller passed in is theirs to keep using
             pass
         else:
@@ -756,6 +818,8 @@ class App:
             self._call("setup", self.setup)
         finally:
             self._in_frame = False
+        if not self.panel.load() and self.panel.settings_error:
+            warnings.warn(self.panel.settings_error, stacklevel=3)
 
     def _frame(self) -> None:
         self._in_frame = True
@@ -802,7 +866,10 @@ class App:
         if self._events:
             events = events + self._events
             self._events = []
+        host = self._panel_host
         for ev in events:
+            if host is not None and host.feed(ev):
+                continue  # the Settings panel consumed it
             inp.handle(ev)
             if ev.kind == "quit":
                 self.request_close()
@@ -827,6 +894,8 @@ class App:
                 self.pause()
         elif key == "f1":
             self.hud_visible = not self.hud_visible
+        elif key == "f2":
+            self.toggle_panel()
         elif key == "f9":
             self.toggle_video_recording()
 
@@ -914,6 +983,21 @@ class App:
             canvas.circle(self._drag_target, 4.0 / canvas.camera.zoom, (250, 210, 80))
         if self.hud_visible:
             draw_hud(canvas, self.stats)
+        if self.panel.open:
+            self._panel_frame(renderer)
         renderer.end_frame()
         self._drawn += 1
         self._call("post_render", self.post_render)
+
+    def _panel_frame(self, renderer: Renderer) -> None:
+        """Sample the plots and build the panel's ImGui frame (drawn by end_frame)."""
+        now = self._wall()
+        dt = 1 / 60 if self._panel_wall is None else now - self._panel_wall
+        self._panel_wall = now
+        stats = self.stats
+        self.panel.sample(dt, self.clock.last_frame_steps, stats.real_time_factor)
+        if self._panel_host is None:
+            from kelab.app.panel.host import PanelHost
+
+            self._panel_host = PanelHost(self.panel, renderer)
+        self._panel_host.frame(dt, renderer.size)

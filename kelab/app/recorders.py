@@ -151,6 +151,20 @@ class Recorder(ABC):
         )
         return self._binding
 
+    def rebind(self, runner: str | None = None, phase: Phase | str | None = None) -> None:
+        """Move the recorder to another runner and/or phase (None: unchanged).
+
+        While attached the change applies from the next boundary (`Binding.rebind`,
+        validated the same way: an unknown runner is a KeyError naming the runners).
+        """
+        new_runner = self.runner if runner is None else runner
+        new_phase = self.phase if phase is None else _phase(phase)
+        if self._binding is not None and self._binding.bound:
+            self._binding.rebind(runner=new_runner, phase=new_phase)
+        elif self._timeline is not None:
+            self._timeline.runner(new_runner)
+        self.runner, self.phase = new_runner, new_phase
+
     def detach(self) -> None:
         """Unbind from the timeline (the file stays open until `close`)."""
         if self._binding is not None:

@@ -367,6 +367,9 @@ class GLRenderer(Renderer):
         super().__init__(size, title, headless, vsync, antialias)
         self._window: Any = None
         self._queue: list[InputEvent] = []
+        self.overlay: Callable[[moderngl.Context, moderngl.Framebuffer, bool], None] | None = None
+        """Called when a frame ends, after the canvas: ``overlay(ctx, framebuffer,
+        top_first)`` draws over the frame (``top_first``: row 0 is the image's top)."""
         if headless:
             try:
                 self._ctx = _standalone_context(size)
@@ -533,6 +536,9 @@ class GLRenderer(Renderer):
 
     def _end(self) -> None:
         self._canvas.flush()
+        if self.overlay is not None:  # e.g. the App's settings panel, over the frame
+            with self._bind_target() as target:
+                self.overlay(self._ctx, target, self._window is None)
         self._holding = False
         with self._current():
             if self._fbo_ms is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pygame
@@ -170,6 +171,8 @@ class PygameRenderer(Renderer):
                 "antialiases edges analytically with antialias=True"
             )
         self._window: pygame.Surface | None = None
+        self.overlay: Callable[[pygame.Surface], None] | None = None
+        """Called when a frame ends: ``overlay(surface)`` draws over the finished frame."""
         if not headless:
             if PygameRenderer._window_owner is not None:
                 raise RuntimeError(
@@ -204,6 +207,8 @@ class PygameRenderer(Renderer):
         canvas = self._canvas
         if canvas._restore_from is not None:
             canvas._sync()  # nothing drawn this frame: it repeats the previous one
+        if self.overlay is not None:  # e.g. the App's settings panel, over the frame
+            self.overlay(self._target)
         if self._window is not None:
             self._window.blit(self._target, (0, 0))
             pygame.display.flip()

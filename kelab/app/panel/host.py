@@ -1,0 +1,229 @@
+"""PanelHost: runs the Settings panel's ImGui context in an App's window.
+
+It forwards the App's input events to ImGui itself (no toolkit callbacks are installed,
+so KELab's input, hotkeys and latching keep working), tells the App which events the
+panel consumed (a press on the panel never reaches picking, dragging or `App.input`),
+builds the ImGui frame from the `PanelModel`, and draws it over the frame through the
+renderer's ``overlay`` hook: on the "gl" backend into the frame's own framebuffer, on the
+"pygame" backend through an offscreen EGL context composited onto the surface.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kelab.app.panel.model import PanelModel
+from kelab.render.events import InputEvent
+
+__all__ = ["PanelHost"]
+
+
+def _imgui_keys() -> dict[str, Any]:
+    from imgui_bundle import imgui
+
+    k = imgui.Key
+    table = {
+        "tab": k.tab, "left": k.left_arrow, "right": k.right_arrow, "up": k.up_arrow,
+        "down": k.down_arrow, "page up": k.page_up, "page down": k.page_down,
+        "home": k.home, "end": k.end, "insert": k.insert, "delete": k.delete,
+        "backspace": k.backspace, "space": k.space, "return": k.enter, "escape": k.escape,
+        "enter": k.keypad_enter, "left ctrl": k.left_ctrl, "right ctrl": k.right_ctrl,
+        "left shift": k.left_shift, "right shift": k.right_shift, "left alt": k.left_alt,
+        "right alt": k.right_alt,
+    }  # fmt: skip
+    for c in "abcdefghijklmnopqrstuvwxyz":
+        table[c] = getattr(k, c)
+    for d in "0123456789":
+        table[d] = getattr(k, f"_{d}")
+    return table
+
+
+_SHIFTED = dict(zip("1234567890-=[];',./`\\", '!@#$%^&*()_+{}:"<>?~|', strict=True))
+
+
+def _char(key: str, mods: frozenset[str]) -> str | None:
+    """The character a key types (for text fields), or None."""
+    if key.startswith("[") and key.endswith("]") and len(key) == 3:
+        key = key[1]  # keypad digits and operators
+    if key == "space":
+        return " "
+    if len(key) != 1 or "ctrl" in mods or "meta" in mods:
+        return None
+    if "shift" in mods:
+        return key.upper() if key.isalpha() else _SHIFTED.get(key, key)
+    return key
+
+
+class PanelHost:
+    """The panel in one App window (see the module docstring).
+
+    Args:
+        model: The panel model.
+        renderer: The App's renderer (``backend`` "gl" or "pygame").
+    """
+
+    def __init__(self, model: PanelModel, renderer: Any) -> None:
+        from imgui_bundle import imgui, implot
+
+        from kelab.app.panel.ui import PanelUI
+
+        self._imgui = imgui
+        self.model = model
+        self.renderer = renderer
+        self.ctx = imgui.create_context()
+        self.plot_ctx = implot.create_context()
+        imgui.set_current_context(self.ctx)
+        implot.set_current_context(self.plot_ctx)
+        io = imgui.get_io()
+        io.set_ini_filename(None)
+        # textures (the font atlas) are created and updated by ImGuiGLRenderer
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures.value
+        pio = imgui.get_platform_io()
+        pio.renderer_texture_max_width = pio.renderer_texture_max_height = 8192
+        io.config_flags |= imgui.ConfigFlags_.nav_enable_keyboard.value
+        imgui.style_colors_dark()
+        style = imgui.get_style()
+        style.window_rounding = 4.0
+        style.set_color_(imgui.Col_.window_bg.value, imgui.ImVec4(0.09, 0.10, 0.12, 0.94))
+        self.ui = PanelUI(model)
+        self._keys = _imgui_keys()
+        self._pressed_on_panel: set[int] = set()
+        self._gl: Any = None  # ImGuiGLRenderer (gl backend)
+        self._offscreen: Any = None  # OffscreenImGui (pygame backend)
+        self._ready = False  # an ImGui frame was rendered and can be drawn
+        self.want_text = False
+        renderer.overlay = self._overlay
+
+    # ------------------------------------------------------------------ input
+    def _use(self) -> None:
+        from imgui_bundle import implot
+
+        self._imgui.set_current_context(self.ctx)
+        implot.set_current_context(self.plot_ctx)
+
+    def _over_panel(self, pos: tuple[int, int] | None) -> bool:
+        if pos is None:
+            return False
+        x, y, w, h = self.ui.rect
+        return x <= pos[0] < x + w and y <= pos[1] < y + h
+
+    def feed(self, ev: InputEvent) -> bool:
+        """Give an event to ImGui; True when the panel consumes it (the App drops it).
+
+        A mouse press or wheel over the panel is consumed (and the matching release);
+        keys are consumed while a text field has the keyboard. Pointer moves always
+        reach the App too.
+        """
+        if not self.model.open:
+            return False
+        self._use()
+        io = self._imgui.get_io()
+        kind = ev.kind
+        if kind == "mouse_move" and ev.pos is not None:
+            io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
+            return False
+        if kind in ("mouse_down", "mouse_up") and ev.button is not None:
+            if ev.pos is not None:
+                io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
+            button = {1: 0, 3: 1, 2: 2}.get(ev.button)
+            if kind == "mouse_down":
+                hit = self._over_panel(ev.pos) or bool(io.want_capture_mouse)
+                if button is not None and hit:
+                    io.add_mouse_button_event(button, True)
+                    self._pressed_on_panel.add(ev.button)
+                return hit
+            if ev.button in self._pressed_on_panel:
+                self._pressed_on_panel.discard(ev.button)
+                if button is not None:
+                    io.add_mouse_button_event(button, False)
+                return True
+            return False
+        if kind == "mouse_wheel" and ev.wheel is not None:
+            if self._over_panel(ev.pos):
+                io.add_mouse_wheel_event(float(ev.wheel[0]), float(ev.wheel[1]))
+                return True
+            return False
+        if kind in ("key_down", "key_up") and ev.key is not None:
+            if ev.key == "f2":
+                return False
+            key = self._keys.get(ev.key)
+            down = kind == "key_down"
+            for mod, imkey in (
+                ("ctrl", self._imgui.Key.mod_ctrl),
+                ("shift", self._imgui.Key.mod_shift),
+                ("alt", self._imgui.Key.mod_alt),
+            ):
+                io.add_key_event(imkey, mod in ev.mods)
+            if not self.want_text:
+                if key is not None:
+                    io.add_key_event(key, down)
+                return False
+            if key is not None:
+                io.add_key_event(key, down)
+            if down:
+                ch = _char(ev.key, ev.mods)
+                if ch is not None:
+                    io.add_input_character(ord(ch))
+            return True
+        return False
+
+    # ------------------------------------------------------------------ frame
+    def frame(self, dt: float, size: tuple[int, int]) -> None:
+        """Build this frame's panel (call between the App's drawing and ``end_frame``)."""
+        imgui = self._imgui
+        self._use()
+        io = imgui.get_io()
+        io.display_size = imgui.ImVec2(float(size[0]), float(size[1]))
+        io.delta_time = float(min(max(dt, 1e-4), 0.5))
+        imgui.new_frame()
+        self.ui.draw(size)
+        imgui.render()
+        self.want_text = bool(io.want_text_input)
+        self._ready = True
+
+    def _overlay(self, *target: Any) -> None:
+        if not (self._ready and self.model.open):
+            return
+        self._ready = False
+        self._use()
+        draw_data = self._imgui.get_draw_data()
+        if self.renderer.backend == "gl":
+            ctx, fbo, top_first = target
+            if self._gl is None:
+                from kelab.app.panel.imgui_gl import ImGuiGLRenderer
+
+                self._gl = ImGuiGLRenderer(ctx)
+            self._gl.render(draw_data, fbo, top_first)
+            return
+        import pygame
+
+        (surface,) = target
+        size = surface.get_size()
+        x, y, w, h = self.ui.rect
+        x0, y0 = max(0, x), max(0, y)
+        x1, y1 = min(size[0], x + w), min(size[1], y + h)
+        if x1 <= x0 or y1 <= y0:
+            return
+        if self._offscreen is None:
+            from kelab.app.panel.imgui_gl import OffscreenImGui
+
+            self._offscreen = OffscreenImGui()
+        rgba = self._offscreen.draw(draw_data, size, (x0, y0, x1 - x0, y1 - y0))
+        img = pygame.image.frombuffer(np.ascontiguousarray(rgba).data, (x1 - x0, y1 - y0), "RGBA")
+        surface.blit(img, (x0, y0), special_flags=pygame.BLEND_PREMULTIPLIED)
+
+    def close(self) -> None:
+        """Release the GL objects and the ImGui and ImPlot contexts."""
+        from imgui_bundle import implot
+
+        if getattr(self.renderer, "overlay", None) == self._overlay:
+            self.renderer.overlay = None
+        # the gl objects live in the renderer's context and go with it when it closes
+        self._gl = None
+        if self._offscreen is not None:
+            self._offscreen.release()
+            self._offscreen = None
+        implot.destroy_context(self.plot_ctx)
+        self._imgui.destroy_context(self.ctx)

@@ -1,0 +1,238 @@
+"""Draws Dear ImGui's draw data with moderngl (OpenGL 3.3 core), into any framebuffer.
+
+One renderer serves both backends: the "gl" backend hands it the framebuffer its frame is
+drawn into (same context, no copy); the "pygame" backend gets an offscreen EGL context
+whose pixels are composited onto the pygame surface (`OffscreenImGui`). The vertex and
+index data of every draw list go up in one buffer write each per frame; a draw call per
+command (ImGui merges commands that share a texture and clip rectangle).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import moderngl
+import numpy as np
+
+__all__ = ["ImGuiGLRenderer", "OffscreenImGui"]
+
+_VS = """
+#version 330
+uniform vec2 u_size;
+uniform float u_flip;
+in vec2 in_pos;
+in vec2 in_uv;
+in vec4 in_color;
+out vec2 v_uv;
+out vec4 v_color;
+void main() {
+    v_uv = in_uv;
+    v_color = in_color;
+    gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0,
+                       (1.0 - in_pos.y / u_size.y * 2.0) * u_flip, 0.0, 1.0);
+}
+"""
+_FS = """
+#version 330
+uniform sampler2D u_tex;
+in vec2 v_uv;
+in vec4 v_color;
+out vec4 f_color;
+void main() {
+    vec4 c = v_color * texture(u_tex, v_uv);
+    f_color = vec4(c.rgb * c.a, c.a);  // premultiplied
+}
+"""
+
+
+class ImGuiGLRenderer:
+    """Renders `imgui.ImDrawData` into a moderngl framebuffer.
+
+    Args:
+        ctx: The moderngl context (current while calling `render`).
+    """
+
+    def __init__(self, ctx: moderngl.Context) -> None:
+        from imgui_bundle import imgui
+
+        self._imgui = imgui
+        self.ctx = ctx
+        self.prog = ctx.program(vertex_shader=_VS, fragment_shader=_FS)
+        self.prog["u_tex"].value = 0
+        self.vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
+        self.ibo = ctx.buffer(reserve=1 << 15, dynamic=True)
+        self._vao = self._make_vao()
+        self.textures: dict[int, moderngl.Texture] = {}
+        self.vsize = imgui.VERTEX_SIZE
+        self.isize = imgui.INDEX_SIZE
+
+    def _make_vao(self) -> moderngl.VertexArray:
+        imgui = self._imgui
+        assert imgui.VERTEX_BUFFER_POS_OFFSET == 0 and imgui.VERTEX_BUFFER_UV_OFFSET == 8
+        return self.ctx.vertex_array(
+            self.prog,
+            [(self.vbo, "2f 2f 4f1", "in_pos", "in_uv", "in_color")],
+            index_buffer=self.ibo,
+            index_element_size=imgui.INDEX_SIZE,
+        )
+
+    def _update_textures(self) -> None:
+        imgui = self._imgui
+        status = imgui.ImTextureStatus
+        for tex in imgui.get_platform_io().textures:
+            st = tex.status
+            if st == status.ok or st == status.destroyed:
+                continue
+            if st == status.want_create or (
+                st == status.want_updates and tex.tex_id not in self.textures
+            ):
+                t = self.ctx.texture((tex.width, tex.height), 4, tex.get_pixels_array().tobytes())
+                t.filter = (moderngl.LINEAR, moderngl.LINEAR)
+                t.repeat_x = t.repeat_y = False
+                self.textures[t.glo] = t
+                tex.set_tex_id(t.glo)
+                tex.status = status.ok
+            elif st == status.want_updates:
+                t = self.textures[tex.tex_id]
+                px = tex.get_pixels_array().reshape(tex.height, tex.width, 4)
+                for r in tex.updates:
+                    block = np.ascontiguousarray(px[r.y : r.y + r.h, r.x : r.x + r.w])
+                    t.write(block.tobytes(), viewport=(r.x, r.y, r.w, r.h))
+                tex.status = status.ok
+            elif st == status.want_destroy:
+                t = self.textures.pop(tex.tex_id, None)
+                if t is not None:
+                    t.release()
+                tex.set_tex_id(0)
+                tex.status = status.destroyed
+
+    def render(self, draw_data: Any, fbo: moderngl.Framebuffer, top_first: bool) -> None:
+        """Draw ``draw_data`` over ``fbo``'s pixels (blended, scissored per command).
+
+        Args:
+            draw_data: ``imgui.get_draw_data()`` after ``imgui.render()``.
+            fbo: The target framebuffer (its size is the display size).
+            top_first: True when row 0 of the framebuffer is the top of the image (the
+                "gl" backend's headless frames), False for ordinary OpenGL order.
+        """
+        self._update_textures()
+        lists = draw_data.cmd_lists
+        if not lists:
+            return
+        vsize, isize = self.vsize, self.isize
+        n_vtx = sum(cl.vtx_buffer.size() for cl in lists)
+        n_idx = sum(cl.idx_buffer.size() for cl in lists)
+        if n_vtx == 0:
+            return
+        vbytes = bytearray(n_vtx * vsize)
+        idx = np.empty(n_idx, dtype=np.uint32 if isize == 4 else np.uint16)
+        vo = io_ = 0
+        offsets = []
+        for cl in lists:
+            nv, ni = cl.vtx_buffer.size(), cl.idx_buffer.size()
+            ctypes.memmove(
+                (ctypes.c_char * (nv * vsize)).from_buffer(vbytes, vo * vsize),
+                cl.vtx_buffer.data_address(),
+                nv * vsize,
+            )
+            part = np.ctypeslib.as_array(
+                ctypes.cast(
+                    cl.idx_buffer.data_address(),
+                    ctypes.POINTER(ctypes.c_uint32 if isize == 4 else ctypes.c_uint16),
+                ),
+                shape=(ni,),
+            )
+            idx[io_ : io_ + ni] = part + vo if vo else part
+            offsets.append((cl, vo, io_))
+            vo += nv
+            io_ += ni
+        if self.vbo.size < len(vbytes) or self.ibo.size < idx.nbytes:
+            self.vbo.orphan(max(self.vbo.size * 2, len(vbytes)))
+            self.ibo.orphan(max(self.ibo.size * 2, idx.nbytes))
+            self._vao.release()
+            self._vao = self._make_vao()
+        self.vbo.write(vbytes)
+        self.ibo.write(idx.tobytes())
+        ctx = self.ctx
+        w, h = fbo.size
+        fbo.use()
+        ctx.viewport = (0, 0, w, h)
+        self.prog["u_size"].value = (float(w), float(h))
+        self.prog["u_flip"].value = -1.0 if top_first else 1.0
+        ctx.enable_only(moderngl.BLEND)
+        ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+        ctx.blend_equation = moderngl.FUNC_ADD
+        textures = self.textures
+        bound = None
+        vao = self._vao
+        try:
+            for cl, _, ibase in offsets:
+                for cmd in cl.cmd_buffer:
+                    if cmd.user_callback_data is not None and cmd.elem_count == 0:
+                        continue
+                    x0, y0, x1, y1 = cmd.clip_rect
+                    x0, y0 = max(0, int(x0)), max(0, int(y0))
+                    x1, y1 = min(w, int(x1)), min(h, int(y1))
+                    if x1 <= x0 or y1 <= y0:
+                        continue
+                    ctx.scissor = (x0, y0 if top_first else h - y1, x1 - x0, y1 - y0)
+                    tid = cmd.tex_ref.get_tex_id()
+                    if tid != bound:
+                        textures[tid].use(0)
+                        bound = tid
+                    vao.render(
+                        moderngl.TRIANGLES, vertices=cmd.elem_count, first=ibase + cmd.idx_offset
+                    )
+        finally:
+            ctx.scissor = None
+            ctx.disable(moderngl.BLEND)
+
+    def release(self) -> None:
+        """Free the GL objects (textures, buffers, program)."""
+        for t in self.textures.values():
+            t.release()
+        self.textures.clear()
+        for obj in (self._vao, self.vbo, self.ibo, self.prog):
+            obj.release()
+
+
+class OffscreenImGui:
+    """ImGui pixels for a software surface: an EGL context, a framebuffer, a read-back.
+
+    `draw` renders the draw data into a transparent framebuffer of the display size and
+    returns the premultiplied RGBA pixels of one rectangle (the panel), top row first.
+    """
+
+    def __init__(self) -> None:
+        self.ctx = moderngl.create_standalone_context(backend="egl", require=330)
+        self._fbo: moderngl.Framebuffer | None = None
+        with self.ctx:
+            self.renderer = ImGuiGLRenderer(self.ctx)
+
+    def draw(
+        self, draw_data: Any, size: tuple[int, int], rect: tuple[int, int, int, int]
+    ) -> np.ndarray:
+        """Render and read back ``rect`` = ``(x, y, w, h)`` as ``(h, w, 4)`` uint8 RGBA."""
+        with self.ctx:
+            if self._fbo is None or self._fbo.size != size:
+                if self._fbo is not None:
+                    for a in self._fbo.color_attachments:
+                        a.release()
+                    self._fbo.release()
+                self._fbo = self.ctx.framebuffer(color_attachments=[self.ctx.renderbuffer(size, 4)])
+            x, y, w, h = rect
+            self._fbo.use()
+            self.ctx.scissor = (x, y, w, h)
+            self._fbo.clear(0.0, 0.0, 0.0, 0.0)
+            self.ctx.scissor = None
+            self.renderer.render(draw_data, self._fbo, top_first=True)
+            out = np.empty((h, w, 4), dtype=np.uint8)
+            self._fbo.read_into(out, viewport=(x, y, w, h), components=4, alignment=1)
+        return out
+
+    def release(self) -> None:
+        """Free the context."""
+        with self.ctx:
+            self.renderer.release()
+        self.ctx.release()

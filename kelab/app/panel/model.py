@@ -1,0 +1,733 @@
+"""The Settings panel's model: what every page shows and every change it can make.
+
+Both backends draw this one model (`kelab.app.panel.ui` with Dear ImGui), and tests and
+scripts drive it directly. Every change goes through the public API a script uses
+(`TimeRunner.hz`, `Binding.rebind` / ``enabled``, `Timeline.add_runner` /
+`remove_runner`, `Recorder.rebind`, `App.time_mode`...), so it is validated with the
+same errors; a refused change returns False and leaves the reason in `PanelModel.message`
+(the panel shows it). No imgui here.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
+
+from kelab.app.panel.settings import (
+    PAGES,
+    RECORDER_KINDS,
+    BindingSettings,
+    PanelSettings,
+    RecorderSettings,
+    SettingsError,
+    default_settings_path,
+    load_settings,
+    save_settings,
+)
+from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
+from kelab.timing.config import TimeMode
+from kelab.timing.timeline import (
+    DEFAULT_NEW_RUNNER_HZ,
+    MAX_RUNNERS,
+    Binding,
+    ExecutionOrderRow,
+    Phase,
+)
+
+if TYPE_CHECKING:
+    from kelab.app.app import App
+
+__all__ = [
+    "FRAME_SIGNALS",
+    "BindingRow",
+    "PanelModel",
+    "RecorderRow",
+    "RunnerRow",
+    "SignalHistory",
+]
+
+#: Frame statistics always sampled while the panel exists.
+FRAME_SIGNALS = ("frame.time_ms", "frame.steps_per_frame", "frame.real_time_factor")
+#: The App's engine systems shown on the Subsystems page (binding name -> label).
+SUBSYSTEMS = {"world.step": "Physics (World.step)", "drag_spring": "Mouse drag spring"}
+HISTORY = 1200  # samples kept per signal
+MAX_PUBLISHED = 64  # app.plot() names kept
+
+
+class RunnerRow(NamedTuple):
+    """One row of the Time Runners page."""
+
+    name: str
+    hz: float
+    bindings: int
+    removable: bool
+    why_not: str
+
+
+class BindingRow(NamedTuple):
+    """One row of the Scripts or Subsystems page."""
+
+    id: str
+    label: str
+    runner: str
+    phase: Phase
+    priority: int
+    enabled: bool
+    ts: float
+
+
+class RecorderRow(NamedTuple):
+    """One attached recorder on the Recorder page."""
+
+    kind: str
+    path: str
+    runner: str
+    phase: Phase
+    count: int
+    from_panel: bool
+
+
+class SignalHistory:
+    """A fixed-size ring of ``(x, y)`` samples (flat memory over long runs)."""
+
+    __slots__ = ("_n", "_x", "_y")
+
+    def __init__(self, capacity: int = HISTORY) -> None:
+        self._x = np.zeros(capacity)
+        self._y = np.zeros(capacity)
+        self._n = 0
+
+    def add(self, x: float, y: float) -> None:
+        """Append one sample (the oldest is dropped when full)."""
+        i = self._n % self._x.size
+        self._x[i] = x
+        self._y[i] = y
+        self._n += 1
+
+    def __len__(self) -> int:
+        return min(self._n, self._x.size)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The samples oldest first, as two new float64 arrays."""
+        n, cap = self._n, self._x.size
+        if n <= cap:
+            return self._x[:n].copy(), self._y[:n].copy()
+        k = n % cap
+        return np.roll(self._x, -k), np.roll(self._y, -k)
+
+    def last(self) -> float:
+        """The newest value (nan when empty)."""
+        return float(self._y[(self._n - 1) % self._x.size]) if self._n else math.nan
+
+
+@dataclass
+class _Running:
+    recorder: Recorder
+    kind: str
+
+
+def _kind(rec: Recorder) -> str:
+    name = type(rec).__name__
+    if isinstance(rec, VideoRecorder):
+        return "video"
+    if isinstance(rec, DataRecorder):
+        return "data"
+    if name == "LidarRecorder":
+        return "lidar"
+    return name
+
+
+def _count(rec: Recorder) -> int:
+    for attr in ("frames", "scans", "rows"):
+        value = getattr(rec, attr, None)
+        if isinstance(value, int):
+            return value
+    return 0
+
+
+class PanelModel:
+    """The pages of the Settings panel over one App (see the module docstring).
+
+    Args:
+        app: The App it configures.
+        settings_path: The settings file (None: `default_settings_path` of the title).
+    """
+
+    def __init__(self, app: App, settings_path: str | os.PathLike[str] | None = None) -> None:
+        self.app = app
+        self.settings_path = (
+            Path(settings_path) if settings_path is not None else default_settings_path(app.title)
+        )
+        self.page: str = "Time Runners"
+        self.open = False
+        self.message = ""
+        """Why the last change was refused ("" after a change that worked)."""
+        self.settings_error: str | None = None
+        """The error of a settings file that could not be used (the App kept defaults)."""
+        self.dirty = False
+        self.plots: list[str] = []
+        self.recorder_settings: dict[str, RecorderSettings] = {
+            k: RecorderSettings() for k in RECORDER_KINDS
+        }
+        self.last_files: dict[str, str] = {}
+        self._running: dict[str, _Running] = {}
+        self._history: dict[str, SignalHistory] = {s: SignalHistory() for s in FRAME_SIGNALS}
+        self._published: dict[str, SignalHistory] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _do(self, fn: Any, *args: Any) -> bool:
+        try:
+            fn(*args)
+        except (ValueError, KeyError, RuntimeError, OSError) as exc:
+            text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            self.message = str(text)
+            return False
+        self.message = ""
+        self.dirty = True
+        return True
+
+    def set_page(self, page: str) -> bool:
+        """Show ``page`` (one of `PAGES`)."""
+        if page not in PAGES:
+            self.message = f"page must be one of {list(PAGES)}, got {page!r}"
+            return False
+        self.page = page
+        return True
+
+    # ------------------------------------------------------------------ time runners
+    @property
+    def time_mode(self) -> TimeMode:
+        """The scene time mode."""
+        return self.app.time_mode
+
+    def set_time_mode(self, mode: TimeMode | str) -> bool:
+        """Change the time mode (`App.time_mode`)."""
+
+        def apply() -> None:
+            value = mode
+            if isinstance(mode, str):
+                if mode.upper() not in TimeMode.__members__:
+                    raise ValueError(
+                        f"time mode must be one of {[m.name for m in TimeMode]}, got {mode!r}"
+                    )
+                value = TimeMode[mode.upper()]
+            if value is not self.app.time_mode:
+                self.app.time_mode = value  # type: ignore[assignment]
+
+        return self._do(apply)
+
+    def set_disable_viewport_rendering(self, value: bool) -> bool:
+        """Skip drawing while running in SIM_HIGH_PERF ("Disable Viewport Rendering")."""
+
+        def apply() -> None:
+            if not isinstance(value, bool):
+                raise ValueError(f"disable_viewport_rendering must be a bool, got {value!r}")
+            self.app.disable_viewport_rendering = value
+
+        return self._do(apply)
+
+    def runner_rows(self) -> list[RunnerRow]:
+        """One row per runner: name, rate, bindings, and whether it can be removed."""
+        timeline = self.app.timeline
+        runners = timeline.runners
+        rows = []
+        for name, runner in runners.items():
+            bound = [b.name for b in timeline.bindings if b.runner == name]
+            why = ""
+            if len(runners) == 1:
+                why = "the last runner cannot be removed"
+            elif name == self.app.main_runner:
+                why = "the App's main runner (its fixed steps) cannot be removed"
+            elif bound:
+                why = f"still has bindings ({', '.join(bound)}); bind them elsewhere first"
+            rows.append(RunnerRow(name, runner.hz_float, len(bound), not why, why))
+        return rows
+
+    def set_runner_hz(self, name: str, hz: float | Fraction) -> bool:
+        """Set a runner's rate (`TimeRunner.hz`: from its next boundary, exact)."""
+
+        def apply() -> None:
+            self.app.timeline.runner(name).hz = hz
+
+        return self._do(apply)
+
+    def add_runner(self, name: str | None = None, hz: float = DEFAULT_NEW_RUNNER_HZ) -> bool:
+        """Add a runner at 60 Hz, up to eight (the "Add Time Runner" button)."""
+        timeline = self.app.timeline
+        if name is None:
+            k = len(timeline.runners)
+            while f"Runner {k}" in timeline.runners:
+                k += 1
+            name = f"Runner {k}"
+        if len(timeline.runners) >= MAX_RUNNERS:
+            self.message = f"a scene holds at most {MAX_RUNNERS} runners; remove one first"
+            return False
+        return self._do(timeline.add_runner, name, hz)
+
+    def remove_runner(self, name: str) -> bool:
+        """Remove a runner; refused for the last one, the main one, or one with bindings."""
+        for row in self.runner_rows():
+            if row.name == name and not row.removable:
+                self.message = f"runner {name!r} cannot be removed: {row.why_not}"
+                return False
+        return self._do(self.app.timeline.remove_runner, name)
+
+    # ------------------------------------------------------------------ bindings
+    def _binding_ids(self) -> list[tuple[str, Binding]]:
+        seen: dict[str, int] = {}
+        out = []
+        for b in self.app.timeline.bindings:
+            k = seen.get(b.name, 0) + 1
+            seen[b.name] = k
+            out.append((b.name if k == 1 else f"{b.name}#{k}", b))
+        return out
+
+    def _is_recorder(self, b: Binding) -> bool:
+        return isinstance(getattr(b.callback, "__self__", None), Recorder)
+
+    def _is_subsystem(self, b: Binding) -> bool:
+        return b.name in SUBSYSTEMS and getattr(b.callback, "__self__", None) is self.app
+
+    def _row(self, bid: str, b: Binding, label: str) -> BindingRow:
+        ts = self.app.timeline.runner(b.runner).ts
+        return BindingRow(bid, label, b.runner, b.phase, b.priority, b.enabled, ts)
+
+    def script_rows(self) -> list[BindingRow]:
+        """The script callbacks (``fixed_update``, ``late_update`` and any bound callback)."""
+        return [
+            self._row(bid, b, bid)
+            for bid, b in self._binding_ids()
+            if not (self._is_recorder(b) or self._is_subsystem(b))
+        ]
+
+    def subsystem_rows(self) -> list[BindingRow]:
+        """The engine's own systems: the World's physics step and the mouse drag spring."""
+        return [
+            self._row(bid, b, SUBSYSTEMS[b.name])
+            for bid, b in self._binding_ids()
+            if self._is_subsystem(b)
+        ]
+
+    def binding(self, binding_id: str) -> Binding:
+        """The binding with this row id (its name; ``name#2`` for a second one).
+
+        Raises:
+            KeyError: Naming the known ids.
+        """
+        ids = dict(self._binding_ids())
+        if binding_id not in ids:
+            raise KeyError(f"no callback {binding_id!r}; the callbacks are {list(ids)}")
+        return ids[binding_id]
+
+    def set_binding(
+        self,
+        binding_id: str,
+        *,
+        runner: str | None = None,
+        phase: Phase | str | None = None,
+        priority: int | None = None,
+        enabled: bool | None = None,
+    ) -> bool:
+        """Rebind a callback (`Binding.rebind`) and/or turn it on or off."""
+
+        def apply() -> None:
+            b = self.binding(binding_id)
+            if enabled is not None and not isinstance(enabled, bool):
+                raise ValueError(f"binding {b.name!r} enabled must be a bool, got {enabled!r}")
+            if runner is not None or phase is not None or priority is not None:
+                b.rebind(runner=runner, phase=phase, priority=priority)
+            if enabled is not None:
+                b.enabled = enabled
+
+        return self._do(apply)
+
+    def world_systems(self) -> list[tuple[str, str]]:
+        """The World's sensors and actuators (they run inside ``world.step``)."""
+        world = self.app.world
+        if world is None:
+            return []
+        rows = [(s.name, f"{s.kind} sensor") for s in world.scene.sensors]
+        for robot in getattr(world.scene, "robots", ()):
+            for act in getattr(getattr(robot, "description", None), "actuators", ()) or ():
+                rows.append((getattr(act, "name", str(act)), type(act).__name__))
+        return rows
+
+    # ------------------------------------------------------------------ execution order
+    def execution_order(self) -> list[ExecutionOrderRow]:
+        """Every enabled system by phase and priority (`App.execution_order`)."""
+        return list(self.app.execution_order())
+
+    # ------------------------------------------------------------------ recorders
+    def recorder_rows(self) -> list[RecorderRow]:
+        """Every recorder attached to the App."""
+        mine = {id(r.recorder) for r in self._running.values()}
+        return [
+            RecorderRow(_kind(r), str(r.path), r.runner, r.phase, _count(r), id(r) in mine)
+            for r in self.app.recorders
+        ]
+
+    def recording(self, kind: str) -> bool:
+        """Whether the panel's recorder of this kind runs."""
+        return kind in self._running
+
+    def set_recorder(
+        self,
+        kind: str,
+        *,
+        runner: str | None = None,
+        phase: Phase | str | None = None,
+        path: str | None = None,
+    ) -> bool:
+        """Set a recorder kind's runner, phase and output path.
+
+        A running recorder of that kind moves to the new runner and phase at once
+        (`Recorder.rebind`); a new path applies at the next start.
+        """
+
+        def apply() -> None:
+            if kind not in RECORDER_KINDS:
+                raise ValueError(f"recorder kind must be one of {RECORDER_KINDS}, got {kind!r}")
+            old = self.recorder_settings[kind]
+            new_runner = old.runner if runner is None else runner
+            self.app.timeline.runner(new_runner)
+            new_phase = old.phase if phase is None else _phase(phase)
+            new_path = old.path if path is None else str(path)
+            running = self._running.get(kind)
+            if running is not None and (runner is not None or phase is not None):
+                running.recorder.rebind(runner=new_runner, phase=new_phase)
+            self.recorder_settings[kind] = RecorderSettings(new_runner, new_phase, new_path)
+
+        return self._do(apply)
+
+    def _default_path(self, kind: str) -> Path:
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.app.title).strip("-") or "kelab"
+        suffix = {"data": ".csv", "video": ".mp4", "lidar": ".npz"}[kind]
+        folder = self.app.recording_dir
+        n = 0
+        while (folder / f"{slug}-{kind}-{n:03d}{suffix}").exists():
+            n += 1
+        return folder / f"{slug}-{kind}-{n:03d}{suffix}"
+
+    def start_recorder(self, kind: str) -> bool:
+        """Start the panel's recorder of this kind (video, data or lidar)."""
+
+        def apply() -> None:
+            if kind not in RECORDER_KINDS:
+                raise ValueError(f"recorder kind must be one of {RECORDER_KINDS}, got {kind!r}")
+            if kind in self._running:
+                raise RuntimeError(f"the {kind} recorder already runs; stop it first")
+            cfg = self.recorder_settings[kind]
+            path = Path(cfg.path) if cfg.path else self._default_path(kind)
+            opts = {"runner": cfg.runner, "phase": cfg.phase}
+            rec: Recorder
+            if kind == "video":
+                rec = self.app.start_video_recording(path, **opts)
+            elif kind == "data":
+                bodies = None if self.app.world is not None else ()
+                rec = self.app.add_recorder(DataRecorder(path, bodies=bodies, **opts))
+            else:
+                from kelab.app.lidar_recorder import LidarRecorder
+
+                rec = self.app.add_recorder(LidarRecorder(path, **opts))
+            self._running[kind] = _Running(rec, kind)
+
+        return self._do(apply)
+
+    def stop_recorder(self, kind: str) -> bool:
+        """Stop the panel's recorder of this kind; its file is complete (`last_files`)."""
+
+        def apply() -> None:
+            running = self._running.pop(kind, None)
+            if running is None:
+                raise RuntimeError(f"the {kind} recorder is not running")
+            rec = running.recorder
+            if kind == "video" and self.app.recording:
+                self.app.stop_video_recording()
+            else:
+                self.app.remove_recorder(rec)
+            self.last_files[kind] = str(rec.path)
+
+        ok = self._do(apply)
+        return ok
+
+    # ------------------------------------------------------------------ plots
+    def available_signals(self) -> list[str]:
+        """Every signal that can be plotted."""
+        out = list(FRAME_SIGNALS)
+        world = self.app.world
+        if world is not None:
+            for b in world.body_names:
+                out += [f"{b}.{f}" for f in ("x", "y", "angle", "vx", "vy", "omega")]
+            for j in world.joint_names:
+                out += [f"{j}.pos", f"{j}.vel"]
+            for s in world.scene.sensors:
+                width = int(np.asarray(world.read_sensor(s.name)).shape[1])
+                out += [f"{s.name}[{k}]" for k in range(width)]
+        out += [f"app.{name}" for name in self._published]
+        return out
+
+    def add_plot(self, signal: str) -> bool:
+        """Plot a signal (see `available_signals`; ``app.NAME`` for `App.plot` values)."""
+
+        def apply() -> None:
+            if signal in self.plots:
+                return
+            if not signal.startswith("app.") and signal not in self.available_signals():
+                raise ValueError(
+                    f"no signal {signal!r}; choose one of available_signals() or app.NAME"
+                )
+            self.plots.append(signal)
+            if signal not in self._history and not signal.startswith("app."):
+                self._history[signal] = SignalHistory()
+
+        return self._do(apply)
+
+    def remove_plot(self, signal: str) -> bool:
+        """Stop plotting a signal."""
+
+        def apply() -> None:
+            if signal not in self.plots:
+                raise ValueError(f"{signal!r} is not plotted; plotted: {self.plots}")
+            self.plots.remove(signal)
+            if signal not in FRAME_SIGNALS:
+                self._history.pop(signal, None)
+
+        return self._do(apply)
+
+    def publish(self, name: str, value: float, x: float) -> None:
+        """Record a value a script publishes (`App.plot`) at simulated time ``x``.
+
+        Raises:
+            ValueError: For a non-string name, a non-finite value, or more than 64 names.
+        """
+        hist = self._published.get(name)
+        if hist is None:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"App.plot name must be a non-empty string, got {name!r}")
+            if len(self._published) >= MAX_PUBLISHED:
+                raise ValueError(
+                    f"App.plot keeps at most {MAX_PUBLISHED} signals; {name!r} would be one more"
+                )
+            hist = self._published[name] = SignalHistory()
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise ValueError(f"App.plot({name!r}) value must be a real number, got {value!r}")
+        v = float(value)
+        if not math.isfinite(v):
+            raise ValueError(f"App.plot({name!r}) value must be finite, got {value!r}")
+        hist.add(x, v)
+
+    def history(self, signal: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, y)`` samples of a signal, oldest first (x: simulated seconds)."""
+        if signal.startswith("app."):
+            hist = self._published.get(signal[4:])
+        else:
+            hist = self._history.get(signal)
+        if hist is None:
+            return np.zeros(0), np.zeros(0)
+        return hist.arrays()
+
+    def sample(self, frame_time_s: float, steps: int, rtf: float) -> None:
+        """Sample the frame statistics and the plotted World signals (once per frame)."""
+        t = self.app.sim_time
+        h = self._history
+        h["frame.time_ms"].add(t, frame_time_s * 1e3)
+        h["frame.steps_per_frame"].add(t, float(steps))
+        h["frame.real_time_factor"].add(t, rtf)
+        world = self.app.world
+        wanted = [s for s in self.plots if s in h and s not in FRAME_SIGNALS]
+        if world is None or not wanted:
+            return
+        cache: dict[str, np.ndarray] = {}
+        for sig in wanted:
+            value = self._read_signal(world, sig, cache)
+            if value is not None:
+                h[sig].add(t, value)
+
+    def _read_signal(self, world: Any, sig: str, cache: dict[str, np.ndarray]) -> float | None:
+        if sig.endswith("]") and "[" in sig:
+            name, k = sig[:-1].rsplit("[", 1)
+            return float(np.asarray(world.read_sensor(name))[0, int(k)])
+        base, field = sig.rsplit(".", 1)
+        if field in ("x", "y", "angle", "vx", "vy", "omega"):
+            key = "poses" if field in ("x", "y", "angle") else "vel"
+            if key not in cache:
+                cache[key] = world.body_poses if key == "poses" else world.body_velocities
+            col = ("x", "y", "angle", "vx", "vy", "omega").index(field) % 3
+            return float(cache[key][0, world.body_names.index(base), col])
+        if field in ("pos", "vel"):
+            key = "jpos" if field == "pos" else "jvel"
+            if key not in cache:
+                cache[key] = world.joint_positions if field == "pos" else world.joint_velocities
+            return float(cache[key][0, world.joint_names.index(base)])
+        return None
+
+    # ------------------------------------------------------------------ settings
+    def current_settings(self) -> PanelSettings:
+        """What the settings file would hold now."""
+        timeline = self.app.timeline
+        bindings = {
+            bid: BindingSettings(b.runner, b.phase, b.priority, b.enabled)
+            for bid, b in self._binding_ids()
+            if not self._is_recorder(b)
+        }
+        return PanelSettings(
+            time_mode=self.app.time_mode,
+            disable_viewport_rendering=self.app.disable_viewport_rendering,
+            runners=tuple((n, r.hz) for n, r in timeline.runners.items()),
+            bindings=bindings,
+            recorders=dict(self.recorder_settings),
+            plots=tuple(self.plots),
+            open=self.open,
+            page=self.page,
+        )
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the settings file atomically (default: `settings_path`)."""
+        out = save_settings(self.current_settings(), path or self.settings_path)
+        self.dirty = False
+        return out
+
+    def load(self, path: str | os.PathLike[str] | None = None) -> bool:
+        """Read and apply a settings file, all or nothing.
+
+        A missing file is not an error (defaults stay). A bad file leaves everything as it
+        was and sets `settings_error` (and `message`) naming the field.
+
+        Returns:
+            True when a file was applied.
+        """
+        p = Path(path) if path is not None else self.settings_path
+        if not p.is_file():
+            return False
+        try:
+            settings = load_settings(p)
+            self.apply(settings, source=p)
+        except SettingsError as exc:
+            self.settings_error = self.message = str(exc)
+            return False
+        self.settings_error = None
+        self.dirty = False
+        return True
+
+    def apply(self, s: PanelSettings, source: Path | None = None) -> None:
+        """Apply settings to the App, all or nothing.
+
+        Raises:
+            SettingsError: Naming the field, when they do not fit this App (an unknown
+                runner, too many runners, ...); nothing was changed then.
+        """
+        where = f"settings file {source}" if source else "settings"
+        timeline = self.app.timeline
+        current = timeline.runners
+        names = list(current) + [n for n, _ in s.runners if n not in current]
+        if len(names) > MAX_RUNNERS:
+            raise SettingsError(
+                f"{where}: runners must hold at most {MAX_RUNNERS} runners with the App's own, "
+                f"got {len(names)}; remove some"
+            )
+        ids = dict(self._binding_ids())
+        for bid, b in s.bindings.items():
+            if b.runner not in names:
+                raise SettingsError(
+                    f"{where}: bindings.{bid}.runner must be one of the runners {names}, "
+                    f"got {b.runner!r}; fix it or delete the file"
+                )
+        for kind, r in s.recorders.items():
+            if r.runner not in names:
+                raise SettingsError(
+                    f"{where}: recorders.{kind}.runner must be one of the runners {names}, "
+                    f"got {r.runner!r}; fix it or delete the file"
+                )
+        undo = self._snapshot()
+        try:
+            if s.time_mode is not None and s.time_mode is not self.app.time_mode:
+                self.app.time_mode = s.time_mode
+            if s.disable_viewport_rendering is not None:
+                self.app.disable_viewport_rendering = s.disable_viewport_rendering
+            for name, hz in s.runners:
+                if name in timeline.runners:
+                    timeline.runner(name).hz = hz
+                else:
+                    timeline.add_runner(name, hz)
+            for bid, bs in s.bindings.items():
+                b = ids.get(bid)
+                if b is None or self._is_recorder(b):
+                    continue  # a callback this script no longer binds
+                b.rebind(runner=bs.runner, phase=bs.phase, priority=bs.priority)
+                b.enabled = bs.enabled
+        except (ValueError, KeyError, RuntimeError) as exc:
+            self._restore(undo)
+            raise SettingsError(f"{where}: {exc}; the defaults were kept") from None
+        self.recorder_settings.update(s.recorders)
+        self.plots = [p for p in s.plots if p.startswith("app.") or p in self._plottable()]
+        for p in self.plots:
+            if not p.startswith("app."):
+                self._history.setdefault(p, SignalHistory())
+        if s.page is not None:
+            self.page = s.page
+        if s.open is not None:
+            self.open = s.open
+
+    def _plottable(self) -> set[str]:
+        try:
+            return set(self.available_signals())
+        except Exception:  # a World that cannot be read yet: keep the frame signals
+            return set(FRAME_SIGNALS)
+
+    def _snapshot(self) -> tuple[Any, ...]:
+        timeline = self.app.timeline
+        return (
+            self.app.time_mode,
+            self.app.disable_viewport_rendering,
+            {n: r.hz for n, r in timeline.runners.items()},
+            [(b, b.runner, b.phase, b.priority, b.enabled) for b in timeline.bindings],
+        )
+
+    def _restore(self, undo: tuple[Any, ...]) -> None:
+        mode, dvr, rates, bindings = undo
+        timeline = self.app.timeline
+        for b, runner, phase, priority, enabled in bindings:
+            b.rebind(runner=runner, phase=phase, priority=priority)
+            b.enabled = enabled
+        for name in list(timeline.runners):
+            if name not in rates:
+                timeline.remove_runner(name)
+        for name, hz in rates.items():
+            timeline.runner(name).hz = hz
+        if self.app.time_mode is not mode:
+            self.app.time_mode = mode
+        self.app.disable_viewport_rendering = dvr
+
+
+def _phase(value: Phase | str) -> Phase:
+    if isinstance(value, Phase):
+        return value
+    if isinstance(value, str) and value.upper() in Phase.__members__:
+        return Phase[value.upper()]
+    raise ValueError(f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {value!r}")
+
+
+def signal_groups(signals: Sequence[str]) -> dict[str, list[str]]:
+    """Group signal names for the Plots page's picker (frame, bodies, joints, sensors, app)."""
+    groups: dict[str, list[str]] = {}
+    for s in signals:
+        if s.startswith("frame."):
+            g = "Frame"
+        elif s.startswith("app."):
+            g = "Published (app.plot)"
+        elif s.endswith("]"):
+            g = "Sensors"
+        elif s.endswith((".pos", ".vel")):
+            g = "Joints"
+        else:
+            g = "Bodies"
+        groups.setdefault(g, []).append(s)
+    return groups

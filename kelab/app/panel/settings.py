@@ -1,0 +1,358 @@
+"""The per-scene settings file of the Settings panel: JSON, validated field by field.
+
+The file holds what a person set in the panel: the time mode, the runners and their
+rates, each callback's runner, phase, priority and on/off state, the recorders' runner,
+phase and output path, the plotted signals and which page was open. `load_settings`
+validates the whole file before anything is applied, and raises `SettingsError` naming
+the field, the value and the fix; `save_settings` writes atomically (temp file, fsync,
+rename). No imgui here: an App reads its settings without the panel's toolkit.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from kelab.timing.config import TimeMode
+from kelab.timing.timeline import MAX_HZ, MAX_RUNNERS, MIN_HZ, Phase
+
+__all__ = [
+    "PAGES",
+    "RECORDER_KINDS",
+    "BindingSettings",
+    "PanelSettings",
+    "RecorderSettings",
+    "SettingsError",
+    "default_settings_path",
+    "load_settings",
+    "save_settings",
+]
+
+#: The panel's pages, in tab order.
+PAGES = ("Time Runners", "Scripts", "Subsystems", "Recorder", "Execution Order", "Plots")
+#: The recorders the panel starts and configures.
+RECORDER_KINDS = ("data", "video", "lidar")
+SETTINGS_VERSION = 1
+_MAX_FILE_BYTES = 1 << 20
+
+
+class SettingsError(ValueError):
+    """A settings file that cannot be used; the message names the field and the fix."""
+
+
+@dataclass(frozen=True)
+class BindingSettings:
+    """Where one callback runs.
+
+    Attributes:
+        runner: The runner's name.
+        phase: The phase.
+        priority: Order inside the phase (lower first).
+        enabled: Whether it runs.
+    """
+
+    runner: str
+    phase: Phase
+    priority: int
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    """How the panel runs one kind of recorder.
+
+    Attributes:
+        runner: The runner whose steps are recorded.
+        phase: The phase it records in.
+        path: The output file ("" for the default next to the recording folder).
+    """
+
+    runner: str = "Capture"
+    phase: Phase = Phase.ACQUISITION
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class PanelSettings:
+    """Everything the settings file holds (None / empty: leave the App's default).
+
+    Attributes:
+        time_mode: The scene time mode.
+        disable_viewport_rendering: Skip drawing while running in SIM_HIGH_PERF.
+        runners: ``(name, hz)`` in order; rates are exact Fractions.
+        bindings: Callback id -> where it runs.
+        recorders: Recorder kind -> its settings.
+        plots: Plotted signal names.
+        open: Whether the panel is open at start.
+        page: The page shown.
+    """
+
+    time_mode: TimeMode | None = None
+    disable_viewport_rendering: bool | None = None
+    runners: tuple[tuple[str, Fraction], ...] = ()
+    bindings: dict[str, BindingSettings] = field(default_factory=dict)
+    recorders: dict[str, RecorderSettings] = field(default_factory=dict)
+    plots: tuple[str, ...] = ()
+    open: bool | None = None
+    page: str | None = None
+
+
+def default_settings_path(title: str) -> Path:
+    """The default file: next to the running script, named by the scene (the App title).
+
+    Args:
+        title: The App's title; ``"Multi rate!"`` gives ``Multi-rate.kelab.json``.
+
+    Returns:
+        ``<script folder>/<slug>.kelab.json`` (the current folder when there is no script).
+    """
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    folder = Path(main).resolve().parent if main else Path.cwd()
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-.") or "kelab"
+    return folder / f"{slug}.kelab.json"
+
+
+def _hz_to_json(hz: Fraction) -> float | str:
+    as_float = float(hz)
+    if Fraction(repr(as_float)) == hz:
+        return int(as_float) if as_float.is_integer() else as_float
+    return f"{hz.numerator}/{hz.denominator}"
+
+
+def settings_to_json(s: PanelSettings) -> dict[str, Any]:
+    """The JSON object a `PanelSettings` is saved as."""
+    out: dict[str, Any] = {"version": SETTINGS_VERSION}
+    if s.time_mode is not None:
+        out["time_mode"] = s.time_mode.name
+    if s.disable_viewport_rendering is not None:
+        out["disable_viewport_rendering"] = s.disable_viewport_rendering
+    out["runners"] = [{"name": n, "hz": _hz_to_json(hz)} for n, hz in s.runners]
+    out["bindings"] = {
+        k: {"runner": b.runner, "phase": b.phase.name, "priority": b.priority, "enabled": b.enabled}
+        for k, b in s.bindings.items()
+    }
+    out["recorders"] = {
+        k: {"runner": r.runner, "phase": r.phase.name, "path": r.path}
+        for k, r in s.recorders.items()
+    }
+    out["plots"] = list(s.plots)
+    panel: dict[str, Any] = {}
+    if s.open is not None:
+        panel["open"] = s.open
+    if s.page is not None:
+        panel["page"] = s.page
+    out["panel"] = panel
+    return out
+
+
+def save_settings(settings: PanelSettings, path: str | os.PathLike[str]) -> Path:
+    """Write ``settings`` to ``path`` as indented JSON, atomically.
+
+    Returns:
+        The path written.
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(settings_to_json(settings), indent=2) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, out)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return out
+
+
+class _Reader:
+    """Validates one JSON document, naming each field by its path."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, where: str, must: str, got: object, fix: str = "") -> SettingsError:
+        shown = repr(got)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        fix = fix or "fix the value, or delete the file to start from the defaults"
+        return SettingsError(
+            f"settings file {self.path}: {where} must be {must}, got {shown}; {fix}"
+        )
+
+    def obj(self, value: object, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, "a JSON object", value)
+        unknown = [k for k in value if k not in allowed]
+        if unknown:
+            raise self.fail(
+                f"{where}.{unknown[0]}" if where else unknown[0],
+                f"one of the known fields {list(allowed)}",
+                unknown[0],
+                "remove it",
+            )
+        return value
+
+    def string(self, value: object, where: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(where, "a non-empty string", value)
+        return value
+
+    def boolean(self, value: object, where: str) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(where, "true or false", value)
+        return value
+
+    def phase(self, value: object, where: str) -> Phase:
+        names = [p.name for p in Phase]
+        if not isinstance(value, str) or value.upper() not in names:
+            raise self.fail(where, f"a phase ({', '.join(names)})", value)
+        return Phase[value.upper()]
+
+    def priority(self, value: object, where: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 1_000_000:
+            raise self.fail(where, "an integer priority (lower runs first)", value)
+        return value
+
+    def hz(self, value: object, where: str) -> Fraction:
+        rate: Fraction | None = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                rate = None
+            else:
+                rate = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+        elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*/\s*\d+\s*", value):
+            num, den = (int(x) for x in value.split("/"))
+            rate = Fraction(num, den) if den else None
+        if rate is None or not MIN_HZ <= rate <= MAX_HZ:
+            raise self.fail(where, "a rate from 0.01 to 1000 Hz (a number or 'p/q')", value)
+        return rate
+
+
+def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
+    """Read and validate a settings file (nothing is applied here).
+
+    Args:
+        path: The JSON file.
+
+    Returns:
+        The settings.
+
+    Raises:
+        SettingsError: When the file cannot be read or a field is wrong; the message
+            names the field (``runners[1].hz``), the value and the fix.
+        FileNotFoundError: When there is no file.
+    """
+    p = Path(path)
+    size = p.stat().st_size
+    r = _Reader(p)
+    if size > _MAX_FILE_BYTES:
+        raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", f"{size} bytes")
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SettingsError(
+            f"settings file {p}: the file must be JSON, got a parse error ({exc}); fix it or "
+            "delete the file to start from the defaults"
+        ) from None
+    top = r.obj(
+        doc,
+        "",
+        (
+            "version",
+            "scene",
+            "time_mode",
+            "disable_viewport_rendering",
+            "runners",
+            "bindings",
+            "recorders",
+            "plots",
+            "panel",
+        ),
+    )
+    version = top.get("version", SETTINGS_VERSION)
+    if version != SETTINGS_VERSION:
+        raise r.fail("version", f"{SETTINGS_VERSION}", version)
+    time_mode = None
+    if "time_mode" in top:
+        modes = [m.name for m in TimeMode]
+        value = top["time_mode"]
+        if not isinstance(value, str) or value.upper() not in modes:
+            raise r.fail("time_mode", f"one of {modes}", value)
+        time_mode = TimeMode[value.upper()]
+    dvr = None
+    if "disable_viewport_rendering" in top:
+        dvr = r.boolean(top["disable_viewport_rendering"], "disable_viewport_rendering")
+    runners: list[tuple[str, Fraction]] = []
+    raw_runners = top.get("runners", [])
+    if not isinstance(raw_runners, list):
+        raise r.fail("runners", "a list of {name, hz} objects", raw_runners)
+    if len(raw_runners) > MAX_RUNNERS:
+        raise r.fail("runners", f"at most {MAX_RUNNERS} runners", f"{len(raw_runners)} runners")
+    for i, item in enumerate(raw_runners):
+        where = f"runners[{i}]"
+        obj = r.obj(item, where, ("name", "hz"))
+        if "name" not in obj or "hz" not in obj:
+            raise r.fail(where, "an object with 'name' and 'hz'", item)
+        name = r.string(obj["name"], f"{where}.name")
+        if any(name == n for n, _ in runners):
+            raise r.fail(f"{where}.name", "unique", name, "rename or remove the duplicate")
+        runners.append((name, r.hz(obj["hz"], f"{where}.hz")))
+    bindings: dict[str, BindingSettings] = {}
+    raw_bindings = r.obj(top.get("bindings", {}), "bindings", tuple(top.get("bindings", {}) or ()))
+    for key, item in raw_bindings.items():
+        where = f"bindings.{key}"
+        obj = r.obj(item, where, ("runner", "phase", "priority", "enabled"))
+        missing = [k for k in ("runner", "phase", "priority") if k not in obj]
+        if missing:
+            raise r.fail(f"{where}.{missing[0]}", "present", None, f"add '{missing[0]}'")
+        bindings[key] = BindingSettings(
+            r.string(obj["runner"], f"{where}.runner"),
+            r.phase(obj["phase"], f"{where}.phase"),
+            r.priority(obj["priority"], f"{where}.priority"),
+            r.boolean(obj.get("enabled", True), f"{where}.enabled"),
+        )
+    recorders: dict[str, RecorderSettings] = {}
+    raw_recorders = r.obj(top.get("recorders", {}), "recorders", RECORDER_KINDS)
+    for kind, item in raw_recorders.items():
+        where = f"recorders.{kind}"
+        obj = r.obj(item, where, ("runner", "phase", "path"))
+        path_value = obj.get("path", "")
+        if not isinstance(path_value, str):
+            raise r.fail(f"{where}.path", "a file path string", path_value)
+        recorders[kind] = RecorderSettings(
+            r.string(obj.get("runner", "Capture"), f"{where}.runner"),
+            r.phase(obj.get("phase", "ACQUISITION"), f"{where}.phase"),
+            path_value,
+        )
+    plots = top.get("plots", [])
+    if not isinstance(plots, list) or not all(isinstance(x, str) and x for x in plots):
+        raise r.fail("plots", "a list of signal names", plots)
+    panel = r.obj(top.get("panel", {}), "panel", ("open", "page"))
+    is_open = r.boolean(panel["open"], "panel.open") if "open" in panel else None
+    page = panel.get("page")
+    if page is not None and page not in PAGES:
+        raise r.fail("panel.page", f"one of {list(PAGES)}", page)
+    return PanelSettings(
+        time_mode=time_mode,
+        disable_viewport_rendering=dvr,
+        runners=tuple(runners),
+        bindings=bindings,
+        recorders=recorders,
+        plots=tuple(dict.fromkeys(plots)),
+        open=is_open,
+        page=page,
+    )

@@ -1,0 +1,280 @@
+"""Draws the Settings panel's pages with Dear ImGui and ImPlot (imgui-bundle).
+
+Every widget reads the `PanelModel` and calls it on change; the drawing keeps no state of
+its own besides text being edited. `PanelUI.rows` records the row labels each page drew
+in the last frame, so tests can check what a page showed without reading pixels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from imgui_bundle import imgui, implot
+
+from kelab.app.panel.model import FRAME_SIGNALS, PanelModel, signal_groups
+from kelab.app.panel.settings import PAGES, RECORDER_KINDS
+from kelab.timing.config import TimeMode
+from kelab.timing.timeline import MAX_RUNNERS, Phase
+
+__all__ = ["PanelUI"]
+
+TIME_MODE_LABELS = {
+    TimeMode.GAME_REALTIME: "Game Realtime (Non-Deterministic)",
+    TimeMode.SIM_REALTIME: "Sim Realtime (Deterministic Capped)",
+    TimeMode.SIM_HIGH_PERF: "Sim High Perf. (Deterministic Uncapped)",
+}
+PHASES = [p.name.capitalize() for p in Phase]
+_RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
+_GREY = imgui.ImVec4(0.65, 0.67, 0.7, 1.0)
+_ENTER = imgui.InputTextFlags_.enter_returns_true.value
+_AUTO = implot.AxisFlags_.auto_fit.value
+
+
+class PanelUI:
+    """The ImGui drawing of a `PanelModel`.
+
+    Call `draw` once per frame, between ``imgui.new_frame()`` and ``imgui.render()``.
+
+    Args:
+        model: The model shown and changed.
+        width: Panel width in pixels (the panel docks to the window's left edge).
+    """
+
+    def __init__(self, model: PanelModel, width: int = 430) -> None:
+        self.model = model
+        self.width = width
+        self.rect = (0, 0, 0, 0)
+        """The panel window ``(x, y, w, h)`` in pixels, as drawn last frame."""
+        self.rows: dict[str, list[str]] = {}
+        """Row labels each page drew last frame (only the shown page draws)."""
+        self._shown_page: str | None = None
+        self._paths: dict[str, str] = {}
+        self._new_name = ""
+
+    # ------------------------------------------------------------------ frame
+    def draw(self, display: tuple[int, int]) -> None:
+        """Draw the panel window for this frame."""
+        m = self.model
+        w = min(self.width, max(120, display[0] - 16))
+        imgui.set_next_window_pos(imgui.ImVec2(8, 8), imgui.Cond_.first_use_ever.value)
+        imgui.set_next_window_size(
+            imgui.ImVec2(w, max(120, display[1] - 16)), imgui.Cond_.first_use_ever.value
+        )
+        flags = imgui.WindowFlags_.no_collapse.value
+        imgui.begin("Settings (F2)", None, flags)
+        pos, size = imgui.get_window_pos(), imgui.get_window_size()
+        self.rect = (int(pos.x), int(pos.y), int(size.x + 0.999), int(size.y + 0.999))
+        if m.settings_error:
+            imgui.push_text_wrap_pos(0.0)
+            imgui.text_colored(_RED, f"Settings file not used: {m.settings_error}")
+            imgui.pop_text_wrap_pos()
+        if imgui.begin_tab_bar("pages"):
+            for page in PAGES:
+                select = m.page == page and self._shown_page != page
+                tab_flags = imgui.TabItemFlags_.set_selected.value if select else 0
+                opened, _ = imgui.begin_tab_item(page, None, tab_flags)
+                if opened:
+                    if self._shown_page == m.page or select:
+                        m.page = page
+                    self._shown_page = page
+                    self.rows[page] = []
+                    imgui.begin_child("page", imgui.ImVec2(0, -28))
+                    getattr(self, "_" + page.lower().replace(" ", "_"))()
+                    imgui.end_child()
+                    imgui.end_tab_item()
+            imgui.end_tab_bar()
+        if m.message:
+            imgui.text_colored(_RED, m.message)
+        else:
+            saved = "unsaved changes" if m.dirty else "saved"
+            imgui.text_colored(_GREY, f"{m.settings_path.name} ({saved})")
+            imgui.same_line()
+            if imgui.small_button("Save"):
+                try:
+                    m.save()
+                except OSError as exc:
+                    m.message = f"could not save {m.settings_path}: {exc}"
+        imgui.end()
+
+    def _row(self, label: str) -> None:
+        self.rows[self.model.page].append(label)
+
+    def _runner_combo(self, label: str, current: str) -> str | None:
+        names = list(self.model.app.timeline.runners)
+        idx = names.index(current) if current in names else 0
+        changed, new = imgui.combo(label, idx, names)
+        return names[new] if changed else None
+
+    def _phase_combo(self, label: str, current: Phase) -> Phase | None:
+        changed, new = imgui.combo(label, int(current), PHASES)
+        return Phase(new) if changed else None
+
+    # ------------------------------------------------------------------ pages
+    def _time_runners(self) -> None:
+        m = self.model
+        modes = list(TIME_MODE_LABELS)
+        changed, idx = imgui.combo(
+            "Scene Time Mode", modes.index(m.time_mode), list(TIME_MODE_LABELS.values())
+        )
+        if changed:
+            m.set_time_mode(modes[idx])
+        if m.time_mode is TimeMode.SIM_HIGH_PERF:
+            changed, value = imgui.checkbox(
+                "Disable Viewport Rendering", m.app.disable_viewport_rendering
+            )
+            if changed:
+                m.set_disable_viewport_rendering(value)
+        imgui.separator()
+        for i, row in enumerate(m.runner_rows()):
+            self._row(f"Runner {i}: {row.name}")
+            imgui.push_id(f"runner{i}")
+            imgui.align_text_to_frame_padding()
+            imgui.text(f"Runner {i}: {row.name}")
+            imgui.same_line(150)
+            imgui.set_next_item_width(110)
+            changed, hz = imgui.input_float("Hz", row.hz, 0.0, 0.0, "%.2f", _ENTER)
+            if changed:
+                m.set_runner_hz(row.name, float(hz))
+            imgui.same_line()
+            imgui.text_colored(_GREY, f"{1000.0 / row.hz:.1f} ms, {row.bindings} bound")
+            imgui.same_line()
+            if imgui.small_button("Remove"):
+                m.remove_runner(row.name)
+            if not row.removable:
+                imgui.set_item_tooltip(f"cannot be removed: {row.why_not}")
+            imgui.pop_id()
+        n = len(m.app.timeline.runners)
+        if imgui.button(f"Add Time Runner ({n}/{MAX_RUNNERS})"):
+            m.add_runner()
+
+    def _binding_rows(self, rows: Any) -> None:
+        m = self.model
+        for row in rows:
+            self._row(row.label)
+            imgui.push_id(row.id)
+            changed, on = imgui.checkbox(row.label, row.enabled)
+            if changed:
+                m.set_binding(row.id, enabled=on)
+            imgui.indent()
+            imgui.set_next_item_width(120)
+            runner = self._runner_combo("TimeRunner", row.runner)
+            if runner is not None:
+                m.set_binding(row.id, runner=runner)
+            imgui.same_line()
+            imgui.set_next_item_width(120)
+            phase = self._phase_combo("Phase", row.phase)
+            if phase is not None:
+                m.set_binding(row.id, phase=phase)
+            imgui.set_next_item_width(120)
+            changed, prio = imgui.input_int("Priority", row.priority, 0, 0, _ENTER)
+            if changed:
+                m.set_binding(row.id, priority=int(prio))
+            imgui.same_line()
+            imgui.text_colored(_GREY, f"ts = {row.ts * 1000:.2f} ms")
+            imgui.unindent()
+            imgui.pop_id()
+
+    def _scripts(self) -> None:
+        self._binding_rows(self.model.script_rows())
+
+    def _subsystems(self) -> None:
+        m = self.model
+        self._binding_rows(m.subsystem_rows())
+        systems = m.world_systems()
+        if systems:
+            imgui.separator()
+            imgui.text_colored(_GREY, "Sensors and actuators (run inside World.step):")
+            for name, kind in systems:
+                self._row(name)
+                imgui.bullet_text(f"{name}  ({kind})")
+        elif m.app.world is None:
+            imgui.text_colored(_GREY, "No World: the App steps no physics.")
+
+    def _recorder(self) -> None:
+        m = self.model
+        for kind in RECORDER_KINDS:
+            cfg = m.recorder_settings[kind]
+            self._row(f"{kind} recorder")
+            imgui.push_id(kind)
+            imgui.separator_text(f"{kind.capitalize()} recorder")
+            imgui.set_next_item_width(120)
+            runner = self._runner_combo("TimeRunner", cfg.runner)
+            if runner is not None:
+                m.set_recorder(kind, runner=runner)
+            imgui.same_line()
+            imgui.set_next_item_width(120)
+            phase = self._phase_combo("Phase", cfg.phase)
+            if phase is not None:
+                m.set_recorder(kind, phase=phase)
+            text = self._paths.get(kind, cfg.path)
+            imgui.set_next_item_width(-80)
+            changed, text = imgui.input_text("Output", text, _ENTER)
+            self._paths[kind] = text
+            if changed:
+                m.set_recorder(kind, path=text)
+            running = m.recording(kind)
+            if imgui.button("Stop" if running else "Start"):
+                if running:
+                    m.stop_recorder(kind)
+                else:
+                    m.start_recorder(kind)
+            imgui.same_line()
+            last = m.last_files.get(kind)
+            imgui.text_colored(_GREY, "recording..." if running else f"last file: {last or '-'}")
+            imgui.pop_id()
+        rows = m.recorder_rows()
+        if rows:
+            imgui.separator_text("Attached recorders")
+            for r in rows:
+                label = f"{r.kind}: {r.path}"
+                self._row(label)
+                imgui.bullet_text(f"{label}  [{r.runner}, {r.phase.name}] {r.count}")
+
+    def _execution_order(self) -> None:
+        flags = (imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h).value
+        if imgui.begin_table("order", 5, flags):
+            for h in ("Phase", "Prio", "System", "Runner", "Hz"):
+                imgui.table_setup_column(h)
+            imgui.table_headers_row()
+            for r in self.model.execution_order():
+                self._row(r.name)
+                imgui.table_next_row()
+                for cell in (r.phase.name.capitalize(), str(r.priority), r.name, r.runner):
+                    imgui.table_next_column()
+                    imgui.text(cell)
+                imgui.table_next_column()
+                imgui.text(f"{r.hz:g}")
+            imgui.end_table()
+
+    def _plots(self) -> None:
+        m = self.model
+        stats = m.app.stats
+        imgui.text(
+            f"{stats.fps:5.1f} fps   {stats.steps_per_frame} steps/frame   "
+            f"real-time x{stats.real_time_factor:.2f}"
+        )
+        if imgui.begin_combo("Add signal", "choose..."):
+            for group, names in signal_groups(m.available_signals()).items():
+                imgui.text_colored(_GREY, group)
+                for name in names:
+                    if name in m.plots or name in FRAME_SIGNALS:
+                        continue
+                    if imgui.selectable(name, False)[0]:
+                        m.add_plot(name)
+            imgui.end_combo()
+        height = 110
+        for sig in (*FRAME_SIGNALS, *m.plots):
+            self._row(sig)
+            x, y = m.history(sig)
+            imgui.push_id(sig)
+            if sig not in FRAME_SIGNALS:
+                if imgui.small_button("x"):
+                    m.remove_plot(sig)
+                imgui.same_line()
+            imgui.text(f"{sig} = {y[-1]:.4g}" if y.size else sig)
+            if implot.begin_plot("##plot", imgui.ImVec2(-1, height)):
+                implot.setup_axes("", "", _AUTO, _AUTO)
+                if x.size:
+                    implot.plot_line(sig, x, y)
+                implot.end_plot()
+            imgui.pop_id()
