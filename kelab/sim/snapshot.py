@@ -23,9 +23,21 @@ import numpy as np
 MAGIC = b"KESNAP1"
 """The first bytes of every serialised snapshot (format version 1)."""
 
+MAX_HEADER_BYTES = 256 * 2**20
+"""Largest JSON header ``from_bytes`` reads (256 MiB; a 16384-copy World needs ~3 MiB)."""
+MAX_META_DEPTH = 32
+"""Deepest nesting of ``meta`` (a World's RNG states are 5 levels deep)."""
+MAX_NDIM = 32
+"""Most dimensions of a stored array."""
+
 _LEN = struct.Struct("<Q")
 _DIGEST_SIZE = 32  # sha256
 _MAX_DIM = 2**62
+_NPY_MAGIC = b"\x93NUMPY\x01\x00"  # .npy format version 1.0, the only one to_bytes writes
+_NPY_HEADER_MAX = 10_000  # numpy's own bound on a .npy header
+# array dtypes a snapshot stores: plain numbers (kind: allowed item sizes) and packed records of
+# them. Never object, void/opaque, string or datetime dtypes.
+_DTYPE_SIZES = {"b": (1,), "i": (1, 2, 4, 8), "u": (1, 2, 4, 8), "f": (2, 4, 8), "c": (8, 16)}
 
 # bit generators rng_from_state may construct (an allowlist, never getattr on user input)
 _BIT_GENERATORS: dict[str, type[np.random.BitGenerator]] = {
@@ -153,7 +165,14 @@ def _encode_state(value: Any) -> Any:
 def _decode_state(value: Any) -> Any:
     if isinstance(value, Mapping):
         if _ND_TAG in value:
-            arr = np.array(list(value["data"]), dtype=np.dtype(value[_ND_TAG]))
+            tag = value[_ND_TAG]
+            dtype = np.dtype(tag) if isinstance(tag, str) and len(tag) <= 8 else None
+            if dtype is None or dtype.kind not in "iu":
+                raise ValueError(f"array dtype must be an integer dtype string, got {tag!r}")
+            data = value["data"]
+            if not isinstance(data, (list, tuple)) or len(data) > 2**16:
+                raise ValueError("array data must be a list of at most 65536 integers")
+            arr = np.array(list(data), dtype=dtype)
             return arr.reshape(tuple(value["shape"]))
         return {k: _decode_state(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -162,8 +181,13 @@ def _decode_state(value: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- JSON helpers
-def _freeze(value: Any, where: str) -> Any:
+def _freeze(value: Any, where: str, depth: int = 0) -> Any:
     """Deep-copy JSON-able data into an immutable form (MappingProxyType, tuple)."""
+    if depth > MAX_META_DEPTH:
+        raise ValueError(
+            f"Snapshot meta must be nested at most {MAX_META_DEPTH} levels deep, got deeper "
+            f"data at meta{where[:200]}; flatten it or store it in an array"
+        )
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, np.bool_):
@@ -181,11 +205,11 @@ def _freeze(value: Any, where: str) -> Any:
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ValueError(f"Snapshot meta{where} has key {k!r}; JSON keys must be str")
-            out[k] = _freeze(v, f"{where}[{k!r}]")
+                raise ValueError(f"Snapshot meta{where} has key {k!r:.40}; JSON keys must be str")
+            out[k] = _freeze(v, f"{where}[{k!r:.40}]", depth + 1)
         return MappingProxyType(out)
     if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v, f"{where}[{i}]") for i, v in enumerate(value))
+        return tuple(_freeze(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
     raise ValueError(
         f"Snapshot meta{where} is a {type(value).__name__}, which is not JSON-able; "
         f"use dict, list, str, int, float, bool or None (arrays go in `arrays`)"
@@ -251,19 +275,27 @@ class Snapshot:
         meta: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(fingerprint, str) or not fingerprint:
-            raise ValueError(f"Snapshot fingerprint must be a non-empty str, got {fingerprint!r}")
+            raise ValueError(
+                f"Snapshot fingerprint must be a non-empty str, got {_short(fingerprint)}"
+            )
         if (
             isinstance(step_count, bool)
             or not isinstance(step_count, (int, np.integer))
-            or step_count < 0
+            or not 0 <= step_count < 2**63
         ):
-            raise ValueError(f"Snapshot step_count must be an int >= 0, got {step_count!r}")
-        if (
-            isinstance(sim_time, bool)
-            or not isinstance(sim_time, (int, float, np.floating, np.integer))
-            or not math.isfinite(sim_time)
+            raise ValueError(
+                f"Snapshot step_count must be an int in [0, 2**63), got {_short(step_count)}"
+            )
+        if isinstance(sim_time, bool) or not isinstance(
+            sim_time, (int, float, np.floating, np.integer)
         ):
-            raise ValueError(f"Snapshot sim_time must be a finite number, got {sim_time!r}")
+            raise ValueError(f"Snapshot sim_time must be a finite number, got {_short(sim_time)}")
+        try:
+            finite = math.isfinite(sim_time)
+        except OverflowError:  # an int beyond float range
+            finite = False
+        if not finite:
+            raise ValueError(f"Snapshot sim_time must be a finite number, got {_short(sim_time)}")
         if meta is not None and not isinstance(meta, Mapping):
             raise ValueError(f"Snapshot meta must be a mapping, got {type(meta).__name__}")
         if arrays is not None and not isinstance(arrays, Mapping):
@@ -358,6 +390,13 @@ class Snapshot:
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> Snapshot:
         """Rebuild a snapshot from :meth:`to_bytes` output, bit-identically.
 
+        The bytes are treated as untrusted: the checksum is unkeyed (it detects accidents, not
+        forgery), so the parser itself never trusts a declared size. The header is bounded
+        (``MAX_HEADER_BYTES``, nesting ``MAX_META_DEPTH``, unique keys, finite numbers), array
+        names are unique, array dtypes come from a whitelist (numbers and packed records of
+        them; never object or void), and each array's size is checked against the bytes
+        actually present, with exact integer arithmetic, before anything is allocated.
+
         Args:
             data: The serialised snapshot.
 
@@ -366,7 +405,8 @@ class Snapshot:
 
         Raises:
             ValueError: If the bytes are not a snapshot, are truncated, have trailing data or
-                a wrong checksum, or a part cannot be decoded; the message says which.
+                a wrong checksum, or a part cannot be decoded; the message says which. No
+                other exception escapes, whatever the bytes.
 
         """
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -389,10 +429,12 @@ class Snapshot:
                 f"snapshot is truncated or corrupt: header says {header_len} header bytes "
                 f"but only {len(data) - fixed - _DIGEST_SIZE} follow"
             )
-        try:
-            header = json.loads(data[fixed : fixed + header_len].decode("ascii"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"snapshot header is corrupt (not valid JSON): {exc}") from None
+        if header_len > MAX_HEADER_BYTES:
+            raise ValueError(
+                f"snapshot header must be at most {MAX_HEADER_BYTES} bytes, got {header_len}; "
+                "this is not a snapshot KELab writes"
+            )
+        header = _parse_header(data[fixed : fixed + header_len])
         entries = _check_header(header)
         expected = fixed + header_len + sum(n for _, n in entries) + _DIGEST_SIZE
         if len(data) < expected:
@@ -402,23 +444,13 @@ class Snapshot:
                 f"snapshot has {len(data) - expected} unexpected trailing bytes "
                 f"(expected {expected} bytes, got {len(data)})"
             )
-        body = data[:-_DIGEST_SIZE]
-        if hashlib.sha256(body).digest() != data[-_DIGEST_SIZE:]:
+        view = memoryview(data)
+        if hashlib.sha256(view[:-_DIGEST_SIZE]).digest() != data[-_DIGEST_SIZE:]:
             raise ValueError("snapshot is corrupt: SHA-256 checksum does not match its content")
         arrays = {}
         pos = fixed + header_len
         for name, size in entries:
-            stream = io.BytesIO(data[pos : pos + size])
-            try:
-                arr = np.lib.format.read_array(stream, allow_pickle=False)
-            except (ValueError, OSError, EOFError) as exc:
-                raise ValueError(f"snapshot array {name!r} cannot be decoded: {exc}") from None
-            if stream.tell() != size:
-                raise ValueError(
-                    f"snapshot array {name!r} is corrupt: its record is {size} bytes but the "
-                    f"array uses {stream.tell()}"
-                )
-            arrays[name] = arr
+            arrays[name] = _read_record(name, view, pos, size)
             pos += size
         try:
             return cls(
@@ -430,6 +462,57 @@ class Snapshot:
             )
         except ValueError as exc:
             raise ValueError(f"snapshot content is invalid: {exc}") from None
+
+    def array(
+        self,
+        name: str,
+        dtype: np.dtype | type | str | None = None,
+        shape: tuple[int | None, ...] | None = None,
+    ) -> np.ndarray:
+        """Return the stored array ``name``, checking its dtype and shape first.
+
+        For code that restores a snapshot from untrusted bytes: one call states what it
+        expects, and any mismatch is a ValueError naming the array, the expectation and what
+        was found, before anything uses the data.
+
+        Args:
+            name: Array name, e.g. ``"bodies/pose"``.
+            dtype: Required dtype (compared with ``==``, so byte order counts); None: any.
+            shape: Required shape; a None entry accepts any length on that axis; None: any.
+
+        Returns:
+            The read-only array.
+
+        Raises:
+            ValueError: If the array is missing or has another dtype or shape.
+
+        Example:
+            >>> snap = Snapshot("s", 0, 0.0, arrays={"pose": np.zeros((2, 3))})
+            >>> snap.array("pose", np.float64, (None, 3)).shape
+            (2, 3)
+        """
+        arr = self._arrays.get(name)
+        if arr is None:
+            raise ValueError(
+                f"snapshot must have the array {name!r}, got only {sorted(self._arrays)[:20]}; "
+                "restore snapshots taken from the same kind of World"
+            )
+        if dtype is not None and arr.dtype != np.dtype(dtype):
+            raise ValueError(
+                f"snapshot array {name!r} must have dtype {np.dtype(dtype)}, got {arr.dtype}; "
+                "the snapshot is corrupt or from another version"
+            )
+        if shape is not None:
+            ok = len(shape) == arr.ndim and all(
+                want is None or want == got for want, got in zip(shape, arr.shape, strict=False)
+            )
+            if not ok:
+                want_s = "(" + ", ".join("*" if w is None else str(w) for w in shape) + ")"
+                raise ValueError(
+                    f"snapshot array {name!r} must have shape {want_s}, got {arr.shape}; "
+                    "the snapshot is corrupt or from another World"
+                )
+        return arr
 
     # ------------------------------------------------------------------ python protocol
     def __eq__(self, other: object) -> bool:
@@ -468,9 +551,17 @@ class Snapshot:
         raise AttributeError(f"Snapshot is immutable; cannot delete {name!r}")
 
 
+def _short(value: object) -> str:
+    """A bounded repr for error messages (huge ints and strings come from untrusted bytes)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<an int of {value.bit_length()} bits>"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _name_key(name: object) -> str:
     if not isinstance(name, str) or not name:
-        raise ValueError(f"Snapshot array names must be non-empty str, got {name!r}")
+        raise ValueError(f"Snapshot array names must be non-empty str, got {_short(name)}")
     return name
 
 
@@ -481,25 +572,170 @@ def _stored_array(name: str, value: Any) -> np.ndarray:
             f"Snapshot array {name!r} has dtype {arr.dtype}, which holds Python objects and "
             f"cannot be stored without pickle; convert it to a numeric dtype"
         )
+    problem = _dtype_problem(arr.dtype)
+    if problem:
+        raise ValueError(
+            f"Snapshot array {name!r} must have a bool, integer, float or complex dtype (or a "
+            f"packed record of them), got {arr.dtype} ({problem}); convert it with .astype()"
+        )
+    if arr.ndim > MAX_NDIM:
+        raise ValueError(
+            f"Snapshot array {name!r} must have at most {MAX_NDIM} dimensions, got {arr.ndim}"
+        )
     out = np.array(arr, copy=True, order="C")
     out.setflags(write=False)
     return out
 
 
+def _dtype_problem(dtype: np.dtype, depth: int = 0) -> str:
+    """Return why ``dtype`` may not be stored ("" when it may)."""
+    if dtype.names is not None:
+        if depth >= 2:
+            return "records nested more than twice"
+        if not dtype.names or dtype.itemsize == 0:
+            return "an empty record"
+        end = 0
+        for field_name in dtype.names:
+            sub, offset = dtype.fields[field_name][:2]
+            if offset != end:
+                return "a record with padding or overlapping fields"
+            why = _dtype_problem(sub, depth + 1)
+            if why:
+                return why
+            end = offset + sub.itemsize
+        return "" if end == dtype.itemsize else "a record with trailing padding"
+    if dtype.subdtype is not None:
+        return "a sub-array dtype"
+    if dtype.itemsize not in _DTYPE_SIZES.get(dtype.kind, ()):
+        return f"kind {dtype.kind!r} of {dtype.itemsize} bytes is not stored"
+    return ""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate key {dup[:60]!r}")
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of float range")
+    return value
+
+
+def _parse_header(raw: bytes) -> Any:
+    """Parse the JSON header: unique keys, finite numbers, bounded nesting; ValueError else."""
+    try:
+        text = raw.decode("ascii")
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique_pairs,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
+    except RecursionError:
+        raise ValueError(
+            f"snapshot header is corrupt: nested more than {MAX_META_DEPTH} levels deep"
+        ) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the hooks, int digits
+        raise ValueError(f"snapshot header is corrupt (not valid JSON): {exc}") from None
+    # measure the depth without recursion, so that _freeze and friends never see deeper data
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_META_DEPTH + 2:  # + header object and "meta"
+            raise ValueError(
+                f"snapshot header is corrupt: nested more than {MAX_META_DEPTH} levels deep"
+            )
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return value
+
+
 def _check_header(header: Any) -> list[tuple[str, int]]:
     keys = {"arrays", "fingerprint", "meta", "sim_time", "step_count"}
     if not isinstance(header, dict) or set(header) != keys:
-        got = sorted(header) if isinstance(header, dict) else type(header).__name__
+        got = sorted(header)[:10] if isinstance(header, dict) else type(header).__name__
         raise ValueError(f"snapshot header is corrupt: expected keys {sorted(keys)}, got {got}")
     entries = header["arrays"]
     ok = isinstance(entries, list) and all(
         isinstance(e, list)
         and len(e) == 2
         and isinstance(e[0], str)
+        and e[0] != ""
         and isinstance(e[1], int)
+        and not isinstance(e[1], bool)
         and 0 <= e[1] < _MAX_DIM
         for e in entries
     )
     if not ok:
         raise ValueError("snapshot header is corrupt: 'arrays' must list [name, byte length]")
+    names = [e[0] for e in entries]
+    if len(set(names)) != len(names):
+        seen: set[str] = set()
+        dup = next(n for n in names if n in seen or seen.add(n))  # type: ignore[func-returns-value]
+        raise ValueError(
+            f"snapshot header is corrupt: array names must be unique, got {dup[:60]!r} twice"
+        )
     return [(e[0], e[1]) for e in entries]
+
+
+def _read_record(name: str, view: memoryview, pos: int, size: int) -> np.ndarray:
+    """Decode one ``.npy`` (version 1.0) record of ``size`` bytes at ``pos``, defensively.
+
+    The header is parsed by numpy (at most 10 kB, literal syntax only); then the dtype must be
+    whitelisted and ``prod(shape) * itemsize`` (exact Python ints) must equal the bytes that
+    follow, before an array is made from them (a view: the Snapshot copies it).
+    """
+    where = f"snapshot array {name[:60]!r}"
+    record = view[pos : pos + size]
+    if bytes(record[: len(_NPY_MAGIC)]) != _NPY_MAGIC:
+        raise ValueError(
+            f"{where} cannot be decoded: a record must start with the .npy version 1.0 magic "
+            f"{_NPY_MAGIC!r}, got {bytes(record[: len(_NPY_MAGIC)])!r}"
+        )
+    stream = io.BytesIO(bytes(record[: len(_NPY_MAGIC) + 2 + _NPY_HEADER_MAX]))
+    stream.seek(len(_NPY_MAGIC))
+    try:
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+            stream, max_header_size=_NPY_HEADER_MAX
+        )
+    except Exception as exc:  # noqa: BLE001 - numpy's parser of untrusted text: any failure
+        raise ValueError(
+            f"{where} cannot be decoded: its .npy header is invalid "
+            f"({type(exc).__name__}: {str(exc)[:300]})"
+        ) from None
+    offset = stream.tell()
+    problem = "object" if dtype.hasobject else _dtype_problem(dtype)
+    if problem:
+        raise ValueError(
+            f"{where} cannot be decoded: dtype must be bool, integer, float, complex or a "
+            f"packed record of them, got {str(dtype)[:80]} ({problem})"
+        )
+    if len(shape) > MAX_NDIM or any(d < 0 or d > _MAX_DIM for d in shape):
+        raise ValueError(
+            f"{where} cannot be decoded: shape must have at most {MAX_NDIM} dimensions of "
+            f"0..2**62, got {str(shape)[:120]}"
+        )
+    count = math.prod(shape)
+    if math.prod(max(d, 1) for d in shape) * dtype.itemsize > _MAX_DIM:
+        raise ValueError(f"{where} cannot be decoded: shape {str(shape)[:120]} is too large")
+    used = offset + count * dtype.itemsize
+    if used != size:
+        raise ValueError(
+            f"{where} is corrupt: its record is {size} bytes but the array uses {used}"
+        )
+    flat = np.frombuffer(record, dtype=dtype, count=count, offset=offset) if count else None
+    if flat is None:
+        return np.empty(shape, dtype=dtype)
+    return flat.reshape(shape, order="F" if fortran else "C")
