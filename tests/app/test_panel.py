@@ -1,0 +1,334 @@
+"""The Settings panel's model: every change equals the code a script would write."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from app_helpers import FakeClock, ball_scene, make_app
+
+import kelab as ke
+from kelab.app.panel import SettingsError, load_settings
+
+HIGH = ke.TimeMode.SIM_HIGH_PERF
+
+
+class Logger(ke.App):
+    """Logs (callback, exact time, ts) of its two callbacks and a Capture callback."""
+
+    def setup(self):
+        self.log = []
+        self.timeline.bind(self._capture, runner="Capture", name="capture_cb")
+
+    def _capture(self, ts):
+        self.log.append(("capture", self.timeline.time, ts))
+
+    def fixed_update(self, ts):
+        self.log.append(("fixed", self.timeline.time, ts))
+
+    def late_update(self, ts):
+        self.log.append(("late", self.timeline.time, ts))
+
+
+def _app(tmp_path, cls=Logger, **kw):
+    kw.setdefault("time_mode", HIGH)
+    kw.setdefault("settings", tmp_path / "scene.kelab.json")
+    return make_app(FakeClock(), cls, **kw)
+
+
+def _run(app, frames):
+    for _ in range(frames):
+        app.renderFrameOnce()
+
+
+def test_import_kelab_and_an_app_without_panel_do_not_import_imgui():
+    code = (
+        "import sys, kelab as ke\n"
+        "app = ke.App(headless=True, size=(64, 48), render_hz=None, settings='/nonexistent.json')\n"
+        "app.start(max_frames=2)\n"
+        "app.plot('x', 1.0)\n"
+        "assert 'imgui_bundle' not in sys.modules, 'imgui imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
+
+
+def test_rate_change_mid_run_equals_the_code_and_applies_at_the_next_boundary(tmp_path):
+    by_panel, by_code = _app(tmp_path), _app(tmp_path)
+    for app in (by_panel, by_code):
+        _run(app, 7)  # fixed steps cover [0, 140 ms): Capture ran at 0..133 ms, next 167 ms
+    assert by_panel.panel.set_runner_hz("Capture", 12.5)
+    by_code.timeline.runner("Capture").hz = 12.5
+    for app in (by_panel, by_code):
+        _run(app, 20)
+    assert by_panel.log == by_code.log
+    capture = [(t, ts) for kind, t, ts in by_panel.log if kind == "capture"]
+    after = [t for t, _ in capture if t > Fraction(2, 15)]
+    assert after[:3] == [Fraction(1, 6) + k * Fraction(2, 25) for k in range(3)]
+    assert all(ts == 0.08 for t, ts in capture if t > Fraction(2, 15))
+    assert all(ts == 1 / 30 for t, ts in capture if t <= Fraction(2, 15))
+
+
+def test_refused_rate_says_why_with_the_same_error_as_code(tmp_path):
+    app = _app(tmp_path)
+    assert not app.panel.set_runner_hz("Robot", 5000)
+    with pytest.raises(ValueError) as err:
+        app.timeline.runner("Robot").hz = 5000
+    assert app.panel.message == str(err.value)
+    assert "0.01 to 1000 Hz" in app.panel.message
+    assert app.timeline.runner("Robot").hz == 50
+
+
+def test_rebinding_a_script_equals_the_code_and_ts_follows_the_runner(tmp_path):
+    by_panel, by_code = _app(tmp_path), _app(tmp_path)
+    for app in (by_panel, by_code):
+        _run(app, 3)
+    assert by_panel.panel.set_binding("fixed_update", runner="Capture", phase="export", priority=7)
+    code_binding = next(b for b in by_code.timeline.bindings if b.name == "fixed_update")
+    code_binding.rebind(runner="Capture", phase=ke.Phase.EXPORT, priority=7)
+    assert by_panel.panel.set_binding("late_update", enabled=False)
+    next(b for b in by_code.timeline.bindings if b.name == "late_update").enabled = False
+    for app in (by_panel, by_code):
+        _run(app, 10)
+    assert by_panel.log == by_code.log
+    fixed_after = [ts for kind, t, ts in by_panel.log if kind == "fixed" and t > Fraction(1, 25)]
+    assert fixed_after and all(ts == 1 / 30 for ts in fixed_after)
+    assert not [1 for kind, t, _ in by_panel.log if kind == "late" and t > Fraction(1, 25)]
+    rows = {r.id: r for r in by_panel.panel.script_rows()}
+    assert rows["fixed_update"][2:6] == ("Capture", ke.Phase.EXPORT, 7, True)
+    assert rows["late_update"].enabled is False
+    order = [r.name for r in by_panel.execution_order()]
+    assert "late_update" not in order and order[-1] == "fixed_update"
+    assert not by_panel.panel.set_binding("fixed_update", runner="Nope")
+    assert "no time runner named 'Nope'" in by_panel.panel.message
+
+
+def test_subsystems_page_moves_the_physics_step(tmp_path):
+    app = _app(tmp_path, ke.App, world=ke.World(ball_scene()))
+    rows = {r.id: r for r in app.panel.subsystem_rows()}
+    assert set(rows) == {"world.step", "drag_spring"}
+    assert rows["world.step"][2:4] == ("Robot", ke.Phase.PHYSICS)
+    assert "world.step" not in {r.id for r in app.panel.script_rows()}
+    app.panel.set_runner_hz("Capture", 100)
+    assert app.panel.set_binding("world.step", runner="Capture")
+    _run(app, 10)  # ten Robot periods (0.2 s) at 100 Hz: 20 physics steps of 10 ms
+    assert app.world.step_count == 20
+    assert app.panel.set_binding("world.step", enabled=False)
+    _run(app, 5)
+    assert app.world.step_count == 20
+
+
+def test_add_and_remove_runner_rules(tmp_path):
+    app = _app(tmp_path)
+    panel = app.panel
+    for _ in range(6):
+        assert panel.add_runner()
+    names = list(app.timeline.runners)
+    assert len(names) == 8 and names[2] == "Runner 2"
+    assert app.timeline.runner("Runner 7").hz == 60
+    assert not panel.add_runner()
+    assert "at most 8 runners" in panel.message
+    app.renderFrameOnce()  # setup() binds capture_cb to Capture
+    assert not panel.remove_runner("Capture")
+    assert "still has bindings (capture_cb)" in panel.message
+    assert not panel.remove_runner("Robot")
+    assert "main runner" in panel.message
+    assert panel.remove_runner("Runner 7")
+    assert "Runner 7" not in app.timeline.runners and panel.message == ""
+    rows = {r.name: r for r in panel.runner_rows()}
+    assert rows["Runner 2"].removable and not rows["Capture"].removable
+    solo = ke.Timeline(default_runners=False)
+    solo.add_runner("Only", 10)
+    app2 = _app(tmp_path, ke.App, timeline=solo, runner="Only")
+    assert not app2.panel.remove_runner("Only")
+    assert "the last runner cannot be removed" in app2.panel.message
+
+
+def test_recorder_phase_and_runner_equal_the_code(tmp_path):
+    world = ke.World(ball_scene())
+    app = _app(tmp_path, ke.App, world=world, recording_dir=tmp_path)
+    panel = app.panel
+    assert panel.set_recorder("data", runner="Robot", path=str(tmp_path / "a.csv"))
+    assert panel.start_recorder("data")
+    _run(app, 2)
+    assert panel.set_recorder("data", phase="export")
+    rec = app.recorders[0]
+    assert (rec.runner, rec.phase) == ("Robot", ke.Phase.EXPORT)
+    row = next(r for r in app.execution_order() if r.name.startswith("DataRecorder"))
+    assert (row.phase, row.runner) == (ke.Phase.EXPORT, "Robot")
+    _run(app, 3)
+    assert panel.stop_recorder("data")
+    assert panel.last_files["data"] == str(tmp_path / "a.csv")
+    data = np.loadtxt(tmp_path / "a.csv", delimiter=",", skiprows=1)
+    assert data.shape[0] == 5  # one row per Robot step
+    # the same by code
+    twin = _app(tmp_path, ke.App, world=ke.World(ball_scene()))
+    rec2 = twin.add_recorder(ke.DataRecorder(tmp_path / "b.csv", runner="Robot"))
+    _run(twin, 2)
+    rec2.rebind(phase="export")
+    _run(twin, 3)
+    twin.remove_recorder(rec2)
+    assert np.array_equal(data, np.loadtxt(tmp_path / "b.csv", delimiter=",", skiprows=1))
+    assert not panel.set_recorder("video", runner="Nope")
+    assert "no time runner named 'Nope'" in panel.message
+    assert not panel.stop_recorder("lidar")
+    assert "not running" in panel.message
+
+
+def test_settings_round_trip(tmp_path):
+    path = tmp_path / "scene.kelab.json"
+    app = _app(tmp_path, settings=path)
+    _run(app, 1)
+    p = app.panel
+    assert p.set_time_mode("GAME_REALTIME")
+    assert p.add_runner("Slow", Fraction(1000, 3))
+    assert p.set_runner_hz("Capture", 12.5)
+    assert p.set_binding("fixed_update", runner="Slow", priority=-5)
+    assert p.set_binding("capture_cb", enabled=False)
+    assert p.set_recorder("video", runner="Robot", phase="export", path="out.mp4")
+    assert p.add_plot("frame.time_ms") and p.set_page("Execution Order")
+    app.close()  # saves: the panel changed something
+    doc = json.loads(path.read_text())
+    assert doc["runners"][2] == {"name": "Slow", "hz": "1000/3"}
+    assert doc["bindings"]["fixed_update"]["runner"] == "Slow"
+    again = _app(tmp_path, settings=path)
+    _run(again, 1)
+    t = again.timeline
+    assert again.time_mode is ke.TimeMode.GAME_REALTIME
+    assert t.runner("Slow").hz == Fraction(1000, 3) and t.runner("Capture").hz == 12.5
+    b = {x.name: x for x in t.bindings}
+    assert (b["fixed_update"].runner, b["fixed_update"].priority) == ("Slow", -5)
+    assert b["capture_cb"].enabled is False
+    assert again.panel.recorder_settings["video"].phase is ke.Phase.EXPORT
+    assert again.panel.plots == ["frame.time_ms"] and again.panel.page == "Execution Order"
+    assert again.panel.settings_error is None and not again.panel.dirty
+    again.close()
+    assert load_settings(path).runners[2][1] == Fraction(1000, 3)
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        ("{not json", "must be JSON"),
+        ('{"runners": [{"name": "Robot", "hz": 50}, {"name": "X", "hz": 5000}]}', "runners[1].hz"),
+        ('{"time_mode": "FAST"}', "time_mode must be one of"),
+        (
+            '{"bindings": {"fixed_update": {"runner": "Nope", "phase": "CONTROL", "priority": 0}}}',
+            "bindings.fixed_update.runner",
+        ),
+        (
+            '{"bindings": {"fixed_update": {"runner": "Robot", "phase": "LATER", "priority": 0}}}',
+            "bindings.fixed_update.phase",
+        ),
+        ('{"panel": {"page": "Nope"}}', "panel.page"),
+        ('{"runners": "fast"}', "runners must be"),
+        ('{"surprise": 1}', "surprise must be one of the known fields"),
+        ("[]", "must be a JSON object"),
+    ],
+)
+def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_path, text, field):
+    path = tmp_path / "bad.kelab.json"
+    # a valid change first: nothing of the file may be applied (all or nothing)
+    if text.startswith("{") and not text.startswith("{not"):
+        text = '{"time_mode": "GAME_REALTIME", ' + text[1:] if "time_mode" not in text else text
+    path.write_text(text)
+    app = _app(tmp_path, settings=path)
+    with pytest.warns(UserWarning) as record:
+        _run(app, 3)
+    assert field in app.panel.settings_error and str(path) in app.panel.settings_error
+    assert any(field in str(w.message) for w in record)
+    assert app.time_mode is HIGH and app.timeline.runner("Robot").hz == 50
+    assert list(app.timeline.runners) == ["Robot", "Capture"]
+    assert app.clock.steps == 3
+    with pytest.raises(SettingsError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        p = load_settings(path)
+        app.panel.apply(p)
+    app.close()
+    assert path.read_text() == text  # a bad file is never overwritten by defaults
+
+
+def test_a_file_that_does_not_fit_is_rolled_back(tmp_path):
+    path = tmp_path / "s.json"
+    path.write_text(
+        json.dumps(
+            {
+                "time_mode": "GAME_REALTIME",
+                "runners": [{"name": "Capture", "hz": 10}]
+                + [{"name": f"R{i}", "hz": 5} for i in range(7)],
+            }
+        )
+    )
+    app = _app(tmp_path, settings=path)
+    with pytest.warns(UserWarning, match="at most 8 runners"):
+        app.renderFrameOnce()
+    assert app.time_mode is HIGH and app.timeline.runner("Capture").hz == 30
+
+
+def test_a_panel_left_open_and_untouched_changes_nothing(tmp_path):
+    def run(panel, backend):
+        world = ke.World(ball_scene(2))
+        app = _app(tmp_path, ke.App, world=world, panel=panel, backend=backend, size=(320, 200))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _run(app, 40)
+        poses = world.body_poses.copy()
+        app.close()
+        return poses, app.panel.dirty
+
+    plain, _ = run(False, "pygame")
+    for backend in ("pygame", "gl"):
+        opened, dirty = run(True, backend)
+        assert np.array_equal(plain, opened) and not dirty
+    assert not (tmp_path / "scene.kelab.json").exists()
+
+
+def test_app_plot_publishes_values_with_their_time(tmp_path):
+    class Pub(ke.App):
+        def fixed_update(self, ts):
+            self.plot("speed", 2.0 * self.timeline.time_s)
+
+    app = _app(tmp_path, Pub)
+    _run(app, 5)
+    x, y = app.panel.history("app.speed")
+    assert np.allclose(x, [0, 0.02, 0.04, 0.06, 0.08]) and np.allclose(y, 2 * x)
+    assert "app.speed" in app.panel.available_signals()
+    with pytest.raises(ValueError, match="must be finite"):
+        app.plot("speed", float("nan"))
+    with pytest.raises(ValueError, match="real number"):
+        app.plot("speed", "fast")
+    for i in range(63):
+        app.plot(f"s{i}", 1.0)
+    with pytest.raises(ValueError, match="at most 64"):
+        app.plot("one_more", 1.0)
+
+
+def test_plots_sample_world_signals_and_stay_flat(tmp_path):
+    world = ke.World(ball_scene())
+    app = _app(tmp_path, ke.App, world=world)
+    p = app.panel
+    assert p.add_plot("/World/Ball0.y") and p.add_plot("/World/Ball0.vy")
+    assert not p.add_plot("/World/Nope.y")
+    assert "no signal" in p.message
+    for _ in range(1300):
+        p.sample(0.016, 1, 1.0)
+    x, y = p.history("/World/Ball0.y")
+    assert (
+        x.size == 1200 and y[-1] == world.body_poses[0, world.body_names.index("/World/Ball0"), 1]
+    )
+    assert p.history("frame.time_ms")[1][-1] == 16.0
+    assert p.remove_plot("/World/Ball0.y") and p.plots == ["/World/Ball0.vy"]
+
+
+def test_time_mode_and_viewport_rendering(tmp_path):
+    app = _app(tmp_path, time_mode=ke.TimeMode.SIM_REALTIME)
+    assert app.panel.set_time_mode(HIGH) and app.time_mode is HIGH
+    assert app.panel.set_disable_viewport_rendering(True)
+    _run(app, 3)
+    assert app.drawn_frames == 0
+    assert not app.panel.set_time_mode("FAST")
+    assert "time mode must be one of" in app.panel.message
+    assert not app.panel.set_page("Nope")
