@@ -341,10 +341,12 @@ class EnvCore:
             except (TypeError, ValueError):
                 src = None
         if src is None or isinstance(actions, (str, bytes)) or src.dtype.kind not in "biuf":
+            if isinstance(actions, (str, bytes, complex)):
+                got = f"the {type(actions).__name__} {actions!r:.80}"
+            else:
+                got = describe_array(src if src is not None else actions)
             raise ValueError(
-                f"{what} must be real numbers (a float array) of shape {shape}, got "
-                f"{describe_array(src if src is not None else actions)}"
-                + (f" {actions!r:.80}" if isinstance(actions, (str, bytes, complex)) else "")
+                f"{what} must be real numbers (a float array) of shape {shape}, got {got}"
             )
         if src.shape != shape:
             extra = "" if single else " (copies, action_dim)"

@@ -257,7 +257,9 @@ class Task:
         self, env_ids: Sequence[int] | np.ndarray, shape: tuple[int, ...], method: str
     ) -> np.ndarray:
         """Fill ``(len(env_ids), *shape)`` with each copy's next standard draws."""
-        ids = np.asarray(env_ids, dtype=np.int64).reshape(-1)
+        ids = check_env_ids(
+            env_ids, len(self.rngs), f"task.{'uniform' if method == 'random' else 'normal'}"
+        )
         out = np.empty((ids.size, *shape), dtype=np.float64)
         rows = out.reshape(ids.size, -1) if ids.size else out
         rngs = self.rngs
@@ -353,6 +355,50 @@ class Task:
                 self.__dict__[key] = np.array(arr, copy=True)
         for owner, sub_state in nested.items():
             self.__dict__[owner].load_state_dict(sub_state)
+
+
+def check_env_ids(env_ids: object, num_envs: int, where: str) -> np.ndarray:
+    """Validate copy indices given at the RL boundary and return them as int64 ``(k,)``.
+
+    Args:
+        env_ids: An int or a 1-D sequence/array of ints (numpy ints too).
+        num_envs: The number of copies; every id must be in ``[0, num_envs)``.
+        where: Who was called, for the message (``"task.uniform"``).
+
+    Returns:
+        The ids, in the given order.
+
+    Raises:
+        ValueError: For floats, strings, bools, other non-integers, a nested list, ids
+            out of range or repeated ids, naming the offending values.
+    """
+    if isinstance(env_ids, (str, bytes)):
+        raise ValueError(f"{where}: env_ids must be copy indices (ints), got {env_ids!r}")
+    try:
+        ids = np.asarray(env_ids)
+    except (TypeError, ValueError):
+        ids = np.asarray(None)
+    if ids.size == 0 and ids.ndim == 1:
+        return np.zeros(0, dtype=np.int64)
+    if ids.dtype.kind not in "iu" or ids.ndim > 1:
+        raise ValueError(
+            f"{where}: env_ids must be an int or a 1-D sequence of ints (copy indices), got "
+            f"{env_ids!r:.120}; floats, strings and bools are not copy indices"
+        )
+    ids = ids.astype(np.int64).reshape(-1)
+    out = (ids < 0) | (ids >= num_envs)
+    if out.any():
+        raise ValueError(
+            f"{where}: env_ids must be in [0, {num_envs}), got {ids[out].tolist()[:10]}"
+        )
+    if ids.size > 1:
+        uniq, counts = np.unique(ids, return_counts=True)
+        if uniq.size != ids.size:
+            raise ValueError(
+                f"{where}: env_ids must not repeat a copy, got {uniq[counts > 1].tolist()[:10]} "
+                "more than once; list each copy once"
+            )
+    return ids
 
 
 def _shape(size: int | tuple[int, ...]) -> tuple[int, ...]:

@@ -49,7 +49,8 @@ def check_condition_name(name: object, where: str = "get_dones()") -> str:
         The name.
 
     Raises:
-        TaskError: For a non-string, empty, too long, space-padded or reserved name.
+        TaskError: For a non-string, empty, too long, space-padded or reserved name, or
+            one with a newline, tab, non-breaking space or other non-printable character.
     """
     if not isinstance(name, str):
         raise TaskError(
@@ -65,6 +66,13 @@ def check_condition_name(name: object, where: str = "get_dones()") -> str:
         raise TaskError(
             f"{where}: termination condition name {name!r} has {len(name)} characters; the "
             f"limit is {MAX_NAME_LENGTH}"
+        )
+    if not name.isprintable() or any(c.isspace() and c != " " for c in name):
+        odd = sorted({c for c in name if not c.isprintable() or (c.isspace() and c != " ")})
+        raise TaskError(
+            f"{where}: termination condition name {name!r} contains "
+            f"{', '.join(repr(c) for c in odd)}; names are one line of printable text with "
+            f"plain spaces, e.g. {' '.join(name.split())!r}"
         )
     if name != name.strip():
         raise TaskError(

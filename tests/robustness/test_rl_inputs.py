@@ -1,0 +1,269 @@
+"""RL boundary inputs: actions, env ids, termination names, and failed steps.
+
+A step whose task hook raised leaves the env failed: the next ``step()`` says to call
+``reset()`` (docs/rl.md). Refused actions change nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import kelab as ke
+from kelab.rl.terminations import check_condition_name
+
+
+class BallTask(ke.Task):
+    """A ball per copy; ``fail_on`` names a hook that raises a TaskError on a given step."""
+
+    observation_dim = 2
+    action_dim = 2
+    episode_length_s = 1.0
+
+    def __init__(self, fail_on: str | None = None, fail_step: int = 3) -> None:
+        self.fail_on = fail_on
+        self.fail_step = fail_step
+
+    def build(self, scene):
+        scene.add(ke.Terrain.plane(), at="/", per_environment=False)
+        scene.add(ke.Prop(ke.Circle(0.1), initial_pose=ke.Pose(0.0, 1.0)), at="/World/Ball")
+
+    def on_start(self, env):
+        self.steps = 0
+        self.draws = None
+
+    def _maybe_fail(self, hook: str) -> None:
+        if self.fail_on == hook and self.steps == self.fail_step:
+            self.fail_on = None  # once
+            raise ke.TaskError(f"{hook} broke on purpose")
+
+    def apply_actions(self, actions):
+        self.steps += 1
+        self._maybe_fail("apply_actions")
+
+    def get_dones(self):
+        self._maybe_fail("get_dones")
+        return {"fell": np.zeros(self.num_envs, bool)}, np.zeros(self.num_envs, bool)
+
+    def get_rewards(self):
+        self._maybe_fail("get_rewards")
+        return np.ones(self.num_envs, np.float32)
+
+    def get_observations(self):
+        self._maybe_fail("get_observations")
+        return np.zeros((self.num_envs, 2), np.float32)
+
+    def reset_idx(self, env_ids):
+        self.draws = self.uniform(env_ids, -1.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def env():
+    e = ke.LearningEnv(BallTask(), num_envs=3)
+    e.reset(seed=0)
+    yield e
+    e.close()
+
+
+@pytest.fixture(scope="module")
+def direct():
+    e = ke.DirectRLEnv(BallTask())
+    e.reset(seed=0)
+    yield e
+    e.close()
+
+
+# ---------------------------------------------------------------- failed steps
+@pytest.mark.parametrize("hook", ["apply_actions", "get_dones", "get_rewards", "get_observations"])
+def test_a_task_error_in_a_step_marks_the_env_failed_until_reset(hook):
+    env = ke.LearningEnv(BallTask(fail_on=hook, fail_step=3), num_envs=2)
+    try:
+        env.reset(seed=0)
+        for _ in range(2):
+            env.step(np.zeros((2, 2), np.float32))
+        with pytest.raises(ke.TaskError, match="broke on purpose"):
+            env.step(np.zeros((2, 2), np.float32))
+        buf = env.episode_length_buf.copy()
+        steps = env.world.step_count
+        for _ in range(2):  # refused every time, and nothing moves
+            with pytest.raises(RuntimeError, match=r"last step\(\) raised TaskError.*reset\(\)"):
+                env.step(np.zeros((2, 2), np.float32))
+        assert env.world.step_count == steps and np.array_equal(env.episode_length_buf, buf)
+        env.reset()
+        obs, *_ = env.step(np.zeros((2, 2), np.float32))
+        assert obs.shape == (2, 2) and (env.episode_length_buf == 1).all()
+    finally:
+        env.close()
+
+
+def test_direct_env_failed_step_then_reset():
+    env = ke.DirectRLEnv(BallTask(fail_on="get_rewards", fail_step=1))
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ke.TaskError):
+            env.step(np.zeros(2, np.float32))
+        with pytest.raises(RuntimeError, match=r"call reset\(\)"):
+            env.step(np.zeros(2, np.float32))
+        env.reset()
+        env.step(np.zeros(2, np.float32))
+    finally:
+        env.close()
+
+
+def test_restore_clears_a_failure():
+    env = ke.LearningEnv(BallTask(fail_on="get_rewards", fail_step=2), num_envs=2)
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros((2, 2), np.float32))
+        snap = env.snapshot()
+        with pytest.raises(ke.TaskError):
+            env.step(np.zeros((2, 2), np.float32))
+        env.restore(snap)
+        env.step(np.zeros((2, 2), np.float32))
+        assert (env.episode_length_buf == 2).all()
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------- actions
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "0.5",
+        b"1",
+        [["0.1", "0.2"]] * 3,
+        np.zeros((3, 2), np.complex64),
+        [[1 + 2j, 0.0]] * 3,
+        np.zeros((3, 2), object),
+        np.array([["a", "b"]] * 3),
+        None,
+    ],
+)
+def test_non_real_actions_are_refused(env, bad):
+    steps = env.world.step_count
+    with pytest.raises(ValueError, match="actions must be real numbers"):
+        env.step(bad)
+    assert env.world.step_count == steps
+    env.step(np.zeros((3, 2), np.float32))  # not failed: a refused action changes nothing
+
+
+@pytest.mark.parametrize("bad", ["1", 1 + 0j, [0.1, "x"], [1j, 0.0]])
+def test_direct_env_refuses_non_real_actions(direct, bad):
+    with pytest.raises(ValueError, match="action must be real numbers"):
+        direct.step(bad)
+    direct.step(np.zeros(2, np.float32))
+
+
+def test_finite_action_beyond_float32_is_out_of_range_not_nan(env, direct):
+    a = np.zeros((3, 2))
+    a[1, 0] = 1e39
+    with pytest.raises(ValueError, match=r"out of float32 range for copies \[1\].*1e\+39") as e:
+        env.step(a)
+    assert "NaN" not in str(e.value)
+    with pytest.raises(ValueError, match="action out of float32 range"):
+        direct.step([0.0, -1e39])
+    a[1, 0] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or infinite values for copies \[1\]"):
+        env.step(a)
+    with pytest.raises(ValueError, match="action contains NaN or infinite"):
+        direct.step([np.inf, 0.0])
+
+
+@given(
+    hnp.arrays(
+        np.float64,
+        (3, 2),
+        elements=st.floats(allow_nan=True, allow_infinity=True, width=64),
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_any_float64_actions_are_clipped_or_clearly_refused(env, a):
+    try:
+        env.step(a)
+    except ValueError as exc:
+        msg = str(exc)
+        if not np.isfinite(a).all():
+            assert "NaN or infinite" in msg
+        else:
+            assert "out of float32 range" in msg
+            assert (np.abs(a) > np.finfo(np.float32).max).any()
+    else:
+        assert np.isfinite(a).all() and (np.abs(a) <= np.finfo(np.float32).max).all()
+
+
+def test_int_and_bool_actions_still_work(env):
+    env.step(np.ones((3, 2), np.int64))
+    env.step([[True, False]] * 3)
+
+
+# ---------------------------------------------------------------- env ids
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([0.7], "floats, strings and bools"),
+        ("1", "copy indices"),
+        (["1"], "floats, strings and bools"),
+        ([True], "floats, strings and bools"),
+        ([[0], [1]], "1-D"),
+        ([0, 0], "must not repeat a copy, got \\[0\\]"),
+        ([3], r"in \[0, 3\)"),
+        ([-1], r"in \[0, 3\)"),
+    ],
+)
+def test_task_env_ids_are_strict(env, bad, match):
+    with pytest.raises(ValueError, match=match):
+        env.task.uniform(bad)
+    with pytest.raises(ValueError, match=match):
+        env.task.normal(bad)
+
+
+@given(st.lists(st.integers(0, 2), unique=True))
+@settings(max_examples=40, deadline=None)
+def test_task_env_ids_valid_lists_draw_one_row_each(env, ids):
+    out = env.task.uniform(np.array(ids, dtype=np.int32) if ids else ids, size=2)
+    assert out.shape == (len(ids), 2)
+
+
+@given(
+    st.one_of(
+        st.lists(st.floats(allow_nan=True), min_size=1),
+        st.lists(st.text(max_size=3), min_size=1),
+        st.lists(st.integers(0, 2), min_size=2).filter(lambda v: len(set(v)) < len(v)),
+        st.lists(st.integers().filter(lambda v: not 0 <= v < 3), min_size=1),
+    )
+)
+@settings(max_examples=80, deadline=None)
+def test_task_env_ids_invalid_are_value_errors(env, ids):
+    with pytest.raises(ValueError, match="task.uniform: env_ids"):
+        env.task.uniform(ids)
+
+
+# ---------------------------------------------------------------- termination names
+@pytest.mark.parametrize(
+    "name", ["pole\u00a0fell", "pole\nfell", "pole\tfell", "pole fell\u2028", "ball\x00gone"]
+)
+def test_termination_names_with_odd_whitespace_are_refused(name):
+    with pytest.raises(ke.TaskError, match="printable text with plain spaces"):
+        check_condition_name(name)
+
+
+@pytest.mark.parametrize("name", ["pole fell", "torso < 0.8 m", "Ball gone (x>5)", "tombé"])
+def test_ordinary_termination_names_pass(name):
+    assert check_condition_name(name) == name
+
+
+def test_a_get_dones_with_a_newline_name_fails_the_step():
+    class NewlineTask(BallTask):
+        def get_dones(self):
+            return {"fell\n": np.zeros(self.num_envs, bool)}, np.zeros(self.num_envs, bool)
+
+    env = ke.LearningEnv(NewlineTask(), num_envs=1)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ke.TaskError, match=r"'\\n'"):
+            env.step(np.zeros((1, 2), np.float32))
+    finally:
+        env.close()
