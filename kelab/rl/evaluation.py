@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from kelab._validate import check_int
 from kelab.rl.success import SuccessRule
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT
 
@@ -144,8 +145,9 @@ def evaluate(
     Raises:
         ValueError: For a bad argument, or when ``max_steps`` pass before enough episodes.
     """
-    if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
-        raise ValueError(f"evaluate: episodes must be an int >= 1, got {episodes!r}")
+    episodes = check_int(episodes, "evaluate: episodes", low=1)
+    if max_steps is not None:
+        max_steps = check_int(max_steps, "evaluate: max_steps", low=1, fix="give None for no bound")
     if success is not None and not isinstance(success, SuccessRule):
         raise ValueError(
             f"evaluate: success must be a rule marked with @ke.success, got {success!r}"

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_int, check_positive
 from kelab.rl.task import TaskError
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, describe_array
 
@@ -189,25 +190,9 @@ class DwellTimer:
     """
 
     def __init__(self, num_envs: int, hold_s: float, dt: float) -> None:
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise ValueError(f"DwellTimer.num_envs must be an int >= 1, got {num_envs!r}")
-        for name, value in (("hold_s", hold_s), ("dt", dt)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-                or value <= 0
-            ):
-                raise ValueError(
-                    f"DwellTimer.{name} must be a finite number of seconds > 0, got {value!r}"
-                )
-        self.num_envs = int(num_envs)
-        self.hold_s = float(hold_s)
-        self.dt = float(dt)
+        self.num_envs = check_int(num_envs, "DwellTimer.num_envs", low=1)
+        self.hold_s = check_positive(hold_s, "DwellTimer.hold_s", unit="seconds")
+        self.dt = check_positive(dt, "DwellTimer.dt", unit="seconds")
         ratio = self.hold_s / self.dt
         nearest = round(ratio)
         steps = nearest if abs(ratio - nearest) <= 1e-9 * max(1.0, nearest) else math.ceil(ratio)

@@ -35,6 +35,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kelab._validate import check_bool
+
 if TYPE_CHECKING:
     from kelab.rl.task import Task
 
@@ -135,8 +137,7 @@ def register_task(env_id: str, task: Any, *, replace: bool = False, **env_kwargs
             f"env_id must be a Gymnasium id 'namespace/Name-vN' such as 'me/Reach-v0', got "
             f"{env_id!r} ({exc})"
         ) from None
-    if not isinstance(replace, bool):
-        raise ValueError(f"replace must be True or False, got {replace!r}")
+    check_bool(replace, "replace")
     if "task" in env_kwargs:
         raise ValueError("give the task as the second argument, not as a task= keyword")
     kwargs = {"task": _task_target(task), **env_kwargs}

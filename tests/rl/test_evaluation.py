@@ -53,3 +53,8 @@ def test_ball_to_goal_controller_always_succeeds_and_zero_never_does():
         ke.evaluate(env, lambda obs: np.zeros(2, np.float32), episodes=2, max_steps=10)
     with pytest.raises(ValueError, match="episodes"):
         ke.evaluate(env, controller, episodes=0)
+    # arguments are checked before the env is touched, booleans are not counts
+    with pytest.raises(ValueError, match=r"^evaluate: episodes must be an int >= 1, got True$"):
+        ke.evaluate(env, controller, episodes=True)
+    with pytest.raises(ValueError, match=r"max_steps must be an int >= 1, got '10'; give None"):
+        ke.evaluate(env, controller, episodes=1, max_steps="10")

@@ -97,5 +97,10 @@ def test_dwell_timer_rewards_arrive_and_stay():
     assert timer.count.tolist() == [0, 5]
     with pytest.raises(ValueError, match="hold_s"):
         ke.DwellTimer(2, 0.0, 0.1)
+    with pytest.raises(ValueError, match=r"^DwellTimer.num_envs must be an int >= 1, got True$"):
+        ke.DwellTimer(True, 0.5, 0.1)
+    with pytest.raises(ValueError, match=r"^DwellTimer.dt must be a finite number of seconds > 0"):
+        ke.DwellTimer(2, 0.5, float("nan"))
+    assert ke.DwellTimer(np.int64(2), np.float32(0.5), 0.1).hold_steps == 5
     with pytest.raises(ValueError, match="bool array"):
         timer.update(np.ones(2))

@@ -1,0 +1,242 @@
+"""The checks KELab repeats at its boundaries, with one wording.
+
+Every check returns the value converted (``int``, ``float``...) or raises ``ValueError``
+worded "X must be Y, got Z; W": the field, what is allowed, the value seen (its
+``repr``, shortened when huge) and, when given, what to do. ``bool`` is never accepted
+as a number (``True`` is an ``int`` to Python, but ``num_envs=True`` is a mistake).
+numpy scalars are accepted wherever the matching Python number is.
+
+This module imports nothing of KELab, so every layer (timing, sim, render, app, rl,
+tasks) may use it.
+
+Example:
+    >>> from kelab._validate import check_int, check_positive
+    >>> check_int(4, "num_envs", low=1)
+    4
+    >>> check_positive(0.5, "DwellTimer.hold_s", unit="seconds")
+    0.5
+    >>> check_int(True, "num_envs", low=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_envs must be an int >= 1, got True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import TypeVar
+
+__all__ = [
+    "check_bool",
+    "check_choice",
+    "check_int",
+    "check_number",
+    "check_positive",
+    "check_seed",
+    "is_int",
+    "is_number",
+    "must",
+    "show",
+]
+
+T = TypeVar("T")
+
+_MAX_SHOWN = 80
+_NP_BOOL = ("bool", "bool_")  # numpy 2 / numpy 1 name of numpy's bool scalar
+
+
+def show(value: object) -> str:
+    """Return a short ``repr`` of ``value`` for an error message.
+
+    Args:
+        value: Anything.
+
+    Returns:
+        ``repr(value)``, or a short description when that would be long.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"<an int of {value.bit_length()} bits>"
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the real error
+        return f"<{type(value).__name__} object>"
+    if len(text) > _MAX_SHOWN:
+        return f"<{type(value).__name__} object>"
+    return text
+
+
+def must(name: str, allowed: str, value: object, fix: str = "") -> str:
+    """Word an error: ``"<name> must be <allowed>, got <value>[; <fix>]"``.
+
+    Args:
+        name: The field, as the user wrote it (``"DwellTimer.hold_s"``).
+        allowed: What it must be (``"an int >= 1"``).
+        value: The value seen.
+        fix: What to do instead (optional).
+
+    Returns:
+        The message.
+    """
+    return f"{name} must be {allowed}, got {show(value)}" + (f"; {fix}" if fix else "")
+
+
+def is_int(value: object) -> bool:
+    """True for an int or numpy integer, False for a bool and everything else."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def is_number(value: object) -> bool:
+    """True for a real number (int, float, numpy scalar, Fraction), never a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def check_int(
+    value: object,
+    name: str,
+    *,
+    low: int | None = None,
+    high: int | None = None,
+    fix: str = "",
+) -> int:
+    """Return ``value`` as an ``int`` within ``[low, high]``.
+
+    Args:
+        value: The value to check (an int or numpy integer; not a bool).
+        name: The field, for the message.
+        low: Smallest allowed value (None: no bound).
+        high: Largest allowed value (None: no bound).
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"<name> must be an int >= 1, got 0"``.
+    """
+    bound = _bounds(low, high, False, False)
+    allowed = f"an int {bound}" if bound else "an int"
+    if not is_int(value):
+        raise ValueError(must(name, allowed, value, fix))
+    number = int(value)  # type: ignore[call-overload]
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise ValueError(must(name, allowed, value, fix))
+    return number
+
+
+def check_number(
+    value: object,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    unit: str = "",
+    fix: str = "",
+) -> float:
+    """Return ``value`` as a finite ``float`` within the bounds.
+
+    Args:
+        value: The value to check (a real number; not a bool).
+        name: The field, for the message.
+        low: Lower bound (None: none).
+        high: Upper bound (None: none).
+        low_open: Exclude ``low`` itself (``> low`` instead of ``>= low``).
+        high_open: Exclude ``high`` itself.
+        unit: Unit for the message (``"seconds"`` -> "a finite number of seconds > 0").
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"<name> must be a finite number of seconds > 0, got nan"``.
+    """
+    bound = _bounds(low, high, low_open, high_open)
+    allowed = "a finite number" + (f" of {unit}" if unit else "") + (f" {bound}" if bound else "")
+    number = math.nan
+    if is_number(value):
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except OverflowError:  # an int beyond the range of a float
+            pass
+    if (
+        not math.isfinite(number)
+        or (low is not None and (number <= low if low_open else number < low))
+        or (high is not None and (number >= high if high_open else number > high))
+    ):
+        raise ValueError(must(name, allowed, value, fix))
+    return number
+
+
+def check_positive(
+    value: object, name: str, *, allow_zero: bool = False, unit: str = "", fix: str = ""
+) -> float:
+    """Return ``value`` as a finite float > 0 (>= 0 with ``allow_zero``).
+
+    Args:
+        value: The value to check.
+        name: The field, for the message.
+        allow_zero: Accept 0.
+        unit: Unit for the message.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"<name> must be a finite number > 0, got -1"``.
+    """
+    return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
+
+
+def check_seed(value: object, name: str = "seed") -> int:
+    """Return a seed: an int >= 0 (numpy's SeedSequence refuses negative ones).
+
+    Args:
+        value: The value to check.
+        name: The field, for the message.
+
+    Raises:
+        ValueError: ``"seed must be an int >= 0, got -1"``.
+    """
+    return check_int(value, name, low=0)
+
+
+def check_bool(value: object, name: str, fix: str = "") -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (or a numpy bool).
+
+    Args:
+        value: The value to check.
+        name: The field, for the message.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"<name> must be True or False, got 1"``.
+    """
+    kind = type(value)
+    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in _NP_BOOL):
+        return bool(value)
+    raise ValueError(must(name, "True or False", value, fix))
+
+
+def check_choice(value: T, name: str, choices: Iterable[T], fix: str = "") -> T:
+    """Return ``value`` if it is one of ``choices`` (compared with ``==``, same type).
+
+    Args:
+        value: The value to check.
+        name: The field, for the message.
+        choices: The allowed values.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"layout must be one of ('isolated', 'packed'), got 'pakced'"``.
+    """
+    options = tuple(choices)
+    for option in options:
+        if type(value) is type(option) and value == option:
+            return value
+    raise ValueError(must(name, f"one of {options!r}", value, fix))
