@@ -20,6 +20,7 @@ from demo_common import app_options, parse_args, run, world_options
 import kelab as ke
 
 WINDOW_S = 0.2  # seconds of timeline shown
+STRIP_PX = 100  # height of the timeline strip at the bottom (below the ground line)
 
 
 def build_scene() -> ke.Scene:
@@ -36,7 +37,8 @@ def build_scene() -> ke.Scene:
         ),
         at="/World/Ball",
     )
-    b.camera("main", center=(0.5, 1.2), zoom=120.0)
+    # the ground sits at 380 px of 540, above the 100 px timeline strip at the bottom
+    b.camera("main", center=(0.5, 0.92), zoom=120.0)
     return b.build()
 
 
@@ -66,8 +68,10 @@ class MultiRate(ke.App):
         cam = self.camera
         w, h = cam.size
         now = self.timeline.time_s
-        left, right = 40, w - 40
-        rows = {"Robot": h - 90, "Capture": h - 50}
+        label_w = max(canvas.text_size(name, 14)[0] for name in self.boundaries)
+        left, right = 12 + label_w + 12, w - 24
+        rows = {"Robot": h - 66, "Capture": h - 30}
+        top = h - STRIP_PX
 
         def x_of(t: float) -> float:
             return left + (t - (now - WINDOW_S)) / WINDOW_S * (right - left)
@@ -75,13 +79,11 @@ class MultiRate(ke.App):
         def world(p):
             return cam.screen_to_world(p)
 
-        canvas.polygon(
-            [world(p) for p in ((0, h - 130), (w, h - 130), (w, h), (0, h))], (16, 18, 24)
-        )
+        canvas.screen_rect((0, top, w, h), (16, 18, 24))
         robot_t = {round(t * 3000) for t in self.boundaries["Robot"] if t >= now - WINDOW_S}
         for name, y in rows.items():
             canvas.line(world((left, y)), world((right, y)), (80, 85, 95))
-            canvas.text((4, y - 9), name[:3], (200, 200, 210), 14, screen_space=True)
+            canvas.text((12, y - 8), name, (200, 200, 210), 14, screen_space=True)
             color = (90, 170, 230) if name == "Robot" else (120, 200, 120)
             for t in self.boundaries[name]:
                 if t < now - WINDOW_S:

@@ -30,14 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from kelab.app.hud import AppStats, FrameStats, draw_hud
+from kelab.app.hud import AppStats, FrameStats, draw_hud, draw_recording_badge
 from kelab.app.input import Input
 from kelab.app.interaction import DragSpring, PickedBody, pick_body
 from kelab.app.panel.model import PanelModel
 from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.app.view import ViewController, lift_color
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
 from kelab.render.renderer import BACKENDS, Renderer, create_renderer
+from kelab.render.scenery import draw_backdrop, draw_ground_marks, find_ground_top
 from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
@@ -57,7 +59,10 @@ HOTKEYS = {
     "space": "pause, or one step while paused",
     "f1": "show / hide the HUD",
     "f2": "show / hide the Settings panel",
-    "f9": "start / stop video recording",
+    "f9": "start / stop video recording (a red REC badge shows; the file is printed)",
+    "escape": "quit (App(escape_quits=False) turns it off)",
+    "home": "reset the view (also 'c'); wheel zooms, middle/Shift+left drag pans",
+    "f": "follow the App's follow body on / off",
 }
 #: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
 DRAG_PRIORITY = -100
@@ -148,7 +153,8 @@ class App:
         interaction: Pick and drag bodies with the left mouse button.
         camera: The view (default: the scene's first camera, else centre (0, 1), zoom
             100 px/m).
-        background: Clear colour.
+        background: Backdrop colour: the lower half of the frame; the upper half shades
+            towards a paler sky.
         timeline: A Timeline to drive (default: a new one with Robot 50 Hz, Capture 30 Hz).
         runner: The main runner: fixed steps are its periods.
         recording_dir: Where F9 writes videos.
@@ -193,6 +199,8 @@ class App:
         hotkeys: bool = True,
         show_hud: bool = False,
         interaction: bool = True,
+        follow: str | None = None,
+        escape_quits: bool = True,
         camera: Camera | None = None,
         background: tuple[int, int, int] = (24, 26, 32),
         timeline: Timeline | None = None,
@@ -236,6 +244,11 @@ class App:
         self.hotkeys = bool(hotkeys)
         self.hud_visible = bool(show_hud)
         self.interaction = bool(interaction)
+        self.escape_quits = bool(escape_quits)
+        self.view = ViewController(follow)
+        """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
+        self._last_draw_wall: float | None = None
+        self._ground_y: float | None = None
         self.background = background
         self.recording_dir = Path(recording_dir)
         self.drag_frequency_hz = float(drag_frequency_hz)
@@ -619,11 +632,15 @@ class App:
         return video.path
 
     def toggle_video_recording(self) -> None:
-        """Start or stop the video recording."""
+        """Start or stop the video recording (F9), saying where the file goes."""
         if self._video is None:
-            self.start_video_recording()
+            video = self.start_video_recording()
+            print(f"recording video to {video.path.resolve()} (F9 again to stop)", flush=True)
         else:
-            self.stop_video_recording()
+            frames = self._video.frames
+            path = self.stop_video_recording()
+            if path is not None:
+                print(f"saved video {path.resolve()} ({frames} frames)", flush=True)
 
     def _frame_source(self) -> np.ndarray | None:
         if self.renderer is None or self.renderer.closed or self.renderer.frame_count == 0:
@@ -812,6 +829,9 @@ class App:
         )
         cam = self._camera if self._camera is not None else self._default_camera()
         self.renderer.camera = cam
+        self.view.remember_home(cam)
+        if self.world is not None:
+            self._ground_y = find_ground_top(self.world.scene)
         self._camera = None
         self._in_frame = True
         try:
@@ -871,6 +891,8 @@ class App:
             if host is not None and host.feed(ev):
                 continue  # the Settings panel consumed it
             inp.handle(ev)
+            if self.view.handle(ev, self.renderer.camera, self._hover is not None):
+                continue  # a zoom or a pan, not a click
             if ev.kind == "quit":
                 self.request_close()
             elif ev.kind == "key_down" and self.hotkeys:
@@ -898,6 +920,12 @@ class App:
             self.toggle_panel()
         elif key == "f9":
             self.toggle_video_recording()
+        elif key == "escape" and self.escape_quits:
+            self.request_close()
+        elif key in ("home", "c") and self.renderer is not None:
+            self.view.reset(self.renderer.camera)
+        elif key == "f" and self.view.follow is not None:
+            self.view.following = not self.view.following
 
     def _update_mouse_world(self) -> None:
         if self.input.mouse_pos is not None and self.renderer is not None:
@@ -973,16 +1001,26 @@ class App:
         self._call("pre_render", self.pre_render)
         renderer.begin_frame()
         canvas = renderer.canvas
-        canvas.clear(self.background)
+        now = self._wall()
+        dt = 0.0 if self._last_draw_wall is None else now - self._last_draw_wall
+        self._last_draw_wall = now
+        if self.world is not None:
+            self.view.update(canvas.camera, self.world, dt, self._prev_poses, self._alpha)
+        draw_backdrop(canvas, top=lift_color(self.background), bottom=self.background)
         if self.world is not None:
             canvas.draw_world(self.world, self._alpha, self._prev_poses)
+            if self._ground_y is not None:
+                draw_ground_marks(canvas, self._ground_y)
         self._call("render", self.render, canvas, self._alpha)
         if self._drag is not None and self._drag_target is not None:
             anchor = self._drag.anchor_world()
             canvas.line(anchor, self._drag_target, (250, 210, 80), width=0.0)
             canvas.circle(self._drag_target, 4.0 / canvas.camera.zoom, (250, 210, 80))
-        if self.hud_visible:
-            draw_hud(canvas, self.stats)
+        hud = draw_hud(canvas, self.stats) if self.hud_visible else None
+        if self._video is not None:
+            video = self._video
+            seconds = video.frames / float(video.fps or 30.0)
+            draw_recording_badge(canvas, seconds, video.path.name, [hud] if hud else [])
         if self.panel.open:
             self._panel_frame(renderer)
         renderer.end_frame()

@@ -6,7 +6,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["AppStats", "FrameStats", "draw_hud"]
+__all__ = ["AppStats", "FrameStats", "draw_hud", "draw_recording_badge", "free_corner"]
 
 
 @dataclass(frozen=True)
@@ -83,20 +83,111 @@ class FrameStats:
         return fps, (s1 - s0) / span, rates
 
 
-def draw_hud(canvas: Any, stats: AppStats, size: int = 14) -> None:
-    """Draw the stats as text over a dark box in the top-left corner.
+Rect = tuple[int, int, int, int]
+
+
+def _overlap(a: Rect, b: Rect) -> int:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return max(w, 0) * max(h, 0)
+
+
+def free_corner(
+    size: tuple[int, int], box: tuple[int, int], avoid: list[Rect], margin: int = 6
+) -> Rect:
+    """Place a ``box`` (w, h) in the frame corner that overlaps ``avoid`` the least.
+
+    Corners are tried top-right, top-left, bottom-right, bottom-left; the first with no
+    overlap wins, else the one with the least overlapping area.
+
+    Args:
+        size: Frame ``(width, height)`` in pixels.
+        box: ``(width, height)`` of the thing to place.
+        avoid: Rectangles ``(x0, y0, x1, y1)`` to keep clear (e.g. ``canvas.text_boxes()``).
+        margin: Pixels from the frame edges.
+
+    Returns:
+        The placed rectangle ``(x0, y0, x1, y1)``.
+    """
+    fw, fh = size
+    w, h = box
+    xs = (fw - margin - w, margin)
+    ys = (margin, fh - margin - h)
+    best: tuple[int, Rect] | None = None
+    for y in ys:
+        for x in xs:
+            rect = (x, y, x + w, y + h)
+            cost = sum(_overlap(rect, r) for r in avoid)
+            if cost == 0:
+                return rect
+            if best is None or cost < best[0]:
+                best = (cost, rect)
+    assert best is not None
+    return best[1]
+
+
+def draw_hud(canvas: Any, stats: AppStats, size: int = 14) -> Rect:
+    """Draw the stats as text over a dark panel in a corner free of the frame's text.
+
+    The App draws the HUD after the user's ``render``: the panel goes to the first corner
+    (top-right, top-left, bottom-right, bottom-left) where it covers none of the text
+    drawn so far this frame (``canvas.text_boxes()``).
 
     Args:
         canvas: The frame's canvas.
         stats: What to show.
         size: Font size in pixels.
+
+    Returns:
+        The panel's screen rectangle ``(x0, y0, x1, y1)``.
     """
+    from kelab.render.scenery import PALETTE
+
     lines = stats.lines()
-    cam = canvas.camera
     line_h = size + 3
-    w_px = 8 + int(0.6 * size) * max(len(s) for s in lines)
-    h_px = 8 + line_h * len(lines)
-    corners = [(0, 0), (w_px, 0), (w_px, h_px), (0, h_px)]
-    canvas.polygon([cam.screen_to_world(c) for c in corners], (12, 14, 18))
+    pad = 6
+    widths = [canvas.text_size(s, size)[0] for s in lines]
+    box = (max(widths) + 2 * pad, pad + line_h * len(lines) + pad // 2)
+    rect = free_corner(canvas.camera.size, box, canvas.text_boxes())
+    canvas.screen_rect(rect, PALETTE["panel"])
     for i, text in enumerate(lines):
-        canvas.text((6, 4 + i * line_h), text, (220, 230, 240), size=size, screen_space=True)
+        pos = (rect[0] + pad, rect[1] + pad // 2 + 2 + i * line_h)
+        canvas.text(pos, text, PALETTE["panel_text"], size=size, screen_space=True)
+    return rect
+
+
+def draw_recording_badge(
+    canvas: Any, seconds: float, path: str, avoid: list[Rect] | None = None, size: int = 14
+) -> Rect:
+    """Draw the "recording" indicator: a red dot, REC, the elapsed time and the file name.
+
+    Args:
+        canvas: The frame's canvas.
+        seconds: Seconds recorded so far.
+        path: The file being written (its name is shown).
+        avoid: Extra rectangles to keep clear (besides the frame's text).
+        size: Font size in pixels.
+
+    Returns:
+        The badge's screen rectangle.
+    """
+    from kelab.render.scenery import PALETTE
+
+    label = f"REC {seconds:5.1f} s  {path}"
+    tw, th = canvas.text_size(label, size)
+    dot = size // 2 + 1
+    box = (tw + 3 * dot + 10, max(th, 2 * dot) + 8)
+    rect = free_corner(canvas.camera.size, box, canvas.text_boxes() + list(avoid or []))
+    canvas.screen_rect(rect, PALETTE["panel"])
+    cx, cy = rect[0] + 5 + dot, (rect[1] + rect[3]) / 2
+    canvas.circle(
+        canvas.camera.screen_to_world((cx, cy)), dot / canvas.camera.zoom, PALETTE["accent"]
+    )
+    canvas.text(
+        (rect[0] + 2 * dot + 10, rect[1] + (box[1] - th) // 2),
+        label,
+        PALETTE["panel_text"],
+        size=size,
+        screen_space=True,
+    )
+    return rect

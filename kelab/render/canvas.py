@@ -96,6 +96,7 @@ class Canvas(ABC):
     def __init__(self, camera: Camera) -> None:
         self._camera = camera
         self._layout: WorldLayout | None = None
+        self._frame_texts: list[tuple[int, int, str, int]] = []
 
     @property
     def camera(self) -> Camera:
@@ -228,7 +229,20 @@ class Canvas(ABC):
         p = (float(pos[0]), float(pos[1]))
         if not screen_space:
             p = self._camera.world_to_screen(p)
-        self._text((int(round(p[0])), int(round(p[1]))), str(string), rgb, int(size))
+        xy = (int(round(p[0])), int(round(p[1])))
+        self._frame_texts.append((xy[0], xy[1], str(string), int(size)))
+        self._text(xy, str(string), rgb, int(size))
+
+    def text_boxes(self) -> list[tuple[int, int, int, int]]:
+        """Screen rectangles ``(x0, y0, x1, y1)`` of the text drawn so far this frame.
+
+        Overlays (the App's HUD, the recording indicator) use them to find free room.
+        """
+        out = []
+        for x, y, string, size in self._frame_texts:
+            w, h = self.text_size(string, size)
+            out.append((x, y, x + w, y + h))
+        return out
 
     # -- worlds -----------------------------------------------------------------------------
     def draw_world(

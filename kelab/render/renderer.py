@@ -111,6 +111,7 @@ class Renderer(ABC):
         if self._in_frame:
             raise RuntimeError("begin_frame() called twice; call end_frame() first")
         self._begin()
+        self.canvas._frame_texts.clear()
         self._in_frame = True
 
     def end_frame(self) -> None:

@@ -20,7 +20,7 @@ PALETTE: dict[str, Color] = {
     "sky_top": (196, 214, 232),
     "sky_bottom": (236, 240, 244),
     "ground_mark": (200, 214, 196),
-    "ground_label": (226, 234, 222),
+    "ground_label": (238, 244, 236),
     "text": (32, 38, 46),
     "text_dim": (90, 98, 110),
     "panel": (18, 22, 28),

@@ -365,7 +365,9 @@ def test_pixels_through_the_app_headless(fake_clock: FakeClock, tmp_path, backen
     app.start(max_frames=2)  # closed now: the last frame is kept
     img = app.read_rgb_pixels()
     assert img.shape == (48, 64, 3) and img.dtype == np.uint8
-    assert tuple(img[24, 32]) == (255, 0, 0) and tuple(img[1, 1]) == (0, 0, 255)
+    # the backdrop is `background` in the lower half, shading paler towards the top
+    assert tuple(img[24, 32]) == (255, 0, 0) and tuple(img[46, 1]) == (0, 0, 255)
+    assert tuple(img[0, 1]) != (0, 0, 255)
     assert np.array_equal(app.read_rgb_pixels(flip_y=False), img[::-1])
     path = app.write_pixels_png(tmp_path / "shot.png")
     import imageio.v3 as iio
