@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from kelab.render.canvas import Canvas
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
     from kelab.rl.success import SuccessRule
-    from kelab.sim.scene import SceneBuilder
+    from kelab.sim.builder import SceneBuilder
+    from kelab.sim.world import World
 
 __all__ = ["Task", "TaskError"]
 
@@ -96,6 +100,24 @@ class Task:
     render_size: tuple[int, int] = (640, 480)
     render_zoom: float = 100.0
 
+    # set by the environment when it binds the task (reading one earlier is a clear error)
+    num_envs: int
+    """Copies the environment runs."""
+    episode_length_buf: np.ndarray
+    """int64 ``(num_envs,)``: env steps of each copy's episode done before this step."""
+    max_episode_length: int
+    """Env steps per episode (``episode_length_s / step_dt``)."""
+    step_dt: float
+    """Seconds of simulated time per env step (``sim_dt * decimation``)."""
+    rngs: list[np.random.Generator]
+    """One seeded Generator per copy (draw through :meth:`uniform` / :meth:`normal`)."""
+    world: World
+    """The :class:`~kelab.sim.world.World` holding every copy."""
+    env: LearningEnv | DirectRLEnv
+    """The environment running the task."""
+    device: str
+    """Where the batches live (``"cpu"``)."""
+
     # ---------------------------------------------------------------- lifecycle (override)
     def build(self, scene: SceneBuilder) -> None:
         """Declare what exists: ground, the robot, props, sensors (called once).
@@ -105,7 +127,7 @@ class Task:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement build(scene)")
 
-    def on_start(self, env: Any) -> None:
+    def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
         """Look up joint indices and anything else that needs the live world (called once).
 
         Args:
@@ -155,7 +177,7 @@ class Task:
         """
         return None
 
-    def draw(self, canvas: Any, env_ids: np.ndarray, origins: np.ndarray) -> None:
+    def draw(self, canvas: Canvas, env_ids: np.ndarray, origins: np.ndarray) -> None:
         """Draw task-specific markers (goals, commands) over a rendered frame.
 
         Args:
