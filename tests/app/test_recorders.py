@@ -112,3 +112,23 @@ def test_video_recorder_in_an_app(fake_clock: FakeClock, tmp_path, suffix):
     assert frames.shape[0] == video.frames == 8
     assert frames.shape[1:3] == (48, 64)  # padded to even sizes
     assert not np.array_equal(frames[0], frames[-1])
+
+
+def test_destination_checked_at_creation_and_gif_timing_exact(tmp_path):
+    # issue 9: a bad directory was found only at close; GIF frames were 30 ms, not 33.3 ms
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="cannot create the directory"):
+        ke.VideoRecorder(tmp_path / "file" / "v.gif")
+    timeline = ke.Timeline()
+    video = ke.VideoRecorder(tmp_path / "v.gif")
+    video.attach(timeline, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
+    timeline.advance(0.99)
+    video.close()
+    from PIL import Image
+
+    with Image.open(tmp_path / "v.gif") as im:
+        total = 0
+        for k in range(im.n_frames):
+            im.seek(k)
+            total += im.info["duration"]
+    assert video.frames == 30 and total == 1000

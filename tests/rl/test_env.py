@@ -323,3 +323,26 @@ def test_per_copy_draws_equal_the_generators_own_and_batch_several_draws():
         task.normal([0], 0.0, -1.0)
     with pytest.raises(ValueError, match="high - low must be finite"):
         task.uniform([0], 0.0, np.inf)
+
+
+def test_task_error_in_get_rewards_leaves_the_env_failed_until_reset():
+    # issue 9: the World advanced, episode_length_buf did not, and the env went on out of step
+    class BadReward(RecordingTask):
+        def get_rewards(self):
+            if self.episode_length_buf[0] == 1:
+                raise ke.TaskError("no reward today")
+            return super().get_rewards()
+
+    env = ke.LearningEnv(BadReward(), num_envs=2)
+    try:
+        env.reset(seed=0)
+        env.step(np.zeros((2, 1), np.float32))
+        with pytest.raises(ke.TaskError, match="no reward today"):
+            env.step(np.zeros((2, 1), np.float32))
+        with pytest.raises(RuntimeError, match=r"call reset\(\)"):
+            env.step(np.zeros((2, 1), np.float32))
+        env.reset()
+        env.step(np.zeros((2, 1), np.float32))
+        assert (env.episode_length_buf == 1).all()
+    finally:
+        env.close()

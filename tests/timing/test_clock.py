@@ -201,3 +201,18 @@ def test_game_realtime_skips_timeline_boundaries(fake_clock):
     # 10 steps are due, 2 run: the oldest 8 (boundaries 0 .. 0.07 s) are skipped over
     assert fired == [Fraction(8, 100), Fraction(9, 100)]
     assert clock.sim_time == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("bad", [1e300, float("inf"), float("nan")])
+def test_broken_clock_readings_are_clear_value_errors(fake_clock, bad):
+    # issue 9: OverflowError (1e300, inf) and a bare int() ValueError (NaN) before
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    clock.tick(lambda dt: None)
+    fake_clock.now = bad
+    with pytest.raises(ValueError, match=r"FixedStepClock: the clock must return a finite"):
+        clock.tick(lambda dt: None)
+
+
+def test_time_scale_string_is_refused():
+    with pytest.raises(ValueError, match="time_scale must be a number"):
+        ke.FixedStepClock(0.02, time_scale="2")

@@ -94,3 +94,25 @@ def test_precise_sleep_sleeps_at_least_and_not_much_more():
     assert time.perf_counter() - start >= 0.003
     ke.precise_sleep(0)
     ke.precise_sleep(-1)
+
+
+def test_backwards_clock_jump_reanchors_instead_of_sleeping_an_hour():
+    # issue 9: a clock set back one hour made every later wait() sleep ~3600 s
+    ft = FakeTime()
+    pacer = ke.SimulationPacer(0.02, clock=ft.clock, sleep=ft.sleep)
+    ft.work(0.005)
+    pacer.wait()
+    ft.now -= 3600.0
+    assert pacer.wait() == 0.0 and pacer.clock_jumps == 1
+    ft.work(0.005)
+    assert pacer.wait() == pytest.approx(0.015)
+    assert max(ft.sleeps) <= 0.02
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_clock_is_a_value_error(bad):
+    ft = FakeTime()
+    pacer = ke.SimulationPacer(0.02, clock=ft.clock, sleep=ft.sleep)
+    ft.now = bad
+    with pytest.raises(ValueError, match="finite number of seconds"):
+        pacer.wait()
