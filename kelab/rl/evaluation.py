@@ -10,13 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kelab._validate import check_int
 from kelab.rl.success import SuccessRule
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT
+
+if TYPE_CHECKING:
+    import gymnasium
+
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
 
 __all__ = ["EvaluationReport", "evaluate"]
 
@@ -104,7 +110,7 @@ class EvaluationReport:
         return self.table()
 
 
-def _judged(env: Any) -> Any:
+def _judged(env: gymnasium.Env | gymnasium.vector.VectorEnv) -> LearningEnv | DirectRLEnv:
     """The KELab env under any Gymnasium wrappers."""
     base = getattr(env, "unwrapped", env)
     if not hasattr(base, "_core"):
@@ -115,7 +121,7 @@ def _judged(env: Any) -> Any:
 
 
 def evaluate(
-    env: Any,
+    env: gymnasium.Env | gymnasium.vector.VectorEnv,
     policy: Callable[[np.ndarray], Any],
     episodes: int = 100,
     success: SuccessRule | None = None,

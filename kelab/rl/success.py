@@ -41,7 +41,7 @@ class SuccessRule:
         self.name: str = getattr(fn, "__name__", type(fn).__name__)
         functools.update_wrapper(self, fn)
 
-    def __call__(self, task: Any) -> np.ndarray:
+    def __call__(self, task: Task) -> np.ndarray:
         """Run the rule (only meaningful while the environment judges an episode)."""
         return self.fn(task)
 

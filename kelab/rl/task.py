@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
     from kelab.rl.direct import DirectRLEnv
     from kelab.rl.env import LearningEnv
-    from kelab.rl.success import SuccessRule
+    from kelab.rl.success import RuleContext, SuccessRule
     from kelab.sim.builder import SceneBuilder
     from kelab.sim.world import World
 
@@ -442,7 +442,7 @@ def _check_broadcast(what: str, shape: tuple[int, ...], *params: np.ndarray) -> 
         )
 
 
-def _rule_context(task: Task, what: str) -> Any:
+def _rule_context(task: Task, what: str) -> RuleContext:
     ctx = task.__dict__.get("_ke_rule_context")
     if ctx is None:
         raise RuntimeError(

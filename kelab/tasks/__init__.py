@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING, Any
 from kelab._validate import check_bool
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from kelab.rl.task import Task
+
+    # what a task is registered as: "module:Class", a Task subclass or a factory
+    TaskSource: TypeAlias = str | type[Task] | Callable[[], Task]
 
 __all__ = ["TASK_IDS", "register_task", "register_tasks"]
 
@@ -55,7 +60,7 @@ _VECTOR = "kelab.tasks.registry:make_vector"
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
-def _task_target(task: Any) -> str | type[Task] | Callable[[], Task]:
+def _task_target(task: TaskSource) -> TaskSource:
     """What the entry points rebuild the task from: ``"module:Class"`` where possible."""
     if isinstance(task, str):
         if not _TARGET.match(task):
@@ -93,7 +98,9 @@ def _task_target(task: Any) -> str | type[Task] | Callable[[], Task]:
     )
 
 
-def register_task(env_id: str, task: Any, *, replace: bool = False, **env_kwargs: Any) -> None:
+def register_task(
+    env_id: str, task: TaskSource, *, replace: bool = False, **env_kwargs: Any
+) -> None:
     """Register a task with Gymnasium, like the built-in ``kelab/...`` ids.
 
     Afterwards ``gymnasium.make(env_id)`` returns a :class:`~kelab.rl.direct.DirectRLEnv`
