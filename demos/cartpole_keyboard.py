@@ -1,8 +1,12 @@
 """Cartpole under keyboard control: fixed-step rate, frame rate and interpolation.
 
-Left / Right push the cart (the keys are read inside ``fixed_update``, at 50 Hz, however
-fast frames are drawn); R resets; I toggles interpolation so you can see the 50 Hz
-physics stutter against a 60 Hz (or faster) display; Enter pauses, Space steps.
+Left / Right move the cart (the keys are read inside ``fixed_update``, at 50 Hz, however
+fast frames are drawn): a balance controller keeps the pole up and the keys move the
+point it balances around, so a press walks the cart instead of throwing the pole over.
+B turns the balance assist off (the keys then push the cart with a gentle 6 N); R
+resets; I toggles interpolation so you can see the 50 Hz physics stutter against a
+60 Hz (or faster) display; Enter pauses, Space steps. The small chart at the bottom right
+shows the interpolation alpha of the last frames.
 
     python demos/cartpole_keyboard.py
     python demos/cartpole_keyboard.py --headless --frames 180 --out cartpole.png
@@ -15,7 +19,13 @@ from demo_common import app_options, key, parse_args, run, world_options
 
 import kelab as ke
 
-FORCE = 30.0  # newtons
+PUSH = 6.0  # newtons, a held key with the assist off
+TARGET_SPEED = 0.8  # m/s the balance point moves while a key is held
+TRACK = 2.2  # the balance point stays within +-TRACK metres
+# state feedback (cart 1 kg, pole 0.1 kg, 1 m): force = gains @ (x - target, v, theta, omega)
+GAINS = np.array([1.0, 2.0, -30.0, -6.0])
+MAX_FORCE = 15.0
+CHART_W, CHART_H = 240, 44  # the alpha chart, pixels
 
 
 def build_scene() -> ke.Scene:
@@ -30,7 +40,10 @@ class CartpoleKeys(ke.App):
     def setup(self) -> None:
         self.robot = self.world.robot("/World/Robot")
         self.slider = self.robot.find_joints("slider_to_cart")
+        self.hinge = self.robot.find_joints("cart_to_pole")
         self.interpolate = True
+        self.assist = True
+        self.target = 0.0
         self.pushes = 0
         self.alpha_history: list[float] = []
 
@@ -38,10 +51,21 @@ class CartpoleKeys(ke.App):
         inp = self.input
         if inp.key_pressed("r"):
             self.world.reset_envs()
+            self.target = 0.0
+        if inp.key_pressed("b"):
+            self.assist = not self.assist
         push = inp.axis("left", "right")
         if inp.key_pressed("left") or inp.key_pressed("right"):
             self.pushes += 1
-        self.robot.set_joint_effort_target(np.full((1, 1), FORCE * push), self.slider)
+        if not self.assist:
+            force = PUSH * push
+        else:
+            self.target = float(np.clip(self.target + TARGET_SPEED * push * ts, -TRACK, TRACK))
+            pos, vel = self.world.joint_positions[0], self.world.joint_velocities[0]
+            s, h = self.slider[0], self.hinge[0]
+            state = np.array([pos[s] - self.target, vel[s], pos[h], vel[h]])
+            force = float(np.clip(GAINS @ state, -MAX_FORCE, MAX_FORCE))
+        self.robot.set_joint_effort_target(np.full((1, 1), force), self.slider)
 
     def pre_update(self) -> None:
         if self.input.key_pressed("i"):
@@ -58,24 +82,35 @@ class CartpoleKeys(ke.App):
             f"fixed step {self.timeline.runner('Robot').hz_float:.0f} Hz   "
             f"measured {stats.runner_rates.get('Robot', 0.0):5.1f} steps/s",
             f"frames {stats.fps:5.1f} fps   steps this frame {stats.steps_per_frame}",
-            f"interpolation {'on' if self.interpolate else 'OFF'}   alpha {alpha:4.2f}",
-            "left/right: push   r: reset   i: interpolation   enter: pause   space: step",
+            f"interpolation {'on' if self.interpolate else 'OFF'}   alpha {alpha:4.2f}   "
+            f"balance assist {'on' if self.assist else 'OFF'}",
+            "left/right: move   b: assist   r: reset   i: interpolation   enter: pause",
         ]
         for i, text in enumerate(lines):
-            canvas.text((12, 10 + 22 * i), text, (225, 230, 238), 17, screen_space=True)
-        # the alpha of the last frames as bars: a saw-tooth when 50 Hz meets 60 fps
-        cam = self.camera
-        base, bar_w = h - 20, max(2, (w - 24) // 120)
-        for i, a in enumerate(self.alpha_history):
-            x0, top = 12 + i * bar_w, base - 60 * a
-            pts = [(x0, base), (x0 + bar_w - 1, base), (x0 + bar_w - 1, top), (x0, top)]
-            if a > 0:
-                canvas.polygon([cam.screen_to_world(p) for p in pts], (90, 170, 230))
-        canvas.line(
-            cam.screen_to_world((12, base - 60)),
-            cam.screen_to_world((w - 12, base - 60)),
-            (90, 95, 105),
+            canvas.text((12, 10 + 22 * i), text, (225, 230, 238), 16, screen_space=True)
+        self._alpha_chart(canvas, w, h)
+
+    def _alpha_chart(self, canvas, w: int, h: int) -> None:
+        """Interpolation alpha per frame (0 at the baseline, 1 at the top line)."""
+        x0, y1 = w - CHART_W - 12, h - 12
+        y0 = y1 - CHART_H
+        canvas.screen_rect((x0 - 6, y0 - 22, x0 + CHART_W + 6, y1 + 6), (16, 18, 24))
+        canvas.text(
+            (x0, y0 - 18),
+            "interpolation alpha, last 120 frames",
+            (200, 205, 215),
+            13,
+            screen_space=True,
         )
+        bar_w = CHART_W / 120
+        for i, a in enumerate(self.alpha_history):
+            if a > 0:
+                bx = x0 + 14 + i * (CHART_W - 14) / 120
+                canvas.screen_rect(
+                    (bx, y1 - CHART_H * a, bx + max(bar_w - 0.5, 1.0), y1), (90, 170, 230)
+                )
+        canvas.text((x0, y0 - 2), "1", (150, 155, 165), 12, screen_space=True)
+        canvas.text((x0, y1 - 12), "0", (150, 155, 165), 12, screen_space=True)
 
 
 def script(app: ke.App, frame: int) -> None:

@@ -829,6 +829,7 @@ class App:
         )
         cam = self._camera if self._camera is not None else self._default_camera()
         self.renderer.camera = cam
+        self.renderer.canvas.outlines = True  # bodies get a darker edge
         self.view.remember_home(cam)
         if self.world is not None:
             self._ground_y = find_ground_top(self.world.scene)

@@ -17,7 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from kelab.render.geometry import circle_segments, thick_line_quads, unit_circle
+from kelab.render.geometry import (
+    circle_segments,
+    inset_polygons,
+    thick_line_quads,
+    unit_circle,
+)
 
 __all__ = ["DrawPlan", "Primitive", "WorldLayout"]
 
@@ -25,6 +30,11 @@ Color = tuple[int, int, int]
 
 #: Plans kept per layout (zoom levels x copy counts); the App zooms in steps.
 _PLAN_CACHE = 16
+#: Width of body outlines in pixels, and the smallest shape (pixels across) that gets one.
+OUTLINE_PX = 1.5
+OUTLINE_MIN_PX = 6.0
+#: An outline is the body colour times this (a darker shade of the same hue).
+OUTLINE_SHADE = 0.55
 
 
 @dataclass(frozen=True)
@@ -79,8 +89,15 @@ def _circle(center: np.ndarray, radius_px: float) -> np.ndarray:
     return center + r * unit_circle(circle_segments(r))
 
 
-def _shape_parts(shape: Any, zoom: float, color: Color) -> list[tuple[bool, np.ndarray, Color]]:
-    """The primitives of one shape in body-frame pixels, in drawing order."""
+def _shape_parts(
+    shape: Any, zoom: float, color: Color, outline: bool = False
+) -> list[tuple[bool, np.ndarray, Color]]:
+    """The primitives of one shape in body-frame pixels, in drawing order.
+
+    With ``outline``, boxes, polygons and circles at least :data:`OUTLINE_MIN_PX` across
+    are drawn as a darker shape with the body colour inset by :data:`OUTLINE_PX` on top
+    (the plan is compiled once per zoom, so this costs only the extra points per frame).
+    """
     from kelab.sim.shapes import Box, Circle, Polygon, Segment
 
     off = shape.offset
@@ -93,10 +110,23 @@ def _shape_parts(shape: Any, zoom: float, color: Color) -> list[tuple[bool, np.n
 
     if isinstance(shape, (Box, Polygon)):
         verts = shape.vertices() if isinstance(shape, Box) else shape.vertices
-        return [(True, place(verts), color)]
+        pts = place(verts)
+        if outline:
+            span = pts.max(axis=0) - pts.min(axis=0)
+            if span.min() >= OUTLINE_MIN_PX:
+                inner = inset_polygons(pts[None], OUTLINE_PX)[0]
+                return [(True, pts, _shade(color, OUTLINE_SHADE)), (True, inner, color)]
+        return [(True, pts, color)]
     if isinstance(shape, Circle):
         center, rim = place([[0.0, 0.0], [shape.radius, 0.0]])
-        parts = [(True, _circle(center, shape.radius * zoom), color)]
+        r_px = shape.radius * zoom
+        if outline and 2.0 * r_px >= OUTLINE_MIN_PX:
+            parts = [
+                (True, _circle(center, r_px), _shade(color, OUTLINE_SHADE)),
+                (True, _circle(center, r_px - OUTLINE_PX), color),
+            ]
+        else:
+            parts = [(True, _circle(center, r_px), color)]
         width = max(1.0, 0.12 * shape.radius * zoom)
         parts.append(_line(center, rim, width, _shade(color)))
         return parts
@@ -195,12 +225,13 @@ class WorldLayout:
         origin = np.concatenate([e, np.full(self.n_shared, n_env)])  # row n_env = (0, 0)
         return np.concatenate([src_env, src_shared]).astype(np.intp), origin.astype(np.intp)
 
-    def primitives(self, zoom: float, n_env: int) -> list[Primitive]:
+    def primitives(self, zoom: float, n_env: int, outline: bool = False) -> list[Primitive]:
         """Expand the scene into primitives for ``n_env`` copies at ``zoom`` px per metre.
 
         Args:
             zoom: Pixels per metre.
             n_env: Number of copies drawn.
+            outline: Give bodies a darker outline (see ``_shape_parts``).
 
         Returns:
             Primitives in painter's order: by layer, then scene order; per shape part,
@@ -214,11 +245,13 @@ class WorldLayout:
             else:
                 instances = [n_env * b1 + body.column]
             for shape in body.shapes:
-                for fill, pts, color in _shape_parts(shape, zoom, body.color):
+                for fill, pts, color in _shape_parts(shape, zoom, body.color, outline):
                     out.extend(Primitive(fill, pts, color, i) for i in instances)
         return out
 
-    def plan(self, zoom: float, n_env: int, build: Any, style: Any) -> DrawPlan:
+    def plan(
+        self, zoom: float, n_env: int, build: Any, style: Any, outline: bool = False
+    ) -> DrawPlan:
         """Return the cached plan for ``(zoom, n_env)``, building it with ``build`` once.
 
         Args:
@@ -226,14 +259,15 @@ class WorldLayout:
             n_env: Number of copies drawn.
             build: ``build(primitives) -> DrawPlan`` (the backend's compiler).
             style: Hashable backend settings the plan depends on (e.g. antialiasing).
+            outline: Outline the bodies (``Canvas.outlines``).
 
         Returns:
             The plan, with ``instance`` rows already mapped to pose-table sources.
         """
-        key = (zoom, n_env, style)
+        key = (zoom, n_env, style, outline)
         plan = self._plans.get(key)
         if plan is None:
-            plan = build(self.primitives(zoom, n_env))
+            plan = build(self.primitives(zoom, n_env, outline))
             plan.src, plan.origin = self._instance_sources(n_env)
             if len(self._plans) >= _PLAN_CACHE:
                 self._plans.pop(next(iter(self._plans)))

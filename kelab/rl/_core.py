@@ -658,6 +658,7 @@ class Presenter:
                 headless=headless,
             )
             self._ground_y = find_ground_top(world.scene)
+            self.renderer.canvas.outlines = True  # bodies get a darker edge
         r = self.renderer
         if r.closed:
             return
