@@ -254,15 +254,18 @@ def spool_to_npz(spool: Path, path: Path) -> None:
 class GifStream:
     """Appends frames to a GIF file one at a time; the file is a valid GIF after each.
 
-    Each frame is quantised and LZW-coded by Pillow (as a one-frame GIF in memory), then
-    its palette, image descriptor and data are appended here with a graphic control block
-    carrying the frame's delay, followed by the trailer, which the next frame overwrites.
+    Each frame's changed rectangle (the whole first frame) is quantised and LZW-coded by
+    Pillow (as a one-frame GIF in memory), then its palette, image descriptor (placed at
+    the rectangle) and data are appended here with a graphic control block carrying the
+    frame's delay and "keep the previous frame", followed by the trailer, which the next
+    frame overwrites. Memory: one previous frame.
     """
 
     def __init__(self, path: Path, size: tuple[int, int], fps: Fraction) -> None:
         self._fh: BinaryIO = open(path, "wb", buffering=0)
         self._ticks_per_frame = Fraction(100) / fps  # GIF delays are centiseconds
         self.frames = 0
+        self._previous: np.ndarray | None = None
         w, h = size
         head = b"GIF89a" + w.to_bytes(2, "little") + h.to_bytes(2, "little") + b"\x00\x00\x00"
         loop = b"\x21\xff\x0bNETSCAPE2.0\x03\x01\x00\x00\x00"  # loop forever
@@ -281,8 +284,21 @@ class GifStream:
         """Append one ``(H, W, 3)`` uint8 frame of the stream's size."""
         from PIL import Image
 
+        left = top = 0
+        patch = frame
+        prev = self._previous
+        if prev is not None:  # only the rectangle that changed (frames are kept, not cleared)
+            changed = np.any(frame != prev, axis=2)
+            rows = np.flatnonzero(changed.any(axis=1))
+            cols = np.flatnonzero(changed.any(axis=0))
+            if rows.size:
+                top, left = int(rows[0]), int(cols[0])
+                patch = frame[top : rows[-1] + 1, left : cols[-1] + 1]
+            else:  # nothing changed: one unchanged pixel carries the delay
+                patch = frame[:1, :1]
+        self._previous = frame.copy()
         buf = io.BytesIO()
-        Image.fromarray(frame, "RGB").save(buf, format="GIF")
+        Image.fromarray(np.ascontiguousarray(patch), "RGB").save(buf, format="GIF")
         gif = buf.getvalue()
         packed = gif[10]
         pos = 13
@@ -298,6 +314,7 @@ class GifStream:
         if gif[pos] != 0x2C:
             raise RuntimeError("VideoRecorder: Pillow wrote an unexpected GIF layout")
         descriptor = bytearray(gif[pos : pos + 10])
+        descriptor[1:5] = left.to_bytes(2, "little") + top.to_bytes(2, "little")
         pos += 10
         if table:
             descriptor[9] = (descriptor[9] & 0x40) | 0x80 | (packed & 7)
