@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+import numpy as np
 import pygame
 import pygame.freetype
 
@@ -75,16 +76,19 @@ class TextCache:
             self._surfaces.move_to_end(key)
             return surf
         big, _ = self.font(size).render(string, color)  # SRCALPHA, antialiased, kerned
-        # pad to whole multiples so the scale is exactly 1/SUPERSAMPLE on both axes (an
-        # inexact ratio would stretch each string differently)
+        # box-filter the coverage (alpha) by exactly 1/SUPERSAMPLE on both axes, padded to
+        # whole blocks (an inexact ratio would stretch each string differently); the colour
+        # is uniform, so partly covered pixels keep the full colour with a partial alpha
         k = SUPERSAMPLE
         w, h = big.get_size()
-        padded = pygame.Surface((-(-w // k) * k, -(-h // k) * k), pygame.SRCALPHA)
-        padded.fill((*color, 0))
-        padded.blit(big, (0, 0))
-        surf = pygame.transform.smoothscale(
-            padded, (padded.get_width() // k, padded.get_height() // k)
-        )
+        cover = np.zeros((-(-w // k) * k, -(-h // k) * k), dtype=np.float32)
+        cover[:w, :h] = pygame.surfarray.array_alpha(big)
+        small = cover.reshape(cover.shape[0] // k, k, cover.shape[1] // k, k).mean(axis=(1, 3))
+        surf = pygame.Surface(small.shape, pygame.SRCALPHA)
+        surf.fill((*color, 0))
+        alpha = pygame.surfarray.pixels_alpha(surf)
+        alpha[:] = np.rint(small).astype(np.uint8)
+        del alpha  # unlock the surface
         self._surfaces[key] = surf
         if len(self._surfaces) > self.capacity:
             self._surfaces.popitem(last=False)
