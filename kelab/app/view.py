@@ -10,6 +10,7 @@ critically damped lag, and keeps it inside the middle of the frame whatever its 
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -170,7 +171,7 @@ class ViewController:
         if self._index_of is not world:
             names = list(world.body_names)
             if self.follow not in names:
-                near = [n for n in names if n.endswith(str(self.follow).rsplit("/", 1)[-1])]
+                near = difflib.get_close_matches(str(self.follow), names, n=1)
                 hint = f"; did you mean {near[0]!r}?" if near else ""
                 raise ValueError(
                     f"follow must name a body of the World, got {self.follow!r}{hint} "
