@@ -8,7 +8,8 @@ See docs/world.md, "Layouts".
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -44,6 +45,63 @@ ARB_FLOATS = 8
 GET = ffi.addressof(lib, "pmSpaceBodyGetIteratorFuncBatched")
 SET = ffi.addressof(lib, "pmSpaceBodySetIteratorFuncBatched")
 ARB_ITER = ffi.addressof(lib, "pmSpaceArbiterIteratorFuncBatched")
+#: The int array of every float-only batch read/write (body fields push no ints): one for
+#: the process, never grown, never freed.
+NO_INTS = lib.pmIntArrayNew(0)
+
+
+def _free_arrays(floats: object, ints: object) -> None:
+    """Free the C arrays of an :class:`ArbiterBuffer` (its finalizer)."""
+    lib.pmFloatArrayFree(floats)
+    lib.pmIntArrayFree(ints)
+
+
+class ArbiterBuffer:
+    """A reusable buffer for batched arbiter reads; its C arrays are freed with it.
+
+    ``pymunk.batch.Buffer`` allocates two C arrays and never frees them (pymunk 7.3.1),
+    so a Buffer per read leaked native memory on every contact read (hundreds of bytes
+    to kilobytes per step). Each backend keeps one of these and clears it before every
+    read; the arrays only grow to the largest read seen and are freed with the buffer.
+    """
+
+    def __init__(self) -> None:
+        floats = lib.pmFloatArrayNew(0)
+        ints = lib.pmIntArrayNew(0)
+        self._floats, self._ints = floats, ints
+        data = ffi.new("pmBatchedData *")
+        data.fields = ARB.value
+        data.floatArray = floats
+        data.intArray = ints
+        self._data = data
+        weakref.finalize(self, _free_arrays, floats, ints)
+
+    def read(self, spaces: Iterable[object], copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Read the cached arbiters of spaces (Chipmunk ``cpSpace*`` pointers), in order.
+
+        Args:
+            spaces: Space pointers whose arbiters are appended one space after the other.
+            copy: Return floats that own their memory. With False they view this buffer,
+                valid only until its next read: the caller must copy what it keeps.
+
+        Returns:
+            ``(ints, floats)`` as :func:`sum_arbiters` describes.
+        """
+        self._floats.num = 0
+        self._ints.num = 0
+        each, data = lib.cpSpaceEachCachedArbiter, self._data
+        for ptr in spaces:
+            each(ptr, ARB_ITER, data)
+        ints, fl = sum_arbiters(self)
+        return ints, (fl.copy() if copy else fl)
+
+    def int_buf(self) -> object:
+        """The ints read last (a cffi buffer over the C array)."""
+        return ffi.buffer(self._ints.arr, ffi.sizeof("uintptr_t") * self._ints.num)
+
+    def float_buf(self) -> object:
+        """The floats read last (a cffi buffer over the C array)."""
+        return ffi.buffer(self._floats.arr, ffi.sizeof("cpFloat") * self._floats.num)
 
 
 class BatchRows:
@@ -61,7 +119,6 @@ class BatchRows:
         self.width = width
         base = self.array.ctypes.data
         stride = self.array.strides[0]
-        self._int = lib.pmIntArrayNew(0)
         self.floats = []
         self.data = []
         for c in range(blocks):
@@ -72,7 +129,7 @@ class BatchRows:
             d = ffi.new("pmBatchedData *")
             d.fields = fields
             d.floatArray = fa
-            d.intArray = self._int
+            d.intArray = NO_INTS
             self.floats.append(fa)
             self.data.append(d)
 
@@ -87,7 +144,7 @@ class BatchRows:
         lib.cpSpaceEachBody(space_ptr, func, self.data[block])
 
 
-def sum_arbiters(buf: pbatch.Buffer) -> tuple[np.ndarray, np.ndarray]:
+def sum_arbiters(buf: ArbiterBuffer) -> tuple[np.ndarray, np.ndarray]:
     """Return (ints ``(k, 3)`` uint64: body A id, body B id, contact count; floats ``(k, 8)``).
 
     Floats: total impulse x, y, normal x, y, contact point 1 x, y, point 2 x, y (points
@@ -143,7 +200,7 @@ def _main_contacts(
     -2 for the main static material, -1 otherwise). Returns ``(rows, count, floats)``.
     """
     if table.size == 0 or ints.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), fl[:0]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, fl.shape[1]))
     keys = ints[:, 0:2]
     pos = np.searchsorted(table, keys)
     np.minimum(pos, table.size - 1, out=pos)
@@ -191,6 +248,7 @@ class IsolatedBackend:
         self._fric_vals: np.ndarray | None = None
         self._threads = num_threads
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
+        self._arb_buf = ArbiterBuffer()  # reused by every contact read
 
     # ------------------------------------------------------------------ state
     def read(self, ids: np.ndarray) -> np.ndarray:
@@ -299,18 +357,15 @@ class IsolatedBackend:
         return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
 
     def _read_arbiters(
-        self, ids: np.ndarray
+        self, ids: np.ndarray, copy: bool = True
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Summed last-step arbiters of copies ``ids`` plus the body-id lookup table."""
-        buf = pbatch.Buffer()
-        data = ffi.new("pmBatchedData *")  # one for all copies (pbatch makes one per call)
-        data.fields = ARB.value
-        data.floatArray = buf._float_arr
-        data.intArray = buf._int_arr
-        each, ptrs = lib.cpSpaceEachCachedArbiter, self._ptrs
-        for c in ids.tolist():
-            each(ptrs[c], ARB_ITER, data)
-        ints, fl = sum_arbiters(buf)
+        """Summed last-step arbiters of copies ``ids`` plus the body-id lookup table.
+
+        With ``copy`` the floats own their memory; else they view the reused buffer,
+        which the next read overwrites (see :meth:`ArbiterBuffer.read`).
+        """
+        ptrs = self._ptrs
+        ints, fl = self._arb_buf.read([ptrs[c] for c in ids.tolist()], copy)
         table, order = self._id_table()
         return ints, fl, table, order
 
@@ -321,7 +376,7 @@ class IsolatedBackend:
 
         See ``PackedBackend.friction_arbiters`` (same contract).
         """
-        ints, fl, table, order = self._read_arbiters(ids)
+        ints, fl, table, order = self._read_arbiters(ids, copy=False)  # selected: copies
         if self._fric_vals is None:
             code = codes[order % self._nb]
             self._fric_vals = np.where(code == 1, order, np.where(code == 2, -2, -1))

@@ -41,7 +41,6 @@ from functools import partial
 
 import numpy as np
 import pymunk
-import pymunk.batch as pbatch
 from pymunk._chipmunk_cffi import ffi, lib
 
 from kelab.sim._compile import (
@@ -57,14 +56,14 @@ from kelab.sim._compile import (
     reinit_call,
 )
 from kelab.sim._isolated import (
-    ARB,
     FORCE,
     GET,
+    NO_INTS,
     READ,
     SET,
+    ArbiterBuffer,
     lookup,
     nearest_body,
-    sum_arbiters,
 )
 from kelab.sim.scene import Box, Scene
 
@@ -336,7 +335,7 @@ class _Shard:
         d = ffi.new("pmBatchedData *")
         d.fields = fields
         d.floatArray = fa
-        d.intArray = lib.pmIntArrayNew(0)
+        d.intArray = NO_INTS  # body fields push floats only
         return arr, d, fa
 
     def _add_static(self, body: pymunk.Body, shapes: list[pymunk.Shape]) -> None:
@@ -513,7 +512,7 @@ def _friction_contacts(
     axis reductions over two columns cost several times more at these sizes.
     """
     if table.size == 0 or ints.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), fl[:0]
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, fl.shape[1]))
     keys = ints[:, 0:2]
     pos = np.searchsorted(table, keys)
     np.minimum(pos, table.size - 1, out=pos)
@@ -592,7 +591,7 @@ class PackedBackend:
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
-        self._fric_buf = pbatch.Buffer()
+        self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self.rebuild(np.arange(num_envs))
 
     # ------------------------------------------------------------------ state
@@ -889,10 +888,7 @@ class PackedBackend:
         See ``sum_arbiters`` for the floats; -1 marks a body of no copy.
         """
         self.sync()
-        buf = pbatch.Buffer()
-        for shard in self._shards:
-            pbatch.get_space_arbiters(shard.space, ARB, buf)
-        ints, fl = sum_arbiters(buf)
+        ints, fl = self._arb_buf.read([shard.ptr for shard in self._shards])
         table, vals, _ = self._id_table()
         ra = lookup(table, vals, ints[:, 0])
         rb = lookup(table, vals, ints[:, 1])
@@ -921,11 +917,8 @@ class PackedBackend:
             ``copy * nb + body``, the contact count and the floats of ``sum_arbiters``.
         """
         self.sync()
-        buf = self._fric_buf  # reused: a new pymunk Buffer costs more than the read
-        buf.clear()
-        for shard in self._shards:
-            pbatch.get_space_arbiters(shard.space, ARB, buf)
-        ints, fl = sum_arbiters(buf)  # fl views buf: _friction_contacts returns copies
+        # fl views the reused buffer: _friction_contacts returns copies
+        ints, fl = self._arb_buf.read([shard.ptr for shard in self._shards], copy=False)
         table, _, _ = self._id_table()
         if self._fric_vals is None:
             nb = self._nb
