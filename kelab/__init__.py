@@ -85,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     "success": "kelab.rl.success",
     "evaluate": "kelab.rl.evaluation",
     "EvaluationReport": "kelab.rl.evaluation",
+    "RLTrainer": "kelab.train.trainer",
+    "RLPlayer": "kelab.train.player",
     "DwellTimer": "kelab.rl.success",
     "App": "kelab.app.app",
     "AppStats": "kelab.app.hud",

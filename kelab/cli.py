@@ -148,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kelab.rl.preview import add_preview_parser  # the rl layer owns `preview`
 
     add_preview_parser(sub)
+    from kelab.train.cli import add_training_parsers  # train/play/eval (torch loads lazily)
+
+    add_training_parsers(sub)
     return parser
 
 

@@ -3,8 +3,10 @@
 120 Hz physics, 2 physics steps per action (60 Hz control), 5 s episodes. Observation
 (4): cart position (m), cart velocity (m/s), pole angle (rad, 0 = upright, CCW positive),
 pole angular velocity (rad/s). Action (1): cart force, ``100 N * action``. Reward per
-step: ``1 - angle^2 - 0.01 |cart velocity| - 0.005 |pole velocity|``, and ``-2`` on the
-step the episode ends early. Ends early: ``"pole fell"`` (|angle| > 0.5 rad) and
+step: ``1 - angle^2 - 0.2 position^2 - 0.01 |cart velocity| - 0.005 |pole velocity|``,
+and ``-2`` on the step the episode ends early (the cart-position term is reward shaping
+for training: without it PPO balances the pole but lets the cart drift off the track;
+see docs/training.md). Ends early: ``"pole fell"`` (|angle| > 0.5 rad) and
 ``"cart left the track"`` (|position| > 2.4 m). Success: the episode survived to its time
 limit. Resets draw the cart position from U(-0.5, 0.5) m and the pole angle from
 U(-0.1, 0.1) rad, from each copy's own Generator.
@@ -26,6 +28,7 @@ __all__ = ["CartPoleTask", "balanced"]
 FORCE_SCALE = 100.0
 MAX_POLE_ANGLE = 0.5
 MAX_CART_POS = 2.4
+CART_POSITION_COST = 0.2  # reward shaping: keeps the cart near the centre of the track
 
 
 @success
@@ -107,12 +110,14 @@ class CartPoleTask(Task):
         return terminated, truncated
 
     def get_rewards(self) -> np.ndarray:
-        """Alive bonus minus tilt and speed costs; -2 for an early end."""
+        """Alive bonus minus tilt, cart-position and speed costs; -2 for an early end."""
         vel = self._qd
         angle = self._q[:, self.pole_joint]
+        x = self._q[:, self.cart_joint]
         return (
             1.0
             - angle**2
+            - CART_POSITION_COST * x**2
             - 0.01 * np.abs(vel[:, self.cart_joint])
             - 0.005 * np.abs(vel[:, self.pole_joint])
             - 2.0 * self._ended_early

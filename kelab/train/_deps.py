@@ -1,0 +1,27 @@
+"""The training extra's packages, checked before anything imports them."""
+
+from __future__ import annotations
+
+import importlib.util
+
+__all__ = ["INSTALL_HINT", "missing_training_packages", "require_training_extra"]
+
+INSTALL_HINT = (
+    "training needs the train extra: pip install 'kelab[train]' (a CPU-only machine first "
+    "gets a CPU torch: pip install torch==2.13.0 --index-url "
+    "https://download.pytorch.org/whl/cpu)"
+)
+
+_MODULES = {"torch": "torch", "rsl_rl": "rsl-rl-lib", "safetensors": "safetensors"}
+
+
+def missing_training_packages() -> list[str]:
+    """The distributions of the train extra that are not installed."""
+    return [dist for mod, dist in _MODULES.items() if importlib.util.find_spec(mod) is None]
+
+
+def require_training_extra() -> None:
+    """Raise ImportError with the one-line install hint when a package is missing."""
+    missing = missing_training_packages()
+    if missing:
+        raise ImportError(f"{', '.join(missing)} not installed; {INSTALL_HINT}")

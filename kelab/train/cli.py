@@ -1,0 +1,336 @@
+"""``kelab train``, ``kelab play`` and ``kelab eval`` (registered by ``kelab/cli.py``).
+
+``<Task>`` is a built-in id with or without ``kelab/`` (``CartPole-v0``), or
+``module:TaskClass`` of your own task. Torch is imported only when a command runs; without
+the train extra each command says in one line how to install it (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = [
+    "POLICY_DIR",
+    "add_training_parsers",
+    "resolve_task",
+    "run_eval",
+    "run_play",
+    "run_train",
+    "shipped_policy",
+]
+
+POLICY_DIR = Path(__file__).resolve().parent / "policies"
+"""Where the shipped policies live (``<TaskClass>.json`` + its safetensors)."""
+
+
+def resolve_task(spec: str) -> tuple[str | None, str]:
+    """Return ``(gymnasium id or None, "module:TaskClass")`` for a task spec.
+
+    Raises:
+        ValueError: For an unknown id, listing the built-in ones.
+    """
+    from kelab.tasks import TASK_IDS
+
+    if spec in TASK_IDS:
+        return spec, TASK_IDS[spec]
+    if f"kelab/{spec}" in TASK_IDS:
+        return f"kelab/{spec}", TASK_IDS[f"kelab/{spec}"]
+    if ":" in spec and "/" not in spec.split(":", 1)[0]:
+        return None, spec
+    known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
+    raise ValueError(f"unknown task {spec!r}; built-in tasks: {known} (or module:TaskClass)")
+
+
+def _task_class(class_path: str) -> type:
+    from kelab.tasks.registry import task_class
+
+    try:
+        return task_class(class_path)
+    except (ImportError, AttributeError) as err:
+        raise ValueError(f"cannot import task {class_path!r}: {err}") from None
+
+
+def shipped_policy(class_path: str) -> Path | None:
+    """The shipped checkpoint of a task class, or None when KELab ships none."""
+    name = class_path.rpartition(":")[2]
+    path = POLICY_DIR / f"{name}.json"
+    return path if path.is_file() else None
+
+
+def _missing_extra(out: TextIO) -> bool:
+    from kelab.train._deps import INSTALL_HINT, missing_training_packages
+
+    missing = missing_training_packages()
+    if missing:
+        print(f"kelab: {', '.join(missing)} not installed; {INSTALL_HINT}", file=out)
+        return True
+    return False
+
+
+def _fmt_time(seconds: float) -> str:
+    if not math.isfinite(seconds) or seconds < 0:
+        return "?"
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class ProgressBar:
+    """One live line per iteration on a terminal (a line every ~10 s otherwise).
+
+    Shows the iteration, mean return, success rate, env-steps/s and the ETA.
+    """
+
+    def __init__(self, total: int, start_iteration: int, out: TextIO) -> None:
+        self.total = total
+        self.start_iteration = start_iteration
+        self.out = out
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.t0 = time.perf_counter()
+        self.last_print = -math.inf
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        """Show one training iteration's row."""
+        done = row["iteration"] - self.start_iteration
+        elapsed = time.perf_counter() - self.t0
+        eta = elapsed / max(done, 1) * (self.total - done)
+        width = 24
+        filled = int(width * done / max(self.total, 1))
+        bar = "#" * filled + "-" * (width - filled)
+        rate = row["success_rate"]
+        ret = row["mean_return"]
+        text = (
+            f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  "
+            f"return {ret:8.2f}  "
+            f"success {'  -  ' if rate is None else f'{rate:5.2f}'}  "
+            f"{row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
+        ) if math.isfinite(ret) else (
+            f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"
+            f"  {row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
+        )  # fmt: skip
+        if self.tty:
+            self.out.write("\r" + text)
+            self.out.flush()
+        elif elapsed - self.last_print >= 10.0 or done == self.total:
+            self.last_print = elapsed
+            print(text, file=self.out, flush=True)
+
+    def close(self) -> None:
+        """End the live line."""
+        if self.tty:
+            self.out.write("\n")
+            self.out.flush()
+
+
+# ---------------------------------------------------------------------------- train
+def run_train(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """``kelab train``: build the env, train, save checkpoints, print the summary."""
+    if _missing_extra(err):
+        return 2
+    task_id, class_path = resolve_task(args.task)
+    cls = _task_class(class_path)
+    import kelab as ke
+    from kelab.train.trainer import RLTrainer, training_config_of
+
+    config = training_config_of(cls)
+    if args.num_envs is not None:
+        config = config.replace(num_envs=args.num_envs)
+    iterations = config.max_iterations if args.iterations is None else args.iterations
+    if args.stop_at_target:
+        config = config.replace(stop_at_target=True)
+    env = ke.LearningEnv(
+        cls(),
+        num_envs=config.num_envs,
+        seed=args.seed,
+        layout=config.layout,
+        num_threads=config.num_threads,
+    )
+    try:
+        trainer = RLTrainer(
+            env,
+            seed=args.seed,
+            run_dir=args.run_dir,
+            config=config,
+            resume=args.resume,
+            task_id=task_id,
+        )
+        with trainer:
+            print(
+                f"training {task_id or class_path}: {env.num_envs} copies x "
+                f"{trainer.config.num_steps_per_env} steps per iteration, {iterations} "
+                f"iterations, seed {args.seed}; run dir {trainer.run_dir}",
+                file=out,
+                flush=True,
+            )
+            bar = ProgressBar(iterations, trainer.iteration, err)
+            try:
+                stats = trainer.train(iterations, callback=bar)
+            finally:
+                bar.close()
+    finally:
+        env.close()
+    rate = stats["success_rate"]
+    print(
+        f"{'interrupted' if stats['interrupted'] else 'done'}: {stats['iterations']} "
+        f"iterations, {stats['env_steps']} env steps in {stats['wall_time_s']:.1f} s "
+        f"({stats['env_steps_per_s']:.0f} steps/s); mean return {stats['last_reward']}, "
+        f"success rate {rate}",
+        file=out,
+    )
+    print(f"best:   {stats['checkpoints']['best']}", file=out)
+    print(f"latest: {stats['checkpoints']['latest']}", file=out)
+    print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
+    return 130 if stats["interrupted"] else 0
+
+
+# ---------------------------------------------------------------------------- play / eval
+def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
+    if args.checkpoint is not None:
+        return args.checkpoint
+    shipped = shipped_policy(class_path)
+    if shipped is None:
+        raise ValueError(
+            f"KELab ships no policy for {args.task}; train one with `kelab train {args.task}` "
+            "and pass --checkpoint RUN_DIR:best"
+        )
+    return str(shipped)
+
+
+def run_play(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
+    if _missing_extra(err):
+        return 2
+    task_id, class_path = resolve_task(args.task)
+    cls = _task_class(class_path)
+    spec = _checkpoint_spec(args, class_path)
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.train.player import RLPlayer
+
+    render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
+    if args.video and args.interactive:
+        raise ValueError("--video and --interactive cannot be combined; pick one")
+    env = DirectRLEnv(cls(), render_mode=render_mode, seed=args.seed)
+    try:
+        with RLPlayer(spec, env=env) as player:
+            result = player.play(
+                episodes=args.episodes, video=args.video, interactive=args.interactive
+            )
+    finally:
+        env.close()
+    for i, (ret, length, end, ok) in enumerate(
+        zip(
+            result["returns"],
+            result["lengths"],
+            result["ended_by"],
+            result["successes"],
+            strict=True,
+        ),
+        start=1,
+    ):
+        verdict = "" if ok is None else ("  success" if ok else "  failure")
+        print(f"episode {i}: return {ret:.2f}, {length} steps, ended by {end}{verdict}", file=out)
+    if result["video"]:
+        print(f"video: {result['video']}", file=out)
+    return 0
+
+
+def run_eval(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel)."""
+    if _missing_extra(err):
+        return 2
+    task_id, class_path = resolve_task(args.task)
+    cls = _task_class(class_path)
+    spec = _checkpoint_spec(args, class_path)
+    import kelab as ke
+    from kelab.train.player import RLPlayer
+
+    player = RLPlayer(spec, render_mode=None)
+    env = ke.LearningEnv(cls(), num_envs=min(args.episodes, args.num_envs), seed=args.seed)
+    try:
+        player._check_env(env)
+        report = ke.evaluate(env, player.policy, episodes=args.episodes, seed=args.seed)
+    finally:
+        env.close()
+    if args.json:
+        data = report.to_dict()
+        data["checkpoint"] = str(player.checkpoint.path)
+        data["task"] = task_id or class_path
+        print(json.dumps(data, indent=2), file=out)
+    else:
+        print(f"{task_id or class_path}  checkpoint {player.checkpoint.path}", file=out)
+        print(report.table(), file=out)
+    return 0
+
+
+# ---------------------------------------------------------------------------- parsers
+def _positive(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value!r}")
+    return n
+
+
+def _seed(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value!r}")
+    return n
+
+
+def add_training_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add ``train``, ``play`` and ``eval`` to the ``kelab`` command's subparsers."""
+    task_help = "built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass"
+    train = sub.add_parser("train", help="train a policy for a task with PPO (rsl-rl-lib)")
+    train.add_argument("task", help=task_help)
+    train.add_argument("--num-envs", type=_positive, default=None, help="copies (task default)")
+    train.add_argument(
+        "--iterations", type=_positive, default=None, help="iterations (task default)"
+    )
+    train.add_argument("--seed", type=_seed, default=42)
+    train.add_argument("--run-dir", default=None, help="the run directory (checkpoints land here)")
+    train.add_argument("--resume", default=None, help="checkpoint spec: RUN_DIR:latest, ...")
+    train.add_argument(
+        "--stop-at-target",
+        action="store_true",
+        help="stop once the recent episodes reach the task's success target",
+    )
+    train.set_defaults(func=run_train)
+
+    play = sub.add_parser("play", help="watch a trained policy (window, App, or video)")
+    play.add_argument("task", help=task_help)
+    play.add_argument(
+        "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+    )
+    play.add_argument("--episodes", type=_positive, default=3)
+    play.add_argument("--video", default=None, help="write an .mp4/.gif offscreen instead")
+    play.add_argument(
+        "--interactive", action="store_true", help="play in an App: pause, step, drag"
+    )
+    play.add_argument("--seed", type=_seed, default=0)
+    play.set_defaults(func=run_play)
+
+    ev = sub.add_parser("eval", help="evaluation report of a checkpoint")
+    ev.add_argument("task", help=task_help)
+    ev.add_argument(
+        "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+    )
+    ev.add_argument("--episodes", type=_positive, default=100)
+    ev.add_argument("--num-envs", type=_positive, default=100, help="copies run in parallel")
+    ev.add_argument("--seed", type=_seed, default=1000)
+    ev.add_argument("--json", action="store_true", help="print the report as JSON")
+    ev.set_defaults(func=run_eval)

@@ -1,0 +1,199 @@
+"""``TrainConfig``: everything a PPO training run is set up with (no torch here).
+
+Each built-in task carries a tuned one as its ``training_config`` class attribute, so
+``kelab train CartPole-v0`` with no flags reaches the task's target. The config is saved
+in every checkpoint's JSON and read back with :meth:`TrainConfig.from_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ALGORITHMS", "TrainConfig"]
+
+ALGORITHMS = ("PPO",)
+"""The algorithms ``RLTrainer`` knows."""
+
+_ACTIVATIONS = ("elu", "relu", "tanh", "selu", "gelu", "silu")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """PPO settings of one training run (rsl-rl-lib's PPO, KELab's loop).
+
+    Attributes:
+        num_envs: Copies of the task stepped side by side (one LearningEnv).
+        num_steps_per_env: Env steps per copy collected per iteration (the rollout).
+        max_iterations: Iterations ``kelab train`` runs when ``--iterations`` is not given.
+        actor_hidden_dims: Hidden layer widths of the policy network.
+        critic_hidden_dims: Hidden layer widths of the value network.
+        activation: Hidden activation (``"elu"``, ``"relu"``, ``"tanh"``, ...).
+        init_noise_std: Initial standard deviation of the Gaussian action noise.
+        obs_normalization: Normalise observations with running mean/std statistics (part
+            of the policy: saved in the checkpoint, frozen at playback).
+        learning_rate: Adam learning rate (the starting value with ``schedule="adaptive"``).
+        schedule: ``"adaptive"`` (adapt the learning rate to keep the KL near
+            ``desired_kl``) or ``"fixed"``.
+        desired_kl: Target KL divergence per update for the adaptive schedule.
+        gamma: Discount factor.
+        lam: GAE lambda.
+        clip_param: PPO ratio clip.
+        entropy_coef: Entropy bonus weight.
+        value_loss_coef: Value loss weight.
+        num_learning_epochs: Passes over each rollout.
+        num_mini_batches: Mini-batches per pass.
+        max_grad_norm: Gradient-norm clip.
+        layout: World layout of the training env (``"packed"`` is fastest).
+        num_threads: Threads stepping the World (results identical for every value).
+        torch_threads: Threads torch uses for the networks (``torch.set_num_threads``;
+            small networks gain little from more, and it keeps runs repeatable).
+        success_target: Success rate the task's target asks for (reported, and the run
+            stops early once the recent episodes reach it when ``stop_at_target``).
+        stop_at_target: End training as soon as ``success_window`` recent episodes reach
+            ``success_target`` (after at least ``min_iterations``).
+        min_iterations: Iterations before a run may stop at its target.
+        success_window: Recent finished episodes the success rate and mean return are
+            taken over.
+        checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
+            it improves, at most this often too).
+    """
+
+    num_envs: int = 256
+    num_steps_per_env: int = 24
+    max_iterations: int = 300
+    actor_hidden_dims: tuple[int, ...] = (64, 64)
+    critic_hidden_dims: tuple[int, ...] = (64, 64)
+    activation: str = "elu"
+    init_noise_std: float = 1.0
+    obs_normalization: bool = True
+    learning_rate: float = 1e-3
+    schedule: str = "adaptive"
+    desired_kl: float = 0.01
+    gamma: float = 0.99
+    lam: float = 0.95
+    clip_param: float = 0.2
+    entropy_coef: float = 0.005
+    value_loss_coef: float = 1.0
+    num_learning_epochs: int = 5
+    num_mini_batches: int = 4
+    max_grad_norm: float = 1.0
+    layout: str = "packed"
+    num_threads: int = 1
+    torch_threads: int = 1
+    success_target: float = 0.95
+    stop_at_target: bool = False
+    min_iterations: int = 10
+    success_window: int = 200
+    checkpoint_every: int = 10
+
+    def __post_init__(self) -> None:
+        for name in (
+            "num_envs",
+            "num_steps_per_env",
+            "max_iterations",
+            "num_learning_epochs",
+            "num_mini_batches",
+            "num_threads",
+            "torch_threads",
+            "min_iterations",
+            "success_window",
+            "checkpoint_every",
+        ):
+            value = getattr(self, name)
+            if not _is_int(value) or value < 1:
+                raise ValueError(f"TrainConfig.{name} must be an int >= 1, got {value!r}")
+        for name in ("actor_hidden_dims", "critic_hidden_dims"):
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+                value = tuple(value)
+            if (
+                not isinstance(value, tuple)
+                or not value
+                or not all(_is_int(v) and 1 <= v <= 4096 for v in value)
+            ):
+                raise ValueError(
+                    f"TrainConfig.{name} must be a non-empty tuple of layer widths in "
+                    f"[1, 4096], got {value!r}"
+                )
+        if self.activation not in _ACTIVATIONS:
+            raise ValueError(
+                f"TrainConfig.activation must be one of {_ACTIVATIONS}, got {self.activation!r}"
+            )
+        if self.schedule not in ("adaptive", "fixed"):
+            raise ValueError(
+                f"TrainConfig.schedule must be 'adaptive' or 'fixed', got {self.schedule!r}"
+            )
+        if self.layout not in ("packed", "isolated"):
+            raise ValueError(
+                f"TrainConfig.layout must be 'packed' or 'isolated', got {self.layout!r}"
+            )
+        for name in ("obs_normalization", "stop_at_target"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(
+                    f"TrainConfig.{name} must be True or False, got {getattr(self, name)!r}"
+                )
+        positive = (
+            "init_noise_std",
+            "learning_rate",
+            "desired_kl",
+            "clip_param",
+            "value_loss_coef",
+            "max_grad_norm",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if not _is_real(value) or value <= 0:
+                raise ValueError(f"TrainConfig.{name} must be a finite number > 0, got {value!r}")
+        for name in ("gamma", "lam", "success_target"):
+            value = getattr(self, name)
+            if not _is_real(value) or not 0.0 <= value <= 1.0:
+                raise ValueError(f"TrainConfig.{name} must be a number in [0, 1], got {value!r}")
+        if not _is_real(self.entropy_coef) or self.entropy_coef < 0:
+            raise ValueError(
+                f"TrainConfig.entropy_coef must be a finite number >= 0, got {self.entropy_coef!r}"
+            )
+        batch = self.num_envs * self.num_steps_per_env
+        if batch < self.num_mini_batches:
+            raise ValueError(
+                f"TrainConfig: a rollout of num_envs * num_steps_per_env = {batch} transitions "
+                f"cannot be split into num_mini_batches={self.num_mini_batches}; collect more "
+                "steps or use fewer mini-batches"
+            )
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """Return a copy with ``changes`` applied (validated like the constructor)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the config as a JSON-compatible dict."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        out["actor_hidden_dims"] = list(self.actor_hidden_dims)
+        out["critic_hidden_dims"] = list(self.critic_hidden_dims)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        """Build a config from :meth:`to_dict` output (unknown keys are an error).
+
+        Raises:
+            ValueError: For a non-dict, an unknown key, or an invalid value.
+        """
+        if not isinstance(data, dict):
+            raise ValueError(f"a training config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown training config keys {unknown}; known keys: {sorted(known)}")
+        return cls(**data)

@@ -1,0 +1,303 @@
+"""``ke.RLPlayer``: run a checkpoint without training it: act, evaluate, watch, record.
+
+``play()`` steps a :class:`~kelab.rl.direct.DirectRLEnv` with the checkpoint's
+deterministic actions: PACED in a window for ``render_mode="human"`` (waits when ahead,
+never catches up), OFFSCREEN_FAST for ``"rgb_array"`` (as fast as it runs; ``video=``
+writes the frames through a :class:`~kelab.app.recorders.VideoRecorder`).
+``interactive=True`` plays inside a :class:`~kelab.App` window instead: the policy acts
+in ``fixed_update`` and you can pause (Space), step, and drag the robot with the mouse to
+push it. See docs/training.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kelab.train._deps import require_training_extra
+
+require_training_extra()
+
+from kelab.train.checkpoint import Checkpoint, CheckpointError, load_checkpoint  # noqa: E402
+from kelab.train.policy import CheckpointPolicy  # noqa: E402
+
+if TYPE_CHECKING:
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.task import Task
+
+__all__ = ["RLPlayer", "task_from_checkpoint"]
+
+_CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*$")
+
+
+def task_from_checkpoint(checkpoint: Checkpoint) -> Task:
+    """A new instance of the task class a checkpoint names (``"module:Class"``).
+
+    Raises:
+        CheckpointError: When the class path is malformed or not a ke.Task subclass.
+    """
+    from kelab.rl.task import Task
+
+    path = checkpoint.meta["task"].get("class")
+    if not isinstance(path, str) or not _CLASS_PATH.match(path):
+        raise CheckpointError(
+            f"{checkpoint.path}: task.class must be 'module:TaskClass', got {path!r}"
+        )
+    module, _, name = path.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as err:
+        raise CheckpointError(
+            f"{checkpoint.path}: cannot import its task {path!r} ({err}); pass env= with the "
+            "task, or install the package that defines it"
+        ) from None
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise CheckpointError(f"{checkpoint.path}: {path!r} is not a ke.Task subclass")
+    return cls()
+
+
+class RLPlayer:
+    """Runs a trained checkpoint: ``act``, ``policy`` (for ``ke.evaluate``), ``play``.
+
+    Args:
+        checkpoint: A spec (``RUN_DIR:best``, ``RUN_DIR:latest``, a checkpoint .json) or a
+            loaded :class:`~kelab.train.checkpoint.Checkpoint`.
+        env: The env ``play()`` steps (a DirectRLEnv; its render mode is used as is).
+            None builds the checkpoint's task in a DirectRLEnv with ``render_mode``, at the
+            timing it was trained at.
+        render_mode: ``"human"`` (PACED window), ``"rgb_array"`` (offscreen, for video) or
+            None; used only when ``env`` is None.
+        seed: Seed of the env built when ``env`` is None.
+
+    Raises:
+        ValueError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
+            the env's (naming both), or the checkpoint cannot be loaded (CheckpointError).
+    """
+
+    def __init__(
+        self,
+        checkpoint: str | os.PathLike[str] | Checkpoint,
+        env: DirectRLEnv | None = None,
+        render_mode: str | None = "human",
+        *,
+        seed: int = 0,
+    ) -> None:
+        self.checkpoint = (
+            checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+        )
+        self._policy = CheckpointPolicy(self.checkpoint)
+        self.render_mode = render_mode
+        self.seed = seed
+        self._env = env
+        self._own_env = False
+        if env is not None:
+            self._check_env(env)
+
+    # ------------------------------------------------------------------ the policy
+    @property
+    def observation_dim(self) -> int:
+        """Observation size of the checkpoint."""
+        return self.checkpoint.observation_dim
+
+    @property
+    def action_dim(self) -> int:
+        """Action size of the checkpoint."""
+        return self.checkpoint.action_dim
+
+    def act(self, obs: Any) -> np.ndarray:
+        """Deterministic actions: ``(N, obs_dim) -> (N, act_dim)`` or one obs -> one action."""
+        return self._policy(obs)
+
+    @property
+    def policy(self) -> Callable[[np.ndarray], np.ndarray]:
+        """``obs -> actions``, usable as ``ke.evaluate(env, player.policy, ...)``."""
+        return self._policy
+
+    # ------------------------------------------------------------------ the env
+    def _check_env(self, env: Any) -> None:
+        base = getattr(env, "unwrapped", env)
+        space = getattr(base, "single_observation_space", None) or base.observation_space
+        act_space = getattr(base, "single_action_space", None) or base.action_space
+        obs_dim, act_dim = int(space.shape[-1]), int(act_space.shape[-1])
+        if (obs_dim, act_dim) != (self.observation_dim, self.action_dim):
+            raise ValueError(
+                f"checkpoint {self.checkpoint.path} has observation_dim={self.observation_dim}, "
+                f"action_dim={self.action_dim}, but the env's task {type(base.task).__name__} "
+                f"has observation_dim={obs_dim}, action_dim={act_dim}; use a checkpoint "
+                "trained on this task"
+            )
+        fingerprint = self.checkpoint.meta.get("scene_fingerprint")
+        world = getattr(base, "world", None)
+        if fingerprint and world is not None and world.fingerprint != fingerprint:
+            warnings.warn(
+                f"the env's scene differs from the one checkpoint {self.checkpoint.path} was "
+                "trained in (scene fingerprints differ); the policy may behave differently",
+                stacklevel=3,
+            )
+
+    def make_env(self, render_mode: str | None = None, seed: int | None = None) -> DirectRLEnv:
+        """A DirectRLEnv of the checkpoint's task at its training timing."""
+        from kelab.rl.direct import DirectRLEnv
+        from kelab.timing.config import SimulationTimingConfig
+
+        task = task_from_checkpoint(self.checkpoint)
+        timing_meta = self.checkpoint.meta.get("timing") or {}
+        timing = None
+        try:
+            if timing_meta:
+                timing = SimulationTimingConfig(
+                    sim_dt=float(timing_meta["sim_dt"]),
+                    decimation=int(timing_meta["decimation"]),
+                    episode_length_s=timing_meta.get("episode_length_s"),
+                )
+        except (KeyError, TypeError, ValueError) as err:
+            raise CheckpointError(f"{self.checkpoint.path}: bad timing ({err})") from None
+        env = DirectRLEnv(
+            task, render_mode=render_mode, timing=timing, seed=self.seed if seed is None else seed
+        )
+        self._check_env(env)
+        return env
+
+    @property
+    def env(self) -> DirectRLEnv:
+        """The env ``play()`` steps (built on first use when none was given)."""
+        if self._env is None:
+            self._env = self.make_env(self.render_mode)
+            self._own_env = True
+        return self._env
+
+    # ------------------------------------------------------------------ playing
+    def play(
+        self,
+        episodes: int = 1,
+        video: str | os.PathLike[str] | None = None,
+        *,
+        interactive: bool = False,
+        seed: int | None = None,
+        max_frames: int | None = None,
+    ) -> dict[str, Any]:
+        """Play ``episodes`` episodes with the deterministic policy and report them.
+
+        Args:
+            episodes: Episodes to play (>= 1).
+            video: An ``.mp4`` or ``.gif`` to write (needs ``render_mode="rgb_array"``).
+            interactive: Play inside a ``ke.App`` window (pause, step, drag) until it is
+                closed or ``episodes`` episodes ended.
+            seed: Seed of the first reset (None: the player's seed).
+            max_frames: Interactive only: stop after this many App frames (tests).
+
+        Returns:
+            ``{"episodes", "returns", "lengths", "ended_by", "successes", "steps",
+            "video"}`` (``successes`` holds None without a success rule).
+
+        Raises:
+            ValueError: For a bad ``episodes``, or ``video`` without ``rgb_array``.
+        """
+        if (
+            isinstance(episodes, bool)
+            or not isinstance(episodes, (int, np.integer))
+            or episodes < 1
+        ):
+            raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
+        seed = self.seed if seed is None else seed
+        if interactive:
+            return self._play_interactive(int(episodes), seed, max_frames)
+        env = self.env
+        if video is not None and env.render_mode != "rgb_array":
+            raise ValueError(
+                f"video= needs render_mode='rgb_array' (frames drawn offscreen), got "
+                f"render_mode={env.render_mode!r}; create RLPlayer(..., render_mode='rgb_array')"
+            )
+        recorder, timeline, frame = None, None, [None]
+        if video is not None:
+            from kelab.app.recorders import VideoRecorder
+            from kelab.timing.timeline import Timeline
+
+            timeline = Timeline(default_runners=False)
+            timeline.add_runner("Policy", env.timing.control_hz)
+            recorder = VideoRecorder(video, runner="Policy")
+            recorder.attach(timeline, frame_source=lambda: frame[0])
+        result = _Results()
+        try:
+            obs, _ = env.reset(seed=seed)
+            if recorder is not None:
+                frame[0] = env.render()
+                timeline.step()
+            while result.count < episodes and not env.window_closed:
+                obs, _, terminated, truncated, info = env.step(self.act(obs))
+                result.steps += 1
+                if recorder is not None:
+                    frame[0] = env.render()
+                    timeline.step()
+                if terminated or truncated:
+                    result.add(info)
+                    if result.count < episodes:
+                        obs, _ = env.reset()
+        finally:
+            if recorder is not None:
+                recorder.close()
+        out = result.as_dict()
+        out["video"] = None if video is None else str(Path(video))
+        return out
+
+    def _play_interactive(self, episodes: int, seed: int, max_frames: int | None) -> dict:
+        from kelab.train.interactive import play_in_app
+
+        env = self._env if self._env is not None else self.make_env(None, seed)
+        own = self._env is None
+        try:
+            return play_in_app(env, self.act, episodes, seed, max_frames)
+        finally:
+            if own:
+                env.close()
+
+    def close(self) -> None:
+        """Close the env the player built (an env passed in stays open)."""
+        if self._own_env and self._env is not None:
+            self._env.close()
+            self._env = None
+            self._own_env = False
+
+    def __enter__(self) -> RLPlayer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Results:
+    """Finished episodes of a playback."""
+
+    def __init__(self) -> None:
+        self.returns: list[float] = []
+        self.lengths: list[int] = []
+        self.ended_by: list[str] = []
+        self.successes: list[bool | None] = []
+        self.steps = 0
+
+    @property
+    def count(self) -> int:
+        return len(self.returns)
+
+    def add(self, info: dict[str, Any]) -> None:
+        self.returns.append(float(info["episode_return"]))
+        self.lengths.append(int(info["episode_length"]))
+        self.ended_by.append(str(info["ended_by"]))
+        self.successes.append(info.get("is_success"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "episodes": self.count,
+            "returns": self.returns,
+            "lengths": self.lengths,
+            "ended_by": self.ended_by,
+            "successes": self.successes,
+            "steps": self.steps,
+        }

@@ -1,0 +1,528 @@
+"""``ke.RLTrainer``: PPO (rsl-rl-lib) on a LearningEnv, with pickle-free checkpoints.
+
+KELab runs its own loop around rsl-rl-lib's PPO, rollout storage and models (not its
+runner, which never resets the env, does not advance its counter across ``learn(1)``
+calls, starts TensorBoard and a git dump from ``log_dir`` and saves with pickle). See
+docs/training.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import importlib.metadata
+import math
+import os
+import platform
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kelab.train._deps import require_training_extra
+
+require_training_extra()
+
+import torch  # noqa: E402
+
+from kelab.train.adapter import RslVecEnv  # noqa: E402
+from kelab.train.checkpoint import Checkpoint, load_checkpoint, save_checkpoint  # noqa: E402
+from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
+from kelab.train.ppo import FinalObsPPO, build_algorithm  # noqa: E402
+
+if TYPE_CHECKING:
+    from kelab.rl.env import LearningEnv
+    from kelab.rl.task import Task
+
+__all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
+
+_METRICS = (
+    "iteration",
+    "env_steps",
+    "wall_time_s",
+    "mean_return",
+    "success_rate",
+    "episodes",
+    "env_steps_per_s",
+    "collect_steps_per_s",
+    "learning_rate",
+    "action_std",
+    "value_loss",
+    "surrogate_loss",
+    "entropy",
+)
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a checkpoint depends on."""
+    out = {"python": platform.python_version()}
+    for dist in ("kelab", "torch", "rsl-rl-lib", "safetensors", "numpy", "gymnasium", "pymunk"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def task_class_path(task: Task) -> str:
+    """``"module:Class"`` of a task (how a checkpoint names it)."""
+    cls = type(task)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def training_config_of(task_type: type) -> TrainConfig:
+    """The task's tuned ``training_config`` class attribute, else the defaults."""
+    config = getattr(task_type, "training_config", None)
+    if config is None:
+        return TrainConfig()
+    if not isinstance(config, TrainConfig):
+        raise ValueError(
+            f"{task_type.__name__}.training_config must be a kelab.train.TrainConfig, "
+            f"got {config!r}"
+        )
+    return config
+
+
+def _utc_stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
+
+
+class _Episodes:
+    """Recent finished episodes: returns and success flags (a bounded window)."""
+
+    def __init__(self, window: int) -> None:
+        self.returns: deque[float] = deque(maxlen=window)
+        self.successes: deque[bool] = deque(maxlen=window)
+        self.judged = False
+        self.total = 0
+
+    def add(self, info: dict[str, Any]) -> None:
+        if not info:
+            return
+        mask = info["_ended_by"]
+        self.returns.extend(info["episode_return"][mask].tolist())
+        if "is_success" in info:
+            self.judged = True
+            self.successes.extend(info["is_success"][mask].tolist())
+        self.total += int(mask.sum())
+
+    @property
+    def mean_return(self) -> float:
+        return float(np.mean(self.returns)) if self.returns else math.nan
+
+    @property
+    def success_rate(self) -> float | None:
+        if not self.judged or not self.successes:
+            return None
+        return float(np.mean(self.successes))
+
+
+class RLTrainer:
+    """Train a policy for a LearningEnv's task with PPO (rsl-rl-lib).
+
+    ``train(max_iterations)`` collects ``num_steps_per_env`` steps from every copy per
+    iteration, updates the policy, and saves ``best`` and ``latest`` checkpoints in the run
+    directory as it goes (safetensors + JSON, atomic; see docs/training.md for how "best"
+    is chosen). Use it as a context manager or call :meth:`close`.
+
+    Args:
+        env: The LearningEnv (it is reset with ``seed``; the trainer does not close it).
+        algorithm: ``"PPO"`` (the only one).
+        seed: Seed of the env's first reset and of torch (same seed, same run).
+        device: ``"cpu"`` (KELab simulates on the CPU; torch runs there too).
+        run_dir: Where checkpoints and logs go; None means
+            ``runs/<TaskClass>/<UTC time>/`` in the working directory.
+        config: The training config; None uses the task's ``training_config`` (or the
+            resumed checkpoint's).
+        resume: A checkpoint spec (``RUN_DIR:best``, ``RUN_DIR:latest`` or a .json path)
+            to continue from: weights, normaliser, optimizer, iteration and env steps.
+        task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); optional.
+        log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png``.
+
+    Raises:
+        ValueError: For an unknown algorithm (listing the known ones), a device other than
+            "cpu", an env that is not a LearningEnv, or a resume checkpoint whose
+            ``observation_dim`` / ``action_dim`` differ from the env's (naming both).
+    """
+
+    def __init__(
+        self,
+        env: LearningEnv,
+        algorithm: str = "PPO",
+        seed: int = 42,
+        device: str = "cpu",
+        run_dir: str | os.PathLike[str] | None = None,
+        config: TrainConfig | None = None,
+        resume: str | os.PathLike[str] | None = None,
+        *,
+        task_id: str | None = None,
+        log: bool = True,
+    ) -> None:
+        from kelab.rl.env import LearningEnv
+
+        if algorithm not in ALGORITHMS:
+            raise ValueError(f"unknown algorithm {algorithm!r}; known algorithms: {ALGORITHMS}")
+        if device != "cpu":
+            raise ValueError(
+                f"device must be 'cpu' (KELab simulates on the CPU and trains there), got "
+                f"{device!r}"
+            )
+        if not isinstance(env, LearningEnv):
+            raise ValueError(
+                f"RLTrainer needs a ke.LearningEnv (many copies in lockstep), got {env!r}"
+            )
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        if config is not None and not isinstance(config, TrainConfig):
+            raise ValueError(f"config must be a kelab.train.TrainConfig or None, got {config!r}")
+        self.env = env
+        self.task = env.task
+        self.algorithm = algorithm
+        self.seed = int(seed)
+        self.device = device
+        self.task_id = task_id
+        self.log = bool(log)
+        self.obs_dim = int(env.single_observation_space.shape[0])
+        self.act_dim = int(env.single_action_space.shape[0])
+
+        checkpoint: Checkpoint | None = None
+        if resume is not None:
+            checkpoint = load_checkpoint(resume)
+            self._check_dims(checkpoint, "resume")
+            if config is None:
+                config = TrainConfig.from_dict(checkpoint.meta["train_config"])
+        if config is None:
+            config = training_config_of(type(self.task))
+        self.config = config.replace(num_envs=int(env.num_envs))
+
+        torch.manual_seed(self.seed)
+        torch.set_num_threads(self.config.torch_threads)
+        self.vec = RslVecEnv(env, seed=self.seed)
+        self.alg: FinalObsPPO = build_algorithm(
+            self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
+        )
+        self.iteration = 0
+        self.env_steps = 0
+        self.wall_time_s = 0.0
+        self.best_score: tuple[float, float] | None = None
+        self.best_reward = -math.inf
+        self.resumed_from: str | None = None
+        if checkpoint is not None:
+            self._restore(checkpoint)
+        if run_dir is None:
+            run_dir = Path("runs") / type(self.task).__name__ / _utc_stamp()
+        self.run_dir = Path(run_dir)
+        self._writer: Any = None
+        self._csv: Any = None
+        self._csv_writer: Any = None
+        self._history: list[tuple[int, float, float | None]] = []
+        self._closed = False
+        self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
+
+    # ------------------------------------------------------------------ checkpoints
+    def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
+        if checkpoint.observation_dim != self.obs_dim or checkpoint.action_dim != self.act_dim:
+            raise ValueError(
+                f"cannot {what} from {checkpoint.path}: the checkpoint has observation_dim="
+                f"{checkpoint.observation_dim}, action_dim={checkpoint.action_dim}, but the "
+                f"env's task {type(self.task).__name__} has observation_dim={self.obs_dim}, "
+                f"action_dim={self.act_dim}; use a checkpoint trained on this task"
+            )
+
+    def _restore(self, checkpoint: Checkpoint) -> None:
+        from kelab.train.policy import load_model_state, load_optimizer_state
+
+        load_model_state(self.alg.actor, checkpoint.prefixed("actor"), checkpoint.path, "actor")
+        load_model_state(self.alg.critic, checkpoint.prefixed("critic"), checkpoint.path, "critic")
+        optimizer = checkpoint.meta.get("optimizer")
+        if optimizer is None:
+            raise ValueError(
+                f"cannot resume from {checkpoint.path}: it holds no optimizer state (a "
+                "policy-only checkpoint, e.g. a shipped one); train from scratch or resume "
+                "from a run's RUN_DIR:latest"
+            )
+        load_optimizer_state(
+            self.alg.optimizer, optimizer, checkpoint.prefixed("optimizer"), checkpoint.path
+        )
+        self.alg.learning_rate = float(self.alg.optimizer.param_groups[0]["lr"])
+        meta = checkpoint.meta
+        self.iteration = int(meta["iteration"])
+        self.env_steps = int(meta["env_steps"])
+        self.wall_time_s = float(meta.get("wall_time_s", 0.0))
+        best = meta.get("best_score")
+        if isinstance(best, list) and len(best) == 2:
+            self.best_score = (float(best[0]), float(best[1]))
+        self.best_reward = float(meta.get("best_reward", -math.inf) or -math.inf)
+        self.resumed_from = str(checkpoint.path)
+
+    def save(self, name: str, stats: dict[str, Any] | None = None) -> Path:
+        """Save a checkpoint ``name`` (``"best"``, ``"latest"``...) in the run directory.
+
+        Returns:
+            The checkpoint's JSON path.
+        """
+        from kelab.train.policy import optimizer_state
+
+        tensors: dict[str, torch.Tensor] = {}
+        for prefix, model in (("actor", self.alg.actor), ("critic", self.alg.critic)):
+            for key, value in model.state_dict().items():
+                tensors[f"{prefix}.{key}"] = value
+        opt_meta, opt_tensors = optimizer_state(self.alg.optimizer)
+        tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+        stats = stats or {}
+        meta = {
+            "kind": name,
+            "task": {"id": self.task_id, "class": task_class_path(self.task)},
+            "observation_dim": self.obs_dim,
+            "action_dim": self.act_dim,
+            "scene_fingerprint": self.env.world.fingerprint,
+            "timing": {
+                "sim_dt": self.env.timing.sim_dt,
+                "decimation": self.env.timing.decimation,
+                "episode_length_s": self.env.timing.episode_length_s,
+            },
+            "algorithm": self.algorithm,
+            "train_config": self.config.to_dict(),
+            "seed": self.seed,
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time_s": round(self.wall_time_s, 3),
+            "reward": _finite_or_none(stats.get("mean_return")),
+            "success_rate": stats.get("success_rate"),
+            "best_score": None if self.best_score is None else list(self.best_score),
+            "best_reward": _finite_or_none(self.best_reward),
+            "best_rule": "highest success rate over the recent episodes, then highest mean "
+            "return (see docs/training.md)",
+            "optimizer": opt_meta,
+            "learning_rate": float(self.alg.learning_rate),
+            "resumed_from": self.resumed_from,
+            "versions": library_versions(),
+            "saved_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        }
+        path = save_checkpoint(self.run_dir, name, tensors, meta)
+        self.checkpoints[name] = str(path)
+        return path
+
+    # ------------------------------------------------------------------ logging
+    def _open_logs(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if not self.log or self._csv is not None:
+            return
+        path = self.run_dir / "metrics.csv"
+        new = not path.exists()
+        self._csv = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
+        self._csv_writer = csv.writer(self._csv)
+        if new:
+            self._csv_writer.writerow(_METRICS)
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=30)
+        except ImportError:  # tensorboard is part of the train extra; tolerate its absence
+            self._writer = None
+
+    def _log(self, row: dict[str, Any]) -> None:
+        self._history.append((row["env_steps"], row["mean_return"], row["success_rate"]))
+        if not self.log:
+            return
+        self._csv_writer.writerow([_csv_value(row.get(k)) for k in _METRICS])
+        self._csv.flush()
+        if self._writer is not None:
+            step = row["env_steps"]
+            for key in _METRICS[3:]:
+                value = row.get(key)
+                if value is not None and math.isfinite(value):
+                    self._writer.add_scalar(f"train/{key}", value, step)
+
+    def _draw_curve(self) -> None:
+        if not self.log or not self._history:
+            return
+        from kelab.train.curve import write_training_curve
+
+        write_training_curve(self.run_dir / "training_curve.png", self._history)
+
+    # ------------------------------------------------------------------ training
+    def train(
+        self,
+        max_iterations: int | None = None,
+        callback: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any]:
+        """Run ``max_iterations`` PPO iterations (more after a resume) and return statistics.
+
+        Ctrl-C stops after saving ``latest`` (the result then has ``interrupted=True``).
+
+        Args:
+            max_iterations: Iterations to run now; None uses ``config.max_iterations``.
+            callback: Called after every iteration with that iteration's row
+                (``iteration``, ``env_steps``, ``mean_return``, ``success_rate``,
+                ``env_steps_per_s``, ``wall_time_s``...), e.g. for a progress bar.
+
+        Returns:
+            ``best_reward``, ``last_reward`` (mean return of the recent episodes),
+            ``success_rate`` (recent episodes, by the task's success rule; None without
+            one), ``iterations``, ``env_steps``, ``wall_time_s``, ``env_steps_per_s``,
+            ``collect_steps_per_s`` (env steps per second of rollout collection alone),
+            ``episodes``, ``stopped_at_target``, ``interrupted`` and ``checkpoints``
+            (``{"best": path, "latest": path}``).
+        """
+        if self._closed:
+            raise RuntimeError("this RLTrainer is closed; create a new one")
+        if max_iterations is None:
+            max_iterations = self.config.max_iterations
+        if (
+            isinstance(max_iterations, bool)
+            or not isinstance(max_iterations, (int, np.integer))
+            or max_iterations < 1
+        ):
+            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+        self._open_logs()
+        cfg = self.config
+        alg, vec = self.alg, self.vec
+        episodes = _Episodes(cfg.success_window)
+        steps_per_iter = vec.num_envs * cfg.num_steps_per_env
+        start_wall = time.perf_counter()
+        base_wall = self.wall_time_s
+        run_steps = 0
+        collect_time = 0.0
+        stopped = interrupted = False
+        last_row: dict[str, Any] = {}
+        obs = vec.get_observations()
+        alg.train_mode()
+        try:
+            for _ in range(int(max_iterations)):
+                t0 = time.perf_counter()
+                with torch.inference_mode():
+                    for _ in range(cfg.num_steps_per_env):
+                        actions = alg.act(obs)
+                        obs, rewards, dones, extras = vec.step(actions)
+                        alg.process_env_step(obs, rewards, dones, extras)
+                        episodes.add(vec.last_info)
+                    t1 = time.perf_counter()
+                    alg.compute_returns(obs)
+                losses = alg.update()
+                collect_time += t1 - t0
+                self.iteration += 1
+                self.env_steps += steps_per_iter
+                run_steps += steps_per_iter
+                elapsed = time.perf_counter() - start_wall
+                self.wall_time_s = base_wall + elapsed
+                rate = episodes.success_rate
+                row = {
+                    "iteration": self.iteration,
+                    "env_steps": self.env_steps,
+                    "wall_time_s": self.wall_time_s,
+                    "mean_return": episodes.mean_return,
+                    "success_rate": rate,
+                    "episodes": episodes.total,
+                    "env_steps_per_s": run_steps / max(elapsed, 1e-9),
+                    "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
+                    "learning_rate": float(alg.learning_rate),
+                    "action_std": float(alg.get_policy().output_std.detach().mean()),
+                    "value_loss": float(losses["value"]),
+                    "surrogate_loss": float(losses["surrogate"]),
+                    "entropy": float(losses["entropy"]),
+                }
+                last_row = row
+                self._log(row)
+                if episodes.returns and math.isfinite(row["mean_return"]):
+                    self.best_reward = max(self.best_reward, row["mean_return"])
+                enough = len(episodes.returns) >= min(cfg.success_window, vec.num_envs)
+                if enough:
+                    score = (-1.0 if rate is None else rate, row["mean_return"])
+                    if self.best_score is None or score > self.best_score:
+                        self.best_score = score
+                        self.save("best", row)
+                if self.iteration % cfg.checkpoint_every == 0:
+                    self.save("latest", row)
+                    self._draw_curve()
+                if callback is not None:
+                    callback(row)
+                if (
+                    cfg.stop_at_target
+                    and rate is not None
+                    and len(episodes.successes) >= cfg.success_window
+                    and rate >= cfg.success_target
+                    and self.iteration >= cfg.min_iterations
+                ):
+                    stopped = True
+                    break
+        except KeyboardInterrupt:
+            interrupted = True
+        self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
+        if last_row or self.checkpoints["latest"] is None:
+            self.save("latest", last_row)
+        if self.checkpoints["best"] is None:
+            self.save("best", last_row)
+        self._draw_curve()
+        if self._writer is not None:
+            self._writer.flush()
+        elapsed = time.perf_counter() - start_wall
+        return {
+            "best_reward": _finite_or_none(self.best_reward),
+            "last_reward": _finite_or_none(episodes.mean_return),
+            "success_rate": episodes.success_rate,
+            "iterations": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time_s": self.wall_time_s,
+            "env_steps_per_s": run_steps / max(elapsed, 1e-9),
+            "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
+            "episodes": episodes.total,
+            "stopped_at_target": stopped,
+            "interrupted": interrupted,
+            "run_dir": str(self.run_dir),
+            "checkpoints": dict(self.checkpoints),
+        }
+
+    # ------------------------------------------------------------------ life cycle
+    def policy(self, obs: np.ndarray) -> np.ndarray:
+        """The current deterministic policy: ``(N, obs_dim)`` -> ``(N, act_dim)`` actions."""
+        actor = self.alg.actor
+        was_training = actor.training
+        actor.eval()
+        try:
+            with torch.inference_mode():
+                from tensordict import TensorDict
+
+                from kelab.train.adapter import OBS_GROUP
+
+                x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
+                td = TensorDict({OBS_GROUP: x}, batch_size=[x.shape[0]])
+                return actor(td).numpy().clip(-1.0, 1.0)
+        finally:
+            actor.train(was_training)
+
+    def close(self) -> None:
+        """Close the log files (the env stays open: its owner closes it)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._csv is not None:
+            self._csv.close()
+            self._csv = None
+
+    def __enter__(self) -> RLTrainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _finite_or_none(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
