@@ -9,9 +9,13 @@ inject synthetic input events before a frame.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
+from pathlib import Path
 
-import kelab as ke
+os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no banner on the command line
+
+import kelab as ke  # noqa: E402
 
 
 class FrameClock:
@@ -28,12 +32,44 @@ class FrameClock:
         self.now += self.frame_dt
 
 
+def _frames(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--frames must be an integer >= 1, got {text!r}"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"--frames must be >= 1, got {value}; 0 frames would draw nothing to save"
+        )
+    return value
+
+
+def _png_file(text: str) -> str:
+    path = Path(text)
+    if path.is_dir() or text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(
+            f"--out must name a .png file, got the folder {text!r}; add a file name, e.g. "
+            f"{str(path / 'shot.png')!r}"
+        )
+    if path.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(f"--out must end in .png, got {text!r}")
+    if not path.parent.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"--out folder {str(path.parent)!r} does not exist; create it first"
+        )
+    return text
+
+
 def parse_args(description: str, default_frames: int = 240) -> argparse.Namespace:
     """Parse the demo command line."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--headless", action="store_true", help="draw offscreen, scripted input")
-    parser.add_argument("--frames", type=int, default=None, help="stop after N frames")
-    parser.add_argument("--out", default=None, help="write the last frame to this PNG")
+    parser.add_argument("--frames", type=_frames, default=None, help="stop after N >= 1 frames")
+    parser.add_argument(
+        "--out", type=_png_file, default=None, help="write the last frame to this PNG"
+    )
     parser.add_argument("--backend", default="pygame", choices=["pygame", "gl"])
     parser.add_argument("--record-dir", default="recordings", help="where recordings go")
     parser.add_argument(

@@ -1,8 +1,11 @@
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+import kelab as ke
 from kelab.cli import main, run_demo
 
 
@@ -40,3 +43,151 @@ def test_console_entry_point_runs():
     )
     assert proc.returncode == 0, proc.stderr
     assert "simulated_s" in proc.stdout
+
+
+# ---------------------------------------------------------------- user errors: one line, exit 2
+DEMOS = Path(__file__).resolve().parents[1] / "demos"
+
+
+def _kelab(
+    *args: str, cwd: Path | None = None, display: bool = False
+) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("PYGAME_HIDE_SUPPORT_PROMPT", None)  # the command hides the banner itself
+    env.pop("SDL_VIDEODRIVER", None)
+    return subprocess.run(
+        [sys.executable, "-m", "kelab.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+    )
+
+
+def _one_error_line(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith("kelab")
+    assert "pygame-ce" not in proc.stdout + proc.stderr  # no banner
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("preview", "NoSuch-v0"), "unknown task 'NoSuch-v0'; use a built-in task"),
+        (("preview", "no_such_module:Task"), "cannot import module 'no_such_module'"),
+        (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'"),
+        (("preview", "kelab.tasks.cartpole:FORCE_SCALE"), "is not a ke.Task subclass"),
+        (("preview", "CartPole-v0"), "no display for a preview window"),
+        (("preview", "CartPole-v0", "--headless", "--out", "nodir/x.png"), "does not exist"),
+        (("preview", "CartPole-v0", "--headless", "--out", "shot.txt"), "must end in .png"),
+    ],
+)
+def test_user_errors_print_one_line_and_exit_2(tmp_path, args, expected):
+    line = _one_error_line(_kelab(*args, cwd=tmp_path))
+    assert line.startswith("kelab: error: ") and expected in line
+
+
+@pytest.mark.parametrize(
+    ("args", "usage"),
+    [
+        (("demo", "--seconds", "-1"), "usage: kelab demo"),
+        (("demo", "--seconds", "0"), "usage: kelab demo"),
+        (("demo", "--num-envs", "0"), "usage: kelab demo"),
+        (("demo", "--seconds", "abc"), "usage: kelab demo"),
+        (("preview", "CartPole-v0", "--seconds", "0"), "usage: kelab preview"),
+        (("preview", "CartPole-v0", "--seed", "-3"), "usage: kelab preview"),
+        (("nosuchcommand",), "usage: kelab"),
+    ],
+)
+def test_argument_errors_show_the_subcommand_usage_and_exit_2(args, usage):
+    proc = _kelab(*args)
+    line = _one_error_line(proc)
+    assert proc.stderr.startswith(usage)
+    assert line.startswith(usage.replace("usage: ", "") + ": error: ")
+
+
+def test_out_naming_a_directory_is_refused(tmp_path):
+    line = _one_error_line(_kelab("preview", "CartPole-v0", "--headless", "--out", str(tmp_path)))
+    assert "must name a file" in line
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = _kelab("preview", "NoSuch-v0", "--debug", cwd=tmp_path)
+    assert proc.returncode != 0 and "Traceback" in proc.stderr and "unknown task" in proc.stderr
+
+
+def test_user_error_mapping_covers_other_subcommands(capsys):
+    from kelab.cli import USER_ERRORS, KelabUsageError
+
+    assert KelabUsageError in USER_ERRORS and ValueError in USER_ERRORS
+    # any registered subcommand's ValueError becomes one line and exit 2 (train/play/eval too)
+    import argparse
+
+    import kelab.cli as cli
+
+    original = cli.build_parser
+
+    def with_extra() -> argparse.ArgumentParser:
+        parser = original()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        extra = sub.add_parser("extra")
+
+        def fail(args):
+            raise ValueError("config must be a .toml file, got x.txt; pass --config run.toml")
+
+        extra.set_defaults(func=fail)
+        return parser
+
+    cli.build_parser = with_extra
+    try:
+        assert main(["extra"]) == 2
+    finally:
+        cli.build_parser = original
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "kelab: error: config must be a .toml file, got x.txt; pass --config run.toml "
+        "(--debug shows the traceback)"
+    ]
+
+
+def test_version():
+    proc = _kelab("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"kelab {ke.__version__}"
+
+
+def test_short_demo_explains_its_exit_1(capsys):
+    assert main(["demo", "--seconds", "0.5", "--num-envs", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "not balanced (exit 1)" in err and "--seconds 3" in err
+
+
+@pytest.mark.parametrize("out", ["shot.png", "clip.mp4"])
+def test_headless_preview_writes_a_picture_or_a_video(tmp_path, out):
+    proc = _kelab(
+        "preview", "Pi-Locomotion-v0", "--headless", "--seconds", "0.4", "--out", out, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {out}" in proc.stdout
+    import imageio.v3 as iio
+
+    frames = iio.imread(tmp_path / out) if out.endswith(".png") else iio.imread(tmp_path / out)
+    assert frames.ndim in (3, 4) and frames.size > 0
+    assert not list(tmp_path.glob("tmp*"))  # the atomic write left no temp file
+
+
+@pytest.mark.parametrize(("args", "expected"), [(("--frames", "0"), "--frames must be >= 1")])
+def test_demo_scripts_refuse_zero_frames_and_directory_out(tmp_path, args, expected):
+    for extra, msg in ((args, expected), (("--out", str(tmp_path)), "must name a .png file")):
+        proc = subprocess.run(
+            [sys.executable, str(DEMOS / "multi_rate.py"), "--headless", *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+        assert proc.returncode == 2 and msg in proc.stderr and "Traceback" not in proc.stderr

@@ -353,6 +353,7 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_out_path(args.out)
+    load_task_class(args.task)  # a bad task id is the first thing to report
     mode = "rgb_array" if args.headless else "human"
     if mode == "human" and not display_available(args.backend):
         raise DisplayUnavailableError(
