@@ -33,6 +33,7 @@ from kelab.sim.scene import (
     SceneBuilder,
 )
 from kelab.sim.sensors import SensorConfig
+from kelab.train.config import TrainConfig
 
 __all__ = ["BallToGoalTask", "SENSOR", "stayed_at_goal"]
 
@@ -101,6 +102,23 @@ class BallToGoalTask(Task):
     decimation = 2
     success_rule = stayed_at_goal
     render_zoom = 72.0  # the whole 3 m table (6.4 m across with its rim) in 480 px
+    training_config = TrainConfig(
+        num_envs=256,
+        num_steps_per_env=24,
+        max_iterations=400,
+        actor_hidden_dims=(128, 64),
+        critic_hidden_dims=(128, 64),
+        init_noise_std=0.6,
+        learning_rate=1e-3,
+        gamma=0.99,
+        entropy_coef=0.002,
+        num_learning_epochs=5,
+        num_mini_batches=4,
+        success_target=0.9,
+        stop_at_target=True,
+        min_iterations=50,
+    )
+    """Tuned PPO settings for ``kelab train BallToGoal-v0`` (see docs/training.md)."""
     #: goals lie within 0.3 + 1.5 m of the centre on each axis; the rest has no hard bound
     observation_bounds = (
         (-np.inf,) * 4 + (-GOAL_LIMIT, -GOAL_LIMIT),

@@ -20,6 +20,7 @@ from kelab.rl.terminations import TerminationSet
 from kelab.sim.assets import Asset
 from kelab.sim.assets.biped import TORQUE_LIMITS
 from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.train.config import TrainConfig
 
 __all__ = ["HumanoidTask", "walked_forward"]
 
@@ -45,6 +46,22 @@ class HumanoidTask(Task):
     decimation = 2
     success_rule = walked_forward
     render_zoom = 140.0
+    training_config = TrainConfig(
+        num_envs=512,
+        num_steps_per_env=24,
+        max_iterations=1500,
+        actor_hidden_dims=(128, 128),
+        critic_hidden_dims=(128, 128),
+        init_noise_std=0.8,
+        learning_rate=1e-3,
+        gamma=0.99,
+        entropy_coef=0.003,
+        num_learning_epochs=5,
+        num_mini_batches=4,
+        success_target=0.9,
+        checkpoint_every=20,
+    )
+    """PPO settings for ``kelab train Humanoid-v0`` (see docs/training.md)."""
 
     def build(self, scene: SceneBuilder) -> None:
         """Ground and one biped per copy."""

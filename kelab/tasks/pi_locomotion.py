@@ -20,6 +20,7 @@ from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
 from kelab.sim.assets import Asset
 from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.train.config import TrainConfig
 
 __all__ = ["PiLocomotionTask", "tracked_command"]
 
@@ -46,6 +47,22 @@ class PiLocomotionTask(Task):
     decimation = 20
     success_rule = tracked_command
     render_zoom = 300.0
+    training_config = TrainConfig(
+        num_envs=256,
+        num_steps_per_env=24,
+        max_iterations=1000,
+        actor_hidden_dims=(128, 128),
+        critic_hidden_dims=(128, 128),
+        init_noise_std=0.8,
+        learning_rate=1e-3,
+        gamma=0.99,
+        entropy_coef=0.003,
+        num_learning_epochs=5,
+        num_mini_batches=4,
+        success_target=0.8,
+        checkpoint_every=10,
+    )
+    """PPO settings for ``kelab train Pi-Locomotion-v0`` (see docs/training.md)."""
     #: the command (last entry) is drawn from [0, MAX_COMMAND]; the rest has no hard bound
     observation_bounds = ((-np.inf,) * 21 + (0.0,), (np.inf,) * 21 + (MAX_COMMAND,))
 
