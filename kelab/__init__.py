@@ -82,6 +82,8 @@ _EXPORTS: dict[str, str] = {
     "TerminationSet": "kelab.rl.terminations",
     "LearningEnv": "kelab.rl.env",
     "DirectRLEnv": "kelab.rl.direct",
+    "RayLearningEnv": "kelab.rl.ray_env",  # needs the [ray] extra when created
+    "WorkerDiedError": "kelab.rl.ray_env",
     "success": "kelab.rl.success",
     "evaluate": "kelab.rl.evaluation",
     "EvaluationReport": "kelab.rl.evaluation",

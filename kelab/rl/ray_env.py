@@ -1,0 +1,763 @@
+"""RayLearningEnv: the copies of a LearningEnv split across Ray actors (processes, machines).
+
+``RayLearningEnv(task, num_envs, num_workers, seed)`` is a Gymnasium ``VectorEnv`` with
+exactly :class:`~kelab.rl.env.LearningEnv`'s contract. Its copies live in
+``num_workers`` plain Ray actors, worker ``k`` holding a ``LearningEnv`` of copies
+``[a_k, b_k)`` built with ``copy_offset=a_k``, so every per-copy random stream comes
+from the global copy index and the whole is bit-identical to one ``LearningEnv`` of the
+same size and seed (docs/scale.md says when). Each ``step`` sends every worker its rows
+of the actions at once and joins their replies; the learner stays in the calling
+process. ``ray`` is an optional dependency (``pip install kelab[ray]``), imported only
+when a ``RayLearningEnv`` is created.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium
+import numpy as np
+from gymnasium.vector import AutoresetMode
+from gymnasium.vector.utils import batch_space
+
+from kelab.rl.env import vector_info
+from kelab.rl.success import SuccessRule
+from kelab.rl.task import Task, validate_task_class
+from kelab.rl.terminations import CUT_SHORT
+from kelab.sim.snapshot import Snapshot
+
+__all__ = ["RayLearningEnv", "WorkerDiedError", "merge_infos", "split_copies"]
+
+SNAPSHOT_KIND = "kelab.RayLearningEnv/1"
+"""``meta["kind"]`` of a RayLearningEnv snapshot (each worker's snapshot bytes inside)."""
+
+_RESTART_STREAM = 0xFA17  # spawn-key tag of the seeds of copies restarted after a fault
+_RESERVED = ("num_envs", "seed", "copy_offset", "render_mode", "run_config", "pacer")
+
+
+class WorkerDiedError(RuntimeError):
+    """A Ray worker of a :class:`RayLearningEnv` died (process killed, node lost).
+
+    Attributes:
+        worker: Index of the worker.
+        copies: ``(first, end)``: the global copy indices ``[first, end)`` it held.
+        host: Host name and address of the node it ran on.
+        pid: Its process id.
+    """
+
+    def __init__(self, message: str, worker: int, copies: tuple[int, int], host: str, pid: int):
+        super().__init__(message)
+        self.worker = worker
+        self.copies = copies
+        self.host = host
+        self.pid = pid
+
+
+def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
+    """Split copies ``[0, num_envs)`` into ``num_workers`` consecutive ranges.
+
+    The first ``num_envs % num_workers`` workers hold one copy more than the others.
+
+    Args:
+        num_envs: Copies in all (>= 1).
+        num_workers: Workers (1 <= num_workers <= num_envs).
+
+    Returns:
+        ``[(first, end), ...]``, one half-open range per worker.
+
+    Example:
+        >>> split_copies(10, 3)
+        [(0, 4), (4, 7), (7, 10)]
+    """
+    base, extra = divmod(num_envs, num_workers)
+    ranges, first = [], 0
+    for k in range(num_workers):
+        end = first + base + (1 if k < extra else 0)
+        ranges.append((first, end))
+        first = end
+    return ranges
+
+
+def _blank_like(value: np.ndarray, rows: int) -> np.ndarray:
+    """What ``vector_info`` puts in the rows of copies that did not end."""
+    shape = (rows, *value.shape[1:])
+    if value.dtype == object:
+        return np.full(shape, None, dtype=object)
+    return np.zeros(shape, dtype=value.dtype)
+
+
+def merge_infos(infos: Sequence[Mapping[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:
+    """Join the vector infos of consecutive groups of copies into one vector info.
+
+    A key missing from a group's info (that group had no episode ending) is filled the way
+    ``LearningEnv`` fills the rows of copies that did not end: zeros, False, or None.
+
+    Args:
+        infos: One info per group, in copy order (``{}`` where nothing ended).
+        sizes: Copies per group.
+
+    Returns:
+        The info of all copies (``{}`` when every group's info is empty).
+    """
+    present = [info for info in infos if info]
+    if not present:
+        return {}
+    keys: list[str] = []
+    for info in present:
+        keys.extend(k for k in info if k not in keys)
+    out: dict[str, Any] = {}
+    for key in keys:
+        sample = next(info[key] for info in present if key in info)
+        if isinstance(sample, Mapping):
+            out[key] = merge_infos([info.get(key, {}) if info else {} for info in infos], sizes)
+            if not out[key]:  # a group-level dict that was empty everywhere
+                out[key] = {}
+            continue
+        parts = [
+            np.asarray(info[key]) if info and key in info else _blank_like(sample, n)
+            for info, n in zip(infos, sizes, strict=True)
+        ]
+        out[key] = np.concatenate(parts, axis=0)
+    return out
+
+
+class _EnvWorker:
+    """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``."""
+
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int,
+        seed: int,
+        copy_offset: int,
+        env_kwargs: dict[str, Any],
+    ) -> None:
+        from kelab.rl.env import LearningEnv
+
+        self.env = LearningEnv(
+            task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
+        )
+
+    def describe(self) -> dict[str, Any]:
+        env = self.env
+        try:
+            import ray
+
+            address = ray.util.get_node_ip_address()
+        except Exception:  # noqa: BLE001 - only for messages
+            address = "?"
+        return {
+            "single_observation_space": env.single_observation_space,
+            "single_action_space": env.single_action_space,
+            "metadata": dict(env.metadata),
+            "max_episode_length": int(env.max_episode_length),
+            "step_dt": float(env.step_dt),
+            "layout": env.world.layout,
+            "fingerprint": env.world.fingerprint,
+            "has_rule": env.success_rule is not None,
+            "host": f"{socket.gethostname()} ({address})",
+            "pid": os.getpid(),
+        }
+
+    def reset(self, seed: int | list[int] | None) -> np.ndarray:
+        return self.env.reset(seed=seed)[0]
+
+    def step(self, actions: np.ndarray) -> tuple:
+        return self.env.step(actions)
+
+    def snapshot(self) -> bytes:
+        return self.env.snapshot().to_bytes()
+
+    def restore(self, data: bytes) -> None:
+        self.env.restore(Snapshot.from_bytes(data))
+
+    def set_success_rule(self, rule: SuccessRule | None) -> None:
+        self.env.success_rule = rule
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def _check_int(value: object, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"RayLearningEnv: {name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+class RayLearningEnv(gymnasium.vector.VectorEnv):
+    """``num_envs`` copies of a task in ``num_workers`` Ray actors, as one vector env.
+
+    Same contract as :class:`~kelab.rl.env.LearningEnv`: float32 observations
+    ``(num_envs, observation_dim)``, float32 rewards and bool flags ``(num_envs,)``,
+    same-step autoreset, and for the copies that ended ``info`` with ``final_obs``,
+    ``final_info``, ``ended_by``, ``episode_return``, ``episode_length`` and, with a
+    success rule, ``is_success`` and ``checks`` (each masked by ``info["_<key>"]``).
+    Worker ``k`` holds copies ``[a_k, b_k)`` (:func:`split_copies`); results are
+    bit-identical to ``LearningEnv(task, num_envs, seed=seed, ...)`` in the isolated
+    layout, and in the packed layout wherever packed copies are exact (docs/scale.md).
+
+    A worker that dies raises :class:`WorkerDiedError` naming it, its copies and its host.
+    With ``restart=True`` Ray restarts it instead; its copies start fresh episodes
+    (seeded from ``seed``, the worker and the restart count), reported in that step as
+    truncated, ``ended_by == "cut short by the task"``, reward 0 and ``final_obs`` the
+    last observation received from them; the other copies go on unchanged.
+
+    Args:
+        task: The task (an unbound instance; each worker gets a copy).
+        num_envs: Copies in all (>= 1).
+        num_workers: Ray actors (1 <= num_workers <= num_envs).
+        seed: Seed of every per-copy Generator (int >= 0), as for ``LearningEnv``.
+        address: None starts a local Ray (or uses the one this process already joined);
+            ``"auto"`` or ``"ray://host:10001"`` / ``"host:6379"`` joins a cluster.
+        restart: Restart dead workers (True) or raise :class:`WorkerDiedError` (False).
+        cpus_per_worker: CPUs Ray reserves for each actor (> 0; fractions allowed).
+        start_timeout_s: Seconds to wait for every worker to start (a worker Ray cannot
+            place, for want of CPUs, is an error after this long).
+        ray_init: Extra keyword arguments for ``ray.init`` (e.g. ``runtime_env``) when
+            this env starts or joins Ray.
+        **env_kwargs: Passed to every worker's ``LearningEnv`` (``layout``,
+            ``num_threads``, ``dt``, ``physics_steps_per_action``, ``env_spacing``,
+            ``success``...). Rendering stays with ``LearningEnv``: ``render_mode`` must
+            be None.
+
+    Raises:
+        ValueError: For out-of-range arguments.
+        ImportError: When Ray is not installed (``pip install kelab[ray]``).
+
+    Example (starts Ray: seconds; docs/scale.md runs a complete one):
+        >>> import numpy as np, kelab as ke  # doctest: +SKIP
+        >>> from kelab.tasks.humanoid import HumanoidTask  # doctest: +SKIP
+        >>> env = ke.RayLearningEnv(HumanoidTask(), 512, num_workers=2, seed=0)  # doctest: +SKIP
+        >>> obs, _ = env.reset()  # doctest: +SKIP
+        >>> obs, rew, term, trunc, info = env.step(np.zeros((512, 6), np.float32))  # doctest: +SKIP
+        >>> env.close()  # doctest: +SKIP
+    """
+
+    metadata: dict[str, Any] = {
+        "render_modes": [],
+        "render_fps": 60,
+        "autoreset_mode": AutoresetMode.SAME_STEP,
+    }
+
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int,
+        num_workers: int,
+        seed: int = 0,
+        address: str | None = None,
+        restart: bool = False,
+        *,
+        cpus_per_worker: float = 1.0,
+        start_timeout_s: float = 300.0,
+        ray_init: Mapping[str, Any] | None = None,
+        **env_kwargs: Any,
+    ) -> None:
+        self.closed = True  # until the workers exist (close() is then a no-op)
+        self._owns_ray = False
+        self._workers: list[Any] = []
+        validate_task_class(task)
+        if "env" in task.__dict__:
+            raise ValueError(
+                f"RayLearningEnv: this {type(task).__name__} instance already runs in an "
+                "environment; pass a new task object"
+            )
+        num_envs = _check_int(num_envs, "num_envs", 1)
+        num_workers = _check_int(num_workers, "num_workers", 1)
+        if num_workers > num_envs:
+            raise ValueError(
+                f"RayLearningEnv: num_workers must be <= num_envs ({num_envs}), got "
+                f"{num_workers}; every worker needs at least one copy"
+            )
+        seed = _check_int(seed, "seed", 0)
+        if address is not None and (not isinstance(address, str) or not address):
+            raise ValueError(
+                f"RayLearningEnv: address must be None (local Ray), 'auto' or a cluster "
+                f"address such as 'ray://head:10001', got {address!r}"
+            )
+        if not isinstance(restart, bool):
+            raise ValueError(f"RayLearningEnv: restart must be True or False, got {restart!r}")
+        if (
+            isinstance(cpus_per_worker, bool)
+            or not isinstance(cpus_per_worker, (int, float))
+            or not math.isfinite(cpus_per_worker)
+            or cpus_per_worker <= 0
+        ):
+            raise ValueError(
+                f"RayLearningEnv: cpus_per_worker must be a number > 0, got {cpus_per_worker!r}"
+            )
+        for key in _RESERVED:
+            if key in env_kwargs and not (key == "render_mode" and env_kwargs[key] is None):
+                raise ValueError(
+                    f"RayLearningEnv: {key}={env_kwargs[key]!r} cannot be passed to the "
+                    "workers' LearningEnv: "
+                    + (
+                        "the workers are headless; render with a LearningEnv or DirectRLEnv"
+                        if key in ("render_mode", "run_config", "pacer")
+                        else "RayLearningEnv sets it per worker (give num_envs and seed to "
+                        "RayLearningEnv itself)"
+                    )
+                )
+        env_kwargs.pop("render_mode", None)
+        if (
+            isinstance(start_timeout_s, bool)
+            or not isinstance(start_timeout_s, (int, float))
+            or not start_timeout_s > 0
+        ):
+            raise ValueError(
+                f"RayLearningEnv: start_timeout_s must be a number > 0, got {start_timeout_s!r}"
+            )
+        if ray_init is not None and not isinstance(ray_init, Mapping):
+            raise ValueError(f"RayLearningEnv: ray_init must be a dict or None, got {ray_init!r}")
+
+        import ray  # the optional dependency: pip install kelab[ray]
+
+        self._ray = ray
+        if address is None:
+            if not ray.is_initialized():
+                cpus = max(os.cpu_count() or 1, math.ceil(num_workers * cpus_per_worker))
+                ray.init(num_cpus=cpus, include_dashboard=False, **dict(ray_init or {}))
+                self._owns_ray = True
+        elif not ray.is_initialized():
+            ray.init(address=address, **dict(ray_init or {}))
+            self._owns_ray = True
+
+        self.task = task
+        self.num_envs = num_envs
+        self.num_workers = num_workers
+        self.seed_value = seed
+        self.address = address
+        self.restart = restart
+        self.render_mode = None
+        self.device = "cpu"
+        self.ranges = split_copies(num_envs, num_workers)
+        self._sizes = [b - a for a, b in self.ranges]
+        self._env_kwargs = dict(env_kwargs)
+        self._restarts = 0
+        actor = ray.remote(_EnvWorker).options(
+            num_cpus=float(cpus_per_worker),
+            max_restarts=-1 if restart else 0,
+            max_task_retries=0,
+            scheduling_strategy="SPREAD",
+        )
+        self._workers = [
+            actor.remote(task, b - a, seed, a, self._env_kwargs) for a, b in self.ranges
+        ]
+        self.closed = False
+        self._hosts = ["(starting)"] * num_workers
+        self._pids = [-1] * num_workers
+        try:
+            refs = [w.describe.remote() for w in self._workers]
+            _, waiting = ray.wait(refs, num_returns=len(refs), timeout=float(start_timeout_s))
+            if waiting:
+                late = [k for k, r in enumerate(refs) if r in waiting]
+                raise RuntimeError(
+                    f"RayLearningEnv: Ray did not start workers {late} of {num_workers} within "
+                    f"{start_timeout_s} s; each needs cpus_per_worker={cpus_per_worker} CPUs and "
+                    f"the cluster has {ray.available_resources().get('CPU', 0)} free of "
+                    f"{ray.cluster_resources().get('CPU', 0)}: lower cpus_per_worker, close "
+                    "other envs, or add nodes"
+                )
+            described = self._call_all("describe", retry_dead=False)
+        except BaseException:
+            self.close()  # no actors left behind
+            raise
+        self._describe(described)
+        d = described[0]
+        self.single_observation_space = d["single_observation_space"]
+        self.single_action_space = d["single_action_space"]
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        # the workers' metadata (render_fps = control rate...), without rendering
+        self.metadata = {**d["metadata"], "render_modes": []}
+        self._max_episode_length = d["max_episode_length"]
+        self._step_dt = d["step_dt"]
+        self.layout: str = d["layout"]
+        self.fingerprint: str = d["fingerprint"]
+        rule = env_kwargs.get("success")
+        self._success_rule: SuccessRule | None = rule if rule is not None else task.success_rule
+        self._ebuf = np.zeros(num_envs, dtype=np.int64)
+        self._returns = np.zeros(num_envs, dtype=np.float64)
+        self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
+        self._obs: np.ndarray | None = None  # the last observation returned
+        self._pending: list[Any] | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def max_episode_length(self) -> int:
+        """Env steps in an episode that reaches its time limit."""
+        return self._max_episode_length
+
+    @property
+    def step_dt(self) -> float:
+        """Simulated seconds per env step."""
+        return self._step_dt
+
+    @property
+    def episode_length_buf(self) -> np.ndarray:
+        """Steps taken in each copy's current episode (int64 ``(num_envs,)``)."""
+        return self._ebuf
+
+    @property
+    def success_rule(self) -> SuccessRule | None:
+        """The rule judging finished episodes (set on every worker when assigned)."""
+        return self._success_rule
+
+    @success_rule.setter
+    def success_rule(self, rule: SuccessRule | None) -> None:
+        if rule is not None and not isinstance(rule, SuccessRule):
+            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
+        self._call_all("set_success_rule", [(rule,)] * self.num_workers, retry_dead=False)
+        self._success_rule = rule
+
+    @property
+    def workers(self) -> list[dict[str, Any]]:
+        """Each worker's copies ``[first, end)``, host and process id (for logs)."""
+        return [
+            {"worker": k, "copies": r, "host": h, "pid": p}
+            for k, (r, h, p) in enumerate(zip(self.ranges, self._hosts, self._pids, strict=True))
+        ]
+
+    @property
+    def restarts(self) -> int:
+        """Worker restarts seen so far (``restart=True``)."""
+        return self._restarts
+
+    # ------------------------------------------------------------------ plumbing
+    def _describe(self, described: list[dict[str, Any]]) -> None:
+        for k, d in enumerate(described):
+            self._hosts[k], self._pids[k] = d["host"], d["pid"]
+
+    def _died(self, k: int, err: BaseException, doing: str) -> WorkerDiedError:
+        a, b = self.ranges[k]
+        hint = (
+            "Ray could not restart it; check the node's logs (/tmp/ray/session_latest/logs)"
+            if self.restart
+            else "pass restart=True to RayLearningEnv to restart dead workers and go on"
+        )
+        detail = ""
+        if self._pids[k] < 0:  # it never answered: most likely its constructor raised
+            text = str(err).strip().splitlines()
+            detail = " (Ray says: " + " | ".join(line.strip() for line in text[-6:]) + ")"
+            hint = (
+                "the worker failed to start: its LearningEnv could not be built, or the task "
+                "class cannot be imported on the node (install your package there, or pass "
+                "ray_init={'runtime_env': ...})"
+            )
+        return WorkerDiedError(
+            f"Ray worker {k} of {self.num_workers} (copies [{a}, {b}), host "
+            f"{self._hosts[k]}, pid {self._pids[k]}) died during {doing}: "
+            f"{type(err).__name__}{detail}; {hint}",
+            k,
+            (a, b),
+            self._hosts[k],
+            self._pids[k],
+        )
+
+    def _raise_cause(self, k: int, err: Any) -> None:
+        """Re-raise an exception the worker's LearningEnv raised, saying where."""
+        cause = getattr(err, "cause", None)
+        if not isinstance(cause, BaseException):
+            raise err
+        a, b = self.ranges[k]
+        note = (
+            f"(raised in Ray worker {k}, which holds copies [{a}, {b}): its copy j is "
+            f"copy {a} + j of this RayLearningEnv)"
+        )
+        if hasattr(cause, "add_note"):
+            cause.add_note(note)
+        raise cause from None
+
+    def _get(self, k: int, ref: Any, doing: str) -> tuple[bool, Any]:
+        """``(True, value)``, or ``(False, error)`` when the actor died."""
+        ray = self._ray
+        try:
+            return True, ray.get(ref)
+        except ray.exceptions.RayActorError as err:
+            return False, err
+        except ray.exceptions.RayTaskError as err:
+            self._raise_cause(k, err)
+            raise  # unreachable: _raise_cause always raises
+
+    def _call_all(
+        self,
+        method: str,
+        args: Sequence[tuple] | None = None,
+        retry_dead: bool = False,
+    ) -> list[Any]:
+        """Call ``method`` on every worker at once and return the replies in order.
+
+        A dead worker raises WorkerDiedError, unless ``retry_dead`` and ``restart``: then
+        the call is repeated on the restarted actor.
+        """
+        if self.closed:
+            raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        args = args or [()] * self.num_workers
+        refs = [getattr(w, method).remote(*a) for w, a in zip(self._workers, args, strict=True)]
+        out = []
+        for k, ref in enumerate(refs):
+            ok, value = self._get(k, ref, method)
+            if not ok:
+                if not (retry_dead and self.restart):
+                    raise self._died(k, value, method)
+                value = self._retry(k, method, args[k])
+            out.append(value)
+        return out
+
+    def _retry(self, k: int, method: str, args: tuple, timeout_s: float = 120.0) -> Any:
+        """Call ``method`` on worker ``k`` until its restarted actor answers."""
+        deadline = time.monotonic() + timeout_s
+        err: BaseException | None = None
+        while time.monotonic() < deadline:
+            ok, value = self._get(k, getattr(self._workers[k], method).remote(*args), method)
+            if ok:
+                self._restarts += 1
+                ok, d = self._get(k, self._workers[k].describe.remote(), "describe")
+                if ok:
+                    self._hosts[k], self._pids[k] = d["host"], d["pid"]
+                return value
+            err = value
+            time.sleep(0.1)
+        raise self._died(k, err or TimeoutError(), f"{method} after a restart")
+
+    def _slices(self, array: np.ndarray) -> list[tuple]:
+        return [(array[a:b],) for a, b in self.ranges]
+
+    # ------------------------------------------------------------------ gymnasium API
+    def reset(
+        self,
+        *,
+        seed: int | Sequence[int] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a new episode in every copy (same seeding as ``LearningEnv.reset``).
+
+        Args:
+            seed: None continues every copy's random stream; an int re-seeds all copies
+                (copy ``i`` from ``(seed, i)``, ``i`` the global index); a list gives one
+                seed per copy.
+            options: Unused (accepted for Gymnasium compatibility).
+
+        Returns:
+            ``(obs, {})``.
+        """
+        self._drain()
+        if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
+            if seed is not None:
+                super().reset(seed=int(seed))
+            args: list[tuple] = [(None if seed is None else int(seed),)] * self.num_workers
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError(
+                    f"reset(seed=[...]) needs one seed per copy: {self.num_envs}, got {len(seeds)}"
+                )
+            args = [(seeds[a:b],) for a, b in self.ranges]
+        parts = self._call_all("reset", args, retry_dead=True)
+        self._ebuf[:] = 0
+        self._returns[:] = 0.0
+        self._wall_start[:] = time.perf_counter()
+        self._obs = np.concatenate(parts, axis=0)
+        return self._obs, {}
+
+    def _check_actions(self, actions: Any) -> np.ndarray:
+        shape = (self.num_envs, self.single_action_space.shape[0])
+        try:
+            a = np.asarray(actions, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"actions must be numbers of shape {shape}, got {type(actions).__name__}"
+            ) from None
+        if a.shape != shape:
+            raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
+        if not np.isfinite(a).all():
+            bad = np.flatnonzero(~np.isfinite(a).all(axis=1)).tolist()
+            raise ValueError(
+                f"actions contain NaN or infinite values for copies {bad[:10]}"
+                f"{' and more' if len(bad) > 10 else ''}; actions must be finite"
+            )
+        return a
+
+    def step_async(self, actions: Any) -> None:
+        """Send every worker its rows of ``actions`` and return at once.
+
+        The learner can work while the workers step; :meth:`step_wait` collects the step.
+        ``step(a)`` is ``step_async(a)`` followed by ``step_wait()``.
+
+        Raises:
+            ValueError: For actions of the wrong shape or with NaN/inf.
+            RuntimeError: Before ``reset()``, or with a step already in flight.
+        """
+        if self.closed:
+            raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        if self._obs is None:
+            raise RuntimeError("call reset() before step()")
+        if self._pending is not None:
+            raise RuntimeError("a step is in flight: call step_wait() before the next step")
+        a = self._check_actions(actions)
+        self._pending = [
+            w.step.remote(a[lo:hi]) for w, (lo, hi) in zip(self._workers, self.ranges, strict=True)
+        ]
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Collect the step sent by :meth:`step_async` (see the class docstring).
+
+        Raises:
+            WorkerDiedError: A worker died and ``restart`` is False.
+            TaskError: When the task returns invalid dones, rewards or observations.
+        """
+        if self._pending is None:
+            raise RuntimeError("no step in flight: call step_async(actions) first")
+        refs, self._pending = self._pending, None
+        parts: list[tuple] = []
+        for k, ref in enumerate(refs):
+            ok, value = self._get(k, ref, "step")
+            if not ok:
+                if not self.restart:
+                    raise self._died(k, value, "step")
+                value = self._restarted(k)
+            parts.append(value)
+        obs = np.concatenate([p[0] for p in parts], axis=0)
+        rewards = np.concatenate([p[1] for p in parts], axis=0)
+        terminated = np.concatenate([p[2] for p in parts], axis=0)
+        truncated = np.concatenate([p[3] for p in parts], axis=0)
+        info = merge_infos([p[4] for p in parts], self._sizes)
+        self._ebuf += 1
+        self._returns += rewards
+        if info:
+            done = info["_ended_by"]
+            self._ebuf[done] = 0
+            self._returns[done] = 0.0
+            self._wall_start[done] = time.perf_counter()
+        self._obs = obs
+        return obs, rewards, terminated, truncated, info
+
+    def step(
+        self, actions: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """Advance every copy by one env step, all workers at once (see the class docstring).
+
+        Raises:
+            ValueError: For actions of the wrong shape or with NaN/inf.
+            WorkerDiedError: A worker died and ``restart`` is False.
+            TaskError: When the task returns invalid dones, rewards or observations.
+        """
+        self.step_async(actions)
+        return self.step_wait()
+
+    def _drain(self) -> None:
+        """Wait for a step in flight (its results are dropped)."""
+        if self._pending is not None:
+            refs, self._pending = self._pending, None
+            self._ray.wait(refs, num_returns=len(refs))
+
+    def _restarted(self, k: int) -> tuple:
+        """Worker ``k`` died in a step: reset its restarted actor, report its copies cut short."""
+        a, b = self.ranges[k]
+        n = b - a
+        seq = np.random.SeedSequence(
+            self.seed_value, spawn_key=(_RESTART_STREAM, self._restarts, k)
+        )
+        seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
+        obs = self._retry(k, "reset", (seeds,))
+        assert self._obs is not None
+        ends: dict[str, Any] = {
+            "ids": np.arange(n),
+            "mask": np.ones(n, dtype=bool),
+            "final_obs": self._obs[a:b].copy(),
+            "ended_by": np.array([CUT_SHORT] * n, dtype=object),
+            # the step never completed: the episode ends where the last reply left it
+            "episode_return": self._returns[a:b].copy(),
+            "episode_length": self._ebuf[a:b].copy(),
+            "episode_wall_s": np.round(time.perf_counter() - self._wall_start[a:b], 6),
+        }
+        if self._success_rule is not None:
+            ends["is_success"] = np.zeros(n, dtype=bool)
+            ends["checks"] = {}
+        info = vector_info(ends, n)  # the join zeroes these copies' counters
+        return (
+            obs,
+            np.zeros(n, dtype=np.float32),
+            np.zeros(n, dtype=bool),
+            np.ones(n, dtype=bool),
+            info,
+        )
+
+    # ------------------------------------------------------------------ snapshots
+    def snapshot(self) -> Snapshot:
+        """Every worker's snapshot, in one pickle-free :class:`~kelab.sim.snapshot.Snapshot`.
+
+        ``arrays["worker/<k>"]`` holds worker ``k``'s ``Snapshot.to_bytes()`` (uint8);
+        ``meta`` the copy ranges and the task. ``env.restore(snap)`` then the same actions
+        reproduce the same results bit for bit.
+        """
+        self._drain()
+        blobs = self._call_all("snapshot", retry_dead=False)
+        first = Snapshot.from_bytes(blobs[0])
+        arrays = {
+            f"worker/{k:04d}": np.frombuffer(blob, dtype=np.uint8) for k, blob in enumerate(blobs)
+        }
+        arrays["driver/episode_length_buf"] = self._ebuf.copy()
+        arrays["driver/returns"] = self._returns.copy()
+        if self._obs is not None:
+            arrays["driver/obs"] = self._obs
+        meta = {
+            "kind": SNAPSHOT_KIND,
+            "task": type(self.task).__name__,
+            "num_envs": self.num_envs,
+            "ranges": [list(r) for r in self.ranges],
+            "restarts": self._restarts,
+        }
+        return Snapshot(self.fingerprint, first.step_count, first.sim_time, arrays, meta)
+
+    def restore(self, snap: Snapshot) -> None:
+        """Return every worker to the moment ``snap`` was taken (see :meth:`snapshot`).
+
+        Raises:
+            ValueError: For a snapshot not from ``RayLearningEnv.snapshot()``, of another
+                scene, or taken with other copy ranges (num_envs / num_workers).
+        """
+        if not isinstance(snap, Snapshot) or snap.meta.get("kind") != SNAPSHOT_KIND:
+            raise ValueError(
+                "restore() needs a snapshot from RayLearningEnv.snapshot(), got "
+                f"{snap!r}; a LearningEnv snapshot restores into a LearningEnv"
+            )
+        snap.check_fingerprint(self.fingerprint)
+        ranges = [tuple(r) for r in snap.meta["ranges"]]
+        if ranges != self.ranges:
+            raise ValueError(
+                f"snapshot copy ranges must match this env's {self.ranges}, got {ranges}; "
+                "restore into a RayLearningEnv with the same num_envs and num_workers"
+            )
+        self._drain()
+        blobs = [snap.arrays[f"worker/{k:04d}"].tobytes() for k in range(self.num_workers)]
+        self._call_all("restore", [(b,) for b in blobs], retry_dead=True)
+        self._ebuf[:] = snap.arrays["driver/episode_length_buf"]
+        self._returns[:] = snap.arrays["driver/returns"]
+        obs = snap.arrays.get("driver/obs")
+        self._obs = None if obs is None else np.array(obs)
+
+    # ------------------------------------------------------------------ closing
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop the workers (and the local Ray this env started)."""
+        ray = getattr(self, "_ray", None)
+        for w in self._workers:
+            try:
+                ray.kill(w, no_restart=True)
+            except Exception:  # noqa: BLE001 - already dead
+                pass
+        self._workers = []
+        if self._owns_ray and ray is not None and ray.is_initialized():
+            ray.shutdown()
+        self._owns_ray = False
+
+    def __repr__(self) -> str:
+        return (
+            f"RayLearningEnv({type(self.task).__name__}, num_envs={self.num_envs}, "
+            f"num_workers={self.num_workers}, layout={getattr(self, 'layout', '?')!r})"
+        )

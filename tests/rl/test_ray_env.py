@@ -1,0 +1,310 @@
+"""RayLearningEnv: LearningEnv's contract with the copies split across Ray actors.
+
+One local Ray (``ray.init(num_cpus=2)``) serves the whole module; every env here is
+compared step by step with one in-process ``LearningEnv`` of the same size and seed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import gymnasium
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.rl.ray_env import RayLearningEnv, WorkerDiedError, merge_infos, split_copies
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.tasks.humanoid import HumanoidTask
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray", reason="RayLearningEnv needs the [ray] extra (in [dev])")
+    started = not ray.is_initialized()
+    if started:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+WALL_CLOCK = ("/episode/t",)  # info["episode"]["t"]: seconds of wall time, never identical
+
+
+def same(a, b, where="") -> None:
+    """Bit-identical values: arrays (dtype, shape, bytes), dicts of them, object arrays."""
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and sorted(a) == sorted(b), (where, sorted(a), sorted(b))
+        for k in a:
+            if not f"{where}/{k}".endswith(WALL_CLOCK):
+                same(a[k], b[k], f"{where}/{k}")
+        return
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.dtype == b.dtype and a.shape == b.shape, (where, a.dtype, b.dtype, a.shape, b.shape)
+    if a.dtype == object:
+        assert a.tolist() == b.tolist(), where
+    else:
+        assert a.tobytes() == b.tobytes(), where
+
+
+def actions(rng, n, dim):
+    return rng.uniform(-1.0, 1.0, (n, dim)).astype(np.float32)
+
+
+# ---------------------------------------------------------------------- without Ray
+def test_split_copies_covers_every_copy_once():
+    assert split_copies(10, 3) == [(0, 4), (4, 7), (7, 10)]
+    assert split_copies(4, 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert split_copies(5, 1) == [(0, 5)]
+
+
+def test_merge_infos_fills_groups_where_nothing_ended():
+    a = {
+        "ended_by": np.array([None, "fell"], dtype=object),
+        "_ended_by": np.array([False, True]),
+        "final_info": {
+            "episode_length": np.array([0, 7]),
+            "_episode_length": np.array([0, 1], bool),
+        },
+    }
+    merged = merge_infos([{}, a, {}], [1, 2, 3])
+    assert merged["ended_by"].tolist() == [None, None, "fell", None, None, None]
+    assert merged["_ended_by"].tolist() == [False, False, True, False, False, False]
+    assert merged["final_info"]["episode_length"].tolist() == [0, 0, 7, 0, 0, 0]
+    assert merged["final_info"]["episode_length"].dtype == np.int64
+    assert merge_infos([{}, {}], [2, 2]) == {}
+
+
+def test_copy_offset_envs_together_reproduce_one_env():
+    """Two LearningEnvs of copies [0, 3) and [3, 5) == one env of 5 (steps, resets, seeds)."""
+    full = ke.LearningEnv(HumanoidTask(), num_envs=5, seed=4, layout="isolated")
+    parts = [
+        ke.LearningEnv(HumanoidTask(), num_envs=n, seed=4, copy_offset=a, layout="isolated")
+        for a, n in ((0, 3), (3, 2))
+    ]
+    same(full.reset()[0], np.concatenate([p.reset()[0] for p in parts]))
+    rng = np.random.default_rng(1)
+    for t in range(40):
+        if t == 20:
+            same(full.reset(seed=9)[0], np.concatenate([p.reset(seed=9)[0] for p in parts]))
+        a = actions(rng, 5, 6)
+        ref = full.step(a)
+        got = [parts[0].step(a[:3]), parts[1].step(a[3:])]
+        for i in range(4):
+            same(ref[i], np.concatenate([g[i] for g in got]))
+    with pytest.raises(ValueError, match="copy_offset must be an int >= 0"):
+        ke.LearningEnv(HumanoidTask(), num_envs=2, copy_offset=-1)
+
+
+def test_arguments_are_checked_before_ray_starts():
+    with pytest.raises(ValueError, match="num_workers must be <= num_envs"):
+        RayLearningEnv(HumanoidTask(), 2, 3)
+    with pytest.raises(ValueError, match="num_workers must be an int >= 1"):
+        RayLearningEnv(HumanoidTask(), 2, 0)
+    with pytest.raises(ValueError, match="render_mode='human' cannot be passed"):
+        RayLearningEnv(HumanoidTask(), 2, 1, render_mode="human")
+    with pytest.raises(ValueError, match="copy_offset=3 cannot be passed"):
+        RayLearningEnv(HumanoidTask(), 2, 1, copy_offset=3)
+    with pytest.raises(ValueError, match="address must be None"):
+        RayLearningEnv(HumanoidTask(), 2, 1, address="")
+
+
+# ---------------------------------------------------------------------- with Ray
+# Every actor is a new process (seconds on a busy machine): the isolated 2-worker env is
+# shared by two tests; the others are made (and closed) in their test.
+CPUS = 0.25  # per worker: up to 8 live actors fit the module's ray.init(num_cpus=2)
+
+
+@pytest.fixture(scope="module")
+def humanoid2(local_ray):
+    env = RayLearningEnv(HumanoidTask(), 7, 2, seed=2, layout="isolated", cpus_per_worker=CPUS)
+    yield env
+    env.close()
+
+
+def run_side_by_side(env, ref, steps, rng, reset_at=()):
+    """Step both envs with the same actions; every output must be bit-identical."""
+    same(env.reset(seed=5)[0], ref.reset(seed=5)[0])
+    ended = 0
+    for t in range(steps):
+        if t in reset_at:
+            seeds = list(range(100, 100 + ref.num_envs))
+            same(env.reset(seed=seeds)[0], ref.reset(seed=seeds)[0], "reset")
+        a = actions(rng, ref.num_envs, ref.single_action_space.shape[0])
+        got, want = env.step(a), ref.step(a)
+        for i, name in enumerate(("obs", "reward", "terminated", "truncated", "info")):
+            same(got[i], want[i], f"step {t} {name}")
+        same(env.episode_length_buf, ref.episode_length_buf, f"step {t} episode_length_buf")
+        ended += int(want[4]["_ended_by"].sum()) if want[4] else 0
+    return ended
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_bit_identical_to_one_learning_env_isolated(humanoid2, workers):
+    if workers == 2:
+        env = humanoid2
+    else:
+        env = RayLearningEnv(
+            HumanoidTask(), 7, workers, seed=2, layout="isolated", cpus_per_worker=CPUS
+        )
+    ref = ke.LearningEnv(HumanoidTask(), num_envs=7, seed=2, layout="isolated")
+    try:
+        assert env.single_observation_space == ref.single_observation_space
+        assert env.single_action_space == ref.single_action_space
+        assert env.observation_space == ref.observation_space
+        assert env.action_space == ref.action_space
+        assert env.metadata == {**ref.metadata, "render_modes": []}
+        assert env.metadata["autoreset_mode"] is gymnasium.vector.AutoresetMode.SAME_STEP
+        assert (env.max_episode_length, env.step_dt) == (ref.max_episode_length, ref.step_dt)
+        assert env.success_rule is ref.success_rule is HumanoidTask.success_rule
+        assert [w["copies"] for w in env.workers] == split_copies(7, workers)
+        assert len({w["pid"] for w in env.workers}) == workers
+        ended = run_side_by_side(env, ref, 60, np.random.default_rng(workers), reset_at=(30,))
+        assert ended > 0  # random torques topple the biped: autoresets were compared
+    finally:
+        ref.close()
+        if env is not humanoid2:
+            env.close()
+
+
+def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
+    """The cartpole is a joint chain, where packed copies are exact (docs/world.md).
+
+    Also what a trainer's rollout reads: (obs, action, reward, done, final_obs) batches.
+    """
+    env = RayLearningEnv(CartPoleTask(), 8, 3, seed=1, cpus_per_worker=CPUS)
+    ref = ke.LearningEnv(CartPoleTask(), num_envs=8, seed=1)
+    try:
+        assert env.layout == ref.world.layout == "packed"
+        rng = np.random.default_rng(7)
+        ended = run_side_by_side(env, ref, 90, rng)
+        assert ended > 0
+        returns = []
+        for _ in range(60):
+            obs, rew, term, trunc, info = env.step(actions(rng, 8, 1))
+            assert obs.dtype == np.float32 and rew.shape == (8,) and obs.flags.writeable
+            if info:
+                done = info["_ended_by"]
+                assert np.array_equal(done, term | trunc)
+                assert np.isfinite(info["final_obs"][done]).all()
+                assert np.array_equal(info["_is_success"], done)
+                returns += info["episode_return"][done].tolist()
+        assert returns and np.isfinite(returns).all()
+        assert env.episode_length_buf.max() < env.max_episode_length
+    finally:
+        env.close()
+        ref.close()
+
+
+def test_snapshot_restore_across_workers(humanoid2):
+    env = humanoid2
+    env.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for _ in range(10):
+        env.step(actions(rng, 7, 6))
+    snap = ke.Snapshot.from_bytes(env.snapshot().to_bytes())  # pickle-free bytes
+    assert sorted(k for k in snap.arrays if k.startswith("worker/")) == [
+        "worker/0000",
+        "worker/0001",
+    ]
+    later = [actions(rng, 7, 6) for _ in range(25)]
+    first = [env.step(a) for a in later]
+    buf = env.episode_length_buf.copy()
+    env.restore(snap)
+    again = [env.step(a) for a in later]
+    for t, (x, y) in enumerate(zip(first, again, strict=True)):
+        for i in range(5):
+            same(x[i], y[i], f"step {t} item {i}")
+    same(env.episode_length_buf, buf)
+    assert any(x[4] for x in first)  # an episode ended after the snapshot
+    meta = {**snap.meta, "ranges": [[0, 7]]}
+    other = ke.Snapshot(snap.fingerprint, snap.step_count, snap.sim_time, snap.arrays, meta)
+    with pytest.raises(ValueError, match="same num_envs and num_workers"):
+        env.restore(other)
+    with pytest.raises(ValueError, match="needs a snapshot from RayLearningEnv"):
+        env.restore(ke.Snapshot("x", 0, 0.0))
+
+
+def kill(env, worker):
+    os.kill(env.workers[worker]["pid"], signal.SIGKILL)
+    time.sleep(0.5)  # let Ray notice the process is gone
+
+
+def test_task_errors_and_a_dead_worker_are_named(local_ray):
+    class NaNOnFullThrottle(CartPoleTask):  # defined here: Ray ships it by value
+        """A task bug on demand: the reward of a copy given action 1.0 is NaN."""
+
+        def apply_actions(self, actions):
+            self.full = actions[:, 0] == 1.0
+            super().apply_actions(actions)
+
+        def get_rewards(self):
+            r = super().get_rewards()
+            r[self.full] = np.nan
+            return r
+
+    env = RayLearningEnv(NaNOnFullThrottle(), 6, 2, seed=0, cpus_per_worker=CPUS)
+    try:
+        env.reset()
+        a = np.zeros((6, 1), np.float32)
+        a[4] = 1.0  # worker 1's copy 1
+        with pytest.raises(
+            ke.TaskError, match=r"get_rewards\(\) returned NaN .* copies \[1\]"
+        ) as err:
+            env.step(a)
+        assert "Ray worker 1, which holds copies [3, 6)" in "".join(err.value.__notes__)
+        with pytest.raises(ValueError, match=r"actions must have shape \(6, 1\)"):
+            env.step(np.zeros((3, 1), np.float32))
+        env.reset()
+        env.step(np.zeros((6, 1), np.float32))
+        host = env.workers[1]["host"]
+        kill(env, 1)
+        with pytest.raises(WorkerDiedError) as died:
+            env.step(np.zeros((6, 1), np.float32))
+        e = died.value
+        assert (e.worker, e.copies, e.host) == (1, (3, 6), host)
+        message = str(e)
+        assert "worker 1 of 2 (copies [3, 6)" in message and host in message
+        assert "restart=True" in message
+    finally:
+        env.close()
+
+
+def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray):
+    kw = {"layout": "isolated"}
+    env = RayLearningEnv(HumanoidTask(), 6, 2, seed=8, restart=True, cpus_per_worker=CPUS, **kw)
+    ref = ke.LearningEnv(HumanoidTask(), num_envs=6, seed=8, **kw)
+    try:
+        same(env.reset()[0], ref.reset()[0])
+        rng = np.random.default_rng(3)
+        for _ in range(5):
+            a = actions(rng, 6, 6)
+            env.step(a)
+            last_obs, _, _, _, _ = ref.step(a)
+        lengths = env.episode_length_buf.copy()
+        old_pid = env.workers[0]["pid"]
+        kill(env, 0)
+        a = actions(rng, 6, 6)
+        obs, rew, term, trunc, info = env.step(a)
+        want = ref.step(a)
+        # the dead worker's copies [0, 3): cut short, fresh episodes
+        assert env.restarts == 1 and env.workers[0]["pid"] != old_pid
+        assert trunc[:3].all() and not term[:3].any() and (rew[:3] == 0).all()
+        assert info["_ended_by"][:3].all()
+        assert info["ended_by"][:3].tolist() == ["cut short by the task"] * 3
+        same(info["final_obs"][:3], last_obs[:3])  # the last observation it sent
+        same(info["episode_length"][:3], lengths[:3])
+        assert not info["is_success"][:3].any()
+        assert (env.episode_length_buf[:3] == 0).all()
+        # the other worker's copies go on exactly as in one LearningEnv
+        for i in range(4):
+            same(np.asarray((obs, rew, term, trunc)[i])[3:], want[i][3:], f"item {i}")
+        for _ in range(20):
+            obs, *_ = env.step(actions(rng, 6, 6))
+            assert obs.shape == (6, 17) and np.isfinite(obs).all()
+    finally:
+        env.close()
+        ref.close()
