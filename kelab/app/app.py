@@ -39,7 +39,13 @@ from kelab.app.view import ViewController, lift_color
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
 from kelab.render.renderer import BACKENDS, Renderer, create_renderer
-from kelab.render.scenery import draw_backdrop, draw_ground_marks, find_ground_top
+from kelab.render.scenery import (
+    draw_backdrop,
+    draw_contact_forces,
+    draw_ground_marks,
+    draw_joints,
+    find_ground_top,
+)
 from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
@@ -63,6 +69,8 @@ HOTKEYS = {
     "escape": "quit (App(escape_quits=False) turns it off)",
     "home": "reset the view (also 'c'); wheel zooms, middle/Shift+left drag pans",
     "f": "follow the App's follow body on / off",
+    "j": "show / hide joint pivots",
+    "k": "show / hide contact forces",
 }
 #: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
 DRAG_PRIORITY = -100
@@ -245,6 +253,10 @@ class App:
         self.hud_visible = bool(show_hud)
         self.interaction = bool(interaction)
         self.escape_quits = bool(escape_quits)
+        self.show_joints = False
+        """Mark revolute joint pivots over the bodies (J toggles it)."""
+        self.show_contacts = False
+        """Draw each body's contact force as an arrow (K toggles it)."""
         self.view = ViewController(follow)
         """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
         self._last_draw_wall: float | None = None
@@ -927,6 +939,10 @@ class App:
             self.view.reset(self.renderer.camera)
         elif key == "f" and self.view.follow is not None:
             self.view.following = not self.view.following
+        elif key == "j":
+            self.show_joints = not self.show_joints
+        elif key == "k":
+            self.show_contacts = not self.show_contacts
 
     def _update_mouse_world(self) -> None:
         if self.input.mouse_pos is not None and self.renderer is not None:
@@ -1012,6 +1028,10 @@ class App:
             canvas.draw_world(self.world, self._alpha, self._prev_poses)
             if self._ground_y is not None:
                 draw_ground_marks(canvas, self._ground_y)
+            if self.show_contacts:
+                draw_contact_forces(canvas, self.world)
+            if self.show_joints:
+                draw_joints(canvas, self.world, self._drawn_poses())
         self._call("render", self.render, canvas, self._alpha)
         if self._drag is not None and self._drag_target is not None:
             anchor = self._drag.anchor_world()
@@ -1027,6 +1047,18 @@ class App:
         renderer.end_frame()
         self._drawn += 1
         self._call("post_render", self.post_render)
+
+    def _drawn_poses(self) -> np.ndarray:
+        """The poses this frame draws (interpolated between the last two steps)."""
+        cur = np.asarray(self.world.body_poses)
+        prev, a = self._prev_poses, self._alpha
+        if prev is None or a >= 1.0 or prev.shape != cur.shape:
+            return cur
+        mixed = prev + a * (cur - prev)
+        mixed[..., 2] = prev[..., 2] + a * (
+            (cur[..., 2] - prev[..., 2] + np.pi) % (2 * np.pi) - np.pi
+        )
+        return mixed
 
     def _panel_frame(self, renderer: Renderer) -> None:
         """Sample the plots and build the panel's ImGui frame (drawn by end_frame)."""

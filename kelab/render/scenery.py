@@ -14,7 +14,15 @@ import numpy as np
 
 from kelab.render.canvas import Canvas, Color
 
-__all__ = ["PALETTE", "draw_backdrop", "draw_ground_marks", "find_ground_top"]
+__all__ = [
+    "PALETTE",
+    "draw_backdrop",
+    "draw_contact_forces",
+    "draw_ground_marks",
+    "draw_joints",
+    "find_ground_top",
+    "joint_anchors",
+]
 
 PALETTE: dict[str, Color] = {
     "sky_top": (196, 214, 232),
@@ -117,3 +125,97 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
             sx, sy = cam.world_to_screen((x, ground_y - depth))
             text = f"{x:g} m"
             canvas.text((sx + 3, sy - 11), text, label, size=label_size, screen_space=True)
+
+
+def _revolute_joints(scene: Any, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Parent body column (-1: the copy's ground frame) and anchor of each revolute joint."""
+    from kelab.sim.joints import RevoluteJoint
+
+    index = {name: i for i, name in enumerate(body_names)}
+    parents, anchors = [], []
+    for joint in getattr(scene, "joints", ()):
+        if not isinstance(joint.spec, RevoluteJoint) or not joint.per_environment:
+            continue
+        parent = -1 if joint.parent_path is None else index.get(joint.parent_path, -2)
+        if parent == -2:
+            continue
+        parents.append(parent)
+        anchors.append(joint.spec.anchor)
+    return np.array(parents, dtype=np.intp), np.array(anchors, dtype=np.float64).reshape(-1, 2)
+
+
+_JOINT_CACHE: dict[int, tuple[Any, tuple[np.ndarray, np.ndarray]]] = {}
+
+
+def joint_anchors(world: Any, poses: np.ndarray | None = None) -> np.ndarray:
+    """World positions of every revolute joint's pivot, ``(num_envs, n_joints, 2)``.
+
+    Args:
+        world: A ``kelab.World``.
+        poses: Body poses to use (e.g. interpolated ones), default ``world.body_poses``.
+    """
+    cached = _JOINT_CACHE.get(id(world))
+    if cached is None or cached[0] is not world.scene:
+        cached = (world.scene, _revolute_joints(world.scene, list(world.body_names)))
+        _JOINT_CACHE.clear()  # one World at a time is drawn with joints
+        _JOINT_CACHE[id(world)] = cached
+    parents, anchors = cached[1]
+    p = np.asarray(world.body_poses if poses is None else poses, dtype=np.float64)
+    n = p.shape[0]
+    out = np.empty((n, len(parents), 2))
+    if not len(parents):
+        return out
+    pose = p[:, np.maximum(parents, 0)]  # (n, J, 3)
+    c, s = np.cos(pose[..., 2]), np.sin(pose[..., 2])
+    ax, ay = anchors[:, 0], anchors[:, 1]
+    out[..., 0] = np.where(parents >= 0, pose[..., 0] + c * ax - s * ay, ax)
+    out[..., 1] = np.where(parents >= 0, pose[..., 1] + s * ax + c * ay, ay)
+    origins = getattr(world, "env_origins", None)
+    if origins is not None:
+        out += np.asarray(origins, dtype=np.float64)[:, None, :]
+    return out
+
+
+def draw_joints(canvas: Canvas, world: Any, poses: np.ndarray | None = None) -> None:
+    """Mark every revolute joint's pivot with a small ring (on top of the bodies).
+
+    Args:
+        canvas: The frame's canvas.
+        world: A ``kelab.World``.
+        poses: The poses drawn this frame (interpolated), default the current ones.
+    """
+    zoom = canvas.camera.zoom
+    for x, y in joint_anchors(world, poses).reshape(-1, 2).tolist():
+        canvas.circle((x, y), 4.0 / zoom, PALETTE["panel"])
+        canvas.circle((x, y), 3.0 / zoom, PALETTE["joint"], width=1.5 / zoom)
+
+
+def draw_contact_forces(canvas: Canvas, world: Any, newtons_per_metre: float = 100.0) -> None:
+    """Draw each touching body's summed contact force as an arrow from its centre.
+
+    KELab reads contact forces per body (``world.contact_forces``), not per contact
+    point, so the arrow starts at the body's origin.
+
+    Args:
+        canvas: The frame's canvas.
+        world: A ``kelab.World``.
+        newtons_per_metre: Force per metre of arrow length.
+    """
+    forces = np.asarray(world.contact_forces, dtype=np.float64)
+    poses = np.asarray(world.body_poses, dtype=np.float64)
+    origins = getattr(world, "env_origins", None)
+    if origins is not None:
+        poses = poses.copy()
+        poses[..., :2] += np.asarray(origins, dtype=np.float64)[:, None, :]
+    mag = np.hypot(forces[..., 0], forces[..., 1])
+    static = {i.path for i in world.scene.bodies if i.spec.body_type != "dynamic"}
+    moving = np.array([name not in static for name in world.body_names])
+    mag = mag * moving  # the ground's reaction is not drawn
+    zoom = canvas.camera.zoom
+    color = PALETTE["contact"]
+    for e, b in zip(*np.nonzero(mag > 1e-6), strict=True):
+        start = poses[e, b, :2]
+        end = start + forces[e, b] / newtons_per_metre
+        canvas.line(tuple(start), tuple(end), color, width=2.0 / zoom)
+        canvas.circle(tuple(end), 3.0 / zoom, color)
+        canvas.circle(tuple(start), 2.5 / zoom, color)
