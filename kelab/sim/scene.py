@@ -21,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from kelab.sim._scene_checks import check_path as _check_path
+from kelab.sim._scene_checks import validate_scene
 from kelab.sim.joints import (
     JOINT_TYPES,
     WORLD,
@@ -110,7 +111,6 @@ ZOOM_MIN, ZOOM_MAX = 1e-3, 1e6
 """Range of ``CameraSpec.zoom`` in pixels per metre."""
 MAX_DEPTH = 16
 """Deepest nesting ``Scene.from_dict`` reads (a real scene is at most 8 levels deep)."""
-_MAX_INT = 2**53  # ints in a scene dict are colours, layers or float-exact numbers
 
 
 def _text(value: object, *, slash: bool) -> bool:
@@ -154,23 +154,6 @@ def _pose(owner: str, attr: str, value: object) -> Pose:
             f"{owner}.{attr} must be a Pose, got {_show(value)}; use ke.Pose(x, y, angle)"
         )
     return value
-
-
-def _check_path(value: object, what: str = "path") -> str:
-    ok = (
-        isinstance(value, str)
-        and value.startswith("/")
-        and value != "/"
-        and not value.endswith("/")
-        and value.isprintable()
-        and all(part and part == part.strip() for part in value[1:].split("/"))
-    )
-    if not ok:
-        raise ValueError(
-            f"{what} must be an absolute path like '/World/Robot' (leading '/', no empty, "
-            f"trailing, space-padded or unprintable parts), got {_show(value)}"
-        )
-    return value  # type: ignore[return-value]
 
 
 def _tuple_of(owner: str, attr: str, value: object, types: tuple[type, ...]) -> tuple[Any, ...]:
@@ -822,7 +805,7 @@ class Scene:
             ("robots", (RobotInstance,)),
         ):
             _set(self, attr, _tuple_of("Scene", attr, getattr(self, attr), types))
-        _validate_scene(self)
+        validate_scene(self)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -838,9 +821,11 @@ class Scene:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-compatible dict (lists, dicts, str, float, int, bool, None)."""
+        from kelab.sim._scene_io import encode  # it imports this module
+
         out: dict[str, Any] = {"format": SCENE_FORMAT, "version": SCENE_VERSION}
         for f in dataclasses.fields(self):
-            out[f.name] = _encode(getattr(self, f.name))
+            out[f.name] = encode(getattr(self, f.name))
         return out
 
     @staticmethod
@@ -860,6 +845,8 @@ class Scene:
         Raises:
             ValueError: If the data is not a valid scene of this format and version.
         """
+        from kelab.sim._scene_io import check_keys, decode  # it imports this module
+
         if not isinstance(data, dict):
             raise ValueError(
                 f"Scene.from_dict: data must be a dict (the output of Scene.to_dict()), got "
@@ -877,8 +864,8 @@ class Scene:
                 f"the int {SCENE_VERSION}, the only version this KELab reads"
             )
         names = [f.name for f in dataclasses.fields(Scene)]
-        _check_keys("Scene.from_dict", "the scene", data, ["format", "version", *names])
-        kwargs = {name: _decode(data[name], name, 1) for name in names}
+        check_keys("Scene.from_dict", "the scene", data, ["format", "version", *names])
+        kwargs = {name: decode(data[name], name, 1) for name in names}
         try:
             return Scene(**kwargs)
         except ValueError as exc:
@@ -904,220 +891,6 @@ class Scene:
             if robot.path == path:
                 return robot
         raise KeyError(f"no robot at {path!r}; robots: {[r.path for r in self.robots]}")
-
-
-def _validate_scene(scene: Scene) -> None:
-    paths: set[str] = set()
-
-    def claim(path: str, what: str) -> None:
-        _check_path(path, what)
-        if path in paths:
-            raise ValueError(
-                f"path {path!r} is used twice in the scene ({what}); paths must be unique"
-            )
-        paths.add(path)
-
-    for robot in scene.robots:
-        claim(robot.path, "robot path")
-    for body in scene.bodies:
-        claim(body.path, "body path")
-    bodies = {b.path: b for b in scene.bodies}
-    body_paths = set(bodies)
-    for joint in scene.joints:
-        claim(joint.path, "joint path")
-        for ref in (joint.parent_path, joint.child_path):
-            if ref is not None and ref not in body_paths:
-                raise ValueError(
-                    f"joint {joint.path!r} refers to unknown body {ref!r}; use one of the "
-                    f"body paths {_show(sorted(body_paths))}"
-                )
-        _check_joint_bodies(joint, bodies)
-    joints = {j.path: j for j in scene.joints}
-    joint_paths = set(joints)
-    _check_robots(scene, bodies, joints)
-    for kind, items in (
-        ("sensor", scene.sensors),
-        ("site", scene.sites),
-        ("camera", scene.cameras),
-    ):
-        names = [item.name for item in items]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"{kind} name {name!r} is used twice; {kind} names must be unique")
-    for sensor in scene.sensors:
-        known = joint_paths if sensor.kind == "joint" else body_paths
-        if sensor.target not in known:
-            raise ValueError(f"sensor {sensor.name!r} targets unknown path {sensor.target!r}")
-    for site in scene.sites:
-        if site.body not in body_paths:
-            raise ValueError(f"site {site.name!r} is on unknown body {site.body!r}")
-
-
-def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -> None:
-    """Refuse joints the physics cannot solve: static children, two immovable bodies.
-
-    Joints may form closed chains (a four-bar linkage, two joints between one pair): the
-    solver handles loops, so cycles are allowed. A joint of a body to itself is refused by
-    JointInstance.
-    """
-    child = bodies[joint.child_path]
-    parent = None if joint.parent_path is None else bodies[joint.parent_path]
-    if child.spec.body_type == "static":
-        raise ValueError(
-            f"joint {joint.path!r}: child_path must be a dynamic or kinematic body, got the "
-            f"static body {joint.child_path!r}; swap parent and child, or make the body "
-            "dynamic"
-        )
-    parent_type = "static" if parent is None else parent.spec.body_type
-    if child.spec.body_type != "dynamic" and parent_type != "dynamic":
-        raise ValueError(
-            f"joint {joint.path!r}: at least one of its bodies must be dynamic, got a "
-            f"{parent_type} parent {joint.parent_path or 'ground frame'!r} and a "
-            f"{child.spec.body_type} child {joint.child_path!r}; two bodies of infinite mass "
-            "cannot be constrained, so remove the joint or make one body dynamic"
-        )
-    if joint.per_environment != child.per_environment:
-        raise ValueError(
-            f"joint {joint.path!r}: per_environment must match its child body's "
-            f"({child.per_environment}), got {joint.per_environment}"
-        )
-    if parent is not None and parent.per_environment and not joint.per_environment:
-        raise ValueError(
-            f"joint {joint.path!r}: a shared joint (per_environment=False) cannot hang from "
-            f"the per-copy body {parent.path!r}; make both shared or both per copy"
-        )
-
-
-def _check_robots(
-    scene: Scene, bodies: dict[str, BodyInstance], joints: dict[str, JointInstance]
-) -> None:
-    """Each robot lists existing bodies and joints of its own, each in one robot only."""
-    owner: dict[str, str] = {}
-    for robot in scene.robots:
-        mine = set(robot.body_paths)
-        for path in robot.body_paths + robot.joint_paths:
-            if path not in bodies and path not in joints:
-                raise ValueError(
-                    f"robot {robot.path!r} lists {path!r}, which is not a "
-                    f"{'body' if path in mine else 'joint'} of the scene; list only its own "
-                    "bodies and joints"
-                )
-            if path in owner:
-                raise ValueError(
-                    f"{path!r} is listed by robots {owner[path]!r} and {robot.path!r}; a body "
-                    "or joint belongs to one robot"
-                )
-            owner[path] = robot.path
-        for path in robot.body_paths:
-            if path not in bodies:
-                raise ValueError(f"robot {robot.path!r}: body_paths lists the joint {path!r}")
-            if bodies[path].per_environment != robot.per_environment:
-                raise ValueError(
-                    f"robot {robot.path!r}: body {path!r} must have per_environment="
-                    f"{robot.per_environment} like its robot, got "
-                    f"{bodies[path].per_environment}"
-                )
-        for path in robot.joint_paths:
-            joint = joints.get(path)
-            if joint is None:
-                raise ValueError(f"robot {robot.path!r}: joint_paths lists the body {path!r}")
-            for ref in (joint.parent_path, joint.child_path):
-                if ref is not None and ref not in mine:
-                    raise ValueError(
-                        f"robot {robot.path!r}: joint {path!r} must connect bodies of the "
-                        f"robot (or the ground frame), got {ref!r}; list it in body_paths"
-                    )
-
-
-# ---------------------------------------------------------------------- (de)serialise
-
-_CLASSES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
-        Pose, Circle, Box, Polygon, Segment, Material, RenderHint, BodySpec, Site,
-        RobotDescription, EffortActuator, PDActuator, RevoluteJoint, PrismaticJoint,
-        FixedJoint, SpringJoint, SensorConfig, BodyInstance, JointInstance, SensorSpec,
-        SiteInstance, CameraSpec, RobotInstance,
-    )
-}  # fmt: skip
-
-
-def _encode(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        cls = type(value)
-        if _CLASSES.get(cls.__name__) is not cls:
-            raise TypeError(f"cannot serialise {cls.__name__} in a scene")
-        out: dict[str, Any] = {"type": cls.__name__}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if cls is SensorConfig and isinstance(item, int):
-                item = float(item)  # SensorConfig keeps user ints; canonicalise them
-            out[f.name] = _encode(item)
-        return out
-    if isinstance(value, (tuple, list)):
-        return [_encode(v) for v in value]
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"cannot serialise non-finite number {value!r} in a scene")
-        return value + 0.0
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    raise TypeError(f"cannot serialise {value!r} ({type(value).__name__}) in a scene")
-
-
-def _check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
-    missing = [k for k in keys if k not in data]
-    if missing:
-        raise ValueError(
-            f"{owner}: {where} must have the key {missing[0]!r} (missing: {_show(missing)}); "
-            "pass the unedited output of Scene.to_dict()"
-        )
-    extra = [k for k in data if k not in keys]
-    if extra:
-        raise ValueError(
-            f"{owner}: {where} has the unknown key {_show(extra[0])}; its keys must be "
-            f"{keys}, so remove it"
-        )
-
-
-def _decode(value: Any, where: str, depth: int) -> Any:
-    """Turn JSON data back into scene objects; ``where`` names the place for errors."""
-    if depth > MAX_DEPTH:
-        raise ValueError(
-            f"Scene.from_dict: {where} must be nested at most {MAX_DEPTH} levels deep, got "
-            "deeper data; this is not the output of Scene.to_dict()"
-        )
-    if isinstance(value, dict):
-        name = value.get("type")
-        cls = _CLASSES.get(name) if isinstance(name, str) else None
-        if cls is None:
-            raise ValueError(
-                f"Scene.from_dict: {where}: unknown type {_show(name)}; type must be one of "
-                f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
-            )
-        names = [f.name for f in dataclasses.fields(cls)]
-        _check_keys("Scene.from_dict", f"{where} ({name})", value, ["type", *names])
-        kwargs = {k: _decode(value[k], f"{where}.{k}", depth + 1) for k in names}
-        try:
-            return cls(**kwargs)
-        except ValueError as exc:
-            raise ValueError(f"Scene.from_dict: {where}: {exc}") from None
-        except (TypeError, ArithmeticError) as exc:  # defence in depth
-            raise ValueError(f"Scene.from_dict: {where} ({name}) is invalid: {exc}") from None
-    if isinstance(value, (list, tuple)):
-        return tuple(_decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
-    if value is None or isinstance(value, (bool, str, float)):
-        return value
-    if isinstance(value, int):
-        if abs(value) > _MAX_INT:
-            raise ValueError(
-                f"Scene.from_dict: {where} must be an int within ±2**53, got {_show(value)}"
-            )
-        return value
-    raise ValueError(
-        f"Scene.from_dict: {where} must be JSON data (dict, list, str, number, bool or "
-        f"None), got a {type(value).__name__}"
-    )
 
 
 # The builder lives in its own module (it imports this one); a Scene and its builder are one

@@ -1,0 +1,156 @@
+"""Scene-wide checks: paths, references, the joint graph and robots' parts.
+
+What no single dataclass can check on its own, run by ``Scene.__post_init__`` so that a Scene
+that exists can always be built into a World (docs/scene.md, "Validation").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kelab.sim.shapes import _show
+
+if TYPE_CHECKING:
+    from kelab.sim.scene import BodyInstance, JointInstance, Scene
+
+
+def check_path(value: object, what: str = "path") -> str:
+    """Return ``value`` if it is an absolute scene path like ``'/World/Robot'``."""
+    ok = (
+        isinstance(value, str)
+        and value.startswith("/")
+        and value != "/"
+        and not value.endswith("/")
+        and value.isprintable()
+        and all(part and part == part.strip() for part in value[1:].split("/"))
+    )
+    if not ok:
+        raise ValueError(
+            f"{what} must be an absolute path like '/World/Robot' (leading '/', no empty, "
+            f"trailing, space-padded or unprintable parts), got {_show(value)}"
+        )
+    return value  # type: ignore[return-value]
+
+
+def validate_scene(scene: Scene) -> None:
+    """Check what no single field can: unique paths and names, references, the joint graph."""
+    paths: set[str] = set()
+
+    def claim(path: str, what: str) -> None:
+        check_path(path, what)
+        if path in paths:
+            raise ValueError(
+                f"path {path!r} is used twice in the scene ({what}); paths must be unique"
+            )
+        paths.add(path)
+
+    for robot in scene.robots:
+        claim(robot.path, "robot path")
+    for body in scene.bodies:
+        claim(body.path, "body path")
+    bodies = {b.path: b for b in scene.bodies}
+    body_paths = set(bodies)
+    for joint in scene.joints:
+        claim(joint.path, "joint path")
+        for ref in (joint.parent_path, joint.child_path):
+            if ref is not None and ref not in body_paths:
+                raise ValueError(
+                    f"joint {joint.path!r} refers to unknown body {ref!r}; use one of the "
+                    f"body paths {_show(sorted(body_paths))}"
+                )
+        _check_joint_bodies(joint, bodies)
+    joints = {j.path: j for j in scene.joints}
+    joint_paths = set(joints)
+    _check_robots(scene, bodies, joints)
+    for kind, items in (
+        ("sensor", scene.sensors),
+        ("site", scene.sites),
+        ("camera", scene.cameras),
+    ):
+        names = [item.name for item in items]
+        for name in names:
+            if names.count(name) > 1:
+                raise ValueError(f"{kind} name {name!r} is used twice; {kind} names must be unique")
+    for sensor in scene.sensors:
+        known = joint_paths if sensor.kind == "joint" else body_paths
+        if sensor.target not in known:
+            raise ValueError(f"sensor {sensor.name!r} targets unknown path {sensor.target!r}")
+    for site in scene.sites:
+        if site.body not in body_paths:
+            raise ValueError(f"site {site.name!r} is on unknown body {site.body!r}")
+
+
+def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -> None:
+    """Refuse joints the physics cannot solve: static children, two immovable bodies.
+
+    Joints may form closed chains (a four-bar linkage, two joints between one pair): the
+    solver handles loops, so cycles are allowed. A joint of a body to itself is refused by
+    JointInstance.
+    """
+    child = bodies[joint.child_path]
+    parent = None if joint.parent_path is None else bodies[joint.parent_path]
+    if child.spec.body_type == "static":
+        raise ValueError(
+            f"joint {joint.path!r}: child_path must be a dynamic or kinematic body, got the "
+            f"static body {joint.child_path!r}; swap parent and child, or make the body "
+            "dynamic"
+        )
+    parent_type = "static" if parent is None else parent.spec.body_type
+    if child.spec.body_type != "dynamic" and parent_type != "dynamic":
+        raise ValueError(
+            f"joint {joint.path!r}: at least one of its bodies must be dynamic, got a "
+            f"{parent_type} parent {joint.parent_path or 'ground frame'!r} and a "
+            f"{child.spec.body_type} child {joint.child_path!r}; two bodies of infinite mass "
+            "cannot be constrained, so remove the joint or make one body dynamic"
+        )
+    if joint.per_environment != child.per_environment:
+        raise ValueError(
+            f"joint {joint.path!r}: per_environment must match its child body's "
+            f"({child.per_environment}), got {joint.per_environment}"
+        )
+    if parent is not None and parent.per_environment and not joint.per_environment:
+        raise ValueError(
+            f"joint {joint.path!r}: a shared joint (per_environment=False) cannot hang from "
+            f"the per-copy body {parent.path!r}; make both shared or both per copy"
+        )
+
+
+def _check_robots(
+    scene: Scene, bodies: dict[str, BodyInstance], joints: dict[str, JointInstance]
+) -> None:
+    """Each robot lists existing bodies and joints of its own, each in one robot only."""
+    owner: dict[str, str] = {}
+    for robot in scene.robots:
+        mine = set(robot.body_paths)
+        for path in robot.body_paths + robot.joint_paths:
+            if path not in bodies and path not in joints:
+                raise ValueError(
+                    f"robot {robot.path!r} lists {path!r}, which is not a "
+                    f"{'body' if path in mine else 'joint'} of the scene; list only its own "
+                    "bodies and joints"
+                )
+            if path in owner:
+                raise ValueError(
+                    f"{path!r} is listed by robots {owner[path]!r} and {robot.path!r}; a body "
+                    "or joint belongs to one robot"
+                )
+            owner[path] = robot.path
+        for path in robot.body_paths:
+            if path not in bodies:
+                raise ValueError(f"robot {robot.path!r}: body_paths lists the joint {path!r}")
+            if bodies[path].per_environment != robot.per_environment:
+                raise ValueError(
+                    f"robot {robot.path!r}: body {path!r} must have per_environment="
+                    f"{robot.per_environment} like its robot, got "
+                    f"{bodies[path].per_environment}"
+                )
+        for path in robot.joint_paths:
+            joint = joints.get(path)
+            if joint is None:
+                raise ValueError(f"robot {robot.path!r}: joint_paths lists the body {path!r}")
+            for ref in (joint.parent_path, joint.child_path):
+                if ref is not None and ref not in mine:
+                    raise ValueError(
+                        f"robot {robot.path!r}: joint {path!r} must connect bodies of the "
+                        f"robot (or the ground frame), got {ref!r}; list it in body_paths"
+                    )

@@ -1,0 +1,128 @@
+"""Scene (de)serialisation: ``Scene.to_dict`` / ``Scene.from_dict`` JSON data.
+
+``decode`` treats its input as untrusted: every object must carry exactly its class's keys,
+nesting is bounded before recursing, ints are bounded, and the constructors validate the
+values; every problem is a ValueError naming where it is (``bodies[2].spec.mass``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+from kelab.sim.joints import (
+    EffortActuator,
+    FixedJoint,
+    PDActuator,
+    PrismaticJoint,
+    RevoluteJoint,
+    SpringJoint,
+)
+from kelab.sim.scene import (
+    MAX_DEPTH,
+    BodyInstance,
+    BodySpec,
+    CameraSpec,
+    JointInstance,
+    RobotDescription,
+    RobotInstance,
+    SensorSpec,
+    Site,
+    SiteInstance,
+)
+from kelab.sim.sensors import SensorConfig
+from kelab.sim.shapes import Box, Circle, Material, Polygon, Pose, RenderHint, Segment, _show
+
+_MAX_INT = 2**53  # ints in a scene dict are colours, layers or float-exact numbers
+
+
+_CLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        Pose, Circle, Box, Polygon, Segment, Material, RenderHint, BodySpec, Site,
+        RobotDescription, EffortActuator, PDActuator, RevoluteJoint, PrismaticJoint,
+        FixedJoint, SpringJoint, SensorConfig, BodyInstance, JointInstance, SensorSpec,
+        SiteInstance, CameraSpec, RobotInstance,
+    )
+}  # fmt: skip
+
+
+def encode(value: Any) -> Any:
+    """Return a scene object (or a field value) as JSON-compatible data."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        cls = type(value)
+        if _CLASSES.get(cls.__name__) is not cls:
+            raise TypeError(f"cannot serialise {cls.__name__} in a scene")
+        out: dict[str, Any] = {"type": cls.__name__}
+        for f in dataclasses.fields(value):
+            item = getattr(value, f.name)
+            if cls is SensorConfig and isinstance(item, int):
+                item = float(item)  # SensorConfig keeps user ints; canonicalise them
+            out[f.name] = encode(item)
+        return out
+    if isinstance(value, (tuple, list)):
+        return [encode(v) for v in value]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"cannot serialise non-finite number {value!r} in a scene")
+        return value + 0.0
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    raise TypeError(f"cannot serialise {value!r} ({type(value).__name__}) in a scene")
+
+
+def check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
+    """Refuse a dict whose keys are not exactly ``keys``, naming the first difference."""
+    missing = [k for k in keys if k not in data]
+    if missing:
+        raise ValueError(
+            f"{owner}: {where} must have the key {missing[0]!r} (missing: {_show(missing)}); "
+            "pass the unedited output of Scene.to_dict()"
+        )
+    extra = [k for k in data if k not in keys]
+    if extra:
+        raise ValueError(
+            f"{owner}: {where} has the unknown key {_show(extra[0])}; its keys must be "
+            f"{keys}, so remove it"
+        )
+
+
+def decode(value: Any, where: str, depth: int) -> Any:
+    """Turn JSON data back into scene objects; ``where`` names the place for errors."""
+    if depth > MAX_DEPTH:
+        raise ValueError(
+            f"Scene.from_dict: {where} must be nested at most {MAX_DEPTH} levels deep, got "
+            "deeper data; this is not the output of Scene.to_dict()"
+        )
+    if isinstance(value, dict):
+        name = value.get("type")
+        cls = _CLASSES.get(name) if isinstance(name, str) else None
+        if cls is None:
+            raise ValueError(
+                f"Scene.from_dict: {where}: unknown type {_show(name)}; type must be one of "
+                f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
+            )
+        names = [f.name for f in dataclasses.fields(cls)]
+        check_keys("Scene.from_dict", f"{where} ({name})", value, ["type", *names])
+        kwargs = {k: decode(value[k], f"{where}.{k}", depth + 1) for k in names}
+        try:
+            return cls(**kwargs)
+        except ValueError as exc:
+            raise ValueError(f"Scene.from_dict: {where}: {exc}") from None
+        except (TypeError, ArithmeticError) as exc:  # defence in depth
+            raise ValueError(f"Scene.from_dict: {where} ({name}) is invalid: {exc}") from None
+    if isinstance(value, (list, tuple)):
+        return tuple(decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
+    if value is None or isinstance(value, (bool, str, float)):
+        return value
+    if isinstance(value, int):
+        if abs(value) > _MAX_INT:
+            raise ValueError(
+                f"Scene.from_dict: {where} must be an int within ±2**53, got {_show(value)}"
+            )
+        return value
+    raise ValueError(
+        f"Scene.from_dict: {where} must be JSON data (dict, list, str, number, bool or "
+        f"None), got a {type(value).__name__}"
+    )
