@@ -307,13 +307,17 @@ class EnvCore:
             robot._bind(self.world.robot(robot.path))  # type: ignore[arg-type]
         return found
 
-    def reseed(self, seed: int | Sequence[int]) -> None:
-        """Re-seed every per-copy Generator (task and world) in place."""
+    def reseed(self, seed: int | Sequence[int], ids: np.ndarray | None = None) -> None:
+        """Re-seed the per-copy Generators (task and world) in place: every copy, or ``ids``.
+
+        Copy ``i`` gets the same streams whether it is re-seeded alone or with all copies.
+        """
         n, offset = self.num_envs, self.copy_offset
-        for gen, seq in zip(self.task_rngs, _task_rng_sequences(seed, n, offset), strict=True):
-            set_rng_state(gen, rng_state(np.random.default_rng(seq)))
-        for gen, seq in zip(self.world.rngs, _world_rng_sequences(seed, n, offset), strict=True):
-            set_rng_state(gen, rng_state(np.random.default_rng(seq)))
+        task_seqs = _task_rng_sequences(seed, n, offset)
+        world_seqs = _world_rng_sequences(seed, n, offset)
+        for i in range(n) if ids is None else ids.tolist():
+            set_rng_state(self.task_rngs[i], rng_state(np.random.default_rng(task_seqs[i])))
+            set_rng_state(self.world.rngs[i], rng_state(np.random.default_rng(world_seqs[i])))
 
     #: Why the last step() failed (None: it did not); step() refuses until reset().
     _failure: str | None = None
@@ -413,8 +417,42 @@ class EnvCore:
         self.returns[:] = 0.0
         self.episode_start_wall[:] = time.perf_counter()
         self.task.reset_idx(self.all_ids.copy())
+        obs = self.observe()
         self.started = True
-        return self.observe()
+        return obs
+
+    def reset_some(self, ids: np.ndarray, seed: int | Sequence[int] | None = None) -> np.ndarray:
+        """Start a new episode in the copies ``ids`` only; the others go on untouched.
+
+        Args:
+            ids: Sorted, distinct int64 copy indices (validated by the caller).
+            seed: None continues the copies' streams; an int or one seed per copy re-seeds
+                the listed copies exactly as a full ``reset(seed)`` would.
+
+        Returns:
+            Every copy's observation.
+
+        Raises:
+            RuntimeError: Before the first full reset, or after a failed step (the copies
+                are out of step: only a full reset repairs that).
+        """
+        if not self.started:
+            raise RuntimeError(
+                (self._failure or "call reset() before a partial reset")
+                + "; a partial reset needs every copy in step: call reset() without options"
+            )
+        if seed is not None:
+            self.reseed(seed, ids)
+        self.world.reset_envs(ids)
+        self.episode_length_buf[ids] = 0
+        self.returns[ids] = 0.0
+        self.episode_start_wall[ids] = time.perf_counter()
+        self.started = False  # a hook that raises leaves the copies out of step
+        self._failure = "a partial reset raised; call reset() before step()"
+        self.task.reset_idx(ids.copy())
+        obs = self.observe()
+        self.started, self._failure = True, None
+        return obs
 
     def step(
         self, actions: Any

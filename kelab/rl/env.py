@@ -7,7 +7,7 @@ same step (``AutoresetMode.SAME_STEP``). See docs/rl.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium
@@ -24,7 +24,8 @@ from kelab.rl._core import (
     resolve_timing,
 )
 from kelab.rl.success import SuccessRule
-from kelab.rl.task import Task, validate_task_class
+from kelab.rl.task import Task, check_env_ids, validate_task_class
+from kelab.rl.terminations import describe_array
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
@@ -242,21 +243,62 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         seed: int | Sequence[int] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start a new episode in every copy.
+        """Start a new episode in every copy, or only in some (``options``).
 
         Args:
             seed: None continues every copy's random stream; an int re-seeds all copies
-                (copy ``i`` from ``(seed, i)``); a list gives one seed per copy.
-            options: Unused (accepted for Gymnasium compatibility).
+                (copy ``i`` from ``(seed, i)``); a list gives one seed per copy. With a
+                partial reset only the reset copies are re-seeded, exactly as a full
+                reset would re-seed them.
+            options: None, or a dict; ``{"env_ids": [i, ...]}`` (distinct ints in
+                ``[0, num_envs)``) or Gymnasium's ``{"reset_mask": bool array
+                (num_envs,)}`` reset only those copies (the others go on untouched, and
+                their observations are returned as they are). Other keys are ignored.
 
         Returns:
             ``(obs, {})``.
+
+        Raises:
+            ValueError: For options that are not a dict, or env_ids / reset_mask that are
+                not valid copies (floats, strings, repeats, out of range, no copy).
         """
+        ids = self._partial_ids(options)
         if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
             super().reset(seed=int(seed))
+        if ids is not None:
+            obs = self._core.reset_some(ids, seed)
+            self._presenter.after_reset()
+            return obs, {}
         obs = self._core.reset(seed)
         self._presenter.after_reset()
         return obs, {}
+
+    def _partial_ids(self, options: object) -> np.ndarray | None:
+        """The sorted copies a ``reset(options=...)`` names, or None for every copy."""
+        if options is None:
+            return None
+        if not isinstance(options, Mapping):
+            raise ValueError(f"reset(options=...) must be None or a dict, got {options!r:.80}")
+        if "env_ids" in options and "reset_mask" in options:
+            raise ValueError("reset(options=...): give env_ids or reset_mask, not both")
+        n = self.num_envs
+        if "env_ids" in options:
+            where = "reset(options={'env_ids': ...})"
+            ids = check_env_ids(options["env_ids"], n, where)
+        elif "reset_mask" in options:
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
+                raise ValueError(
+                    f"reset(options={{'reset_mask': ...}}) must be a numpy bool array of shape "
+                    f"({n},), got {describe_array(mask)}"
+                )
+            ids = np.flatnonzero(mask).astype(np.int64)
+            where = "reset(options={'reset_mask': ...})"
+        else:
+            return None
+        if ids.size == 0:
+            raise ValueError(f"{where} names no copy; name at least one, or pass options=None")
+        return np.sort(ids)
 
     def step(
         self, actions: Any

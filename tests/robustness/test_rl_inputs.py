@@ -267,3 +267,67 @@ def test_a_get_dones_with_a_newline_name_fails_the_step():
             env.step(np.zeros((1, 2), np.float32))
     finally:
         env.close()
+
+
+# ---------------------------------------------------------------- partial resets (options)
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"env_ids": [0.7]}, "floats, strings and bools"),
+        ({"env_ids": "1"}, "copy indices"),
+        ({"env_ids": [1, 1]}, "must not repeat"),
+        ({"env_ids": [5]}, r"in \[0, 3\)"),
+        ({"env_ids": []}, "names no copy"),
+        ({"reset_mask": [True, False, True]}, "numpy bool array of shape"),
+        ({"reset_mask": np.zeros(3, bool)}, "names no copy"),
+        ({"reset_mask": np.ones(2, bool)}, "numpy bool array of shape"),
+        ({"env_ids": [0], "reset_mask": np.ones(3, bool)}, "not both"),
+        ("env_ids", "must be None or a dict"),
+    ],
+)
+def test_reset_options_env_ids_are_strict(env, options, match):
+    steps, buf = env.world.step_count, env.episode_length_buf.copy()
+    with pytest.raises(ValueError, match=match):
+        env.reset(options=options)
+    assert env.world.step_count == steps and np.array_equal(env.episode_length_buf, buf)
+
+
+def test_partial_reset_matches_a_full_reset_copy_by_copy():
+    from kelab.tasks.cartpole import CartPoleTask
+
+    ref = ke.LearningEnv(CartPoleTask(), num_envs=3)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=3)
+    try:
+        want, _ = ref.reset(seed=5)
+        obs, _ = env.reset(seed=1)
+        for _ in range(4):
+            obs, *_ = env.step(np.full((3, 1), 0.3, np.float32))
+        before = obs.copy()
+        got, _ = env.reset(seed=5, options={"env_ids": np.array([2, 0])})
+        assert np.array_equal(got[[0, 2]], want[[0, 2]])  # as a full reset with seed 5
+        assert np.array_equal(got[1], before[1])  # copy 1 untouched
+        assert env.episode_length_buf.tolist() == [0, 4, 0]
+        got, _ = env.reset(options={"reset_mask": np.array([False, True, False])})
+        assert env.episode_length_buf.tolist() == [0, 0, 0]
+        for _ in range(3):  # the reset copies go on exactly like the reference
+            a = np.full((3, 1), -0.2, np.float32)
+            o1, *_ = ref.step(a)
+            o2, *_ = env.step(a)
+            assert np.array_equal(o1[[0, 2]], o2[[0, 2]])
+    finally:
+        ref.close()
+        env.close()
+
+
+def test_partial_reset_after_a_failed_step_is_refused():
+    env = ke.LearningEnv(BallTask(fail_on="get_rewards", fail_step=1), num_envs=2)
+    try:
+        env.reset(seed=0)
+        with pytest.raises(ke.TaskError):
+            env.step(np.zeros((2, 2), np.float32))
+        with pytest.raises(RuntimeError, match="reset\\(\\) without options"):
+            env.reset(options={"env_ids": [0]})
+        env.reset()
+        env.reset(options={"env_ids": [0]})
+    finally:
+        env.close()
