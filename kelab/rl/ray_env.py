@@ -30,6 +30,7 @@ from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
 from kelab.sim.snapshot import Snapshot
+from kelab.timing.config import SimulationTimingConfig
 
 __all__ = ["RayLearningEnv", "WorkerDiedError", "merge_infos", "split_copies"]
 
@@ -157,6 +158,7 @@ class _EnvWorker:
             "metadata": dict(env.metadata),
             "max_episode_length": int(env.max_episode_length),
             "step_dt": float(env.step_dt),
+            "timing": env.timing,
             "layout": env.world.layout,
             "fingerprint": env.world.fingerprint,
             "has_rule": env.success_rule is not None,
@@ -377,6 +379,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.metadata = {**d["metadata"], "render_modes": []}
         self._max_episode_length = d["max_episode_length"]
         self._step_dt = d["step_dt"]
+        self.timing: SimulationTimingConfig = d["timing"]
         self.layout: str = d["layout"]
         self.fingerprint: str = d["fingerprint"]
         rule = env_kwargs.get("success")
@@ -478,7 +481,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ray = self._ray
         try:
             return True, ray.get(ref)
-        except ray.exceptions.RayActorError as err:
+        except (
+            ray.exceptions.RayActorError,  # the process died (killed, crashed, node lost)
+            ray.exceptions.OutOfMemoryError,  # Ray's memory monitor killed it
+            ray.exceptions.WorkerCrashedError,
+        ) as err:
             return False, err
         except ray.exceptions.RayTaskError as err:
             self._raise_cause(k, err)

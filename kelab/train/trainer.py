@@ -162,6 +162,7 @@ class RLTrainer:
         log: bool = True,
     ) -> None:
         from kelab.rl.env import LearningEnv
+        from kelab.rl.ray_env import RayLearningEnv  # imports ray only when one is made
 
         if algorithm not in ALGORITHMS:
             raise ValueError(f"unknown algorithm {algorithm!r}; known algorithms: {ALGORITHMS}")
@@ -170,9 +171,10 @@ class RLTrainer:
                 f"device must be 'cpu' (KELab simulates on the CPU and trains there), got "
                 f"{device!r}"
             )
-        if not isinstance(env, LearningEnv):
+        if not isinstance(env, (LearningEnv, RayLearningEnv)):
             raise ValueError(
-                f"RLTrainer needs a ke.LearningEnv (many copies in lockstep), got {env!r}"
+                "RLTrainer needs a ke.LearningEnv or ke.RayLearningEnv (many copies in "
+                f"lockstep), got {env!r}"
             )
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
@@ -278,7 +280,9 @@ class RLTrainer:
             "task": {"id": self.task_id, "class": task_class_path(self.task)},
             "observation_dim": self.obs_dim,
             "action_dim": self.act_dim,
-            "scene_fingerprint": self.env.world.fingerprint,
+            # a RayLearningEnv has no World in this process, only its fingerprint
+            "scene_fingerprint": getattr(self.env, "fingerprint", None)
+            or self.env.world.fingerprint,
             "timing": {
                 "sim_dt": self.env.timing.sim_dt,
                 "decimation": self.env.timing.decimation,

@@ -308,3 +308,39 @@ def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray
     finally:
         env.close()
         ref.close()
+
+
+def test_rltrainer_trains_on_ray_workers_exactly_as_on_one_env(local_ray, tmp_path):
+    """RLTrainer takes a RayLearningEnv unchanged; packed cartpoles are exact, so the same
+    seed gives the same PPO run as on one in-process LearningEnv."""
+    pytest.importorskip("torch", reason="RLTrainer needs the [train] extra (in [dev])")
+    from kelab.train.config import TrainConfig
+
+    config = TrainConfig(
+        num_envs=16,
+        num_steps_per_env=8,
+        actor_hidden_dims=(16, 16),
+        critic_hidden_dims=(16, 16),
+        num_learning_epochs=2,
+        num_mini_batches=2,
+        success_window=20,
+        checkpoint_every=2,
+    )
+    runs = {}
+    for name in ("ray", "local"):
+        if name == "ray":
+            env = RayLearningEnv(CartPoleTask(), 16, 2, seed=3, cpus_per_worker=CPUS)
+        else:
+            env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+        try:
+            with ke.RLTrainer(env, seed=3, run_dir=tmp_path / name, config=config) as trainer:
+                stats = trainer.train(3)
+                runs[name] = (stats, trainer.policy(np.zeros((4, 4), np.float32)))
+        finally:
+            env.close()
+    (ray_stats, ray_act), (stats, act) = runs["ray"], runs["local"]
+    assert ray_stats["env_steps"] == stats["env_steps"] == 3 * 8 * 16
+    for key in ("last_reward", "best_reward", "success_rate", "episodes"):
+        assert ray_stats[key] == stats[key], key
+    same(ray_act, act)  # the same weights after three updates
+    assert (tmp_path / "ray").is_dir() and any((tmp_path / "ray").iterdir())

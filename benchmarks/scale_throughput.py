@@ -1,0 +1,155 @@
+"""Scale-out throughput: RayLearningEnv (1 and 2 Ray workers) against one LearningEnv.
+
+Run: python benchmarks/scale_throughput.py [--envs 512] [--steps 150] [--repeats 3]
+Prints markdown tables (kept in benchmarks/README.md under "## scale_throughput") and the
+inputs of docs/scale.md's 8-machine model.
+
+Rows, side by side in one run (rounds interleaved, each row's best of ``--repeats``):
+- ``LearningEnv`` kelab/Humanoid-v0 x ``--envs`` in this process (packed layout, one
+  thread), uniform random actions (copies fall and reset all the time, as early in
+  training): the baseline.
+- ``RayLearningEnv`` with 1 and 2 workers (plain Ray actors, ``cpus_per_worker=1``, a
+  local ``ray.init(num_cpus=2)``), the same copies, seed and actions; the learner (here:
+  drawing random actions) stays in this process. Target: 2 workers >= 1.6x the
+  in-process env on 2 cores.
+- the Ray round trip: a no-op actor method called with one worker's actions and
+  returning arrays of one worker's reply size (``ray.get`` of 1 and of 2 actors at once),
+  and the per-step overhead of ``RayLearningEnv`` with 1 worker over the in-process env.
+- bytes per step: actions out, observations/rewards/flags and info back (the info's
+  pickled size, what Ray ships for it), per worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import pickle
+import platform
+import sys
+import time
+
+import numpy as np
+
+import kelab as ke
+from kelab.tasks.humanoid import HumanoidTask
+
+
+def run_env(env, steps: int, seed: int = 0) -> float:
+    """Seconds per env step over ``steps`` random-action steps (after 5 warm-up steps)."""
+    rng = np.random.default_rng(seed)
+    n, dim = env.num_envs, env.single_action_space.shape[0]
+    acts = [rng.uniform(-1.0, 1.0, (n, dim)).astype(np.float32) for _ in range(16)]
+    env.reset(seed=seed)
+    for i in range(5):
+        env.step(acts[i])
+    gc.collect()
+    t0 = time.perf_counter()
+    for i in range(steps):
+        env.step(acts[i % 16])
+    return (time.perf_counter() - t0) / steps
+
+
+class Echo:
+    """A Ray actor that returns a reply of a worker's size (the round trip alone)."""
+
+    def __init__(self, rows: int, obs_dim: int) -> None:
+        self.reply = (
+            np.zeros((rows, obs_dim), np.float32),
+            np.zeros(rows, np.float32),
+            np.zeros(rows, bool),
+            np.zeros(rows, bool),
+            {},
+        )
+
+    def step(self, actions: np.ndarray) -> tuple:
+        return self.reply
+
+
+def round_trip(ray, actors, rows: int, dim: int, calls: int) -> float:
+    a = np.zeros((rows, dim), np.float32)
+    ray.get([x.step.remote(a) for x in actors])
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        ray.get([x.step.remote(a) for x in actors])
+    return (time.perf_counter() - t0) / calls
+
+
+def reply_bytes(envs: int, steps: int) -> dict[str, float]:
+    """Mean bytes per step each way for one LearningEnv of ``envs`` copies (a worker)."""
+    env = ke.LearningEnv(HumanoidTask(), num_envs=envs, seed=0)
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    out = arrays = info = 0
+    for _ in range(steps):
+        a = rng.uniform(-1.0, 1.0, (envs, 6)).astype(np.float32)
+        obs, rew, term, trunc, inf = env.step(a)
+        out += a.nbytes
+        arrays += obs.nbytes + rew.nbytes + term.nbytes + trunc.nbytes
+        info += len(pickle.dumps(inf, protocol=5))  # the size Ray ships; nothing is loaded
+    env.close()
+    return {"actions": out / steps, "arrays": arrays / steps, "info": info / steps}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    import ray
+
+    n = args.envs
+    print(f"# scale_throughput: Humanoid-v0 x {n}, random actions, {args.steps} steps/row")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, ray {ray.__version__}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start"
+    )
+    t0 = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    print(f"ray.init: {time.perf_counter() - t0:.1f} s")
+
+    local = ke.LearningEnv(HumanoidTask(), num_envs=n, seed=0)
+    t0 = time.perf_counter()
+    one = ke.RayLearningEnv(HumanoidTask(), n, 1, seed=0)
+    two = ke.RayLearningEnv(HumanoidTask(), n, 2, seed=0)
+    print(f"2 RayLearningEnvs (3 actors) started in {time.perf_counter() - t0:.1f} s")
+    rows = {"LearningEnv (in process)": local, "RayLearningEnv, 1 worker": one}
+    rows["RayLearningEnv, 2 workers"] = two
+    best = {k: float("inf") for k in rows}
+    for _ in range(args.repeats):  # interleaved rounds: a load spike hits every row
+        for name, env in rows.items():
+            best[name] = min(best[name], run_env(env, args.steps))
+    one.close()
+    two.close()
+    local.close()
+
+    base = best["LearningEnv (in process)"]
+    print("\n| env | step (ms) | env-steps/s | vs LearningEnv |\n|---|---:|---:|---:|")
+    for name, t in best.items():
+        print(f"| {name} | {t * 1e3:.2f} | {n / t:,.0f} | {base / t:.2f}x |")
+
+    echo = ray.remote(Echo).options(num_cpus=1)
+    actors = [echo.remote(n // 2, 17) for _ in range(2)]
+    rt1 = min(round_trip(ray, actors[:1], n // 2, 6, 300) for _ in range(args.repeats))
+    rt2 = min(round_trip(ray, actors, n // 2, 6, 300) for _ in range(args.repeats))
+    for a in actors:
+        ray.kill(a)
+    ray.shutdown()
+    overhead = best["RayLearningEnv, 1 worker"] - base
+    sizes = reply_bytes(n // 2, 60)
+    per_copy = base / n
+    print("\n| model input (measured here) | value |\n|---|---:|")
+    print(f"| step time per copy, one core (in-process LearningEnv) | {per_copy * 1e6:.1f} us |")
+    print(f"| Ray round trip, no-op actor, 1 actor ({n // 2}-copy payloads) | {rt1 * 1e6:.0f} us |")
+    print(f"| Ray round trip, no-op actors, 2 at once | {rt2 * 1e6:.0f} us |")
+    print(f"| RayLearningEnv 1 worker minus in-process, per step | {overhead * 1e6:.0f} us |")
+    print(
+        f"| bytes per step per worker ({n // 2} copies): actions out / arrays back / info back "
+        f"| {sizes['actions']:,.0f} / {sizes['arrays']:,.0f} / {sizes['info']:,.0f} B |"
+    )
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
