@@ -11,11 +11,26 @@ import enum
 import math
 from dataclasses import dataclass
 
-__all__ = ["RunMode", "SimulationRunConfig", "SimulationTimingConfig", "TimeMode"]
+__all__ = [
+    "MAX_DECIMATION",
+    "MAX_EPISODE_LENGTH_S",
+    "SIM_DT_RANGE",
+    "RunMode",
+    "SimulationRunConfig",
+    "SimulationTimingConfig",
+    "TimeMode",
+]
 
 # Ratios within this relative distance of an integer are that integer: 5.0 s / (1/60 s)
 # is 300 even when float rounding makes it 300.00000000000006.
 _RATIO_TOLERANCE = 1e-9
+
+#: The physics step's range in seconds (1 microsecond to 1 second).
+SIM_DT_RANGE = (1e-6, 1.0)
+#: The most physics steps one environment step may take.
+MAX_DECIMATION = 10_000
+#: The longest episode horizon in seconds (about 31.7 years of simulated time).
+MAX_EPISODE_LENGTH_S = 1e9
 
 
 def _is_real_number(value: object) -> bool:
@@ -48,9 +63,11 @@ class SimulationTimingConfig:
     """Rates and intervals of a simulation: physics step, control decimation, horizon.
 
     Attributes:
-        sim_dt: Physics time step in seconds (> 0, finite).
-        decimation: Physics steps per environment (control) step (an int >= 1).
-        episode_length_s: Episode horizon in seconds (> 0), or None for no time limit.
+        sim_dt: Physics time step in seconds, in [1e-6, 1] (`SIM_DT_RANGE`).
+        decimation: Physics steps per environment (control) step, an int in
+            [1, 10000] (`MAX_DECIMATION`).
+        episode_length_s: Episode horizon in seconds, in (0, 1e9]
+            (`MAX_EPISODE_LENGTH_S`), or None for no time limit.
 
     Example:
         >>> timing = SimulationTimingConfig(sim_dt=1 / 120, decimation=2, episode_length_s=5.0)
@@ -63,27 +80,34 @@ class SimulationTimingConfig:
     episode_length_s: float | None = None
 
     def __post_init__(self) -> None:
-        if not _is_real_number(self.sim_dt) or not math.isfinite(self.sim_dt) or self.sim_dt <= 0:
+        lo, hi = SIM_DT_RANGE
+        if (
+            not _is_real_number(self.sim_dt)
+            or not math.isfinite(self.sim_dt)
+            or not lo <= self.sim_dt <= hi
+        ):
             raise ValueError(
-                f"SimulationTimingConfig.sim_dt must be a finite number of seconds > 0, "
+                f"SimulationTimingConfig.sim_dt must be a number of seconds in [{lo:g}, {hi:g}], "
                 f"got {self.sim_dt!r}; for 120 Hz physics pass sim_dt=1/120"
             )
         if (
             not isinstance(self.decimation, int)
             or isinstance(self.decimation, bool)
-            or self.decimation < 1
+            or not 1 <= self.decimation <= MAX_DECIMATION
         ):
             raise ValueError(
-                f"SimulationTimingConfig.decimation must be an int >= 1 (physics steps per "
-                f"environment step), got {self.decimation!r}"
+                f"SimulationTimingConfig.decimation must be an int in [1, {MAX_DECIMATION}] "
+                f"(physics steps per environment step), got {self.decimation!r:.40}"
             )
         length = self.episode_length_s
         if length is not None and (
-            not _is_real_number(length) or not math.isfinite(length) or length <= 0
+            not _is_real_number(length)
+            or not math.isfinite(length)
+            or not 0 < length <= MAX_EPISODE_LENGTH_S
         ):
             raise ValueError(
                 f"SimulationTimingConfig.episode_length_s must be None (no time limit) or a "
-                f"finite number of seconds > 0, got {length!r}"
+                f"number of seconds in (0, {MAX_EPISODE_LENGTH_S:g}], got {length!r}"
             )
 
     @property

@@ -168,3 +168,25 @@ def test_time_scale_numbers_still_work():
 def test_step_dt_must_be_a_number(bad):
     with pytest.raises(ValueError, match="FixedStepClock.step_dt"):
         ke.FixedStepClock(bad)
+
+
+# ---------------------------------------------------------------- SimulationTimingConfig
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"sim_dt": 5e-324}, "sim_dt"),  # physics_hz was inf
+        ({"sim_dt": 1e308, "episode_length_s": 1.0}, "sim_dt"),  # 0-step episodes
+        ({"sim_dt": 1e-3, "episode_length_s": 1e300}, "episode_length_s"),  # OverflowError
+        ({"sim_dt": 0.01, "decimation": 10**400}, "decimation"),  # OverflowError
+        ({"sim_dt": 0.01, "decimation": 10**5}, "decimation"),
+    ],
+)
+def test_timing_config_refuses_values_outside_the_documented_ranges(kwargs, field):
+    with pytest.raises(ValueError, match=f"SimulationTimingConfig.{field} must be"):
+        ke.SimulationTimingConfig(**kwargs)
+
+
+def test_timing_config_extremes_inside_the_ranges_work():
+    cfg = ke.SimulationTimingConfig(sim_dt=1e-6, decimation=10_000, episode_length_s=1e9)
+    assert cfg.max_episode_length == 100_000_000_000  # 1e9 s at 10 ms steps
+    assert ke.SimulationTimingConfig(sim_dt=1.0, episode_length_s=1e-9).max_episode_length == 1
