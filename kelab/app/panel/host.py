@@ -86,7 +86,7 @@ class PanelHost:
         imgui.style_colors_dark()
         style = imgui.get_style()
         style.window_rounding = 4.0
-        style.set_color_(imgui.Col_.window_bg.value, imgui.ImVec4(0.09, 0.10, 0.12, 0.94))
+        style.set_color_(imgui.Col_.window_bg.value, imgui.ImVec4(0.17, 0.18, 0.20, 0.96))
         self.ui = PanelUI(model)
         self._keys = _imgui_keys()
         self._pressed_on_panel: set[int] = set()
@@ -129,7 +129,12 @@ class PanelHost:
                 io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
             button = {1: 0, 3: 1, 2: 2}.get(ev.button)
             if kind == "mouse_down":
-                hit = self._over_panel(ev.pos) or bool(io.want_capture_mouse)
+                imgui = self._imgui
+                any_popup = (
+                    imgui.PopupFlags_.any_popup_id | imgui.PopupFlags_.any_popup_level
+                ).value
+                # a combo's list may hang below the panel: presses go to it while it is open
+                hit = self._over_panel(ev.pos) or imgui.is_popup_open("", any_popup)
                 if button is not None and hit:
                     io.add_mouse_button_event(button, True)
                     self._pressed_on_panel.add(ev.button)

@@ -10,6 +10,9 @@ command (ImGui merges commands that share a texture and clip rectangle).
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import moderngl
@@ -197,6 +200,48 @@ class ImGuiGLRenderer:
             obj.release()
 
 
+_glx: Any = None
+
+
+def _libglx() -> Any:
+    """The GLX entry points of libGL through ctypes (False when there is no libGL)."""
+    global _glx
+    if _glx is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("GL") or "libGL.so.1")
+            vp = ctypes.c_void_p
+            for name in ("glXGetCurrentContext", "glXGetCurrentDrawable", "glXGetCurrentDisplay"):
+                getattr(lib, name).restype = vp
+                getattr(lib, name).argtypes = []
+            lib.glXMakeCurrent.restype = ctypes.c_int
+            lib.glXMakeCurrent.argtypes = [vp, ctypes.c_ulong, vp]
+            _glx = lib
+        except (OSError, AttributeError):
+            _glx = False
+    return _glx
+
+
+@contextmanager
+def _no_glx_current() -> Iterator[None]:
+    """Release the thread's GLX context for the block, then make it current again.
+
+    SDL draws a pygame window through an OpenGL (GLX) context of its own; while it is
+    current an EGL make-current is refused (one API per thread), so the panel's GL calls
+    would land in SDL's context. SDL tracks its context itself, so it is put back.
+    """
+    lib = _libglx()
+    ctx = lib.glXGetCurrentContext() if lib else None
+    if not ctx:
+        yield
+        return
+    dpy, drawable = lib.glXGetCurrentDisplay(), lib.glXGetCurrentDrawable()
+    lib.glXMakeCurrent(dpy, 0, None)
+    try:
+        yield
+    finally:
+        lib.glXMakeCurrent(dpy, drawable or 0, ctx)
+
+
 class OffscreenImGui:
     """ImGui pixels for a software surface: an EGL context, a framebuffer, a read-back.
 
@@ -205,16 +250,17 @@ class OffscreenImGui:
     """
 
     def __init__(self) -> None:
-        self.ctx = moderngl.create_standalone_context(backend="egl", require=330)
-        self._fbo: moderngl.Framebuffer | None = None
-        with self.ctx:
-            self.renderer = ImGuiGLRenderer(self.ctx)
+        with _no_glx_current():
+            self.ctx = moderngl.create_standalone_context(backend="egl", require=330)
+            self._fbo: moderngl.Framebuffer | None = None
+            with self.ctx:
+                self.renderer = ImGuiGLRenderer(self.ctx)
 
     def draw(
         self, draw_data: Any, size: tuple[int, int], rect: tuple[int, int, int, int]
     ) -> np.ndarray:
         """Render and read back ``rect`` = ``(x, y, w, h)`` as ``(h, w, 4)`` uint8 RGBA."""
-        with self.ctx:
+        with _no_glx_current(), self.ctx:
             if self._fbo is None or self._fbo.size != size:
                 if self._fbo is not None:
                     for a in self._fbo.color_attachments:
@@ -233,6 +279,7 @@ class OffscreenImGui:
 
     def release(self) -> None:
         """Free the context."""
-        with self.ctx:
-            self.renderer.release()
-        self.ctx.release()
+        with _no_glx_current():
+            with self.ctx:
+                self.renderer.release()
+            self.ctx.release()

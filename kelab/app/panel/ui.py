@@ -28,6 +28,7 @@ _RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
 _GREY = imgui.ImVec4(0.65, 0.67, 0.7, 1.0)
 _ENTER = imgui.InputTextFlags_.enter_returns_true.value
 _AUTO = implot.AxisFlags_.auto_fit.value
+_NO_LEGEND = (implot.Flags_.no_legend | implot.Flags_.no_menus).value
 
 
 class PanelUI:
@@ -40,14 +41,13 @@ class PanelUI:
         width: Panel width in pixels (the panel docks to the window's left edge).
     """
 
-    def __init__(self, model: PanelModel, width: int = 430) -> None:
+    def __init__(self, model: PanelModel, width: int = 470) -> None:
         self.model = model
         self.width = width
         self.rect = (0, 0, 0, 0)
         """The panel window ``(x, y, w, h)`` in pixels, as drawn last frame."""
         self.rows: dict[str, list[str]] = {}
         """Row labels each page drew last frame (only the shown page draws)."""
-        self._shown_page: str | None = None
         self._paths: dict[str, str] = {}
         self._new_name = ""
 
@@ -68,21 +68,18 @@ class PanelUI:
             imgui.push_text_wrap_pos(0.0)
             imgui.text_colored(_RED, f"Settings file not used: {m.settings_error}")
             imgui.pop_text_wrap_pos()
-        if imgui.begin_tab_bar("pages"):
-            for page in PAGES:
-                select = m.page == page and self._shown_page != page
-                tab_flags = imgui.TabItemFlags_.set_selected.value if select else 0
-                opened, _ = imgui.begin_tab_item(page, None, tab_flags)
-                if opened:
-                    if self._shown_page == m.page or select:
-                        m.page = page
-                    self._shown_page = page
-                    self.rows[page] = []
-                    imgui.begin_child("page", imgui.ImVec2(0, -28))
-                    getattr(self, "_" + page.lower().replace(" ", "_"))()
-                    imgui.end_child()
-                    imgui.end_tab_item()
-            imgui.end_tab_bar()
+        col = (imgui.get_content_region_avail().x - 16) / 3
+        for i, page in enumerate(PAGES):
+            if i % 3:
+                imgui.same_line()
+            if imgui.selectable(page, m.page == page, 0, imgui.ImVec2(col, 0))[0]:
+                m.set_page(page)
+        imgui.separator()
+        page = m.page
+        self.rows[page] = []
+        imgui.begin_child("page", imgui.ImVec2(0, -28))
+        getattr(self, "_" + page.lower().replace(" ", "_"))()
+        imgui.end_child()
         if m.message:
             imgui.text_colored(_RED, m.message)
         else:
@@ -113,8 +110,10 @@ class PanelUI:
     def _time_runners(self) -> None:
         m = self.model
         modes = list(TIME_MODE_LABELS)
+        imgui.text("Scene Time Mode")
+        imgui.set_next_item_width(-1)
         changed, idx = imgui.combo(
-            "Scene Time Mode", modes.index(m.time_mode), list(TIME_MODE_LABELS.values())
+            "##mode", modes.index(m.time_mode), list(TIME_MODE_LABELS.values())
         )
         if changed:
             m.set_time_mode(modes[idx])
@@ -130,13 +129,13 @@ class PanelUI:
             imgui.push_id(f"runner{i}")
             imgui.align_text_to_frame_padding()
             imgui.text(f"Runner {i}: {row.name}")
-            imgui.same_line(150)
-            imgui.set_next_item_width(110)
+            imgui.same_line(170)
+            imgui.set_next_item_width(80)
             changed, hz = imgui.input_float("Hz", row.hz, 0.0, 0.0, "%.2f", _ENTER)
             if changed:
                 m.set_runner_hz(row.name, float(hz))
             imgui.same_line()
-            imgui.text_colored(_GREY, f"{1000.0 / row.hz:.1f} ms, {row.bindings} bound")
+            imgui.text_colored(_GREY, f"{1000.0 / row.hz:5.1f} ms")
             imgui.same_line()
             if imgui.small_button("Remove"):
                 m.remove_runner(row.name)
@@ -208,7 +207,8 @@ class PanelUI:
                 m.set_recorder(kind, phase=phase)
             text = self._paths.get(kind, cfg.path)
             imgui.set_next_item_width(-80)
-            changed, text = imgui.input_text("Output", text, _ENTER)
+            hint = f"default: {m.app.recording_dir}/<title>-{kind}-NNN"
+            changed, text = imgui.input_text_with_hint("Output", hint, text, _ENTER)
             self._paths[kind] = text
             if changed:
                 m.set_recorder(kind, path=text)
@@ -262,7 +262,7 @@ class PanelUI:
                     if imgui.selectable(name, False)[0]:
                         m.add_plot(name)
             imgui.end_combo()
-        height = 110
+        height = 90
         for sig in (*FRAME_SIGNALS, *m.plots):
             self._row(sig)
             x, y = m.history(sig)
@@ -272,7 +272,7 @@ class PanelUI:
                     m.remove_plot(sig)
                 imgui.same_line()
             imgui.text(f"{sig} = {y[-1]:.4g}" if y.size else sig)
-            if implot.begin_plot("##plot", imgui.ImVec2(-1, height)):
+            if implot.begin_plot("##plot", imgui.ImVec2(-1, height), _NO_LEGEND):
                 implot.setup_axes("", "", _AUTO, _AUTO)
                 if x.size:
                     implot.plot_line(sig, x, y)

@@ -1,0 +1,218 @@
+"""The Settings panel on screen: both backends, headless and windowed (Xvfb), and input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from app_helpers import FakeClock, ball_scene, make_app
+
+import kelab as ke
+from kelab.app.lidar_recorder import LidarRecorder
+from kelab.app.panel import PAGES
+
+HIGH = ke.TimeMode.SIM_HIGH_PERF
+
+
+class Picker(ke.App):
+    def setup(self):
+        self.picks = []
+        self.presses = 0
+
+    def on_pick(self, body):
+        self.picks.append(body.path)
+
+    def fixed_update(self, ts):
+        self.presses += self.input.mouse_pressed(1)
+
+
+def _app(tmp_path, backend="pygame", headless=True, panel=False, **kw):
+    kw.setdefault("world", ke.World(ball_scene(2)))
+    kw.setdefault("cls", ke.App)
+    cls = kw.pop("cls")
+    return make_app(
+        FakeClock(),
+        cls,
+        backend=backend,
+        headless=headless,
+        panel=panel,
+        size=(640, 360),
+        time_mode=HIGH,
+        settings=tmp_path / "s.kelab.json",
+        **kw,
+    )
+
+
+def _frames(tmp_path, backend, headless, panel, page="Execution Order"):
+    app = _app(tmp_path, backend, headless, panel)
+    app.panel.set_page(page)
+    for _ in range(12):
+        app.renderFrameOnce()
+    img = app.read_rgb_pixels()
+    rect = app._panel_host.ui.rect if app._panel_host is not None else None
+    app.close()
+    return img, rect
+
+
+def _check_only_panel_differs(closed, opened, rect):
+    x, y, w, h = rect
+    assert w > 200 and h > 200
+    inside = np.zeros(closed.shape[:2], dtype=bool)
+    inside[y : y + h, x : x + w] = True
+    diff = np.any(closed != opened, axis=2)
+    assert not diff[~inside].any(), "the panel changed pixels outside its window"
+    assert diff[inside].mean() > 0.5, "the panel is not drawn"
+
+
+@pytest.mark.parametrize("backend", ["pygame", "gl"])
+def test_headless_panel_open_vs_closed_differs_in_the_panel_only(tmp_path, backend):
+    closed, _ = _frames(tmp_path, backend, True, False)
+    opened, rect = _frames(tmp_path, backend, True, True)
+    _check_only_panel_differs(closed, opened, rect)
+
+
+@pytest.mark.parametrize("backend", ["pygame", "gl"])
+def test_windowed_panel_open_vs_closed_differs_in_the_panel_only(tmp_path, backend, real_window):
+    closed, _ = _frames(tmp_path, backend, False, False)
+    opened, rect = _frames(tmp_path, backend, False, True)
+    _check_only_panel_differs(closed, opened, rect)
+
+
+def test_both_backends_draw_the_same_panel(tmp_path):
+    a, rect_a = _frames(tmp_path, "pygame", True, True, page="Time Runners")
+    b, rect_b = _frames(tmp_path, "gl", True, True, page="Time Runners")
+    assert rect_a == rect_b
+    x, y, w, h = rect_a
+    pa, pb = a[y : y + h, x : x + w].astype(int), b[y : y + h, x : x + w].astype(int)
+    assert np.mean(np.abs(pa - pb) > 8) < 0.01  # same pixels up to compositing rounding
+
+
+def test_each_page_renders_its_rows(tmp_path):
+    app = _app(tmp_path, "gl", panel=True)
+    app.timeline.bind(lambda ts: None, runner="Capture", name="logger")
+    app.panel.add_plot("/World/Ball0.y")
+    shown = {}
+    for page in PAGES:
+        assert app.panel.set_page(page)
+        app.renderFrameOnce()
+        shown[page] = app._panel_host.ui.rows[page]
+    p = app.panel
+    assert shown["Time Runners"] == ["Runner 0: Robot", "Runner 1: Capture"]
+    assert (
+        shown["Scripts"]
+        == [r.label for r in p.script_rows()]
+        == [
+            "fixed_update",
+            "late_update",
+            "logger",
+        ]
+    )
+    assert shown["Subsystems"] == ["Mouse drag spring", "Physics (World.step)"]
+    assert shown["Recorder"] == ["data recorder", "video recorder", "lidar recorder"]
+    assert shown["Execution Order"] == [r.name for r in app.execution_order()]
+    assert shown["Plots"][-1] == "/World/Ball0.y" and shown["Plots"][0] == "frame.time_ms"
+    # live: a change shows on the next frame
+    p.add_runner()
+    p.set_page("Time Runners")
+    app.renderFrameOnce()
+    assert app._panel_host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
+    app.close()
+
+
+def test_f2_toggles_the_panel(tmp_path):
+    app = _app(tmp_path, "pygame")
+    app.renderFrameOnce()
+    assert not app.panel_open
+    app.inject_event(ke.InputEvent("key_down", key="f2"))
+    app.renderFrameOnce()
+    assert app.panel_open and app._panel_host is not None
+    app.inject_event(ke.InputEvent("key_down", key="f2"))
+    app.renderFrameOnce()
+    assert not app.panel_open
+    with pytest.raises(ValueError, match="panel_open must be a bool"):
+        app.panel_open = 1
+    app.close()
+
+
+@pytest.mark.parametrize("backend", ["pygame", "gl"])
+def test_a_press_on_the_panel_reaches_neither_picking_nor_input(tmp_path, backend):
+    app = _app(tmp_path, backend, panel=True, cls=Picker)
+    app.renderFrameOnce()
+    x, y, w, h = app._panel_host.ui.rect
+    ball = (-1.0, 0.2)  # /World/Ball0: put it under the panel, then outside
+    app.camera.center = (-1.0 - (x + w / 2 - 320) / app.camera.zoom, 0.2)
+    sx, sy = (int(v) for v in app.camera.world_to_screen(ball))
+    assert x < sx < x + w and y < sy < y + h
+    for kind in ("mouse_move", "mouse_down", "mouse_up"):
+        app.inject_event(
+            ke.InputEvent(kind, button=None if kind == "mouse_move" else 1, pos=(sx, sy))
+        )
+    app.inject_event(ke.InputEvent("mouse_wheel", pos=(sx, sy), wheel=(0.0, -1.0)))
+    app.renderFrameOnce()
+    assert app.picks == [] and app.presses == 0 and app.dragged is None
+    assert not app.input.frame_mouse_pressed(1)
+    app.camera.center = (-1.0 - (560 - 320) / app.camera.zoom, 0.2)  # the ball at x = 560
+    sx, sy = (int(v) for v in app.camera.world_to_screen(ball))
+    assert not (x <= sx < x + w)
+    app.inject_event(ke.InputEvent("mouse_down", button=1, pos=(sx, sy)))
+    app.renderFrameOnce()
+    assert app.picks == ["/World/Ball0"] and app.presses == 1
+    app.close()
+
+
+def _lidar_world():
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    bot = ke.Prop(ke.Box(0.3, 0.3), mass=1.0, initial_pose=ke.Pose(0.0, 1.0))
+    b.add(bot, at="/World/Bot")
+    for k, angle in enumerate((-1.2, -0.6, 0.0)):
+        b.rangefinder(f"beam{k}", "/World/Bot", angle=angle - np.pi / 2, max_range=5.0)
+    return ke.World(b.build(), num_envs=2)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_lidar_recorder_records_every_beam_per_step(tmp_path, suffix):
+    world = _lidar_world()
+    app = _app(tmp_path, world=world)
+    rec = app.add_recorder(LidarRecorder(tmp_path / f"scan{suffix}", env_ids=(0, 1)))
+    for _ in range(10):  # 0.2 s: Capture steps at 0, 33, ..., 167 ms
+        app.renderFrameOnce()
+    app.close()
+    assert rec.scans == 6 and rec.beams == ("beam0", "beam1", "beam2")
+    if suffix == ".npz":
+        with np.load(tmp_path / "scan.npz") as z:
+            assert z["ranges"].shape == (6, 2, 3)
+            assert list(z["beams"]) == ["beam0", "beam1", "beam2"]
+            assert np.allclose(z["time"], np.arange(6) / 30)
+            straight_down = z["ranges"][0, :, 2]
+    else:
+        lines = (tmp_path / "scan.csv").read_text().splitlines()
+        assert (
+            lines[0]
+            == "time,step,env0:beam0,env0:beam1,env0:beam2,env1:beam0,env1:beam1,env1:beam2"
+        )
+        data = np.loadtxt(tmp_path / "scan.csv", delimiter=",", skiprows=1)
+        assert data.shape == (6, 8)
+        straight_down = data[0, [4, 7]]
+    assert np.allclose(straight_down, 1.0, atol=0.01)  # from the box centre, 1 m up
+    assert not list(tmp_path.glob("*.part"))
+
+
+def test_lidar_recorder_through_the_panel_and_its_errors(tmp_path):
+    app = _app(tmp_path, world=_lidar_world(), recording_dir=tmp_path)
+    assert app.panel.set_recorder("lidar", runner="Robot", phase="validation")
+    assert app.panel.start_recorder("lidar")
+    for _ in range(4):
+        app.renderFrameOnce()
+    assert app.panel.stop_recorder("lidar")
+    path = app.panel.last_files["lidar"]
+    with np.load(path) as z:
+        assert z["ranges"].shape == (4, 1, 3)
+    plain = _app(tmp_path)  # balls: no rangefinder
+    assert not plain.panel.start_recorder("lidar")
+    assert "no rangefinder sensors" in plain.panel.message
+    with pytest.raises(ValueError, match="must name rangefinders"):
+        _app(tmp_path, world=_lidar_world()).add_recorder(
+            LidarRecorder(tmp_path / "x.npz", sensors=["nope"])
+        )
+    with pytest.raises(ValueError, match="path must end in one of"):
+        LidarRecorder(tmp_path / "x.txt")
