@@ -132,10 +132,10 @@ class SimulationTimingConfig:
 
     @property
     def max_episode_length(self) -> int | None:
-        """Env steps per episode, ``ceil(episode_length_s / step_dt)``; None if unlimited."""
+        """Env steps per episode: ``ceil(episode_length_s / step_dt)``, >= 1; None if unlimited."""
         if self.episode_length_s is None:
             return None
-        return ceil_ratio(self.episode_length_s, self.step_dt)
+        return max(1, ceil_ratio(self.episode_length_s, self.step_dt))
 
 
 class RunMode(enum.Enum):
