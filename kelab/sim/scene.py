@@ -450,7 +450,8 @@ class Prop:
     def __post_init__(self) -> None:
         if self.material is None:
             _set(self, "material", Material())
-        self.body_spec("prop")  # validates every field with BodySpec's messages
+        _pose("Prop", "initial_pose", self.initial_pose)
+        self.body_spec("prop")  # validates every other field with BodySpec's messages
 
     def body_spec(self, name: str) -> BodySpec:
         """Return the BodySpec of this prop, named ``name``."""
@@ -486,6 +487,7 @@ class Terrain:
 
     def __post_init__(self) -> None:
         _name("Terrain", "name", self.name)
+        _pose("Terrain", "pose", self.pose)
         spec = self.body_spec()
         _set(self, "shapes", spec.shapes)
 

@@ -296,6 +296,10 @@ def test_instance_constructors_validate_directly() -> None:
         RobotInstance("/R", "r", ke.Pose())
     with pytest.raises(ValueError, match="offset must be a Pose"):
         SiteInstance("s", "/B", None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Prop.initial_pose must be a Pose"):
+        ke.Prop(ke.Circle(0.1), initial_pose="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="Terrain.pose must be a Pose"):
+        ke.Terrain("g", (ke.Box(1.0, 1.0),), pose=(0, 0, 0))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="params must be a tuple"):
         SensorSpec("s", "imu", "/B", params=5)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"max_range must be in \[0.0001, 10000\]"):
