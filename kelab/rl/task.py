@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab.timing.config import MAX_EPISODE_LENGTH_S
+
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
     from kelab.rl.direct import DirectRLEnv
@@ -21,7 +23,10 @@ if TYPE_CHECKING:
     from kelab.sim.builder import SceneBuilder
     from kelab.sim.world import World
 
-__all__ = ["Task", "TaskError"]
+__all__ = ["MAX_DIM", "Task", "TaskError"]
+
+#: The largest observation_dim / action_dim a task may declare.
+MAX_DIM = 1_000_000
 
 
 class TaskError(ValueError):
@@ -466,18 +471,23 @@ def validate_task_class(task: Task) -> None:
     name = type(task).__name__
     for attr in ("observation_dim", "action_dim"):
         value = getattr(task, attr)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, np.integer))
+            or not 1 <= value <= MAX_DIM
+        ):
             raise TaskError(
-                f"{name}.{attr} must be an int >= 1 (set it as a class attribute), got {value!r}"
+                f"{name}.{attr} must be an int in [1, {MAX_DIM}] (set it as a class "
+                f"attribute), got {value!r:.40}"
             )
     length = task.episode_length_s
     if (
         isinstance(length, bool)
         or not isinstance(length, (int, float))
         or not math.isfinite(length)
-        or length <= 0
+        or not 0 < length <= MAX_EPISODE_LENGTH_S
     ):
         raise TaskError(
-            f"{name}.episode_length_s must be a finite number of seconds > 0 (the episode's "
-            f"time limit), got {length!r}"
+            f"{name}.episode_length_s must be a number of seconds in (0, "
+            f"{MAX_EPISODE_LENGTH_S:g}] (the episode's time limit), got {length!r}"
         )

@@ -331,3 +331,19 @@ def test_partial_reset_after_a_failed_step_is_refused():
         env.reset(options={"env_ids": [0]})
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    "attr, value",
+    [
+        ("observation_dim", 10**12),
+        ("action_dim", 10**7),
+        ("action_dim", 2.0),
+        ("episode_length_s", 1e300),
+        ("episode_length_s", float("nan")),
+    ],
+)
+def test_task_class_attributes_out_of_range_are_refused(attr, value):
+    task_cls = type("Huge", (BallTask,), {attr: value})
+    with pytest.raises(ke.TaskError, match=f"Huge.{attr} must be"):
+        ke.LearningEnv(task_cls())
