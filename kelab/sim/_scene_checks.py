@@ -67,10 +67,14 @@ def validate_scene(scene: Scene) -> None:
         ("site", scene.sites),
         ("camera", scene.cameras),
     ):
-        names = [item.name for item in items]
-        for name in names:
-            if names.count(name) > 1:
-                raise ValueError(f"{kind} name {name!r} is used twice; {kind} names must be unique")
+        seen: set[str] = set()
+        for item in items:
+            if item.name in seen:
+                raise ValueError(
+                    f"{kind} name {item.name!r} is used twice; {kind} names must be unique, so "
+                    "rename one"
+                )
+            seen.add(item.name)
     for sensor in scene.sensors:
         known = joint_paths if sensor.kind == "joint" else body_paths
         if sensor.target not in known:

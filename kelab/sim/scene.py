@@ -313,21 +313,23 @@ class RobotDescription:
                     )
                 seen[item.name] = kind
         body_names = [b.name for b in bodies]
+        known = set(body_names)
         for joint in joints:
             for attr in ("parent", "child"):
                 ref = getattr(joint, attr)
-                if ref not in body_names and not (attr == "parent" and ref == WORLD):
+                if ref not in known and not (attr == "parent" and ref == WORLD):
                     allowed = body_names + ([WORLD] if attr == "parent" else [])
                     raise ValueError(
                         f"RobotDescription {self.name!r}: joint {joint.name!r} has "
                         f"{attr}={ref!r}, which is not a body of this robot; use one of "
-                        f"{allowed}"
+                        f"{_show(allowed)}"
                     )
         for site in sites:
-            if site.body not in body_names:
+            if site.body not in known:
                 raise ValueError(
                     f"RobotDescription {self.name!r}: site {site.name!r} is on body "
-                    f"{site.body!r}, which is not a body of this robot; use one of {body_names}"
+                    f"{site.body!r}, which is not a body of this robot; use one of "
+                    f"{_show(body_names)}"
                 )
 
     def body(self, name: str) -> BodySpec:
@@ -751,6 +753,7 @@ class RobotInstance:
         _pose(owner, "initial_pose", self.initial_pose)
         for attr in ("body_paths", "joint_paths"):
             paths = _tuple_of(owner, attr, getattr(self, attr), (str,))
+            seen: set[str] = set()
             for i, path in enumerate(paths):
                 _check_path(path, f"{owner}: {attr}[{i}]")
                 if path.rsplit("/", 1)[0] != self.path:
@@ -758,8 +761,9 @@ class RobotInstance:
                         f"{owner}: {attr}[{i}] must be directly under the robot path, like "
                         f"'{self.path}/<name>', got {path!r}"
                     )
-                if paths.index(path) != i:
+                if path in seen:
                     raise ValueError(f"{owner}: {attr} lists {path!r} twice; list it once")
+                seen.add(path)
             _set(self, attr, paths)
         if not self.body_paths:
             raise ValueError(f"{owner}: body_paths is empty; a robot has at least one body")
