@@ -364,6 +364,20 @@ class DataRecorder(Recorder):
             cols += [name] if width == 0 else [f"{name}[{k}]" for k in range(width)]
         return cols
 
+    @staticmethod
+    def _signal(name: str, fn: Callable[[], Any]) -> np.ndarray:
+        value = fn()
+        try:
+            out = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            out = None
+        if out is None or out.ndim > 1 or isinstance(value, (str, bytes)):
+            raise ValueError(
+                f"DataRecorder.signals[{name!r}] must return a real number or a 1-D array "
+                f"of them, got {value!r:.80}"
+            )
+        return out
+
     def _write_header(self, columns: list[str]) -> None:
         self._columns = columns
         if self._csv:
@@ -387,7 +401,7 @@ class DataRecorder(Recorder):
         per_env = np.concatenate(blocks, axis=2).reshape(n_e, -1) if blocks else np.zeros((n_e, 0))
         sensor_vals = [np.asarray(w.read_sensor(s), dtype=np.float64)[ids] for s in self.sensors]
         per_env = np.concatenate([per_env, *sensor_vals], axis=1) if sensor_vals else per_env
-        signal_vals = [np.asarray(fn(), dtype=np.float64) for fn in self.signals.values()]
+        signal_vals = [self._signal(name, fn) for name, fn in self.signals.items()]
         if self._columns is None:
             self._write_header(
                 self._make_columns(

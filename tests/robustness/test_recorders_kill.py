@@ -271,3 +271,13 @@ def test_unknown_sensor_is_refused_at_attach(tmp_path):
 def test_recorder_env_ids_are_strict(tmp_path, bad):
     with pytest.raises(ValueError, match="DataRecorder.env_ids"):
         ke.DataRecorder(tmp_path / "e.csv", env_ids=bad)
+
+
+@pytest.mark.parametrize("bad", ["1.0", [[1.0, 2.0]], object(), 1 + 2j])
+def test_a_signal_returning_a_non_number_is_a_clear_error(tmp_path, bad):
+    timeline = ke.Timeline()
+    rec = ke.DataRecorder(tmp_path / "s.csv", bodies=(), signals={"odd": lambda: bad})
+    rec.attach(timeline)
+    with pytest.raises(ValueError, match=r"signals\['odd'\] must return a real number"):
+        timeline.advance(0.0)
+    rec.close()
