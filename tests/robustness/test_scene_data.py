@@ -602,3 +602,31 @@ def test_numpy_inputs_still_work() -> None:
     # a pair may be a numpy array (e.g. computed geometry); the values are copied as floats
     seg = ke.Segment(np.array([0.0, 0.0]), np.array([1.0, 0.0]))
     assert seg.b == (1.0, 0.0) and type(seg.b[0]) is float
+
+
+json_data = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=6)
+    | st.sampled_from(["Pose", "BodyInstance", "Circle", "/World/Ball", "kelab.scene"]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(["type", "x", "y", "angle", "path", "spec"]), inner)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(sorted(BASE)), value=json_data)
+def test_arbitrary_json_in_any_top_level_field(key: str, value: Any) -> None:
+    data = fresh()
+    data[key] = value
+    try:
+        scene = Scene.from_dict(data)
+    except ValueError as err:  # anything else (TypeError, KeyError...) fails the test
+        assert str(err).startswith("Scene.from_dict"), err
+    else:  # e.g. an empty list of sensors: a real scene that round-trips
+        assert Scene.from_dict(scene.to_dict()) == scene
