@@ -193,6 +193,41 @@ class Canvas(ABC):
         quad = np.array([[[x0, y0], [x1, y0], [x1, y1], [x0, y1]]])
         self._fill_polygons(quad, rgb, np.array([min(x1 - x0, y1 - y0)]))
 
+    def vertical_gradient(self, rect: Sequence[float], top: Color, bottom: Color) -> None:
+        """Fill a screen rectangle shading from ``top`` (its first row) to ``bottom``.
+
+        One quad on "gl", one cached image blit on "pygame": a backdrop costs about what
+        a ``clear`` does.
+
+        Args:
+            rect: ``(x0, y0, x1, y1)`` in pixels from the top-left corner (+Y down).
+            top: Colour of the top edge.
+            bottom: Colour of the bottom edge.
+        """
+        a, b = validate_color(top, "top"), validate_color(bottom, "bottom")
+        try:
+            x0, y0, x1, y1 = (float(v) for v in rect)
+        except (TypeError, ValueError):
+            raise ValueError(f"rect must be (x0, y0, x1, y1) in pixels, got {rect!r}") from None
+        if not all(np.isfinite((x0, y0, x1, y1))):
+            raise ValueError(f"rect must be finite, got {rect!r}")
+        if x1 > x0 and y1 > y0:
+            self._vertical_gradient((x0, y0, x1, y1), a, b)
+
+    def _vertical_gradient(
+        self, rect: tuple[float, float, float, float], top: Color, bottom: Color
+    ) -> None:
+        """Backend hook (default: 32 flat bands)."""
+        x0, y0, x1, y1 = rect
+        edges = np.linspace(y0, y1, 33)
+        for k in range(32):
+            t = (k + 0.5) / 32
+            rgb = tuple(int(round(p + t * (q - p))) for p, q in zip(top, bottom, strict=True))
+            quad = np.array(
+                [[[x0, edges[k]], [x1, edges[k]], [x1, edges[k + 1]], [x0, edges[k + 1]]]]
+            )
+            self._fill_polygons(quad, rgb)  # type: ignore[arg-type]
+
     def text_size(self, string: str, size: int = 16) -> tuple[int, int]:
         """The ``(width, height)`` in pixels that :meth:`text` covers for ``string``.
 
@@ -205,6 +240,30 @@ class Canvas(ABC):
         if not string:
             return (0, 0)
         return shared_text_cache().surface(str(string), (0, 0, 0), int(size)).get_size()
+
+    def lines(self, starts: Any, ends: Any, color: Color, width: float = 0.0) -> None:
+        """Draw many straight lines of one colour and width at once (butt ends).
+
+        Args:
+            starts: ``(N, 2)`` line starts in metres.
+            ends: ``(N, 2)`` line ends in metres.
+            color: ``(r, g, b)`` ints in 0..255.
+            width: Thickness in metres; 0 (or thinner than 1.5 px) draws one-pixel lines.
+        """
+        rgb = validate_color(color)
+        w = _finite_number("width", width)
+        a = np.asarray(starts, dtype=np.float64)
+        b = np.asarray(ends, dtype=np.float64)
+        if a.ndim != 2 or a.shape[1:] != (2,) or b.shape != a.shape:
+            raise ValueError(
+                f"starts and ends must both have shape (N, 2), got {a.shape} and {b.shape}"
+            )
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            raise ValueError("starts and ends must be finite")
+        if a.shape[0]:
+            cam = self._camera
+            pa, pb = cam.world_to_screen_batch(a), cam.world_to_screen_batch(b)
+            self._thick_lines(pa, pb, w * cam.zoom, rgb, False)
 
     def text(
         self,

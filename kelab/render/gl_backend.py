@@ -141,6 +141,7 @@ class GLCanvas(Canvas):
         self._bind = bind
         self.fringe = bool(fringe)
         self._pending: list[np.ndarray] = []
+        self._gradients: dict[tuple[object, ...], np.ndarray] = {}
         # (splitting a frame into many opaque unblended and blended runs was measured
         # slower on llvmpipe: each extra draw call and blend toggle costs more than it
         # saves; only the leading opaque run is drawn apart, see flush)
@@ -262,6 +263,33 @@ class GLCanvas(Canvas):
     ) -> None:
         if polys.shape[0]:
             self._push_polygons(polys, color, widths)
+
+    def _vertical_gradient(
+        self, rect: tuple[float, float, float, float], top: Color, bottom: Color
+    ) -> None:
+        # colours are flat per triangle, so the gradient is one band per pixel row, built
+        # once per rectangle and colours and appended to the frame's single batch
+        key = (rect, top, bottom)
+        v = self._gradients.get(key)
+        if v is None:
+            x0, y0, x1, y1 = rect
+            levels = max(abs(int(p) - int(q)) for p, q in zip(top, bottom, strict=True)) + 1
+            n = max(1, min(int(round(y1 - y0)), levels))  # one band per colour step
+            edges = np.linspace(y0, y1, n + 1)
+            t = ((np.arange(n) + 0.5) / n)[:, None]
+            rgb = (np.asarray(top) * (1.0 - t) + np.asarray(bottom) * t) / 255.0
+            ya, yb = np.repeat(edges[:-1], 6), np.repeat(edges[1:], 6)
+            corner = np.tile(np.array([0, 1, 1, 0, 1, 0]), n)  # x: 0 -> x0, 1 -> x1
+            lower = np.tile(np.array([0, 0, 1, 0, 1, 1]), n)  # y: 0 -> band top
+            v = np.empty((6 * n, 6), dtype=np.float32)
+            v[:, 0] = np.where(corner == 1, x1, x0)
+            v[:, 1] = np.where(lower == 1, yb, ya)
+            v[:, 2:5] = np.repeat(rgb, 6, axis=0)
+            v[:, 5] = 1.0
+            if len(self._gradients) > 8:
+                self._gradients.clear()
+            self._gradients[key] = v
+        self._pending.append(v)
 
     def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
         if a.shape[0]:

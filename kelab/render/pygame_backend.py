@@ -49,6 +49,7 @@ class PygameCanvas(Canvas):
         self.surface = surface
         self.antialias = antialias
         self._texts = TextCache()
+        self._gradients: dict[tuple[object, ...], pygame.Surface] = {}
         # the renderer swaps frame surfaces instead of copying them: until the first
         # drawing call, ``surface`` still has to be given the previous frame's pixels
         self._restore_from: pygame.Surface | None = None
@@ -98,6 +99,27 @@ class PygameCanvas(Canvas):
         self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
     ) -> None:
         self._draw_inset(inset_polygons(polys, 0.5), color)
+
+    def _vertical_gradient(
+        self, rect: tuple[float, float, float, float], top: Color, bottom: Color
+    ) -> None:
+        if self._restore_from is not None:
+            self._sync()
+        x0, y0, x1, y1 = (int(round(v)) for v in rect)
+        w, h = x1 - x0, y1 - y0
+        if w <= 0 or h <= 0:
+            return
+        key = (w, h, top, bottom)
+        image = self._gradients.get(key)
+        if image is None:
+            t = ((np.arange(h) + 0.5) / h)[:, None]
+            rows = np.asarray(top, np.float64) * (1.0 - t) + np.asarray(bottom, np.float64) * t
+            cols = np.broadcast_to(np.rint(rows).astype(np.uint8)[None], (w, h, 3))
+            image = pygame.surfarray.make_surface(np.ascontiguousarray(cols))
+            if len(self._gradients) > 8:
+                self._gradients.clear()
+            self._gradients[key] = image
+        self.surface.blit(image, (x0, y0))
 
     def _draw_inset(self, polys: np.ndarray, color: Color) -> None:
         """Fill polygons already inset by half a pixel (and outline them when antialiased)."""
