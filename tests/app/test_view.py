@@ -197,3 +197,67 @@ def test_multi_rate_strip_leaves_the_ground_and_labels_whole(fake_clock):
     app.close()
     world.close()
     np.testing.assert_array_less(0, widths)
+
+
+def _demo_module(name: str):
+    demos = Path(__file__).resolve().parents[2] / "demos"
+    sys.path.insert(0, str(demos))
+    try:
+        return __import__(name)
+    finally:
+        sys.path.remove(str(demos))
+
+
+def test_cartpole_keyboard_key_press_walks_the_cart_with_the_pole_up(fake_clock):
+    demo = _demo_module("cartpole_keyboard")
+    world = ke.World(demo.build_scene())
+    app = make_app(fake_clock, demo.CartpoleKeys, world=world, size=(320, 180))
+    hinge = world.joint_names.index("/World/Robot/cart_to_pole")
+    slider = world.joint_names.index("/World/Robot/slider_to_cart")
+    worst = 0.0
+
+    def each(frame: int) -> None:
+        nonlocal worst
+        if frame == 10:
+            app.inject_event(ke.InputEvent("key_down", key="right"))
+        if frame == 46:  # held 0.6 s
+            app.inject_event(ke.InputEvent("key_up", key="right"))
+        worst = max(worst, abs(float(world.joint_positions[0, hinge])))
+
+    _run(app, fake_clock, 180, each)
+    assert worst < 0.3  # the pole never falls (a 30 N push threw it flat)
+    assert world.joint_positions[0, slider] > 0.2  # and the cart moved right
+    assert abs(world.joint_positions[0, hinge]) < 0.05  # upright at the end
+    boxes = app.renderer.canvas.text_boxes()
+    assert any(b[1] > 180 - 80 for b in boxes)  # the alpha chart has its label
+    app.close()
+
+
+def test_playground_crate_lands_on_the_ground_not_in_it(fake_clock):
+    demo = _demo_module("physics_playground")
+    world = ke.World(demo.build_scene())
+    timeline = ke.Timeline()
+    timeline.add_runner("Physics", demo.PHYSICS_HZ)
+    app = make_app(
+        fake_clock,
+        demo.Playground,
+        world=world,
+        timeline=timeline,
+        runner="Physics",
+        max_steps_per_frame=16,
+    )
+    _run(app, fake_clock, 1)
+    app.spawns.append(("crate", (0.0, 4.0)))
+    crate = app.pools["crate"][0]
+    lowest = np.inf
+
+    def each(_):
+        nonlocal lowest
+        x, y, a = world.body_poses[0, crate]
+        corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * 0.175
+        lowest = min(lowest, float((y + corners @ np.array([np.sin(a), np.cos(a)])).min()))
+
+    _run(app, fake_clock, 90, each)
+    assert world.body_poses[0, crate, 1] < 0.3  # it landed
+    assert lowest > -0.03  # at 50 Hz physics it sank 0.18 m into the ground
+    app.close()
