@@ -45,7 +45,7 @@ class LidarRecorder(Recorder):
         >>> import kelab as ke, tempfile, os
         >>> from kelab.app.lidar_recorder import LidarRecorder
         >>> b = ke.SceneBuilder()
-        >>> b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+        >>> _ = b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
         >>> world = ke.World(b.build())
         >>> rec = LidarRecorder(os.path.join(tempfile.mkdtemp(), "scan.npz"))
         >>> rec.attach(ke.Timeline(), world=world)  # doctest: +ELLIPSIS
