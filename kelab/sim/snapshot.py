@@ -136,9 +136,9 @@ def _bit_generator_name(state: Mapping[str, Any]) -> str:
             f"RNG state must be a mapping from rng_state(), got {type(state).__name__}"
         )
     name = state.get("bit_generator")
-    if name not in _BIT_GENERATORS:
+    if not isinstance(name, str) or name not in _BIT_GENERATORS:
         raise ValueError(
-            f"RNG state names bit generator {name!r}; supported: {sorted(_BIT_GENERATORS)}"
+            f"RNG state names bit generator {_short(name)}; supported: {sorted(_BIT_GENERATORS)}"
         )
     return name
 
@@ -146,8 +146,8 @@ def _bit_generator_name(state: Mapping[str, Any]) -> str:
 def _apply_state(bit_gen: np.random.BitGenerator, state: Mapping[str, Any]) -> None:
     try:
         bit_gen.state = _decode_state(state)
-    except (TypeError, ValueError, KeyError, OverflowError) as exc:
-        raise ValueError(f"RNG state is malformed: {exc}") from None
+    except (TypeError, ValueError, LookupError, ArithmeticError) as exc:
+        raise ValueError(f"RNG state is malformed: {str(exc)[:200]}") from None
 
 
 def _encode_state(value: Any) -> Any:
@@ -162,21 +162,27 @@ def _encode_state(value: Any) -> Any:
     return value
 
 
-def _decode_state(value: Any) -> Any:
+def _decode_state(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_META_DEPTH:
+        raise ValueError(f"it is nested more than {MAX_META_DEPTH} levels deep")
     if isinstance(value, Mapping):
         if _ND_TAG in value:
             tag = value[_ND_TAG]
             dtype = np.dtype(tag) if isinstance(tag, str) and len(tag) <= 8 else None
             if dtype is None or dtype.kind not in "iu":
-                raise ValueError(f"array dtype must be an integer dtype string, got {tag!r}")
+                raise ValueError(f"array dtype must be an integer dtype string, got {tag!r:.40}")
             data = value["data"]
-            if not isinstance(data, (list, tuple)) or len(data) > 2**16:
-                raise ValueError("array data must be a list of at most 65536 integers")
+            if (
+                not isinstance(data, (list, tuple))
+                or len(data) > 2**16
+                or not all(isinstance(x, int) and not isinstance(x, bool) for x in data)
+            ):
+                raise ValueError("array data must be a flat list of at most 65536 ints")
             arr = np.array(list(data), dtype=dtype)
             return arr.reshape(tuple(value["shape"]))
-        return {k: _decode_state(v) for k, v in value.items()}
+        return {k: _decode_state(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_decode_state(v) for v in value]
+        return [_decode_state(v, depth + 1) for v in value]
     return value
 
 

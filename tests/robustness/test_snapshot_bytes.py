@@ -23,7 +23,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kelab as ke
-from kelab.sim.snapshot import MAGIC, MAX_HEADER_BYTES, MAX_META_DEPTH, Snapshot
+from kelab.sim.snapshot import (
+    MAGIC,
+    MAX_HEADER_BYTES,
+    MAX_META_DEPTH,
+    Snapshot,
+    rng_from_state,
+    rng_state,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {"fingerprint": "s", "step_count": 0, "sim_time": 0.0, "meta": {}}
@@ -301,6 +308,55 @@ def test_crafted_headers_and_records(
     snap = _outcome(forge(header, record))
     if snap is not None:
         assert Snapshot.from_bytes(snap.to_bytes()) == snap
+
+
+RNG_STATES = [
+    rng_state(np.random.Generator(bit_generator(1)))
+    for bit_generator in (
+        np.random.PCG64,
+        np.random.PCG64DXSM,
+        np.random.MT19937,
+        np.random.Philox,
+        np.random.SFC64,
+    )
+]
+RNG_KEYS = ["bit_generator", "state", "inc", "key", "pos", "counter", "buffer", "buffer_pos"]
+RNG_KEYS += ["has_uint32", "uinteger", "__ndarray__", "data", "shape"]
+rng_values = st.recursive(
+    json_values | st.sampled_from(["PCG64", "MT19937", "<u4", "|O", "|V0"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(RNG_KEYS), inner),
+    max_leaves=8,
+)
+
+
+def _json_paths(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _json_paths(value, path + (key,))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _json_paths(value, path + (i,))
+    return out
+
+
+@FUZZ
+@given(which=st.integers(0, len(RNG_STATES) - 1), data=st.data())
+def test_doctored_rng_states_give_a_generator_or_a_value_error(which: int, data: Any) -> None:
+    # World.restore rebuilds every copy's Generator from meta["rng"]: a doctored state is a
+    # ValueError, never a TypeError/IndexError from numpy's setters
+    state = json.loads(json.dumps(RNG_STATES[which]))
+    where = data.draw(st.sampled_from(_json_paths(state)[1:]))
+    node = state
+    for step in where[:-1]:
+        node = node[step]
+    node[where[-1]] = data.draw(rng_values)
+    try:
+        gen = rng_from_state(state)
+    except ValueError as err:
+        assert "RNG state" in str(err), err
+    else:
+        assert 0.0 <= gen.random() < 1.0
 
 
 # ---------------------------------------------------------------- restore helpers
