@@ -40,7 +40,8 @@ def validate_scene(scene: Scene) -> None:
         check_path(path, what)
         if path in paths:
             raise ValueError(
-                f"path {path!r} is used twice in the scene ({what}); paths must be unique"
+                f"path {path!r} is used twice in the scene ({what}); paths must be unique, so "
+                "rename one"
             )
         paths.add(path)
 
@@ -78,10 +79,16 @@ def validate_scene(scene: Scene) -> None:
     for sensor in scene.sensors:
         known = joint_paths if sensor.kind == "joint" else body_paths
         if sensor.target not in known:
-            raise ValueError(f"sensor {sensor.name!r} targets unknown path {sensor.target!r}")
+            raise ValueError(
+                f"sensor {sensor.name!r} targets unknown path {sensor.target!r}; a "
+                f"{sensor.kind} sensor must target one of {_show(sorted(known))}"
+            )
     for site in scene.sites:
         if site.body not in body_paths:
-            raise ValueError(f"site {site.name!r} is on unknown body {site.body!r}")
+            raise ValueError(
+                f"site {site.name!r} is on unknown body {site.body!r}; use one of the body "
+                f"paths {_show(sorted(body_paths))}"
+            )
 
 
 def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -> None:
@@ -110,7 +117,8 @@ def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -
     if joint.per_environment != child.per_environment:
         raise ValueError(
             f"joint {joint.path!r}: per_environment must match its child body's "
-            f"({child.per_environment}), got {joint.per_environment}"
+            f"({child.per_environment}), got {joint.per_environment}; add joints with "
+            "ke.SceneBuilder"
         )
     if parent is not None and parent.per_environment and not joint.per_environment:
         raise ValueError(
@@ -136,12 +144,15 @@ def _check_robots(
             if path in owner:
                 raise ValueError(
                     f"{path!r} is listed by robots {owner[path]!r} and {robot.path!r}; a body "
-                    "or joint belongs to one robot"
+                    "or joint belongs to one robot, so list it once"
                 )
             owner[path] = robot.path
         for path in robot.body_paths:
             if path not in bodies:
-                raise ValueError(f"robot {robot.path!r}: body_paths lists the joint {path!r}")
+                raise ValueError(
+                    f"robot {robot.path!r}: body_paths must list bodies, got the joint "
+                    f"{path!r}; move it to joint_paths"
+                )
             if bodies[path].per_environment != robot.per_environment:
                 raise ValueError(
                     f"robot {robot.path!r}: body {path!r} must have per_environment="
@@ -151,7 +162,10 @@ def _check_robots(
         for path in robot.joint_paths:
             joint = joints.get(path)
             if joint is None:
-                raise ValueError(f"robot {robot.path!r}: joint_paths lists the body {path!r}")
+                raise ValueError(
+                    f"robot {robot.path!r}: joint_paths must list joints, got the body "
+                    f"{path!r}; move it to body_paths"
+                )
             for ref in (joint.parent_path, joint.child_path):
                 if ref is not None and ref not in mine:
                     raise ValueError(
