@@ -549,9 +549,11 @@ class PackedBackend:
         spacing = packed_spacing(env_spacing)
         if num_envs * spacing > CAPACITY:
             raise ValueError(
-                f"World: layout='packed' holds at most {int(CAPACITY // spacing)} copies at "
-                f"spacing {spacing} m (env_spacing {env_spacing} rounded up to a power of two), "
-                f"got num_envs={num_envs}; lower env_spacing or use layout='isolated'"
+                f"World: num_envs must be at most {int(CAPACITY // spacing)} for "
+                f"layout='packed' at spacing {spacing} m (env_spacing {env_spacing} rounded up "
+                f"to a power of two; a shard spans {CAPACITY:g} m of copies), got "
+                f"num_envs={num_envs}; lower env_spacing or use fewer copies "
+                "(layout='isolated' has no such cap but needs far more memory per copy)"
             )
         self.spacing = spacing
         self._n = num_envs
