@@ -1,7 +1,7 @@
 """Scene-wide checks: paths, references, the joint graph and robots' parts.
 
 What no single dataclass can check on its own, run by ``Scene.__post_init__`` so that a Scene
-that exists can always be built into a World (docs/scene.md, "Validation").
+that exists never crashes a World (docs/scene.md, "Validation").
 """
 
 from __future__ import annotations

@@ -779,8 +779,8 @@ class Scene:
     """An immutable, flattened, fingerprinted scene. Build one with :class:`SceneBuilder`.
 
     Construction validates everything (each field's type and range, unique paths and names,
-    the joint graph, robots' and sensors' references), so a Scene that exists can always be
-    built into a World; see "Validation" in docs/scene.md.
+    the joint graph, robots' and sensors' references), so a Scene that exists never crashes
+    a World (which may still refuse what a layout cannot do); see docs/scene.md.
 
     Attributes:
         gravity: ``(gx, gy)`` in m/s², each within ±GRAVITY_MAX (1e4).
