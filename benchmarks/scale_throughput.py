@@ -35,8 +35,9 @@ import kelab as ke
 from kelab.tasks.humanoid import HumanoidTask
 
 
-def run_env(env, steps: int, seed: int = 0) -> float:
-    """Seconds per env step over ``steps`` random-action steps (after 5 warm-up steps)."""
+def run_env(env, steps: int, seed: int = 0) -> tuple[float, float, float]:
+    """Per env step over ``steps`` random-action steps (after 5 warm-up steps): wall
+    seconds, this process's CPU seconds, and the busiest Ray worker's CPU seconds."""
     rng = np.random.default_rng(seed)
     n, dim = env.num_envs, env.single_action_space.shape[0]
     acts = [rng.uniform(-1.0, 1.0, (n, dim)).astype(np.float32) for _ in range(16)]
@@ -44,10 +45,17 @@ def run_env(env, steps: int, seed: int = 0) -> float:
     for i in range(5):
         env.step(acts[i])
     gc.collect()
+    ray_env = isinstance(env, ke.RayLearningEnv)
+    w0 = env.worker_cpu_seconds() if ray_env else []
+    c0 = time.process_time()
     t0 = time.perf_counter()
     for i in range(steps):
         env.step(acts[i % 16])
-    return (time.perf_counter() - t0) / steps
+    wall = (time.perf_counter() - t0) / steps
+    cpu = (time.process_time() - c0) / steps
+    w1 = env.worker_cpu_seconds() if ray_env else []
+    worker = max((b - a for a, b in zip(w0, w1, strict=True)), default=0.0) / steps
+    return wall, cpu, worker
 
 
 class Echo:
@@ -106,7 +114,9 @@ def main() -> None:
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at start"
     )
     t0 = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # 3 actors live at once (1 + 2 workers; only one env steps at a time): Ray's CPU count is
+    # a scheduling token, so the local Ray gets 3 for them, on the machine's 2 cores
+    ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False)
     print(f"ray.init: {time.perf_counter() - t0:.1f} s")
 
     local = ke.LearningEnv(HumanoidTask(), num_envs=n, seed=0)
@@ -116,31 +126,50 @@ def main() -> None:
     print(f"2 RayLearningEnvs (3 actors) started in {time.perf_counter() - t0:.1f} s")
     rows = {"LearningEnv (in process)": local, "RayLearningEnv, 1 worker": one}
     rows["RayLearningEnv, 2 workers"] = two
-    best = {k: float("inf") for k in rows}
+    best = {k: (float("inf"),) * 3 for k in rows}
     for _ in range(args.repeats):  # interleaved rounds: a load spike hits every row
         for name, env in rows.items():
-            best[name] = min(best[name], run_env(env, args.steps))
+            best[name] = min(best[name], run_env(env, args.steps))  # the fastest wall time
     one.close()
     two.close()
     local.close()
 
-    base = best["LearningEnv (in process)"]
-    print("\n| env | step (ms) | env-steps/s | vs LearningEnv |\n|---|---:|---:|---:|")
-    for name, t in best.items():
-        print(f"| {name} | {t * 1e3:.2f} | {n / t:,.0f} | {base / t:.2f}x |")
+    base = best["LearningEnv (in process)"][0]
+    print(
+        "\n| env | step wall (ms) | env-steps/s | vs LearningEnv | CPU/step: this process "
+        "(ms) | CPU/step: busiest worker (ms) |\n|---|---:|---:|---:|---:|---:|"
+    )
+    for name, (t, cpu, worker) in best.items():
+        print(
+            f"| {name} | {t * 1e3:.2f} | {n / t:,.0f} | {base / t:.2f}x | {cpu * 1e3:.2f} | "
+            + (f"{worker * 1e3:.2f} |" if worker else "- |")
+        )
+    # on idle cores a step takes the driver's CPU (send, join) plus the busiest worker's:
+    # what the run would give without the other load on this machine
+    base_cpu = best["LearningEnv (in process)"][1]
+    print(
+        "\nprojected on idle cores (step = driver CPU + busiest worker CPU): "
+        + ", ".join(
+            f"{name}: {base_cpu / (cpu + worker):.2f}x"
+            for name, (_, cpu, worker) in best.items()
+            if worker
+        )
+    )
 
-    echo = ray.remote(Echo).options(num_cpus=1)
+    echo = ray.remote(Echo).options(num_cpus=0.5)
     actors = [echo.remote(n // 2, 17) for _ in range(2)]
     rt1 = min(round_trip(ray, actors[:1], n // 2, 6, 300) for _ in range(args.repeats))
     rt2 = min(round_trip(ray, actors, n // 2, 6, 300) for _ in range(args.repeats))
     for a in actors:
         ray.kill(a)
     ray.shutdown()
-    overhead = best["RayLearningEnv, 1 worker"] - base
+    overhead = best["RayLearningEnv, 1 worker"][0] - base
     sizes = reply_bytes(n // 2, 60)
-    per_copy = base / n
+    per_copy = base_cpu / n
     print("\n| model input (measured here) | value |\n|---|---:|")
-    print(f"| step time per copy, one core (in-process LearningEnv) | {per_copy * 1e6:.1f} us |")
+    print(f"| step CPU time per copy (in-process LearningEnv) | {per_copy * 1e6:.1f} us |")
+    one_cpu = best["RayLearningEnv, 1 worker"]
+    print(f"| driver CPU per step, 1 worker (send, join) | {one_cpu[1] * 1e6:.0f} us |")
     print(f"| Ray round trip, no-op actor, 1 actor ({n // 2}-copy payloads) | {rt1 * 1e6:.0f} us |")
     print(f"| Ray round trip, no-op actors, 2 at once | {rt2 * 1e6:.0f} us |")
     print(f"| RayLearningEnv 1 worker minus in-process, per step | {overhead * 1e6:.0f} us |")

@@ -181,6 +181,9 @@ class _EnvWorker:
     def set_success_rule(self, rule: SuccessRule | None) -> None:
         self.env.success_rule = rule
 
+    def cpu_seconds(self) -> float:
+        return time.process_time()
+
     def close(self) -> None:
         self.env.close()
 
@@ -430,6 +433,16 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def restarts(self) -> int:
         """Worker restarts seen so far (``restart=True``)."""
         return self._restarts
+
+    def worker_cpu_seconds(self) -> list[float]:
+        """CPU seconds each worker process has used so far (``time.process_time``).
+
+        The difference over a run, divided by its steps, is a worker's compute per step:
+        with the wall time per step it shows whether the workers or the round trip (or a
+        busy machine) set the pace (benchmarks/scale_throughput.py uses it).
+        """
+        self._drain()
+        return [float(x) for x in self._call_all("cpu_seconds", retry_dead=False)]
 
     # ------------------------------------------------------------------ plumbing
     def _describe(self, described: list[dict[str, Any]]) -> None:

@@ -132,8 +132,11 @@ class ProgressBar:
 
 
 # ---------------------------------------------------------------------------- train
-def run_train(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_train(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
     """``kelab train``: build the env, train, save checkpoints, print the summary."""
+    out, err = out or sys.stdout, err or sys.stderr
     if _missing_extra(err):
         return 2
     task_id, class_path = resolve_task(args.task)
@@ -147,13 +150,37 @@ def run_train(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
     iterations = config.max_iterations if args.iterations is None else args.iterations
     if args.stop_at_target:
         config = config.replace(stop_at_target=True)
-    env = ke.LearningEnv(
-        cls(),
-        num_envs=config.num_envs,
-        seed=args.seed,
-        layout=config.layout,
-        num_threads=config.num_threads,
-    )
+    workers = getattr(args, "workers", None)
+    address = getattr(args, "ray_address", None)
+    if workers is None and address is not None:
+        print("kelab: --ray-address needs --workers K (Ray workers to start)", file=err)
+        return 2
+    if workers is not None:  # the copies in K Ray actors (docs/scale.md)
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            print("kelab: --workers needs Ray; pip install 'kelab[ray]'", file=err)
+            return 2
+        if workers > config.num_envs:
+            print(f"kelab: --workers must be <= the {config.num_envs} copies", file=err)
+            return 2
+        env = ke.RayLearningEnv(
+            cls(),
+            config.num_envs,
+            workers,
+            seed=args.seed,
+            address=address,
+            layout=config.layout,
+            num_threads=config.num_threads,
+        )
+    else:
+        env = ke.LearningEnv(
+            cls(),
+            num_envs=config.num_envs,
+            seed=args.seed,
+            layout=config.layout,
+            num_threads=config.num_threads,
+        )
     try:
         trainer = RLTrainer(
             env,
@@ -165,7 +192,8 @@ def run_train(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = 
         )
         with trainer:
             print(
-                f"training {task_id or class_path}: {env.num_envs} copies x "
+                f"training {task_id or class_path}: {env.num_envs} copies"
+                f"{f' in {workers} Ray worker(s)' if workers else ''} x "
                 f"{trainer.config.num_steps_per_env} steps per iteration, {iterations} "
                 f"iterations, seed {args.seed}; run dir {trainer.run_dir}",
                 file=out,
@@ -205,8 +233,9 @@ def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
     return str(shipped)
 
 
-def run_play(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
+    out, err = out or sys.stdout, err or sys.stderr
     if _missing_extra(err):
         return 2
     task_id, class_path = resolve_task(args.task)
@@ -243,8 +272,9 @@ def run_play(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = s
     return 0
 
 
-def run_eval(args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel)."""
+    out, err = out or sys.stdout, err or sys.stderr
     if _missing_extra(err):
         return 2
     task_id, class_path = resolve_task(args.task)
@@ -304,6 +334,19 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     train.add_argument("--seed", type=_seed, default=42)
     train.add_argument("--run-dir", default=None, help="the run directory (checkpoints land here)")
     train.add_argument("--resume", default=None, help="checkpoint spec: RUN_DIR:latest, ...")
+    train.add_argument(
+        "--workers",
+        type=_positive,
+        default=None,
+        metavar="K",
+        help="run the copies in K Ray worker processes (needs kelab[ray]; docs/scale.md)",
+    )
+    train.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="A",
+        help="join the Ray cluster at A ('auto', 'ray://head:10001'); default: a local Ray",
+    )
     train.add_argument(
         "--stop-at-target",
         action="store_true",

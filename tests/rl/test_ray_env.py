@@ -183,8 +183,14 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
         ended = run_side_by_side(env, ref, 90, rng)
         assert ended > 0
         returns = []
-        for _ in range(60):
-            obs, rew, term, trunc, info = env.step(actions(rng, 8, 1))
+        for t in range(60):
+            if t % 2:  # the same step in two halves: the learner could work in between
+                env.step_async(actions(rng, 8, 1))
+                with pytest.raises(RuntimeError, match="a step is in flight"):
+                    env.step(actions(rng, 8, 1))
+                obs, rew, term, trunc, info = env.step_wait()
+            else:
+                obs, rew, term, trunc, info = env.step(actions(rng, 8, 1))
             assert obs.dtype == np.float32 and rew.shape == (8,) and obs.flags.writeable
             if info:
                 done = info["_ended_by"]
@@ -344,3 +350,18 @@ def test_rltrainer_trains_on_ray_workers_exactly_as_on_one_env(local_ray, tmp_pa
         assert ray_stats[key] == stats[key], key
     same(ray_act, act)  # the same weights after three updates
     assert (tmp_path / "ray").is_dir() and any((tmp_path / "ray").iterdir())
+
+
+def test_kelab_train_workers(local_ray, tmp_path, capsys):
+    pytest.importorskip("torch", reason="kelab train needs the [train] extra (in [dev])")
+    from kelab.cli import main
+
+    run = tmp_path / "run"
+    code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "1",
+                 "--run-dir", str(run), "--workers", "1"])  # fmt: skip
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "training kelab/CartPole-v0: 8 copies in 1 Ray worker(s)" in out.out
+    assert (run / "latest.json").exists()
+    assert main(["train", "CartPole-v0", "--ray-address", "auto"]) == 2
+    assert "--ray-address needs --workers K" in capsys.readouterr().err
