@@ -124,7 +124,8 @@ def test_sigkill_mid_run_loses_at_most_one_flush_of_rows_and_one_frame(tmp_path)
     reds = [int(f[0, 0, 0]) for f in got]
     assert reds == [((2 * k + 1) * 7) % 256 for k in range(len(got))]  # gif, mp4, gif...
     # ffmpeg is a process of its own: it sees the pipe close and finishes the mp4 with
-    # every frame it was handed (poll: it finishes after the kill)
+    # every frame it was handed but what sat in the 8 KiB pipe buffer (at most one frame
+    # of this size; poll: it finishes after the kill)
     import imageio.v3 as iio
 
     deadline = time.monotonic() + 20
@@ -136,7 +137,7 @@ def test_sigkill_mid_run_loses_at_most_one_flush_of_rows_and_one_frame(tmp_path)
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
-    assert clip.shape[0] >= frames
+    assert clip.shape[0] >= frames - 1
 
 
 def test_sigkill_after_a_pause_loses_nothing_thanks_to_the_flush_interval(tmp_path):
