@@ -5,7 +5,10 @@ Each frame is what an RL ``render()`` costs: draw the scene and read the pixels 
 with wheels, pole, ground) from a World, 600x400; Gymnasium's CartPole-v1 with
 ``render_mode="rgb_array"`` draws its own 600x400 cartpole with pygame.
 
-Usage: python benchmarks/render_throughput.py [--frames 600] [--repeats 3]
+Then the in-app Settings panel's cost: App frames with the panel shut and open (gl and
+pygame backends), and pygame-gui drawing a comparable panel when it is installed.
+
+Usage: python benchmarks/render_throughput.py [--frames 600] [--repeats 3] [--panel-only]
 """
 
 from __future__ import annotations
@@ -72,12 +75,108 @@ def gym_fps(frames: int, repeats: int) -> tuple[float, np.ndarray]:
     return best, img
 
 
+def _panel_app(backend: str, page: str | None) -> ke.App:
+    app = ke.App(
+        headless=True,
+        size=(960, 540),
+        backend=backend,
+        world=cartpole_world(),
+        time_mode=ke.TimeMode.SIM_HIGH_PERF,
+        render_hz=None,
+        panel=page is not None,
+        settings=os.devnull + ".kelab.json",  # never written: the panel is untouched
+    )
+    if page is not None:
+        app.panel.set_page(page)
+    return app
+
+
+def app_panel_ms(backend: str, pages: list[str | None], frames: int, repeats: int) -> list[float]:
+    """ms per App frame (960x540, cartpole, one fixed step) with the panel shut (None) or
+    on each page; the Apps run in interleaved rounds (the machine's load drifts)."""
+    apps = [_panel_app(backend, page) for page in pages]
+    best = [float("inf")] * len(apps)
+    for rep in range(repeats + 1):
+        for i, app in enumerate(apps):
+            t0 = time.perf_counter()
+            for _ in range(frames):
+                app.renderFrameOnce()
+            if rep:
+                best[i] = min(best[i], (time.perf_counter() - t0) / frames)
+    for app in apps:
+        app.close()
+    return [b * 1e3 for b in best]
+
+
+def pygame_gui_ms(frames: int, repeats: int) -> float | None:
+    """ms per frame of pygame-gui drawing a comparable panel (the Execution Order table)."""
+    try:
+        import pygame
+        import pygame_gui
+    except ImportError:
+        return None
+    pygame.font.init()
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")  # pygame-gui needs a display mode
+    pygame.display.init()
+    pygame.display.set_mode((1, 1))
+    surface = pygame.Surface((960, 540))
+    manager = pygame_gui.UIManager((960, 540))
+    window = pygame_gui.elements.UIWindow(pygame.Rect(8, 8, 470, 524), manager, "Settings (F2)")
+    rows = [("Phase", "Prio", "System", "Runner", "Hz")] + [
+        ("Control", "-200", "fixed_update", "Robot", "50"),
+        ("Control", "-100", "drag_spring", "Robot", "50"),
+        ("Physics", "0", "world.step", "Robot", "50"),
+        ("Validation", "0", "late_update", "Robot", "50"),
+    ]
+    for i, name in enumerate(
+        ["Time Runners", "Scripts", "Subsystems", "Recorder", "Execution Order", "Plots"]
+    ):
+        pygame_gui.elements.UIButton(
+            pygame.Rect(4 + (i % 3) * 150, 4 + (i // 3) * 28, 146, 26), name, manager, window
+        )
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            pygame_gui.elements.UILabel(
+                pygame.Rect(4 + c * 90, 70 + r * 24, 88, 22), cell, manager, window
+            )
+    best = float("inf")
+    for rep in range(repeats + 1):
+        t0 = time.perf_counter()
+        for _ in range(frames):
+            surface.fill((24, 26, 32))
+            manager.update(1 / 60)
+            manager.draw_ui(surface)
+        if rep:
+            best = min(best, (time.perf_counter() - t0) / frames)
+    return best * 1e3
+
+
+def panel_table(frames: int, repeats: int) -> None:
+    """The Settings panel's cost per App frame, open vs shut, both backends."""
+    print(f"\nSettings panel: App frames 960x540 (cartpole, SIM_HIGH_PERF), best of {repeats}\n")
+    print("| backend | panel | ms/frame | panel cost ms/frame |")
+    print("|---|---|---:|---:|")
+    pages: list[str | None] = [None, "Execution Order", "Plots"]
+    for backend in ("gl", "pygame"):
+        shut, *opened = app_panel_ms(backend, pages, frames, repeats)
+        print(f"| `{backend}` | shut | {shut:.3f} | - |")
+        for page, ms in zip(pages[1:], opened, strict=True):
+            print(f"| `{backend}` | open: {page} | {ms:.3f} | {ms - shut:+.3f} |")
+    gui = pygame_gui_ms(frames, repeats)
+    if gui is not None:
+        print(f"| pygame-gui 0.6 alone (comparable Execution Order panel) | - | {gui:.3f} | - |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=600, help="frames per timed round")
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
     parser.add_argument("--png-dir", default="", help="also save one frame of each as PNG")
+    parser.add_argument("--panel-only", action="store_true", help="only the Settings panel rows")
     args = parser.parse_args()
+    if args.panel_only:
+        panel_table(max(1, args.frames // 2), args.repeats)
+        return
 
     base, gym_img = gym_fps(args.frames, args.repeats)
     rows = [("Gymnasium CartPole-v1 rgb_array (pygame)", base, gym_img.shape)]
@@ -110,6 +209,7 @@ def main() -> None:
             f"| {name} | {shape[1]}x{shape[0]} | {fps:,.0f} | {1000.0 / fps:.3f} "
             f"| {fps / base:.2f}x |"
         )
+    panel_table(max(1, args.frames // 2), args.repeats)
 
 
 if __name__ == "__main__":

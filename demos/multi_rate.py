@@ -4,7 +4,8 @@ The strip at the bottom shows the last 200 ms of boundaries: Robot (top row) eve
 Capture (bottom row) every 33.3 ms, and the shared steps (every 100 ms, red) where both
 fire in one phase-interleaved step. A DataRecorder (CSV) and a VideoRecorder (MP4) run on
 the Capture runner in the ACQUISITION phase, so they record the state the controller is
-about to react to; the execution order table is printed at start.
+about to react to; the execution order table is printed at start, and the Settings panel
+(F2) opens on its Execution Order page.
 
     python demos/multi_rate.py
     python demos/multi_rate.py --headless --frames 150 --out multi_rate.png --record-dir out
@@ -12,6 +13,7 @@ about to react to; the execution order table is printed at start.
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -121,7 +123,10 @@ class MultiRate(ke.App):
 def main() -> None:
     args = parse_args("KELab multi-rate time runners", default_frames=150)
     world = ke.World(build_scene(), **world_options(args))
-    app = MultiRate(title="KELab multi-rate runners", world=world, **app_options(args))
+    # the Settings panel (F2) opens on the Execution Order page (needs kelab[panel])
+    panel = importlib.util.find_spec("imgui_bundle") is not None
+    app = MultiRate(title="KELab multi-rate runners", world=world, panel=panel, **app_options(args))
+    app.panel.set_page("Execution Order")
     out = Path(args.record_dir)
     app.add_recorder(
         ke.DataRecorder(out / "multi_rate.csv", bodies=["/World/Robot/cart", "/World/Robot/pole"])

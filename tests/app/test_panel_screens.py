@@ -150,7 +150,8 @@ def test_a_press_on_the_panel_reaches_neither_picking_nor_input(tmp_path, backen
     app.renderFrameOnce()
     assert app.picks == [] and app.presses == 0 and app.dragged is None
     assert not app.input.frame_mouse_pressed(1)
-    app.camera.center = (-1.0 - (560 - 320) / app.camera.zoom, 0.2)  # the ball at x = 560
+    outside = x - 60 if x > 100 else x + w + 60
+    app.camera.center = (-1.0 - (outside - 320) / app.camera.zoom, 0.2)  # the ball outside
     sx, sy = (int(v) for v in app.camera.world_to_screen(ball))
     assert not (x <= sx < x + w)
     app.inject_event(ke.InputEvent("mouse_down", button=1, pos=(sx, sy)))

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from kelab.app.panel.model import PanelModel
 from kelab.render.events import InputEvent
 
@@ -85,14 +83,17 @@ class PanelHost:
         io.config_flags |= imgui.ConfigFlags_.nav_enable_keyboard.value
         imgui.style_colors_dark()
         style = imgui.get_style()
-        style.window_rounding = 4.0
-        style.set_color_(imgui.Col_.window_bg.value, imgui.ImVec4(0.17, 0.18, 0.20, 0.96))
+        style.window_rounding = 0.0  # opaque, square: an unchanged panel is copied
+        style.set_color_(imgui.Col_.window_bg.value, imgui.ImVec4(0.17, 0.18, 0.20, 1.0))
         self.ui = PanelUI(model)
         self._keys = _imgui_keys()
         self._pressed_on_panel: set[int] = set()
         self._gl: Any = None  # ImGuiGLRenderer (gl backend)
         self._offscreen: Any = None  # OffscreenImGui (pygame backend)
         self._ready = False  # an ImGui frame was rendered and can be drawn
+        # the last panel image: gl a framebuffer, pygame (pixels, surface); and its key
+        self._cache: Any = None
+        self._cache_key: Any = None
         self.want_text = False
         renderer.overlay = self._overlay
 
@@ -195,29 +196,85 @@ class PanelHost:
         self._use()
         draw_data = self._imgui.get_draw_data()
         if self.renderer.backend == "gl":
-            ctx, fbo, top_first = target
-            if self._gl is None:
-                from kelab.app.panel.imgui_gl import ImGuiGLRenderer
+            self._overlay_gl(draw_data, *target)
+        else:
+            self._overlay_pygame(draw_data, *target)
 
-                self._gl = ImGuiGLRenderer(ctx)
-            self._gl.render(draw_data, fbo, top_first)
-            return
-        import pygame
-
-        (surface,) = target
-        size = surface.get_size()
+    def _panel_rect(self, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
         x, y, w, h = self.ui.rect
         x0, y0 = max(0, x), max(0, y)
         x1, y1 = min(size[0], x + w), min(size[1], y + h)
-        if x1 <= x0 or y1 <= y0:
+        return (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
+
+    @staticmethod
+    def _inside(box: tuple[int, int, int, int] | None, rect: tuple[int, int, int, int]) -> bool:
+        if box is None:
+            return True
+        return (
+            box[0] >= rect[0]
+            and box[1] >= rect[1]
+            and box[0] + box[2] <= rect[0] + rect[2]
+            and box[1] + box[3] <= rect[1] + rect[3]
+        )
+
+    def _overlay_gl(self, draw_data: Any, ctx: Any, fbo: Any, top_first: bool) -> None:
+        """Draw into the frame's framebuffer; an unchanged opaque panel is copied from a cache."""
+        import moderngl
+
+        if self._gl is None:
+            from kelab.app.panel.imgui_gl import ImGuiGLRenderer
+
+            self._gl = ImGuiGLRenderer(ctx)
+        r = self._gl
+        size = tuple(fbo.size)
+        changed = r.prepare(draw_data)
+        rect = self._panel_rect(size)
+        if rect is None or not self._inside(r.bounds(size), rect):
+            r.draw(fbo, top_first)  # a popup reaches out of the panel: draw it directly
+            self._cache_key = None
             return
+        key = (size, top_first)
+        if changed or self._cache_key != key:
+            cache = self._cache
+            if cache is None or tuple(cache.size) != size:
+                if cache is not None:
+                    cache.color_attachments[0].release()
+                    cache.release()
+                tex = ctx.texture(size, 4)
+                tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
+                cache = self._cache = ctx.framebuffer(color_attachments=[tex])
+            r.draw(cache, top_first)
+            self._cache_key = key
+        r.copy_rect(self._cache.color_attachments[0], fbo, rect, top_first)
+
+    def _overlay_pygame(self, draw_data: Any, surface: Any) -> None:
+        """Render offscreen and blit; an unchanged opaque panel is blitted from a cache."""
+        import pygame
+
+        size = surface.get_size()
         if self._offscreen is None:
             from kelab.app.panel.imgui_gl import OffscreenImGui
 
             self._offscreen = OffscreenImGui()
-        rgba = self._offscreen.draw(draw_data, size, (x0, y0, x1 - x0, y1 - y0))
-        img = pygame.image.frombuffer(np.ascontiguousarray(rgba).data, (x1 - x0, y1 - y0), "RGBA")
+        changed, bounds = self._offscreen.prepare(draw_data, size)
+        rect = self._panel_rect(size)
+        if rect is None or bounds is None:
+            return
+        if self._inside(bounds, rect):
+            key = (size, rect)
+            if changed or self._cache_key != key:
+                rgba = self._offscreen.read(size, rect)
+                self._cache = (rgba, pygame.image.frombuffer(rgba.data, rect[2:], "RGBX"))
+                self._cache_key = key
+            surface.blit(self._cache[1], rect[:2])
+            return
+        x0, y0 = min(rect[0], bounds[0]), min(rect[1], bounds[1])
+        x1 = max(rect[0] + rect[2], bounds[0] + bounds[2])
+        y1 = max(rect[1] + rect[3], bounds[1] + bounds[3])
+        rgba = self._offscreen.read(size, (x0, y0, x1 - x0, y1 - y0))
+        img = pygame.image.frombuffer(rgba.data, (x1 - x0, y1 - y0), "RGBA")
         surface.blit(img, (x0, y0), special_flags=pygame.BLEND_PREMULTIPLIED)
+        self._cache_key = None
 
     def close(self) -> None:
         """Release the GL objects and the ImGui and ImPlot contexts."""
@@ -226,7 +283,7 @@ class PanelHost:
         if getattr(self.renderer, "overlay", None) == self._overlay:
             self.renderer.overlay = None
         # the gl objects live in the renderer's context and go with it when it closes
-        self._gl = None
+        self._gl = self._cache = None
         if self._offscreen is not None:
             self._offscreen.release()
             self._offscreen = None

@@ -48,6 +48,24 @@ void main() {
 }
 """
 
+# copies a cached panel texel for texel (same size and row order as the target)
+_COPY_VS = """
+#version 330
+uniform vec2 u_size;
+uniform float u_flip;
+in vec2 in_pos;
+void main() {
+    gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0,
+                       (1.0 - in_pos.y / u_size.y * 2.0) * u_flip, 0.0, 1.0);
+}
+"""
+_COPY_FS = """
+#version 330
+uniform sampler2D u_tex;
+out vec4 f_color;
+void main() { f_color = texelFetch(u_tex, ivec2(gl_FragCoord.xy), 0); }
+"""
+
 
 class ImGuiGLRenderer:
     """Renders `imgui.ImDrawData` into a moderngl framebuffer.
@@ -67,6 +85,10 @@ class ImGuiGLRenderer:
         self.ibo = ctx.buffer(reserve=1 << 15, dynamic=True)
         self._vao = self._make_vao()
         self.textures: dict[int, moderngl.Texture] = {}
+        self._vbytes = bytearray()
+        self._ibytes = b""
+        self._cmds: list[tuple[float, float, float, float, int, int, int]] = []
+        self._copy: moderngl.VertexArray | None = None
         self.vsize = imgui.VERTEX_SIZE
         self.isize = imgui.INDEX_SIZE
 
@@ -110,6 +132,74 @@ class ImGuiGLRenderer:
                 tex.set_tex_id(0)
                 tex.status = status.destroyed
 
+    def prepare(self, draw_data: Any) -> bool:
+        """Take this frame's draw data (and texture updates); True when it changed.
+
+        The vertices, indices and commands are compared with the last frame's, so an
+        unchanged panel can be shown from a cache instead of being drawn again.
+        """
+        self._update_textures()
+        vsize, isize = self.vsize, self.isize
+        lists = draw_data.cmd_lists
+        n_vtx = sum(cl.vtx_buffer.size() for cl in lists)
+        n_idx = sum(cl.idx_buffer.size() for cl in lists)
+        vbytes = bytearray(n_vtx * vsize)
+        idx = np.empty(n_idx, dtype=np.uint32 if isize == 4 else np.uint16)
+        ctype = ctypes.c_uint32 if isize == 4 else ctypes.c_uint16
+        vo = io_ = 0
+        cmds = []
+        for cl in lists:
+            nv, ni = cl.vtx_buffer.size(), cl.idx_buffer.size()
+            ctypes.memmove(
+                (ctypes.c_char * (nv * vsize)).from_buffer(vbytes, vo * vsize),
+                cl.vtx_buffer.data_address(),
+                nv * vsize,
+            )
+            if ni:
+                part = np.ctypeslib.as_array(
+                    ctypes.cast(cl.idx_buffer.data_address(), ctypes.POINTER(ctype)), shape=(ni,)
+                )
+                idx[io_ : io_ + ni] = part + vo if vo else part
+            for cmd in cl.cmd_buffer:
+                if cmd.elem_count:
+                    x0, y0, x1, y1 = cmd.clip_rect
+                    cmds.append(
+                        (
+                            x0,
+                            y0,
+                            x1,
+                            y1,
+                            cmd.tex_ref.get_tex_id(),
+                            cmd.elem_count,
+                            io_ + cmd.idx_offset,
+                        )
+                    )
+            vo += nv
+            io_ += ni
+        ibytes = idx.tobytes()
+        if vbytes == self._vbytes and ibytes == self._ibytes and cmds == self._cmds:
+            return False
+        self._vbytes, self._ibytes, self._cmds = vbytes, ibytes, cmds
+        if self.vbo.size < len(vbytes) or self.ibo.size < len(ibytes):
+            self.vbo.orphan(max(self.vbo.size * 2, len(vbytes)))
+            self.ibo.orphan(max(self.ibo.size * 2, len(ibytes)))
+            self._vao.release()
+            self._vao = self._make_vao()
+        if vbytes:
+            self.vbo.write(vbytes)
+            self.ibo.write(ibytes)
+        return True
+
+    def bounds(self, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
+        """The pixel box ``(x, y, w, h)`` the prepared vertices cover (None: nothing)."""
+        if not self._cmds or not self._vbytes:
+            return None
+        pos = np.frombuffer(self._vbytes, dtype="<f4").reshape(-1, self.vsize // 4)[:, :2]
+        lo, hi = pos.min(axis=0), pos.max(axis=0)
+        x0, y0 = max(0, int(np.floor(lo[0]))), max(0, int(np.floor(lo[1])))
+        x1, y1 = min(size[0], int(np.ceil(hi[0]))), min(size[1], int(np.ceil(hi[1])))
+        return (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
+
     def render(self, draw_data: Any, fbo: moderngl.Framebuffer, top_first: bool) -> None:
         """Draw ``draw_data`` over ``fbo``'s pixels (blended, scissored per command).
 
@@ -119,44 +209,13 @@ class ImGuiGLRenderer:
             top_first: True when row 0 of the framebuffer is the top of the image (the
                 "gl" backend's headless frames), False for ordinary OpenGL order.
         """
-        self._update_textures()
-        lists = draw_data.cmd_lists
-        if not lists:
+        self.prepare(draw_data)
+        self.draw(fbo, top_first)
+
+    def draw(self, fbo: moderngl.Framebuffer, top_first: bool) -> None:
+        """Draw the prepared data over ``fbo`` (see `render`)."""
+        if not self._cmds:
             return
-        vsize, isize = self.vsize, self.isize
-        n_vtx = sum(cl.vtx_buffer.size() for cl in lists)
-        n_idx = sum(cl.idx_buffer.size() for cl in lists)
-        if n_vtx == 0:
-            return
-        vbytes = bytearray(n_vtx * vsize)
-        idx = np.empty(n_idx, dtype=np.uint32 if isize == 4 else np.uint16)
-        vo = io_ = 0
-        offsets = []
-        for cl in lists:
-            nv, ni = cl.vtx_buffer.size(), cl.idx_buffer.size()
-            ctypes.memmove(
-                (ctypes.c_char * (nv * vsize)).from_buffer(vbytes, vo * vsize),
-                cl.vtx_buffer.data_address(),
-                nv * vsize,
-            )
-            part = np.ctypeslib.as_array(
-                ctypes.cast(
-                    cl.idx_buffer.data_address(),
-                    ctypes.POINTER(ctypes.c_uint32 if isize == 4 else ctypes.c_uint16),
-                ),
-                shape=(ni,),
-            )
-            idx[io_ : io_ + ni] = part + vo if vo else part
-            offsets.append((cl, vo, io_))
-            vo += nv
-            io_ += ni
-        if self.vbo.size < len(vbytes) or self.ibo.size < idx.nbytes:
-            self.vbo.orphan(max(self.vbo.size * 2, len(vbytes)))
-            self.ibo.orphan(max(self.ibo.size * 2, idx.nbytes))
-            self._vao.release()
-            self._vao = self._make_vao()
-        self.vbo.write(vbytes)
-        self.ibo.write(idx.tobytes())
         ctx = self.ctx
         w, h = fbo.size
         fbo.use()
@@ -170,26 +229,44 @@ class ImGuiGLRenderer:
         bound = None
         vao = self._vao
         try:
-            for cl, _, ibase in offsets:
-                for cmd in cl.cmd_buffer:
-                    if cmd.user_callback_data is not None and cmd.elem_count == 0:
-                        continue
-                    x0, y0, x1, y1 = cmd.clip_rect
-                    x0, y0 = max(0, int(x0)), max(0, int(y0))
-                    x1, y1 = min(w, int(x1)), min(h, int(y1))
-                    if x1 <= x0 or y1 <= y0:
-                        continue
-                    ctx.scissor = (x0, y0 if top_first else h - y1, x1 - x0, y1 - y0)
-                    tid = cmd.tex_ref.get_tex_id()
-                    if tid != bound:
-                        textures[tid].use(0)
-                        bound = tid
-                    vao.render(
-                        moderngl.TRIANGLES, vertices=cmd.elem_count, first=ibase + cmd.idx_offset
-                    )
+            for cx0, cy0, cx1, cy1, tid, count, first in self._cmds:
+                x0, y0 = max(0, int(cx0)), max(0, int(cy0))
+                x1, y1 = min(w, int(cx1)), min(h, int(cy1))
+                if x1 <= x0 or y1 <= y0:
+                    continue
+                ctx.scissor = (x0, y0 if top_first else h - y1, x1 - x0, y1 - y0)
+                if tid != bound:
+                    textures[tid].use(0)
+                    bound = tid
+                vao.render(moderngl.TRIANGLES, vertices=count, first=first)
         finally:
             ctx.scissor = None
             ctx.disable(moderngl.BLEND)
+
+    def copy_rect(
+        self,
+        src: moderngl.Texture,
+        fbo: moderngl.Framebuffer,
+        rect: tuple[int, int, int, int],
+        top_first: bool,
+    ) -> None:
+        """Copy ``rect`` of ``src`` (same size and row order as ``fbo``) into ``fbo``, opaque."""
+        if self._copy is None:
+            self._copy_prog = self.ctx.program(vertex_shader=_COPY_VS, fragment_shader=_COPY_FS)
+            self._copy_vbo = self.ctx.buffer(reserve=48)
+            self._copy = self.ctx.vertex_array(self._copy_prog, [(self._copy_vbo, "2f", "in_pos")])
+        x, y, w, h = rect
+        quad = np.array([x, y, x + w, y, x, y + h, x, y + h, x + w, y, x + w, y + h], dtype="f4")
+        self._copy_vbo.write(quad.tobytes())
+        fw, fh = fbo.size
+        fbo.use()
+        self.ctx.viewport = (0, 0, fw, fh)
+        self._copy_prog["u_size"].value = (float(fw), float(fh))
+        self._copy_prog["u_flip"].value = -1.0 if top_first else 1.0
+        self._copy_prog["u_tex"].value = 0
+        src.use(0)
+        self.ctx.disable(moderngl.BLEND)
+        self._copy.render(moderngl.TRIANGLES, vertices=6)
 
     def release(self) -> None:
         """Free the GL objects (textures, buffers, program)."""
@@ -198,6 +275,9 @@ class ImGuiGLRenderer:
         self.textures.clear()
         for obj in (self._vao, self.vbo, self.ibo, self.prog):
             obj.release()
+        if self._copy is not None:
+            for obj in (self._copy, self._copy_vbo, self._copy_prog):
+                obj.release()
 
 
 _glx: Any = None
@@ -245,8 +325,9 @@ def _no_glx_current() -> Iterator[None]:
 class OffscreenImGui:
     """ImGui pixels for a software surface: an EGL context, a framebuffer, a read-back.
 
-    `draw` renders the draw data into a transparent framebuffer of the display size and
-    returns the premultiplied RGBA pixels of one rectangle (the panel), top row first.
+    `prepare` takes a frame's draw data (and says whether it changed); `read` renders it
+    into a transparent framebuffer of the display size and returns the premultiplied RGBA
+    pixels of one rectangle (the panel), top row first.
     """
 
     def __init__(self) -> None:
@@ -256,10 +337,20 @@ class OffscreenImGui:
             with self.ctx:
                 self.renderer = ImGuiGLRenderer(self.ctx)
 
-    def draw(
-        self, draw_data: Any, size: tuple[int, int], rect: tuple[int, int, int, int]
-    ) -> np.ndarray:
-        """Render and read back ``rect`` = ``(x, y, w, h)`` as ``(h, w, 4)`` uint8 RGBA."""
+    def prepare(
+        self, draw_data: Any, size: tuple[int, int]
+    ) -> tuple[bool, tuple[int, int, int, int] | None]:
+        """Take the frame's draw data: whether it changed, and the box it draws in."""
+        with _no_glx_current(), self.ctx:
+            changed = self.renderer.prepare(draw_data)
+            return changed, self.renderer.bounds(size)
+
+    def read(self, size: tuple[int, int], rect: tuple[int, int, int, int]) -> np.ndarray:
+        """Render the prepared data and read back ``rect`` = ``(x, y, w, h)``.
+
+        Returns:
+            ``(h, w, 4)`` uint8 premultiplied RGBA, top row first.
+        """
         with _no_glx_current(), self.ctx:
             if self._fbo is None or self._fbo.size != size:
                 if self._fbo is not None:
@@ -272,7 +363,7 @@ class OffscreenImGui:
             self.ctx.scissor = (x, y, w, h)
             self._fbo.clear(0.0, 0.0, 0.0, 0.0)
             self.ctx.scissor = None
-            self.renderer.render(draw_data, self._fbo, top_first=True)
+            self.renderer.draw(self._fbo, top_first=True)
             out = np.empty((h, w, 4), dtype=np.uint8)
             self._fbo.read_into(out, viewport=(x, y, w, h), components=4, alignment=1)
         return out

@@ -28,6 +28,7 @@ _RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
 _GREY = imgui.ImVec4(0.65, 0.67, 0.7, 1.0)
 _ENTER = imgui.InputTextFlags_.enter_returns_true.value
 _AUTO = implot.AxisFlags_.auto_fit.value
+PLOT_REFRESH_S = 0.05
 _NO_LEGEND = (implot.Flags_.no_legend | implot.Flags_.no_menus).value
 
 
@@ -38,10 +39,10 @@ class PanelUI:
 
     Args:
         model: The model shown and changed.
-        width: Panel width in pixels (the panel docks to the window's left edge).
+        width: Panel width in pixels (it opens at the window's top right; drag to move).
     """
 
-    def __init__(self, model: PanelModel, width: int = 470) -> None:
+    def __init__(self, model: PanelModel, width: int = 440) -> None:
         self.model = model
         self.width = width
         self.rect = (0, 0, 0, 0)
@@ -49,17 +50,21 @@ class PanelUI:
         self.rows: dict[str, list[str]] = {}
         """Row labels each page drew last frame (only the shown page draws)."""
         self._paths: dict[str, str] = {}
+        self._plot_time = self._stats_time = -1.0
+        self._plot_data: dict[str, Any] = {}
+        self._stats_text = ""
         self._new_name = ""
 
     # ------------------------------------------------------------------ frame
     def draw(self, display: tuple[int, int]) -> None:
         """Draw the panel window for this frame."""
         m = self.model
+        # top right, about 60 % of the height: the scene stays visible on the left
         w = min(self.width, max(120, display[0] - 16))
-        imgui.set_next_window_pos(imgui.ImVec2(8, 8), imgui.Cond_.first_use_ever.value)
-        imgui.set_next_window_size(
-            imgui.ImVec2(w, max(120, display[1] - 16)), imgui.Cond_.first_use_ever.value
-        )
+        h = min(display[1] - 16, max(300, int(0.62 * display[1])))
+        first = imgui.Cond_.first_use_ever.value
+        imgui.set_next_window_pos(imgui.ImVec2(max(8, display[0] - w - 8), 8), first)
+        imgui.set_next_window_size(imgui.ImVec2(w, max(120, h)), first)
         flags = imgui.WindowFlags_.no_collapse.value
         imgui.begin("Settings (F2)", None, flags)
         pos, size = imgui.get_window_pos(), imgui.get_window_size()
@@ -233,8 +238,16 @@ class PanelUI:
     def _execution_order(self) -> None:
         flags = (imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h).value
         if imgui.begin_table("order", 5, flags):
-            for h in ("Phase", "Prio", "System", "Runner", "Hz"):
-                imgui.table_setup_column(h)
+            fixed = imgui.TableColumnFlags_.width_fixed.value
+            stretch = imgui.TableColumnFlags_.width_stretch.value
+            for h, flag, width in (
+                ("Phase", fixed, 90.0),
+                ("Prio", fixed, 45.0),
+                ("System", stretch, 1.0),
+                ("Runner", fixed, 70.0),
+                ("Hz", fixed, 40.0),
+            ):
+                imgui.table_setup_column(h, flag, width)
             imgui.table_headers_row()
             for r in self.model.execution_order():
                 self._row(r.name)
@@ -248,11 +261,14 @@ class PanelUI:
 
     def _plots(self) -> None:
         m = self.model
-        stats = m.app.stats
-        imgui.text(
-            f"{stats.fps:5.1f} fps   {stats.steps_per_frame} steps/frame   "
-            f"real-time x{stats.real_time_factor:.2f}"
-        )
+        if imgui.get_time() - self._stats_time >= PLOT_REFRESH_S:
+            stats = m.app.stats
+            self._stats_time = imgui.get_time()
+            self._stats_text = (
+                f"{stats.fps:5.1f} fps   {stats.steps_per_frame} steps/frame   "
+                f"real-time x{stats.real_time_factor:.2f}"
+            )
+        imgui.text(self._stats_text)
         if imgui.begin_combo("Add signal", "choose..."):
             for group, names in signal_groups(m.available_signals()).items():
                 imgui.text_colored(_GREY, group)
@@ -263,9 +279,18 @@ class PanelUI:
                         m.add_plot(name)
             imgui.end_combo()
         height = 90
+        # the plotted data is refreshed 20 times a second: in between the panel's pixels
+        # stay the same, so they are shown from the renderer's cache
+        now = imgui.get_time()
+        if now - self._plot_time >= PLOT_REFRESH_S or set(self._plot_data) != {
+            *FRAME_SIGNALS,
+            *m.plots,
+        }:
+            self._plot_time = now
+            self._plot_data = {s: m.history(s) for s in (*FRAME_SIGNALS, *m.plots)}
         for sig in (*FRAME_SIGNALS, *m.plots):
             self._row(sig)
-            x, y = m.history(sig)
+            x, y = self._plot_data[sig]
             imgui.push_id(sig)
             if sig not in FRAME_SIGNALS:
                 if imgui.small_button("x"):
