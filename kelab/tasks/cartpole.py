@@ -62,8 +62,9 @@ class CartPoleTask(Task):
         num_mini_batches=2,
         success_target=0.95,
         stop_at_target=True,
+        target_patience=15,
     )
-    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~300k env steps."""
+    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~0.5M env steps."""
 
     def build(self, scene: SceneBuilder) -> None:
         """Ground and one cartpole per copy.

@@ -53,6 +53,9 @@ _REQUIRED = {
 }
 
 
+_KINDS = {str: "a string", int: "an integer", dict: "a JSON object"}
+
+
 class CheckpointError(ValueError):
     """A checkpoint file is missing, damaged, changed, or not a KELab checkpoint."""
 
@@ -240,7 +243,7 @@ def _read_json(path: Path) -> dict[str, Any]:
         value = meta.get(key)
         if not isinstance(value, kind) or isinstance(value, bool):
             raise CheckpointError(
-                f"{path}: field {key!r} must be a {kind.__name__}, got {value!r}; the "
+                f"{path}: field {key!r} must be {_KINDS[kind]}, got {value!r}; the "
                 "checkpoint is damaged or was changed"
             )
     if meta["version"] != VERSION:

@@ -63,6 +63,9 @@ class TrainConfig:
         stop_at_target: End training as soon as ``success_window`` recent episodes reach
             ``success_target`` (after at least ``min_iterations``).
         min_iterations: Iterations before a run may stop at its target.
+        target_patience: Iterations to keep training after the target is first reached
+            (the training success rate is measured with exploration noise; a few more
+            iterations make the deterministic policy reliable too).
         success_window: Recent finished episodes the success rate and mean return are
             taken over.
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
@@ -94,6 +97,7 @@ class TrainConfig:
     success_target: float = 0.95
     stop_at_target: bool = False
     min_iterations: int = 10
+    target_patience: int = 0
     success_window: int = 200
     checkpoint_every: int = 10
 
@@ -160,6 +164,10 @@ class TrainConfig:
             value = getattr(self, name)
             if not _is_real(value) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"TrainConfig.{name} must be a number in [0, 1], got {value!r}")
+        if not _is_int(self.target_patience) or self.target_patience < 0:
+            raise ValueError(
+                f"TrainConfig.target_patience must be an int >= 0, got {self.target_patience!r}"
+            )
         if not _is_real(self.entropy_coef) or self.entropy_coef < 0:
             raise ValueError(
                 f"TrainConfig.entropy_coef must be a finite number >= 0, got {self.entropy_coef!r}"

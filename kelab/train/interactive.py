@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
 
-__all__ = ["play_in_app"]
+__all__ = ["play_in_app", "policy_app"]
 
 
 def _app_class() -> type:
@@ -100,10 +100,27 @@ def _app_class() -> type:
     return PolicyApp
 
 
-def __getattr__(name: str) -> Any:
-    if name == "PolicyApp":
-        return _app_class()
-    raise AttributeError(name)
+def policy_app(
+    env: DirectRLEnv,
+    act: Callable[[np.ndarray], np.ndarray],
+    episodes: int = 1,
+    seed: int = 0,
+    **app_kwargs: Any,
+) -> Any:
+    """Build (not start) the ``ke.App`` that plays ``act`` in ``env``.
+
+    Args:
+        env: A DirectRLEnv with ``render_mode=None`` (the App draws its World).
+        act: Observation -> action.
+        episodes: The App asks to close after this many finished episodes.
+        seed: Seed of the first reset.
+        **app_kwargs: Passed to ``ke.App`` (``headless``, ``backend``, ``clock``...).
+
+    Returns:
+        The App (``app.results`` lists the finished episodes' infos, ``app.env_steps``
+        counts env steps).
+    """
+    return _app_class()(env, act, episodes, seed, **app_kwargs)
 
 
 def play_in_app(
@@ -119,7 +136,7 @@ def play_in_app(
     Returns:
         ``{"episodes", "returns", "lengths", "ended_by", "successes", "steps", "video"}``.
     """
-    app = _app_class()(env, act, episodes, seed, **app_kwargs)
+    app = policy_app(env, act, episodes, seed, **app_kwargs)
     app.start(max_frames=max_frames)
     res = app.results
     return {

@@ -21,6 +21,7 @@ from kelab.train.ppo import build_actor
 
 __all__ = [
     "CheckpointPolicy",
+    "export_policy",
     "load_model_state",
     "load_optimizer_state",
     "optimizer_state",
@@ -158,3 +159,36 @@ class CheckpointPolicy:
         if not math.isfinite(float(np.abs(out).sum())):
             raise ValueError("the policy produced NaN actions (observations out of range?)")
         return out[0] if single else out
+
+
+def export_policy(
+    spec: str | Path | Checkpoint,
+    directory: str | Path,
+    name: str,
+    evaluation: dict[str, Any] | None = None,
+) -> Path:
+    """Write a small, policy-only copy of a checkpoint, e.g. to ship with a task.
+
+    The copy holds the actor and its observation normaliser (no critic, no optimizer):
+    it plays and evaluates like the original, but cannot be resumed.
+
+    Args:
+        spec: The checkpoint (a spec or a loaded one).
+        directory: Where ``<name>.json`` and its safetensors go.
+        name: The checkpoint name.
+        evaluation: An evaluation report (``EvaluationReport.to_dict()``) to record.
+
+    Returns:
+        The new checkpoint's JSON path.
+    """
+    from kelab.train.checkpoint import load_checkpoint, save_checkpoint
+
+    ckpt = spec if isinstance(spec, Checkpoint) else load_checkpoint(spec)
+    tensors = {f"actor.{k}": v for k, v in ckpt.prefixed("actor").items()}
+    meta = {k: v for k, v in ckpt.meta.items() if k not in ("format", "version", "weights")}
+    meta["optimizer"] = None
+    meta["kind"] = "policy"
+    meta["exported_from"] = {"path": str(ckpt.path), "sha256": ckpt.meta["weights"]["sha256"]}
+    if evaluation is not None:
+        meta["evaluation"] = evaluation
+    return save_checkpoint(directory, name, tensors, meta)

@@ -392,6 +392,7 @@ class RLTrainer:
         run_steps = 0
         collect_time = 0.0
         stopped = interrupted = False
+        reached: int | None = None  # iteration the recent episodes first reached the target
         last_row: dict[str, Any] = {}
         obs = vec.get_observations()
         alg.train_mode()
@@ -445,11 +446,17 @@ class RLTrainer:
                 if callback is not None:
                     callback(row)
                 if (
-                    cfg.stop_at_target
+                    reached is None
                     and rate is not None
                     and len(episodes.successes) >= cfg.success_window
                     and rate >= cfg.success_target
                     and self.iteration >= cfg.min_iterations
+                ):
+                    reached = self.iteration
+                if (
+                    cfg.stop_at_target
+                    and reached is not None
+                    and self.iteration >= reached + cfg.target_patience
                 ):
                     stopped = True
                     break
@@ -475,6 +482,7 @@ class RLTrainer:
             "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
             "episodes": episodes.total,
             "stopped_at_target": stopped,
+            "target_reached_at": reached,
             "interrupted": interrupted,
             "run_dir": str(self.run_dir),
             "checkpoints": dict(self.checkpoints),

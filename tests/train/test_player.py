@@ -1,0 +1,67 @@
+"""RLPlayer: act, policy for ke.evaluate, playback to video, dims refused, shipped policy."""
+
+from __future__ import annotations
+
+import imageio.v2 as imageio
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.tasks.ball_to_goal import BallToGoalTask
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.train.cli import shipped_policy
+
+
+def test_act_and_policy(trained_run):
+    player = ke.RLPlayer(f"{trained_run['dir']}:best", render_mode=None)
+    obs = np.zeros((5, 4), np.float32)
+    actions = player.act(obs)
+    assert actions.shape == (5, 1) and np.all(np.abs(actions) <= 1.0)
+    assert np.array_equal(player.act(obs), actions)  # deterministic
+    assert player.act(obs[0]).shape == (1,)
+    with pytest.raises(ValueError, match=r"observations must have shape \(N, 4\)"):
+        player.act(np.zeros((2, 6)))
+    env = ke.LearningEnv(CartPoleTask(), num_envs=8, seed=2)
+    report = ke.evaluate(env, player.policy, episodes=8, seed=2)
+    assert report.episodes == 8
+    env.close()
+
+
+def test_play_headless_builds_the_checkpoints_task(trained_run):
+    with ke.RLPlayer(f"{trained_run['dir']}:best", render_mode=None) as player:
+        result = player.play(episodes=2)
+        assert type(player.env.task) is CartPoleTask
+        assert player.env.step_dt == pytest.approx(1 / 60)
+    assert result["episodes"] == 2 and len(result["returns"]) == 2
+    assert result["steps"] == sum(result["lengths"])
+
+
+def test_play_writes_a_video_offscreen(trained_run, tmp_path):
+    out = tmp_path / "play.mp4"
+    with ke.RLPlayer(f"{trained_run['dir']}:best", render_mode="rgb_array") as player:
+        result = player.play(episodes=1, video=out)
+    assert result["video"] == str(out) and out.stat().st_size > 1000
+    frames = imageio.mimread(out)
+    assert len(frames) == result["steps"] + 1  # the reset frame and one per step
+    assert len(np.unique(frames[0].reshape(-1, 3), axis=0)) > 3  # a drawn picture
+    with ke.RLPlayer(f"{trained_run['dir']}:best", render_mode=None) as player:
+        with pytest.raises(ValueError, match="video= needs render_mode='rgb_array'"):
+            player.play(video=tmp_path / "x.mp4")
+
+
+def test_player_refuses_an_env_of_other_dimensions(trained_run):
+    env = ke.DirectRLEnv(BallToGoalTask())
+    with pytest.raises(ValueError, match="observation_dim=4, action_dim=1.*observation_dim=6"):
+        ke.RLPlayer(f"{trained_run['dir']}:best", env=env)
+    env.close()
+
+
+def test_the_shipped_cartpole_policy_reaches_its_success_rate():
+    path = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    assert path is not None, "kelab/train/policies/CartPoleTask.json is missing"
+    player = ke.RLPlayer(path, render_mode=None)
+    assert player.checkpoint.meta["optimizer"] is None  # a small, policy-only checkpoint
+    env = ke.LearningEnv(CartPoleTask(), num_envs=100, seed=1000)
+    report = ke.evaluate(env, player.policy, episodes=100, seed=1000)
+    env.close()
+    assert report.success_rate >= 0.95, report.table()
