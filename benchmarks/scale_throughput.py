@@ -99,6 +99,32 @@ def reply_bytes(envs: int, steps: int) -> dict[str, float]:
     return {"actions": out / steps, "arrays": arrays / steps, "info": info / steps}
 
 
+def model(c: float, r0: float, r1: float, per_copy_bytes: float) -> None:
+    """Print docs/scale.md's 8-machine model from the inputs measured in this run.
+
+    A step of K workers with m copies each: ``T = c*m + r0 + LAN + r1*(K-1) + bytes/B``
+    (compute in parallel, then the driver's round trips, then the replies over the
+    driver's network link); throughput ``K*m / T``.
+    """
+    machines, cores, lan, bandwidth = 8, 16, 0.2e-3, 1.25e9  # assumed: 10 Gbit/s, 0.2 ms
+    print(
+        f"\n8-machine model ({machines} x {cores} cores, 10 Gbit/s, +0.2 ms LAN latency; "
+        "inputs from this run):\n"
+        "\n| workers (per machine) | copies per worker | copies | compute (ms) | round trips "
+        "(ms) | network (ms) | env-steps/s | vs one core |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    for per_machine, m in ((16, 256), (16, 512), (16, 2048), (4, 2048), (1, 8192)):
+        k = machines * per_machine
+        n = k * m
+        compute, trips, net = c * m, r0 + lan + r1 * (k - 1), per_copy_bytes * n / bandwidth
+        t = compute + trips + net
+        print(
+            f"| {k} ({per_machine}) | {m} | {n:,} | {compute * 1e3:.1f} | {trips * 1e3:.1f} | "
+            f"{net * 1e3:.1f} | {n / t:,.0f} | {n / t * c:.1f}x |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--envs", type=int, default=512)
@@ -156,10 +182,14 @@ def main() -> None:
         )
     )
 
-    echo = ray.remote(Echo).options(num_cpus=0.5)
-    actors = [echo.remote(n // 2, 17) for _ in range(2)]
-    rt1 = min(round_trip(ray, actors[:1], n // 2, 6, 300) for _ in range(args.repeats))
-    rt2 = min(round_trip(ray, actors, n // 2, 6, 300) for _ in range(args.repeats))
+    echo = ray.remote(Echo).options(num_cpus=0.01)
+    actors = [echo.remote(n // 2, 17) for _ in range(8)]
+    rts = {
+        k: min(round_trip(ray, actors[:k], n // 2, 6, 200) for _ in range(args.repeats))
+        for k in (1, 2, 4, 8)
+    }
+    rt1, rt2 = rts[1], rts[2]
+    slope = (rts[8] - rts[1]) / 7  # driver time per extra worker per step
     for a in actors:
         ray.kill(a)
     ray.shutdown()
@@ -172,11 +202,18 @@ def main() -> None:
     print(f"| driver CPU per step, 1 worker (send, join) | {one_cpu[1] * 1e6:.0f} us |")
     print(f"| Ray round trip, no-op actor, 1 actor ({n // 2}-copy payloads) | {rt1 * 1e6:.0f} us |")
     print(f"| Ray round trip, no-op actors, 2 at once | {rt2 * 1e6:.0f} us |")
+    print(
+        f"| Ray round trip, no-op actors, 4 / 8 at once | {rts[4] * 1e6:.0f} / "
+        f"{rts[8] * 1e6:.0f} us |"
+    )
+    print(f"| round trip per extra worker ((8 at once - 1) / 7) | {slope * 1e6:.0f} us |")
     print(f"| RayLearningEnv 1 worker minus in-process, per step | {overhead * 1e6:.0f} us |")
     print(
         f"| bytes per step per worker ({n // 2} copies): actions out / arrays back / info back "
         f"| {sizes['actions']:,.0f} / {sizes['arrays']:,.0f} / {sizes['info']:,.0f} B |"
     )
+    per_copy_bytes = (sizes["actions"] + sizes["arrays"] + sizes["info"]) / (n // 2)
+    model(per_copy, rt1, max(slope, 0.0), per_copy_bytes)
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")
 
 

@@ -634,14 +634,17 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is None:
             raise RuntimeError("no step in flight: call step_async(actions) first")
         refs, self._pending = self._pending, None
-        parts: list[tuple] = []
-        for k, ref in enumerate(refs):
-            ok, value = self._get(k, ref, "step")
-            if not ok:
-                if not self.restart:
-                    raise self._died(k, value, "step")
-                value = self._restarted(k)
-            parts.append(value)
+        try:  # one call for every reply (the common case)
+            parts: list[tuple] = self._ray.get(refs)
+        except self._ray.exceptions.RayError:  # find which worker failed, and how
+            parts = []
+            for k, ref in enumerate(refs):
+                ok, value = self._get(k, ref, "step")
+                if not ok:
+                    if not self.restart:
+                        raise self._died(k, value, "step") from None
+                    value = self._restarted(k)
+                parts.append(value)
         obs = np.concatenate([p[0] for p in parts], axis=0)
         rewards = np.concatenate([p[1] for p in parts], axis=0)
         terminated = np.concatenate([p[2] for p in parts], axis=0)
