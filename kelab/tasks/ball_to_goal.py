@@ -6,8 +6,12 @@ steps per action, 6 s episodes. The policy observes the ball through noisy, dela
 joint sensors (``ke.SensorConfig(sample_interval=1/60, cutoff_hz=15, noise=0.005,
 delay=0.05)``): observation (6) = sensed position (x, y), sensed velocity (vx, vy), goal
 position (x, y). The goal (``task.goal_pos``, ``(num_envs, 2)``) is drawn per episode
-1.0-1.5 m from the start. Reward per step (computed from the true state): ``-distance
-+ dwell.progress - 0.01 * sum(action^2)`` and ``+10`` when the ball has stayed. A
+1.0-1.5 m from the start. Reward per step (computed from the true state): ``10 *
+(previous distance - distance) - 0.1 * distance + dwell.progress - 0.01 * sum(action^2)``
+and ``+10`` when the ball has stayed. (Reward shaping for training: the progress term is
+potential-based, so it sums to ``10 * (start distance - end distance)`` whatever the
+episode's length; with the plain ``-distance`` per step, PPO learnt to push the ball off
+the table at once, since ending early stops the cost. See docs/training.md.) A
 :class:`~kelab.rl.success.DwellTimer` rewards arrive-and-stay: inside 0.1 m of the goal
 and slower than 0.1 m/s for 0.5 s without a break. Ends early: ``"ball stayed at the
 goal"`` (success) and ``"ball left the table"`` (more than 3 m from the centre).
@@ -39,6 +43,8 @@ __all__ = ["BallToGoalTask", "SENSOR", "stayed_at_goal"]
 
 BALL_RADIUS = 0.08
 BALL_MASS = 0.5
+PROGRESS_GAIN = 10.0  # reward shaping: potential-based progress toward the goal
+DISTANCE_COST = 0.1
 CARRIAGE_MASS = 2.0  # heavy enough for pymunk to keep the gantry square
 FORCE_LIMIT = 5.0
 # the x actuator also moves the carriage: scale it so both axes accelerate alike
@@ -116,7 +122,8 @@ class BallToGoalTask(Task):
         num_mini_batches=4,
         success_target=0.9,
         stop_at_target=True,
-        min_iterations=50,
+        min_iterations=20,
+        target_patience=10,
     )
     """Tuned PPO settings for ``kelab train BallToGoal-v0`` (see docs/training.md)."""
     #: goals lie within 0.3 + 1.5 m of the centre on each axis; the rest has no hard bound
@@ -143,6 +150,7 @@ class BallToGoalTask(Task):
         self.goal_pos = np.zeros((self.num_envs, 2))
         self.dwell = DwellTimer(self.num_envs, hold_s=HOLD_S, dt=self.step_dt)
         self._actions = np.zeros((self.num_envs, 2), dtype=np.float32)
+        self._last_distance = np.zeros(self.num_envs)
         self._force_scale = np.array(FORCE_LIMITS, dtype=np.float32)
         self.terminations = TerminationSet(
             self,
@@ -179,10 +187,13 @@ class BallToGoalTask(Task):
         return np.stack([sx[:, 0], sy[:, 0], sx[:, 1], sy[:, 1], *self.goal_pos.T], axis=1)
 
     def get_rewards(self) -> np.ndarray:
-        """Closer is better; staying pays; a big bonus once it has stayed."""
+        """Getting closer pays; staying pays; a big bonus once it has stayed."""
         distance = np.linalg.norm(self.ball_pos() - self.goal_pos, axis=1)
+        progress = PROGRESS_GAIN * (self._last_distance - distance)
+        self._last_distance = distance
         return (
-            -distance
+            progress
+            - DISTANCE_COST * distance
             + self.dwell.progress
             - 0.01 * np.sum(self._actions**2, axis=1)
             + 10.0 * self.dwell.done
@@ -207,6 +218,7 @@ class BallToGoalTask(Task):
         self.goal_pos[env_ids] = start + dist[:, None] * np.stack([np.cos(angle), np.sin(angle)], 1)
         self.dwell.reset(env_ids)
         self._actions[env_ids] = 0.0
+        self._last_distance[env_ids] = dist  # the ball starts at rest, dist from the goal
 
     def camera_center(self) -> tuple[float, float]:
         """The table centre."""
