@@ -320,7 +320,13 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if ray_init is not None and not isinstance(ray_init, Mapping):
             raise ValueError(f"RayLearningEnv: ray_init must be a dict or None, got {ray_init!r}")
 
-        import ray  # the optional dependency: pip install kelab[ray]
+        try:
+            import ray  # the optional dependency
+        except ImportError as err:
+            raise ImportError(
+                "RayLearningEnv needs Ray: pip install 'kelab[ray]' (on every machine of the "
+                "cluster)"
+            ) from err
 
         self._ray = ray
         if address is None:

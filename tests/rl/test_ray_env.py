@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
 
 import gymnasium
@@ -110,6 +111,12 @@ def test_arguments_are_checked_before_ray_starts():
         RayLearningEnv(HumanoidTask(), 2, 1, copy_offset=3)
     with pytest.raises(ValueError, match="address must be None"):
         RayLearningEnv(HumanoidTask(), 2, 1, address="")
+
+
+def test_without_ray_the_error_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(ImportError, match=r"pip install 'kelab\[ray\]'"):
+        RayLearningEnv(CartPoleTask(), 2, 1)
 
 
 # ---------------------------------------------------------------------- with Ray
