@@ -109,7 +109,12 @@ def test_each_page_renders_its_rows(tmp_path):
     assert shown["Subsystems"] == ["Mouse drag spring", "Physics (World.step)"]
     assert shown["Recorder"] == ["data recorder", "video recorder", "lidar recorder"]
     assert shown["Execution Order"] == [r.name for r in app.execution_order()]
-    assert shown["Plots"][-1] == "/World/Ball0.y" and shown["Plots"][0] == "frame.time_ms"
+    assert shown["Plots"] == [
+        "/World/Ball0.y",
+        "frame.time_ms",
+        "frame.steps_per_frame",
+        "frame.real_time_factor",
+    ]
     # live: a change shows on the next frame
     p.add_runner()
     p.set_page("Time Runners")

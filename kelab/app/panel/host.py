@@ -62,6 +62,9 @@ class PanelHost:
         renderer: The App's renderer (``backend`` "gl" or "pygame").
     """
 
+    #: gl backend: show an unchanged panel from a cached texture (False: draw every frame)
+    gl_cache = True
+
     def __init__(self, model: PanelModel, renderer: Any) -> None:
         from imgui_bundle import imgui, implot
 
@@ -229,7 +232,7 @@ class PanelHost:
         size = tuple(fbo.size)
         changed = r.prepare(draw_data)
         rect = self._panel_rect(size)
-        if rect is None or not self._inside(r.bounds(size), rect):
+        if not self.gl_cache or rect is None or not self._inside(r.bounds(size), rect):
             r.draw(fbo, top_first)  # a popup reaches out of the panel: draw it directly
             self._cache_key = None
             return

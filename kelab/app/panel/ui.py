@@ -287,8 +287,8 @@ class PanelUI:
             *m.plots,
         }:
             self._plot_time = now
-            self._plot_data = {s: m.history(s) for s in (*FRAME_SIGNALS, *m.plots)}
-        for sig in (*FRAME_SIGNALS, *m.plots):
+            self._plot_data = {s: m.history(s) for s in (*m.plots, *FRAME_SIGNALS)}
+        for sig in (*m.plots, *FRAME_SIGNALS):
             self._row(sig)
             x, y = self._plot_data[sig]
             imgui.push_id(sig)
@@ -298,7 +298,13 @@ class PanelUI:
                 imgui.same_line()
             imgui.text(f"{sig} = {y[-1]:.4g}" if y.size else sig)
             if implot.begin_plot("##plot", imgui.ImVec2(-1, height), _NO_LEGEND):
-                implot.setup_axes("", "", _AUTO, _AUTO)
+                implot.setup_axes("", "", _AUTO, 0)
+                if y.size:  # y limits with a margin; a flat signal gets +-1 around it
+                    lo, hi = float(y.min()), float(y.max())
+                    pad = 0.08 * (hi - lo) if hi - lo > 1e-9 * max(1.0, abs(hi)) else 1.0
+                    implot.setup_axis_limits(
+                        implot.ImAxis_.y1.value, lo - pad, hi + pad, implot.Cond_.always.value
+                    )
                 if x.size:
                     implot.plot_line(sig, x, y)
                 implot.end_plot()
