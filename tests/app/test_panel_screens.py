@@ -222,3 +222,26 @@ def test_lidar_recorder_through_the_panel_and_its_errors(tmp_path):
         )
     with pytest.raises(ValueError, match="path must end in one of"):
         LidarRecorder(tmp_path / "x.txt")
+
+
+def test_keys_go_to_the_panel_only_while_a_text_field_is_edited(tmp_path):
+    class Keys(ke.App):
+        seen = 0
+
+        def fixed_update(self, ts):
+            self.seen += self.input.key_pressed("a")
+
+    app = _app(tmp_path, "pygame", panel=True, cls=Keys)
+    app.renderFrameOnce()
+    app.inject_events([ke.InputEvent("key_down", key="a"), ke.InputEvent("key_up", key="a")])
+    app.renderFrameOnce()
+    assert app.seen == 1  # no text field active: the App gets the key
+    app._panel_host.want_text = True  # as when a text field has the keyboard
+    app.inject_events([ke.InputEvent("key_down", key="a"), ke.InputEvent("key_up", key="a")])
+    app.renderFrameOnce()
+    assert app.seen == 1 and not app.input.frame_key_pressed("a")
+    app._panel_host.want_text = True
+    app.inject_event(ke.InputEvent("key_down", key="f2"))  # F2 still closes the panel
+    app.renderFrameOnce()
+    assert not app.panel_open
+    app.close()
