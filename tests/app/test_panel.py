@@ -332,3 +332,10 @@ def test_time_mode_and_viewport_rendering(tmp_path):
     assert not app.panel.set_time_mode("FAST")
     assert "time mode must be one of" in app.panel.message
     assert not app.panel.set_page("Nope")
+
+
+def test_subsystems_list_the_worlds_sensors_and_actuators(tmp_path):
+    from app_helpers import cartpole_scene
+
+    app = _app(tmp_path, ke.App, world=ke.World(cartpole_scene()))
+    assert ("/World/Robot/slider_to_cart", "EffortActuator") in app.panel.world_systems()

@@ -355,9 +355,10 @@ class PanelModel:
         if world is None:
             return []
         rows = [(s.name, f"{s.kind} sensor") for s in world.scene.sensors]
-        for robot in getattr(world.scene, "robots", ()):
-            for act in getattr(getattr(robot, "description", None), "actuators", ()) or ():
-                rows.append((getattr(act, "name", str(act)), type(act).__name__))
+        for joint in world.scene.joints:
+            act = getattr(joint.spec, "actuator", None)
+            if act is not None:
+                rows.append((joint.path, type(act).__name__))
         return rows
 
     # ------------------------------------------------------------------ execution order
