@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import sys
 import weakref
 from collections.abc import Callable, Iterable
@@ -58,6 +59,9 @@ PROBE_COPIES = 8
 #: Share of the available memory an isolated World may be estimated to take (the rest is
 #: left for contact buffers that grow while stepping, and for everything else).
 MEMORY_SHARE = 0.8
+#: Least bytes per copy an estimate assumes (a pymunk space with its first contact buffer
+#: and hash tables measured 170 kB or more).
+MIN_COPY_BYTES = 64 * 1024
 #: Mean bytes of a Python object block (pymalloc), measured on the copies' pymunk objects.
 _PY_BLOCK_BYTES = 80
 
@@ -131,7 +135,7 @@ class MemoryProbe:
             total = max(heap, 0) + max(py, 0)
         else:
             total = max(_resident_bytes() - self._rss, 0)
-        return max(total // max(copies, 1), 1) + extra
+        return max(total // max(copies, 1), MIN_COPY_BYTES) + extra
 
 
 def check_memory(num_envs: int, per_copy: int, probe: int, available: int | None) -> None:
@@ -341,8 +345,14 @@ class IsolatedBackend:
         nr = layout.n_rows
         # the first copies are measured as they are built: refuse a World that would not
         # fit in memory before allocating anything per copy (it would die of it later)
-        probe = MemoryProbe()
-        first = [build_copy(scene, layout) for _ in range(min(num_envs, PROBE_COPIES))]
+        collecting = gc.isenabled()
+        gc.disable()  # garbage freed during the probe would hide the copies' memory
+        try:
+            probe = MemoryProbe()
+            first = [build_copy(scene, layout) for _ in range(min(num_envs, PROBE_COPIES))]
+        finally:
+            if collecting:
+                gc.enable()
         if num_envs > len(first):
             # batch rows (4 float64 matrices), their cffi structs and the World's own rows
             rows = 8 * (nr * 15 + 8) + 1024 + 8 * nb * 6 * 6

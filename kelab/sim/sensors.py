@@ -357,6 +357,28 @@ class SensorPipeline:
                 dtype kind, or ``head``/``phase``/``fill`` are out of range.
 
         """
+        new = self.check_state(state)
+        for name in _STATE_KEYS:
+            getattr(self, "_" + name)[...] = new[name]
+
+    def check_state(self, state: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Validate a state for :meth:`set_state` without changing the pipeline.
+
+        Args:
+            state: Mapping with exactly the keys of :meth:`get_state`.
+
+        Returns:
+            The state's arrays by key (not copied).
+
+        Raises:
+            ValueError: As :meth:`set_state`, and if ``filter``/``held``/``ring`` hold NaN or
+                infinite values (a pipeline fed finite signals never does).
+
+        """
+        if not isinstance(state, Mapping):
+            raise ValueError(
+                f"SensorPipeline.set_state: state must be a mapping, got {type(state).__name__}"
+            )
         missing = sorted(set(_STATE_KEYS) - set(state))
         extra = sorted(set(state) - set(_STATE_KEYS))
         if missing or extra:
@@ -392,8 +414,12 @@ class SensorPipeline:
                     f"SensorPipeline.set_state: {name!r} values must lie in [0, {bound}), "
                     f"got range [{value.min()}, {value.max()}]"
                 )
-        for name in _STATE_KEYS:
-            getattr(self, "_" + name)[...] = new[name]
+        for name in ("filter", "held", "ring"):
+            if not np.isfinite(new[name]).all():
+                raise ValueError(
+                    f"SensorPipeline.set_state: {name!r} must hold finite values, got NaN or inf"
+                )
+        return new
 
     # ------------------------------------------------------------------ helpers
     def _as_signal(self, value: ArrayLike, shape: tuple[int, int], where: str) -> np.ndarray:

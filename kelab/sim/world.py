@@ -25,12 +25,15 @@ from kelab.sim._compile import (
 )
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
+from kelab.sim._restore import WorldSpec, check_snapshot
 from kelab.sim.scene import Scene
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 
 #: Values of ``World(layout=...)``.
 LAYOUTS = ("isolated", "packed")
+#: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
+MAX_LOG_STEPS = 7200
 
 # replay log event kinds
 _BUILD, _EFFORTS, _TARGETS, _STATES, _DT, _FORCES = range(6)
@@ -52,6 +55,15 @@ class World:
             bit-identical to a lone copy in every scene. ``"packed"``: one Space per thread
             shard holding its copies side by side (``env_spacing`` rounded up to a power
             of two), several times faster; exactness is listed in docs/world.md, "Layouts".
+        max_log_steps: Bound of the replay log behind snapshots, in physics steps. A copy
+            that has run this many steps since its last reset is *rebased* at the end of
+            that step: reset to its own present state (bodies' poses and velocities written
+            back, contact and joint warm starts dropped, held controls kept), which ends
+            its log, so memory stays constant however long a copy runs and
+            :meth:`restore` never re-simulates more than this many steps. Deterministic
+            and logged (snapshots stay exact); it changes the physics slightly at those
+            steps, which depend only on the copy's own history since its last reset
+            (docs/world.md, "Snapshots").
 
     Example:
         >>> import kelab as ke
@@ -73,6 +85,7 @@ class World:
         seed: int = 0,
         num_threads: int = 1,
         layout: str = "isolated",
+        max_log_steps: int = MAX_LOG_STEPS,
     ) -> None:
         if not isinstance(scene, Scene):
             raise ValueError(f"World: scene must be a ke.Scene, got {type(scene).__name__}")
@@ -84,7 +97,16 @@ class World:
             raise ValueError(f"World: num_threads must be an int >= 1, got {num_threads!r}")
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise ValueError(f"World: seed must be an int >= 0, got {seed!r}")
-        if layout not in LAYOUTS:
+        if (
+            isinstance(max_log_steps, bool)
+            or not isinstance(max_log_steps, (int, np.integer))
+            or max_log_steps < 1
+        ):
+            raise ValueError(
+                f"World: max_log_steps must be an int >= 1 (physics steps), got "
+                f"{max_log_steps!r}; the default is {MAX_LOG_STEPS}"
+            )
+        if not isinstance(layout, str) or layout not in LAYOUTS:
             raise ValueError(
                 f"World: layout must be one of {LAYOUTS}, got {layout!r} ('isolated': one "
                 "pymunk space per copy, exact in every scene; 'packed': one space per thread, "
@@ -191,6 +213,12 @@ class World:
         self._log: list[tuple[int, int, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
         self._epoch = np.zeros(num_envs, dtype=np.int64)
         self._log.append((0, _BUILD, self._all.copy(), None, None))
+        # rebasing: the step of each copy's last rebuild, and when the oldest reaches the bound
+        self._max_log = int(max_log_steps)
+        self._epoch_step = np.zeros(num_envs, dtype=np.int64)
+        self._rebase_at = self._max_log
+        self._read_in_step = False
+        self._read_in_step_ids = self._all[:0]
         self._read(self._all)
         self._v_prev[:] = self._raw()[:, :, 3:5]
 
@@ -246,6 +274,11 @@ class World:
         return self._layout.joint_paths
 
     @property
+    def max_log_steps(self) -> int:
+        """Physics steps a copy runs before it is rebased (bounds the replay log)."""
+        return self._max_log
+
+    @property
     def step_count(self) -> int:
         """Physics steps taken since the World was built (restored with snapshots)."""
         return self._steps
@@ -288,7 +321,37 @@ class World:
             self._read_period = self._since_read
             self._since_read = 0
         if not self._state_valid.all():
-            self._read(np.flatnonzero(~self._state_valid))
+            stale = np.flatnonzero(~self._state_valid)
+            self._read(stale)
+            self._check_finite(stale)
+
+    def _check_finite(self, ids: np.ndarray | None = None) -> None:
+        """Raise if the state just read (copies ``ids``, None: all) holds NaN or inf.
+
+        One pass over the rows (no warnings, whatever the values); only when it fails are
+        the rows searched for the bodies to name.
+
+        Raises:
+            FloatingPointError: Naming the copies and bodies whose state is not finite.
+        """
+        raw = self._backend.raw if ids is None or ids.size == self._n else self._raw()[ids]
+        ok = np.isfinite(raw)
+        if ok.all():
+            return
+        rows = np.arange(self._n) if ids is None or ids.size == self._n else ids
+        bad = ~ok.all(axis=2)
+        copies = rows[bad.any(axis=1)].tolist()
+        pairs = [
+            f"{self.body_names[b]!r} in copy {rows[k]}"
+            for k, b in zip(*np.nonzero(bad), strict=True)
+        ]
+        shown = ", ".join(pairs[:6]) + (f" and {len(pairs) - 6} more" if len(pairs) > 6 else "")
+        raise FloatingPointError(
+            f"World: body state must stay finite, got NaN or inf after step {self._steps} in "
+            f"copies {copies[:20]}{'...' if len(copies) > 20 else ''}: {shown}; the simulation "
+            "diverged (extreme masses, sizes, forces or dt): reset those copies "
+            "(reset_envs / set_body_states) before reading or stepping them again"
+        )
 
     def _raw(self) -> np.ndarray:
         """(N, nb, 6) state of the scene bodies in copy frames (x, y, a, vx, vy, w)."""
@@ -352,25 +415,70 @@ class World:
         return _joint_state(self._layout, raw)
 
     # ------------------------------------------------------------------ writing
-    def _ids(self, env_ids: Any) -> np.ndarray:
+    def _ids(self, env_ids: Any, repeats: bool = False) -> np.ndarray:
+        """Copy indices from ``env_ids``: None (all), unique ints in range, or a bool mask.
+
+        ``repeats``: for resets, where a copy listed twice is reset once (the repeats are
+        dropped, the order of first appearance kept); elsewhere values come with the ids
+        and a repeated id is refused (which row would win?).
+
+        Raises:
+            ValueError: For non-integer ids (floats, strings, a bool), ids out of range,
+                repeated ids, or a mask of the wrong shape.
+        """
         if env_ids is None:
             return self._all
-        ids = np.asarray(env_ids)
-        if ids.dtype == bool:
-            if ids.shape != (self._n,):
-                raise ValueError(f"env_ids mask must have shape ({self._n},), got {ids.shape}")
-            return np.flatnonzero(ids)
-        ids = ids.astype(np.int64).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= self._n):
+        n = self._n
+        if isinstance(env_ids, (bool, np.bool_)):
             raise ValueError(
-                f"env_ids must be in [0, {self._n}), got min {ids.min()} max {ids.max()}"
+                f"env_ids must be copy indices (ints in [0, {n})) or a bool mask of shape "
+                f"({n},), got the bool {bool(env_ids)}; pass e.g. [0] or None for every copy"
             )
+        try:
+            ids = np.asarray(env_ids)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"env_ids must be copy indices (ints in [0, {n})) or a bool mask, got "
+                f"{_short(env_ids)}"
+            ) from None
+        if ids.dtype == bool:
+            if ids.shape != (n,):
+                raise ValueError(f"env_ids mask must have shape ({n},), got {ids.shape}")
+            return np.flatnonzero(ids)
+        if isinstance(env_ids, (list, tuple)) and any(
+            isinstance(x, (bool, np.bool_)) for x in env_ids
+        ):  # bools among ints: numpy would read them as 0 and 1
+            raise ValueError(
+                f"env_ids must be integer copy indices in [0, {n}) or a bool mask of shape "
+                f"({n},), got bools mixed with other values: {_short(env_ids)}"
+            )
+        if ids.size == 0 and ids.ndim == 1:
+            return ids.astype(np.int64)
+        if ids.dtype.kind not in "iu" or ids.ndim > 1:
+            raise ValueError(
+                f"env_ids must be integer copy indices in [0, {n}) (a 1-D list or array) or a "
+                f"bool mask of shape ({n},), got {_short(env_ids)} (dtype {ids.dtype}, shape "
+                f"{ids.shape}); convert with np.asarray(ids, dtype=int) if they are whole numbers"
+            )
+        ids = ids.astype(np.int64).reshape(-1)
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= n or (ids.dtype.kind == "u" and hi < 0):
+            raise ValueError(f"env_ids must be in [0, {n}), got min {lo} max {hi}")
+        if ids.size > 1:
+            uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+            if uniq.size != ids.size and repeats:
+                return ids[np.sort(first)]
+            if uniq.size != ids.size:
+                raise ValueError(
+                    f"env_ids must be unique (each copy once), got {uniq[counts > 1].tolist()} "
+                    "more than once; pass each copy once (the last of repeated rows would win)"
+                )
         return ids
 
     def _controls(self, kind: int, values: Any, joint_ids: Any = None, env_ids: Any = None) -> None:
         ids = self._ids(env_ids)
         ncols = self._nj if joint_ids is None else np.size(joint_ids)
-        vals = np.asarray(values, dtype=np.float64)
+        vals = _float_array(values, "joint commands")
         try:
             if vals.shape != (ids.size, ncols):
                 vals = np.broadcast_to(vals, (ids.size, ncols))
@@ -602,12 +710,19 @@ class World:
         """
         ids = self._ids(env_ids)
         shape = (ids.size, self._nb, 3)
-        poses = (
-            np.array(poses, dtype=np.float64).reshape(shape) if np.size(poses) else np.zeros(shape)
+        poses = np.array(_float_array(poses, "set_body_states: poses"))
+        vels = (
+            np.zeros(shape)
+            if velocities is None
+            else np.array(_float_array(velocities, "set_body_states: velocities"))
         )
-        vels = np.zeros(shape) if velocities is None else np.array(velocities, np.float64)
-        if poses.shape != shape or vels.shape != shape:
-            raise ValueError(f"poses and velocities must have shape {shape}")
+        for name, arr, what in (("poses", poses, "x, y, angle"), ("velocities", vels, "vx, vy, w")):
+            if arr.shape != shape:
+                raise ValueError(
+                    f"set_body_states: {name} must have shape {shape} (copies, bodies, {what}), "
+                    f"got {arr.shape}; read the present ones with body_poses / body_velocities "
+                    "and change the rows to set"
+                )
         if not (np.isfinite(poses).all() and np.isfinite(vels).all()):
             raise ValueError("set_body_states: poses and velocities must be finite")
         self._rebuild(ids, place=False)  # every moving body's state is written next
@@ -619,9 +734,10 @@ class World:
         """Reset copies to the scene's initial configuration (zero velocity, no history).
 
         Args:
-            env_ids: Copies to reset; None means all.
+            env_ids: Copies to reset (indices, a copy listed twice is reset once, or a
+                bool mask); None means all.
         """
-        ids = self._ids(env_ids)
+        ids = self._ids(env_ids, repeats=True)
         self._rebuild(ids)
         self._after_reset(ids)
 
@@ -637,6 +753,9 @@ class World:
         self._forces_dirty = True
         self._log.append((self._steps, _BUILD, ids.copy(), None, None))
         self._epoch[ids] = len(self._log) - 1
+        if ids.size:
+            self._epoch_step[ids] = self._steps
+            self._rebase_at = int(self._epoch_step.min()) + self._max_log
         self._state_valid[ids] = False
         self._contacts = None
         self._normals[ids] = 0.0
@@ -687,8 +806,53 @@ class World:
             self._time = self._time  # fold the steps taken at the old dt
             self._fdt = (dt, Fraction(dt))
         self._time_steps += 1
+        if self._read_in_step:  # a state read during the step: checked before use
+            self._check_finite(self._read_in_step_ids)
         if self._sensor_specs:
             self._update_sensors(dt)
+        if self._steps >= self._rebase_at:
+            self._rebase()
+
+    def _rebase(self) -> None:
+        """Rebase the copies that have run ``max_log_steps`` steps since their last rebuild.
+
+        Each is reset to its own present state, as :meth:`set_body_states` would (rebuilt:
+        no contact or joint warm starts, friction regimes sticking; its poses and
+        velocities written back), but its held controls carry over and its sensors and
+        IMU history are left alone. Logged as a rebuild, a state write and the controls,
+        so a replay from there reproduces it bit for bit, and the rebuild ends the copy's
+        log (entries older than every copy's last rebuild are dropped).
+        """
+        ids = np.flatnonzero(self._steps - self._epoch_step >= self._max_log)
+        if ids.size == 0:
+            self._rebase_at = int(self._epoch_step.min()) + self._max_log
+            return
+        if self._contacts is None:  # the step's contacts stay readable after the rebuild
+            self._read_contacts(self._all)
+        contacts = self._contacts
+        stale = ids[~self._state_valid[ids]]
+        if stale.size:
+            self._jc.eager = False  # a read of the World's own (never changes physics)
+            self._read(stale)
+            self._jc.eager = True
+        self._check_finite(ids)
+        raw = self._raw()[ids]
+        poses, vels = raw[:, :, 0:3].copy(), raw[:, :, 3:6].copy()
+        held = [
+            (_EFFORTS, self._efforts, self._efforts[ids].copy()),
+            (_TARGETS, self._targets, self._targets[ids].copy()),
+            (_FORCES, self._ext, self._ext[ids].copy()),
+        ]
+        self._rebuild(ids, place=False)
+        self._write_states(ids, poses, vels)
+        self._log.append((self._steps, _STATES, ids.copy(), poses, vels))
+        for kind, target, values in held:
+            if values.any():  # a rebuild zeroes them: only non-zero ones are logged
+                target[ids] = values
+                self._log.append((self._steps, kind, ids.copy(), values, None))
+        self._ext_any = bool(self._ext.any())
+        self._forces_dirty = True
+        self._contacts = contacts
 
     def _new_dt(self, dt: Any) -> float:
         """Check a step's ``dt`` that differs from the last one; log a change of dt."""
@@ -737,6 +901,8 @@ class World:
             self._jc.eager = expected = self._since_read == self._read_period
             read = needs_state or bool(self._sensor_specs) or expected
         done = self._backend.step(dt, ids, read)
+        self._read_in_step = bool(done.size)
+        self._read_in_step_ids = done
         self._jc.eager = True
         if self._packed:  # every copy stepped: whole-array writes, no fancy indexing
             stepped = self._all
@@ -1084,58 +1250,65 @@ class World:
     def restore(self, snap: Snapshot) -> None:
         """Return to the moment ``snap`` was taken; stepping on is bit-identical.
 
+        All or nothing: the whole snapshot is validated first (arrays, their dtypes,
+        shapes and finite values, the replay log, ids, exact time, sensor and Generator
+        states; kelab/sim/_restore.py), and a refused snapshot leaves the World exactly as
+        it was. A snapshot whose log would re-simulate ``max_log_steps`` steps or more is
+        refused: a World's own log never spans that many (docs/snapshots.md).
+
         Raises:
             ValueError: If the snapshot comes from another scene (both fingerprints are
-                named) or from a World with another number of copies.
+                named) or from a World with another number of copies, or if anything in
+                it is malformed or inconsistent (the message names it).
         """
+        if not isinstance(snap, Snapshot):
+            raise ValueError(f"World.restore: expected a ke.Snapshot, got {type(snap).__name__}")
         snap.check_fingerprint(self._fingerprint)
-        if snap.meta.get("num_envs") != self._n:
-            raise ValueError(
-                f"snapshot has {snap.meta.get('num_envs')} copies, this World {self._n}"
-            )
-        ar = snap.arrays
-        log = []
-        nb, nj = self._nb, self._nj
-        for e in range(ar["log/step"].size):
-            kind = int(ar["log/kind"][e])
-            ids = np.array(ar["log/ids"][ar["log/id_off"][e] : ar["log/id_off"][e + 1]])
-            vals = np.array(ar["log/vals"][ar["log/val_off"][e] : ar["log/val_off"][e + 1]])
-            a = b = None
-            if kind in (_EFFORTS, _TARGETS):
-                a = vals.reshape(ids.size, nj)
-            elif kind == _STATES:
-                half = ids.size * nb * 3
-                a = vals[:half].reshape(ids.size, nb, 3)
-                b = vals[half:].reshape(ids.size, nb, 3)
-            elif kind == _DT:
-                a = vals
-            elif kind == _FORCES:
-                a = vals.reshape(ids.size, nb, 3)
-            log.append((int(ar["log/step"][e]), kind, ids, a, b))
-        epoch = np.array(ar["copies/epoch"], dtype=np.int64)
-        self._replay(log, epoch, snap.step_count)
-        self._log = log
-        self._epoch = epoch
-        self._efforts[:] = ar["controls/efforts"]
-        self._targets[:] = ar["controls/targets"]
-        self._ext[:] = ar["controls/external"] if "controls/external" in ar else 0.0
+        plan = check_snapshot(snap, self._restore_spec())
+        # nothing below can fail on the snapshot's content
+        self._replay(plan.log, plan.epoch, plan.step_count)
+        self._log = plan.log
+        self._epoch = plan.epoch
+        self._epoch_step = plan.epoch_step.astype(np.int64)
+        self._rebase_at = int(self._epoch_step.min()) + self._max_log
+        self._efforts[:] = plan.efforts
+        self._targets[:] = plan.targets
+        self._ext[:] = plan.external
         self._ext_any = bool(self._ext.any())
-        self._v_prev[:] = ar["imu/v_prev"]
-        self._steps = snap.step_count
-        num, den = snap.meta["time"]
-        self._time = Fraction(int(num), int(den))
-        self._dt = snap.meta["dt"]
-        if self._dt is None:  # taken before the first step: no pipelines yet
-            self._pipelines = {}
-        elif not self._pipelines and self._sensor_specs:
-            self._make_pipelines(self._dt)
+        self._v_prev[:] = plan.v_prev
+        self._steps = plan.step_count
+        self._time = plan.time
+        self._dt = plan.dt
+        self._pipelines = plan.pipelines
         for name, p in self._pipelines.items():
-            prefix = f"sensor/{name}/"
-            p.set_state({k[len(prefix) :]: v for k, v in ar.items() if k.startswith(prefix)})
-        for g, st in zip(self._rngs, snap.meta["rng"], strict=True):
+            p.set_state(plan.sensor_states[name])
+        for g, st in zip(self._rngs, plan.rng_states, strict=True):
             set_rng_state(g, st)
         self._contacts = None
         self._state_valid[:] = False
+
+    def _restore_spec(self) -> WorldSpec:
+        """What a snapshot must match to be restored here (see ``_restore.check_snapshot``)."""
+        lo, hi = self._clip_bounds()
+
+        def pipelines(dt: float) -> dict[str, SensorPipeline]:
+            if self._pipelines and self._dt == dt:
+                return self._pipelines
+            return {
+                s.name: SensorPipeline(s.config, self._n, _SENSOR_WIDTH[s.kind], dt, self._rngs)
+                for s in self._scene.sensors
+            }
+
+        return WorldSpec(
+            num_envs=self._n,
+            n_bodies=self._nb,
+            n_joints=self._nj,
+            effort_bound=hi[0] if self._n else np.zeros(self._nj),
+            dynamic=self._layout.dynamic,
+            max_log_steps=self._max_log,
+            rng_types=tuple(type(g.bit_generator) for g in self._rngs),
+            pipelines=pipelines,
+        )
 
     def _replay(self, log: list, epoch: np.ndarray, end_step: int) -> None:
         """Rebuild every copy and re-simulate its logged history up to ``end_step``.
@@ -1221,11 +1394,30 @@ class World:
         self._backend.close()
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters (for error messages)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _float_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as float64; only real numbers (ints, floats) are accepted.
+
+    Raises:
+        ValueError: For strings, complex numbers, bools, objects or ragged lists.
+    """
+    if isinstance(value, np.ndarray) and value.dtype == np.float64:
+        return value
     try:
-        return np.asarray(value, dtype=np.float64)
+        arr = np.asarray(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an array of numbers, got {value!r}") from None
+        arr = None
+    if arr is None or arr.dtype.kind not in "iuf":
+        kind = "ragged or not an array" if arr is None else f"dtype {arr.dtype}"
+        raise ValueError(
+            f"{name} must be real numbers (ints or floats), got {_short(value)} ({kind})"
+        )
+    return arr.astype(np.float64, copy=False)
 
 
 def _vec2(value: Any, name: str) -> np.ndarray:
@@ -1325,15 +1517,38 @@ class RobotView:
         self, efforts: Any, joint_ids: Any = None, env_ids: Any = None
     ) -> None:
         """Hold efforts for some joints of some copies (clipped to the actuator limits)."""
-        cols = self._jidx if joint_ids is None else self._jidx[np.asarray(joint_ids, np.int64)]
+        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
         self._world._controls(_EFFORTS, efforts, cols, env_ids)
 
     def set_joint_position_target(
         self, targets: Any, joint_ids: Any = None, env_ids: Any = None
     ) -> None:
         """Hold PD position targets for some joints of some copies."""
-        cols = self._jidx if joint_ids is None else self._jidx[np.asarray(joint_ids, np.int64)]
+        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
         self._world._controls(_TARGETS, targets, cols, env_ids)
+
+    def _local(self, joint_ids: Any) -> np.ndarray:
+        """Local joint indices: unique ints in ``[0, num_joints)`` (one int or a 1-D list).
+
+        Raises:
+            ValueError: For floats, strings, bools, repeats or indices out of range.
+        """
+        n = self.num_joints
+        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
+        if cols is not None and cols.size == 0 and cols.ndim == 1:
+            return cols.astype(np.int64)
+        if cols is None or cols.dtype.kind not in "iu" or cols.ndim > 1:
+            raise ValueError(
+                f"joint_ids must be local joint indices (ints in [0, {n})) as one int or a "
+                f"1-D list, got {_short(joint_ids)}; find them with find_joints(names)"
+            )
+        cols = cols.reshape(-1).astype(np.int64)
+        listed = cols.tolist()
+        if listed and (min(listed) < 0 or max(listed) >= n):
+            raise ValueError(f"joint_ids must be in [0, {n}) for robot {self.path!r}, got {listed}")
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
+        return cols
 
     @property
     def root_pose(self) -> np.ndarray:
@@ -1411,13 +1626,10 @@ class RobotView:
         w = self._world
         ids = w._ids(env_ids)
         n = self.num_joints
-        cols = np.arange(n) if joint_ids is None else np.asarray(joint_ids).reshape(-1)
-        if cols.dtype.kind not in "iu" or (cols.size and (cols.min() < 0 or cols.max() >= n)):
-            raise ValueError(
-                f"set_joint_state: joint_ids must be local joint indices in [0, {n}), got "
-                f"{np.asarray(joint_ids).tolist()}"
-            )
-        cols = cols.astype(np.int64)
+        try:
+            cols = np.arange(n) if joint_ids is None else self._local(joint_ids)
+        except ValueError as exc:
+            raise ValueError(f"set_joint_state: {exc}") from None
         lay = w._layout
         for c in cols.tolist():
             if lay.joints[self._jidx[c]].kind == "spring":
@@ -1569,7 +1781,7 @@ class RobotView:
         see :meth:`World.set_body_states`).
         """
         w = self._world
-        ids = w._ids(env_ids)
+        ids = w._ids(env_ids, repeats=True)
         poses = w.body_poses[ids]
         vels = w.body_velocities[ids]
         poses[:, self._bidx] = w._layout.initial[self._bidx]
