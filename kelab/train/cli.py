@@ -132,6 +132,22 @@ class ProgressBar:
 
 
 # ---------------------------------------------------------------------------- train
+def _sigterm_stops_like_ctrl_c() -> None:
+    """``kill`` (SIGTERM) and Ctrl-C both save ``latest`` and end the run cleanly."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with `&` by a shell
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def run_train(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
@@ -150,6 +166,7 @@ def run_train(
     iterations = config.max_iterations if args.iterations is None else args.iterations
     if args.stop_at_target:
         config = config.replace(stop_at_target=True)
+    _sigterm_stops_like_ctrl_c()
     workers = getattr(args, "workers", None)
     address = getattr(args, "ray_address", None)
     if workers is None and address is not None:

@@ -39,10 +39,9 @@ def _app_class() -> type:
             timeline.add_runner("Robot", env.timing.control_hz)
             timeline.add_runner("Capture", 30)
             task = env.unwrapped.task
-            size = tuple(int(v) for v in getattr(task, "render_size", (960, 540)))
+            kwargs.setdefault("size", tuple(int(v) for v in task.render_size))
+            kwargs.setdefault("title", f"KELab - {type(task).__name__} (policy)")
             super().__init__(
-                title=f"KELab - {type(task).__name__} (policy)",
-                size=size,
                 world=env.unwrapped.world,
                 timeline=timeline,
                 **kwargs,

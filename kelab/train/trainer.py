@@ -222,6 +222,7 @@ class RLTrainer:
         self._csv_writer: Any = None
         self._history: list[tuple[int, float, float | None]] = []
         self._closed = False
+        self._episodes = _Episodes(self.config.success_window)  # recent, across train() calls
         self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
 
     # ------------------------------------------------------------------ checkpoints
@@ -317,6 +318,8 @@ class RLTrainer:
             return
         path = self.run_dir / "metrics.csv"
         new = not path.exists()
+        if not new and not self._history:  # a resumed run: the curve shows the whole run
+            self._history = _read_history(path)
         self._csv = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
         self._csv_writer = csv.writer(self._csv)
         if new:
@@ -385,7 +388,7 @@ class RLTrainer:
         self._open_logs()
         cfg = self.config
         alg, vec = self.alg, self.vec
-        episodes = _Episodes(cfg.success_window)
+        episodes = self._episodes
         steps_per_iter = vec.num_envs * cfg.num_steps_per_env
         start_wall = time.perf_counter()
         base_wall = self.wall_time_s
@@ -523,6 +526,23 @@ class RLTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _read_history(path: Path) -> list[tuple[int, float, float | None]]:
+    """``(env_steps, mean_return, success_rate)`` rows of an existing metrics.csv."""
+    rows: list[tuple[int, float, float | None]] = []
+    try:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f):
+                rate = row.get("success_rate") or ""
+                ret = row.get("mean_return") or ""
+                rows.append(
+                    (int(row["env_steps"]), float(ret) if ret else math.nan,
+                     float(rate) if rate else None)
+                )  # fmt: skip
+    except (OSError, KeyError, ValueError):
+        return []  # an unreadable file only loses the earlier part of the curve
+    return rows
 
 
 def _finite_or_none(value: Any) -> float | None:

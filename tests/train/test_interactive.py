@@ -1,0 +1,71 @@
+"""RLPlayer interactive: the policy acts in the App's fixed_update; pause, step, drag."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.train.cli import shipped_policy
+from kelab.train.interactive import policy_app
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += max(0.0, seconds)
+
+
+def _frames(app, clock, n, dt=1 / 60):
+    for _ in range(n):
+        clock.now += dt
+        app.renderFrameOnce()
+
+
+def _screen(app, point):
+    x, y = app.camera.world_to_screen(point)
+    return (int(round(x)), int(round(y)))
+
+
+def test_policy_plays_in_an_app_window_with_pause_step_and_drag(real_window):
+    player = ke.RLPlayer(shipped_policy("kelab.tasks.cartpole:CartPoleTask"), render_mode=None)
+    env = ke.DirectRLEnv(CartPoleTask(), seed=4)
+    clock = Clock()
+    app = policy_app(env, player.act, episodes=5, seed=4, size=(320, 240), render_hz=None,
+                     clock=clock, sleep=clock.sleep)  # fmt: skip
+    _frames(app, clock, 30)
+    assert app.renderer is not None and not app.renderer.headless  # a real window
+    steps = app.env_steps
+    assert steps >= 25  # one env step per fixed step at 60 Hz
+    assert abs(env.unwrapped.task.pole_angle()[0]) < 0.2  # the policy balances
+    app.pause()
+    _frames(app, clock, 10)
+    assert app.env_steps == steps  # paused: no env steps
+    app.step_once()
+    _frames(app, clock, 1)
+    assert app.env_steps == steps + 1
+    app.resume()
+    # drag the pole tip sideways with the mouse: the policy has to fight the push
+    world = env.unwrapped.world
+    pole = world.body_names.index("/World/Robot/pole")
+    tip = tuple(world.body_poses[0, pole, :2])
+    app.inject_event(ke.InputEvent("mouse_move", pos=_screen(app, tip)))
+    app.inject_event(ke.InputEvent("mouse_down", button=1, pos=_screen(app, tip)))
+    _frames(app, clock, 2)
+    assert app.dragged is not None and app.dragged.path == "/World/Robot/pole"
+    target = (tip[0] + 1.0, tip[1])
+    app.inject_event(ke.InputEvent("mouse_move", pos=_screen(app, target)))
+    _frames(app, clock, 10)
+    assert np.abs(world.external_forces).sum() > 0  # the drag spring pushes
+    app.inject_event(ke.InputEvent("mouse_up", button=1, pos=_screen(app, target)))
+    _frames(app, clock, 2)
+    assert app.dragged is None and app.env_steps > steps + 10
+    pixels = app.read_rgb_pixels()
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 10
+    app.close()
+    env.close()
