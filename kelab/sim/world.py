@@ -464,15 +464,18 @@ class World:
         lo, hi = int(ids.min()), int(ids.max())
         if lo < 0 or hi >= n or (ids.dtype.kind == "u" and hi < 0):
             raise ValueError(f"env_ids must be in [0, {n}), got min {lo} max {hi}")
-        if ids.size > 1:
+        if ids.size > 1 and (
+            len(set(ids.tolist())) != ids.size
+            if ids.size <= 64  # a set is cheaper than a sort for a few ids
+            else not (np.diff(np.sort(ids)) != 0).all()
+        ):
             uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
-            if uniq.size != ids.size and repeats:
+            if repeats:
                 return ids[np.sort(first)]
-            if uniq.size != ids.size:
-                raise ValueError(
-                    f"env_ids must be unique (each copy once), got {uniq[counts > 1].tolist()} "
-                    "more than once; pass each copy once (the last of repeated rows would win)"
-                )
+            raise ValueError(
+                f"env_ids must be unique (each copy once), got {uniq[counts > 1].tolist()} "
+                "more than once; pass each copy once (the last of repeated rows would win)"
+            )
         return ids
 
     def _controls(self, kind: int, values: Any, joint_ids: Any = None, env_ids: Any = None) -> None:
@@ -1303,7 +1306,7 @@ class World:
             num_envs=self._n,
             n_bodies=self._nb,
             n_joints=self._nj,
-            effort_bound=hi[0] if self._n else np.zeros(self._nj),
+            effort_bound=hi[0],
             dynamic=self._layout.dynamic,
             max_log_steps=self._max_log,
             rng_types=tuple(type(g.bit_generator) for g in self._rngs),

@@ -198,3 +198,12 @@ def test_a_diverging_copy_is_named_after_the_step(layout: str) -> None:
     w.reset_envs([1])  # the fix the message names
     w.step(1 / 120)
     assert np.isfinite(w.body_poses).all()
+
+
+def test_repeats_among_many_ids_are_found() -> None:
+    w = _balls(100, "packed")
+    ids = np.r_[np.arange(100), 42]  # more ids than the set check handles: sorted
+    with pytest.raises(ValueError, match=r"\[42\] more than once"):
+        w.set_body_forces(np.zeros((101, 3, 2)), env_ids=ids)
+    assert w._ids(ids, repeats=True).tolist() == list(range(100))
+    assert w._ids(np.arange(100)[::-1].copy()).tolist() == list(range(99, -1, -1))
