@@ -230,6 +230,7 @@ class PanelHost:
             self._gl = ImGuiGLRenderer(ctx)
         r = self._gl
         size = tuple(fbo.size)
+        r.update_textures()
         changed = r.prepare(draw_data)
         rect = self._panel_rect(size)
         if not self.gl_cache or rect is None or not self._inside(r.bounds(size), rect):

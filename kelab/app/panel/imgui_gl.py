@@ -89,6 +89,7 @@ class ImGuiGLRenderer:
         self._ibytes = b""
         self._cmds: list[tuple[float, float, float, float, int, int, int]] = []
         self._copy: moderngl.VertexArray | None = None
+        self._upload_pending = False
         self.vsize = imgui.VERTEX_SIZE
         self.isize = imgui.INDEX_SIZE
 
@@ -132,13 +133,25 @@ class ImGuiGLRenderer:
                 tex.set_tex_id(0)
                 tex.status = status.destroyed
 
+    def textures_pending(self) -> bool:
+        """Whether ImGui has textures to create, update or destroy (GL work)."""
+        ok = self._imgui.ImTextureStatus.ok
+        return any(t.status != ok for t in self._imgui.get_platform_io().textures)
+
+    def update_textures(self) -> None:
+        """Create, update and destroy ImGui's textures (the GL context must be current)."""
+        if self.textures_pending():
+            self._update_textures()
+
     def prepare(self, draw_data: Any) -> bool:
-        """Take this frame's draw data (and texture updates); True when it changed.
+        """Take this frame's draw data; True when it changed.
 
         The vertices, indices and commands are compared with the last frame's, so an
-        unchanged panel can be shown from a cache instead of being drawn again.
+        unchanged panel can be shown from a cache instead of being drawn again. Texture
+        updates (GL) must have been applied first (`update_textures`, with the context
+        current); the buffers are uploaded by `draw`, so no GL call is made here.
         """
-        self._update_textures()
+        textures_pending = self.textures_pending()
         vsize, isize = self.vsize, self.isize
         lists = draw_data.cmd_lists
         n_vtx = sum(cl.vtx_buffer.size() for cl in lists)
@@ -178,8 +191,18 @@ class ImGuiGLRenderer:
             io_ += ni
         ibytes = idx.tobytes()
         if vbytes == self._vbytes and ibytes == self._ibytes and cmds == self._cmds:
-            return False
+            return textures_pending
         self._vbytes, self._ibytes, self._cmds = vbytes, ibytes, cmds
+        self._upload_pending = True
+        return True
+
+    def _sync(self) -> None:
+        """Apply texture updates and upload the prepared buffers (GL context current)."""
+        self._update_textures()
+        if not self._upload_pending:
+            return
+        self._upload_pending = False
+        vbytes, ibytes = self._vbytes, self._ibytes
         if self.vbo.size < len(vbytes) or self.ibo.size < len(ibytes):
             self.vbo.orphan(max(self.vbo.size * 2, len(vbytes)))
             self.ibo.orphan(max(self.ibo.size * 2, len(ibytes)))
@@ -188,7 +211,6 @@ class ImGuiGLRenderer:
         if vbytes:
             self.vbo.write(vbytes)
             self.ibo.write(ibytes)
-        return True
 
     def bounds(self, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
         """The pixel box ``(x, y, w, h)`` the prepared vertices cover (None: nothing)."""
@@ -209,11 +231,13 @@ class ImGuiGLRenderer:
             top_first: True when row 0 of the framebuffer is the top of the image (the
                 "gl" backend's headless frames), False for ordinary OpenGL order.
         """
+        self.update_textures()
         self.prepare(draw_data)
         self.draw(fbo, top_first)
 
     def draw(self, fbo: moderngl.Framebuffer, top_first: bool) -> None:
         """Draw the prepared data over ``fbo`` (see `render`)."""
+        self._sync()
         if not self._cmds:
             return
         ctx = self.ctx
@@ -341,9 +365,11 @@ class OffscreenImGui:
         self, draw_data: Any, size: tuple[int, int]
     ) -> tuple[bool, tuple[int, int, int, int] | None]:
         """Take the frame's draw data: whether it changed, and the box it draws in."""
-        with _no_glx_current(), self.ctx:
-            changed = self.renderer.prepare(draw_data)
-            return changed, self.renderer.bounds(size)
+        if self.renderer.textures_pending():  # e.g. the font atlas: the first frame
+            with _no_glx_current(), self.ctx:
+                self.renderer.update_textures()
+        changed = self.renderer.prepare(draw_data)  # no GL: the context stays released
+        return changed, self.renderer.bounds(size)
 
     def read(self, size: tuple[int, int], rect: tuple[int, int, int, int]) -> np.ndarray:
         """Render the prepared data and read back ``rect`` = ``(x, y, w, h)``.
