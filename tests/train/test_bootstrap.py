@@ -42,7 +42,7 @@ def test_the_adapter_passes_the_final_observation_of_time_limit_endings():
 
     env = ke.LearningEnv(Short(), num_envs=3, seed=1)
     vec = RslVecEnv(env, seed=1)
-    for step in range(4):
+    for _ in range(4):
         obs, rewards, dones, extras = vec.step(torch.zeros(3, 1))
     assert dones.tolist() == [1, 1, 1] and extras["time_outs"].tolist() == [True] * 3
     final = extras["final_obs"]["policy"].numpy()
