@@ -56,8 +56,6 @@ class CartPoleTask(Task):
         max_iterations=100,
         actor_hidden_dims=(64, 64),
         critic_hidden_dims=(64, 64),
-        init_noise_std=0.5,
-        entropy_coef=0.0,
         learning_rate=3e-3,
         gamma=0.98,
         num_learning_epochs=4,
