@@ -65,3 +65,19 @@ def test_the_shipped_cartpole_policy_reaches_its_success_rate():
     report = ke.evaluate(env, player.policy, episodes=100, seed=1000)
     env.close()
     assert report.success_rate >= 0.95, report.table()
+
+
+def test_every_builtin_task_ships_a_policy_that_fits_it():
+    from kelab.tasks import TASK_IDS
+    from kelab.tasks.registry import task_class
+
+    for env_id, target in TASK_IDS.items():
+        path = shipped_policy(target)
+        assert path is not None, env_id
+        cls = task_class(target)
+        env = ke.DirectRLEnv(cls())
+        player = ke.RLPlayer(path, env=env)  # dims checked, scene fingerprint compared
+        obs, _ = env.reset(seed=0)
+        assert player.act(obs).shape == (cls.action_dim,)
+        assert player.checkpoint.meta["task"]["id"] == env_id
+        env.close()
