@@ -25,7 +25,7 @@ from kelab.rl.terminations import (
 )
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
-from kelab.sim.world import LAYOUTS, World
+from kelab.sim.world import LAYOUTS, MAX_LOG_STEPS, World
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
@@ -251,6 +251,8 @@ class EnvCore:
             seed=seed,
             num_threads=int(num_threads),
             layout=layout,
+            # an episode never outlasts the replay log, so no copy is rebased mid-episode
+            max_log_steps=max(MAX_LOG_STEPS, (self.max_episode_length + 1) * timing.decimation),
         )
         self.robots = self._bind_robots()
 

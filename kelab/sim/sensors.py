@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from kelab._validate import show
+
 
 @dataclass(frozen=True)
 class SensorConfig:
@@ -39,16 +41,23 @@ class SensorConfig:
             value = getattr(self, name)
             if value is not None and not (_finite(value) and value > 0):
                 raise ValueError(
-                    f"SensorConfig.{name} must be None or a finite number > 0, got {value!r}"
+                    f"SensorConfig.{name} must be None or a finite number > 0, got {show(value)}"
                 )
         for name in ("noise", "delay"):
             value = getattr(self, name)
             if not (_finite(value) and value >= 0):
-                raise ValueError(f"SensorConfig.{name} must be a finite number >= 0, got {value!r}")
+                raise ValueError(
+                    f"SensorConfig.{name} must be a finite number >= 0, got {show(value)}"
+                )
 
 
 def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float (10**400)
+        return False
 
 
 StateDict = dict[str, np.ndarray]

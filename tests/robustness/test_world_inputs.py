@@ -207,3 +207,19 @@ def test_repeats_among_many_ids_are_found() -> None:
         w.set_body_forces(np.zeros((101, 3, 2)), env_ids=ids)
     assert w._ids(ids, repeats=True).tolist() == list(range(100))
     assert w._ids(np.arange(100)[::-1].copy()).tolist() == list(range(99, -1, -1))
+
+
+def test_sensor_config_refuses_an_int_too_large_for_a_float():
+    import kelab as ke
+
+    with pytest.raises(ValueError, match="noise must be a finite number"):
+        ke.SensorConfig(noise=10**400)
+
+
+def test_an_rl_episode_is_never_rebased_midway():
+    import kelab as ke
+    from kelab.tasks.pi_locomotion import PiLocomotionTask
+
+    env = ke.LearningEnv(PiLocomotionTask(), num_envs=1)
+    steps_per_episode = env.max_episode_length * env.timing.decimation
+    assert env._core.world.max_log_steps > steps_per_episode
