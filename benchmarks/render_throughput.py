@@ -8,7 +8,13 @@ with wheels, pole, ground) from a World, 600x400; Gymnasium's CartPole-v1 with
 Then the in-app Settings panel's cost: App frames with the panel shut and open (gl and
 pygame backends), and pygame-gui drawing a comparable panel when it is installed.
 
+Then full RL frames: ``LearningEnv(render_mode="rgb_array").render()`` of CartPole and
+Pi-Locomotion (640x480: shaded backdrop, outlined bodies, ground ticks and metre labels,
+the per-episode status line, read back) next to a bare ``draw_world`` of the same World
+through the same camera (clear, draw, read back), both backends.
+
 Usage: python benchmarks/render_throughput.py [--frames 600] [--repeats 3] [--panel-only]
+       [--rl-only]
 """
 
 from __future__ import annotations
@@ -73,6 +79,75 @@ def gym_fps(frames: int, repeats: int) -> tuple[float, np.ndarray]:
     env.close()
     assert img is not None
     return best, img
+
+
+_TASKS = {
+    "kelab/CartPole-v0": "kelab.tasks.cartpole:CartPoleTask",
+    "kelab/Pi-Locomotion-v0": "kelab.tasks.pi_locomotion:PiLocomotionTask",
+}
+
+
+def rl_frame_ms(task_id: str, backend: str, frames: int, repeats: int) -> tuple[float, float]:
+    """(decorated, bare) ms per 640x480 RL frame read back, best of ``repeats``.
+
+    Decorated: ``env.render()`` of a 1-copy ``LearningEnv`` with ``render_mode="rgb_array"``
+    after an env step (the step is not timed; the status line changes every frame). Bare:
+    ``clear`` + ``draw_world`` + ``read_rgb_pixels`` of the same World, camera and size.
+    The two alternate in rounds (the machine's load drifts).
+    """
+    from kelab.tasks.registry import build_task  # noqa: PLC0415
+
+    env = ke.LearningEnv(build_task(_TASKS[task_id]), num_envs=1, render_mode="rgb_array", seed=0)
+    env._presenter.backend = backend  # what `kelab preview --backend` sets
+    env.reset(seed=0)
+    act = np.zeros((1, env.single_action_space.shape[0]), np.float32)
+    env.step(act)
+    env.render()
+    cam = env._presenter.renderer.camera
+    size = env._presenter.renderer.size
+    bare = ke.create_renderer(backend, size=size, headless=True)
+    best_dec = best_bare = float("inf")
+    for rep in range(repeats + 1):  # the first round warms up
+        spent = 0.0
+        for _ in range(frames):
+            env.step(act)
+            t0 = time.perf_counter()
+            env.render()
+            spent += time.perf_counter() - t0
+        bare.camera.center, bare.camera.zoom = cam.center, cam.zoom
+        t0 = time.perf_counter()
+        for _ in range(frames):
+            bare.begin_frame()
+            bare.canvas.clear((255, 255, 255))
+            bare.canvas.draw_world(env.world)
+            bare.end_frame()
+            bare.read_rgb_pixels()
+        bare_s = time.perf_counter() - t0
+        if rep:
+            best_dec = min(best_dec, spent / frames)
+            best_bare = min(best_bare, bare_s / frames)
+    bare.close()
+    env.close()
+    return best_dec * 1e3, best_bare * 1e3
+
+
+def rl_table(frames: int, repeats: int, gym_ms: float | None) -> None:
+    """Full RL rgb_array frames against bare draw_world, both backends."""
+    print(
+        f"\nRL rgb_array frames 640x480, best of {repeats} x {frames}; load average "
+        f"{os.getloadavg()[0]:.1f}\n"
+    )
+    print(
+        "| task | backend | bare draw_world ms | full RL frame ms | scenery cost | vs Gymnasium |"
+    )
+    print("|---|---|---:|---:|---:|---:|")
+    for task_id in ("kelab/CartPole-v0", "kelab/Pi-Locomotion-v0"):
+        for backend in ("pygame", "gl"):
+            dec, bare = rl_frame_ms(task_id, backend, frames, repeats)
+            vs = f"{gym_ms / dec:.2f}x" if gym_ms else "-"
+            print(
+                f"| {task_id} | `{backend}` | {bare:.3f} | {dec:.3f} | {dec - bare:+.3f} | {vs} |"
+            )
 
 
 def _panel_app(backend: str, page: str | None) -> ke.App:
@@ -173,7 +248,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="timed rounds (best is kept)")
     parser.add_argument("--png-dir", default="", help="also save one frame of each as PNG")
     parser.add_argument("--panel-only", action="store_true", help="only the Settings panel rows")
+    parser.add_argument("--rl-only", action="store_true", help="only the RL frame rows")
     args = parser.parse_args()
+    if args.rl_only:
+        base, _ = gym_fps(max(1, args.frames // 3), args.repeats)
+        rl_table(max(1, args.frames // 3), args.repeats, 1000.0 / base)
+        return
     if args.panel_only:
         panel_table(max(1, args.frames // 2), args.repeats)
         return
@@ -209,6 +289,7 @@ def main() -> None:
             f"| {name} | {shape[1]}x{shape[0]} | {fps:,.0f} | {1000.0 / fps:.3f} "
             f"| {fps / base:.2f}x |"
         )
+    rl_table(max(1, args.frames // 3), args.repeats, 1000.0 / base)
     panel_table(max(1, args.frames // 2), args.repeats)
 
 
