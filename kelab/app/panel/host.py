@@ -6,6 +6,13 @@ panel consumed (a press on the panel never reaches picking, dragging or `App.inp
 builds the ImGui frame from the `PanelModel`, and draws it over the frame through the
 renderer's ``overlay`` hook: on the "gl" backend into the frame's own framebuffer, on the
 "pygame" backend through an offscreen EGL context composited onto the surface.
+
+An untouched panel costs almost nothing per frame: the ImGui frame is built only when
+input reached the panel (and for `SETTLE_S` after it, so hover, clicks and tooltips play
+out), when a value the page shows changed (`PanelUI.shown_key`), when the display size
+changed, or when the page's refresh interval passed (`PanelUI.refresh_s`: the Plots page
+10 times a second, the others twice). Between builds the last panel image is copied
+from a cache (gl: one ``glBlitFramebuffer`` of the panel rectangle; pygame: one blit).
 """
 
 from __future__ import annotations
@@ -15,7 +22,10 @@ from typing import Any
 from kelab.app.panel.model import PanelModel
 from kelab.render.events import InputEvent
 
-__all__ = ["PanelHost"]
+__all__ = ["SETTLE_S", "PanelHost"]
+
+SETTLE_S = 0.6
+"""Seconds after the last input that the panel keeps building every frame."""
 
 
 def _imgui_keys() -> dict[str, Any]:
@@ -94,6 +104,12 @@ class PanelHost:
         self._gl: Any = None  # ImGuiGLRenderer (gl backend)
         self._offscreen: Any = None  # OffscreenImGui (pygame backend)
         self._ready = False  # an ImGui frame was rendered and can be drawn
+        self._built = False  # this frame's ImGui frame is new (else: the cached image)
+        self._force = True  # build the next frame whatever the key says
+        self._since_build = 0.0  # wall seconds since the last built frame
+        self._since_input = 0.0  # wall seconds since input last reached the panel
+        self._key: Any = None  # (display size, what the page shows) at the last build
+        self._pointer_in = False  # the pointer was over the panel at its last move
         # the last panel image: gl a framebuffer, pygame (pixels, surface); and its key
         self._cache: Any = None
         self._cache_key: Any = None
@@ -127,7 +143,12 @@ class PanelHost:
         kind = ev.kind
         if kind == "mouse_move" and ev.pos is not None:
             io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
+            inside = self._over_panel(ev.pos)
+            if inside or self._pointer_in:  # hover changes (leaving clears it)
+                self._since_input = 0.0
+            self._pointer_in = inside
             return False
+        self._since_input = 0.0  # presses, wheels and keys: the panel may react
         if kind in ("mouse_down", "mouse_up") and ev.button is not None:
             if ev.pos is not None:
                 io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
@@ -180,24 +201,47 @@ class PanelHost:
 
     # ------------------------------------------------------------------ frame
     def frame(self, dt: float, size: tuple[int, int]) -> None:
-        """Build this frame's panel (call between the App's drawing and ``end_frame``)."""
+        """Build this frame's panel (call between the App's drawing and ``end_frame``).
+
+        The ImGui frame is built only when needed (see the module docstring); otherwise
+        the overlay shows the last one from its cache.
+        """
+        dt = max(float(dt), 0.0)
+        self._since_build += dt
+        self._since_input += dt
+        self._ready = True
+        key = (tuple(size), self.ui.shown_key())
+        if not (
+            self._force
+            or self.want_text
+            or self._since_input < SETTLE_S
+            or key != self._key
+            or self._since_build >= self.ui.refresh_s()
+        ):
+            self._built = False
+            return
         imgui = self._imgui
         self._use()
         io = imgui.get_io()
         io.display_size = imgui.ImVec2(float(size[0]), float(size[1]))
-        io.delta_time = float(min(max(dt, 1e-4), 0.5))
+        io.delta_time = float(min(max(self._since_build, 1e-4), 0.5))
         imgui.new_frame()
         self.ui.draw(size)
         imgui.render()
         self.want_text = bool(io.want_text_input)
-        self._ready = True
+        # drawing may change what is shown (a click that rebinds): compare after it
+        self._key = (tuple(size), self.ui.shown_key())
+        self._since_build = 0.0
+        self._force = False
+        self._built = True
 
     def _overlay(self, *target: Any) -> None:
         if not (self._ready and self.model.open):
+            self._force = True  # shown again later: build afresh
             return
         self._ready = False
         self._use()
-        draw_data = self._imgui.get_draw_data()
+        draw_data = self._imgui.get_draw_data() if self._built else None
         if self.renderer.backend == "gl":
             self._overlay_gl(draw_data, *target)
         else:
@@ -230,14 +274,20 @@ class PanelHost:
             self._gl = ImGuiGLRenderer(ctx)
         r = self._gl
         size = tuple(fbo.size)
-        r.update_textures()
-        changed = r.prepare(draw_data)
+        key = (size, top_first)
         rect = self._panel_rect(size)
+        if draw_data is None and self._cache_key == key and rect is not None:
+            r.blit_rect(self._cache, fbo, rect, top_first)  # nothing new: the cached image
+            return
+        changed = True
+        if draw_data is not None:
+            r.update_textures()
+            changed = r.prepare(draw_data)
         if not self.gl_cache or rect is None or not self._inside(r.bounds(size), rect):
             r.draw(fbo, top_first)  # a popup reaches out of the panel: draw it directly
             self._cache_key = None
+            self._force = True  # and build every frame while it does
             return
-        key = (size, top_first)
         if changed or self._cache_key != key:
             cache = self._cache
             if cache is None or tuple(cache.size) != size:
@@ -249,7 +299,7 @@ class PanelHost:
                 cache = self._cache = ctx.framebuffer(color_attachments=[tex])
             r.draw(cache, top_first)
             self._cache_key = key
-        r.copy_rect(self._cache.color_attachments[0], fbo, rect, top_first)
+        r.blit_rect(self._cache, fbo, rect, top_first)
 
     def _overlay_pygame(self, draw_data: Any, surface: Any) -> None:
         """Render offscreen and blit; an unchanged opaque panel is blitted from a cache."""
@@ -260,12 +310,18 @@ class PanelHost:
             from kelab.app.panel.imgui_gl import OffscreenImGui
 
             self._offscreen = OffscreenImGui()
-        changed, bounds = self._offscreen.prepare(draw_data, size)
         rect = self._panel_rect(size)
+        key = (size, rect)
+        if draw_data is None and self._cache_key == key and self._cache is not None:
+            surface.blit(self._cache[1], rect[:2])  # nothing new: the cached image
+            return
+        if draw_data is None:  # no cache to show (e.g. a popup was open): build next frame
+            self._force = True
+            return
+        changed, bounds = self._offscreen.prepare(draw_data, size)
         if rect is None or bounds is None:
             return
         if self._inside(bounds, rect):
-            key = (size, rect)
             if changed or self._cache_key != key:
                 rgba = self._offscreen.read(size, rect)
                 self._cache = (rgba, pygame.image.frombuffer(rgba.data, rect[2:], "RGBX"))
@@ -279,6 +335,7 @@ class PanelHost:
         img = pygame.image.frombuffer(rgba.data, (x1 - x0, y1 - y0), "RGBA")
         surface.blit(img, (x0, y0), special_flags=pygame.BLEND_PREMULTIPLIED)
         self._cache_key = None
+        self._force = True  # build every frame while a popup reaches out of the panel
 
     def close(self) -> None:
         """Release the GL objects and the ImGui and ImPlot contexts."""

@@ -90,6 +90,8 @@ class ImGuiGLRenderer:
         self._cmds: list[tuple[float, float, float, float, int, int, int]] = []
         self._copy: moderngl.VertexArray | None = None
         self._upload_pending = False
+        self._blit_checked = self._blit_failed = False
+        self._bounds: tuple[tuple[int, int], tuple[int, int, int, int] | None] | None = None
         self.vsize = imgui.VERTEX_SIZE
         self.isize = imgui.INDEX_SIZE
 
@@ -194,6 +196,7 @@ class ImGuiGLRenderer:
             return textures_pending
         self._vbytes, self._ibytes, self._cmds = vbytes, ibytes, cmds
         self._upload_pending = True
+        self._bounds = None
         return True
 
     def _sync(self) -> None:
@@ -214,13 +217,17 @@ class ImGuiGLRenderer:
 
     def bounds(self, size: tuple[int, int]) -> tuple[int, int, int, int] | None:
         """The pixel box ``(x, y, w, h)`` the prepared vertices cover (None: nothing)."""
-        if not self._cmds or not self._vbytes:
-            return None
-        pos = np.frombuffer(self._vbytes, dtype="<f4").reshape(-1, self.vsize // 4)[:, :2]
-        lo, hi = pos.min(axis=0), pos.max(axis=0)
-        x0, y0 = max(0, int(np.floor(lo[0]))), max(0, int(np.floor(lo[1])))
-        x1, y1 = min(size[0], int(np.ceil(hi[0]))), min(size[1], int(np.ceil(hi[1])))
-        return (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
+        if self._bounds is not None and self._bounds[0] == size:
+            return self._bounds[1]  # computed once per change of the draw data
+        box = None
+        if self._cmds and self._vbytes:
+            pos = np.frombuffer(self._vbytes, dtype="<f4").reshape(-1, self.vsize // 4)[:, :2]
+            lo, hi = pos.min(axis=0), pos.max(axis=0)
+            x0, y0 = max(0, int(np.floor(lo[0]))), max(0, int(np.floor(lo[1])))
+            x1, y1 = min(size[0], int(np.ceil(hi[0]))), min(size[1], int(np.ceil(hi[1])))
+            box = (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
+        self._bounds = (size, box)
+        return box
 
     def render(self, draw_data: Any, fbo: moderngl.Framebuffer, top_first: bool) -> None:
         """Draw ``draw_data`` over ``fbo``'s pixels (blended, scissored per command).
@@ -292,6 +299,37 @@ class ImGuiGLRenderer:
         self.ctx.disable(moderngl.BLEND)
         self._copy.render(moderngl.TRIANGLES, vertices=6)
 
+    def blit_rect(
+        self,
+        src: moderngl.Framebuffer,
+        fbo: moderngl.Framebuffer,
+        rect: tuple[int, int, int, int],
+        top_first: bool,
+    ) -> None:
+        """Copy ``rect`` of ``src`` into ``fbo`` (same size and row order), opaque.
+
+        A ``glBlitFramebuffer`` of the rectangle: llvmpipe turns a same-format, unscaled
+        blit into a memory copy, about 10x cheaper than drawing a textured quad over the
+        rectangle (measured: +0.05 vs +0.6 ms per 440x335 panel). A multisampled target
+        (no blits into one in GL 3.3) or a libGL without the entry point takes the quad
+        (`copy_rect`).
+        """
+        gl = _libgl()
+        if not gl or fbo.color_attachments[0].samples or self._blit_failed:
+            self.copy_rect(src.color_attachments[0], fbo, rect, top_first)
+            return
+        x, y, w, h = rect
+        y = y if top_first else fbo.size[1] - y - h
+        gl.glBindFramebuffer(_GL_READ_FRAMEBUFFER, src.glo)
+        gl.glBindFramebuffer(_GL_DRAW_FRAMEBUFFER, fbo.glo)
+        gl.glBlitFramebuffer(x, y, x + w, y + h, x, y, x + w, y + h, _GL_COLOR_BIT, _GL_NEAREST)
+        gl.glBindFramebuffer(_GL_FRAMEBUFFER, fbo.glo)  # what moderngl left bound
+        if not self._blit_checked:  # once: a driver that refuses it gets the quad
+            self._blit_checked = True
+            if self.ctx.error != "GL_NO_ERROR":
+                self._blit_failed = True
+                self.copy_rect(src.color_attachments[0], fbo, rect, top_first)
+
     def release(self) -> None:
         """Free the GL objects (textures, buffers, program)."""
         for t in self.textures.values():
@@ -302,6 +340,37 @@ class ImGuiGLRenderer:
         if self._copy is not None:
             for obj in (self._copy, self._copy_vbo, self._copy_prog):
                 obj.release()
+
+
+_GL_READ_FRAMEBUFFER, _GL_DRAW_FRAMEBUFFER, _GL_FRAMEBUFFER = 0x8CA8, 0x8CA9, 0x8D40
+_GL_COLOR_BIT, _GL_NEAREST = 0x4000, 0x2600
+_gl: Any = None
+
+
+def _libgl() -> Any:
+    """The GL entry points ``glBindFramebuffer`` and ``glBlitFramebuffer`` (False: none).
+
+    moderngl blits only whole framebuffers from their origin. With libglvnd (every
+    current Linux) libOpenGL / libGL dispatch to whichever context is current, EGL
+    (headless) or GLX (a glfw window).
+    """
+    global _gl
+    if _gl is None:
+        _gl = False
+        for name in ("libOpenGL.so.0", ctypes.util.find_library("OpenGL"), "libGL.so.1"):
+            if not name:
+                continue
+            try:
+                lib = ctypes.CDLL(name)
+                lib.glBindFramebuffer.argtypes = [ctypes.c_uint, ctypes.c_uint]
+                lib.glBindFramebuffer.restype = None
+                lib.glBlitFramebuffer.argtypes = [ctypes.c_int] * 8 + [ctypes.c_uint] * 2
+                lib.glBlitFramebuffer.restype = None
+            except (OSError, AttributeError):
+                continue
+            _gl = lib
+            break
+    return _gl
 
 
 _glx: Any = None

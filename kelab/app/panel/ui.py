@@ -28,7 +28,10 @@ _RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
 _GREY = imgui.ImVec4(0.65, 0.67, 0.7, 1.0)
 _ENTER = imgui.InputTextFlags_.enter_returns_true.value
 _AUTO = implot.AxisFlags_.auto_fit.value
-PLOT_REFRESH_S = 0.05
+PLOT_REFRESH_S = 0.1
+"""The Plots page (its data, values and frame statistics) is redrawn 10 times a second."""
+IDLE_REFRESH_S = 0.5
+"""The other pages are rebuilt at least this often when nothing they show changed."""
 _NO_LEGEND = (implot.Flags_.no_legend | implot.Flags_.no_menus).value
 
 
@@ -54,6 +57,41 @@ class PanelUI:
         self._plot_data: dict[str, Any] = {}
         self._stats_text = ""
         self._new_name = ""
+
+    # ------------------------------------------------------------------ change
+    def shown_key(self) -> tuple[Any, ...]:
+        """What the current page shows, as a comparable value (cheap: no drawing).
+
+        The host rebuilds the ImGui frame when it changes; the Plots page's scrolling
+        data is not part of it (it is redrawn every `PLOT_REFRESH_S` instead).
+        """
+        m = self.model
+        page = m.page
+        common = (page, m.message, m.dirty, m.settings_error, m.settings_path)
+        shown: tuple[Any, ...]
+        if page == "Time Runners":
+            shown = (m.time_mode, m.app.disable_viewport_rendering, tuple(m.runner_rows()))
+        elif page == "Scripts":
+            shown = tuple(m.script_rows())
+        elif page == "Subsystems":
+            shown = (tuple(m.subsystem_rows()), tuple(m.world_systems()), m.app.world is None)
+        elif page == "Recorder":
+            shown = (
+                tuple(m.recorder_settings.items()),
+                tuple(m.recording(k) for k in RECORDER_KINDS),
+                tuple(m.last_files.items()),
+                tuple(m.recorder_rows()),
+                str(m.app.recording_dir),
+            )
+        elif page == "Execution Order":
+            shown = tuple(m.execution_order())
+        else:
+            shown = tuple(m.plots)
+        return common + shown
+
+    def refresh_s(self) -> float:
+        """The longest the current page goes without being rebuilt (seconds)."""
+        return PLOT_REFRESH_S if self.model.page == "Plots" else IDLE_REFRESH_S
 
     # ------------------------------------------------------------------ frame
     def draw(self, display: tuple[int, int]) -> None:
@@ -279,8 +317,8 @@ class PanelUI:
                         m.add_plot(name)
             imgui.end_combo()
         height = 90
-        # the plotted data is refreshed 20 times a second: in between the panel's pixels
-        # stay the same, so they are shown from the renderer's cache
+        # the plotted data is refreshed 10 times a second (PLOT_REFRESH_S): in between the
+        # panel's pixels stay the same, so they are shown from the renderer's cache
         now = imgui.get_time()
         if now - self._plot_time >= PLOT_REFRESH_S or set(self._plot_data) != {
             *FRAME_SIGNALS,
