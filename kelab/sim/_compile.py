@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pymunk
-from pymunk._chipmunk_cffi import ffi, lib
 
+from kelab.sim import _chipmunk as cp
 from kelab.sim.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
 from kelab.sim.scene import Box, Circle, Polygon, Pose, Scene, Segment
 from kelab.sim.shapes import Material
@@ -230,8 +230,8 @@ def apply_values(shapes: list[pymunk.Shape], layout: Layout, body: int) -> None:
     e = float(layout.bounce_value[body])
     t = collision_type(layout, body)
     for s in shapes:
-        lib.cpShapeSetFriction(s._shape, f)
-        lib.cpShapeSetElasticity(s._shape, e)
+        cp.shape_set_friction(cp.shape_ptr(s), f)
+        cp.shape_set_elasticity(cp.shape_ptr(s), e)
         if t:
             s.collision_type = t
 
@@ -240,7 +240,7 @@ def reset_friction(shapes: list[pymunk.Shape], layout: Layout, body: int) -> Non
     """Give a body's reused shapes their initial (sticking) friction again."""
     f = float(layout.stick_value[body])
     for s in shapes:
-        lib.cpShapeSetFriction(s._shape, f)
+        cp.shape_set_friction(cp.shape_ptr(s), f)
 
 
 def register_callbacks(space: pymunk.Space, layout: Layout, materials: dict) -> None:
@@ -258,16 +258,16 @@ def reset_body(body: pymunk.Body, pose: Pose) -> None:
     ``cpBodyUpdatePosition(body, 0)`` clears the bias velocities (it moves the body by
     ``(v + v_bias) * 0``), then the pose is set in the order of :func:`make_body`.
     """
-    ptr = body._body
+    ptr = cp.body_ptr(body)
     if body.body_type == pymunk.Body.STATIC:
         return
-    lib.cpBodySetVelocity(ptr, (0.0, 0.0))
-    lib.cpBodySetAngularVelocity(ptr, 0.0)
-    lib.cpBodyUpdatePosition(ptr, 0.0)
-    lib.cpBodySetForce(ptr, (0.0, 0.0))
-    lib.cpBodySetTorque(ptr, 0.0)
-    lib.cpBodySetPosition(ptr, (pose.x, pose.y))
-    lib.cpBodySetAngle(ptr, pose.angle)
+    cp.body_set_velocity(ptr, (0.0, 0.0))
+    cp.body_set_angular_velocity(ptr, 0.0)
+    cp.body_update_position(ptr, 0.0)
+    cp.body_set_force(ptr, (0.0, 0.0))
+    cp.body_set_torque(ptr, 0.0)
+    cp.body_set_position(ptr, (pose.x, pose.y))
+    cp.body_set_angle(ptr, pose.angle)
 
 
 def _groups(scene: Scene, index: dict[str, int]) -> np.ndarray:
@@ -434,7 +434,7 @@ class CopySpace:
         for shapes in self.body_shapes:
             old.remove(*shapes)
         old.remove(*self.bodies)
-        getattr(old, "_removed_shapes", {}).clear()  # pymunk clears it in Space.step (unused)
+        cp.clear_removed_shapes(old)
         lay = self._layout
         for i, inst in enumerate(self._scene.bodies):
             if lay.dynamic[i]:
@@ -452,10 +452,10 @@ class CopySpace:
 
 def _free_constraint(ptr: object) -> None:
     # as pymunk does for its own constraints: leave the space first (if still in one)
-    space = lib.cpConstraintGetSpace(ptr)
-    if space != ffi.NULL:
-        lib.cpSpaceRemoveConstraint(space, ptr)
-    lib.cpConstraintFree(ptr)
+    space = cp.constraint_get_space(ptr)
+    if space != cp.NULL:
+        cp.space_remove_constraint(space, ptr)
+    cp.constraint_free(ptr)
 
 
 def constraint_calls(
@@ -479,10 +479,10 @@ def constraint_calls(
         px, py = px + shift[0], py + shift[1]
     out: list[tuple[object, tuple]] = []
     if jl.kind == "revolute":
-        out.append((lib.cpPivotJointNew2, (pa, pb, (px, py), jl.anchor_child)))
+        out.append((cp.pivot_joint_new, (pa, pb, (px, py), jl.anchor_child)))
     elif jl.kind == "fixed":
-        out.append((lib.cpPivotJointNew2, (pa, pb, (px, py), jl.anchor_child)))
-        out.append((lib.cpGearJointNew, (pa, pb, jl.rel_angle0, 1.0)))
+        out.append((cp.pivot_joint_new, (pa, pb, (px, py), jl.anchor_child)))
+        out.append((cp.gear_joint_new, (pa, pb, jl.rel_angle0, 1.0)))
     elif jl.kind == "prismatic":
         lo, hi = jl.limits if jl.limits is not None else (-UNLIMITED_TRAVEL, UNLIMITED_TRAVEL)
         ax, ay = jl.axis
@@ -493,18 +493,18 @@ def constraint_calls(
             qx, qy = jl.anchor_parent
             ga = (qx + ax * lo + shift[0], qy + ay * lo + shift[1])
             gb = (qx + ax * hi + shift[0], qy + ay * hi + shift[1])
-        out.append((lib.cpGrooveJointNew, (pa, pb, ga, gb, jl.anchor_child)))
-        out.append((lib.cpGearJointNew, (pa, pb, jl.rel_angle0, 1.0)))
+        out.append((cp.groove_joint_new, (pa, pb, ga, gb, jl.anchor_child)))
+        out.append((cp.gear_joint_new, (pa, pb, jl.rel_angle0, 1.0)))
     elif jl.kind == "spring":
         out.append(
             (
-                lib.cpDampedSpringNew,
+                cp.damped_spring_new,
                 (pa, pb, (px, py), jl.anchor_child, jl.rest_length, jl.stiffness, jl.damping),
             )
         )
     if jl.kind == "revolute" and jl.limits is not None:
         lo, hi = jl.limits
-        out.append((lib.cpRotaryLimitJointNew, (pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0)))
+        out.append((cp.rotary_limit_joint_new, (pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0)))
     return out
 
 
@@ -515,27 +515,16 @@ def new_constraints(calls: list[tuple[object, tuple]], managed: bool = True) -> 
     pymunk's Python wrappers. ``managed``: freed when garbage collected (leaving their
     space first); otherwise the caller frees them with :func:`free_constraints`.
     """
-    off = lib.cpConstraintSetCollideBodies
+    off = cp.constraint_set_collide_bodies
     out = []
     for ctor, args in calls:
         c = ctor(*args)
         off(c, 0)
         out.append(c)
     if managed:
-        gc, free = ffi.gc, _free_constraint
+        gc, free = cp.managed, _free_constraint
         out = [gc(c, free) for c in out]
     return out
-
-
-#: The Init function (and C type) of each constructor of :func:`constraint_calls`: a
-#: constructor allocates, then runs Init with the same arguments.
-_INITS = {
-    "cpPivotJointNew2": ("cpPivotJointInit", "cpPivotJoint *"),
-    "cpGearJointNew": ("cpGearJointInit", "cpGearJoint *"),
-    "cpGrooveJointNew": ("cpGrooveJointInit", "cpGrooveJoint *"),
-    "cpDampedSpringNew": ("cpDampedSpringInit", "cpDampedSpring *"),
-    "cpRotaryLimitJointNew": ("cpRotaryLimitJointInit", "cpRotaryLimitJoint *"),
-}
 
 
 def reinit_call(ctor: object, constraint: object, args: tuple) -> tuple[object, tuple]:
@@ -545,9 +534,7 @@ def reinit_call(ctor: object, constraint: object, args: tuple) -> tuple[object, 
     accumulated impulses, default max force and bias), without freeing and allocating.
     Run ``cpConstraintSetCollideBodies(c, 0)`` after it, as :func:`new_constraints` does.
     """
-    name = next(k for k in _INITS if getattr(lib, k) is ctor)
-    init, ctype = _INITS[name]
-    return getattr(lib, init), (ffi.cast(ctype, constraint), *args)
+    return cp.constraint_reinit_call(ctor, constraint, args)
 
 
 def free_constraints(constraints: list) -> None:
@@ -575,21 +562,21 @@ def make_constraints(
         shift: Added to the parent-frame anchor (the copy origin when ``a`` is the static
             body of a space shared by several copies); None adds nothing.
     """
-    return new_constraints(constraint_calls(jl, a._body, b._body, shift))
+    return new_constraints(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(b), shift))
 
 
 def add_constraints(space: pymunk.Space, constraints: list) -> None:
     """Add constraints made by :func:`make_constraints` to a space, in order."""
-    ptr = space._space
+    ptr = cp.space_ptr(space)
     for c in constraints:
-        lib.cpSpaceAddConstraint(ptr, c)
+        cp.space_add_constraint(ptr, c)
 
 
 def remove_constraints(space: pymunk.Space, constraints: list) -> None:
     """Remove constraints made by :func:`make_constraints` from a space, in order."""
-    ptr = space._space
+    ptr = cp.space_ptr(space)
     for c in constraints:
-        lib.cpSpaceRemoveConstraint(ptr, c)
+        cp.space_remove_constraint(ptr, c)
 
 
 def build_copy(scene: Scene, layout: Layout) -> CopySpace:

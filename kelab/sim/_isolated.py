@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pymunk
 import pymunk.batch as pbatch
-from pymunk._chipmunk_cffi import ffi, lib
 
+from kelab.sim import _chipmunk as cp
 from kelab.sim._compile import CopySpace, Layout, build_copy
 from kelab.sim.scene import Scene
 
@@ -46,12 +46,12 @@ ARB = (
 )
 #: Floats per arbiter in an ARB read: impulse x, y, normal x, y, point 1 x, y, point 2 x, y.
 ARB_FLOATS = 8
-GET = ffi.addressof(lib, "pmSpaceBodyGetIteratorFuncBatched")
-SET = ffi.addressof(lib, "pmSpaceBodySetIteratorFuncBatched")
-ARB_ITER = ffi.addressof(lib, "pmSpaceArbiterIteratorFuncBatched")
+GET = cp.BODY_GET_ITER
+SET = cp.BODY_SET_ITER
+ARB_ITER = cp.ARBITER_ITER
 #: The int array of every float-only batch read/write (body fields push no ints): one for
 #: the process, never grown, never freed.
-NO_INTS = lib.pmIntArrayNew(0)
+NO_INTS = cp.int_array_new(0)
 
 
 #: Copies built first and measured to estimate a World's memory before building the rest.
@@ -166,8 +166,8 @@ def check_memory(num_envs: int, per_copy: int, probe: int, available: int | None
 
 def _free_arrays(floats: object, ints: object) -> None:
     """Free the C arrays of an :class:`ArbiterBuffer` (its finalizer)."""
-    lib.pmFloatArrayFree(floats)
-    lib.pmIntArrayFree(ints)
+    cp.float_array_free(floats)
+    cp.int_array_free(ints)
 
 
 class ArbiterBuffer:
@@ -180,14 +180,10 @@ class ArbiterBuffer:
     """
 
     def __init__(self) -> None:
-        floats = lib.pmFloatArrayNew(0)
-        ints = lib.pmIntArrayNew(0)
+        floats = cp.float_array_new(0)
+        ints = cp.int_array_new(0)
         self._floats, self._ints = floats, ints
-        data = ffi.new("pmBatchedData *")
-        data.fields = ARB.value
-        data.floatArray = floats
-        data.intArray = ints
-        self._data = data
+        self._data = cp.batched_data(ARB.value, floats, ints)
         weakref.finalize(self, _free_arrays, floats, ints)
 
     def read(self, spaces: Iterable[object], copy: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -203,7 +199,7 @@ class ArbiterBuffer:
         """
         self._floats.num = 0
         self._ints.num = 0
-        each, data = lib.cpSpaceEachCachedArbiter, self._data
+        each, data = cp.space_each_cached_arbiter, self._data
         for ptr in spaces:
             each(ptr, ARB_ITER, data)
         ints, fl = sum_arbiters(self)
@@ -211,11 +207,11 @@ class ArbiterBuffer:
 
     def int_buf(self) -> object:
         """The ints read last (a cffi buffer over the C array)."""
-        return ffi.buffer(self._ints.arr, ffi.sizeof("uintptr_t") * self._ints.num)
+        return cp.int_buffer(self._ints)
 
     def float_buf(self) -> object:
         """The floats read last (a cffi buffer over the C array)."""
-        return ffi.buffer(self._floats.arr, ffi.sizeof("cpFloat") * self._floats.num)
+        return cp.float_buffer(self._floats)
 
 
 class BatchRows:
@@ -236,14 +232,8 @@ class BatchRows:
         self.floats = []
         self.data = []
         for c in range(blocks):
-            fa = ffi.new("pmFloatArray *")
-            fa.arr = ffi.cast("cpFloat *", base + c * stride)
-            fa.max = width + 2
-            fa.num = 0
-            d = ffi.new("pmBatchedData *")
-            d.fields = fields
-            d.floatArray = fa
-            d.intArray = NO_INTS
+            fa = cp.float_array_view(base + c * stride, width + 2)
+            d = cp.batched_data(fields, fa, NO_INTS)
             self.floats.append(fa)
             self.data.append(d)
 
@@ -255,7 +245,7 @@ class BatchRows:
     def run(self, block: int, space_ptr: object, func: object) -> None:
         """Run one batch get/set iterator over every body of a space for one block."""
         self.floats[block].num = 0
-        lib.cpSpaceEachBody(space_ptr, func, self.data[block])
+        cp.space_each_body(space_ptr, func, self.data[block])
 
 
 def sum_arbiters(buf: ArbiterBuffer) -> tuple[np.ndarray, np.ndarray]:
@@ -271,10 +261,10 @@ def sum_arbiters(buf: ArbiterBuffer) -> tuple[np.ndarray, np.ndarray]:
 
 def set_shape_values(shapes: list[list[pymunk.Shape]], values: np.ndarray) -> None:
     """Set the friction of each list of shapes (one C call per shape, no Python wrapper)."""
-    setf = lib.cpShapeSetFriction
+    setf = cp.shape_set_friction
     for own, v in zip(shapes, values.tolist(), strict=True):
         for s in own:
-            setf(s._shape, v)
+            setf(cp.shape_ptr(s), v)
 
 
 def nearest_body(
@@ -372,7 +362,7 @@ class IsolatedBackend:
         self._copies: list[CopySpace] = first + [
             build_copy(scene, layout) for _ in range(num_envs - len(first))
         ]
-        self._ptrs = [c.space._space for c in self._copies]
+        self._ptrs = [cp.space_ptr(c.space) for c in self._copies]
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
@@ -422,7 +412,7 @@ class IsolatedBackend:
     def _step_copies(self, ids: np.ndarray, dt: float, read: bool = False) -> None:
         # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
         # deferred add/remove and post-step callbacks, which the World never uses
-        force, ptrs, step = self._force, self._ptrs, lib.cpSpaceStep
+        force, ptrs, step = self._force, self._ptrs, cp.space_step
         for c in ids.tolist():
             force.run(c, ptrs[c], SET)
             step(ptrs[c], dt)
@@ -436,7 +426,7 @@ class IsolatedBackend:
         """
         for c in ids.tolist():
             self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
-            self._ptrs[c] = self._copies[c].space._space
+            self._ptrs[c] = cp.space_ptr(self._copies[c].space)
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""

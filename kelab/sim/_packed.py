@@ -41,8 +41,8 @@ from functools import partial
 
 import numpy as np
 import pymunk
-from pymunk._chipmunk_cffi import ffi, lib
 
+from kelab.sim import _chipmunk as cp
 from kelab.sim._compile import (
     Layout,
     apply_values,
@@ -264,7 +264,7 @@ class _Shard:
         space = new_space(plan.scene.gravity)
         space.use_spatial_hash(plan.cell, plan.cells)
         self.space = space
-        self.ptr = space._space
+        self.ptr = cp.space_ptr(space)
         self.materials: dict[pymunk.Shape, tuple[float, float, float]] = {}
         self._static_id = _STATIC_IDS
         # the shared ground, once
@@ -328,20 +328,14 @@ class _Shard:
 
     def _buffer(self, width: int, fields: int) -> tuple[np.ndarray, object, object]:
         arr = np.zeros(width + 2)
-        fa = ffi.new("pmFloatArray *")
-        fa.arr = ffi.cast("cpFloat *", arr.ctypes.data)
-        fa.max = width + 2
-        fa.num = 0
-        d = ffi.new("pmBatchedData *")
-        d.fields = fields
-        d.floatArray = fa
-        d.intArray = NO_INTS  # body fields push floats only
+        fa = cp.float_array_view(arr.ctypes.data, width + 2)
+        d = cp.batched_data(fields, fa, NO_INTS)  # body fields push floats only
         return arr, d, fa
 
     def _add_static(self, body: pymunk.Body, shapes: list[pymunk.Shape]) -> None:
         self.space.add(body)
         for s in shapes:
-            lib.cpSpaceSetShapeIDCounter(self.ptr, self._static_id)
+            cp.space_set_shape_id_counter(self.ptr, self._static_id)
             self._static_id += 1
             self.space.add(s)
 
@@ -379,18 +373,23 @@ class _Shard:
         ox = float(plan.origin_x[c])
         bodies, shapes, _ = self.parts[cl]
         ptr = self.ptr
-        lib.cpSpaceSetShapeIDCounter(ptr, cl * plan.moving_shapes)
+        cp.space_set_shape_id_counter(ptr, cl * plan.moving_shapes)
         adds = []
         for k, b in enumerate(plan.moving.tolist()):
             pose = plan.scene.bodies[b].pose
             body = bodies[k]
             # the same calls as make_body, at the copy's origin
-            lib.cpBodySetPosition(body._body, (ox + pose.x, pose.y))
-            lib.cpBodySetAngle(body._body, pose.angle)
+            cp.body_set_position(cp.body_ptr(body), (ox + pose.x, pose.y))
+            cp.body_set_angle(cp.body_ptr(body), pose.angle)
             # hash ids cl * k + j: fixed per copy, below the table size
             self.space.add(body, *shapes[k])
             adds.append(
-                (body._body, pose.angle, (ox + pose.x, pose.y), tuple(s._shape for s in shapes[k]))
+                (
+                    cp.body_ptr(body),
+                    pose.angle,
+                    (ox + pose.x, pose.y),
+                    tuple(map(cp.shape_ptr, shapes[k])),
+                )
             )
         calls = []
         for jl in lay.joints:
@@ -404,9 +403,9 @@ class _Shard:
                 a, shift = self.bodies[cl][jl.parent], None
             child = self.bodies[cl][jl.child]
             assert a is not None and child is not None  # built above
-            calls.extend(constraint_calls(jl, a._body, child._body, shift))
+            calls.extend(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(child), shift))
         cons = new_constraints(calls, managed=False)
-        add_con = lib.cpSpaceAddConstraint
+        add_con = cp.space_add_constraint
         for con in cons:
             add_con(ptr, con)
         self.parts[cl] = (bodies, shapes, cons)
@@ -417,7 +416,7 @@ class _Shard:
         if lay.needs_handler:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
-                fric.extend((s._shape, f) for s in shapes[k])
+                fric.extend((cp.shape_ptr(s), f) for s in shapes[k])
         # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions)
         self.recipe[cl] = (
             adds,
@@ -450,13 +449,13 @@ class _Shard:
         is the same bits.
         """
         ptr = self.ptr
-        rm_con, rm_shape = lib.cpSpaceRemoveConstraint, lib.cpSpaceRemoveShape
-        add_con, add_shape = lib.cpSpaceAddConstraint, lib.cpSpaceAddShape
-        set_v, set_w = lib.cpBodySetVelocity, lib.cpBodySetAngularVelocity
-        update = lib.cpBodyUpdatePosition
-        off = lib.cpConstraintSetCollideBodies
-        set_a, set_p = lib.cpBodySetAngle, lib.cpBodySetPosition
-        set_fric, set_counter = lib.cpShapeSetFriction, lib.cpSpaceSetShapeIDCounter
+        rm_con, rm_shape = cp.space_remove_constraint, cp.space_remove_shape
+        add_con, add_shape = cp.space_add_constraint, cp.space_add_shape
+        set_v, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
+        update = cp.body_update_position
+        off = cp.constraint_set_collide_bodies
+        set_a, set_p = cp.body_set_angle, cp.body_set_position
+        set_fric, set_counter = cp.shape_set_friction, cp.space_set_shape_id_counter
         zero = (0.0, 0.0)
         stride = self.plan.moving_shapes
         parts, recipe = self.parts, self.recipe
@@ -488,7 +487,7 @@ class _Shard:
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""
         self.rfa.num = 0
-        lib.cpSpaceEachBody(self.ptr, GET, self.rdata)
+        cp.space_each_body(self.ptr, GET, self.rdata)
 
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
@@ -498,8 +497,8 @@ class _Shard:
     def step(self, dt: float) -> None:
         """Write the held forces and take one physics step (releases the GIL in C)."""
         self.ffa.num = 0
-        lib.cpSpaceEachBody(self.ptr, SET, self.fdata)
-        lib.cpSpaceStep(self.ptr, dt)
+        cp.space_each_body(self.ptr, SET, self.fdata)
+        cp.space_step(self.ptr, dt)
 
 
 def _friction_contacts(
@@ -816,8 +815,8 @@ class PackedBackend:
         self.sync()
         mv = self._plan.moving.tolist()
         ox = self._plan.origin_x.tolist()
-        set_angle, set_pos = lib.cpBodySetAngle, lib.cpBodySetPosition
-        set_vel, set_w = lib.cpBodySetVelocity, lib.cpBodySetAngularVelocity
+        set_angle, set_pos = cp.body_set_angle, cp.body_set_position
+        set_vel, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
         p = poses[:, mv].tolist()
         v = vels[:, mv].tolist()
         shards, shard_of, local = self._shards, self._shard_of.tolist(), self._local.tolist()
@@ -836,7 +835,7 @@ class PackedBackend:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
         self.sync()
         table = self._shape_table()
-        setf = lib.cpShapeSetFriction
+        setf = cp.shape_set_friction
         if self._one_shape:  # a shape per body: its pointer, no inner loop
             single = self._single
             for r, v in zip(rows.tolist(), values.tolist(), strict=True):
@@ -855,7 +854,7 @@ class PackedBackend:
             for shard in self._shards:
                 for cl, c in enumerate(shard.copies.tolist()):
                     for b, own in zip(self._plan.moving.tolist(), shard.parts[cl][1], strict=True):
-                        table[c * nb + b] = tuple(s._shape for s in own)
+                        table[c * nb + b] = tuple(map(cp.shape_ptr, own))
             self._shapes = table
             self._shapes_dirty = False
             self._one_shape = all(len(t) == 1 for t in table if t)
