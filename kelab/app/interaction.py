@@ -329,35 +329,6 @@ def pick_body(
     return hit if hit is not None else _pick_static(tab, p, ids, origins, float(tolerance))
 
 
-def _mass_properties(spec: Any) -> tuple[float, tuple[float, float], float]:
-    """Mass, centre of gravity (body frame) and moment of a dynamic body's spec.
-
-    Computed by pymunk from the same shapes and mass split the World compiles (shape
-    masses proportional to their areas), on a throwaway body.
-    """
-    import pymunk
-
-    body = pymunk.Body()
-    shapes: list[pymunk.Shape] = []
-    for shape in spec.shapes:
-        if isinstance(shape, Circle):
-            shapes.append(pymunk.Circle(body, shape.radius, (shape.offset.x, shape.offset.y)))
-        elif isinstance(shape, Segment):
-            a, b = shape.local_points()
-            shapes.append(pymunk.Segment(body, a, b, shape.radius))
-        else:
-            shapes.append(pymunk.Poly(body, list(shape.local_points())))
-    areas = np.array([s.area() for s in spec.shapes], dtype=np.float64)
-    total = float(spec.resolved_mass())
-    weights = areas / areas.sum() if areas.sum() > 0 else np.full(len(areas), 1 / len(areas))
-    space = pymunk.Space()
-    space.add(body, *shapes)
-    for s, w in zip(shapes, weights, strict=True):
-        s.mass = float(total * w)
-    cog = body.center_of_gravity
-    return float(body.mass), (float(cog[0]), float(cog[1])), float(body.moment)
-
-
 def _finite_positive(name: str, value: Any) -> float:
     if isinstance(value, bool) or not (
         isinstance(value, (int, float)) and math.isfinite(value) and value > 0
@@ -423,15 +394,19 @@ class DragSpring:
         self.frequency_hz = _finite_positive("frequency_hz", frequency_hz)
         self.damping_ratio = _finite_positive("damping_ratio", damping_ratio)
         self.max_acceleration = _finite_positive("max_acceleration", max_acceleration)
-        for attr in ("apply_force_at_point", "set_body_forces", "external_forces", "scene"):
+        for attr in ("apply_force_at_point", "set_body_forces", "external_forces", "body_masses"):
             if not hasattr(world, attr):
                 raise ValueError(
                     f"DragSpring needs a kelab.World (external forces); got {type(world).__name__}"
                 )
-        spec = next(inst.spec for inst in world.scene.bodies if inst.path == picked.path)
         self.world = world
         self.picked = picked
-        self.mass, self._cog, self.moment = _mass_properties(spec)
+        # the compiled body's mass properties (the World's own, both layouts)
+        b = picked.index
+        self.mass = float(world.body_masses[b])
+        cog = world.body_centers_of_gravity[b]
+        self._cog = (float(cog[0]), float(cog[1]))
+        self.moment = float(world.body_moments[b])
         self._origin = np.asarray(world.env_origins, dtype=np.float64)[picked.env_id]
         self.target: tuple[float, float] = (float(picked.point[0]), float(picked.point[1]))
         """The current target in the display frame."""

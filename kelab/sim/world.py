@@ -10,8 +10,6 @@ Reading and writing go through ``pymunk.batch`` iterators, never Python loops ov
 from __future__ import annotations
 
 import math
-import re
-from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -20,12 +18,20 @@ import numpy as np
 from kelab.sim._compile import (
     SLIDE_SPEED_THRESHOLD,
     STATIC_SPEED_THRESHOLD,
+    JointLayout,
     Layout,
     make_layout,
 )
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
 from kelab.sim._restore import WorldSpec, check_snapshot
+from kelab.sim._values import float_array as _float_array
+from kelab.sim._values import short as _short
+from kelab.sim._values import vec2 as _vec2
+from kelab.sim.kinematics import JointCache as _JointCache
+from kelab.sim.kinematics import cog_world as _cog_world
+from kelab.sim.kinematics import joint_state as _joint_state
+from kelab.sim.robot_view import RobotView
 from kelab.sim.scene import Scene
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
@@ -370,6 +376,19 @@ class World:
         self._ensure()
         return self._raw()[:, :, 3:6].copy()
 
+    def body_state(self, body_index: int) -> np.ndarray:
+        """One body's state in every copy, ``(num_envs, 6)``: x, y, angle, vx, vy, omega.
+
+        The columns of :attr:`body_poses` and :attr:`body_velocities` for that body,
+        without copying every body's (a new array).
+
+        Raises:
+            ValueError: If ``body_index`` is not an int in ``[0, n_bodies)``.
+        """
+        b = self._index_arg(body_index, len(self.body_names), "body_state: body_index")
+        self._ensure()
+        return self._raw()[:, b].copy()
+
     @property
     def joint_positions(self) -> np.ndarray:
         """Joint positions, ``(num_envs, n_joints)`` (rad or m from the initial pose)."""
@@ -410,6 +429,43 @@ class World:
     def joint_position_targets(self) -> np.ndarray:
         """PD position targets held per joint, ``(num_envs, n_joints)``."""
         return self._targets.copy()
+
+    # ------------------------------------------------------------------ constants
+    @property
+    def body_masses(self) -> np.ndarray:
+        """Mass of each body in kg, ``(n_bodies,)``, as pymunk computed it (0: not dynamic).
+
+        Shapes share a body's mass in proportion to their areas (docs/scene.md); the
+        same for every copy and constant for the World's life (a copy).
+        """
+        return self._layout.mass.copy()
+
+    @property
+    def body_centers_of_gravity(self) -> np.ndarray:
+        """Centre of gravity of each body in its own frame (m), ``(n_bodies, 2)`` (a copy)."""
+        return self._layout.cog.copy()
+
+    @property
+    def body_moments(self) -> np.ndarray:
+        """Moment of inertia of each body about its centre of gravity (kg m^2), ``(n_bodies,)``.
+
+        0 for static and kinematic bodies (a copy).
+        """
+        return self._layout.moment.copy()
+
+    @property
+    def initial_body_poses(self) -> np.ndarray:
+        """Scene poses of the bodies (x, y, angle) in a copy's frame, ``(n_bodies, 3)``."""
+        return self._layout.initial.copy()
+
+    @property
+    def joint_layouts(self) -> tuple[JointLayout, ...]:
+        """Constant geometry of each joint (frozen), in :attr:`joint_names` order.
+
+        kelab.sim's compiled form (parent/child body indices, anchors in the body frames,
+        axis, initial relative angle, actuator); used by ``RobotView``'s kinematics.
+        """
+        return self._layout.joints
 
     def _joint_state(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _joint_state(self._layout, raw)
@@ -541,31 +597,77 @@ class World:
             self._bounds = (np.where(self._actuated, -hi, 0.0), hi)
         return self._bounds
 
-    def set_joint_efforts(self, efforts: Any, env_ids: Any = None) -> None:
+    def set_joint_efforts(self, efforts: Any, env_ids: Any = None, joint_ids: Any = None) -> None:
         """Hold joint efforts (N or N·m) until changed, clipped to each actuator's limit.
 
         Joints without an actuator ignore their column (effort 0).
 
         Args:
-            efforts: ``(len(env_ids), n_joints)`` (broadcastable).
+            efforts: ``(len(env_ids), len(joint_ids))`` (broadcastable).
             env_ids: Copies to command; None means all.
+            joint_ids: World joint indices (unique ints in ``[0, n_joints)``, columns of
+                ``efforts`` in that order); None means every joint. Other joints keep
+                their held efforts.
 
         Raises:
             ValueError: On a wrong shape, non-finite values or bad ids.
         """
-        self._controls(_EFFORTS, efforts, None, env_ids)
+        self._controls(_EFFORTS, efforts, self._joint_cols(joint_ids), env_ids)
 
-    def set_joint_position_targets(self, targets: Any, env_ids: Any = None) -> None:
+    def set_joint_position_targets(
+        self, targets: Any, env_ids: Any = None, joint_ids: Any = None
+    ) -> None:
         """Hold PD position targets (rad or m) until changed; used by PD actuators.
 
         Args:
-            targets: ``(len(env_ids), n_joints)`` (broadcastable).
+            targets: ``(len(env_ids), len(joint_ids))`` (broadcastable).
             env_ids: Copies to command; None means all.
+            joint_ids: World joint indices as in :meth:`set_joint_efforts`; None: all.
 
         Raises:
             ValueError: On a wrong shape, non-finite values or bad ids.
         """
-        self._controls(_TARGETS, targets, None, env_ids)
+        self._controls(_TARGETS, targets, self._joint_cols(joint_ids), env_ids)
+
+    def _joint_cols(self, joint_ids: Any) -> np.ndarray | None:
+        """World joint indices from ``joint_ids`` (None stays None: every joint).
+
+        Raises:
+            ValueError: For non-integers, a bool, indices out of range or repeats.
+        """
+        if joint_ids is None:
+            return None
+        nj = self._nj
+        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
+        if cols is None or (cols.dtype.kind not in "iu" and cols.size) or cols.ndim > 1:
+            raise ValueError(
+                f"joint_ids must be joint indices (ints in [0, {nj})) as one int or a 1-D "
+                f"list, got {_short(joint_ids)}; find them with joint_names.index(path)"
+            )
+        cols = cols.reshape(-1).astype(np.int64)
+        listed = cols.tolist()
+        if listed and (min(listed) < 0 or max(listed) >= nj):
+            raise ValueError(f"joint_ids must be in [0, {nj}), got {listed}")
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
+        return cols
+
+    def env_indices(self, env_ids: Any, repeats: bool = False) -> np.ndarray:
+        """Copy indices as every writer reads ``env_ids`` (None: every copy).
+
+        Args:
+            env_ids: None, one int, unique ints in ``[0, num_envs)`` or a bool mask of
+                shape ``(num_envs,)``.
+            repeats: Drop repeated ids (keeping the first) instead of refusing them, as
+                resets do.
+
+        Returns:
+            int64 indices (read-only when they are every copy).
+
+        Raises:
+            ValueError: As the writers do (docs/world.md, "API").
+        """
+        return self._ids(env_ids, repeats)
 
     @property
     def external_forces(self) -> np.ndarray:
@@ -1395,611 +1497,3 @@ class World:
     def close(self) -> None:
         """Stop the stepping threads (if any)."""
         self._backend.close()
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    """``repr(value)``, cut to ``limit`` characters (for error messages)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _float_array(value: Any, name: str) -> np.ndarray:
-    """``value`` as float64; only real numbers (ints, floats) are accepted.
-
-    Raises:
-        ValueError: For strings, complex numbers, bools, objects or ragged lists.
-    """
-    if isinstance(value, np.ndarray) and value.dtype == np.float64:
-        return value
-    try:
-        arr = np.asarray(value)
-    except (TypeError, ValueError):
-        arr = None
-    if arr is None or arr.dtype.kind not in "iuf":
-        kind = "ragged or not an array" if arr is None else f"dtype {arr.dtype}"
-        raise ValueError(
-            f"{name} must be real numbers (ints or floats), got {_short(value)} ({kind})"
-        )
-    return arr.astype(np.float64, copy=False)
-
-
-def _vec2(value: Any, name: str) -> np.ndarray:
-    v = _float_array(value, name)
-    if v.shape != (2,):
-        raise ValueError(f"{name} must have shape (2,), got {v.shape}")
-    if not np.isfinite(v).all():
-        raise ValueError(f"{name} must be finite, got {v.tolist()}")
-    return v
-
-
-def _cross(w: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Planar cross product ``w x r`` of angular velocities ``(m,)`` and vectors ``(m, 2)``."""
-    return np.stack([-w * r[:, 1], w * r[:, 0]], axis=1)
-
-
-def _cog_world(state: np.ndarray, cog: np.ndarray) -> np.ndarray:
-    a = state[:, 2]
-    ca, sa = np.cos(a), np.sin(a)
-    return np.stack(
-        [state[:, 0] + ca * cog[0] - sa * cog[1], state[:, 1] + sa * cog[0] + ca * cog[1]], axis=1
-    )
-
-
-def _point(
-    state: np.ndarray, local: tuple[float, float], cog: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """World position and velocity of a body-frame point (velocity of the COG + w x r)."""
-    a = state[:, 2]
-    ca, sa = np.cos(a), np.sin(a)
-    out = np.empty((state.shape[0], 2))
-    vel = np.empty((state.shape[0], 2))
-    out[:, 0] = state[:, 0] + ca * local[0] - sa * local[1]
-    out[:, 1] = state[:, 1] + sa * local[0] + ca * local[1]
-    # r = point - centre of gravity, rotated from the body frame
-    dx, dy = local[0] - cog[0], local[1] - cog[1]
-    rx = ca * dx - sa * dy
-    ry = sa * dx + ca * dy
-    w = state[:, 5]
-    vel[:, 0] = state[:, 3] - w * ry
-    vel[:, 1] = state[:, 4] + w * rx
-    return out, vel
-
-
-class RobotView:
-    """Runtime view of one robot in a World (Isaac-Lab style articulation access).
-
-    Indices returned by :meth:`find_joints` are local to this robot.
-
-    Args:
-        world: The World.
-        robot: The scene's RobotInstance.
-    """
-
-    def __init__(self, world: World, robot: Any) -> None:
-        self._world = world
-        self._robot = robot
-        self.path: str = robot.path
-        jn = world.joint_names
-        bn = world.body_names
-        self._jidx = np.array([jn.index(p) for p in robot.joint_paths], dtype=np.int64)
-        self._bidx = np.array([bn.index(p) for p in robot.body_paths], dtype=np.int64)
-        self.joint_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.joint_paths)
-        self.body_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.body_paths)
-
-    @property
-    def num_joints(self) -> int:
-        """Joints of this robot."""
-        return int(self._jidx.size)
-
-    def find_joints(self, name_or_names: str | Sequence[str]) -> np.ndarray:
-        """Return local joint indices of names (exact names or full-match regexes).
-
-        Raises:
-            ValueError: If a name matches no joint (the message lists the joints).
-        """
-        names = [name_or_names] if isinstance(name_or_names, str) else list(name_or_names)
-        out: list[int] = []
-        for name in names:
-            hits = [i for i, j in enumerate(self.joint_names) if j == name or re.fullmatch(name, j)]
-            if not hits:
-                raise ValueError(f"no joint matches {name!r}; joints: {self.joint_names}")
-            out.extend(h for h in hits if h not in out)
-        return np.array(out, dtype=np.int64)
-
-    @property
-    def joint_pos(self) -> np.ndarray:
-        """Joint positions ``(num_envs, n)``."""
-        return self._world._joints()[0][:, self._jidx]  # fancy indexing: a new array
-
-    @property
-    def joint_vel(self) -> np.ndarray:
-        """Joint velocities ``(num_envs, n)``."""
-        return self._world._joints()[1][:, self._jidx]
-
-    def set_joint_effort_target(
-        self, efforts: Any, joint_ids: Any = None, env_ids: Any = None
-    ) -> None:
-        """Hold efforts for some joints of some copies (clipped to the actuator limits)."""
-        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
-        self._world._controls(_EFFORTS, efforts, cols, env_ids)
-
-    def set_joint_position_target(
-        self, targets: Any, joint_ids: Any = None, env_ids: Any = None
-    ) -> None:
-        """Hold PD position targets for some joints of some copies."""
-        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
-        self._world._controls(_TARGETS, targets, cols, env_ids)
-
-    def _local(self, joint_ids: Any) -> np.ndarray:
-        """Local joint indices: unique ints in ``[0, num_joints)`` (one int or a 1-D list).
-
-        Raises:
-            ValueError: For floats, strings, bools, repeats or indices out of range.
-        """
-        n = self.num_joints
-        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
-        if cols is not None and cols.size == 0 and cols.ndim == 1:
-            return cols.astype(np.int64)
-        if cols is None or cols.dtype.kind not in "iu" or cols.ndim > 1:
-            raise ValueError(
-                f"joint_ids must be local joint indices (ints in [0, {n})) as one int or a "
-                f"1-D list, got {_short(joint_ids)}; find them with find_joints(names)"
-            )
-        cols = cols.reshape(-1).astype(np.int64)
-        listed = cols.tolist()
-        if listed and (min(listed) < 0 or max(listed) >= n):
-            raise ValueError(f"joint_ids must be in [0, {n}) for robot {self.path!r}, got {listed}")
-        if len(set(listed)) != len(listed):
-            raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
-        return cols
-
-    @property
-    def root_pose(self) -> np.ndarray:
-        """Pose (x, y, angle) of the robot's first body, ``(num_envs, 3)``."""
-        w = self._world
-        w._ensure()
-        return w._raw()[:, self._bidx[0], 0:3].copy()
-
-    @property
-    def root_velocity(self) -> np.ndarray:
-        """Velocity of the robot's first body, ``(num_envs, 3)``: vx, vy (centre of mass), omega."""
-        w = self._world
-        w._ensure()
-        return w._raw()[:, self._bidx[0], 3:6].copy()
-
-    def get_body_pose_in_base_frame(self, body_name: str) -> tuple[np.ndarray, np.ndarray]:
-        """Return a body's position ``(num_envs, 2)`` and angle ``(num_envs,)`` in the root frame.
-
-        Raises:
-            ValueError: If the robot has no such body.
-        """
-        if body_name not in self.body_names:
-            raise ValueError(f"no body {body_name!r}; bodies: {self.body_names}")
-        poses = self._world.body_poses
-        root = poses[:, self._bidx[0]]
-        b = poses[:, self._bidx[self.body_names.index(body_name)]]
-        ca, sa = np.cos(root[:, 2]), np.sin(root[:, 2])
-        dx, dy = b[:, 0] - root[:, 0], b[:, 1] - root[:, 1]
-        pos = np.stack([ca * dx + sa * dy, -sa * dx + ca * dy], axis=1)
-        return pos, b[:, 2] - root[:, 2]
-
-    def set_joint_state(
-        self,
-        positions: Any,
-        velocities: Any = None,
-        joint_ids: Any = None,
-        env_ids: Any = None,
-    ) -> None:
-        """Place this robot's bodies at given joint positions/velocities (a reset).
-
-        Forward kinematics from each body that no joint of this robot moves (its root:
-        keeps its present pose and velocity) along the joint tree: a revolute joint turns
-        the child (and so its subtree) about the joint anchor to ``angle0 + q``, a prismatic
-        joint slides it ``q`` along the axis, a fixed joint keeps it at its initial relative
-        pose, a spring carries it rigidly at its present relative pose. Body velocities
-        follow (rigid-body velocity of the parent plus the joint rate; a spring child moves
-        with its parent). Joints not listed in ``joint_ids`` keep their present values.
-        The result is written with :meth:`World.set_body_states`, so the copies are
-        rebuilt (contact history gone, sensors primed, external forces cleared); this
-        robot's efforts and targets are zeroed, other joints keep theirs. Afterwards
-        :attr:`World.joint_positions` reads back ``positions`` (to rounding; 2.3e-10 m in
-        x for the packed layout).
-
-        Args:
-            positions: ``(len(env_ids), len(joint_ids))`` rad or m (broadcastable).
-            velocities: Same shape, rad/s or m/s; None means zero.
-            joint_ids: Local joint indices (:meth:`find_joints`); None means all of them.
-            env_ids: Copies (indices or a bool mask); None means all.
-
-        Raises:
-            ValueError: On bad shapes, non-finite values, bad joint ids, a spring joint
-                among ``joint_ids`` (its length is not a coordinate), or a closed loop.
-
-        Example:
-            >>> import kelab as ke
-            >>> b = ke.SceneBuilder()
-            >>> _ = b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")),
-            ...           at="/World/Robot")
-            >>> world = ke.World(b.build(), num_envs=2)
-            >>> cartpole = world.robot("/World/Robot")
-            >>> cartpole.set_joint_state([[0.5, 0.2], [-0.5, -0.2]])
-            >>> [round(float(v), 9) for v in cartpole.joint_pos[1]]
-            [-0.5, -0.2]
-        """
-        w = self._world
-        ids = w._ids(env_ids)
-        n = self.num_joints
-        try:
-            cols = np.arange(n) if joint_ids is None else self._local(joint_ids)
-        except ValueError as exc:
-            raise ValueError(f"set_joint_state: {exc}") from None
-        lay = w._layout
-        for c in cols.tolist():
-            if lay.joints[self._jidx[c]].kind == "spring":
-                raise ValueError(
-                    f"set_joint_state: joint {self.joint_names[c]!r} is a spring; its length "
-                    "is not a coordinate that can be set (leave it out of joint_ids)"
-                )
-        shape = (ids.size, cols.size)
-        vals = []
-        for name, value in (("positions", positions), ("velocities", velocities)):
-            if value is None:
-                vals.append(np.zeros(shape))
-                continue
-            arr = _float_array(value, f"set_joint_state: {name}")
-            try:
-                arr = np.broadcast_to(arr, shape)
-            except ValueError:
-                raise ValueError(
-                    f"set_joint_state: {name} must have shape {shape} (copies, joints), got "
-                    f"{arr.shape}"
-                ) from None
-            if not np.isfinite(arr).all():
-                raise ValueError(f"set_joint_state: {name} must be finite numbers")
-            vals.append(arr)
-        q = w.joint_positions[ids][:, self._jidx]
-        qd = w.joint_velocities[ids][:, self._jidx]
-        q[:, cols] = vals[0]
-        qd[:, cols] = vals[1]
-        poses = w.body_poses[ids]
-        vels = w.body_velocities[ids]
-        self._forward(poses, vels, q, qd)
-        efforts = w._efforts[ids].copy()
-        targets = w._targets[ids].copy()
-        w.set_body_states(ids, poses, vels)
-        efforts[:, self._jidx] = 0.0
-        targets[:, self._jidx] = 0.0
-        w._controls(_EFFORTS, efforts, None, ids)
-        w._controls(_TARGETS, targets, None, ids)
-
-    def _forward(
-        self, poses: np.ndarray, vels: np.ndarray, q: np.ndarray, qd: np.ndarray
-    ) -> np.ndarray:
-        """Forward kinematics in place on ``poses``/``vels`` (copy rows); returns moved bodies.
-
-        ``q``/``qd`` hold this robot's joint values (columns in its joint order).
-        """
-        lay = self._world._layout
-        order = self._tree_order()
-        m = poses.shape[0]
-        pos = poses[:, :, 0:2].copy()  # body origins
-        ang = poses[:, :, 2].copy()
-        om = vels[:, :, 2].copy()
-        cog = lay.cog
-        ca, sa = np.cos(ang), np.sin(ang)
-        rx = ca * cog[:, 0] - sa * cog[:, 1]
-        ry = sa * cog[:, 0] + ca * cog[:, 1]
-        vo = np.stack([vels[:, :, 0] + om * ry, vels[:, :, 1] - om * rx], axis=2)
-        pos0, ang0 = pos.copy(), ang.copy()
-        zeros2, zeros1 = np.zeros((m, 2)), np.zeros(m)
-        moved = []
-        for local in order:
-            jl = lay.joints[self._jidx[local]]
-            p, c = jl.parent, jl.child
-            pp, pa, pw, pv = (
-                (zeros2, zeros1, zeros1, zeros2)
-                if p < 0
-                else (pos[:, p], ang[:, p], om[:, p], vo[:, p])
-            )
-            cp, sp = np.cos(pa), np.sin(pa)
-            if jl.kind == "spring":  # carried rigidly at its present relative pose
-                pp0 = zeros2 if p < 0 else pos0[:, p]
-                pa0 = zeros1 if p < 0 else ang0[:, p]
-                dx, dy = pos0[:, c, 0] - pp0[:, 0], pos0[:, c, 1] - pp0[:, 1]
-                c0, s0 = np.cos(pa0), np.sin(pa0)
-                lx, ly = c0 * dx + s0 * dy, -s0 * dx + c0 * dy
-                ac = pa + (ang0[:, c] - pa0)
-                wc = pw
-                pc = np.stack([pp[:, 0] + cp * lx - sp * ly, pp[:, 1] + sp * lx + cp * ly], axis=1)
-                vc = pv + _cross(pw, pc - pp)
-            else:
-                ax_, ay_ = jl.anchor_parent
-                joint = np.stack(
-                    [pp[:, 0] + cp * ax_ - sp * ay_, pp[:, 1] + sp * ax_ + cp * ay_], 1
-                )
-                ac = pa + jl.rel_angle0
-                wc = pw
-                point = joint
-                if jl.kind == "revolute":
-                    ac = ac + q[:, local]
-                    wc = pw + qd[:, local]
-                if jl.kind == "prismatic":
-                    d = np.stack(
-                        [cp * jl.axis[0] - sp * jl.axis[1], sp * jl.axis[0] + cp * jl.axis[1]], 1
-                    )
-                    point = joint + q[:, local, None] * d
-                    vpoint = pv + _cross(pw, point - pp) + qd[:, local, None] * d
-                else:
-                    vpoint = pv + _cross(pw, point - pp)
-                cc, sc = np.cos(ac), np.sin(ac)
-                bx, by = jl.anchor_child
-                pc = np.stack(
-                    [point[:, 0] - (cc * bx - sc * by), point[:, 1] - (sc * bx + cc * by)], 1
-                )
-                vc = vpoint + _cross(wc, pc - point)
-            pos[:, c], ang[:, c], om[:, c], vo[:, c] = pc, ac, wc, vc
-            moved.append(c)
-        rows = np.array(moved, dtype=np.int64)
-        if rows.size:
-            a = ang[:, rows]
-            ca, sa = np.cos(a), np.sin(a)
-            rx = ca * cog[rows, 0] - sa * cog[rows, 1]
-            ry = sa * cog[rows, 0] + ca * cog[rows, 1]
-            w = om[:, rows]
-            poses[:, rows, 0:2] = pos[:, rows]
-            poses[:, rows, 2] = a
-            vels[:, rows, 0] = vo[:, rows, 0] - w * ry
-            vels[:, rows, 1] = vo[:, rows, 1] + w * rx
-            vels[:, rows, 2] = w
-        return rows
-
-    def _tree_order(self) -> list[int]:
-        """This robot's joints (local indices) ordered parents first.
-
-        Raises:
-            ValueError: If a body is the child of two joints or the joints form a loop.
-        """
-        lay = self._world._layout
-        joints = [lay.joints[j] for j in self._jidx.tolist()]
-        children = [jl.child for jl in joints]
-        if len(set(children)) != len(children):
-            raise ValueError(
-                f"set_joint_state: robot {self.path!r} has a body moved by two joints "
-                "(closed loop); forward kinematics needs a tree"
-            )
-        placed: list[int] = []
-        pending = list(range(len(joints)))
-        while pending:
-            ready = [k for k in pending if joints[k].parent not in {children[j] for j in pending}]
-            if not ready:
-                raise ValueError(f"set_joint_state: robot {self.path!r} has a joint loop")
-            placed.extend(ready)
-            pending = [k for k in pending if k not in ready]
-        return placed
-
-    def reset(self, env_ids: Any = None) -> None:
-        """Put this robot back to its initial pose with zero velocity in some copies.
-
-        Other bodies keep their current poses and velocities (the copies are rebuilt,
-        see :meth:`World.set_body_states`).
-        """
-        w = self._world
-        ids = w._ids(env_ids, repeats=True)
-        poses = w.body_poses[ids]
-        vels = w.body_velocities[ids]
-        poses[:, self._bidx] = w._layout.initial[self._bidx]
-        vels[:, self._bidx] = 0.0
-        efforts = w._efforts[ids].copy()
-        targets = w._targets[ids].copy()
-        w.set_body_states(ids, poses, vels)
-        efforts[:, self._jidx] = 0.0
-        targets[:, self._jidx] = 0.0
-        w._controls(_EFFORTS, efforts, None, ids)
-        w._controls(_TARGETS, targets, None, ids)
-
-
-class _JointCache:
-    """Joint state per copy, valid where ``valid``; refreshed or invalidated by every read.
-
-    The backend calls :meth:`update` (in the thread that stored the read) after rows of its ``raw``
-    array were read: once joints have been asked for (``wanted``) it computes their joint
-    state there, else it marks them stale.
-    """
-
-    def __init__(self, layout: Layout, num_envs: int, backend: Any) -> None:
-        nj = len(layout.joint_paths)
-        self.layout = layout
-        self.backend = backend
-        self.pos = np.zeros((num_envs, nj))
-        self.vel = np.zeros((num_envs, nj))
-        self.valid = np.zeros(num_envs, dtype=bool)
-        self.wanted = False
-        #: False while reads are not the ones a reader is expected to follow (the World
-        #: clears it around reads for its own bookkeeping): those only invalidate.
-        self.eager = True
-
-    def update(self, rows: slice | np.ndarray) -> None:
-        """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
-        if self.wanted and self.eager and self.pos.shape[1]:
-            if isinstance(rows, slice):  # views: computed in place
-                _joint_state(self.layout, self.backend.raw[rows], (self.pos[rows], self.vel[rows]))
-            else:
-                self.pos[rows], self.vel[rows] = _joint_state(self.layout, self.backend.raw[rows])
-            self.valid[rows] = True
-        else:
-            self.valid[rows] = False
-
-
-def _joint_state(
-    layout: Layout, raw: np.ndarray, out: tuple[np.ndarray, np.ndarray] | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Joint positions and velocities ``(m, n_joints)`` from body states ``(m, nb, 6)``.
-
-    ``out``: arrays ``(m, n_joints)`` to write them into (else new ones).
-
-    Revolute/fixed joints are computed together (a few gathers of every such joint at
-    once), the others one by one with the fewest numpy calls; every value is the same
-    sequence of float operations as the plain per-joint formulas (bit-identical).
-    """
-    m = raw.shape[0]
-    plan = _joint_plan(layout)
-    nj = len(layout.joint_paths)
-    pos, vel = out if out is not None else (np.empty((m, nj)), np.empty((m, nj)))
-    if plan.rev.size:
-        a, w = raw[:, :, 2], raw[:, :, 5]
-        for k, ch, pa, rel in plan.rev_few:  # one or two: plain columns are cheaper
-            if pa < 0:
-                pos[:, k] = (a[:, ch] - 0.0) - rel
-                vel[:, k] = w[:, ch] - 0.0
-            else:
-                pos[:, k] = (a[:, ch] - a[:, pa]) - rel
-                vel[:, k] = w[:, ch] - w[:, pa]
-        if plan.rev_root.size:  # parentless: child angle minus a zero parent angle
-            rr = plan.rev_root
-            pos[:, rr] = (a[:, plan.rev_root_child] - 0.0) - plan.rev_root_rel
-            vel[:, rr] = w[:, plan.rev_root_child] - 0.0
-        if plan.rev_pair.size:
-            rp, rc, rpa = plan.rev_pair, plan.rev_pair_child, plan.rev_pair_parent
-            pos[:, rp] = (a[:, rc] - a[:, rpa]) - plan.rev_pair_rel
-            vel[:, rp] = w[:, rc] - w[:, rpa]
-    cog = layout.cog
-    for k in plan.other:
-        jl = layout.joints[k]
-        c = raw[:, jl.child]
-        if jl.kind == "prismatic" and jl.parent < 0:
-            _ground_slider(jl, cog[jl.child], c, pos[:, k], vel[:, k])
-            continue
-        p = raw[:, jl.parent] if jl.parent >= 0 else np.zeros((m, 6))
-        q, vq = _point(c, jl.anchor_child, cog[jl.child])
-        if jl.parent >= 0:
-            r, vr = _point(p, jl.anchor_parent, cog[jl.parent])
-            u = q - r
-            du = vq - vr
-        else:  # the ground frame: a fixed point
-            u = q - np.asarray(jl.anchor_parent)
-            du = vq
-        if jl.kind == "prismatic":
-            ca, sa = np.cos(p[:, 2]), np.sin(p[:, 2])
-            # time derivative of R(-a) u: R(-a) (u' - w x u)
-            wx = du[:, 0] + p[:, 5] * u[:, 1]
-            wy = du[:, 1] - p[:, 5] * u[:, 0]
-            ax, ay = jl.axis
-            pos[:, k] = (ca * u[:, 0] + sa * u[:, 1]) * ax + (-sa * u[:, 0] + ca * u[:, 1]) * ay
-            vel[:, k] = (ca * wx + sa * wy) * ax + (-sa * wx + ca * wy) * ay
-        else:  # spring
-            length = np.hypot(u[:, 0], u[:, 1])
-            pos[:, k] = length - jl.rest_length
-            safe = np.where(length > 0, length, 1.0)
-            vel[:, k] = (u[:, 0] * du[:, 0] + u[:, 1] * du[:, 1]) / safe
-    return pos, vel
-
-
-def _ground_slider(
-    jl: Any, cog: np.ndarray, c: np.ndarray, pos: np.ndarray, vel: np.ndarray
-) -> None:
-    """Position and velocity of a prismatic joint to the ground, written into pos, vel.
-
-    ``_point(c, anchor_child, cog)`` minus the ground anchor, projected on the axis:
-
-        q = (x + cos a * lx - sin a * ly - px,  y + sin a * lx + cos a * ly - py)
-        v = (vx - w * (sin a * dx + cos a * dy),  vy + w * (cos a * dx - sin a * dy))
-        pos = q . axis,  vel = v . axis          (d = anchor - centre of gravity)
-
-    evaluated in that order, with the terms whose constant factor is zero left out (a
-    slider along x anchored at its body's origin is ``pos = x - px``: no cos, no sin),
-    and factors of one not multiplied. Leaving out ``+ 0 * t`` can only change the sign
-    of an exact zero result; every other bit is that of the full formula.
-    """
-    lx, ly = jl.anchor_child
-    dx, dy = lx - cog[0], ly - cog[1]
-    ax, ay = jl.axis
-    px, py = jl.anchor_parent
-    x, y, ang, bvx, bvy, wb = c.T
-    trig: dict[str, np.ndarray] = {}
-
-    def cos() -> np.ndarray:
-        if "c" not in trig:
-            trig["c"] = np.cos(ang)
-        return trig["c"]
-
-    def sin() -> np.ndarray:
-        if "s" not in trig:
-            trig["s"] = np.sin(ang)
-        return trig["s"]
-
-    def axis(fx: Any, fy: Any, out: np.ndarray) -> None:  # out = fx() * ax + fy() * ay
-        tx = None if ax == 0.0 else (fx() if ax == 1.0 else fx() * ax)
-        ty = None if ay == 0.0 else (fy() if ay == 1.0 else fy() * ay)
-        if tx is None and ty is None:
-            out[:] = 0.0
-        elif ty is None:
-            out[:] = tx
-        elif tx is None:
-            out[:] = ty
-        else:
-            np.add(tx, ty, out=out)
-
-    def qx() -> np.ndarray:
-        return _fold(_fold(_fold(x, cos, lx, 1), sin, ly, -1), None, px, -1)
-
-    def qy() -> np.ndarray:
-        return _fold(_fold(_fold(y, sin, lx, 1), cos, ly, 1), None, py, -1)
-
-    def vx() -> np.ndarray:
-        r = _fold(_fold(None, sin, dx, 1), cos, dy, 1)
-        return bvx if r is None else bvx - wb * r
-
-    def vy() -> np.ndarray:
-        r = _fold(_fold(None, cos, dx, 1), sin, dy, -1)
-        return bvy if r is None else bvy + wb * r
-
-    axis(qx, qy, pos)
-    axis(vx, vy, vel)
-
-
-def _fold(acc: Any, factor: Any, const: float, sign: int) -> Any:
-    """``acc + sign * factor() * const`` (``factor`` None: the constant alone), 0-terms left out.
-
-    ``acc`` None stands for a sum with no term yet. The operations are those of the
-    written formula (``acc + f * c`` or ``acc - f * c``), in the same order.
-    """
-    if const == 0.0:
-        return acc
-    term: Any = const if factor is None else factor() * const
-    if acc is None:
-        return term if sign > 0 else -term
-    return acc + term if sign > 0 else acc - term
-
-
-class _JointPlan:
-    """Index arrays of a layout's joints, grouped by how their state is computed."""
-
-    def __init__(self, layout: Layout) -> None:
-        js = layout.joints
-        rev = [k for k, j in enumerate(js) if j.kind in ("revolute", "fixed")]
-        self.rev = np.array(rev, dtype=np.int64)
-        # with one or two such joints, per-joint columns beat the gathers
-        self.rev_few = [(k, js[k].child, js[k].parent, js[k].rel_angle0) for k in rev]
-        if len(rev) > 2:
-            self.rev_few = []
-        else:
-            rev = []
-        root = [k for k in rev if js[k].parent < 0]
-        pair = [k for k in rev if js[k].parent >= 0]
-        self.rev_root = np.array(root, dtype=np.int64)
-        self.rev_root_child = np.array([js[k].child for k in root], dtype=np.int64)
-        self.rev_root_rel = np.array([js[k].rel_angle0 for k in root], dtype=np.float64)
-        self.rev_pair = np.array(pair, dtype=np.int64)
-        self.rev_pair_child = np.array([js[k].child for k in pair], dtype=np.int64)
-        self.rev_pair_parent = np.array([js[k].parent for k in pair], dtype=np.int64)
-        self.rev_pair_rel = np.array([js[k].rel_angle0 for k in pair], dtype=np.float64)
-        self.other = [k for k, j in enumerate(js) if j.kind not in ("revolute", "fixed")]
-
-
-def _joint_plan(layout: Layout) -> _JointPlan:
-    """The layout's joint plan, built once and kept on the (frozen) layout."""
-    plan = layout.__dict__.get("_joint_plan")
-    if plan is None:
-        plan = _JointPlan(layout)
-        object.__setattr__(layout, "_joint_plan", plan)
-    return plan

@@ -11,7 +11,8 @@ from _world_scenes import DT, LAYOUTS, busy_scene, drive
 
 import kelab as ke
 from kelab.sim.assets import Asset
-from kelab.sim.world import _cog_world, _point
+from kelab.sim.kinematics import cog_world as _cog_world
+from kelab.sim.kinematics import point_state as _point
 
 
 def _walls() -> ke.Scene:

@@ -12,7 +12,8 @@ import kelab as ke
 from kelab.sim._compile import JointLayout
 from kelab.sim._packed import CAPACITY, ShardWorkers, packed_spacing
 from kelab.sim.assets import Asset
-from kelab.sim.world import _joint_state, _point
+from kelab.sim.kinematics import joint_state as _joint_state
+from kelab.sim.kinematics import point_state as _point
 
 
 def _cartpole(ground: bool = False) -> ke.Scene:

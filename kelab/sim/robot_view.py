@@ -1,0 +1,351 @@
+"""RobotView: Isaac-Lab style access to one robot of a World, and its forward kinematics.
+
+Uses only the World's public API (joint state, held controls, body states, resets,
+:attr:`~kelab.sim.world.World.joint_layouts` and the mass properties).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kelab.sim._values import float_array, short
+from kelab.sim.kinematics import cross
+
+if TYPE_CHECKING:
+    from kelab.sim.scene import RobotInstance
+    from kelab.sim.world import World
+
+
+class RobotView:
+    """Runtime view of one robot in a World (Isaac-Lab style articulation access).
+
+    Indices returned by :meth:`find_joints` are local to this robot.
+
+    Args:
+        world: The World.
+        robot: The scene's RobotInstance.
+    """
+
+    def __init__(self, world: World, robot: RobotInstance) -> None:
+        self._world = world
+        self._robot = robot
+        self.path: str = robot.path
+        jn = world.joint_names
+        bn = world.body_names
+        self._jidx = np.array([jn.index(p) for p in robot.joint_paths], dtype=np.int64)
+        self._bidx = np.array([bn.index(p) for p in robot.body_paths], dtype=np.int64)
+        self.joint_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.joint_paths)
+        self.body_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.body_paths)
+
+    @property
+    def num_joints(self) -> int:
+        """Joints of this robot."""
+        return int(self._jidx.size)
+
+    def find_joints(self, name_or_names: str | Sequence[str]) -> np.ndarray:
+        """Return local joint indices of names (exact names or full-match regexes).
+
+        Raises:
+            ValueError: If a name matches no joint (the message lists the joints).
+        """
+        names = [name_or_names] if isinstance(name_or_names, str) else list(name_or_names)
+        out: list[int] = []
+        for name in names:
+            hits = [i for i, j in enumerate(self.joint_names) if j == name or re.fullmatch(name, j)]
+            if not hits:
+                raise ValueError(f"no joint matches {name!r}; joints: {self.joint_names}")
+            out.extend(h for h in hits if h not in out)
+        return np.array(out, dtype=np.int64)
+
+    @property
+    def joint_pos(self) -> np.ndarray:
+        """Joint positions ``(num_envs, n)``."""
+        return self._world.joint_positions[:, self._jidx]
+
+    @property
+    def joint_vel(self) -> np.ndarray:
+        """Joint velocities ``(num_envs, n)``."""
+        return self._world.joint_velocities[:, self._jidx]
+
+    def set_joint_effort_target(
+        self, efforts: Any, joint_ids: Any = None, env_ids: Any = None
+    ) -> None:
+        """Hold efforts for some joints of some copies (clipped to the actuator limits)."""
+        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
+        self._world.set_joint_efforts(efforts, env_ids, joint_ids=cols)
+
+    def set_joint_position_target(
+        self, targets: Any, joint_ids: Any = None, env_ids: Any = None
+    ) -> None:
+        """Hold PD position targets for some joints of some copies."""
+        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
+        self._world.set_joint_position_targets(targets, env_ids, joint_ids=cols)
+
+    def _local(self, joint_ids: Any) -> np.ndarray:
+        """Local joint indices: unique ints in ``[0, num_joints)`` (one int or a 1-D list).
+
+        Raises:
+            ValueError: For floats, strings, bools, repeats or indices out of range.
+        """
+        n = self.num_joints
+        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
+        if cols is not None and cols.size == 0 and cols.ndim == 1:
+            return cols.astype(np.int64)
+        if cols is None or cols.dtype.kind not in "iu" or cols.ndim > 1:
+            raise ValueError(
+                f"joint_ids must be local joint indices (ints in [0, {n})) as one int or a "
+                f"1-D list, got {short(joint_ids)}; find them with find_joints(names)"
+            )
+        cols = cols.reshape(-1).astype(np.int64)
+        listed = cols.tolist()
+        if listed and (min(listed) < 0 or max(listed) >= n):
+            raise ValueError(f"joint_ids must be in [0, {n}) for robot {self.path!r}, got {listed}")
+        if len(set(listed)) != len(listed):
+            raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
+        return cols
+
+    @property
+    def root_pose(self) -> np.ndarray:
+        """Pose (x, y, angle) of the robot's first body, ``(num_envs, 3)``."""
+        w = self._world
+        return w.body_state(int(self._bidx[0]))[:, 0:3]
+
+    @property
+    def root_velocity(self) -> np.ndarray:
+        """Velocity of the robot's first body, ``(num_envs, 3)``: vx, vy (centre of mass), omega."""
+        w = self._world
+        return w.body_state(int(self._bidx[0]))[:, 3:6]
+
+    def get_body_pose_in_base_frame(self, body_name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Return a body's position ``(num_envs, 2)`` and angle ``(num_envs,)`` in the root frame.
+
+        Raises:
+            ValueError: If the robot has no such body.
+        """
+        if body_name not in self.body_names:
+            raise ValueError(f"no body {body_name!r}; bodies: {self.body_names}")
+        poses = self._world.body_poses
+        root = poses[:, self._bidx[0]]
+        b = poses[:, self._bidx[self.body_names.index(body_name)]]
+        ca, sa = np.cos(root[:, 2]), np.sin(root[:, 2])
+        dx, dy = b[:, 0] - root[:, 0], b[:, 1] - root[:, 1]
+        pos = np.stack([ca * dx + sa * dy, -sa * dx + ca * dy], axis=1)
+        return pos, b[:, 2] - root[:, 2]
+
+    def set_joint_state(
+        self,
+        positions: Any,
+        velocities: Any = None,
+        joint_ids: Any = None,
+        env_ids: Any = None,
+    ) -> None:
+        """Place this robot's bodies at given joint positions/velocities (a reset).
+
+        Forward kinematics from each body that no joint of this robot moves (its root:
+        keeps its present pose and velocity) along the joint tree: a revolute joint turns
+        the child (and so its subtree) about the joint anchor to ``angle0 + q``, a prismatic
+        joint slides it ``q`` along the axis, a fixed joint keeps it at its initial relative
+        pose, a spring carries it rigidly at its present relative pose. Body velocities
+        follow (rigid-body velocity of the parent plus the joint rate; a spring child moves
+        with its parent). Joints not listed in ``joint_ids`` keep their present values.
+        The result is written with :meth:`World.set_body_states`, so the copies are
+        rebuilt (contact history gone, sensors primed, external forces cleared); this
+        robot's efforts and targets are zeroed, other joints keep theirs. Afterwards
+        :attr:`World.joint_positions` reads back ``positions`` (to rounding; 2.3e-10 m in
+        x for the packed layout).
+
+        Args:
+            positions: ``(len(env_ids), len(joint_ids))`` rad or m (broadcastable).
+            velocities: Same shape, rad/s or m/s; None means zero.
+            joint_ids: Local joint indices (:meth:`find_joints`); None means all of them.
+            env_ids: Copies (indices or a bool mask); None means all.
+
+        Raises:
+            ValueError: On bad shapes, non-finite values, bad joint ids, a spring joint
+                among ``joint_ids`` (its length is not a coordinate), or a closed loop.
+
+        Example:
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> _ = b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")),
+            ...           at="/World/Robot")
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> cartpole = world.robot("/World/Robot")
+            >>> cartpole.set_joint_state([[0.5, 0.2], [-0.5, -0.2]])
+            >>> [round(float(v), 9) for v in cartpole.joint_pos[1]]
+            [-0.5, -0.2]
+        """
+        w = self._world
+        ids = w.env_indices(env_ids)
+        n = self.num_joints
+        try:
+            cols = np.arange(n) if joint_ids is None else self._local(joint_ids)
+        except ValueError as exc:
+            raise ValueError(f"set_joint_state: {exc}") from None
+        joints = w.joint_layouts
+        for c in cols.tolist():
+            if joints[self._jidx[c]].kind == "spring":
+                raise ValueError(
+                    f"set_joint_state: joint {self.joint_names[c]!r} is a spring; its length "
+                    "is not a coordinate that can be set (leave it out of joint_ids)"
+                )
+        shape = (ids.size, cols.size)
+        vals = []
+        for name, value in (("positions", positions), ("velocities", velocities)):
+            if value is None:
+                vals.append(np.zeros(shape))
+                continue
+            arr = float_array(value, f"set_joint_state: {name}")
+            try:
+                arr = np.broadcast_to(arr, shape)
+            except ValueError:
+                raise ValueError(
+                    f"set_joint_state: {name} must have shape {shape} (copies, joints), got "
+                    f"{arr.shape}"
+                ) from None
+            if not np.isfinite(arr).all():
+                raise ValueError(f"set_joint_state: {name} must be finite numbers")
+            vals.append(arr)
+        q = w.joint_positions[ids][:, self._jidx]
+        qd = w.joint_velocities[ids][:, self._jidx]
+        q[:, cols] = vals[0]
+        qd[:, cols] = vals[1]
+        poses = w.body_poses[ids]
+        vels = w.body_velocities[ids]
+        self._forward(poses, vels, q, qd)
+        efforts = w.joint_efforts[ids]
+        targets = w.joint_position_targets[ids]
+        w.set_body_states(ids, poses, vels)
+        efforts[:, self._jidx] = 0.0
+        targets[:, self._jidx] = 0.0
+        w.set_joint_efforts(efforts, ids)
+        w.set_joint_position_targets(targets, ids)
+
+    def _forward(
+        self, poses: np.ndarray, vels: np.ndarray, q: np.ndarray, qd: np.ndarray
+    ) -> np.ndarray:
+        """Forward kinematics in place on ``poses``/``vels`` (copy rows); returns moved bodies.
+
+        ``q``/``qd`` hold this robot's joint values (columns in its joint order).
+        """
+        joints = self._world.joint_layouts
+        order = self._tree_order()
+        m = poses.shape[0]
+        pos = poses[:, :, 0:2].copy()  # body origins
+        ang = poses[:, :, 2].copy()
+        om = vels[:, :, 2].copy()
+        cog = self._world.body_centers_of_gravity
+        ca, sa = np.cos(ang), np.sin(ang)
+        rx = ca * cog[:, 0] - sa * cog[:, 1]
+        ry = sa * cog[:, 0] + ca * cog[:, 1]
+        vo = np.stack([vels[:, :, 0] + om * ry, vels[:, :, 1] - om * rx], axis=2)
+        pos0, ang0 = pos.copy(), ang.copy()
+        zeros2, zeros1 = np.zeros((m, 2)), np.zeros(m)
+        moved = []
+        for local in order:
+            jl = joints[self._jidx[local]]
+            p, c = jl.parent, jl.child
+            pp, pa, pw, pv = (
+                (zeros2, zeros1, zeros1, zeros2)
+                if p < 0
+                else (pos[:, p], ang[:, p], om[:, p], vo[:, p])
+            )
+            cp, sp = np.cos(pa), np.sin(pa)
+            if jl.kind == "spring":  # carried rigidly at its present relative pose
+                pp0 = zeros2 if p < 0 else pos0[:, p]
+                pa0 = zeros1 if p < 0 else ang0[:, p]
+                dx, dy = pos0[:, c, 0] - pp0[:, 0], pos0[:, c, 1] - pp0[:, 1]
+                c0, s0 = np.cos(pa0), np.sin(pa0)
+                lx, ly = c0 * dx + s0 * dy, -s0 * dx + c0 * dy
+                ac = pa + (ang0[:, c] - pa0)
+                wc = pw
+                pc = np.stack([pp[:, 0] + cp * lx - sp * ly, pp[:, 1] + sp * lx + cp * ly], axis=1)
+                vc = pv + cross(pw, pc - pp)
+            else:
+                ax_, ay_ = jl.anchor_parent
+                joint = np.stack(
+                    [pp[:, 0] + cp * ax_ - sp * ay_, pp[:, 1] + sp * ax_ + cp * ay_], 1
+                )
+                ac = pa + jl.rel_angle0
+                wc = pw
+                point = joint
+                if jl.kind == "revolute":
+                    ac = ac + q[:, local]
+                    wc = pw + qd[:, local]
+                if jl.kind == "prismatic":
+                    d = np.stack(
+                        [cp * jl.axis[0] - sp * jl.axis[1], sp * jl.axis[0] + cp * jl.axis[1]], 1
+                    )
+                    point = joint + q[:, local, None] * d
+                    vpoint = pv + cross(pw, point - pp) + qd[:, local, None] * d
+                else:
+                    vpoint = pv + cross(pw, point - pp)
+                cc, sc = np.cos(ac), np.sin(ac)
+                bx, by = jl.anchor_child
+                pc = np.stack(
+                    [point[:, 0] - (cc * bx - sc * by), point[:, 1] - (sc * bx + cc * by)], 1
+                )
+                vc = vpoint + cross(wc, pc - point)
+            pos[:, c], ang[:, c], om[:, c], vo[:, c] = pc, ac, wc, vc
+            moved.append(c)
+        rows = np.array(moved, dtype=np.int64)
+        if rows.size:
+            a = ang[:, rows]
+            ca, sa = np.cos(a), np.sin(a)
+            rx = ca * cog[rows, 0] - sa * cog[rows, 1]
+            ry = sa * cog[rows, 0] + ca * cog[rows, 1]
+            w = om[:, rows]
+            poses[:, rows, 0:2] = pos[:, rows]
+            poses[:, rows, 2] = a
+            vels[:, rows, 0] = vo[:, rows, 0] - w * ry
+            vels[:, rows, 1] = vo[:, rows, 1] + w * rx
+            vels[:, rows, 2] = w
+        return rows
+
+    def _tree_order(self) -> list[int]:
+        """This robot's joints (local indices) ordered parents first.
+
+        Raises:
+            ValueError: If a body is the child of two joints or the joints form a loop.
+        """
+        every = self._world.joint_layouts
+        joints = [every[j] for j in self._jidx.tolist()]
+        children = [jl.child for jl in joints]
+        if len(set(children)) != len(children):
+            raise ValueError(
+                f"set_joint_state: robot {self.path!r} has a body moved by two joints "
+                "(closed loop); forward kinematics needs a tree"
+            )
+        placed: list[int] = []
+        pending = list(range(len(joints)))
+        while pending:
+            ready = [k for k in pending if joints[k].parent not in {children[j] for j in pending}]
+            if not ready:
+                raise ValueError(f"set_joint_state: robot {self.path!r} has a joint loop")
+            placed.extend(ready)
+            pending = [k for k in pending if k not in ready]
+        return placed
+
+    def reset(self, env_ids: Any = None) -> None:
+        """Put this robot back to its initial pose with zero velocity in some copies.
+
+        Other bodies keep their current poses and velocities (the copies are rebuilt,
+        see :meth:`World.set_body_states`).
+        """
+        w = self._world
+        ids = w.env_indices(env_ids, repeats=True)
+        poses = w.body_poses[ids]
+        vels = w.body_velocities[ids]
+        poses[:, self._bidx] = w.initial_body_poses[self._bidx]
+        vels[:, self._bidx] = 0.0
+        efforts = w.joint_efforts[ids]
+        targets = w.joint_position_targets[ids]
+        w.set_body_states(ids, poses, vels)
+        efforts[:, self._jidx] = 0.0
+        targets[:, self._jidx] = 0.0
+        w.set_joint_efforts(efforts, ids)
+        w.set_joint_position_targets(targets, ids)
