@@ -239,7 +239,8 @@ class Canvas(ABC):
 
         if not string:
             return (0, 0)
-        return shared_text_cache().surface(str(string), (0, 0, 0), int(size)).get_size()
+        h, w = shared_text_cache().coverage(str(string), int(size)).shape
+        return (w, h)
 
     def lines(self, starts: Any, ends: Any, color: Color, width: float = 0.0) -> None:
         """Draw many straight lines of one colour and width at once (butt ends).

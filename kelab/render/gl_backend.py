@@ -19,7 +19,6 @@ import ctypes
 import ctypes.util
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
@@ -89,15 +88,19 @@ flat in vec3 v_color;
 out vec4 f_color;
 void main() { f_color = vec4(v_color, 1.0); }
 """
+# Text: coverage from the atlas (one channel), colour per vertex, premultiplied.
 _TEXT_VS = """
 #version 330
 uniform vec2 u_size;
 uniform float u_flip;
 in vec2 in_pos;
 in vec2 in_uv;
+in vec3 in_color;
 out vec2 v_uv;
+flat out vec3 v_color;
 void main() {
     v_uv = in_uv;
+    v_color = in_color;
     float y = (1.0 - in_pos.y / u_size.y * 2.0) * u_flip;
     gl_Position = vec4(in_pos.x / u_size.x * 2.0 - 1.0, y, 0.0, 1.0);
 }
@@ -106,10 +109,66 @@ _TEXT_FS = """
 #version 330
 uniform sampler2D u_tex;
 in vec2 v_uv;
+flat in vec3 v_color;
 out vec4 f_color;
-void main() { f_color = texture(u_tex, v_uv); }
+void main() {
+    float a = texture(u_tex, v_uv).r;
+    f_color = vec4(v_color * a, a);
+}
 """
-_UV = np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], dtype=np.float32)
+#: Corners of a text quad's two triangles: (x, y) as 0/1 of its width and height.
+_QUAD = np.array([[0, 0], [1, 0], [1, 1], [0, 0], [1, 1], [0, 1]], dtype=np.float32)
+#: Side of the text atlas texture in pixels (one channel: 4 MiB).
+ATLAS_SIZE = 2048
+
+
+class _TextAtlas:
+    """Rendered strings' coverage packed on shelves of one texture.
+
+    A frame's text is then one draw call. When the atlas is full it starts over (the
+    caller first draws what is queued); a string wider than the atlas is cut at its width.
+    """
+
+    def __init__(self, ctx: moderngl.Context, size: int = ATLAS_SIZE) -> None:
+        self.size = size
+        self.texture = ctx.texture((size, size), 1, dtype="f1")
+        self.texture.filter = (moderngl.NEAREST, moderngl.NEAREST)
+        self._where: dict[tuple[str, int], tuple[int, int, int, int]] = {}
+        self._x = self._y = self._row = 0
+
+    def find(self, key: tuple[str, int]) -> tuple[int, int, int, int] | None:
+        """Where a string is: ``(x, y, w, h)`` texels, or None."""
+        return self._where.get(key)
+
+    def fits(self, w: int, h: int) -> bool:
+        """Whether a ``w x h`` string fits without starting over."""
+        w, h = min(w, self.size), min(h, self.size)
+        if self._x + w <= self.size:
+            return self._y + max(h, self._row) <= self.size
+        return self._y + self._row + h <= self.size
+
+    def add(self, key: tuple[str, int], cover: np.ndarray) -> tuple[int, int, int, int]:
+        """Upload ``cover`` (``(h, w)`` uint8; the caller checked :meth:`fits`)."""
+        cover = cover[: self.size, : self.size]
+        h, w = cover.shape
+        if self._x + w > self.size:  # next shelf
+            self._x, self._y, self._row = 0, self._y + self._row, 0
+        x, y = self._x, self._y
+        if w and h:
+            self.texture.write(np.ascontiguousarray(cover), viewport=(x, y, w, h), alignment=1)
+        self._x += w
+        self._row = max(self._row, h)
+        self._where[key] = (x, y, w, h)
+        return x, y, w, h
+
+    def reset(self) -> None:
+        """Forget every string (the texels are overwritten as new ones arrive)."""
+        self._where.clear()
+        self._x = self._y = self._row = 0
+
+    def release(self) -> None:
+        """Free the texture."""
+        self.texture.release()
 
 
 class GLCanvas(Canvas):
@@ -140,7 +199,9 @@ class GLCanvas(Canvas):
         self._ctx = ctx
         self._bind = bind
         self.fringe = bool(fringe)
-        self._pending: list[np.ndarray] = []
+        self._pending: list[np.ndarray] = []  # shape vertices of the current run
+        self._text_pending: list[np.ndarray] = []  # text vertices of the current run
+        self._runs: list[tuple[bool, np.ndarray]] = []  # closed runs: (is_text, vertices)
         self._gradients: dict[tuple[object, ...], np.ndarray] = {}
         # (splitting a frame into many opaque unblended and blended runs was measured
         # slower on llvmpipe: each extra draw call and blend toggle costs more than it
@@ -150,18 +211,19 @@ class GLCanvas(Canvas):
         self._text_prog = ctx.program(vertex_shader=_TEXT_VS, fragment_shader=_TEXT_FS)
         self._vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
         self._vao = ctx.vertex_array(self._shape_prog, [(self._vbo, "2f 4f", "in_pos", "in_color")])
-        self._text_vbo = ctx.buffer(reserve=6 * 4 * 4, dynamic=True)
+        self._text_vbo = ctx.buffer(reserve=1 << 14, dynamic=True)
         self._text_vao = ctx.vertex_array(
-            self._text_prog, [(self._text_vbo, "2f 2f", "in_pos", "in_uv")]
+            self._text_prog, [(self._text_vbo, "2f 2f 3f", "in_pos", "in_uv", "in_color")]
         )
         flip = -1.0 if top_row_first else 1.0
         self._shape_prog["u_flip"].value = flip
         self._text_prog["u_flip"].value = flip
         self._texts = TextCache()
-        self._textures: OrderedDict[tuple[str, Color, int], moderngl.Texture] = OrderedDict()
+        self._atlas = _TextAtlas(ctx)
         self.draw_calls = 0
-        """Batches drawn so far (for tests and benchmarks): one per flush, which issues
-        one GL draw, or two with antialiasing (the leading opaque run, then the rest)."""
+        """Batches drawn so far (for tests and benchmarks): one per run of shapes (one GL
+        draw, or two with antialiasing: the leading opaque part, then the rest) and one
+        per run of text (one textured draw for all its strings)."""
 
     # -- batching -----------------------------------------------------------------------------
     def _push(self, tris: np.ndarray, color: Color, alpha: np.ndarray | float = 1.0) -> None:
@@ -178,38 +240,86 @@ class GLCanvas(Canvas):
         else:
             self._push(fan_triangles(polys), color)
 
+    def _close_runs(self) -> None:
+        """End the current runs: queued text, if any, came before queued shapes."""
+        if self._text_pending:
+            t = self._text_pending
+            self._runs.append((True, t[0] if len(t) == 1 else np.concatenate(t)))
+            t.clear()
+        if self._pending:
+            p = self._pending
+            self._runs.append((False, p[0] if len(p) == 1 else np.concatenate(p)))
+            p.clear()
+
     def flush(self) -> None:
-        """Draw the triangles accumulated so far with one draw call."""
-        if not self._pending:
+        """Draw everything queued so far: one draw call per run of shapes or of text.
+
+        Shapes and text queue in painter's order; consecutive shapes form one run and
+        consecutive strings another (an RL frame: backdrop, world and ground ticks, then
+        the labels and the status line), written to the GPU in one buffer each.
+        """
+        self._close_runs()
+        runs = self._runs
+        if not runs:
             return
-        data = self._pending[0] if len(self._pending) == 1 else np.concatenate(self._pending)
-        self._pending.clear()
+        shapes = [d for is_text, d in runs if not is_text]
+        texts = [d for is_text, d in runs if is_text]
         with self._bind():
-            if data.nbytes > self._vbo.size:
-                self._vbo.orphan(max(data.nbytes, 2 * self._vbo.size))
-            self._vbo.write(data)
-            self._shape_prog["u_size"].value = tuple(float(v) for v in self._camera.size)
-            if self.fringe:
-                # the leading opaque triangles (typically the ground's core, the most
-                # pixels of a frame) need no blending: drawn first, without it
-                translucent = np.flatnonzero(data[:, 5] != 1.0)
-                first = int(translucent[0]) // 3 * 3 if translucent.size else data.shape[0]
-                if first:
-                    self._vao.render(moderngl.TRIANGLES, vertices=first)
-                if first < data.shape[0]:
-                    ctx = self._ctx
-                    ctx.enable(moderngl.BLEND)
-                    ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
-                    rest = data.shape[0] - first
-                    self._vao.render(moderngl.TRIANGLES, vertices=rest, first=first)
-                    ctx.disable(moderngl.BLEND)
-            else:
-                self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0])
-        self.draw_calls += 1
+            size = tuple(float(v) for v in self._camera.size)
+            if shapes:
+                data = shapes[0] if len(shapes) == 1 else np.concatenate(shapes)
+                if data.nbytes > self._vbo.size:
+                    self._vbo.orphan(max(data.nbytes, 2 * self._vbo.size))
+                self._vbo.write(data)
+                self._shape_prog["u_size"].value = size
+            if texts:
+                tdata = texts[0] if len(texts) == 1 else np.concatenate(texts)
+                if tdata.nbytes > self._text_vbo.size:
+                    self._text_vbo.orphan(max(tdata.nbytes, 2 * self._text_vbo.size))
+                self._text_vbo.write(tdata)
+                self._text_prog["u_size"].value = size
+                self._atlas.texture.use(0)
+            first_shape = first_text = 0
+            for is_text, d in runs:
+                if is_text:
+                    self._draw_text_run(first_text, d.shape[0])
+                    first_text += d.shape[0]
+                else:
+                    self._draw_shape_run(d, first_shape)
+                    first_shape += d.shape[0]
+                self.draw_calls += 1
+        runs.clear()
+
+    def _draw_shape_run(self, data: np.ndarray, start: int) -> None:
+        if self.fringe:
+            # the leading opaque triangles (typically the ground's core, the most
+            # pixels of a frame) need no blending: drawn first, without it
+            translucent = np.flatnonzero(data[:, 5] != 1.0)
+            first = int(translucent[0]) // 3 * 3 if translucent.size else data.shape[0]
+            if first:
+                self._vao.render(moderngl.TRIANGLES, vertices=first, first=start)
+            if first < data.shape[0]:
+                ctx = self._ctx
+                ctx.enable(moderngl.BLEND)
+                ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA
+                rest = data.shape[0] - first
+                self._vao.render(moderngl.TRIANGLES, vertices=rest, first=start + first)
+                ctx.disable(moderngl.BLEND)
+        else:
+            self._vao.render(moderngl.TRIANGLES, vertices=data.shape[0], first=start)
+
+    def _draw_text_run(self, start: int, count: int) -> None:
+        ctx = self._ctx
+        ctx.enable(moderngl.BLEND)
+        ctx.blend_func = moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA  # premultiplied
+        self._text_vao.render(moderngl.TRIANGLES, vertices=count, first=start)
+        ctx.disable(moderngl.BLEND)
 
     def discard(self) -> None:
-        """Drop the triangles accumulated so far without drawing them."""
+        """Drop the shapes and text queued so far without drawing them."""
         self._pending.clear()
+        self._text_pending.clear()
+        self._runs.clear()
 
     # -- compiled worlds --------------------------------------------------------------------
     def _plan_style(self) -> Any:
@@ -253,7 +363,7 @@ class GLCanvas(Canvas):
 
     # -- hooks --------------------------------------------------------------------------------
     def _clear(self, color: Color) -> None:
-        self._pending.clear()  # everything queued would be painted over anyway
+        self.discard()  # everything queued would be painted over anyway
         r, g, b = (c / 255.0 for c in color)
         with self._bind(overwrite=True) as target:
             target.clear(r, g, b, 1.0)
@@ -321,41 +431,33 @@ class GLCanvas(Canvas):
             self._push_polygons(thick_line_quads(a, b, 1.0), color)
 
     def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
-        self.flush()  # keep painter's order: shapes drawn so far go under the text
-        key = (string, color, size)
-        with self._bind():
-            tex = self._textures.get(key)
-            if tex is None:
-                import pygame
-
-                surf = self._texts.surface(string, color, size)
-                tex = self._ctx.texture(surf.get_size(), 4, pygame.image.tobytes(surf, "RGBA"))
-                tex.filter = (moderngl.NEAREST, moderngl.NEAREST)
-                self._textures[key] = tex
-                if len(self._textures) > self._texts.capacity:
-                    self._textures.popitem(last=False)[1].release()
-            else:
-                self._textures.move_to_end(key)
-            w, h = tex.size
-            x, y = pos
-            quad = np.array(
-                [[x, y], [x + w, y], [x + w, y + h], [x, y], [x + w, y + h], [x, y + h]],
-                dtype=np.float32,
-            )
-            self._text_vbo.write(np.hstack([quad, _UV]).astype(np.float32))
-            self._text_prog["u_size"].value = tuple(float(v) for v in self._camera.size)
-            tex.use(0)
-            self._ctx.enable(moderngl.BLEND)
-            self._ctx.blend_func = moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA
-            self._text_vao.render(moderngl.TRIANGLES, vertices=6)
-            self._ctx.disable(moderngl.BLEND)
-        self.draw_calls += 1
+        # queued in painter's order: shapes queued so far end their run and go under it
+        if self._pending:
+            self._close_runs()
+        atlas = self._atlas
+        key = (string, size)
+        where = atlas.find(key)
+        if where is None:
+            cover = self._texts.coverage(string, size)
+            h, w = cover.shape
+            if not atlas.fits(w, h):
+                self.flush()  # draw what uses the atlas before it starts over
+                atlas.reset()
+            with self._bind():
+                where = atlas.add(key, cover)
+        ax, ay, w, h = where
+        x, y = pos
+        v = np.empty((6, 7), dtype=np.float32)
+        v[:, 0] = x + w * _QUAD[:, 0]
+        v[:, 1] = y + h * _QUAD[:, 1]
+        v[:, 2] = (ax + w * _QUAD[:, 0]) / atlas.size
+        v[:, 3] = (ay + h * _QUAD[:, 1]) / atlas.size
+        v[:, 4:] = np.asarray(color, dtype=np.float32) / 255.0
+        self._text_pending.append(v)
 
     def release(self) -> None:
         """Free the GL objects owned by the canvas."""
-        for tex in self._textures.values():
-            tex.release()
-        self._textures.clear()
+        self._atlas.release()
         for obj in (self._vao, self._text_vao, self._vbo, self._text_vbo):
             obj.release()
         self._shape_prog.release()

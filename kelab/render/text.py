@@ -36,6 +36,7 @@ class TextCache:
         self._surfaces: OrderedDict[tuple[str, tuple[int, int, int], int], pygame.Surface] = (
             OrderedDict()
         )
+        self._coverage: OrderedDict[tuple[str, int], np.ndarray] = OrderedDict()
         self.capacity = capacity
 
     def font(self, size: int) -> pygame.freetype.Font:
@@ -59,6 +60,43 @@ class TextCache:
             f.antialiased = True
         return f
 
+    def coverage(self, string: str, size: int) -> np.ndarray:
+        """Return how much of each pixel ``string`` covers, ``(h, w)`` uint8 (0..255).
+
+        FreeType renders the string at :data:`SUPERSAMPLE` times the size (antialiased,
+        kerned, as 8-bit coverage without a surface), then each block of
+        ``SUPERSAMPLE x SUPERSAMPLE`` is averaged (an exact ratio: an inexact one would
+        stretch each string differently) and rounded. Cached per ``(string, size)``;
+        colours share it.
+
+        Args:
+            string: One line of text.
+            size: Font size in pixels.
+
+        Returns:
+            A read-only ``(h, w)`` uint8 array (do not modify it: it is cached).
+        """
+        key = (string, size)
+        cover = self._coverage.get(key)
+        if cover is not None:
+            self._coverage.move_to_end(key)
+            return cover
+        raw, (w, h) = self.font(size).render_raw(string)
+        k = SUPERSAMPLE
+        rows, cols = -(-h // k) * k, -(-w // k) * k
+        big = np.zeros((rows, cols), dtype=np.uint16)
+        big[:h, :w] = np.frombuffer(raw, dtype=np.uint8).reshape(h, w)
+        # block sums along each axis in turn (3x faster than one sum over two axes)
+        sums = big.reshape(rows // k, k, cols).sum(axis=1, dtype=np.uint16)
+        sums = sums.reshape(rows // k, cols // k, k).sum(axis=2, dtype=np.uint16)
+        # rint(sum / k^2) as float32 is exact here, so this matches a float mean
+        cover = np.rint(sums.astype(np.float32) * np.float32(1.0 / (k * k))).astype(np.uint8)
+        cover.flags.writeable = False
+        self._coverage[key] = cover
+        if len(self._coverage) > self.capacity:
+            self._coverage.popitem(last=False)
+        return cover
+
     def surface(self, string: str, color: tuple[int, int, int], size: int) -> pygame.Surface:
         """Return ``string`` rendered in ``color`` on a transparent background.
 
@@ -75,19 +113,13 @@ class TextCache:
         if surf is not None:
             self._surfaces.move_to_end(key)
             return surf
-        big, _ = self.font(size).render(string, color)  # SRCALPHA, antialiased, kerned
-        # box-filter the coverage (alpha) by exactly 1/SUPERSAMPLE on both axes, padded to
-        # whole blocks (an inexact ratio would stretch each string differently); the colour
-        # is uniform, so partly covered pixels keep the full colour with a partial alpha
-        k = SUPERSAMPLE
-        w, h = big.get_size()
-        cover = np.zeros((-(-w // k) * k, -(-h // k) * k), dtype=np.float32)
-        cover[:w, :h] = pygame.surfarray.array_alpha(big)
-        small = cover.reshape(cover.shape[0] // k, k, cover.shape[1] // k, k).mean(axis=(1, 3))
-        surf = pygame.Surface(small.shape, pygame.SRCALPHA)
+        cover = self.coverage(string, size)
+        # the colour is uniform, so partly covered pixels keep the full colour with a
+        # partial alpha
+        surf = pygame.Surface(cover.shape[::-1], pygame.SRCALPHA)
         surf.fill((*color, 0))
         alpha = pygame.surfarray.pixels_alpha(surf)
-        alpha[:] = np.rint(small).astype(np.uint8)
+        alpha[:] = cover.T
         del alpha  # unlock the surface
         self._surfaces[key] = surf
         if len(self._surfaces) > self.capacity:
