@@ -24,12 +24,13 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab.app.config import AppConfig
 from kelab.app.hud import AppStats, FrameStats, draw_hud, draw_recording_badge
 from kelab.app.input import Input
 from kelab.app.interaction import DragSpring, PickedBody, pick_body
@@ -38,7 +39,7 @@ from kelab.app.recorders import Recorder, VideoRecorder
 from kelab.app.view import ViewController, lift_color
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
-from kelab.render.renderer import BACKENDS, Renderer, create_renderer
+from kelab.render.renderer import Renderer, create_renderer
 from kelab.render.scenery import (
     draw_backdrop,
     draw_contact_forces,
@@ -57,7 +58,12 @@ from kelab.timing.timeline import (
     Timeline,
 )
 
-__all__ = ["App", "HOTKEYS"]
+if TYPE_CHECKING:
+    from kelab.app.panel.host import PanelHost
+    from kelab.render.canvas import Canvas
+    from kelab.sim.world import World
+
+__all__ = ["App", "AppConfig", "HOTKEYS"]
 
 #: The default hotkeys (``hotkeys=False`` turns them all off).
 HOTKEYS = {
@@ -141,40 +147,28 @@ class App:
     `on_drag_begin`, `on_drag_update`, `on_drag_end`. Bind other callbacks to any runner,
     phase and priority with ``app.timeline.bind(...)``; `execution_order` shows the table.
 
+    Settings come as one `AppConfig` (``App(config=AppConfig(...))``) or, the shorthand,
+    as keywords naming its fields (``App(title="Cartpole", headless=True)`` builds the
+    same AppConfig); keywords given with a config replace those fields of it.
+    ``app.config`` keeps what the App started with.
+
     Args:
-        title: Window title.
-        size: Window size ``(width, height)`` in pixels.
-        backend: ``"pygame"`` or ``"gl"``.
-        time_mode: How simulated time follows wall time (`TimeMode`).
-        headless: Draw offscreen, with no window.
-        world: A ``kelab.World`` to step (Robot runner, PHYSICS phase) and draw.
-        render_hz: Target frame rate (None: uncapped). Not applied in SIM_HIGH_PERF.
-        vsync: Ask the window for vsync.
-        max_steps_per_frame: The most fixed steps one frame runs (real-time modes).
-        max_frame_delta: Longest wall time one frame may add (seconds, None: no clamp);
-            the rest is added to `dropped_wall_time`.
-        time_scale: Simulated seconds per wall second.
-        steps_per_frame: Fixed steps per frame in SIM_HIGH_PERF.
-        disable_viewport_rendering: In SIM_HIGH_PERF, skip drawing while running.
-        hotkeys: Enter play/pause, Space pause/step, F1 HUD, F9 video recording.
-        show_hud: Show the HUD from the start.
-        interaction: Pick and drag bodies with the left mouse button.
+        config: The settings (`AppConfig`; default: ``AppConfig()`` plus ``settings``).
+        world: A ``kelab.World`` to step (main runner, PHYSICS phase) and draw.
         camera: The view (default: the scene's first camera, else centre (0, 1), zoom
             100 px/m).
-        background: Backdrop colour: the lower half of the frame; the upper half shades
-            towards a paler sky.
         timeline: A Timeline to drive (default: a new one with Robot 50 Hz, Capture 30 Hz).
-        runner: The main runner: fixed steps are its periods.
-        recording_dir: Where F9 writes videos.
-        drag_frequency_hz: Natural frequency of the drag spring (critically damped).
         clock: The wall clock in seconds (inject a fake one in tests).
         sleep: Sleeps for frame pacing (inject a fake one in tests).
-        panel: Show the Settings panel from the start (F2 toggles it; needs
-            imgui-bundle: ``pip install kelab[panel]``).
-        settings: The panel's settings file (default: ``<title>.kelab.json`` next to the
-            script); applied after `setup`, saved when the App closes if the panel
-            changed something. A bad file is reported (`App.panel`'s
-            ``settings_error``, a warning) and the App starts with its defaults.
+        **settings: `AppConfig` fields (title, size, backend, time_mode, headless,
+            render_hz, vsync, max_steps_per_frame, max_frame_delta, time_scale,
+            steps_per_frame, disable_viewport_rendering, hotkeys, show_hud, interaction,
+            follow, escape_quits, background, runner, recording_dir, drag_frequency_hz,
+            panel, settings); see `AppConfig` for each.
+
+    Raises:
+        ValueError: A bad setting (naming it), or a ``world`` that is not a World.
+        TypeError: A keyword that is no `AppConfig` field.
 
     Example:
         >>> import kelab as ke
@@ -190,46 +184,16 @@ class App:
 
     def __init__(
         self,
-        title: str = "KELab",
-        size: Sequence[int] = (960, 540),
-        backend: str = "pygame",
-        time_mode: TimeMode = TimeMode.SIM_REALTIME,
-        headless: bool = False,
-        world: Any = None,
+        config: AppConfig | None = None,
         *,
-        render_hz: float | None = 60.0,
-        vsync: bool = False,
-        max_steps_per_frame: int = 8,
-        max_frame_delta: float | None = 0.25,
-        time_scale: float = 1.0,
-        steps_per_frame: int = 1,
-        disable_viewport_rendering: bool = False,
-        hotkeys: bool = True,
-        show_hud: bool = False,
-        interaction: bool = True,
-        follow: str | None = None,
-        escape_quits: bool = True,
+        world: World | None = None,
         camera: Camera | None = None,
-        background: tuple[int, int, int] = (24, 26, 32),
         timeline: Timeline | None = None,
-        runner: str = "Robot",
-        recording_dir: str | os.PathLike[str] = "recordings",
-        drag_frequency_hz: float = 4.0,
         clock: Callable[[], float] = time.perf_counter,
         sleep: Callable[[float], None] = precise_sleep,
-        panel: bool = False,
-        settings: str | os.PathLike[str] | None = None,
+        **settings: Any,
     ) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"App.backend must be one of {BACKENDS}, got {backend!r}")
-        if not isinstance(time_mode, TimeMode):
-            raise ValueError(
-                f"App.time_mode must be a ke.TimeMode "
-                f"({', '.join(m.name for m in TimeMode)}), got {time_mode!r}"
-            )
-        _check_positive("render_hz", render_hz, allow_none=True)
-        _check_positive("max_frame_delta", max_frame_delta, allow_none=True)
-        _check_positive("drag_frequency_hz", drag_frequency_hz)
+        cfg = AppConfig.merged(config, settings)
         if world is not None and not all(
             hasattr(world, a) for a in ("step", "body_poses", "body_names", "scene")
         ):
@@ -239,48 +203,53 @@ class App:
             )
         if camera is not None and not isinstance(camera, Camera):
             raise ValueError(f"App.camera must be a ke.Camera, got {type(camera).__name__}")
-        self.title = str(title)
-        self.size = (int(size[0]), int(size[1]))
-        if self.size[0] <= 0 or self.size[1] <= 0:
-            raise ValueError(f"App.size must be two positive ints (width, height), got {size!r}")
-        self.backend = backend
-        self.headless = bool(headless)
-        self.vsync = bool(vsync)
+        if cfg.panel and importlib.util.find_spec("imgui_bundle") is None:
+            raise RuntimeError(
+                "App(panel=True) needs imgui-bundle for the Settings panel; install it with "
+                "pip install 'kelab[panel]' (or pass panel=False)"
+            )
+        self.config = cfg
+        """The `AppConfig` the App was made with (live values are on the App)."""
+        self.title = cfg.title
+        self.size = cfg.size
+        self.backend = cfg.backend
+        self.headless = cfg.headless
+        self.vsync = cfg.vsync
         self.world = world
-        self.render_hz = render_hz
-        self.disable_viewport_rendering = bool(disable_viewport_rendering)
-        self.hotkeys = bool(hotkeys)
-        self.hud_visible = bool(show_hud)
-        self.interaction = bool(interaction)
-        self.escape_quits = bool(escape_quits)
+        self.render_hz = cfg.render_hz
+        self.disable_viewport_rendering = cfg.disable_viewport_rendering
+        self.hotkeys = cfg.hotkeys
+        self.hud_visible = cfg.show_hud
+        self.interaction = cfg.interaction
+        self.escape_quits = cfg.escape_quits
         self.show_joints = False
         """Mark revolute joint pivots over the bodies (J toggles it)."""
         self.show_contacts = False
         """Draw each body's contact force as an arrow (K toggles it)."""
-        self.view = ViewController(follow)
+        self.view = ViewController(cfg.follow)
         """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
         self._last_draw_wall: float | None = None
         self._ground_y: float | None = None
-        self.background = background
-        self.recording_dir = Path(recording_dir)
-        self.drag_frequency_hz = float(drag_frequency_hz)
+        self.background = cfg.background
+        self.recording_dir = cfg.recording_dir
+        self.drag_frequency_hz = cfg.drag_frequency_hz
         self.input = Input()
         """Keyboard and mouse state (`Input`)."""
         self._owns_timeline = timeline is None
         self.timeline = timeline if timeline is not None else Timeline()
-        self.main_runner = runner
-        self.timeline.runner(runner)  # KeyError naming the runners
+        self.main_runner = cfg.runner
+        self.timeline.runner(cfg.runner)  # KeyError naming the runners
         self._wall = clock
         self._sleep = sleep
-        self._sim_clock_source = _ClampedWallClock(clock, max_frame_delta)
+        self._sim_clock_source = _ClampedWallClock(clock, cfg.max_frame_delta)
         self.clock = FixedStepClock.for_timeline(
             self.timeline,
-            runner,
-            time_mode=time_mode,
-            max_steps_per_frame=max_steps_per_frame,
+            cfg.runner,
+            time_mode=cfg.time_mode,
+            max_steps_per_frame=cfg.max_steps_per_frame,
             clock=self._sim_clock_source,
-            steps_per_frame=steps_per_frame,
-            time_scale=time_scale,
+            steps_per_frame=cfg.steps_per_frame,
+            time_scale=cfg.time_scale,
         )
         """The `FixedStepClock` (one fixed step = one period of the main runner)."""
         self._sim_clock_source.counting = lambda: (
@@ -306,6 +275,7 @@ class App:
         self._drag: DragSpring | None = None
         self._drag_target: tuple[float, float] | None = None
         self._in_frame = False
+        runner = cfg.runner
         b = self.timeline.bind
         self._bindings = [
             b(self._fixed_update, runner, Phase.CONTROL, ON_UPDATE_PRIORITY, name="fixed_update"),
@@ -316,15 +286,10 @@ class App:
                 b(self._drag_step, runner, Phase.CONTROL, DRAG_PRIORITY, name="drag_spring"),
                 b(self._physics, runner, Phase.PHYSICS, 0, name="world.step"),
             ]
-        if panel and importlib.util.find_spec("imgui_bundle") is None:
-            raise RuntimeError(
-                "App(panel=True) needs imgui-bundle for the Settings panel; install it with "
-                "pip install 'kelab[panel]' (or pass panel=False)"
-            )
-        self.panel = PanelModel(self, settings)
+        self.panel = PanelModel(self, cfg.settings)
         """The Settings panel's model: its pages and changes (F2 shows it; docs/app.md)."""
-        self.panel.open = bool(panel)
-        self._panel_host: Any = None
+        self.panel.open = cfg.panel
+        self._panel_host: PanelHost | None = None
         self._panel_wall: float | None = None
 
     # ================================================================ lifecycle hooks
@@ -351,7 +316,7 @@ class App:
     def pre_render(self) -> None:
         """Called once per drawn frame, before drawing."""
 
-    def render(self, canvas: Any, alpha: float) -> None:
+    def render(self, canvas: Canvas, alpha: float) -> None:
         """Draw here (the World, if any, is already drawn).
 
         Args:
@@ -380,7 +345,7 @@ class App:
 
     # ================================================================ properties
     @property
-    def canvas(self) -> Any:
+    def canvas(self) -> Canvas:
         """The renderer's canvas (after the window opened)."""
         if self.renderer is None:
             raise RuntimeError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from app_helpers import FakeClock, ball_scene, cartpole_scene, make_app
@@ -402,3 +404,32 @@ def test_validation_messages():
         ke.App(world=object())
     with pytest.raises(KeyError, match="no time runner named 'Main'"):
         ke.App(runner="Main")
+
+
+def test_app_config_is_the_full_form_and_keywords_the_shorthand(fake_clock: FakeClock):
+    from kelab.app import AppConfig
+
+    cfg = AppConfig(size=[160, 120], headless=True, render_hz=None, max_steps_per_frame=3)
+    assert cfg.size == (160, 120) and cfg.recording_dir.name == "recordings"
+    full = ke.App(config=cfg, clock=fake_clock, title="x")  # a keyword replaces a field
+    short = ke.App(size=(160, 120), headless=True, render_hz=None, max_steps_per_frame=3, title="x")
+    assert full.config == short.config and full.config.title == "x" and cfg.title == "KELab"
+    assert full.clock.max_steps_per_frame == 3 and full.size == (160, 120)
+    with pytest.raises(TypeError, match="unknown settings \\['titel'\\]"):
+        ke.App(titel="x")
+    with pytest.raises(TypeError, match="only positional argument is an AppConfig"):
+        ke.App("title")
+    with pytest.raises(ValueError, match="App.headless must be True or False, got 1"):
+        AppConfig(headless=1)
+    with pytest.raises(ValueError, match="App.size must be two positive ints"):
+        AppConfig(size=(0, 10))
+    with pytest.raises(ValueError, match="App.max_steps_per_frame must be an int >= 1"):
+        AppConfig(max_steps_per_frame=0)
+    with pytest.raises(ValueError, match="App.background"):
+        AppConfig(background=(0, 0, 300))
+    with pytest.raises(ValueError, match="App.time_scale"):
+        AppConfig(time_scale=0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.title = "y"  # type: ignore[misc]
+    full.close()
+    short.close()

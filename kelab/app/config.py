@@ -1,0 +1,206 @@
+"""AppConfig: every setting of an `App`, one frozen, validated dataclass.
+
+``App(config=AppConfig(...))`` is the full form; ``App(title=..., headless=True, ...)``
+is the shorthand: the keywords build an `AppConfig` (the same fields, the same checks).
+The objects an App works with rather than settings (the ``world``, a ``camera``, a
+``timeline``, the ``clock`` and ``sleep`` functions) are passed to `App` itself.
+
+The config is what the App starts with; live values (``app.time_scale``,
+``app.render_hz``, ``app.hud_visible``...) are on the App and its clock and may change
+while it runs.
+
+Example:
+    >>> from kelab.app.config import AppConfig
+    >>> cfg = AppConfig(title="Cartpole", size=(640, 360), headless=True, render_hz=None)
+    >>> cfg.size, cfg.max_frame_delta
+    ((640, 360), 0.25)
+    >>> AppConfig(render_hz=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: App.render_hz must be a finite number > 0 or None, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from kelab._validate import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_number,
+    check_positive,
+    is_int,
+    must,
+)
+from kelab.render.renderer import BACKENDS
+from kelab.timing.clock import MAX_TIME_SCALE
+from kelab.timing.config import TimeMode
+
+__all__ = ["AppConfig"]
+
+_BOOLS = (
+    "headless",
+    "vsync",
+    "disable_viewport_rendering",
+    "hotkeys",
+    "show_hud",
+    "interaction",
+    "escape_quits",
+    "panel",
+)
+
+
+def _positive_or_none(value: object, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        return check_positive(value, name)
+    except ValueError:
+        raise ValueError(must(name, "a finite number > 0 or None", value)) from None
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """The settings of an `App` (see docs/app.md); every field is checked on creation.
+
+    Raises:
+        ValueError: Naming the field, the value seen and what is allowed.
+    """
+
+    title: str = "KELab"
+    """Window title (also names the settings file and the F9 videos)."""
+    size: tuple[int, int] = (960, 540)
+    """Window size ``(width, height)`` in pixels (two ints >= 1; any sequence of two)."""
+    backend: str = "pygame"
+    """Renderer: ``"pygame"`` or ``"gl"``."""
+    time_mode: TimeMode = TimeMode.SIM_REALTIME
+    """How simulated time follows wall time (`TimeMode`; changeable while running)."""
+    headless: bool = False
+    """Draw offscreen, with no window."""
+    render_hz: float | None = 60.0
+    """Target frame rate (None: uncapped). Not applied in SIM_HIGH_PERF."""
+    vsync: bool = False
+    """Ask the window for vsync."""
+    max_steps_per_frame: int = 8
+    """The most fixed steps one frame runs in the real-time modes (an int >= 1)."""
+    max_frame_delta: float | None = 0.25
+    """Longest wall time one frame may add, in seconds (None: no clamp); the rest is
+    added to ``App.dropped_wall_time`` and never simulated."""
+    time_scale: float = 1.0
+    """Simulated seconds per wall second (> 0)."""
+    steps_per_frame: int = 1
+    """Fixed steps per frame in SIM_HIGH_PERF (an int >= 1)."""
+    disable_viewport_rendering: bool = False
+    """In SIM_HIGH_PERF, skip drawing while running."""
+    hotkeys: bool = True
+    """The default hotkeys (``kelab.app.app.HOTKEYS``): Enter, Space, F1, F2, F9..."""
+    show_hud: bool = False
+    """Show the HUD (F1) from the start."""
+    interaction: bool = True
+    """Pick and drag bodies with the left mouse button."""
+    follow: str | None = None
+    """A body path the camera follows (None: a fixed camera)."""
+    escape_quits: bool = True
+    """Escape closes the App (False keeps Escape for your own use)."""
+    background: tuple[int, int, int] = (24, 26, 32)
+    """Backdrop colour (three ints 0..255): the lower half of the frame; the upper half
+    shades towards a paler sky."""
+    runner: str = "Robot"
+    """The main runner of the timeline: fixed steps are its periods."""
+    recording_dir: Path = Path("recordings")
+    """Where F9 writes videos (a str or path)."""
+    drag_frequency_hz: float = 4.0
+    """Natural frequency of the drag spring (critically damped), Hz > 0."""
+    panel: bool = False
+    """Show the Settings panel from the start (F2 toggles it; needs imgui-bundle:
+    ``pip install kelab[panel]``)."""
+    settings: Path | None = None
+    """The panel's settings file (None: ``<title>.kelab.json`` next to the script);
+    applied after ``setup``, saved when the App closes if the panel changed something."""
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        if not isinstance(self.title, str):
+            raise ValueError(must("App.title", "a str", self.title))
+        size = self.size
+        if (
+            isinstance(size, (str, bytes))
+            or not hasattr(size, "__len__")
+            or len(size) != 2
+            or not all(is_int(v) and v > 0 for v in size)
+        ):
+            raise ValueError(must("App.size", "two positive ints (width, height)", size))
+        put(self, "size", (int(size[0]), int(size[1])))
+        check_choice(self.backend, "App.backend", BACKENDS)
+        if not isinstance(self.time_mode, TimeMode):
+            modes = ", ".join(m.name for m in TimeMode)
+            raise ValueError(must("App.time_mode", f"a ke.TimeMode ({modes})", self.time_mode))
+        for name in _BOOLS:
+            check_bool(getattr(self, name), f"App.{name}")
+        put(self, "render_hz", _positive_or_none(self.render_hz, "App.render_hz"))
+        put(self, "max_frame_delta", _positive_or_none(self.max_frame_delta, "App.max_frame_delta"))
+        check_int(self.max_steps_per_frame, "App.max_steps_per_frame", low=1)
+        check_int(self.steps_per_frame, "App.steps_per_frame", low=1)
+        check_number(
+            self.time_scale,
+            "App.time_scale",
+            low=0.0,
+            low_open=True,
+            high=MAX_TIME_SCALE,
+            fix="use pause() to stop time",
+        )
+        if self.follow is not None and not isinstance(self.follow, str):
+            raise ValueError(must("App.follow", "a body path (str) or None", self.follow))
+        colour = self.background
+        if (
+            not isinstance(colour, (tuple, list))
+            or len(colour) != 3
+            or not all(is_int(c) and 0 <= c <= 255 for c in colour)
+        ):
+            raise ValueError(must("App.background", "three ints 0..255 (r, g, b)", colour))
+        put(self, "background", tuple(int(c) for c in colour))
+        if not isinstance(self.runner, str) or not self.runner:
+            raise ValueError(must("App.runner", "a runner name (a non-empty str)", self.runner))
+        if not isinstance(self.recording_dir, (str, os.PathLike)):
+            raise ValueError(must("App.recording_dir", "a folder path", self.recording_dir))
+        put(self, "recording_dir", Path(self.recording_dir))
+        check_positive(self.drag_frequency_hz, "App.drag_frequency_hz")
+        if self.settings is not None:
+            if not isinstance(self.settings, (str, os.PathLike)):
+                raise ValueError(must("App.settings", "a file path or None", self.settings))
+            put(self, "settings", Path(self.settings))
+
+    @classmethod
+    def merged(cls, config: AppConfig | None, settings: dict[str, object]) -> AppConfig:
+        """``config`` (default: the defaults) with ``settings`` replacing its fields.
+
+        What ``App(config, **settings)`` uses.
+
+        Raises:
+            TypeError: ``config`` is not an AppConfig, or a key is not a field.
+        """
+        if config is not None and not isinstance(config, AppConfig):
+            raise TypeError(
+                f"App's only positional argument is an AppConfig, got "
+                f"{type(config).__name__} {config!r:.60}; pass settings by keyword instead "
+                "(App(title=...))"
+            )
+        names = cls.field_names()
+        unknown = sorted(set(settings) - set(names))
+        if unknown:
+            raise TypeError(
+                f"App() got unknown settings {unknown}; the settings are the AppConfig fields "
+                f"({', '.join(names)}) and the objects world, camera, timeline, clock, sleep"
+            )
+        if config is None:
+            return cls(**settings)  # type: ignore[arg-type]
+        return dataclasses.replace(config, **settings) if settings else config
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The names of the settings (what ``App(**settings)`` accepts besides objects)."""
+        return tuple(f.name for f in dataclasses.fields(cls))
