@@ -46,6 +46,8 @@ class TrainConfig:
         schedule: ``"adaptive"`` (adapt the learning rate to keep the KL near
             ``desired_kl``) or ``"fixed"``.
         desired_kl: Target KL divergence per update for the adaptive schedule.
+        max_learning_rate: Upper bound of the adaptive schedule's learning rate (rsl-rl's
+            own bound is 1e-2; a lower one keeps a converged policy from large steps).
         gamma: Discount factor.
         lam: GAE lambda.
         clip_param: PPO ratio clip.
@@ -83,6 +85,7 @@ class TrainConfig:
     learning_rate: float = 1e-3
     schedule: str = "adaptive"
     desired_kl: float = 0.01
+    max_learning_rate: float = 1e-2
     gamma: float = 0.99
     lam: float = 0.95
     clip_param: float = 0.2
@@ -152,6 +155,7 @@ class TrainConfig:
             "init_noise_std",
             "learning_rate",
             "desired_kl",
+            "max_learning_rate",
             "clip_param",
             "value_loss_coef",
             "max_grad_norm",
@@ -171,6 +175,12 @@ class TrainConfig:
         if not _is_real(self.entropy_coef) or self.entropy_coef < 0:
             raise ValueError(
                 f"TrainConfig.entropy_coef must be a finite number >= 0, got {self.entropy_coef!r}"
+            )
+        if self.learning_rate > self.max_learning_rate:
+            raise ValueError(
+                f"TrainConfig.learning_rate must be <= max_learning_rate="
+                f"{self.max_learning_rate}, got {self.learning_rate}; lower it or raise "
+                "max_learning_rate"
             )
         batch = self.num_envs * self.num_steps_per_env
         if batch < self.num_mini_batches:

@@ -68,6 +68,23 @@ class FinalObsPPO(PPO):
     like any other ending.
     """
 
+    def __init__(self, *args: Any, max_learning_rate: float = 1e-2, **kwargs: Any) -> None:
+        self.max_learning_rate = float(max_learning_rate)
+        super().__init__(*args, **kwargs)
+
+    @property
+    def learning_rate(self) -> float:
+        """The current learning rate, never above ``max_learning_rate``.
+
+        rsl-rl's adaptive schedule raises it up to 1e-2 while the KL stays small; a lower
+        cap (``TrainConfig.max_learning_rate``) keeps a converged policy from steps that large.
+        """
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value: float) -> None:
+        self._learning_rate = min(float(value), self.max_learning_rate)
+
     def process_env_step(
         self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict[str, Any]
     ) -> None:
@@ -113,5 +130,6 @@ def build_algorithm(
         max_grad_norm=config.max_grad_norm,
         schedule=config.schedule,
         desired_kl=config.desired_kl,
+        max_learning_rate=config.max_learning_rate,
         device=device,
     )

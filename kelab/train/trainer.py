@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import functools
 import importlib.metadata
+import json
 import math
 import os
 import platform
@@ -56,15 +58,20 @@ _METRICS = (
 )
 
 
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a checkpoint depends on."""
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
     out = {"python": platform.python_version()}
     for dist in ("kelab", "torch", "rsl-rl-lib", "safetensors", "numpy", "gymnasium", "pymunk"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             out[dist] = "unknown"
-    return out
+    return tuple(out.items())  # looked up once: each look-up scans site-packages
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a checkpoint depends on."""
+    return dict(_versions())
 
 
 def task_class_path(task: Task) -> str:
@@ -224,6 +231,8 @@ class RLTrainer:
         self._closed = False
         self._episodes = _Episodes(self.config.success_window)  # recent, across train() calls
         self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
+        # the best state since the last write: written with `latest` (not at every gain)
+        self._pending_best: tuple[dict[str, torch.Tensor], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -267,6 +276,23 @@ class RLTrainer:
         Returns:
             The checkpoint's JSON path.
         """
+        return self._write(name, *self._state(name, stats))
+
+    def _write(self, name: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> Path:
+        path = save_checkpoint(self.run_dir, name, tensors, meta)
+        self.checkpoints[name] = str(path)
+        return path
+
+    def _flush_best(self) -> None:
+        """Write the best state held since the last write (see ``train``)."""
+        if self._pending_best is not None:
+            pending, self._pending_best = self._pending_best, None
+            self._write("best", *pending)
+
+    def _state(
+        self, name: str, stats: dict[str, Any] | None, copy: bool = False
+    ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The tensors and JSON of checkpoint ``name`` now (copies with ``copy``)."""
         from kelab.train.policy import optimizer_state
 
         tensors: dict[str, torch.Tensor] = {}
@@ -275,6 +301,9 @@ class RLTrainer:
                 tensors[f"{prefix}.{key}"] = value
         opt_meta, opt_tensors = optimizer_state(self.alg.optimizer)
         tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+        if copy:
+            tensors = {k: v.detach().clone() for k, v in tensors.items()}
+            opt_meta = json.loads(json.dumps(opt_meta))
         stats = stats or {}
         meta = {
             "kind": name,
@@ -307,9 +336,7 @@ class RLTrainer:
             "versions": library_versions(),
             "saved_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        path = save_checkpoint(self.run_dir, name, tensors, meta)
-        self.checkpoints[name] = str(path)
-        return path
+        return tensors, meta
 
     # ------------------------------------------------------------------ logging
     def _open_logs(self) -> None:
@@ -355,7 +382,7 @@ class RLTrainer:
     def train(
         self,
         max_iterations: int | None = None,
-        callback: Callable[[dict[str, Any]], None] | None = None,
+        callback: Callable[[dict[str, Any]], bool | None] | None = None,
     ) -> dict[str, Any]:
         """Run ``max_iterations`` PPO iterations (more after a resume) and return statistics.
 
@@ -365,15 +392,17 @@ class RLTrainer:
             max_iterations: Iterations to run now; None uses ``config.max_iterations``.
             callback: Called after every iteration with that iteration's row
                 (``iteration``, ``env_steps``, ``mean_return``, ``success_rate``,
-                ``env_steps_per_s``, ``wall_time_s``...), e.g. for a progress bar.
+                ``env_steps_per_s``, ``wall_time_s``...), e.g. for a progress bar;
+                when it returns True, training ends after that iteration (e.g. once an
+                evaluation of :meth:`policy` passes).
 
         Returns:
             ``best_reward``, ``last_reward`` (mean return of the recent episodes),
             ``success_rate`` (recent episodes, by the task's success rule; None without
             one), ``iterations``, ``env_steps``, ``wall_time_s``, ``env_steps_per_s``,
             ``collect_steps_per_s`` (env steps per second of rollout collection alone),
-            ``episodes``, ``stopped_at_target``, ``interrupted`` and ``checkpoints``
-            (``{"best": path, "latest": path}``).
+            ``episodes``, ``stopped_at_target``, ``stopped_by_callback``, ``interrupted``
+            and ``checkpoints`` (``{"best": path, "latest": path}``).
         """
         if self._closed:
             raise RuntimeError("this RLTrainer is closed; create a new one")
@@ -394,7 +423,7 @@ class RLTrainer:
         base_wall = self.wall_time_s
         run_steps = 0
         collect_time = 0.0
-        stopped = interrupted = False
+        stopped = interrupted = called_off = False
         reached: int | None = None  # iteration the recent episodes first reached the target
         last_row: dict[str, Any] = {}
         obs = vec.get_observations()
@@ -442,12 +471,14 @@ class RLTrainer:
                     score = (-1.0 if rate is None else rate, row["mean_return"])
                     if self.best_score is None or score > self.best_score:
                         self.best_score = score
-                        self.save("best", row)
+                        self._pending_best = self._state("best", row, copy=True)
                 if self.iteration % cfg.checkpoint_every == 0:
+                    self._flush_best()
                     self.save("latest", row)
                     self._draw_curve()
-                if callback is not None:
-                    callback(row)
+                if callback is not None and callback(row) is True:
+                    called_off = True
+                    break
                 if (
                     reached is None
                     and rate is not None
@@ -466,6 +497,7 @@ class RLTrainer:
         except KeyboardInterrupt:
             interrupted = True
         self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
+        self._flush_best()
         if last_row or self.checkpoints["latest"] is None:
             self.save("latest", last_row)
         if self.checkpoints["best"] is None:
@@ -485,6 +517,7 @@ class RLTrainer:
             "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
             "episodes": episodes.total,
             "stopped_at_target": stopped,
+            "stopped_by_callback": called_off,
             "target_reached_at": reached,
             "interrupted": interrupted,
             "run_dir": str(self.run_dir),
