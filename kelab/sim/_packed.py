@@ -7,6 +7,11 @@ and every body near them lie in one binade, ``[2**20, 2**21)``, where doubles ar
 grid of ``2**-32`` m, so adding or subtracting an origin is exact and translation-
 equivariant. See docs/world.md, "Layouts", for what is exact and what is not.
 
+Why this module is over 800 lines: the shard plan, the recorded reset calls, the
+pipelined shard threads and the batched reads share one data layout (rows of copies in
+shard buffers, fixed shape hash ids); split, each part would expose the others' private
+indexing.
+
 Construction choices that make a copy's result independent of its neighbours and of the
 sharding (so ``num_threads`` never changes a bit):
 
@@ -62,6 +67,7 @@ from kelab.sim._isolated import (
     READ,
     SET,
     ArbiterBuffer,
+    friction_contacts,
     lookup,
     nearest_body,
 )
@@ -501,27 +507,6 @@ class _Shard:
         cp.space_step(self.ptr, dt)
 
 
-def _friction_contacts(
-    table: np.ndarray, vals: np.ndarray, ints: np.ndarray, fl: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Arbiters between a friction body (value >= 0) and the main static (-2).
-
-    The selection of ``_isolated._main_contacts`` (same results), with the per-arbiter
-    min/max of the two bodies' codes as element-wise ops on the two columns: numpy's
-    axis reductions over two columns cost several times more at these sizes.
-    """
-    if table.size == 0 or ints.shape[0] == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, fl.shape[1]))
-    keys = ints[:, 0:2]
-    pos = np.searchsorted(table, keys)
-    np.minimum(pos, table.size - 1, out=pos)
-    code = np.where(table[pos] == keys, vals[pos], -1)
-    ca, cb = code[:, 0], code[:, 1]
-    hi = np.maximum(ca, cb)
-    sel = (np.minimum(ca, cb) == -2) & (hi >= 0)
-    return hi[sel], ints[sel, 2].astype(np.int64), fl[sel]
-
-
 class PackedBackend:
     """Copies packed in one pymunk Space per thread shard.
 
@@ -642,6 +627,14 @@ class PackedBackend:
                 self.raw[sel[:, None], mv] = rows
         if self.on_read is not None:
             self.on_read(ids)
+
+    def stepped(self, ids: np.ndarray) -> np.ndarray:
+        """The copies a step advances: every copy (they share their shards' spaces)."""
+        return self._every
+
+    def contact_states(self, rows: np.ndarray) -> np.ndarray:
+        """Fresh states of body rows, x in the shard's frame (:meth:`body_rows`)."""
+        return self.body_rows(rows, shard_frame=True)
 
     def body_rows(self, rows: np.ndarray, shard_frame: bool = False) -> np.ndarray:
         """Fresh state of body rows ``copy * nb + body`` (moving bodies), ``(m, 6)``.
@@ -918,7 +911,7 @@ class PackedBackend:
             ``copy * nb + body``, the contact count and the floats of ``sum_arbiters``.
         """
         self.sync()
-        # fl views the reused buffer: _friction_contacts returns copies
+        # fl views the reused buffer: friction_contacts returns copies
         ints, fl = self._arb_buf.read([shard.ptr for shard in self._shards], copy=False)
         table, _, _ = self._id_table()
         if self._fric_vals is None:
@@ -928,7 +921,7 @@ class PackedBackend:
             b = np.where(shared, -2 - vals, vals % nb)
             code = codes[b]
             self._fric_vals = np.where(code == 1, vals, np.where(code == 2, -2, -1))
-        return _friction_contacts(table, self._fric_vals, ints, fl)
+        return friction_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

@@ -16,15 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 # replay log event kinds (the World's)
-BUILD, EFFORTS, TARGETS, STATES, DT, FORCES = range(6)
-KIND_NAMES = ("build", "efforts", "targets", "states", "dt", "forces")
-
-#: An entry of the replay log: (step, kind, ids, a, b).
-LogEntry = tuple[int, int, np.ndarray, "np.ndarray | None", "np.ndarray | None"]
+BUILD, EFFORTS, TARGETS, STATES, DT, FORCES = Kind
+KIND_NAMES = tuple(k.name.lower() for k in Kind)
 
 _FIX = "take snapshots with World.snapshot() and restore them unchanged"
 
@@ -283,7 +281,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             else:
                 a = vals.reshape(ids.size, nb, 3).copy()
                 _forces_ok(a, spec.dynamic, where)
-        log.append((at, kind, ids, a, b))
+        log.append(LogEntry(at, Kind(kind), ids, a, b))
     if (last_build < 0).any() or not np.array_equal(epoch, last_build):
         bad = np.flatnonzero(epoch != last_build)[:5].tolist()
         raise _fail(

@@ -5,6 +5,14 @@ copy, kelab/sim/_isolated.py) and "packed" (all copies of a thread shard in one 
 kelab/sim/_packed.py). The World owns everything that does not depend on the layout:
 controls, efforts -> forces, joint state, sensors, contact sums and the snapshot log.
 Reading and writing go through ``pymunk.batch`` iterators, never Python loops over bodies.
+
+Why this module is over 800 lines: it is the one class that owns the per-copy arrays
+(controls, held forces, friction regimes, joint and contact caches, the log epochs) and
+the invariants between them that every write, step, reset, rebase and replay keeps.
+What could leave without splitting those invariants has left: the layouts
+(_isolated.py, _packed.py, behind the Backend protocol of _backend.py), the replay log
+(replay_log.py), the joint kinematics (kinematics.py), RobotView (robot_view.py),
+snapshot validation (_restore.py) and pymunk's internals (_chipmunk.py).
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from kelab.sim._backend import Backend
 from kelab.sim._compile import (
     SLIDE_SPEED_THRESHOLD,
     STATIC_SPEED_THRESHOLD,
@@ -31,6 +40,7 @@ from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import JointCache as _JointCache
 from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.kinematics import joint_state as _joint_state
+from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene import Scene
 from kelab.sim.sensors import SensorPipeline
@@ -41,9 +51,18 @@ LAYOUTS = ("isolated", "packed")
 #: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
 MAX_LOG_STEPS = 7200
 
-# replay log event kinds
-_BUILD, _EFFORTS, _TARGETS, _STATES, _DT, _FORCES = range(6)
 _SENSOR_WIDTH = {"imu": 4, "joint": 2, "contact": 2, "rangefinder": 1, "pose": 3}
+#: What a snapshot saves besides the replay log, the sensor pipelines and the meta (rng,
+#: time, dt): snapshot array name, World attribute, field of the parsed snapshot
+#: (``_restore.Restore``) that restore writes back. Saved in this order (the bytes of a
+#: snapshot depend on it).
+_SNAPSHOT_ARRAYS = (
+    ("controls/efforts", "_efforts", "efforts"),
+    ("controls/targets", "_targets", "targets"),
+    ("controls/external", "_ext", "external"),
+    ("copies/epoch", "_epoch", "epoch"),
+    ("imu/v_prev", "_v_prev", "v_prev"),
+)
 
 
 class World:
@@ -130,11 +149,11 @@ class World:
         self._all = np.arange(num_envs)
         self._all.flags.writeable = False  # logged and handed around without copies
         self._layout_name = layout
-        self._packed = layout == "packed"
-        self._backend: IsolatedBackend | PackedBackend
+        self._backend: Backend
         if layout == "packed":
-            self._backend = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
-            self._spacing = self._backend.spacing
+            packed = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
+            self._spacing = packed.spacing
+            self._backend = packed
         else:
             self._backend = IsolatedBackend(scene, lay, num_envs, num_threads)
         self._state_valid = np.zeros(num_envs, dtype=bool)
@@ -215,10 +234,9 @@ class World:
         self._body_index = {p: i for i, p in enumerate(lay.body_paths)}
         self._joint_index = {p: i for i, p in enumerate(lay.joint_paths)}
         self._v_prev = np.zeros((num_envs, self._nb, 2))
-        # replay log: list of (step, kind, ids, a, b)
-        self._log: list[tuple[int, int, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
+        self._log = ReplayLog()  # docs/world.md, "Snapshots"
         self._epoch = np.zeros(num_envs, dtype=np.int64)
-        self._log.append((0, _BUILD, self._all.copy(), None, None))
+        self._log.append(0, Kind.BUILD, self._all.copy())
         # rebasing: the step of each copy's last rebuild, and when the oldest reaches the bound
         self._max_log = int(max_log_steps)
         self._epoch_step = np.zeros(num_envs, dtype=np.int64)
@@ -534,7 +552,9 @@ class World:
             )
         return ids
 
-    def _controls(self, kind: int, values: Any, joint_ids: Any = None, env_ids: Any = None) -> None:
+    def _controls(
+        self, kind: Kind, values: Any, joint_ids: Any = None, env_ids: Any = None
+    ) -> None:
         ids = self._ids(env_ids)
         ncols = self._nj if joint_ids is None else np.size(joint_ids)
         vals = _float_array(values, "joint commands")
@@ -548,7 +568,7 @@ class World:
         # a finite sum means every value is finite (one pass); else look closer (overflow)
         if not (math.isfinite(vals.sum()) or np.isfinite(vals).all()):
             raise ValueError("joint commands must be finite numbers")
-        target = self._efforts if kind == _EFFORTS else self._targets
+        target = self._efforts if kind == Kind.EFFORTS else self._targets
         if joint_ids is not None and ncols == self._nj and ids is self._all:
             cols = np.asarray(joint_ids, np.int64).reshape(-1)
             if len(set(cols.tolist())) == self._nj and 0 <= cols.min() and cols.max() < ncols:
@@ -561,7 +581,7 @@ class World:
         if not every:
             cols = np.asarray(self._cols if joint_ids is None else joint_ids, np.int64)
             cols = cols.reshape(-1)
-        if kind == _EFFORTS:
+        if kind == Kind.EFFORTS:
             if every:  # the common case: all copies, all joints (no fancy indexing)
                 # limits broadcast to the full shape once: a (nj,) operand would make
                 # numpy loop over rows of nj elements (same values as np.clip); the
@@ -584,7 +604,7 @@ class World:
             target[ids] = full
         self._forces_dirty = True
         # self._all is read-only: logged as is (other id arrays may be the caller's)
-        self._log.append((self._steps, kind, ids if ids is self._all else ids.copy(), full, None))
+        self._log.append(self._steps, kind, ids if ids is self._all else ids.copy(), full, None)
 
     def _clip_bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """Effort bounds as contiguous ``(num_envs, n_joints)`` arrays (-limit, limit).
@@ -612,7 +632,7 @@ class World:
         Raises:
             ValueError: On a wrong shape, non-finite values or bad ids.
         """
-        self._controls(_EFFORTS, efforts, self._joint_cols(joint_ids), env_ids)
+        self._controls(Kind.EFFORTS, efforts, self._joint_cols(joint_ids), env_ids)
 
     def set_joint_position_targets(
         self, targets: Any, env_ids: Any = None, joint_ids: Any = None
@@ -627,7 +647,7 @@ class World:
         Raises:
             ValueError: On a wrong shape, non-finite values or bad ids.
         """
-        self._controls(_TARGETS, targets, self._joint_cols(joint_ids), env_ids)
+        self._controls(Kind.TARGETS, targets, self._joint_cols(joint_ids), env_ids)
 
     def _joint_cols(self, joint_ids: Any) -> np.ndarray | None:
         """World joint indices from ``joint_ids`` (None stays None: every joint).
@@ -732,7 +752,7 @@ class World:
         self._ext[ids] = full
         self._ext_any = bool(self._ext.any())
         self._forces_dirty = True
-        self._log.append((self._steps, _FORCES, ids.copy(), full, None))
+        self._log.append(self._steps, Kind.FORCES, ids.copy(), full, None)
 
     def apply_force_at_point(self, env_id: int, body_index: int, force: Any, point: Any) -> None:
         """Hold a force on one body, applied at a point: sets its force and torque r x F.
@@ -832,7 +852,7 @@ class World:
             raise ValueError("set_body_states: poses and velocities must be finite")
         self._rebuild(ids, place=False)  # every moving body's state is written next
         self._write_states(ids, poses, vels)
-        self._log.append((self._steps, _STATES, ids.copy(), poses.copy(), vels.copy()))
+        self._log.append(self._steps, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
         self._after_reset(ids)
 
     def reset_envs(self, env_ids: Any = None) -> None:
@@ -848,24 +868,34 @@ class World:
 
     def _rebuild(self, ids: np.ndarray, place: bool = True) -> None:
         self._backend.rebuild(ids, place)
-        self._stick[ids] = True  # the rebuilt shapes carry their sticking values
-        self._arb = None
-        self._touched[ids] = False
-        self._efforts[ids] = 0.0
-        self._targets[ids] = 0.0
-        self._ext[ids] = 0.0
-        self._ext_any = bool(self._ext_any and self._ext.any())
-        self._forces_dirty = True
-        self._log.append((self._steps, _BUILD, ids.copy(), None, None))
+        self._forget(ids, ids)
+        self._normals[ids] = 0.0
+        self._log.append(self._steps, Kind.BUILD, ids.copy())
         self._epoch[ids] = len(self._log) - 1
         if ids.size:
             self._epoch_step[ids] = self._steps
             self._rebase_at = int(self._epoch_step.min()) + self._max_log
-        self._state_valid[ids] = False
         self._contacts = None
-        self._normals[ids] = 0.0
         if self._epoch.min() > 0:
-            self._prune()
+            self._log.prune(self._epoch)
+
+    def _forget(self, rebuilt: np.ndarray, zeroed: np.ndarray) -> None:
+        """The World's side of a rebuild (live resets and replays alike).
+
+        Copies ``rebuilt`` were just rebuilt by the backend: their friction regimes stick
+        again (the rebuilt shapes carry their sticking values), they have not stepped, no
+        arbiters are cached and their state must be read. Copies ``zeroed`` lose their held
+        controls (efforts, targets, external forces), as a reset's do.
+        """
+        self._stick[rebuilt] = True
+        self._arb = None
+        self._touched[rebuilt] = False
+        self._state_valid[rebuilt] = False
+        self._efforts[zeroed] = 0.0
+        self._targets[zeroed] = 0.0
+        self._ext[zeroed] = 0.0
+        self._ext_any = bool(self._ext_any and self._ext.any())
+        self._forces_dirty = True
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         self._backend.write_states(ids, poses, vels)
@@ -875,23 +905,6 @@ class World:
         self._read(ids)
         self._v_prev[ids] = self._raw()[ids][:, :, 3:5]
         self._prime(ids)
-
-    def _prune(self) -> None:
-        """Drop log entries older than every copy's last rebuild (the latest dt stays).
-
-        Called whenever the least recently reset copy is reset, so the log never holds
-        more than the entries since the oldest of the copies' last resets, plus one dt
-        entry (docs/world.md, "Snapshots").
-        """
-        first = int(self._epoch.min())
-        dt_events = [e for e in self._log[:first] if e[1] == _DT]
-        shift = first - len(dt_events[-1:])
-        if shift <= 0:
-            return
-        # the dt in effect moves up to the first kept entry (replay then starts there)
-        head = [(self._log[first][0], *dt_events[-1][1:])] if dt_events else []
-        self._log = head + self._log[first:]
-        self._epoch -= shift
 
     # ------------------------------------------------------------------ stepping
     def step(self, dt: float) -> None:
@@ -944,17 +957,17 @@ class World:
         raw = self._raw()[ids]
         poses, vels = raw[:, :, 0:3].copy(), raw[:, :, 3:6].copy()
         held = [
-            (_EFFORTS, self._efforts, self._efforts[ids].copy()),
-            (_TARGETS, self._targets, self._targets[ids].copy()),
-            (_FORCES, self._ext, self._ext[ids].copy()),
+            (Kind.EFFORTS, self._efforts, self._efforts[ids].copy()),
+            (Kind.TARGETS, self._targets, self._targets[ids].copy()),
+            (Kind.FORCES, self._ext, self._ext[ids].copy()),
         ]
         self._rebuild(ids, place=False)
         self._write_states(ids, poses, vels)
-        self._log.append((self._steps, _STATES, ids.copy(), poses, vels))
+        self._log.append(self._steps, Kind.STATES, ids.copy(), poses, vels)
         for kind, target, values in held:
             if values.any():  # a rebuild zeroes them: only non-zero ones are logged
                 target[ids] = values
-                self._log.append((self._steps, kind, ids.copy(), values, None))
+                self._log.append(self._steps, kind, ids.copy(), values, None)
         self._ext_any = bool(self._ext.any())
         self._forces_dirty = True
         self._contacts = contacts
@@ -974,7 +987,7 @@ class World:
                     f"World.step: dt changed from {self._dt} to {dt}; sensors need a fixed dt"
                 )
             self._dt = dt
-            self._log.append((self._steps, _DT, self._all[:0], np.array([dt]), None))
+            self._log.append(self._steps, Kind.DT, self._all[:0], np.array([dt]), None)
             if not self._pipelines and self._sensor_specs:
                 self._make_pipelines(dt)
         return dt
@@ -1009,10 +1022,11 @@ class World:
         self._read_in_step = bool(done.size)
         self._read_in_step_ids = done
         self._jc.eager = True
-        if self._packed:  # every copy stepped: whole-array writes, no fancy indexing
+        stepped = self._backend.stepped(ids)
+        if stepped.size == self._n:  # every copy stepped: whole-array writes, no fancy indexing
             stepped = self._all
             self._touched[:] = True
-            self._state_valid[:] = done.size == self._n
+            self._state_valid[:] = done.size == self._n  # all or none read
         else:
             stepped = ids
             self._touched[stepped] = True
@@ -1120,18 +1134,17 @@ class World:
         speed = self._speed  # -1 where no contact was seen (reset to -1 below)
         if rows.size:
             # the body states after this step, x in the shard's space (contact points are)
-            if self._state_valid.all():
-                st = self._backend.raw.reshape(-1, 6)[rows]
-                x = st[:, 0] + self._backend.origin_x[rows // nb]
-            elif self._packed:  # the rows alone, fresh (reading never changes physics)
-                st = self._backend.body_rows(rows, shard_frame=True)
+            fresh = None if self._state_valid.all() else self._backend.contact_states(rows)
+            if fresh is not None:  # the rows alone, fresh (reading never changes physics)
+                st = fresh
                 x = st[:, 0]
             else:
                 copies = np.unique(rows // nb)
                 stale = copies[~self._state_valid[copies]]
-                self._jc.eager = False  # the joint state is not needed here
-                self._read(stale)
-                self._jc.eager = True
+                if stale.size:
+                    self._jc.eager = False  # the joint state is not needed here
+                    self._read(stale)
+                    self._jc.eager = True
                 st = self._backend.raw.reshape(-1, 6)[rows]
                 x = st[:, 0] + self._backend.origin_x[rows // nb]
             if self._fric_cog:  # r = contact point - centre of gravity (world)
@@ -1317,30 +1330,8 @@ class World:
         Physics state is stored as the replay log since each copy's last rebuild (reset):
         restoring rebuilds the spaces and re-simulates, which is exact (docs/world.md).
         """
-        arrays: dict[str, np.ndarray] = {
-            "controls/efforts": self._efforts.copy(),
-            "controls/targets": self._targets.copy(),
-            "controls/external": self._ext.copy(),
-            "copies/epoch": self._epoch.copy(),
-            "imu/v_prev": self._v_prev.copy(),
-        }
-        steps, kinds, id_off, val_off = [], [], [0], [0]
-        ids_all, vals_all = [], []
-        for step, kind, ids, a, b in self._log:
-            steps.append(step)
-            kinds.append(kind)
-            ids_all.append(ids.astype(np.int64))
-            id_off.append(id_off[-1] + ids.size)
-            parts = [x.reshape(-1) for x in (a, b) if x is not None]
-            flat = np.concatenate(parts) if parts else np.zeros(0)
-            vals_all.append(flat)
-            val_off.append(val_off[-1] + flat.size)
-        arrays["log/step"] = np.array(steps, dtype=np.int64)
-        arrays["log/kind"] = np.array(kinds, dtype=np.int64)
-        arrays["log/ids"] = np.concatenate(ids_all) if ids_all else np.zeros(0, np.int64)
-        arrays["log/id_off"] = np.array(id_off, dtype=np.int64)
-        arrays["log/vals"] = np.concatenate(vals_all) if vals_all else np.zeros(0)
-        arrays["log/val_off"] = np.array(val_off, dtype=np.int64)
+        arrays = {name: getattr(self, attr).copy() for name, attr, _ in _SNAPSHOT_ARRAYS}
+        arrays.update(self._log.encode())
         for name, p in self._pipelines.items():
             for key, value in p.get_state().items():
                 arrays[f"sensor/{name}/{key}"] = value
@@ -1372,15 +1363,12 @@ class World:
         plan = check_snapshot(snap, self._restore_spec())
         # nothing below can fail on the snapshot's content
         self._replay(plan.log, plan.epoch, plan.step_count)
-        self._log = plan.log
-        self._epoch = plan.epoch
+        self._log = ReplayLog(plan.log)
         self._epoch_step = plan.epoch_step.astype(np.int64)
         self._rebase_at = int(self._epoch_step.min()) + self._max_log
-        self._efforts[:] = plan.efforts
-        self._targets[:] = plan.targets
-        self._ext[:] = plan.external
+        for _, attr, field in _SNAPSHOT_ARRAYS:
+            getattr(self, attr)[...] = getattr(plan, field)
         self._ext_any = bool(self._ext.any())
-        self._v_prev[:] = plan.v_prev
         self._steps = plan.step_count
         self._time = plan.time
         self._dt = plan.dt
@@ -1423,16 +1411,8 @@ class World:
         start, which makes it exactly the copy the live World rebuilt there.
         """
         self._backend.rebuild(self._all)
-        self._stick[:] = True
-        self._arb = None
-        self._touched[:] = False
+        self._forget(self._all, self._all)
         self._normals[:] = 0.0
-        self._efforts[:] = 0.0
-        self._targets[:] = 0.0
-        self._ext[:] = 0.0
-        self._ext_any = False
-        self._state_valid[:] = False
-        self._forces_dirty = True
         self._last_dt = None
         active = np.zeros(self._n, dtype=bool)
         dt = None
@@ -1441,34 +1421,26 @@ class World:
             while step < at:
                 self._replay_step(active, dt)
                 step += 1
-            if kind == _DT:
+            if kind == Kind.DT:
                 dt = float(a[0])
                 continue
-            if kind == _BUILD:
+            if kind == Kind.BUILD:
                 start = ids[epoch[ids] == index]
                 again = start[self._touched[start]]
                 if again.size:
                     self._backend.rebuild(again)
-                    self._stick[again] = True
-                    self._arb = None
-                    self._touched[again] = False
-                    self._state_valid[again] = False
                 active[start] = True
-                self._efforts[ids] = 0.0
-                self._targets[ids] = 0.0
-                self._ext[ids] = 0.0
-                self._ext_any = bool(self._ext.any())
-                self._forces_dirty = True
+                self._forget(again, ids)
                 continue
             live = ids[active[ids]]
             sel = active[ids]
-            if kind == _EFFORTS:
+            if kind == Kind.EFFORTS:
                 self._efforts[live] = a[sel]
-            elif kind == _TARGETS:
+            elif kind == Kind.TARGETS:
                 self._targets[live] = a[sel]
-            elif kind == _STATES and live.size:
+            elif kind == Kind.STATES and live.size:
                 self._write_states(live, a[sel], b[sel])
-            elif kind == _FORCES:
+            elif kind == Kind.FORCES:
                 self._ext[live] = a[sel]
                 self._ext_any = bool(self._ext.any())
             self._forces_dirty = True

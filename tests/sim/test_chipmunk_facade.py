@@ -26,6 +26,7 @@ def _c(ctype: object) -> str:
     t = ctype if isinstance(ctype, ffi.CType) else ffi.typeof(ctype)
     return t.cname.replace("struct ", "").replace("enum ", "")
 
+
 #: Every C function the facade binds, with the C signature it was written against.
 SIGNATURES = {
     "body_set_position": "void(*)(cpBody *, cpVect)",

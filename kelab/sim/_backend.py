@@ -1,0 +1,100 @@
+"""The contract between the World and a layout (kelab.sim internal).
+
+A layout maps the World's copies onto pymunk spaces: ``"isolated"``
+(:class:`kelab.sim._isolated.IsolatedBackend`, one space per copy) and ``"packed"``
+(:class:`kelab.sim._packed.PackedBackend`, one space per thread shard). The World only
+talks to them through :class:`Backend`; nothing in the World asks which layout it has.
+Rows ``c * n_bodies + b`` name body ``b`` of copy ``c``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import numpy as np
+
+
+class Backend(Protocol):
+    """What a layout provides: building, stepping, batched state I/O and queries."""
+
+    name: str
+    """The layout's name (``World(layout=...)``)."""
+    raw: np.ndarray
+    """``(num_envs, n_bodies, 6)`` x, y, angle, vx, vy, omega in copy frames, as last read."""
+    origin_x: np.ndarray
+    """``(num_envs,)`` x of each copy's origin in its space (contact points are there)."""
+    on_read: Callable[[slice | np.ndarray], None] | None
+    """Called with the rows of :attr:`raw` just read (the World's joint cache)."""
+
+    def read(self, ids: np.ndarray) -> np.ndarray:
+        """Batch-read copies ``ids`` (or more) into :attr:`raw`; return the copies read."""
+        ...
+
+    def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
+        """Hold forces ``(len(ids), n_bodies, 3)`` (fx, fy, torque), applied every step."""
+        ...
+
+    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
+        """One physics step of copies ``ids``; with ``read``, read them after.
+
+        Returns the copies read into :attr:`raw` (none, or :meth:`stepped`).
+        """
+        ...
+
+    def stepped(self, ids: np.ndarray) -> np.ndarray:
+        """The copies a step of copies ``ids`` advances (a shared space steps all)."""
+        ...
+
+    def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
+        """Make copies ``ids`` fresh (no contact or joint history).
+
+        ``place``: at their initial poses (False: a state write follows).
+        """
+        ...
+
+    def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+        """Write the moving bodies' poses and velocities of just rebuilt copies ``ids``."""
+        ...
+
+    def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Set the friction of the shapes of body rows ``rows``."""
+        ...
+
+    def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The last step's arbiters of copies ``ids``: rows of A and B, counts, floats."""
+        ...
+
+    def friction_arbiters(
+        self, ids: np.ndarray, codes: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The last step's contacts between friction bodies and the main static material.
+
+        ``codes`` per body: 1 friction body, 2 main static. Returns rows, counts, floats.
+        """
+        ...
+
+    def contact_states(self, rows: np.ndarray) -> np.ndarray | None:
+        """Fresh states ``(m, 6)`` of body rows, or None.
+
+        x in their space's frame (as contact points are), :attr:`raw` untouched. None
+        where the layout reads whole copies instead (the World then reads the stale ones).
+        """
+        ...
+
+    def segment_first(
+        self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray
+    ) -> np.ndarray:
+        """Alpha of the first hit of one ray per copy of ``ids`` (NaN: none).
+
+        It ignores the shapes of ``body``'s robot or body.
+        """
+        ...
+
+    def body_at(self, env: int, x: float, y: float, tolerance: float) -> int | None:
+        """Index of the moving body of copy ``env`` under (x, y) (copy frame), or None."""
+        ...
+
+    def close(self) -> None:
+        """Stop the stepping threads (if any)."""
+        ...

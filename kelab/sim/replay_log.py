@@ -1,0 +1,128 @@
+"""The World's replay log: every command, state write and dt change since the copies' resets.
+
+A snapshot stores the physics as this log; restoring rebuilds the spaces and replays it
+(docs/world.md, "Snapshots"). Entries are :class:`LogEntry` (step, :class:`Kind`, copy
+ids, up to two value arrays); :meth:`ReplayLog.encode` flattens them into the six
+``log/*`` arrays of a snapshot, and ``kelab.sim._restore`` parses and validates them
+back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from enum import IntEnum
+from typing import NamedTuple, overload
+
+import numpy as np
+
+
+class Kind(IntEnum):
+    """What a log entry records (the integer is what snapshots store)."""
+
+    BUILD = 0
+    """Copies rebuilt fresh (a reset): their log starts here. No values."""
+    EFFORTS = 1
+    """Held efforts of the copies, ``a``: ``(copies, n_joints)`` (after clipping)."""
+    TARGETS = 2
+    """Held PD targets, ``a``: ``(copies, n_joints)``."""
+    STATES = 3
+    """Body states written, ``a``: poses, ``b``: velocities, each ``(copies, n_bodies, 3)``."""
+    DT = 4
+    """A new dt in effect from this step, ``a``: ``[dt]``; no copies."""
+    FORCES = 5
+    """Held external forces, ``a``: ``(copies, n_bodies, 3)`` (fx, fy, torque)."""
+
+
+class LogEntry(NamedTuple):
+    """One entry: at physics step ``step``, ``kind`` for copies ``ids`` with values a, b."""
+
+    step: int
+    kind: Kind
+    ids: np.ndarray
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
+
+
+#: Names of the snapshot arrays :meth:`ReplayLog.encode` writes, in order.
+ARRAYS = ("log/step", "log/kind", "log/ids", "log/id_off", "log/vals", "log/val_off")
+
+
+class ReplayLog:
+    """An append-only list of :class:`LogEntry`, pruned from the front.
+
+    Args:
+        entries: Initial entries (a parsed snapshot's), in step order.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self, entries: Iterable[LogEntry] = ()) -> None:
+        self.entries: list[LogEntry] = list(entries)
+
+    def append(
+        self,
+        step: int,
+        kind: Kind,
+        ids: np.ndarray,
+        a: np.ndarray | None = None,
+        b: np.ndarray | None = None,
+    ) -> None:
+        """Record an entry (the arrays are kept as given: pass copies the caller won't change)."""
+        self.entries.append(LogEntry(step, kind, ids, a, b))
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(self.entries)
+
+    @overload
+    def __getitem__(self, index: int) -> LogEntry: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LogEntry]: ...
+
+    def __getitem__(self, index: int | slice) -> LogEntry | list[LogEntry]:
+        return self.entries[index]
+
+    def prune(self, epoch: np.ndarray) -> None:
+        """Drop entries older than every copy's last rebuild; the dt in effect stays.
+
+        ``epoch`` (each copy's last rebuild, an index into this log) is shifted in place.
+        The dt in effect moves up to the first kept entry (a replay starts there).
+        """
+        first = int(epoch.min())
+        dt_events = [e for e in self.entries[:first] if e.kind == Kind.DT]
+        shift = first - len(dt_events[-1:])
+        if shift <= 0:
+            return
+        head = [dt_events[-1]._replace(step=self.entries[first].step)] if dt_events else []
+        self.entries = head + self.entries[first:]
+        epoch -= shift
+
+    def encode(self) -> dict[str, np.ndarray]:
+        """The log as the snapshot arrays :data:`ARRAYS`.
+
+        ``log/step`` and ``log/kind`` per entry; each entry's copy ids concatenated in
+        ``log/ids`` (entry ``e`` owns ``ids[id_off[e]:id_off[e + 1]]``) and its values
+        ``a`` then ``b``, flattened, in ``log/vals`` (by ``log/val_off``).
+        """
+        steps, kinds, id_off, val_off = [], [], [0], [0]
+        ids_all, vals_all = [], []
+        for step, kind, ids, a, b in self.entries:
+            steps.append(step)
+            kinds.append(int(kind))
+            ids_all.append(ids.astype(np.int64))
+            id_off.append(id_off[-1] + ids.size)
+            parts = [x.reshape(-1) for x in (a, b) if x is not None]
+            flat = np.concatenate(parts) if parts else np.zeros(0)
+            vals_all.append(flat)
+            val_off.append(val_off[-1] + flat.size)
+        return {
+            "log/step": np.array(steps, dtype=np.int64),
+            "log/kind": np.array(kinds, dtype=np.int64),
+            "log/ids": np.concatenate(ids_all) if ids_all else np.zeros(0, np.int64),
+            "log/id_off": np.array(id_off, dtype=np.int64),
+            "log/vals": np.concatenate(vals_all) if vals_all else np.zeros(0),
+            "log/val_off": np.array(val_off, dtype=np.int64),
+        }
