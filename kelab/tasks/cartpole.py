@@ -51,20 +51,28 @@ class CartPoleTask(Task):
     success_rule = balanced
     render_zoom = 110.0
     training_config = TrainConfig(
-        num_envs=512,
+        num_envs=256,
         num_steps_per_env=16,
-        max_iterations=100,
+        max_iterations=150,
         actor_hidden_dims=(64, 64),
         critic_hidden_dims=(64, 64),
+        init_noise_std=0.5,
+        entropy_coef=0.0,
         learning_rate=3e-3,
         gamma=0.98,
-        num_learning_epochs=4,
-        num_mini_batches=2,
+        num_learning_epochs=5,
+        num_mini_batches=4,
         success_target=0.95,
         stop_at_target=True,
         target_patience=15,
     )
-    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~0.5M env steps."""
+    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~0.2M env steps.
+
+    256 copies x 16 steps (4096 per iteration) and 5 epochs x 4 mini-batches of 1024: more
+    policy updates per env step than 512 x 16 with 4 x 2 (0.18-0.2M env steps to a
+    deterministic 95/100 on seeds 0-2 instead of 0.5-1.0M). Initial action noise 0.5 and
+    no entropy bonus: the noisier policy hid a cart drift that the deterministic one shows.
+    """
 
     def build(self, scene: SceneBuilder) -> None:
         """Ground and one cartpole per copy.
