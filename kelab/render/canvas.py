@@ -214,6 +214,26 @@ class Canvas(ABC):
         if x1 > x0 and y1 > y0:
             self._vertical_gradient((x0, y0, x1, y1), a, b)
 
+    def backdrop(self, top: Color, bottom: Color) -> None:
+        """Fill the whole frame with a gradient: ``top`` shading to ``bottom`` half-way down.
+
+        Below the middle it is ``bottom`` (what ``scenery.draw_backdrop`` draws). The
+        picture is made once per frame size and colours and then copied (pygame: one
+        blit; gl: one framebuffer copy), so it costs less than a ``clear``.
+
+        Args:
+            top: Colour of the top row.
+            bottom: Colour of the lower half.
+        """
+        self._backdrop(validate_color(top, "top"), validate_color(bottom, "bottom"))
+
+    def _backdrop(self, top: Color, bottom: Color) -> None:
+        """Backend hook (default: a clear and a gradient over the upper half)."""
+        self._clear(bottom)
+        w, h = self._camera.size
+        if w > 0 and h > 0:
+            self._vertical_gradient((0.0, 0.0, float(w), 0.5 * h), top, bottom)
+
     def _vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:

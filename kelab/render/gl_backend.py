@@ -220,6 +220,8 @@ class GLCanvas(Canvas):
         self._text_prog["u_flip"].value = flip
         self._texts = TextCache()
         self._atlas = _TextAtlas(ctx)
+        self._backdrop_fbo: moderngl.Framebuffer | None = None  # cached backdrop picture
+        self._backdrop_key: tuple[object, ...] | None = None
         self.draw_calls = 0
         """Batches drawn so far (for tests and benchmarks): one per run of shapes (one GL
         draw, or two with antialiasing: the leading opaque part, then the rest) and one
@@ -377,8 +379,13 @@ class GLCanvas(Canvas):
     def _vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:
-        # colours are flat per triangle, so the gradient is one band per pixel row, built
-        # once per rectangle and colours and appended to the frame's single batch
+        self._pending.append(self._gradient_vertices(rect, top, bottom))
+
+    def _gradient_vertices(
+        self, rect: tuple[float, float, float, float], top: Color, bottom: Color
+    ) -> np.ndarray:
+        # colours are flat per triangle, so the gradient is one band per colour step,
+        # built once per rectangle and colours and appended to the frame's batch
         key = (rect, top, bottom)
         v = self._gradients.get(key)
         if v is None:
@@ -399,7 +406,43 @@ class GLCanvas(Canvas):
             if len(self._gradients) > 8:
                 self._gradients.clear()
             self._gradients[key] = v
-        self._pending.append(v)
+        return v
+
+    def _backdrop(self, top: Color, bottom: Color) -> None:
+        self.discard()  # everything queued would be painted over anyway
+        w, h = self._camera.size
+        key = (w, h, top, bottom)
+        with self._bind(overwrite=True) as target:
+            if target.color_attachments[0].samples <= 1:  # a blit cannot fill an MSAA target
+                if self._backdrop_key != key or self._backdrop_fbo is None:
+                    self._make_backdrop(key, top, bottom)
+                self._ctx.copy_framebuffer(target, self._backdrop_fbo)
+                target.use()
+                return
+        super()._backdrop(top, bottom)
+
+    def _make_backdrop(self, key: tuple[object, ...], top: Color, bottom: Color) -> None:
+        """Draw the clear and the upper half's gradient once into a framebuffer of its own."""
+        self._release_backdrop()
+        ctx = self._ctx
+        w, h = int(key[0]), int(key[1])  # type: ignore[call-overload]
+        fbo = ctx.framebuffer(color_attachments=[ctx.renderbuffer((w, h), 4)])
+        fbo.use()
+        fbo.clear(*(c / 255.0 for c in bottom), 1.0)
+        v = self._gradient_vertices((0.0, 0.0, float(w), 0.5 * h), top, bottom)
+        if v.nbytes > self._vbo.size:
+            self._vbo.orphan(max(v.nbytes, 2 * self._vbo.size))
+        self._vbo.write(v)
+        self._shape_prog["u_size"].value = (float(w), float(h))
+        self._vao.render(moderngl.TRIANGLES, vertices=v.shape[0])
+        self._backdrop_fbo, self._backdrop_key = fbo, key
+
+    def _release_backdrop(self) -> None:
+        if self._backdrop_fbo is not None:
+            for att in self._backdrop_fbo.color_attachments:
+                att.release()
+            self._backdrop_fbo.release()
+        self._backdrop_fbo, self._backdrop_key = None, None
 
     def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
         if a.shape[0]:
@@ -458,6 +501,7 @@ class GLCanvas(Canvas):
     def release(self) -> None:
         """Free the GL objects owned by the canvas."""
         self._atlas.release()
+        self._release_backdrop()
         for obj in (self._vao, self._text_vao, self._vbo, self._text_vbo):
             obj.release()
         self._shape_prog.release()

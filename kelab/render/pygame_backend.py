@@ -121,6 +121,26 @@ class PygameCanvas(Canvas):
             self._gradients[key] = image
         self.surface.blit(image, (x0, y0))
 
+    def _backdrop(self, top: Color, bottom: Color) -> None:
+        self._restore_from = None  # painted over entirely: nothing to restore
+        w, h = self.surface.get_size()
+        key = ("backdrop", w, h, top, bottom)
+        image = self._gradients.get(key)
+        if image is None:  # what a clear and the upper half's gradient draw, as one image
+            image = self.surface.copy()
+            image.fill(bottom)
+            half = int(round(0.5 * h))
+            if w > 0 and half > 0:
+                t = ((np.arange(half) + 0.5) / half)[:, None]
+                rows = np.asarray(top, np.float64) * (1.0 - t) + np.asarray(bottom, np.float64) * t
+                pixels = pygame.surfarray.pixels3d(image)
+                pixels[:, :half] = np.rint(rows).astype(np.uint8)[None]
+                del pixels  # unlock
+            if len(self._gradients) > 8:
+                self._gradients.clear()
+            self._gradients[key] = image
+        self.surface.blit(image, (0, 0))  # same pixel format: a plain copy
+
     def _draw_inset(self, polys: np.ndarray, color: Color) -> None:
         """Fill polygons already inset by half a pixel (and outline them when antialiased)."""
         if self._restore_from is not None:
