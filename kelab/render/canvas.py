@@ -262,14 +262,23 @@ class Canvas(ABC):
         h, w = shared_text_cache().coverage(str(string), int(size)).shape
         return (w, h)
 
-    def lines(self, starts: Any, ends: Any, color: Color, width: float = 0.0) -> None:
+    def lines(
+        self,
+        starts: Any,
+        ends: Any,
+        color: Color,
+        width: float = 0.0,
+        screen_space: bool = False,
+    ) -> None:
         """Draw many straight lines of one colour and width at once (butt ends).
 
         Args:
-            starts: ``(N, 2)`` line starts in metres.
-            ends: ``(N, 2)`` line ends in metres.
+            starts: ``(N, 2)`` line starts in metres (pixels with ``screen_space``).
+            ends: ``(N, 2)`` line ends in metres (pixels with ``screen_space``).
             color: ``(r, g, b)`` ints in 0..255.
-            width: Thickness in metres; 0 (or thinner than 1.5 px) draws one-pixel lines.
+            width: Thickness in metres (pixels with ``screen_space``); 0 (or thinner
+                than 1.5 px) draws one-pixel lines.
+            screen_space: Points and width are pixels from the top-left corner.
         """
         rgb = validate_color(color)
         w = _finite_number("width", width)
@@ -281,7 +290,9 @@ class Canvas(ABC):
             )
         if not (np.isfinite(a).all() and np.isfinite(b).all()):
             raise ValueError("starts and ends must be finite")
-        if a.shape[0]:
+        if a.shape[0] and screen_space:
+            self._thick_lines(a, b, w, rgb, False)
+        elif a.shape[0]:
             cam = self._camera
             pa, pb = cam.world_to_screen_batch(a), cam.world_to_screen_batch(b)
             self._thick_lines(pa, pb, w * cam.zoom, rgb, False)

@@ -100,21 +100,33 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
         return
     zoom = cam.zoom
     major = next((m for m in (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0) if m * zoom >= 60.0), 100.0)
-    minor = major / 2.0
+    minor = major / 2.0  # every spacing is a binary fraction: k * minor is exact
     depth = min(0.25 * major, 14.0 / zoom)
-    first = math.floor(x0 / minor) * minor
-    xs = np.arange(first, x1 + minor, minor)
-    if xs.size > 400:
+    k0 = math.floor(x0 / minor)
+    n = math.ceil((x1 + minor - k0 * minor) / minor)  # np.arange's count
+    if n > 400:
         return
-    is_major = np.isclose(np.mod(xs + 0.25 * minor, major), 0.25 * minor)
+    k = np.arange(k0, k0 + max(n, 0))
+    xs = k * minor
+    is_major = k % 2 == 0
     mark, label = PALETTE["ground_mark"], PALETTE["ground_label"]
-    top = np.column_stack((xs, np.full(xs.shape, ground_y)))
-    for big, d, w in ((True, depth, 2.0), (False, 0.5 * depth, 1.0)):
-        sel = top[is_major == big]
-        canvas.lines(sel, sel - (0.0, d), mark, width=w / zoom)  # one batch per kind
-    for x in xs[is_major].tolist():
-        sx, sy = cam.world_to_screen((x, ground_y - depth))
-        canvas.text((sx + 3, sy - 11), f"{x:g} m", label, size=label_size, screen_space=True)
+    # in pixels, as Camera.world_to_screen_batch maps them (one numpy pass for all)
+    w, h = cam.size
+    cx, cy = cam.center
+    sx = (xs - cx) * zoom + w * 0.5
+    sy_top = (cy - ground_y) * zoom + h * 0.5
+    for big, d, width in ((True, depth, 2.0), (False, 0.5 * depth, 1.0)):
+        px = sx[is_major == big]
+        a = np.empty((px.shape[0], 2))
+        a[:, 0] = px
+        b = a.copy()
+        a[:, 1] = sy_top
+        b[:, 1] = (cy - (ground_y - d)) * zoom + h * 0.5
+        # one batch per kind; the width as world lines get it (metres times zoom)
+        canvas.lines(a, b, mark, width=(width / zoom) * zoom, screen_space=True)
+    sy = (cy - (ground_y - depth)) * zoom + h * 0.5 - 11
+    for x, px in zip(xs[is_major].tolist(), sx[is_major].tolist(), strict=True):
+        canvas.text((px + 3, sy), f"{x:g} m", label, size=label_size, screen_space=True)
 
 
 def _revolute_joints(scene: Any, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
