@@ -19,7 +19,6 @@ One frame (`App.renderFrameOnce`, the body of `App.start`'s loop):
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import re
 import time
@@ -80,44 +79,6 @@ HOTKEYS = {
 }
 #: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
 DRAG_PRIORITY = -100
-
-
-class _ClampedWallClock:
-    """The wall clock the FixedStepClock reads, with each frame's delta clamped.
-
-    A frame longer than ``max_delta`` (a window drag, a debugger stop) is cut to
-    ``max_delta``; the cut wall time is added to ``cut`` and never simulated.
-    """
-
-    def __init__(self, wall: Callable[[], float], max_delta: float | None) -> None:
-        self.wall = wall
-        self.max_delta = max_delta
-        self.cut = 0.0
-        self.counting: Callable[[], bool] = lambda: True
-        self._last: float | None = None
-
-    def __call__(self) -> float:
-        now = self.wall()
-        last, self._last = self._last, now
-        if last is not None and self.max_delta is not None and self.counting():
-            delta = now - last
-            if delta > self.max_delta:
-                self.cut += delta - self.max_delta
-        return now - self.cut
-
-
-def _check_positive(field: str, value: Any, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    ok = (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value > 0
-    )
-    if not ok:
-        extra = " or None" if allow_none else ""
-        raise ValueError(f"App.{field} must be a finite number > 0{extra}, got {value!r}")
 
 
 def _name_in_message(exc: BaseException, where: str) -> None:
@@ -241,20 +202,18 @@ class App:
         self.timeline.runner(cfg.runner)  # KeyError naming the runners
         self._wall = clock
         self._sleep = sleep
-        self._sim_clock_source = _ClampedWallClock(clock, cfg.max_frame_delta)
         self.clock = FixedStepClock.for_timeline(
             self.timeline,
             cfg.runner,
             time_mode=cfg.time_mode,
             max_steps_per_frame=cfg.max_steps_per_frame,
-            clock=self._sim_clock_source,
+            clock=clock,
             steps_per_frame=cfg.steps_per_frame,
             time_scale=cfg.time_scale,
+            max_frame_delta=cfg.max_frame_delta,
         )
-        """The `FixedStepClock` (one fixed step = one period of the main runner)."""
-        self._sim_clock_source.counting = lambda: (
-            not (self.clock.paused or self.clock.time_mode is TimeMode.SIM_HIGH_PERF)
-        )
+        """The `FixedStepClock` (one fixed step = one period of the main runner, which it
+        follows when that runner's rate changes; it clamps long frames)."""
         self._camera = camera
         self.renderer: Renderer | None = None
         """The renderer, once the window is open (`setup` and later)."""
@@ -403,36 +362,31 @@ class App:
 
     @time_mode.setter
     def time_mode(self, mode: TimeMode) -> None:
-        if not isinstance(mode, TimeMode):
-            raise ValueError(f"App.time_mode must be a ke.TimeMode, got {mode!r}")
-        self.clock.time_mode = mode
+        self.clock.time_mode = mode  # the clock's setter validates it
         self.clock.reset()
 
     @property
     def max_steps_per_frame(self) -> int:
-        """The most fixed steps one frame runs in the real-time modes."""
+        """The most fixed steps one frame runs in the real-time modes (the clock's)."""
         return self.clock.max_steps_per_frame
 
     @max_steps_per_frame.setter
     def max_steps_per_frame(self, value: int) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"App.max_steps_per_frame must be an int >= 1, got {value!r}")
         self.clock.max_steps_per_frame = value
 
     @property
     def max_frame_delta(self) -> float | None:
-        """Longest wall time one frame may add to the clock (None: no clamp)."""
-        return self._sim_clock_source.max_delta
+        """Longest wall time one frame may add to the clock (None: no clamp; the clock's)."""
+        return self.clock.max_frame_delta
 
     @max_frame_delta.setter
     def max_frame_delta(self, value: float | None) -> None:
-        _check_positive("max_frame_delta", value, allow_none=True)
-        self._sim_clock_source.max_delta = value
+        self.clock.max_frame_delta = value
 
     @property
     def dropped_wall_time(self) -> float:
         """Wall seconds cut from over-long frames by `max_frame_delta` (never simulated)."""
-        return self._sim_clock_source.cut
+        return self.clock.dropped_wall_time
 
     @property
     def recorders(self) -> tuple[Recorder, ...]:

@@ -12,6 +12,13 @@ the timeline's tick (the grid every runner boundary lies on, 1/150 s for 50 Hz +
 runner fires at its own rate and the frame loop never sees uneven steps. See
 docs/timing.md.
 
+The main runner's rate is followed: a clock made by `for_timeline` checks that runner's
+``hz`` at each fixed-step boundary and, when it changed (``runner.hz = 25`` from code or
+the Settings panel), its step becomes the new period from that boundary on, so `alpha`
+stays the fraction of the runner's real step. `max_frame_delta` clamps one frame's wall
+time (a window drag, a debugger stop): the cut time goes to `dropped_wall_time` and is
+never simulated.
+
 Clock readings must be finite numbers within +-1e12 s (31,700 years; a NaN, an infinity
 or a larger value is a ValueError naming it). A clock that goes backwards adds no time;
 a long frame inside that range is handled by the time mode (at most
@@ -26,6 +33,7 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 
+from kelab._validate import check_int, check_positive, must
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
@@ -48,6 +56,14 @@ def _check_exact_number(value: object, field: str, example: str) -> None:
         )
 
 
+def _check_step(value: object) -> Fraction:
+    _check_exact_number(value, "step_dt", "0.02 or Fraction(1, 50)")
+    step = to_fraction(value, "FixedStepClock.step_dt")  # type: ignore[arg-type]
+    if step <= 0:
+        raise ValueError(f"FixedStepClock.step_dt must be > 0 seconds, got {value!r}")
+    return step
+
+
 class FixedStepClock:
     """Accumulates wall time and runs zero or more fixed steps per rendered frame.
 
@@ -58,6 +74,8 @@ class FixedStepClock:
         clock: Returns the current wall time in seconds (inject a fake one in tests).
         steps_per_frame: Steps per tick in `TimeMode.SIM_HIGH_PERF`.
         time_scale: Simulated seconds per wall second (> 0).
+        max_frame_delta: Longest wall time one tick may add in the real-time modes, in
+            seconds (None: no clamp); the rest goes to `dropped_wall_time`.
 
     Example:
         >>> t = iter([0.0, 0.05, 0.10])
@@ -75,42 +93,35 @@ class FixedStepClock:
         clock: Callable[[], float] = time.perf_counter,
         steps_per_frame: int = 1,
         time_scale: float = 1.0,
+        max_frame_delta: float | None = None,
     ) -> None:
-        _check_exact_number(step_dt, "step_dt", "0.02 or Fraction(1, 50)")
-        step = to_fraction(step_dt, "FixedStepClock.step_dt")
-        if step <= 0:
-            raise ValueError(f"FixedStepClock.step_dt must be > 0 seconds, got {step_dt!r}")
-        if not isinstance(time_mode, TimeMode):
-            raise ValueError(
-                f"FixedStepClock.time_mode must be a TimeMode "
-                f"({', '.join(m.name for m in TimeMode)}), got {time_mode!r}"
-            )
-        for field, value in (
-            ("max_steps_per_frame", max_steps_per_frame),
-            ("steps_per_frame", steps_per_frame),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"FixedStepClock.{field} must be an int >= 1, got {value!r}")
-        self._step = step
-        self.step_dt = float(step)
+        self._step = _check_step(step_dt)
         self.time_mode = time_mode
         self.max_steps_per_frame = max_steps_per_frame
         self.steps_per_frame = steps_per_frame
+        self.max_frame_delta = max_frame_delta
         self._clock = clock
         self._acc = 0  # simulated time not yet stepped, in integer units (see _set_units)
         self._scale = Fraction(1)
         self.time_scale = time_scale
         self._last_ns: int | None = None
+        self._cut_ns = 0  # wall time cut by max_frame_delta
         self._driven: Timeline | None = None  # the timeline tick_timeline drives
         self._timeline_step_start: Fraction | None = None  # its next fixed step's start
+        self._follow_runner: str | None = None  # for_timeline: the runner whose rate we follow
         self._pending_single_steps = 0
         self.paused = False
         self.steps = 0
         self.frames = 0
         self.alpha = 0.0
         self.last_frame_steps = 0
-        self._skipped_steps = 0  # GAME_REALTIME: whole steps jumped over
-        self._dropped_steps = 0  # SIM_REALTIME: whole steps of backlog dropped
+        # Times before the last step change, and the step count then (the step can change).
+        self._time0 = Fraction(0)
+        self._steps0 = 0
+        self._skipped0 = Fraction(0)
+        self._dropped0 = Fraction(0)
+        self._skipped_steps = 0  # GAME_REALTIME: whole steps jumped over (since then)
+        self._dropped_steps = 0  # SIM_REALTIME: whole steps of backlog dropped (since then)
 
     @classmethod
     def for_timeline(
@@ -122,7 +133,89 @@ class FixedStepClock:
         period of ``runner`` (the App's main runner), running every boundary of every
         runner inside it; `alpha` is the fraction of that runner's step.
         """
-        return cls(1 / timeline.runner(runner).hz, **kwargs)
+        clock = cls(1 / timeline.runner(runner).hz, **kwargs)  # type: ignore[arg-type]
+        clock._follow_runner = runner
+        return clock
+
+    # -- settings (each validated by its setter) --------------------------------------------
+    @property
+    def step_dt(self) -> float:
+        """Seconds per fixed step (settable: a float, int or Fraction > 0).
+
+        A new step applies from the next tick; the time already accumulated is kept (as
+        simulated seconds), and `sim_time` stays continuous.
+        """
+        return float(self._step)
+
+    @step_dt.setter
+    def step_dt(self, value: float | Fraction) -> None:
+        self._set_step(_check_step(value))
+
+    @property
+    def step_exact(self) -> Fraction:
+        """`step_dt` as an exact Fraction."""
+        return self._step
+
+    @property
+    def time_mode(self) -> TimeMode:
+        """How simulated time follows wall time under load (a `TimeMode`)."""
+        return self._time_mode
+
+    @time_mode.setter
+    def time_mode(self, mode: TimeMode) -> None:
+        if not isinstance(mode, TimeMode):
+            modes = ", ".join(m.name for m in TimeMode)
+            raise ValueError(must("FixedStepClock.time_mode", f"a ke.TimeMode ({modes})", mode))
+        self._time_mode = mode
+
+    @property
+    def max_steps_per_frame(self) -> int:
+        """The most steps one tick runs in the real-time modes (an int >= 1)."""
+        return self._max_steps
+
+    @max_steps_per_frame.setter
+    def max_steps_per_frame(self, value: int) -> None:
+        self._max_steps = check_int(value, "FixedStepClock.max_steps_per_frame", low=1)
+
+    @property
+    def steps_per_frame(self) -> int:
+        """Steps per tick in `TimeMode.SIM_HIGH_PERF` (an int >= 1)."""
+        return self._steps_per_frame
+
+    @steps_per_frame.setter
+    def steps_per_frame(self, value: int) -> None:
+        self._steps_per_frame = check_int(value, "FixedStepClock.steps_per_frame", low=1)
+
+    @property
+    def max_frame_delta(self) -> float | None:
+        """Longest wall time one tick may add, in seconds (None: no clamp).
+
+        Applies in the real-time modes; the cut wall time goes to `dropped_wall_time`.
+        """
+        return None if self._max_delta_ns is None else self._max_delta_ns / _NS_PER_S
+
+    @max_frame_delta.setter
+    def max_frame_delta(self, value: float | None) -> None:
+        if value is None:
+            self._max_delta_ns: int | None = None
+            return
+        try:
+            seconds = check_positive(value, "FixedStepClock.max_frame_delta", unit="seconds")
+        except ValueError:
+            raise ValueError(
+                must(
+                    "FixedStepClock.max_frame_delta",
+                    "a finite number of seconds > 0 or None",
+                    value,
+                    "None turns the clamp off",
+                )
+            ) from None
+        self._max_delta_ns = max(1, round(min(seconds, MAX_CLOCK_S) * _NS_PER_S))
+
+    @property
+    def dropped_wall_time(self) -> float:
+        """Wall seconds cut from over-long ticks by `max_frame_delta` (never simulated)."""
+        return self._cut_ns / _NS_PER_S
 
     # -- controls --------------------------------------------------------------------------
     @property
@@ -141,11 +234,31 @@ class FixedStepClock:
             )
         old_denominator = self._scale.denominator
         self._scale = scale
-        # Integer units: one wall nanosecond scaled is `_elapsed_factor` units and one step
-        # is `_step_units`, so the accumulator never rounds.
-        self._elapsed_factor = scale.numerator * self._step.denominator
-        self._step_units = self._step.numerator * _NS_PER_S * scale.denominator
+        self._set_units()
         self._acc = self._acc * scale.denominator // old_denominator
+
+    def _set_units(self) -> None:
+        # Integer units: one wall nanosecond scaled is `_elapsed_factor` units and one step
+        # is `_step_units`, so the accumulator never rounds (one unit is
+        # 1 / (1e9 * scale.denominator * step.denominator) simulated seconds).
+        self._elapsed_factor = self._scale.numerator * self._step.denominator
+        self._step_units = self._step.numerator * _NS_PER_S * self._scale.denominator
+
+    def _set_step(self, step: Fraction) -> None:
+        """Change the fixed step, keeping the accumulated time and `sim_time` continuous."""
+        old = self._step
+        if step == old:
+            return
+        self._time0 = self.sim_time_exact
+        self._steps0 = self.steps
+        self._skipped0 += self._skipped_steps * old
+        self._dropped0 += self._dropped_steps * old
+        self._skipped_steps = self._dropped_steps = 0
+        self._step = step
+        self._set_units()
+        self._acc = self._acc * step.denominator // old.denominator
+        if not (self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF):
+            self.alpha = min(1.0, self._acc / self._step_units)
 
     def pause(self) -> None:
         """Stop simulated time: ticks run no steps until `resume()` (or `step_once()`)."""
@@ -174,17 +287,17 @@ class FixedStepClock:
     @property
     def sim_time_exact(self) -> Fraction:
         """`sim_time` as an exact Fraction."""
-        return (self.steps + self._skipped_steps) * self._step
+        return self._time0 + (self.steps - self._steps0 + self._skipped_steps) * self._step
 
     @property
     def skipped_time(self) -> float:
         """GAME_REALTIME: simulated seconds jumped over under load (not simulated)."""
-        return float(self._skipped_steps * self._step)
+        return float(self._skipped0 + self._skipped_steps * self._step)
 
     @property
     def dropped_time(self) -> float:
         """SIM_REALTIME: seconds of backlog dropped under load (the simulation slowed)."""
-        return float(self._dropped_steps * self._step)
+        return float(self._dropped0 + self._dropped_steps * self._step)
 
     # -- the frame tick --------------------------------------------------------------------
     def steps_due(self) -> int:
@@ -209,14 +322,18 @@ class FixedStepClock:
             single = self._pending_single_steps
             self._pending_single_steps = 0
             return self._finish(single)
-        if self.time_mode is TimeMode.SIM_HIGH_PERF:
-            return self._finish(self.steps_per_frame)
+        if self._time_mode is TimeMode.SIM_HIGH_PERF:
+            return self._finish(self._steps_per_frame)
 
+        limit = self._max_delta_ns
+        if limit is not None and elapsed > limit:
+            self._cut_ns += elapsed - limit  # a long frame: the rest is never simulated
+            elapsed = limit
         self._acc += elapsed * self._elapsed_factor
         due, self._acc = divmod(self._acc, self._step_units)
-        run = min(due, self.max_steps_per_frame)
+        run = min(due, self._max_steps)
         if due > run:
-            if self.time_mode is TimeMode.GAME_REALTIME:
+            if self._time_mode is TimeMode.GAME_REALTIME:
                 self._skipped_steps += due - run  # simulated time jumps over them
             else:
                 self._dropped_steps += due - run  # the simulation slows down instead
@@ -241,7 +358,7 @@ class FixedStepClock:
     def _finish(self, run: int) -> int:
         self.steps += run
         self.last_frame_steps = run
-        if self.paused or self.time_mode is TimeMode.SIM_HIGH_PERF:
+        if self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF:
             self.alpha = 0.0
         else:
             self.alpha = self._acc / self._step_units
@@ -280,6 +397,7 @@ class FixedStepClock:
             How many fixed steps ran.
 
         """
+        self._follow(timeline, 0)
         skipped_before = self._skipped_steps
         run = self.steps_due()
         if self._timeline_step_start is None or self._driven is not timeline:
@@ -289,11 +407,38 @@ class FixedStepClock:
         if skipped:
             self._timeline_step_start += skipped * self._step
             timeline.skip_before(self._timeline_step_start)
-        for _ in range(run):
+        done = 0
+        while done < run:
             if before_step is not None:
                 before_step()
             end = self._timeline_step_start + self._step
             with fixed_step_scope():
                 timeline.run_before(end)
             self._timeline_step_start = end
+            done += 1
+            if self._follow(timeline, run - done):
+                run = min(run, self.last_frame_steps)
         return run
+
+    def _follow(self, timeline: Timeline, left: int) -> bool:
+        """Take the followed runner's new period as the step (at a fixed-step boundary).
+
+        ``left`` steps of this tick are still to run; in the real-time modes they go back
+        to the accumulator as simulated time (and run from the next tick, in new steps),
+        so the tick stops here. Returns whether the step changed.
+        """
+        name = self._follow_runner
+        if name is None:
+            return False
+        try:
+            hz = timeline.runner(name).hz
+        except KeyError:  # the runner was removed: keep the last step
+            return False
+        if hz * self._step == 1:
+            return False
+        if left and not (self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF):
+            self._acc += left * self._step_units
+            self.steps -= left
+            self.last_frame_steps -= left
+        self._set_step(1 / hz)
+        return True

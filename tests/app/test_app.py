@@ -433,3 +433,26 @@ def test_app_config_is_the_full_form_and_keywords_the_shorthand(fake_clock: Fake
         cfg.title = "y"  # type: ignore[misc]
     full.close()
     short.close()
+
+
+def test_main_runner_rate_change_moves_the_fixed_step(fake_clock: FakeClock, tmp_path):
+    class Steps(ke.App):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.ts: list[float] = []
+
+        def fixed_update(self, ts):
+            self.ts.append(ts)
+
+    app = make_app(fake_clock, Steps, settings=tmp_path / "steps.kelab.json")
+    app.renderFrameOnce()
+    fake_clock.advance(0.1)
+    app.renderFrameOnce()
+    assert app.ts == [0.02] * 5
+    assert app.panel.set_runner_hz("Robot", 25)  # what the Settings panel does
+    fake_clock.advance(0.05)
+    app.renderFrameOnce()
+    assert app.ts[5:] == [0.04] and app.clock.step_dt == pytest.approx(0.04)
+    assert app.alpha == pytest.approx(0.25)  # 10 ms of a 40 ms step, not half a 20 ms one
+    assert app.timeline.runner("Robot").steps == 6 == app.clock.steps
+    app.close()

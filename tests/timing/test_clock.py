@@ -216,3 +216,98 @@ def test_broken_clock_readings_are_clear_value_errors(fake_clock, bad):
 def test_time_scale_string_is_refused():
     with pytest.raises(ValueError, match="time_scale must be a number"):
         ke.FixedStepClock(0.02, time_scale="2")
+
+
+def test_frame_delta_clamp_lives_on_the_clock(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock, max_frame_delta=0.1, max_steps_per_frame=100)
+    assert clock.max_frame_delta == pytest.approx(0.1)
+    clock.tick(lambda dt: None)
+    fake_clock.advance(5.0)  # a window drag / debugger stop
+    assert clock.tick(lambda dt: None) == 5  # 0.1 s of 20 ms steps, not 250
+    assert clock.dropped_wall_time == pytest.approx(4.9)
+    clock.pause()
+    fake_clock.advance(5.0)  # paused time is neither simulated nor counted as cut
+    clock.tick(lambda dt: None)
+    clock.resume()
+    clock.tick(lambda dt: None)
+    assert clock.dropped_wall_time == pytest.approx(4.9)
+    clock.max_frame_delta = None
+    fake_clock.advance(1.0)
+    assert clock.tick(lambda dt: None) == 50
+    for bad in (0, -1.0, float("inf"), "0.1", True):
+        with pytest.raises(ValueError, match="FixedStepClock.max_frame_delta must be"):
+            clock.max_frame_delta = bad
+    assert clock.max_frame_delta is None
+
+
+@pytest.mark.parametrize(
+    ("field", "bad"),
+    [
+        ("step_dt", 0),
+        ("step_dt", "0.02"),
+        ("time_mode", "fast"),
+        ("max_steps_per_frame", 0),
+        ("steps_per_frame", 1.5),
+        ("time_scale", -1),
+    ],
+)
+def test_setters_validate_like_the_constructor(field, bad):
+    clock = ke.FixedStepClock(0.02)
+    before = getattr(clock, field)
+    with pytest.raises(ValueError, match=f"FixedStepClock.{field}"):
+        setattr(clock, field, bad)
+    assert getattr(clock, field) == before
+
+
+def test_changing_the_step_keeps_time_continuous(fake_clock):
+    clock = ke.FixedStepClock(0.02, clock=fake_clock)
+    clock.tick(lambda dt: None)
+    fake_clock.advance(0.05)
+    assert clock.tick(lambda dt: None) == 2 and clock.alpha == pytest.approx(0.5)
+    clock.step_dt = Fraction(1, 25)  # 0.04 s: the 10 ms left over is a quarter step
+    assert clock.sim_time_exact == Fraction(1, 25) and clock.alpha == pytest.approx(0.25)
+    fake_clock.advance(0.07)
+    assert clock.tick(lambda dt: None) == 2 and clock.sim_time_exact == Fraction(3, 25)
+
+
+def _timeline_clock(fake_clock):
+    tl = ke.Timeline()
+    robot: list[float] = []
+    tl.bind(lambda ts: robot.append(ts), runner="Robot")
+    clock = ke.FixedStepClock.for_timeline(tl, "Robot", clock=fake_clock)
+    clock.tick_timeline(tl)
+    return tl, clock, robot
+
+
+def test_clock_follows_the_main_runner_rate_at_the_next_boundary(fake_clock):
+    tl, clock, robot = _timeline_clock(fake_clock)
+    fake_clock.advance(0.1)
+    assert clock.tick_timeline(tl) == 5 and robot == [0.02] * 5
+    tl.runner("Robot").hz = 25  # as the Settings panel does, between frames
+    fake_clock.advance(0.1)
+    assert clock.tick_timeline(tl) == 2  # two 40 ms steps, 20 ms left over
+    assert robot[5:] == [0.04, 0.04] and clock.step_dt == pytest.approx(0.04)
+    assert clock.alpha == pytest.approx(0.5)  # half of the runner's real step
+    assert clock.sim_time_exact == Fraction(9, 50)  # 0.1 + 2 * 0.04
+    assert tl.runner("Robot").steps == 7 and tl.time == Fraction(1, 6)  # Capture at 1/6 s
+    fake_clock.advance(0.02)
+    assert clock.tick_timeline(tl) == 1 and len(robot) == 8  # each fixed step: one boundary
+
+
+def test_rate_change_inside_a_step_returns_the_rest_of_the_frame(fake_clock):
+    tl = ke.Timeline()
+    robot: list[float] = []
+
+    def control(ts):
+        robot.append(ts)
+        if len(robot) == 2:
+            tl.runner("Robot").hz = 25  # from the boundary already scheduled (0.04 s) on
+
+    tl.bind(control, runner="Robot")
+    clock = ke.FixedStepClock.for_timeline(tl, "Robot", clock=fake_clock)
+    clock.tick_timeline(tl)
+    fake_clock.advance(0.1)
+    assert clock.tick_timeline(tl) == 2 and clock.steps == 2  # the other 60 ms wait
+    assert clock.step_dt == pytest.approx(0.04)
+    assert clock.tick_timeline(tl) == 1 and robot == [0.02, 0.02, 0.04]
+    assert clock.sim_time_exact == Fraction(2, 25) and clock.alpha == pytest.approx(0.5)
