@@ -1,8 +1,9 @@
 """The "gl" backend: moderngl (OpenGL 3.3 core) in a glfw window or a headless EGL context.
 
 All shapes of a frame are tessellated with numpy into one vertex buffer with
-per-vertex colours and alphas and drawn with a single draw call when the frame ends (or
-before text, which is drawn as cached textured quads). Frames render into an offscreen
+per-vertex colours and alphas and drawn when the frame ends, one draw call per run of
+shapes; text queues in the same painter's order as quads on one atlas texture of
+rendered strings, one draw call per run of text. Frames render into an offscreen
 framebuffer that is read back or blitted to the window.
 
 Antialiasing (``antialias=True``) is analytic and baked into the geometry: every filled
