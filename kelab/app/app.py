@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import re
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -30,11 +29,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab.app.config import AppConfig
-from kelab.app.hud import AppStats, FrameStats, draw_hud, draw_recording_badge
+from kelab.app.dragging import DRAG_PRIORITY, Dragging
+from kelab.app.hooks import call_hook, name_in_message
+from kelab.app.hotkeys import HOTKEYS, apply_hotkey
+from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
-from kelab.app.interaction import DragSpring, PickedBody, pick_body
+from kelab.app.interaction import PickedBody
 from kelab.app.panel.model import PanelModel
 from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.app.recordings import Recordings
 from kelab.app.view import ViewController, lift_color
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -62,40 +65,7 @@ if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
     from kelab.sim.world import World
 
-__all__ = ["App", "AppConfig", "HOTKEYS"]
-
-#: The default hotkeys (``hotkeys=False`` turns them all off).
-HOTKEYS = {
-    "return": "play / pause",
-    "space": "pause, or one step while paused",
-    "f1": "show / hide the HUD",
-    "f2": "show / hide the Settings panel",
-    "f9": "start / stop video recording (a red REC badge shows; the file is printed)",
-    "escape": "quit (App(escape_quits=False) turns it off)",
-    "home": "reset the view (also 'c'); wheel zooms, middle/Shift+left drag pans",
-    "f": "follow the App's follow body on / off",
-    "j": "show / hide joint pivots",
-    "k": "show / hide contact forces",
-}
-#: Priority of the drag spring's force update: after OnUpdate (-200), before controllers.
-DRAG_PRIORITY = -100
-
-
-def _name_in_message(exc: BaseException, where: str) -> None:
-    """Make sure ``str(exc)`` names the callback that raised (PEP 678 note + message)."""
-    notes = [
-        n
-        for n in getattr(exc, "__notes__", [])
-        if n.startswith(("raised in callback", "raised in App callback"))
-    ]
-    text = notes[-1] if notes else f"raised in App callback {where!r}"
-    if not notes and hasattr(exc, "add_note"):
-        exc.add_note(text)
-    if exc.args and isinstance(exc.args[0], str):
-        if text not in exc.args[0]:
-            exc.args = (f"{exc.args[0]} [{text}]", *exc.args[1:])
-    elif not exc.args:
-        exc.args = (text,)
+__all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
 
 
 class App:
@@ -226,13 +196,12 @@ class App:
         self._prev_poses: np.ndarray | None = None
         self._last_pixels: np.ndarray | None = None
         self._events: list[InputEvent] = []
-        self._recorders: list[Recorder] = []
-        self._video: VideoRecorder | None = None
         self._pacer: SimulationPacer | None = None
         self._stats = FrameStats()
-        self._hover: PickedBody | None = None
-        self._drag: DragSpring | None = None
-        self._drag_target: tuple[float, float] | None = None
+        self.dragging = Dragging(self)
+        """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
+        self.recordings = Recordings(self)
+        """The attached recorders and the F9 video recording (`Recordings`)."""
         self._in_frame = False
         runner = cfg.runner
         b = self.timeline.bind
@@ -391,27 +360,27 @@ class App:
     @property
     def recorders(self) -> tuple[Recorder, ...]:
         """The attached recorders."""
-        return tuple(self._recorders)
+        return self.recordings.recorders
 
     @property
     def recording(self) -> bool:
         """Whether the F9 video recording is on."""
-        return self._video is not None
+        return self.recordings.video is not None
 
     @property
     def hovered(self) -> PickedBody | None:
         """The body under the cursor, if any."""
-        return self._hover
+        return self.dragging.hovered
 
     @property
     def dragged(self) -> PickedBody | None:
         """The body being dragged, if any."""
-        return self._drag.picked if self._drag is not None else None
+        return self.dragging.dragged
 
     @property
     def drag_target(self) -> tuple[float, float] | None:
         """Where the drag spring pulls (metres), while dragging."""
-        return self._drag_target
+        return self.dragging.target
 
     @property
     def stats(self) -> AppStats:
@@ -518,15 +487,11 @@ class App:
         """
         if self._closed:
             raise RuntimeError("the App is closed; recorders can no longer be added")
-        recorder.attach(self.timeline, world=self.world, frame_source=self._frame_source)
-        self._recorders.append(recorder)
-        return recorder
+        return self.recordings.add(recorder)
 
     def remove_recorder(self, recorder: Recorder) -> None:
         """Close a recorder and forget it (its file is complete)."""
-        if recorder in self._recorders:
-            self._recorders.remove(recorder)
-        recorder.close()
+        self.recordings.remove(recorder)
 
     def start_video_recording(
         self, path: str | os.PathLike[str] | None = None, **kwargs: Any
@@ -541,42 +506,15 @@ class App:
         Returns:
             The recorder.
         """
-        if self._video is not None:
-            raise RuntimeError(f"already recording to {self._video.path}; stop it first")
-        if path is None:
-            slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.title).strip("-") or "kelab"
-            n = 0
-            while (self.recording_dir / f"{slug}-{n:03d}.mp4").exists():
-                n += 1
-            path = self.recording_dir / f"{slug}-{n:03d}.mp4"
-        video = VideoRecorder(path, **kwargs)
-        self.add_recorder(video)
-        self._video = video
-        return video
+        return self.recordings.start_video(path, **kwargs)
 
     def stop_video_recording(self) -> Path | None:
         """Stop the video recording; return its file (None if none was running)."""
-        video, self._video = self._video, None
-        if video is None:
-            return None
-        self.remove_recorder(video)
-        return video.path
+        return self.recordings.stop_video()
 
     def toggle_video_recording(self) -> None:
         """Start or stop the video recording (F9), saying where the file goes."""
-        if self._video is None:
-            video = self.start_video_recording()
-            print(f"recording video to {video.path.resolve()} (F9 again to stop)", flush=True)
-        else:
-            frames = self._video.frames
-            path = self.stop_video_recording()
-            if path is not None:
-                print(f"saved video {path.resolve()} ({frames} frames)", flush=True)
-
-    def _frame_source(self) -> np.ndarray | None:
-        if self.renderer is None or self.renderer.closed or self.renderer.frame_count == 0:
-            return None
-        return self.renderer.read_rgb_pixels(flip_y=True)
+        self.recordings.toggle_video()
 
     # ================================================================ pixels
     def read_rgb_pixels(self, flip_y: bool = True) -> np.ndarray:
@@ -681,17 +619,12 @@ class App:
             return
         self._closed = True
         errors: list[BaseException] = []
-        if self._drag is not None:
+        if self.dragging.dragged is not None:
             try:
-                self._end_drag()
+                self.dragging.release()
             except Exception as exc:  # keep closing; report after
                 errors.append(exc)
-        self._video = None
-        for rec in self._recorders:
-            try:
-                rec.close()
-            except Exception as exc:
-                errors.append(exc)
+        errors += self.recordings.close()
         if self.panel.dirty:
             try:
                 self.panel.save()
@@ -744,13 +677,6 @@ class App:
             return Camera.from_spec(cams[0], self.size)
         return Camera(center=(0.0, 1.0), zoom=100.0, size=self.size)
 
-    def _call(self, name: str, fn: Callable[..., Any], *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as exc:
-            _name_in_message(exc, name)
-            raise
-
     def _open(self) -> None:
         if self._opened:
             return
@@ -767,7 +693,7 @@ class App:
         self._camera = None
         self._in_frame = True
         try:
-            self._call("setup", self.setup)
+            call_hook("setup", self.setup)
         finally:
             self._in_frame = False
         if not self.panel.load() and self.panel.settings_error:
@@ -777,7 +703,7 @@ class App:
         self._in_frame = True
         try:
             self._process_input()
-            self._call("pre_update", self.pre_update)
+            call_hook("pre_update", self.pre_update)
             self._run_fixed_steps()
             if self._draws():
                 self._draw()
@@ -789,7 +715,7 @@ class App:
             )
             self._pace()
         except Exception as exc:
-            _name_in_message(exc, "frame")
+            name_in_message(exc, "frame")
             raise
         finally:
             self._in_frame = False
@@ -823,90 +749,24 @@ class App:
             if host is not None and host.feed(ev):
                 continue  # the Settings panel consumed it
             inp.handle(ev)
-            if self.view.handle(ev, self.renderer.camera, self._hover is not None):
+            if self.view.handle(ev, self.renderer.camera, self.dragging.hovered is not None):
                 continue  # a zoom or a pan, not a click
             if ev.kind == "quit":
                 self.request_close()
             elif ev.kind == "key_down" and self.hotkeys:
-                self._hotkey(ev.key)
+                apply_hotkey(self, ev.key)
             elif ev.kind in ("mouse_down", "mouse_up", "mouse_move"):
                 self._update_mouse_world()
                 if ev.kind == "mouse_down" and ev.button == 1:
-                    self._mouse_down()
+                    self.dragging.press()
                 elif ev.kind == "mouse_up" and ev.button == 1:
-                    self._end_drag()
+                    self.dragging.release()
         self._update_mouse_world()
-        self._interaction_frame()
-
-    def _hotkey(self, key: str | None) -> None:
-        if key == "return":
-            self.toggle_pause()
-        elif key == "space":
-            if self.clock.paused:
-                self.step_once()
-            else:
-                self.pause()
-        elif key == "f1":
-            self.hud_visible = not self.hud_visible
-        elif key == "f2":
-            self.toggle_panel()
-        elif key == "f9":
-            self.toggle_video_recording()
-        elif key == "escape" and self.escape_quits:
-            self.request_close()
-        elif key in ("home", "c") and self.renderer is not None:
-            self.view.reset(self.renderer.camera)
-        elif key == "f" and self.view.follow is not None:
-            self.view.following = not self.view.following
-        elif key == "j":
-            self.show_joints = not self.show_joints
-        elif key == "k":
-            self.show_contacts = not self.show_contacts
+        self.dragging.frame()
 
     def _update_mouse_world(self) -> None:
         if self.input.mouse_pos is not None and self.renderer is not None:
             self.input.mouse_world = self.renderer.camera.screen_to_world(self.input.mouse_pos)
-
-    def _pick_tolerance(self) -> float:
-        return 3.0 / self.camera.zoom
-
-    def _mouse_down(self) -> None:
-        if not self.interaction or self.world is None or self.input.mouse_world is None:
-            return
-        body = pick_body(self.world, self.input.mouse_world, self._pick_tolerance())
-        if body is None:
-            return
-        self._call("on_pick", self.on_pick, body)
-        if body.dynamic and self._drag is None:
-            self._drag = DragSpring(self.world, body, frequency_hz=self.drag_frequency_hz)
-            self._drag_target = body.point
-            self._call("on_drag_begin", self.on_drag_begin, body)
-
-    def _end_drag(self) -> None:
-        drag, self._drag = self._drag, None
-        self._drag_target = None
-        if drag is None:
-            return
-        drag.remove()
-        self._call("on_drag_end", self.on_drag_end, drag.picked)
-
-    def _interaction_frame(self) -> None:
-        if not self.interaction or self.world is None:
-            self._hover = None
-            return
-        drag = self._drag
-        if drag is not None:
-            if not drag.alive:  # the copy was reset (or its force set by someone else)
-                self._end_drag()
-            elif self.input.mouse_world is not None:
-                self._drag_target = self.input.mouse_world
-                self._call("on_drag_update", self.on_drag_update, drag.picked, self._drag_target)
-            self._hover = None
-            return
-        mw = self.input.mouse_world
-        self._hover = None if mw is None else pick_body(self.world, mw, self._pick_tolerance())
-        if self._hover is not None:
-            self._call("on_pick_hover", self.on_pick_hover, self._hover)
 
     # -- fixed steps ------------------------------------------------------------------------
     def _run_fixed_steps(self) -> None:
@@ -919,10 +779,7 @@ class App:
         self.late_update(ts)
 
     def _drag_step(self, ts: float) -> None:
-        drag = self._drag
-        if drag is not None and self._drag_target is not None and drag.alive:
-            drag.set_target(self._drag_target)
-            drag.apply(ts)  # held by the World for this step's physics (in its replay log)
+        self.dragging.step(ts)
 
     def _physics(self, ts: float) -> None:
         self._prev_poses = self.world.body_poses
@@ -934,7 +791,7 @@ class App:
         assert renderer is not None
         interpolating = not (self.clock.paused or self.clock.time_mode is TimeMode.SIM_HIGH_PERF)
         self._alpha = float(self.clock.alpha) if interpolating else 1.0
-        self._call("pre_render", self.pre_render)
+        call_hook("pre_render", self.pre_render)
         renderer.begin_frame()
         canvas = renderer.canvas
         now = self._wall()
@@ -951,21 +808,15 @@ class App:
                 draw_contact_forces(canvas, self.world)
             if self.show_joints:
                 draw_joints(canvas, self.world, self._drawn_poses())
-        self._call("render", self.render, canvas, self._alpha)
-        if self._drag is not None and self._drag_target is not None:
-            anchor = self._drag.anchor_world()
-            canvas.line(anchor, self._drag_target, (250, 210, 80), width=0.0)
-            canvas.circle(self._drag_target, 4.0 / canvas.camera.zoom, (250, 210, 80))
+        call_hook("render", self.render, canvas, self._alpha)
+        self.dragging.draw(canvas)
         hud = draw_hud(canvas, self.stats) if self.hud_visible else None
-        if self._video is not None:
-            video = self._video
-            seconds = video.frames / float(video.fps or 30.0)
-            draw_recording_badge(canvas, seconds, video.path.name, [hud] if hud else [])
+        self.recordings.draw_badge(canvas, [hud] if hud else [])
         if self.panel.open:
             self._panel_frame(renderer)
         renderer.end_frame()
         self._drawn += 1
-        self._call("post_render", self.post_render)
+        call_hook("post_render", self.post_render)
 
     def _drawn_poses(self) -> np.ndarray:
         """The poses this frame draws (interpolated between the last two steps)."""

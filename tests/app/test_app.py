@@ -456,3 +456,24 @@ def test_main_runner_rate_change_moves_the_fixed_step(fake_clock: FakeClock, tmp
     assert app.alpha == pytest.approx(0.25)  # 10 ms of a 40 ms step, not half a 20 ms one
     assert app.timeline.runner("Robot").steps == 6 == app.clock.steps
     app.close()
+
+
+def test_dragging_and_recordings_are_collaborators_the_app_owns(fake_clock: FakeClock, tmp_path):
+    from kelab.app.dragging import Dragging
+    from kelab.app.recordings import Recordings
+
+    app = make_app(fake_clock, world=ke.World(ball_scene()), recording_dir=tmp_path)
+    assert isinstance(app.dragging, Dragging) and isinstance(app.recordings, Recordings)
+    app.renderFrameOnce()
+    video = app.start_video_recording()
+    assert app.recording and app.recordings.video is video and app.recorders == (video,)
+    assert video.path.parent == tmp_path
+    app.inject_event(
+        ke.InputEvent("mouse_down", button=1, pos=app.camera.world_to_screen((-1.0, 0.2)))
+    )
+    fake_clock.advance(0.02)
+    app.renderFrameOnce()
+    assert app.dragged is app.dragging.dragged and app.dragged.path == "/World/Ball0"
+    assert app.stop_video_recording() == video.path and not app.recording
+    app.close()
+    assert app.dragging.dragged is None and app.recorders == ()

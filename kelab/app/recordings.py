@@ -1,0 +1,128 @@
+"""Recordings: the recorders an App has attached, and its F9 video recording.
+
+The App owns one (``app.recordings``); the App's ``add_recorder``,
+``start_video_recording``... are its public face. Recorders bind to the App's timeline
+and read its World and its drawn frames; `close` closes them all (files complete).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kelab.app.hud import draw_recording_badge
+from kelab.app.recorders import Recorder, VideoRecorder
+
+if TYPE_CHECKING:
+    from kelab.app.app import App
+    from kelab.render.canvas import Canvas
+
+__all__ = ["Recordings", "default_video_path"]
+
+
+def default_video_path(folder: Path, title: str) -> Path:
+    """``folder/<title>-NNN.mp4`` with the first free number (the title made file-safe)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-") or "kelab"
+    n = 0
+    while (folder / f"{slug}-{n:03d}.mp4").exists():
+        n += 1
+    return folder / f"{slug}-{n:03d}.mp4"
+
+
+class Recordings:
+    """The App's attached recorders and its video recording.
+
+    Args:
+        app: The App whose timeline, World and frames are recorded.
+    """
+
+    def __init__(self, app: App) -> None:
+        self._app = app
+        self._recorders: list[Recorder] = []
+        self._video: VideoRecorder | None = None
+
+    @property
+    def recorders(self) -> tuple[Recorder, ...]:
+        """The attached recorders."""
+        return tuple(self._recorders)
+
+    @property
+    def video(self) -> VideoRecorder | None:
+        """The video recording (F9), while one runs."""
+        return self._video
+
+    def add(self, recorder: Recorder) -> Recorder:
+        """Attach ``recorder`` to the App's timeline, World and frames; return it."""
+        app = self._app
+        recorder.attach(app.timeline, world=app.world, frame_source=self.frame_source)
+        self._recorders.append(recorder)
+        return recorder
+
+    def remove(self, recorder: Recorder) -> None:
+        """Close ``recorder`` and forget it (its file is complete)."""
+        if recorder in self._recorders:
+            self._recorders.remove(recorder)
+        if recorder is self._video:
+            self._video = None
+        recorder.close()
+
+    def start_video(
+        self, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> VideoRecorder:
+        """Start the video recording (see ``App.start_video_recording``)."""
+        if self._video is not None:
+            raise RuntimeError(f"already recording to {self._video.path}; stop it first")
+        if path is None:
+            path = default_video_path(self._app.recording_dir, self._app.title)
+        video = VideoRecorder(path, **kwargs)
+        self.add(video)
+        self._video = video
+        return video
+
+    def stop_video(self) -> Path | None:
+        """Stop the video recording; return its file (None if none was running)."""
+        video, self._video = self._video, None
+        if video is None:
+            return None
+        self.remove(video)
+        return video.path
+
+    def toggle_video(self) -> None:
+        """Start or stop the video recording (F9), printing where the file goes."""
+        if self._video is None:
+            video = self.start_video()
+            print(f"recording video to {video.path.resolve()} (F9 again to stop)", flush=True)
+        else:
+            frames = self._video.frames
+            path = self.stop_video()
+            if path is not None:
+                print(f"saved video {path.resolve()} ({frames} frames)", flush=True)
+
+    def frame_source(self) -> np.ndarray | None:
+        """The last drawn frame as RGB (top row first), or None before the first one."""
+        renderer = self._app.renderer
+        if renderer is None or renderer.closed or renderer.frame_count == 0:
+            return None
+        return renderer.read_rgb_pixels(flip_y=True)
+
+    def draw_badge(self, canvas: Canvas, avoid: list[Any]) -> None:
+        """Draw the red REC badge (time, file) while the video records."""
+        video = self._video
+        if video is not None:
+            seconds = video.frames / float(video.fps or 30.0)
+            draw_recording_badge(canvas, seconds, video.path.name, avoid)
+
+    def close(self) -> list[BaseException]:
+        """Close every recorder (files complete); return the errors, closing all anyway."""
+        errors: list[BaseException] = []
+        self._video = None
+        for rec in self._recorders:
+            try:
+                rec.close()
+            except Exception as exc:
+                errors.append(exc)
+        return errors
