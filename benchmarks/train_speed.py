@@ -4,14 +4,15 @@ Rows, in one run:
 
 1. KELab: ``ke.RLTrainer`` with CartPole's tuned ``training_config`` until the
    deterministic policy succeeds in >= 95 of 100 evaluation episodes (checked after each
-   iteration once the training success rate passes 0.9; the checks count in the time).
+   iteration once the training success rate, with exploration noise, passes ``GATE``;
+   a check stops as soon as more than 5 episodes failed; the checks count in the time).
 2. Baseline: SB3 PPO with RL Zoo's CartPole-v1 hyperparameters (8 envs, n_steps 32,
    batch 256, 20 epochs, gamma 0.98, lambda 0.8, linear lr 1e-3 and clip 0.2) on
    Gymnasium ``CartPole-v1`` until the deterministic mean return over 10 episodes
    (checked every 4096 steps, also counted) reaches 475.
 3. Trainer overhead: env steps/s of the rollout (policy + env) and of whole iterations
-   (with the PPO update) against the bare LearningEnv stepping random actions (512
-   copies), interleaved rounds, best of each.
+   (with the PPO update) against the bare LearningEnv stepping random actions (the
+   config's copies), interleaved rounds, best of each.
 
 Both trainers use one torch thread; times exclude imports (reported separately). Wall
 and CPU seconds are both printed: on a shared machine wall time is inflated by the other
@@ -35,8 +36,11 @@ from kelab.tasks.cartpole import CartPoleTask  # noqa: E402
 from kelab.train.trainer import RLTrainer  # noqa: E402
 
 IMPORT_S = time.perf_counter() - t_import
-GATE = 0.9
-"""Training success rate (with exploration noise) from which the policy is checked."""
+GATE = 0.5
+"""Training success rate (with exploration noise) from which the policy is checked: the
+rate lags (each copy finishes an episode at most every 300 steps, ~19 iterations), the
+deterministic policy is usually ready well before it reaches 0.9, and a failing check
+stops early."""
 
 
 def _clock() -> tuple[float, float]:
@@ -161,8 +165,8 @@ def sb3_solve(seed: int, max_steps: int = 300_000) -> dict:
 
 def overhead(rounds: int = 3) -> dict:
     torch.set_num_threads(1)
-    n = 512
     config = CartPoleTask.training_config.replace(stop_at_target=False)
+    n = config.num_envs
     bare_env = ke.LearningEnv(CartPoleTask(), num_envs=n, seed=0)
     bare_env.reset(seed=0)
     rng = np.random.default_rng(0)
@@ -210,7 +214,8 @@ def main() -> None:
             f"CPU {s['cpu'] / k['cpu']:.2f}x (target: >= 3x, KELab <= 15 s wall)"
         )
     o = overhead()
-    print("\n| loop (512 copies) | env steps/s | vs bare env |")
+    n = CartPoleTask.training_config.num_envs
+    print(f"\n| loop ({n} copies) | env steps/s | vs bare env |")
     print("| --- | ---: | ---: |")
     print(f"| bare LearningEnv, random actions | {o['bare']:,.0f} | 1.00x |")
     print(
