@@ -3,7 +3,8 @@
 ``kelab demo`` runs KELab's main job headless and prints what it did: a cartpole balanced
 by a state-feedback controller on the Robot runner (50 Hz), physics at 120 Hz, and a
 30 Hz Capture runner sampling the state, all on one exact timeline.
-Other subcommands (``preview`` ...) register themselves from their layers.
+``kelab preview`` lives in `kelab.cli_preview`; ``train``/``play``/``eval`` register
+themselves from `kelab.train.cli`.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-from kelab.rl.preview import positive_float, positive_int, seed_int  # noqa: E402
+from kelab.cli_preview import positive_float, positive_int, seed_int  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -145,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--seed", type=seed_int, default=0)
     demo.set_defaults(func=_demo_main)
-    from kelab.rl.preview import add_preview_parser  # the rl layer owns `preview`
+    from kelab.cli_preview import add_preview_parser
 
     add_preview_parser(sub)
     from kelab.train.cli import add_training_parsers  # train/play/eval (torch loads lazily)

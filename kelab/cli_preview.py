@@ -5,6 +5,9 @@ shows copy 0 at real-time pace (``SimulationPacer``), and every finished episode
 printed with how it ended. On a machine without a screen, ``--headless --out F.png``
 (the last frame) or ``--out F.mp4`` / ``F.gif`` (every step) draws offscreen instead.
 ``kelab/cli.py`` calls :func:`add_preview_parser`.
+
+This module belongs to the command-line layer (it resolves built-in ids through
+``kelab.tasks``, which sits above ``kelab.rl``); it moved here from ``kelab.rl.preview``.
 """
 
 from __future__ import annotations
