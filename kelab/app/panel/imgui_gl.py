@@ -222,10 +222,18 @@ class ImGuiGLRenderer:
         box = None
         if self._cmds and self._vbytes:
             pos = np.frombuffer(self._vbytes, dtype="<f4").reshape(-1, self.vsize // 4)[:, :2]
-            lo, hi = pos.min(axis=0), pos.max(axis=0)
-            x0, y0 = max(0, int(np.floor(lo[0]))), max(0, int(np.floor(lo[1])))
-            x1, y1 = min(size[0], int(np.ceil(hi[0]))), min(size[1], int(np.ceil(hi[1])))
-            box = (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
+            idx = np.frombuffer(self._ibytes, dtype=np.uint32 if self.isize == 4 else np.uint16)
+            lo, hi = np.full(2, np.inf), np.full(2, -np.inf)
+            for cx0, cy0, cx1, cy1, _tid, count, first in self._cmds:
+                # what a command draws: its vertices, cut to its clip rectangle (a scrolled
+                # child's rows below the panel have vertices there, but draw nothing)
+                p = pos[idx[first : first + count]]
+                lo = np.minimum(lo, np.maximum(p.min(axis=0), (cx0, cy0)))
+                hi = np.maximum(hi, np.minimum(p.max(axis=0), (cx1, cy1)))
+            if np.all(hi > lo):
+                x0, y0 = max(0, int(np.floor(lo[0]))), max(0, int(np.floor(lo[1])))
+                x1, y1 = min(size[0], int(np.ceil(hi[0]))), min(size[1], int(np.ceil(hi[1])))
+                box = (x0, y0, x1 - x0, y1 - y0) if x1 > x0 and y1 > y0 else None
         self._bounds = (size, box)
         return box
 
