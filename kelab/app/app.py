@@ -38,15 +38,12 @@ from kelab.app.interaction import PickedBody
 from kelab.app.panel.model import PanelModel
 from kelab.app.recorders import Recorder, VideoRecorder
 from kelab.app.recordings import Recordings
-from kelab.app.view import ViewController, lift_color
+from kelab.app.scene_layers import draw_scene
+from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
 from kelab.render.renderer import Renderer, create_renderer
 from kelab.render.scenery import (
-    draw_backdrop,
-    draw_contact_forces,
-    draw_ground_marks,
-    draw_joints,
     find_ground_top,
 )
 from kelab.timing.clock import FixedStepClock
@@ -91,11 +88,8 @@ class App:
         timeline: A Timeline to drive (default: a new one with Robot 50 Hz, Capture 30 Hz).
         clock: The wall clock in seconds (inject a fake one in tests).
         sleep: Sleeps for frame pacing (inject a fake one in tests).
-        **settings: `AppConfig` fields (title, size, backend, time_mode, headless,
-            render_hz, vsync, max_steps_per_frame, max_frame_delta, time_scale,
-            steps_per_frame, disable_viewport_rendering, hotkeys, show_hud, interaction,
-            follow, escape_quits, background, runner, recording_dir, drag_frequency_hz,
-            panel, settings); see `AppConfig` for each.
+        **settings: `AppConfig` fields (title, size, headless, render_hz...; see
+            `AppConfig` for each).
 
     Raises:
         ValueError: A bad setting (naming it), or a ``world`` that is not a World.
@@ -799,15 +793,16 @@ class App:
         self._last_draw_wall = now
         if self.world is not None:
             self.view.update(canvas.camera, self.world, dt, self._prev_poses, self._alpha)
-        draw_backdrop(canvas, top=lift_color(self.background), bottom=self.background)
-        if self.world is not None:
-            canvas.draw_world(self.world, self._alpha, self._prev_poses)
-            if self._ground_y is not None:
-                draw_ground_marks(canvas, self._ground_y)
-            if self.show_contacts:
-                draw_contact_forces(canvas, self.world)
-            if self.show_joints:
-                draw_joints(canvas, self.world, self._drawn_poses())
+        draw_scene(
+            canvas,
+            self.world,
+            self._alpha,
+            self._prev_poses,
+            background=self.background,
+            ground_y=self._ground_y,
+            show_contacts=self.show_contacts,
+            show_joints=self.show_joints,
+        )
         call_hook("render", self.render, canvas, self._alpha)
         self.dragging.draw(canvas)
         hud = draw_hud(canvas, self.stats) if self.hud_visible else None
@@ -817,18 +812,6 @@ class App:
         renderer.end_frame()
         self._drawn += 1
         call_hook("post_render", self.post_render)
-
-    def _drawn_poses(self) -> np.ndarray:
-        """The poses this frame draws (interpolated between the last two steps)."""
-        cur = np.asarray(self.world.body_poses)
-        prev, a = self._prev_poses, self._alpha
-        if prev is None or a >= 1.0 or prev.shape != cur.shape:
-            return cur
-        mixed = prev + a * (cur - prev)
-        mixed[..., 2] = prev[..., 2] + a * (
-            (cur[..., 2] - prev[..., 2] + np.pi) % (2 * np.pi) - np.pi
-        )
-        return mixed
 
     def _panel_frame(self, renderer: Renderer) -> None:
         """Sample the plots and build the panel's ImGui frame (drawn by end_frame)."""
