@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kelab.render.canvas import Canvas
 
 __all__ = ["AppStats", "FrameStats", "draw_hud", "draw_recording_badge", "free_corner"]
 
@@ -126,7 +129,7 @@ def free_corner(
     return best[1]
 
 
-def draw_hud(canvas: Any, stats: AppStats, size: int = 14) -> Rect:
+def draw_hud(canvas: Canvas, stats: AppStats, size: int = 14) -> Rect:
     """Draw the stats as text over a dark panel in a corner free of the frame's text.
 
     The App draws the HUD after the user's ``render``: the panel goes to the first corner
@@ -157,7 +160,7 @@ def draw_hud(canvas: Any, stats: AppStats, size: int = 14) -> Rect:
 
 
 def draw_recording_badge(
-    canvas: Any, seconds: float, path: str, avoid: list[Rect] | None = None, size: int = 14
+    canvas: Canvas, seconds: float, path: str, avoid: list[Rect] | None = None, size: int = 14
 ) -> Rect:
     """Draw the "recording" indicator: a red dot, REC, the elapsed time and the file name.
 

@@ -20,12 +20,15 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kelab.app.recorders import FrameSource, Recorder
 from kelab.timing.timeline import Phase
+
+if TYPE_CHECKING:
+    from kelab.sim.world import World
 
 __all__ = ["LidarRecorder"]
 
@@ -88,7 +91,7 @@ class LidarRecorder(Recorder):
         self._tmp: Any = None  # open temp file the scans stream into
         self._tmp_path: Path | None = None
 
-    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
+    def _prepare(self, world: World | None, frame_source: FrameSource | None) -> None:
         if world is None:
             raise ValueError("LidarRecorder needs a World: attach with world= (App does)")
         finders = {s.name: s for s in world.scene.sensors if s.kind == "rangefinder"}

@@ -20,17 +20,17 @@ wall time are lost) and every GIF frame already appended (at most the frame bein
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_int, check_number
 from kelab.app.recording_files import (
     SPOOL_MAGIC,
     GifStream,
@@ -42,6 +42,9 @@ from kelab.app.recording_files import (
     spool_to_npz,
 )
 from kelab.timing.timeline import Binding, Phase, Timeline
+
+if TYPE_CHECKING:
+    from kelab.sim.world import World
 
 FrameSource = Callable[[], "np.ndarray | None"]
 
@@ -88,8 +91,7 @@ class Recorder(ABC):
             )
         if not isinstance(runner, str) or not runner:
             raise ValueError(f"{type(self).__name__}: runner must be a runner name, got {runner!r}")
-        if isinstance(priority, bool) or not isinstance(priority, int):
-            raise ValueError(f"{type(self).__name__}: priority must be an int, got {priority!r}")
+        check_int(priority, f"{type(self).__name__}.priority")
         self.runner = runner
         self.phase = _phase(phase)
         self.priority = priority
@@ -121,7 +123,7 @@ class Recorder(ABC):
     def attach(
         self,
         timeline: Timeline,
-        world: Any = None,
+        world: World | None = None,
         frame_source: FrameSource | None = None,
     ) -> Binding:
         """Bind the recorder to ``timeline`` (its runner and phase).
@@ -189,7 +191,7 @@ class Recorder(ABC):
         """Record one step of the runner (the timeline calls this)."""
 
     @abstractmethod
-    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None: ...
+    def _prepare(self, world: World | None, frame_source: FrameSource | None) -> None: ...
 
     @abstractmethod
     def _finish(self) -> None: ...
@@ -270,18 +272,14 @@ class DataRecorder(Recorder):
             raise ValueError(
                 f"DataRecorder.env_ids must be distinct copy indices >= 0, got {env_ids!r}"
             )
-        if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
-            raise ValueError(f"DataRecorder.flush_every must be an int >= 1, got {flush_every!r}")
-        if (
-            isinstance(flush_interval_s, bool)
-            or not isinstance(flush_interval_s, (int, float))
-            or not math.isfinite(flush_interval_s)
-            or flush_interval_s <= 0
-        ):
-            raise ValueError(
-                f"DataRecorder.flush_interval_s must be a finite number of seconds > 0, got "
-                f"{flush_interval_s!r}"
-            )
+        check_int(flush_every, "DataRecorder.flush_every", low=1)
+        check_number(
+            flush_interval_s,
+            "DataRecorder.flush_interval_s",
+            low=0.0,
+            low_open=True,
+            unit="seconds",
+        )
         if isinstance(sensors, (str, bytes)) or not all(isinstance(x, str) for x in sensors):
             raise ValueError(
                 f"DataRecorder.sensors must be a sequence of sensor names, got {sensors!r}"
@@ -311,7 +309,7 @@ class DataRecorder(Recorder):
         """Column names (known after the first row)."""
         return list(self._columns or [])
 
-    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
+    def _prepare(self, world: World | None, frame_source: FrameSource | None) -> None:
         body_names: tuple[str, ...] = tuple(world.body_names) if world is not None else ()
         wanted = body_names if self.bodies is None else self.bodies
         if (wanted or self.sensors) and world is None:
@@ -510,23 +508,12 @@ class VideoRecorder(Recorder):
         priority: int = 0,
         quality: float = 7.0,
     ) -> None:
-        if fps is not None and not (
-            isinstance(fps, (int, float))
-            and not isinstance(fps, bool)
-            and math.isfinite(fps)
-            and 0 < fps <= 1000
-        ):
-            raise ValueError(
-                f"VideoRecorder.fps must be None or a number in (0, 1000], got {fps!r}"
+        if fps is not None:
+            check_number(
+                fps, "VideoRecorder.fps", low=0.0, high=1000.0, low_open=True, fix="or pass None"
             )
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise ValueError(f"VideoRecorder.every must be an int >= 1, got {every!r}")
-        if (
-            isinstance(quality, bool)
-            or not isinstance(quality, (int, float))
-            or not 0 <= quality <= 10
-        ):
-            raise ValueError(f"VideoRecorder.quality must be in 0..10, got {quality!r}")
+        check_int(every, "VideoRecorder.every", low=1)
+        check_number(quality, "VideoRecorder.quality", low=0.0, high=10.0)
         super().__init__(path, runner=runner, phase=phase, priority=priority)
         self.fps = fps
         self.every = every
@@ -539,7 +526,7 @@ class VideoRecorder(Recorder):
         self._gif = self.path.suffix.lower() == ".gif"
         self._exact_fps = Fraction(repr(float(fps))) if fps is not None else None
 
-    def _prepare(self, world: Any, frame_source: FrameSource | None) -> None:
+    def _prepare(self, world: World | None, frame_source: FrameSource | None) -> None:
         if frame_source is None:
             raise ValueError("VideoRecorder needs a frame_source (the App passes its frames)")
         self._source = frame_source

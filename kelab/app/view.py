@@ -13,12 +13,15 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
+
+if TYPE_CHECKING:
+    from kelab.sim.world import World
 
 __all__ = ["ViewController", "ZOOM_LIMITS", "ZOOM_STEP", "lift_color"]
 
@@ -162,7 +165,7 @@ class ViewController:
             self.following = False  # the user aimed at a point: stop re-centring
 
     # ----------------------------------------------------------------- follow
-    def body_position(self, world: Any, poses: np.ndarray | None = None) -> tuple[float, float]:
+    def body_position(self, world: World, poses: np.ndarray | None = None) -> tuple[float, float]:
         """World position of the followed body in copy 0 (``poses`` overrides the pose).
 
         Raises:
@@ -187,7 +190,7 @@ class ViewController:
     def update(
         self,
         camera: Camera,
-        world: Any,
+        world: World,
         dt: float,
         previous: np.ndarray | None = None,
         alpha: float = 1.0,
