@@ -15,6 +15,7 @@ import numbers
 import time
 from collections.abc import Callable
 
+from kelab._validate import check_positive
 from kelab.timing.guard import ensure_not_in_fixed_step
 
 __all__ = ["SimulationPacer", "precise_sleep", "read_clock"]
@@ -111,16 +112,7 @@ class SimulationPacer:
         clock: Callable[[], float] = time.perf_counter,
         sleep: Callable[[float], None] = precise_sleep,
     ) -> None:
-        if (
-            not isinstance(step_dt, (int, float))
-            or isinstance(step_dt, bool)
-            or not math.isfinite(step_dt)
-            or step_dt <= 0
-        ):
-            raise ValueError(
-                f"SimulationPacer.step_dt must be a finite number of seconds > 0, got {step_dt!r}"
-            )
-        self.step_dt = float(step_dt)
+        self.step_dt = check_positive(step_dt, "SimulationPacer.step_dt", unit="seconds")
         self._clock = clock
         self._sleep = sleep
         self.reset()

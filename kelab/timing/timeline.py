@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import NamedTuple
 
+from kelab._validate import check_bool, check_int
+
 __all__ = [
     "Binding",
     "ExecutionOrder",
@@ -229,8 +231,7 @@ class Binding:
 
     @enabled.setter
     def enabled(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise ValueError(f"binding {self.name!r} enabled must be a bool, got {value!r}")
+        check_bool(value, f"binding {self.name!r} enabled")
         if value != self._enabled:
             self._enabled = value
             if self._timeline is not None:
@@ -285,9 +286,7 @@ def _check_phase(phase: object) -> Phase:
 
 
 def _check_priority(priority: object) -> int:
-    if not isinstance(priority, int) or isinstance(priority, bool):
-        raise ValueError(f"priority must be an int (lower runs first), got {priority!r}")
-    return priority
+    return check_int(priority, "priority", fix="lower runs first")
 
 
 class StepResult(NamedTuple):

@@ -116,7 +116,7 @@ def test_disabled_binding_does_not_run_but_still_holds_its_runner():
     assert calls == [] and all(r.name != "rec" for r in tl.execution_order())
     with pytest.raises(ValueError, match="still has callbacks bound"):
         tl.remove_runner("Capture")
-    with pytest.raises(ValueError, match="enabled must be a bool"):
+    with pytest.raises(ValueError, match="enabled must be True or False"):
         b.enabled = 1
     b.enabled = True
     tl.advance(Fraction(1, 10))
