@@ -32,7 +32,14 @@ from kelab.rl.terminations import CUT_SHORT
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import SimulationTimingConfig
 
-__all__ = ["RayLearningEnv", "WorkerDiedError", "merge_infos", "split_copies"]
+__all__ = [
+    "RayLearningEnv",
+    "WorkerDiedError",
+    "compact_ends",
+    "expand_ends",
+    "merge_infos",
+    "split_copies",
+]
 
 SNAPSHOT_KIND = "kelab.RayLearningEnv/1"
 """``meta["kind"]`` of a RayLearningEnv snapshot (each worker's snapshot bytes inside)."""
@@ -127,6 +134,89 @@ def merge_infos(infos: Sequence[Mapping[str, Any]], sizes: Sequence[int]) -> dic
     return out
 
 
+def compact_ends(info: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The rows of a ``LearningEnv`` step info that :func:`expand_ends` needs (None if empty).
+
+    A worker's reply carries only the copies that ended (their ids, final observations,
+    labels, returns, lengths, wall times, success and checks), not the full-size info:
+    fewer arrays for Ray to serialise and the driver to join. ``info["episode"]["t"]``
+    travels as the float32 the info holds (wall-clock time, never identical anyway).
+
+    Args:
+        info: What ``LearningEnv.step`` returned as ``info``.
+
+    Returns:
+        None when no copy ended, else a dict of arrays of one row per ended copy.
+    """
+    if not info:
+        return None
+    ids = np.flatnonzero(info["_ended_by"])
+    ends: dict[str, Any] = {
+        "ids": ids,
+        "final_obs": info["final_obs"][ids],
+        "ended_by": info["ended_by"][ids].tolist(),
+        "episode_return": info["episode_return"][ids],
+        "episode_length": info["episode_length"][ids],
+        "episode_wall_s": info["episode"]["t"][ids],
+    }
+    if "is_success" in info:
+        ends["is_success"] = info["is_success"][ids]
+        checks = info["checks"]  # vector_info writes each name, then its "_name" mask
+        ends["checks"] = {name: checks[name][ids] for name in list(checks)[::2]}
+    return ends
+
+
+def expand_ends(
+    parts: Sequence[tuple[int, Mapping[str, Any]]], num_envs: int, obs_dim: int
+) -> dict[str, Any]:
+    """Join the workers' :func:`compact_ends` into the info ``LearningEnv`` would return.
+
+    Args:
+        parts: ``(first copy, compact ends)`` of every worker where a copy ended.
+        num_envs: Copies in all.
+        obs_dim: Observation size.
+
+    Returns:
+        ``vector_info`` of the ended copies: rows of copies that did not end hold zeros,
+        False or None, exactly as in one ``LearningEnv``.
+    """
+    ids = np.concatenate([e["ids"] + a for a, e in parts])
+    mask = np.zeros(num_envs, dtype=bool)
+    mask[ids] = True
+
+    def rows(key: str, dtype: Any, shape: tuple[int, ...] = ()) -> np.ndarray:
+        full = np.zeros((num_envs, *shape), dtype=dtype)
+        full[ids] = np.concatenate([e[key] for _, e in parts])
+        return full
+
+    first = parts[0][1]
+    ended_by = np.full(num_envs, None, dtype=object)
+    ended_by[ids] = [label for _, e in parts for label in e["ended_by"]]
+    ends: dict[str, Any] = {
+        "ids": ids,
+        "mask": mask,
+        "final_obs": rows("final_obs", first["final_obs"].dtype, (obs_dim,)),
+        "ended_by": ended_by,
+        "episode_return": rows("episode_return", first["episode_return"].dtype),
+        "episode_length": rows("episode_length", first["episode_length"].dtype),
+        "episode_wall_s": rows("episode_wall_s", np.float64),
+    }
+    if "is_success" in first:
+        ends["is_success"] = rows("is_success", bool)
+        names: list[str] = []
+        for _, e in parts:
+            names.extend(k for k in e["checks"] if k not in names)
+        checks = {}
+        for name in names:
+            full = np.zeros(num_envs, dtype=bool)
+            for a, e in parts:
+                if name in e["checks"]:
+                    full[e["ids"] + a] = e["checks"][name]
+            checks[name] = full
+        ends["checks"] = checks
+    return vector_info(ends, num_envs)
+
+
 class _EnvWorker:
     """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``."""
 
@@ -170,7 +260,8 @@ class _EnvWorker:
         return self.env.reset(seed=seed)[0]
 
     def step(self, actions: np.ndarray) -> tuple:
-        return self.env.step(actions)
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        return obs, rewards, terminated, truncated, compact_ends(info)
 
     def snapshot(self) -> bytes:
         return self.env.snapshot().to_bytes()
@@ -655,7 +746,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         rewards = np.concatenate([p[1] for p in parts], axis=0)
         terminated = np.concatenate([p[2] for p in parts], axis=0)
         truncated = np.concatenate([p[3] for p in parts], axis=0)
-        info = merge_infos([p[4] for p in parts], self._sizes)
+        ended = [(a, p[4]) for (a, _), p in zip(self.ranges, parts, strict=True) if p[4]]
+        info = expand_ends(ended, self.num_envs, obs.shape[1]) if ended else {}
         self._ebuf += 1
         self._returns += rewards
         if info:
@@ -695,11 +787,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
         obs = self._retry(k, "reset", (seeds,))
         assert self._obs is not None
-        ends: dict[str, Any] = {
+        ends: dict[str, Any] = {  # compact_ends's form; the join zeroes these counters
             "ids": np.arange(n),
-            "mask": np.ones(n, dtype=bool),
             "final_obs": self._obs[a:b].copy(),
-            "ended_by": np.array([CUT_SHORT] * n, dtype=object),
+            "ended_by": [CUT_SHORT] * n,
             # the step never completed: the episode ends where the last reply left it
             "episode_return": self._returns[a:b].copy(),
             "episode_length": self._ebuf[a:b].copy(),
@@ -708,13 +799,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._success_rule is not None:
             ends["is_success"] = np.zeros(n, dtype=bool)
             ends["checks"] = {}
-        info = vector_info(ends, n)  # the join zeroes these copies' counters
         return (
             obs,
             np.zeros(n, dtype=np.float32),
             np.zeros(n, dtype=bool),
             np.ones(n, dtype=bool),
-            info,
+            ends,
         )
 
     # ------------------------------------------------------------------ snapshots
