@@ -69,7 +69,7 @@ class CartPoleTask(Task):
     """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~0.2M env steps.
 
     256 copies x 16 steps (4096 per iteration) and 5 epochs x 4 mini-batches of 1024: more
-    policy updates per env step than 512 x 16 with 4 x 2 (0.18-0.2M env steps to a
+    policy updates per env step than 512 x 16 with 4 x 2 (0.15-0.2M env steps to a
     deterministic 95/100 on seeds 0-2 instead of 0.5-1.0M). Initial action noise 0.5 and
     no entropy bonus: the noisier policy hid a cart drift that the deterministic one shows.
     """
