@@ -91,6 +91,7 @@ _EXPORTS: dict[str, str] = {
     "RLPlayer": "kelab.train.player",
     "DwellTimer": "kelab.rl.success",
     "App": "kelab.app.app",
+    "AppConfig": "kelab.app.config",
     "AppStats": "kelab.app.hud",
     "Input": "kelab.app.input",
     "DataRecorder": "kelab.app.recorders",
