@@ -15,12 +15,12 @@ import math
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from kelab._files import atomic_write_bytes
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import MAX_HZ, MAX_RUNNERS, MIN_HZ, Phase
 
@@ -162,19 +162,7 @@ def save_settings(settings: PanelSettings, path: str | os.PathLike[str]) -> Path
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(settings_to_json(settings), indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=out.name + ".", suffix=".tmp", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, out)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_bytes(out, text.encode("utf-8"))
     return out
 
 
