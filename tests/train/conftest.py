@@ -7,26 +7,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from train_helpers import tiny_config
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-TINY = {
-    "num_envs": 16,
-    "num_steps_per_env": 8,
-    "actor_hidden_dims": (16, 16),
-    "critic_hidden_dims": (16, 16),
-    "num_learning_epochs": 2,
-    "num_mini_batches": 2,
-    "success_window": 20,
-    "checkpoint_every": 2,
-}
-
-
-def tiny_config(**changes):
-    from kelab.train.config import TrainConfig
-
-    return TrainConfig(**{**TINY, **changes})
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from conftest import tiny_config
 from tensordict import TensorDict
+from train_helpers import tiny_config
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import tiny_config
+from train_helpers import tiny_config
 
 import kelab as ke
 from kelab.tasks.ball_to_goal import BallToGoalTask

@@ -1,0 +1,32 @@
+"""Helpers the training tests import (a module of its own, not ``conftest``).
+
+Several folders of the suite have a ``conftest.py``; ``from conftest import ...`` finds
+whichever was imported first when folders run together, so shared helpers live here
+under a name no other folder uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kelab.train.config import TrainConfig
+
+#: The smallest TrainConfig fields that still train for real (the tests' default).
+TINY: dict[str, Any] = {
+    "num_envs": 16,
+    "num_steps_per_env": 8,
+    "actor_hidden_dims": (16, 16),
+    "critic_hidden_dims": (16, 16),
+    "num_learning_epochs": 2,
+    "num_mini_batches": 2,
+    "success_window": 20,
+    "checkpoint_every": 2,
+}
+
+
+def tiny_config(**changes: Any) -> TrainConfig:
+    """A `TrainConfig` of the `TINY` fields with ``changes`` applied."""
+    from kelab.train.config import TrainConfig
+
+    return TrainConfig(**{**TINY, **changes})
