@@ -29,9 +29,12 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 __all__ = [
+    "LAYOUTS",
     "check_bool",
     "check_choice",
+    "check_copies",
     "check_int",
+    "check_layout",
     "check_number",
     "check_positive",
     "check_seed",
@@ -42,6 +45,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The World layouts (``World(layout=...)``, docs/world.md, "Layouts").
+LAYOUTS = ("isolated", "packed")
 
 _MAX_SHOWN = 80
 _NP_BOOL = ("bool", "bool_")  # numpy 2 / numpy 1 name of numpy's bool scalar
@@ -193,17 +199,83 @@ def check_positive(
     return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
 
 
-def check_seed(value: object, name: str = "seed") -> int:
+def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
     """Return a seed: an int >= 0 (numpy's SeedSequence refuses negative ones).
+
+    Args:
+        value: The value to check.
+        name: The field, for the message.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"seed must be an int >= 0, got -1"``.
+    """
+    return check_int(value, name, low=0, fix=fix)
+
+
+def check_layout(value: object, name: str = "layout") -> str:
+    """Return a World layout name, one of :data:`LAYOUTS`.
+
+    The one check of ``layout`` for ``World``, the environments and ``TrainConfig``.
 
     Args:
         value: The value to check.
         name: The field, for the message.
 
     Raises:
-        ValueError: ``"seed must be an int >= 0, got -1"``.
+        ValueError: ``"layout must be one of ('isolated', 'packed'), got 'tiled'; ..."``,
+            saying what each layout is.
+
+    Example:
+        >>> check_layout("packed")
+        'packed'
     """
-    return check_int(value, name, low=0)
+    return check_choice(  # type: ignore[return-value]  # one of LAYOUTS: a str
+        value,
+        name,
+        LAYOUTS,
+        fix="'isolated': one pymunk space per copy, each copy bit-identical to a lone copy; "
+        "'packed': copies share one space per thread, fastest for many copies (see "
+        'docs/world.md, "Layouts")',
+    )
+
+
+def check_copies(
+    num_envs: object, seed: object, num_threads: object, layout: object
+) -> tuple[int, int, int, str]:
+    """Check the copy arguments ``World`` and the environments share, with one wording.
+
+    ``World`` checks them on construction; the environments check them before building
+    anything (the task's scene comes first), so a bad value fails at once.
+
+    Args:
+        num_envs: Number of environment copies (an int >= 1).
+        seed: Seed of the per-copy Generators (an int >= 0).
+        num_threads: Threads stepping the copies (an int >= 1).
+        layout: One of :data:`LAYOUTS`.
+
+    Returns:
+        ``(num_envs, seed, num_threads, layout)`` converted (numpy ints to ``int``).
+
+    Raises:
+        ValueError: ``"num_threads must be an int >= 1, got 0; ..."``, for the first bad one.
+
+    Example:
+        >>> check_copies(4, 0, 1, "packed")
+        (4, 0, 1, 'packed')
+    """
+    return (
+        check_int(num_envs, "num_envs", low=1, fix="give the number of copies, e.g. num_envs=1"),
+        check_seed(seed, fix="numpy's SeedSequence takes ints >= 0, e.g. seed=0"),
+        check_int(
+            num_threads,
+            "num_threads",
+            low=1,
+            fix="results are bit-identical for every value; num_threads=1 steps every copy "
+            "on the calling thread",
+        ),
+        check_layout(layout),
+    )
 
 
 def check_bool(value: object, name: str, fix: str = "") -> bool:

@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
+from kelab._validate import check_copies
 from kelab.sim._backend import Backend
 from kelab.sim._compile import (
     SLIDE_SPEED_THRESHOLD,
@@ -46,8 +48,6 @@ from kelab.sim.scene import Scene
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 
-#: Values of ``World(layout=...)``.
-LAYOUTS = ("isolated", "packed")
 #: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
 MAX_LOG_STEPS = 7200
 
@@ -114,14 +114,9 @@ class World:
     ) -> None:
         if not isinstance(scene, Scene):
             raise ValueError(f"World: scene must be a ke.Scene, got {type(scene).__name__}")
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise ValueError(f"World: num_envs must be an int >= 1, got {num_envs!r}")
+        num_envs, seed, num_threads, layout = check_copies(num_envs, seed, num_threads, layout)
         if not (isinstance(env_spacing, (int, float)) and math.isfinite(env_spacing)):
             raise ValueError(f"World: env_spacing must be a finite number, got {env_spacing!r}")
-        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-            raise ValueError(f"World: num_threads must be an int >= 1, got {num_threads!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"World: seed must be an int >= 0, got {seed!r}")
         if (
             isinstance(max_log_steps, bool)
             or not isinstance(max_log_steps, (int, np.integer))
@@ -130,12 +125,6 @@ class World:
             raise ValueError(
                 f"World: max_log_steps must be an int >= 1 (physics steps), got "
                 f"{max_log_steps!r}; the default is {MAX_LOG_STEPS}"
-            )
-        if not isinstance(layout, str) or layout not in LAYOUTS:
-            raise ValueError(
-                f"World: layout must be one of {LAYOUTS}, got {layout!r} ('isolated': one "
-                "pymunk space per copy, exact in every scene; 'packed': one space per thread, "
-                "faster)"
             )
         self._scene = scene
         self._fingerprint = scene.fingerprint
