@@ -36,6 +36,7 @@ __all__ = [
     "check_int",
     "check_layout",
     "check_number",
+    "check_number_or_none",
     "check_positive",
     "check_seed",
     "is_int",
@@ -90,11 +91,15 @@ def must(name: str, allowed: str, value: object, fix: str = "") -> str:
 
 def is_int(value: object) -> bool:
     """True for an int or numpy integer, False for a bool and everything else."""
+    if type(value) is int:  # the common case, without an ABC check
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def is_number(value: object) -> bool:
     """True for a real number (int, float, numpy scalar, Fraction), never a bool."""
+    if type(value) is float or type(value) is int:  # the common cases, without an ABC check
+        return True
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
@@ -128,14 +133,12 @@ def check_int(
     Raises:
         ValueError: ``"<name> must be an int >= 1, got 0"``.
     """
+    if is_int(value):
+        number = int(value)  # type: ignore[call-overload]
+        if (low is None or number >= low) and (high is None or number <= high):
+            return number
     bound = _bounds(low, high, False, False)
-    allowed = f"an int {bound}" if bound else "an int"
-    if not is_int(value):
-        raise ValueError(must(name, allowed, value, fix))
-    number = int(value)  # type: ignore[call-overload]
-    if (low is not None and number < low) or (high is not None and number > high):
-        raise ValueError(must(name, allowed, value, fix))
-    return number
+    raise ValueError(must(name, f"an int {bound}" if bound else "an int", value, fix))
 
 
 def check_number(
@@ -164,8 +167,61 @@ def check_number(
     Raises:
         ValueError: ``"<name> must be a finite number of seconds > 0, got nan"``.
     """
-    bound = _bounds(low, high, low_open, high_open)
-    allowed = "a finite number" + (f" of {unit}" if unit else "") + (f" {bound}" if bound else "")
+    return _number(value, name, low, high, low_open, high_open, unit, fix, "")
+
+
+def check_number_or_none(
+    value: object,
+    name: str,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    unit: str = "",
+    fix: str = "",
+) -> float | None:
+    """Return None for None, else what `check_number` returns (its message adds "or None").
+
+    For settings where None means "off" (no clamp, no time limit).
+
+    Args:
+        value: The value to check: None, or a real number (not a bool).
+        name: The field, for the message.
+        low: Lower bound (None: none).
+        high: Upper bound (None: none).
+        low_open: Exclude ``low`` itself.
+        high_open: Exclude ``high`` itself.
+        unit: Unit for the message.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"<name> must be a finite number of seconds > 0 or None, got 0"``.
+
+    Example:
+        >>> check_number_or_none(None, "max_frame_delta") is None
+        True
+        >>> check_number_or_none(0, "max_frame_delta", low=0.0, low_open=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: max_frame_delta must be a finite number > 0 or None, got 0
+    """
+    if value is None:
+        return None
+    return _number(value, name, low, high, low_open, high_open, unit, fix, " or None")
+
+
+def _number(
+    value: object,
+    name: str,
+    low: float | None,
+    high: float | None,
+    low_open: bool,
+    high_open: bool,
+    unit: str,
+    fix: str,
+    alternative: str,
+) -> float:
     number = math.nan
     if is_number(value):
         try:
@@ -173,12 +229,14 @@ def check_number(
         except OverflowError:  # an int beyond the range of a float
             pass
     if (
-        not math.isfinite(number)
-        or (low is not None and (number <= low if low_open else number < low))
-        or (high is not None and (number >= high if high_open else number > high))
+        math.isfinite(number)
+        and (low is None or (number > low if low_open else number >= low))
+        and (high is None or (number < high if high_open else number <= high))
     ):
-        raise ValueError(must(name, allowed, value, fix))
-    return number
+        return number
+    bound = _bounds(low, high, low_open, high_open)
+    allowed = "a finite number" + (f" of {unit}" if unit else "") + (f" {bound}" if bound else "")
+    raise ValueError(must(name, allowed + alternative, value, fix))
 
 
 def check_positive(

@@ -11,6 +11,7 @@ from kelab._validate import (
     check_choice,
     check_int,
     check_number,
+    check_number_or_none,
     check_positive,
     check_seed,
     is_int,
@@ -102,3 +103,14 @@ def test_helpers() -> None:
             raise RuntimeError("no")
 
     assert show(Broken()) == "<Broken object>"
+
+
+def test_number_or_none_passes_none_and_says_so() -> None:
+    assert check_number_or_none(None, "clamp") is None
+    assert check_number_or_none(np.float32(0.5), "clamp", low=0.0) == 0.5
+    with pytest.raises(ValueError) as info:
+        check_number_or_none(True, "clamp", low=0.0, low_open=True, unit="seconds", fix="None: off")
+    assert (
+        str(info.value)
+        == "clamp must be a finite number of seconds > 0 or None, got True; None: off"
+    )

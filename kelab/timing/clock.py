@@ -27,13 +27,11 @@ a long frame inside that range is handled by the time mode (at most
 
 from __future__ import annotations
 
-import math
-import numbers
 import time
 from collections.abc import Callable
 from fractions import Fraction
 
-from kelab._validate import check_int, check_positive, must
+from kelab._validate import check_int, check_number, check_number_or_none, is_number, must
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
@@ -49,10 +47,14 @@ MAX_TIME_SCALE = 1e6
 
 def _check_exact_number(value: object, field: str, example: str) -> None:
     """Refuse strings, bools and other non-numbers (to_fraction would parse a string)."""
-    if isinstance(value, bool) or not isinstance(value, (numbers.Rational, float)):
+    if not (isinstance(value, Fraction) or is_number(value)):
         raise ValueError(
-            f"FixedStepClock.{field} must be a number (int, float or Fraction), got "
-            f"{value!r} ({type(value).__name__}); pass e.g. {example}"
+            must(
+                f"FixedStepClock.{field}",
+                "a number (int, float or Fraction)",
+                value,
+                f"pass e.g. {example}",
+            )
         )
 
 
@@ -60,7 +62,7 @@ def _check_step(value: object) -> Fraction:
     _check_exact_number(value, "step_dt", "0.02 or Fraction(1, 50)")
     step = to_fraction(value, "FixedStepClock.step_dt")  # type: ignore[arg-type]
     if step <= 0:
-        raise ValueError(f"FixedStepClock.step_dt must be > 0 seconds, got {value!r}")
+        raise ValueError(must("FixedStepClock.step_dt", "a number of seconds > 0", value))
     return step
 
 
@@ -196,20 +198,17 @@ class FixedStepClock:
 
     @max_frame_delta.setter
     def max_frame_delta(self, value: float | None) -> None:
-        if value is None:
+        seconds = check_number_or_none(
+            value,
+            "FixedStepClock.max_frame_delta",
+            low=0.0,
+            low_open=True,
+            unit="seconds",
+            fix="None turns the clamp off",
+        )
+        if seconds is None:
             self._max_delta_ns: int | None = None
             return
-        try:
-            seconds = check_positive(value, "FixedStepClock.max_frame_delta", unit="seconds")
-        except ValueError:
-            raise ValueError(
-                must(
-                    "FixedStepClock.max_frame_delta",
-                    "a finite number of seconds > 0 or None",
-                    value,
-                    "None turns the clamp off",
-                )
-            ) from None
         self._max_delta_ns = max(1, round(min(seconds, MAX_CLOCK_S) * _NS_PER_S))
 
     @property
@@ -229,8 +228,12 @@ class FixedStepClock:
         scale = to_fraction(value, "FixedStepClock.time_scale")
         if scale <= 0 or scale > MAX_TIME_SCALE:
             raise ValueError(
-                f"FixedStepClock.time_scale must be > 0 and <= {MAX_TIME_SCALE:g} (use pause() "
-                f"to stop time), got {value!r}"
+                must(
+                    "FixedStepClock.time_scale",
+                    f"a number > 0 and <= {MAX_TIME_SCALE:g}",
+                    value,
+                    "use pause() to stop time",
+                )
             )
         old_denominator = self._scale.denominator
         self._scale = scale
@@ -340,19 +343,14 @@ class FixedStepClock:
         return self._finish(run)
 
     def _read_ns(self) -> int:
-        raw = self._clock()
-        if isinstance(raw, bool) or not isinstance(raw, numbers.Real):
-            raise ValueError(
-                f"FixedStepClock: the clock must return a number of seconds, got {raw!r} "
-                f"({type(raw).__name__}); pass a clock like time.perf_counter"
-            )
-        value = float(raw)
-        if not math.isfinite(value) or abs(value) > MAX_CLOCK_S:
-            raise ValueError(
-                f"FixedStepClock: the clock must return a finite number of seconds within "
-                f"+-{MAX_CLOCK_S:g}, got {value!r}; the clock is broken (pass a clock like "
-                "time.perf_counter)"
-            )
+        value = check_number(
+            self._clock(),
+            "FixedStepClock clock reading",
+            low=-MAX_CLOCK_S,
+            high=MAX_CLOCK_S,
+            unit="seconds",
+            fix="the clock is broken (pass a clock like time.perf_counter)",
+        )
         return round(value * _NS_PER_S)
 
     def _finish(self, run: int) -> int:

@@ -11,6 +11,8 @@ import enum
 import math
 from dataclasses import dataclass
 
+from kelab._validate import check_int, check_number, check_number_or_none, must
+
 __all__ = [
     "MAX_DECIMATION",
     "MAX_EPISODE_LENGTH_S",
@@ -31,10 +33,6 @@ SIM_DT_RANGE = (1e-6, 1.0)
 MAX_DECIMATION = 10_000
 #: The longest episode horizon in seconds (about 31.7 years of simulated time).
 MAX_EPISODE_LENGTH_S = 1e9
-
-
-def _is_real_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def ceil_ratio(numerator: float, denominator: float) -> int:
@@ -81,34 +79,36 @@ class SimulationTimingConfig:
 
     def __post_init__(self) -> None:
         lo, hi = SIM_DT_RANGE
-        if (
-            not _is_real_number(self.sim_dt)
-            or not math.isfinite(self.sim_dt)
-            or not lo <= self.sim_dt <= hi
-        ):
-            raise ValueError(
-                f"SimulationTimingConfig.sim_dt must be a number of seconds in [{lo:g}, {hi:g}], "
-                f"got {self.sim_dt!r}; for 120 Hz physics pass sim_dt=1/120"
-            )
-        if (
-            not isinstance(self.decimation, int)
-            or isinstance(self.decimation, bool)
-            or not 1 <= self.decimation <= MAX_DECIMATION
-        ):
-            raise ValueError(
-                f"SimulationTimingConfig.decimation must be an int in [1, {MAX_DECIMATION}] "
-                f"(physics steps per environment step), got {self.decimation!r:.40}"
-            )
-        length = self.episode_length_s
-        if length is not None and (
-            not _is_real_number(length)
-            or not math.isfinite(length)
-            or not 0 < length <= MAX_EPISODE_LENGTH_S
-        ):
-            raise ValueError(
-                f"SimulationTimingConfig.episode_length_s must be None (no time limit) or a "
-                f"number of seconds in (0, {MAX_EPISODE_LENGTH_S:g}], got {length!r}"
-            )
+        sim_dt = check_number(
+            self.sim_dt,
+            "SimulationTimingConfig.sim_dt",
+            low=lo,
+            high=hi,
+            unit="seconds",
+            fix="for 120 Hz physics pass sim_dt=1/120",
+        )
+        decimation = check_int(
+            self.decimation,
+            "SimulationTimingConfig.decimation",
+            low=1,
+            high=MAX_DECIMATION,
+            fix="it counts physics steps per environment step",
+        )
+        length = check_number_or_none(
+            self.episode_length_s,
+            "SimulationTimingConfig.episode_length_s",
+            low=0.0,
+            low_open=True,
+            high=MAX_EPISODE_LENGTH_S,
+            unit="seconds",
+            fix="None means no time limit",
+        )
+        # numpy scalars and Fractions are stored as the Python numbers they equal
+        if not isinstance(self.sim_dt, (int, float)):
+            object.__setattr__(self, "sim_dt", sim_dt)
+        if not isinstance(self.episode_length_s, (int, float, type(None))):
+            object.__setattr__(self, "episode_length_s", length)
+        object.__setattr__(self, "decimation", decimation)
 
     @property
     def physics_hz(self) -> float:
@@ -181,8 +181,12 @@ class SimulationRunConfig:
         if not isinstance(mode, RunMode):
             valid = ", ".join(m.name for m in RunMode)
             raise ValueError(
-                f"SimulationRunConfig.mode must be one of {valid} (a RunMode or its name in "
-                f"any letter case), got {self.mode!r}"
+                must(
+                    "SimulationRunConfig.mode",
+                    f"one of {valid}",
+                    self.mode,
+                    "pass a RunMode or its name in any letter case",
+                )
             )
         object.__setattr__(self, "mode", mode)
 
@@ -199,7 +203,7 @@ class SimulationRunConfig:
             for mode, mapped in _RENDER_MODE_OF.items():
                 if render_mode == mapped:
                     return cls(mode=mode)
-        raise ValueError(f"render_mode must be None, 'rgb_array' or 'human', got {render_mode!r}")
+        raise ValueError(must("render_mode", "None, 'rgb_array' or 'human'", render_mode))
 
     @property
     def render_mode(self) -> str | None:

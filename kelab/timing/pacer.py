@@ -11,11 +11,10 @@ docs/timing.md.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Callable
 
-from kelab._validate import check_positive
+from kelab._validate import check_number, check_positive
 from kelab.timing.guard import ensure_not_in_fixed_step
 
 __all__ = ["SimulationPacer", "precise_sleep", "read_clock"]
@@ -37,15 +36,11 @@ def precise_sleep(seconds: float) -> None:
     Raises:
         ValueError: For NaN, an infinity or a non-number (a sleep must be finite).
     """
-    if (
-        isinstance(seconds, bool)
-        or not isinstance(seconds, numbers.Real)
-        or not math.isfinite(seconds)
-    ):
-        raise ValueError(
-            f"precise_sleep: seconds must be a finite number, got {seconds!r}; a wait that "
-            "long is a bug in the caller's clock arithmetic"
-        )
+    seconds = check_number(
+        seconds,
+        "precise_sleep: seconds",
+        fix="a wait that long is a bug in the caller's clock arithmetic",
+    )
     if not seconds > 0:
         return
     deadline = time.perf_counter() + seconds
@@ -69,19 +64,12 @@ def read_clock(clock: Callable[[], float], owner: str) -> float:
     Raises:
         ValueError: For NaN, an infinity, a bool or a non-number, naming the value.
     """
-    now = clock()
-    if isinstance(now, bool) or not isinstance(now, numbers.Real):
-        raise ValueError(
-            f"{owner}: the clock must return a number of seconds, got {now!r} "
-            f"({type(now).__name__}); pass a clock like time.perf_counter"
-        )
-    value = float(now)
-    if not math.isfinite(value):
-        raise ValueError(
-            f"{owner}: the clock must return a finite number of seconds, got {value!r}; "
-            "the clock is broken (pass a clock like time.perf_counter)"
-        )
-    return value
+    return check_number(
+        clock(),
+        f"{owner} clock reading",
+        unit="seconds",
+        fix="the clock is broken (pass a clock like time.perf_counter)",
+    )
 
 
 class SimulationPacer:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import NamedTuple
 
-from kelab._validate import check_bool, check_int
+from kelab._validate import check_bool, check_int, is_int, is_number, must
 
 __all__ = [
     "Binding",
@@ -62,14 +62,18 @@ def to_fraction(value: float | int | Fraction | str, field: str = "value") -> Fr
     """
     if isinstance(value, Fraction):
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"{field} must be a number, got {value!r}")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{field} must be finite, got {value!r}")
-    try:
-        return Fraction(repr(value) if isinstance(value, float) else value)
-    except (ValueError, ZeroDivisionError) as exc:
-        raise ValueError(f"{field} must be a number, got {value!r}") from exc
+    if is_int(value):
+        return Fraction(int(value))  # type: ignore[call-overload]
+    if isinstance(value, str):
+        try:
+            return Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            pass
+    elif is_number(value):
+        number = float(value)  # type: ignore[arg-type]
+        if math.isfinite(number):
+            return Fraction(repr(number))
+    raise ValueError(must(field, "a finite number", value))
 
 
 class TimeRunner:
@@ -139,14 +143,12 @@ class TimeRunner:
 
 def _check_rate(name: str, hz: object) -> Fraction:
     """Validate a runner rate: a finite number from 0.01 to 1000 Hz."""
-    if isinstance(hz, bool) or not isinstance(hz, (int, float, Fraction)):
-        raise ValueError(
-            f"runner {name!r} hz must be a number from 0.01 to 1000 Hz, got {hz!r}; "
-            "pass e.g. 50 or 12.5"
-        )
-    rate = to_fraction(hz, f"runner {name!r} hz")
+    field = f"runner {name!r} hz"
+    if not (isinstance(hz, Fraction) or is_number(hz)):
+        raise ValueError(must(field, "a number from 0.01 to 1000 Hz", hz, "pass e.g. 50 or 12.5"))
+    rate = to_fraction(hz, field)
     if not MIN_HZ <= rate <= MAX_HZ:
-        raise ValueError(f"runner {name!r} hz must be from 0.01 to 1000 Hz, got {float(rate):g}")
+        raise ValueError(must(field, "from 0.01 to 1000 Hz", hz))
     return rate
 
 
@@ -280,9 +282,8 @@ def _check_phase(phase: object) -> Phase:
     try:
         return Phase[str(phase).upper()] if isinstance(phase, str) else Phase(phase)
     except (KeyError, ValueError):
-        raise ValueError(
-            f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
-        ) from None
+        names = ", ".join(p.name for p in Phase)
+        raise ValueError(must("phase", f"a Phase ({names})", phase)) from None
 
 
 def _check_priority(priority: object) -> int:
@@ -378,7 +379,7 @@ class Timeline:
                 ``hz`` is out of range.
         """
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"runner name must be a non-empty string, got {name!r}")
+            raise ValueError(must("runner name", "a non-empty string", name))
         if name in self._runners:
             raise ValueError(f"runner names must be unique: {name!r} already exists")
         if len(self._runners) >= MAX_RUNNERS:
@@ -487,7 +488,7 @@ class Timeline:
             A `Binding` whose ``unbind()`` removes it.
         """
         if not callable(callback):
-            raise ValueError(f"callback must be callable, got {callback!r}")
+            raise ValueError(must("callback", "callable", callback))
         self.runner(runner)
         phase = _check_phase(phase)
         priority = _check_priority(priority)
@@ -569,7 +570,7 @@ class Timeline:
         """
         delta = to_fraction(seconds, "seconds")
         if delta < 0:
-            raise ValueError(f"seconds must be >= 0 (time only moves forward), got {seconds!r}")
+            raise ValueError(must("seconds", ">= 0", seconds, "time only moves forward"))
         target = self._time_ticks + delta * self._tick_hz
         return self._advance_to_ticks(_int_or_fraction(target))
 
@@ -589,7 +590,7 @@ class Timeline:
         """
         delta = to_fraction(seconds, "seconds")
         if delta < 0:
-            raise ValueError(f"seconds must be >= 0 (time only moves forward), got {seconds!r}")
+            raise ValueError(must("seconds", ">= 0", seconds, "time only moves forward"))
         target = _int_or_fraction(self._time_ticks + delta * self._tick_hz)
         for runner in self._runners.values():
             if runner._next_tick <= target:

@@ -98,3 +98,19 @@ def test_from_render_mode():
 
 def test_time_modes():
     assert {m.name for m in ke.TimeMode} == {"GAME_REALTIME", "SIM_REALTIME", "SIM_HIGH_PERF"}
+
+
+def test_numpy_scalars_are_accepted_and_stored_as_python_numbers():
+    import numpy as np
+
+    timing = ke.SimulationTimingConfig(
+        sim_dt=np.float32(0.5), decimation=np.int64(2), episode_length_s=np.int32(3)
+    )
+    assert (timing.sim_dt, timing.decimation, timing.episode_length_s) == (0.5, 2, 3.0)
+    assert [type(v) for v in (timing.sim_dt, timing.decimation, timing.episode_length_s)] == [
+        float,
+        int,
+        float,
+    ]
+    with pytest.raises(ValueError, match=r"decimation must be an int in \[1, 10000\], got True"):
+        ke.SimulationTimingConfig(sim_dt=0.01, decimation=True)
