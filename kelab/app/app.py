@@ -18,10 +18,8 @@ One frame (`App.renderFrameOnce`, the body of `App.start`'s loop):
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import time
-import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +34,7 @@ from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import PickedBody
 from kelab.app.panel.model import PanelModel
+from kelab.app.panel_window import PanelWindow, require_imgui
 from kelab.app.recorders import Recorder, VideoRecorder
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
@@ -58,7 +57,6 @@ from kelab.timing.timeline import (
 )
 
 if TYPE_CHECKING:
-    from kelab.app.panel.host import PanelHost
     from kelab.render.canvas import Canvas
     from kelab.sim.world import World
 
@@ -128,11 +126,8 @@ class App:
             )
         if camera is not None and not isinstance(camera, Camera):
             raise ValueError(f"App.camera must be a ke.Camera, got {type(camera).__name__}")
-        if cfg.panel and importlib.util.find_spec("imgui_bundle") is None:
-            raise RuntimeError(
-                "App(panel=True) needs imgui-bundle for the Settings panel; install it with "
-                "pip install 'kelab[panel]' (or pass panel=False)"
-            )
+        if cfg.panel:
+            require_imgui("App(panel=True)")
         self.config = cfg
         """The `AppConfig` the App was made with (live values are on the App)."""
         self.title = cfg.title
@@ -211,8 +206,8 @@ class App:
         self.panel = PanelModel(self, cfg.settings)
         """The Settings panel's model: its pages and changes (F2 shows it; docs/app.md)."""
         self.panel.open = cfg.panel
-        self._panel_host: PanelHost | None = None
-        self._panel_wall: float | None = None
+        self.panel_window = PanelWindow(self, self.panel, clock)
+        """Shows the panel in the window: its ImGui host and settings file (`PanelWindow`)."""
 
     # ================================================================ lifecycle hooks
     def setup(self) -> None:
@@ -426,20 +421,11 @@ class App:
 
     @panel_open.setter
     def panel_open(self, value: bool) -> None:
-        if not isinstance(value, bool):
-            raise ValueError(f"App.panel_open must be a bool, got {value!r}")
-        if value and importlib.util.find_spec("imgui_bundle") is None:
-            raise RuntimeError(
-                "the Settings panel needs imgui-bundle; install it with pip install 'kelab[panel]'"
-            )
-        self.panel.open = value
+        self.panel_window.open = value  # True or False; True needs imgui-bundle
 
     def toggle_panel(self) -> None:
-        """Show or hide the Settings panel (what F2 does)."""
-        try:
-            self.panel_open = not self.panel.open
-        except RuntimeError as exc:
-            warnings.warn(str(exc), stacklevel=2)
+        """Show or hide the Settings panel (what F2 does; without imgui-bundle: a warning)."""
+        self.panel_window.toggle()
 
     def plot(self, name: str, value: float) -> None:
         """Publish a value to the panel's Plots page as ``app.NAME`` (at the timeline time).
@@ -619,17 +605,8 @@ class App:
             except Exception as exc:  # keep closing; report after
                 errors.append(exc)
         errors += self.recordings.close()
-        if self.panel.dirty:
-            try:
-                self.panel.save()
-            except OSError as exc:
-                errors.append(exc)
-        if self._panel_host is not None:
-            host, self._panel_host = self._panel_host, None
-            host.close()
-        if self._owns_timeline:  # a timeline the caller passed in is theirs to keep using
-            pass
-        else:
+        errors += self.panel_window.close()  # the settings file saved if changed
+        if not self._owns_timeline:  # the caller's timeline outlives the App: unbind ours
             for binding in self._bindings:
                 binding.unbind()
         if self.renderer is not None:
@@ -690,8 +667,7 @@ class App:
             call_hook("setup", self.setup)
         finally:
             self._in_frame = False
-        if not self.panel.load() and self.panel.settings_error:
-            warnings.warn(self.panel.settings_error, stacklevel=3)
+        self.panel_window.load()
 
     def _frame(self) -> None:
         self._in_frame = True
@@ -738,9 +714,8 @@ class App:
         if self._events:
             events = events + self._events
             self._events = []
-        host = self._panel_host
         for ev in events:
-            if host is not None and host.feed(ev):
+            if self.panel_window.feed(ev):
                 continue  # the Settings panel consumed it
             inp.handle(ev)
             if self.view.handle(ev, self.renderer.camera, self.dragging.hovered is not None):
@@ -808,20 +783,7 @@ class App:
         hud = draw_hud(canvas, self.stats) if self.hud_visible else None
         self.recordings.draw_badge(canvas, [hud] if hud else [])
         if self.panel.open:
-            self._panel_frame(renderer)
+            self.panel_window.frame(renderer)  # sample the plots, build the ImGui frame
         renderer.end_frame()
         self._drawn += 1
         call_hook("post_render", self.post_render)
-
-    def _panel_frame(self, renderer: Renderer) -> None:
-        """Sample the plots and build the panel's ImGui frame (drawn by end_frame)."""
-        now = self._wall()
-        dt = 1 / 60 if self._panel_wall is None else now - self._panel_wall
-        self._panel_wall = now
-        stats = self.stats
-        self.panel.sample(dt, self.clock.last_frame_steps, stats.real_time_factor)
-        if self._panel_host is None:
-            from kelab.app.panel.host import PanelHost
-
-            self._panel_host = PanelHost(self.panel, renderer)
-        self._panel_host.frame(dt, renderer.size)

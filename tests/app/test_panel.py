@@ -57,6 +57,31 @@ def test_import_kelab_and_an_app_without_panel_do_not_import_imgui():
     subprocess.run([sys.executable, "-c", code], check=True, cwd="/")
 
 
+def test_without_imgui_the_panel_is_refused_by_name_and_f2_only_warns(tmp_path, monkeypatch):
+    import kelab.app.panel_window as panel_window
+
+    real = panel_window.importlib.util.find_spec
+    monkeypatch.setattr(
+        panel_window.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "imgui_bundle" else real(name, *a),
+    )
+    with pytest.raises(RuntimeError, match=r"App\(panel=True\) needs imgui-bundle.*kelab\[panel\]"):
+        _app(tmp_path, panel=True)
+    app = _app(tmp_path)
+    with pytest.raises(RuntimeError, match=r"App.panel_open needs imgui-bundle"):
+        app.panel_open = True
+    with pytest.warns(UserWarning, match="needs imgui-bundle"):
+        app.toggle_panel()  # F2
+    assert not app.panel_open
+    app.panel_open = False  # hiding needs nothing
+    with pytest.raises(ValueError, match="App.panel_open must be True or False, got 'yes'"):
+        app.panel_open = "yes"
+    _run(app, 2)
+    assert app.panel_window.host is None  # never shown: no ImGui context was made
+    app.close()
+
+
 def test_rate_change_mid_run_equals_the_code_and_applies_at_the_next_boundary(tmp_path):
     by_panel, by_code = _app(tmp_path), _app(tmp_path)
     for app in (by_panel, by_code):

@@ -30,7 +30,7 @@ def _app(tmp_path, backend, page):
 
 def _counting(app):
     """Render one frame; count the ImGui frames built (PanelUI.draw calls)."""
-    host = app._panel_host
+    host = app.panel_window.host
     calls = []
     draw = host.ui.draw
     host.ui.draw = lambda size: (calls.append(1), draw(size))[1]
@@ -55,13 +55,13 @@ def test_untouched_panel_is_shown_from_its_cache_and_changes_show_next_frame(tmp
     clock.advance(0.01)
     app.renderFrameOnce()
     assert built == [1]
-    assert "logger" in app._panel_host.ui.rows["Execution Order"]
+    assert "logger" in app.panel_window.host.ui.rows["Execution Order"]
     # the idle refresh still rebuilds now and then
     clock.advance(IDLE_REFRESH_S)
     app.renderFrameOnce()
     assert built == [1, 1]
     # input over the panel rebuilds at once and for SETTLE_S after it
-    x, y, w, h = app._panel_host.ui.rect
+    x, y, w, h = app.panel_window.host.ui.rect
     app.inject_event(ke.InputEvent("mouse_move", pos=(x + w // 2, y + h // 2)))
     app.renderFrameOnce()
     app.renderFrameOnce()
@@ -104,5 +104,5 @@ def test_closing_and_reopening_rebuilds(tmp_path):
     clock.advance(0.01)
     app.renderFrameOnce()
     assert built == [1]
-    assert app._panel_host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
+    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
     app.close()

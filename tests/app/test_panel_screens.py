@@ -48,7 +48,7 @@ def _frames(tmp_path, backend, headless, panel, page="Execution Order"):
     for _ in range(12):
         app.renderFrameOnce()
     img = app.read_rgb_pixels()
-    rect = app._panel_host.ui.rect if app._panel_host is not None else None
+    rect = app.panel_window.host.ui.rect if app.panel_window.host is not None else None
     app.close()
     return img, rect
 
@@ -94,7 +94,7 @@ def test_each_page_renders_its_rows(tmp_path):
     for page in PAGES:
         assert app.panel.set_page(page)
         app.renderFrameOnce()
-        shown[page] = app._panel_host.ui.rows[page]
+        shown[page] = app.panel_window.host.ui.rows[page]
     p = app.panel
     assert shown["Time Runners"] == ["Runner 0: Robot", "Runner 1: Capture"]
     assert (
@@ -119,7 +119,7 @@ def test_each_page_renders_its_rows(tmp_path):
     p.add_runner()
     p.set_page("Time Runners")
     app.renderFrameOnce()
-    assert app._panel_host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
+    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
     app.close()
 
 
@@ -129,11 +129,11 @@ def test_f2_toggles_the_panel(tmp_path):
     assert not app.panel_open
     app.inject_event(ke.InputEvent("key_down", key="f2"))
     app.renderFrameOnce()
-    assert app.panel_open and app._panel_host is not None
+    assert app.panel_open and app.panel_window.host is not None
     app.inject_event(ke.InputEvent("key_down", key="f2"))
     app.renderFrameOnce()
     assert not app.panel_open
-    with pytest.raises(ValueError, match="panel_open must be a bool"):
+    with pytest.raises(ValueError, match="App.panel_open must be True or False, got 1"):
         app.panel_open = 1
     app.close()
 
@@ -142,7 +142,7 @@ def test_f2_toggles_the_panel(tmp_path):
 def test_a_press_on_the_panel_reaches_neither_picking_nor_input(tmp_path, backend):
     app = _app(tmp_path, backend, panel=True, cls=Picker)
     app.renderFrameOnce()
-    x, y, w, h = app._panel_host.ui.rect
+    x, y, w, h = app.panel_window.host.ui.rect
     ball = (-1.0, 0.2)  # /World/Ball0: put it under the panel, then outside
     app.camera.center = (-1.0 - (x + w / 2 - 320) / app.camera.zoom, 0.2)
     sx, sy = (int(v) for v in app.camera.world_to_screen(ball))
@@ -236,11 +236,11 @@ def test_keys_go_to_the_panel_only_while_a_text_field_is_edited(tmp_path):
     app.inject_events([ke.InputEvent("key_down", key="a"), ke.InputEvent("key_up", key="a")])
     app.renderFrameOnce()
     assert app.seen == 1  # no text field active: the App gets the key
-    app._panel_host.want_text = True  # as when a text field has the keyboard
+    app.panel_window.host.want_text = True  # as when a text field has the keyboard
     app.inject_events([ke.InputEvent("key_down", key="a"), ke.InputEvent("key_up", key="a")])
     app.renderFrameOnce()
     assert app.seen == 1 and not app.input.frame_key_pressed("a")
-    app._panel_host.want_text = True
+    app.panel_window.host.want_text = True
     app.inject_event(ke.InputEvent("key_down", key="f2"))  # F2 still closes the panel
     app.renderFrameOnce()
     assert not app.panel_open

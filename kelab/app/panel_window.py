@@ -1,0 +1,130 @@
+"""PanelWindow: the App's Settings panel shown in its window.
+
+The App owns one (``app.panel_window``) beside the panel's model (``app.panel``, a
+`~kelab.app.panel.model.PanelModel`); ``App.panel_open`` and ``App.toggle_panel`` are
+its public face. It checks that imgui-bundle is installed before the panel is shown,
+applies the settings file when the window opens (`load`), offers each input event to
+the panel before the App sees it (`feed`), samples the plots and builds the panel's
+ImGui frame on every drawn frame while the panel is shown (`frame`), and on `close`
+saves the settings file if the panel changed something and ends the ImGui context.
+
+The ImGui host (`kelab.app.panel.host.PanelHost`) is created on the first frame the
+panel is shown, so imgui-bundle is imported only then.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kelab._validate import check_bool
+
+if TYPE_CHECKING:
+    from kelab.app.app import App
+    from kelab.app.panel.host import PanelHost
+    from kelab.app.panel.model import PanelModel
+    from kelab.render.events import InputEvent
+    from kelab.render.renderer import Renderer
+
+__all__ = ["PanelWindow", "require_imgui"]
+
+#: How to get the Settings panel's toolkit (appended to the errors that need it).
+INSTALL_HINT = "install it with pip install 'kelab[panel]'"
+
+
+def require_imgui(what: str) -> None:
+    """Raise unless imgui-bundle (the Settings panel's toolkit) can be imported.
+
+    Args:
+        what: What needs it, starting the message (``"App(panel=True)"``).
+
+    Raises:
+        RuntimeError: ``"<what> needs imgui-bundle for the Settings panel; install it
+            with pip install 'kelab[panel]'"``.
+    """
+    if importlib.util.find_spec("imgui_bundle") is None:
+        raise RuntimeError(f"{what} needs imgui-bundle for the Settings panel; {INSTALL_HINT}")
+
+
+class PanelWindow:
+    """Shows an App's `PanelModel` in the App's window (see the module docstring).
+
+    Args:
+        app: The App whose clock and stats the panel's plots sample.
+        model: The panel's model (``app.panel``).
+        wall: The App's wall clock in seconds (times the plots' samples).
+    """
+
+    def __init__(self, app: App, model: PanelModel, wall: Callable[[], float]) -> None:
+        self._app = app
+        self._wall_clock = wall
+        self.model = model
+        """The panel's model (the App's ``panel``)."""
+        self._host: PanelHost | None = None
+        self._wall: float | None = None
+
+    @property
+    def host(self) -> PanelHost | None:
+        """The ImGui host: None until the panel is first shown, and after `close`."""
+        return self._host
+
+    @property
+    def open(self) -> bool:
+        """Whether the panel is shown (settable; showing it needs imgui-bundle)."""
+        return self.model.open
+
+    @open.setter
+    def open(self, value: bool) -> None:
+        value = check_bool(value, "App.panel_open")
+        if value:
+            require_imgui("App.panel_open")
+        self.model.open = value
+
+    def toggle(self) -> None:
+        """Show or hide the panel (F2); a missing imgui-bundle is a warning, not an error."""
+        try:
+            self.open = not self.model.open
+        except RuntimeError as exc:
+            warnings.warn(str(exc), stacklevel=3)
+
+    def load(self) -> None:
+        """Apply the settings file (when the window opens); a bad file is a warning."""
+        if not self.model.load() and self.model.settings_error:
+            warnings.warn(self.model.settings_error, stacklevel=4)
+
+    def feed(self, event: InputEvent) -> bool:
+        """Offer an input event to the panel; True if the panel consumed it."""
+        return self._host is not None and self._host.feed(event)
+
+    def frame(self, renderer: Renderer) -> None:
+        """Sample the plots and build the panel's ImGui frame (drawn by ``end_frame``)."""
+        app = self._app
+        now = self._wall_clock()
+        dt = 1 / 60 if self._wall is None else now - self._wall
+        self._wall = now
+        self.model.sample(dt, app.clock.last_frame_steps, app.stats.real_time_factor)
+        if self._host is None:
+            from kelab.app.panel.host import PanelHost
+
+            self._host = PanelHost(self.model, renderer)
+        self._host.frame(dt, renderer.size)
+
+    def close(self) -> list[BaseException]:
+        """Save the settings file if the panel changed something, end the ImGui context.
+
+        Returns:
+            The errors met (an unwritable settings file), for the App to raise after it
+            closed everything else.
+        """
+        errors: list[BaseException] = []
+        if self.model.dirty:
+            try:
+                self.model.save()
+            except OSError as exc:
+                errors.append(exc)
+        if self._host is not None:
+            host, self._host = self._host, None
+            host.close()
+        return errors
