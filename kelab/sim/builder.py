@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+from kelab._validate import check_bool, must
 from kelab.sim.joints import (
     WORLD,
     Joint,
@@ -118,10 +119,11 @@ class SceneBuilder:
         """
         if per_environment is None:
             per_environment = not isinstance(item, Terrain)
-        if not isinstance(per_environment, bool):
-            raise ValueError(
-                f"per_environment must be True, False or None, got {per_environment!r}"
-            )
+        per_environment = check_bool(
+            per_environment,
+            "SceneBuilder.add: per_environment",
+            "None picks the default (True; False for a Terrain)",
+        )
         if isinstance(item, Terrain) and at == "/":
             at = "/" + item.name
         path = _check_path(at, "at")
@@ -275,7 +277,7 @@ class SceneBuilder:
         target = self._body_path(body, f"rangefinder {name!r}")
         offset = Pose.identity() if offset is None else offset
         if not isinstance(offset, Pose):
-            raise ValueError(f"rangefinder {name!r}: offset must be a Pose, got {offset!r}")
+            raise ValueError(must(f"rangefinder {name!r}: offset", "a Pose", offset))
         params = (
             ("angle", _number("rangefinder", "angle", angle)),
             ("max_range", _positive("rangefinder", "max_range", max_range)),
@@ -302,12 +304,12 @@ class SceneBuilder:
             offset: Pose in the body frame.
         """
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"site name must be a non-empty string, got {name!r}")
+            raise ValueError(must("site name", "a non-empty string", name))
         if any(s.name == name for s in self._sites):
             raise ValueError(f"site name {name!r} is already used; choose another name")
         offset = Pose.identity() if offset is None else offset
         if not isinstance(offset, Pose):
-            raise ValueError(f"site {name!r}: offset must be a Pose, got {offset!r}")
+            raise ValueError(must(f"site {name!r}: offset", "a Pose", offset))
         self._sites.append(SiteInstance(name, self._body_path(body, f"site {name!r}"), offset))
 
     def camera(

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from kelab._validate import check_bool, check_choice, is_int, must
 from kelab.sim._scene_checks import check_path as _check_path
 from kelab.sim._scene_checks import validate_scene
 from kelab.sim.joints import (
@@ -143,9 +144,7 @@ def _label(owner: str, attr: str, value: object) -> str:
 
 
 def _flag(owner: str, attr: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{owner}.{attr} must be True or False, got {_show(value)}")
-    return value
+    return check_bool(value, f"{owner}.{attr}")
 
 
 def _pose(owner: str, attr: str, value: object) -> Pose:
@@ -201,11 +200,7 @@ class BodySpec:
         if not shapes:
             raise ValueError(f"BodySpec {self.name!r}: shapes is empty; give at least one shape")
         _set(self, "shapes", shapes)
-        if not isinstance(self.body_type, str) or self.body_type not in BODY_TYPES:
-            raise ValueError(
-                f"BodySpec {self.name!r}: body_type must be one of {BODY_TYPES}, "
-                f"got {_show(self.body_type)}"
-            )
+        check_choice(self.body_type, f"BodySpec {self.name!r}: body_type", BODY_TYPES)
         if self.mass is not None:
             mass = _positive("BodySpec", "mass", self.mass, lo=MASS_MIN, hi=MASS_MAX, unit=" kg")
             _set(self, "mass", mass)
@@ -629,10 +624,7 @@ class SensorSpec:
 
     def __post_init__(self) -> None:
         _label("SensorSpec", "name", self.name)
-        if not isinstance(self.kind, str) or self.kind not in SENSOR_KINDS:
-            raise ValueError(
-                f"SensorSpec.kind must be one of {SENSOR_KINDS}, got {_show(self.kind)}"
-            )
+        check_choice(self.kind, "SensorSpec.kind", SENSOR_KINDS)
         _check_path(self.target, f"sensor {self.name!r}: target")
         if not isinstance(self.config, SensorConfig):
             raise ValueError(
@@ -864,10 +856,14 @@ class Scene:
                 f"{_show(data.get('format', '<missing>'))}; pass the output of Scene.to_dict()"
             )
         version = data.get("version")
-        if isinstance(version, bool) or not isinstance(version, int) or version != SCENE_VERSION:
+        if not (is_int(version) and version == SCENE_VERSION):
             raise ValueError(
-                f"Scene.from_dict: version {_show(version)} is not supported; version must be "
-                f"the int {SCENE_VERSION}, the only version this KELab reads"
+                must(
+                    "Scene.from_dict: version",
+                    f"the int {SCENE_VERSION}",
+                    version,
+                    "it is the only version this KELab reads",
+                )
             )
         names = [f.name for f in dataclasses.fields(Scene)]
         check_keys("Scene.from_dict", "the scene", data, ["format", "version", *names])

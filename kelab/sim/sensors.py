@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from kelab._validate import show
+from kelab._validate import check_int, check_number_or_none, check_positive, must
 
 
 @dataclass(frozen=True)
@@ -37,27 +37,15 @@ class SensorConfig:
     delay: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("sample_interval", "cutoff_hz"):
+        for name in ("sample_interval", "cutoff_hz", "noise", "delay"):
             value = getattr(self, name)
-            if value is not None and not (_finite(value) and value > 0):
-                raise ValueError(
-                    f"SensorConfig.{name} must be None or a finite number > 0, got {show(value)}"
-                )
-        for name in ("noise", "delay"):
-            value = getattr(self, name)
-            if not (_finite(value) and value >= 0):
-                raise ValueError(
-                    f"SensorConfig.{name} must be a finite number >= 0, got {show(value)}"
-                )
-
-
-def _finite(value: object) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value)
-    except OverflowError:  # an int too large for a float (10**400)
-        return False
+            field = f"SensorConfig.{name}"
+            if name in ("sample_interval", "cutoff_hz"):
+                number = check_number_or_none(value, field, low=0.0, low_open=True)
+            else:
+                number = check_positive(value, field, allow_zero=True)
+            if not isinstance(value, (int, float, type(None))):  # numpy scalars, Fractions
+                object.__setattr__(self, name, number)
 
 
 StateDict = dict[str, np.ndarray]
@@ -141,12 +129,10 @@ class SensorPipeline:
         rngs: Sequence[np.random.Generator] | None,
     ) -> None:
         if not isinstance(config, SensorConfig):
-            raise ValueError(f"SensorPipeline config must be a SensorConfig, got {config!r}")
-        for name, value in (("num_envs", num_envs), ("width", width)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"SensorPipeline {name} must be an int >= 1, got {value!r}")
-        if not (_finite(dt) and dt > 0):
-            raise ValueError(f"SensorPipeline dt must be a finite number > 0 seconds, got {dt!r}")
+            raise ValueError(must("SensorPipeline config", "a SensorConfig", config))
+        num_envs = check_int(num_envs, "SensorPipeline num_envs", low=1)
+        width = check_int(width, "SensorPipeline width", low=1)
+        dt = check_positive(dt, "SensorPipeline dt", unit="seconds")
         if config.noise > 0 or rngs is not None:
             if rngs is None:
                 raise ValueError(

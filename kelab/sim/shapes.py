@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kelab._validate import check_bool, check_number, is_int, must
+
 Vec2 = tuple[float, float]
 
 # ------------------------------------------------------------------ documented ranges
@@ -70,27 +72,22 @@ def _number(
     Args:
         owner: Class or function the field belongs to, for the message.
         name: Field name, for the message.
-        value: The value to check: an int or float (not a bool).
+        value: The value to check: a real number (int, float, numpy scalar; not a bool).
         fix: What to do instead, appended to the message.
         limit: When given, ``|value|`` must be <= limit.
     """
-    hint = f"; {fix}" if fix else "; give an int or float"
-    number = math.nan
-    if not isinstance(value, bool) and isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:  # an int beyond float range, e.g. 10**400
-            raise ValueError(
-                f"{owner}.{name} must be a finite number, got {_show(value)}, beyond the range "
-                f"of a float{hint}"
-            ) from None
-    if not math.isfinite(number):
-        raise ValueError(f"{owner}.{name} must be a finite number, got {_show(value)}{hint}")
+    field = f"{owner}.{name}"
+    hint = fix or "give an int or float"
+    try:
+        number = check_number(value, field, fix=hint)
+    except ValueError:
+        if is_int(value):  # a finite int fails only by its size, e.g. 10**400
+            big = f"it is beyond the range of a float: {fix or 'rescale the model'}"
+            raise ValueError(must(field, "a finite number", value, big)) from None
+        raise
     if limit is not None and abs(number) > limit:
-        raise ValueError(
-            f"{owner}.{name} must be within ±{limit:g}, got {_show(value)}"
-            f"{f'; {fix}' if fix else '; rescale the model (ranges: docs/scene.md)'}"
-        )
+        fix = fix or "rescale the model (ranges: docs/scene.md)"
+        raise ValueError(must(field, f"within ±{limit:g}", value, fix))
     return number + 0.0  # + 0.0 turns -0.0 into 0.0 (stable fingerprints)
 
 
@@ -109,9 +106,9 @@ def _positive(
     Zero, when allowed, is exempt from ``lo`` (a zero-radius segment is a thin line).
     """
     number = _number(owner, name, value)
+    field = f"{owner}.{name}"
     if number < 0.0 or (number == 0.0 and not allow_zero):
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{owner}.{name} must be a finite number {bound}, got {_show(value)}")
+        raise ValueError(must(field, f"a finite number {'>=' if allow_zero else '>'} 0", value))
     if number == 0.0:
         return number
     if (lo is not None and number < lo) or (hi is not None and number > hi):
@@ -119,9 +116,13 @@ def _positive(
         low = f"[{lo:g}" if lo is not None else "(0"
         high = f"{hi:g}]" if hi is not None else "inf)"
         raise ValueError(
-            f"{owner}.{name} must be {zero}in {low}, {high}{unit}, got {_show(value)}; "
-            "values outside this range make the 2D physics unstable (see the ranges in "
-            "docs/scene.md), so rescale the model"
+            must(
+                field,
+                f"{zero}in {low}, {high}{unit}",
+                value,
+                "values outside this range make the 2D physics unstable (see the ranges in "
+                "docs/scene.md), so rescale the model",
+            )
         )
     return number
 
@@ -495,25 +496,12 @@ class RenderHint:
 
     def __post_init__(self) -> None:
         color = tuple(self.color) if isinstance(self.color, (tuple, list)) else None
-        if (
-            color is None
-            or len(color) != 3
-            or not all(
-                isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 255 for c in color
-            )
-        ):
+        if color is None or len(color) != 3 or not all(is_int(c) and 0 <= c <= 255 for c in color):
             raise ValueError(
-                "RenderHint.color must be three integers (r, g, b) in 0..255, "
-                f"got {_show(self.color)}"
+                must("RenderHint.color", "three integers (r, g, b) in 0..255", self.color)
             )
-        _set(self, "color", color)
-        if (
-            isinstance(self.layer, bool)
-            or not isinstance(self.layer, int)
-            or abs(self.layer) > LAYER_MAX
-        ):
-            raise ValueError(
-                f"RenderHint.layer must be an int within ±{LAYER_MAX}, got {_show(self.layer)}"
-            )
-        if not isinstance(self.visible, bool):
-            raise ValueError(f"RenderHint.visible must be True or False, got {_show(self.visible)}")
+        _set(self, "color", tuple(int(c) for c in color))
+        if not (is_int(self.layer) and abs(self.layer) <= LAYER_MAX):  # type: ignore[arg-type]
+            raise ValueError(must("RenderHint.layer", f"an int within ±{LAYER_MAX}", self.layer))
+        _set(self, "layer", int(self.layer))  # type: ignore[call-overload]
+        _set(self, "visible", check_bool(self.visible, "RenderHint.visible"))

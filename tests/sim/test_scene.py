@@ -372,7 +372,7 @@ def test_from_dict_rejects_garbage() -> None:
         Scene.from_dict({"bodies": []})
     data = build_reference_scene().to_dict()
     data["version"] = 99
-    with pytest.raises(ValueError, match="version 99"):
+    with pytest.raises(ValueError, match="version must be the int 1, got 99"):
         Scene.from_dict(data)
     data = build_reference_scene().to_dict()
     data["bodies"][0]["type"] = "Evil"
