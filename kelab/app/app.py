@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_int, must
 from kelab.app.config import AppConfig
 from kelab.app.dragging import DRAG_PRIORITY, Dragging
 from kelab.app.hooks import call_hook, name_in_message
@@ -121,11 +122,10 @@ class App:
             hasattr(world, a) for a in ("step", "body_poses", "body_names", "scene")
         ):
             raise ValueError(
-                f"App.world must be a ke.World (step, body_poses, body_names, scene), "
-                f"got {type(world).__name__}"
+                must("App.world", "a ke.World (step, body_poses, body_names, scene)", world)
             )
         if camera is not None and not isinstance(camera, Camera):
-            raise ValueError(f"App.camera must be a ke.Camera, got {type(camera).__name__}")
+            raise ValueError(must("App.camera", "a ke.Camera", camera))
         if cfg.panel:
             require_imgui("App(panel=True)")
         self.config = cfg
@@ -450,7 +450,7 @@ class App:
     def inject_event(self, event: InputEvent) -> None:
         """Queue a synthetic input event; the next frame handles it like a window event."""
         if not isinstance(event, InputEvent):
-            raise ValueError(f"inject_event needs a ke.InputEvent, got {type(event).__name__}")
+            raise ValueError(must("App.inject_event(event)", "a ke.InputEvent", event))
         self._events.append(event)
 
     def inject_events(self, events: Iterable[InputEvent]) -> None:
@@ -538,10 +538,8 @@ class App:
         Args:
             max_frames: Stop after this many frames (None: no limit).
         """
-        if max_frames is not None and (
-            isinstance(max_frames, bool) or not isinstance(max_frames, int) or max_frames < 0
-        ):
-            raise ValueError(f"max_frames must be None or an int >= 0, got {max_frames!r}")
+        if max_frames is not None:
+            check_int(max_frames, "App.start max_frames", low=0, fix="or None for no limit")
         ensure_not_in_fixed_step(
             "App.start()", "Start the App from the top level of your program, not a callback."
         )

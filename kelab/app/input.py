@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kelab._validate import check_int, must
 from kelab.render.events import InputEvent
 from kelab.timing.guard import in_fixed_step
 
@@ -31,18 +32,14 @@ def _button(button: int | str) -> int:
             return MOUSE_BUTTONS[button.lower()]
         except KeyError:
             raise ValueError(
-                f"mouse button must be 1..7 or one of {sorted(MOUSE_BUTTONS)}, got {button!r}"
+                must("mouse button", f"1..7 or one of {sorted(MOUSE_BUTTONS)}", button)
             ) from None
-    if isinstance(button, bool) or not isinstance(button, int):
-        raise ValueError(f"mouse button must be an int or a name, got {button!r}")
-    return button
+    return check_int(button, "mouse button", fix=f"or a name: one of {sorted(MOUSE_BUTTONS)}")
 
 
 def _key(name: str) -> str:
     if not isinstance(name, str) or not name:
-        raise ValueError(
-            f"key name must be a non-empty string such as 'a' or 'space', got {name!r}"
-        )
+        raise ValueError(must("key name", "a non-empty str such as 'a' or 'space'", name))
     return name.lower()
 
 

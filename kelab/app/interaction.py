@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from kelab._validate import check_number, check_positive, must
 from kelab.sim.shapes import Box, Circle, Polygon, Segment
 
 __all__ = ["DragSpring", "PickedBody", "pick_body"]
@@ -314,27 +315,16 @@ def pick_body(
         >>> pick_body(world, (3.0, -0.5)).path
         '/ground'
     """
-    if isinstance(tolerance, bool) or not (
-        isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
-    ):
-        raise ValueError(f"pick_body: tolerance must be a finite number >= 0, got {tolerance!r}")
+    tolerance = check_number(tolerance, "pick_body: tolerance", low=0.0, unit="metres")
     tab = _cached_table(world)
     n_env = int(world.num_envs)
     ids = np.arange(n_env) if env_ids is None else np.asarray(env_ids, dtype=np.intp).reshape(-1)
     if ids.size and (ids.min() < 0 or ids.max() >= n_env):
-        raise ValueError(f"pick_body: env_ids must be in [0, {n_env}), got {ids.tolist()}")
+        raise ValueError(must("pick_body: env_ids", f"copy indices in [0, {n_env})", ids.tolist()))
     p = np.asarray(point, dtype=np.float64).reshape(2)
     origins = np.asarray(world.env_origins, dtype=np.float64).reshape(-1, 2)
-    hit = _pick_moving(world, tab, p, ids, origins, float(tolerance))
-    return hit if hit is not None else _pick_static(tab, p, ids, origins, float(tolerance))
-
-
-def _finite_positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not (
-        isinstance(value, (int, float)) and math.isfinite(value) and value > 0
-    ):
-        raise ValueError(f"DragSpring.{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    hit = _pick_moving(world, tab, p, ids, origins, tolerance)
+    return hit if hit is not None else _pick_static(tab, p, ids, origins, tolerance)
 
 
 class DragSpring:
@@ -391,9 +381,11 @@ class DragSpring:
     ) -> None:
         if not picked.dynamic:
             raise ValueError(f"cannot drag {picked.path!r}: only dynamic bodies can be dragged")
-        self.frequency_hz = _finite_positive("frequency_hz", frequency_hz)
-        self.damping_ratio = _finite_positive("damping_ratio", damping_ratio)
-        self.max_acceleration = _finite_positive("max_acceleration", max_acceleration)
+        self.frequency_hz = check_positive(frequency_hz, "DragSpring.frequency_hz", unit="Hz")
+        self.damping_ratio = check_positive(damping_ratio, "DragSpring.damping_ratio")
+        self.max_acceleration = check_positive(
+            max_acceleration, "DragSpring.max_acceleration", unit="m/s^2"
+        )
         for attr in ("apply_force_at_point", "set_body_forces", "external_forces", "body_masses"):
             if not hasattr(world, attr):
                 raise ValueError(
@@ -462,7 +454,7 @@ class DragSpring:
         Args:
             dt: The coming physics step in seconds (> 0).
         """
-        h = _finite_positive("apply: dt", dt)
+        h = check_positive(dt, "DragSpring.apply: dt", unit="seconds")
         if not self.alive:
             return
         grab, v, r = self._grab()

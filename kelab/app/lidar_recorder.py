@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab.app.recorders import FrameSource, Recorder
+from kelab.app.recorders import FrameSource, Recorder, check_copy_indices
 from kelab.timing.timeline import Phase
 
 if TYPE_CHECKING:
@@ -77,11 +77,8 @@ class LidarRecorder(Recorder):
                 f"LidarRecorder.sensors must be None or a list of rangefinder names, "
                 f"got {sensors!r}"
             )
-        ids = list(env_ids)
-        if not ids or any(isinstance(e, bool) or not isinstance(e, int) or e < 0 for e in ids):
-            raise ValueError(f"LidarRecorder.env_ids must be copy indices >= 0, got {env_ids!r}")
         self.sensors = None if sensors is None else tuple(sensors)
-        self.env_ids = np.array(ids, dtype=np.intp)
+        self.env_ids = check_copy_indices(env_ids, "LidarRecorder.env_ids")
         self.scans = 0
         """Scans recorded so far."""
         self.beams: tuple[str, ...] = ()

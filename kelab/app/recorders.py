@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._validate import check_int, check_number
+from kelab._validate import check_int, check_number, is_int, must
 from kelab.app.recording_files import (
     SPOOL_MAGIC,
     GifStream,
@@ -51,15 +51,43 @@ FrameSource = Callable[[], "np.ndarray | None"]
 __all__ = ["DataRecorder", "Recorder", "Recording", "VideoRecorder", "load_recording"]
 
 
-def _phase(phase: Phase | str) -> Phase:
+def check_phase(phase: Phase | str, name: str = "phase") -> Phase:
+    """Return ``phase`` as a `Phase` (a Phase, or its name in any case).
+
+    Raises:
+        ValueError: ``"phase must be a Phase (ACQUISITION, ...), got 'x'"``.
+    """
     if isinstance(phase, Phase):
         return phase
+    if isinstance(phase, str) and phase.upper() in Phase.__members__:
+        return Phase[phase.upper()]
+    raise ValueError(must(name, f"a Phase ({', '.join(p.name for p in Phase)})", phase))
+
+
+def check_copy_indices(env_ids: Sequence[int], name: str, *, distinct: bool = False) -> np.ndarray:
+    """Return ``env_ids`` as an ``intp`` array: a non-empty sequence of copy indices >= 0.
+
+    Args:
+        env_ids: The copies to record (ints or numpy integers; not bools).
+        name: The field, for the message (``"DataRecorder.env_ids"``).
+        distinct: Refuse repeated indices.
+
+    Raises:
+        ValueError: ``"<name> must be copy indices >= 0, got [-1]"``.
+    """
+    allowed = "distinct copy indices >= 0" if distinct else "copy indices >= 0"
+    if isinstance(env_ids, (str, bytes)):
+        raise ValueError(must(name, allowed, env_ids))
     try:
-        return Phase[str(phase).upper()]
-    except KeyError:
-        raise ValueError(
-            f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {phase!r}"
-        ) from None
+        ids = list(env_ids)
+    except TypeError:
+        raise ValueError(must(name, allowed, env_ids)) from None
+    if not ids or not all(is_int(e) and int(e) >= 0 for e in ids):
+        raise ValueError(must(name, allowed, env_ids))
+    out = np.array([int(e) for e in ids], dtype=np.intp)
+    if distinct and np.unique(out).size != out.size:
+        raise ValueError(must(name, allowed, env_ids))
+    return out
 
 
 class Recorder(ABC):
@@ -93,7 +121,7 @@ class Recorder(ABC):
             raise ValueError(f"{type(self).__name__}: runner must be a runner name, got {runner!r}")
         check_int(priority, f"{type(self).__name__}.priority")
         self.runner = runner
-        self.phase = _phase(phase)
+        self.phase = check_phase(phase)
         self.priority = priority
         check_destination(self.path, type(self).__name__)
         self._binding: Binding | None = None
@@ -160,7 +188,7 @@ class Recorder(ABC):
         validated the same way: an unknown runner is a KeyError naming the runners).
         """
         new_runner = self.runner if runner is None else runner
-        new_phase = self.phase if phase is None else _phase(phase)
+        new_phase = self.phase if phase is None else check_phase(phase)
         if self._binding is not None and self._binding.bound:
             self._binding.rebind(runner=new_runner, phase=new_phase)
         elif self._timeline is not None:
@@ -263,15 +291,7 @@ class DataRecorder(Recorder):
             raise ValueError(
                 f"DataRecorder.fields must be a subset of ('pose', 'velocity'), got {fields!r}"
             )
-        if isinstance(env_ids, (str, bytes)) or any(
-            isinstance(e, bool) or not isinstance(e, (int, np.integer)) for e in env_ids
-        ):
-            raise ValueError(f"DataRecorder.env_ids must be copy indices >= 0, got {env_ids!r}")
-        ids = [int(e) for e in env_ids]
-        if not ids or any(e < 0 for e in ids) or len(set(ids)) != len(ids):
-            raise ValueError(
-                f"DataRecorder.env_ids must be distinct copy indices >= 0, got {env_ids!r}"
-            )
+        ids = check_copy_indices(env_ids, "DataRecorder.env_ids", distinct=True)
         check_int(flush_every, "DataRecorder.flush_every", low=1)
         check_number(
             flush_interval_s,
@@ -291,7 +311,7 @@ class DataRecorder(Recorder):
         for name, fn in self.signals.items():
             if not callable(fn):
                 raise ValueError(f"DataRecorder.signals[{name!r}] must be callable, got {fn!r}")
-        self.env_ids = np.array(ids, dtype=np.intp)
+        self.env_ids = ids
         self.fields = tuple(fields)
         self.flush_every = flush_every
         self.flush_interval_s = float(flush_interval_s)

@@ -400,8 +400,21 @@ def test_validation_messages():
         ke.App(render_hz=0)
     with pytest.raises(ValueError, match="App.time_mode"):
         ke.App(time_mode="fast")
-    with pytest.raises(ValueError, match="App.world"):
+    with pytest.raises(ValueError, match="App.world must be a ke.World .*, got <object object at"):
         ke.App(world=object())
+    with pytest.raises(ValueError, match="App.camera must be a ke.Camera, got 'top'"):
+        ke.App(camera="top")
+    app = ke.App(headless=True, render_hz=None)
+    for bad in (-1, True, 2.0):
+        with pytest.raises(
+            ValueError, match=f"App.start max_frames must be an int >= 0, got {bad}; or None"
+        ):
+            app.start(max_frames=bad)
+    with pytest.raises(
+        ValueError, match="App.inject_event\\(event\\) must be a ke.InputEvent, got 'q'"
+    ):
+        app.inject_event("q")
+    app.close()
     with pytest.raises(KeyError, match="no time runner named 'Main'"):
         ke.App(runner="Main")
 

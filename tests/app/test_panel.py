@@ -321,10 +321,16 @@ def test_app_plot_publishes_values_with_their_time(tmp_path):
     x, y = app.panel.history("app.speed")
     assert np.allclose(x, [0, 0.02, 0.04, 0.06, 0.08]) and np.allclose(y, 2 * x)
     assert "app.speed" in app.panel.available_signals()
-    with pytest.raises(ValueError, match="must be finite"):
+    with pytest.raises(
+        ValueError, match=r"App.plot\('speed'\) value must be a finite number, got nan"
+    ):
         app.plot("speed", float("nan"))
-    with pytest.raises(ValueError, match="real number"):
+    with pytest.raises(ValueError, match="value must be a finite number, got 'fast'"):
         app.plot("speed", "fast")
+    with pytest.raises(ValueError, match="value must be a finite number, got True"):
+        app.plot("speed", True)
+    with pytest.raises(ValueError, match="App.plot name must be a non-empty str, got 3"):
+        app.plot(3, 1.0)
     for i in range(63):
         app.plot(f"s{i}", 1.0)
     with pytest.raises(ValueError, match="at most 64"):

@@ -85,6 +85,35 @@ def test_recorder_validation(tmp_path):
         ke.VideoRecorder(tmp_path / "v.mp4", every=0)
     with pytest.raises(ValueError, match="frame_source"):
         ke.VideoRecorder(tmp_path / "v.gif").attach(ke.Timeline())
+    with pytest.raises(ValueError, match=r"phase must be a Phase \(ACQUISITION.*got 'later'"):
+        ke.DataRecorder(tmp_path / "c.csv", bodies=(), phase="later")
+
+
+@pytest.mark.parametrize(
+    ("env_ids", "shown"),
+    [((), r"\(\)"), ((0, -1), r"\(0, -1\)"), ((True,), r"\(True,\)"), ("01", "'01'"), (3, "3")],
+)
+def test_both_recorders_check_env_ids_in_one_wording(tmp_path, env_ids, shown):
+    from kelab.app.lidar_recorder import LidarRecorder
+
+    with pytest.raises(
+        ValueError, match=f"DataRecorder.env_ids must be distinct copy indices >= 0, got {shown}$"
+    ):
+        ke.DataRecorder(tmp_path / "a.csv", env_ids=env_ids)
+    with pytest.raises(
+        ValueError, match=f"LidarRecorder.env_ids must be copy indices >= 0, got {shown}$"
+    ):
+        LidarRecorder(tmp_path / "a.npz", env_ids=env_ids)
+
+
+def test_recorders_take_numpy_copy_indices_and_only_data_refuses_repeats(tmp_path):
+    from kelab.app.lidar_recorder import LidarRecorder
+
+    rec = ke.DataRecorder(tmp_path / "a.csv", env_ids=np.array([2, 0]))
+    assert rec.env_ids.tolist() == [2, 0] and rec.env_ids.dtype == np.intp
+    with pytest.raises(ValueError, match=r"distinct copy indices >= 0, got \(1, 1\)"):
+        ke.DataRecorder(tmp_path / "b.csv", env_ids=(1, 1))
+    assert LidarRecorder(tmp_path / "c.npz", env_ids=(1, 1)).env_ids.tolist() == [1, 1]
 
 
 def test_empty_recording_still_writes_a_readable_file(tmp_path):

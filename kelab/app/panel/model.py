@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from kelab._validate import check_bool, check_choice, check_number, must
 from kelab.app.panel.settings import (
     PAGES,
     RECORDER_KINDS,
@@ -32,7 +33,7 @@ from kelab.app.panel.settings import (
     load_settings,
     save_settings,
 )
-from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
+from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder, check_phase
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import (
     DEFAULT_NEW_RUNNER_HZ,
@@ -216,7 +217,7 @@ class PanelModel:
             if isinstance(mode, str):
                 if mode.upper() not in TimeMode.__members__:
                     raise ValueError(
-                        f"time mode must be one of {[m.name for m in TimeMode]}, got {mode!r}"
+                        must("time mode", f"one of {list(TimeMode.__members__)}", mode)
                     )
                 value = TimeMode[mode.upper()]
             if value is not self.app.time_mode:
@@ -228,9 +229,7 @@ class PanelModel:
         """Skip drawing while running in SIM_HIGH_PERF ("Disable Viewport Rendering")."""
 
         def apply() -> None:
-            if not isinstance(value, bool):
-                raise ValueError(f"disable_viewport_rendering must be a bool, got {value!r}")
-            self.app.disable_viewport_rendering = value
+            self.app.disable_viewport_rendering = check_bool(value, "disable_viewport_rendering")
 
         return self._do(apply)
 
@@ -340,8 +339,8 @@ class PanelModel:
 
         def apply() -> None:
             b = self.binding(binding_id)
-            if enabled is not None and not isinstance(enabled, bool):
-                raise ValueError(f"binding {b.name!r} enabled must be a bool, got {enabled!r}")
+            if enabled is not None:
+                check_bool(enabled, f"binding {b.name!r} enabled")
             if runner is not None or phase is not None or priority is not None:
                 b.rebind(runner=runner, phase=phase, priority=priority)
             if enabled is not None:
@@ -394,12 +393,11 @@ class PanelModel:
         """
 
         def apply() -> None:
-            if kind not in RECORDER_KINDS:
-                raise ValueError(f"recorder kind must be one of {RECORDER_KINDS}, got {kind!r}")
+            check_choice(kind, "recorder kind", RECORDER_KINDS)
             old = self.recorder_settings[kind]
             new_runner = old.runner if runner is None else runner
             self.app.timeline.runner(new_runner)
-            new_phase = old.phase if phase is None else _phase(phase)
+            new_phase = old.phase if phase is None else check_phase(phase)
             new_path = old.path if path is None else str(path)
             running = self._running.get(kind)
             if running is not None and (runner is not None or phase is not None):
@@ -421,8 +419,7 @@ class PanelModel:
         """Start the panel's recorder of this kind (video, data or lidar)."""
 
         def apply() -> None:
-            if kind not in RECORDER_KINDS:
-                raise ValueError(f"recorder kind must be one of {RECORDER_KINDS}, got {kind!r}")
+            check_choice(kind, "recorder kind", RECORDER_KINDS)
             if kind in self._running:
                 raise RuntimeError(f"the {kind} recorder already runs; stop it first")
             cfg = self.recorder_settings[kind]
@@ -512,18 +509,13 @@ class PanelModel:
         hist = self._published.get(name)
         if hist is None:
             if not isinstance(name, str) or not name:
-                raise ValueError(f"App.plot name must be a non-empty string, got {name!r}")
+                raise ValueError(must("App.plot name", "a non-empty str", name))
             if len(self._published) >= MAX_PUBLISHED:
                 raise ValueError(
                     f"App.plot keeps at most {MAX_PUBLISHED} signals; {name!r} would be one more"
                 )
             hist = self._published[name] = SignalHistory()
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-            raise ValueError(f"App.plot({name!r}) value must be a real number, got {value!r}")
-        v = float(value)
-        if not math.isfinite(v):
-            raise ValueError(f"App.plot({name!r}) value must be finite, got {value!r}")
-        hist.add(x, v)
+        hist.add(x, check_number(value, f"App.plot({name!r}) value"))
 
     def history(self, signal: str) -> tuple[np.ndarray, np.ndarray]:
         """``(x, y)`` samples of a signal, oldest first (x: simulated seconds)."""
@@ -706,14 +698,6 @@ class PanelModel:
         if self.app.time_mode is not mode:
             self.app.time_mode = mode
         self.app.disable_viewport_rendering = dvr
-
-
-def _phase(value: Phase | str) -> Phase:
-    if isinstance(value, Phase):
-        return value
-    if isinstance(value, str) and value.upper() in Phase.__members__:
-        return Phase[value.upper()]
-    raise ValueError(f"phase must be a Phase ({', '.join(p.name for p in Phase)}), got {value!r}")
 
 
 def signal_groups(signals: Sequence[str]) -> dict[str, list[str]]:

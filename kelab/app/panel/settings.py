@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kelab._files import atomic_write_bytes
+from kelab._validate import check_int, is_number, must
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import MAX_HZ, MAX_RUNNERS, MIN_HZ, Phase
 
@@ -172,14 +173,9 @@ class _Reader:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, where: str, must: str, got: object, fix: str = "") -> SettingsError:
-        shown = repr(got)
-        if len(shown) > 80:
-            shown = shown[:77] + "..."
+    def fail(self, where: str, allowed: str, got: object, fix: str = "") -> SettingsError:
         fix = fix or "fix the value, or delete the file to start from the defaults"
-        return SettingsError(
-            f"settings file {self.path}: {where} must be {must}, got {shown}; {fix}"
-        )
+        return SettingsError(f"settings file {self.path}: {must(where, allowed, got, fix)}")
 
     def obj(self, value: object, where: str, allowed: tuple[str, ...]) -> dict[str, Any]:
         if not isinstance(value, dict):
@@ -211,13 +207,14 @@ class _Reader:
         return Phase[value.upper()]
 
     def priority(self, value: object, where: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or abs(value) > 1_000_000:
-            raise self.fail(where, "an integer priority (lower runs first)", value)
-        return value
+        try:
+            return check_int(value, where, low=-1_000_000, high=1_000_000)
+        except ValueError:
+            raise self.fail(where, "an integer priority (lower runs first)", value) from None
 
     def hz(self, value: object, where: str) -> Fraction:
         rate: Fraction | None = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if is_number(value):
             if isinstance(value, float) and not math.isfinite(value):
                 rate = None
             else:
