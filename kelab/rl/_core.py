@@ -769,6 +769,14 @@ class CoreBackedEnv:
         self._core.success_rule = rule
 
     @property
+    def condition_names(self) -> tuple[str, ...]:
+        """The task's termination condition names, in ``get_dones()`` order.
+
+        The task's first ``get_dones()`` fixes them: ``()`` until the first step.
+        """
+        return self._core.validator.names or ()
+
+    @property
     def pacer(self) -> SimulationPacer | None:
         """The PACED pacer (None in other modes)."""
         return self._presenter.pacer

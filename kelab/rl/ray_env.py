@@ -272,6 +272,9 @@ class _EnvWorker:
     def set_success_rule(self, rule: SuccessRule | None) -> None:
         self.env.success_rule = rule
 
+    def condition_names(self) -> tuple[str, ...]:
+        return self.env.condition_names
+
     def cpu_seconds(self) -> float:
         return time.process_time()
 
@@ -517,6 +520,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
         self._call_all("set_success_rule", [(rule,)] * self.num_workers, retry_dead=False)
         self._success_rule = rule
+
+    @property
+    def condition_names(self) -> tuple[str, ...]:
+        """The task's termination condition names, in ``get_dones()`` order.
+
+        As ``LearningEnv.condition_names`` (``()`` until the first step); asks the workers.
+        """
+        return next((n for n in self._call_all("condition_names") if n), ())
 
     @property
     def workers(self) -> list[dict[str, Any]]:
