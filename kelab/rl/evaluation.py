@@ -1,8 +1,9 @@
 """``ke.evaluate``: run a policy for N episodes and report how they ended.
 
-Works with a :class:`~kelab.rl.env.LearningEnv` (batched policy) or a
-:class:`~kelab.rl.direct.DirectRLEnv` (one observation at a time), also through
-Gymnasium wrappers. See docs/rl.md.
+Works with a :class:`~kelab.rl.env.LearningEnv` or a
+:class:`~kelab.rl.ray_env.RayLearningEnv` (batched policy, episodes assigned to copies up
+front) or a :class:`~kelab.rl.direct.DirectRLEnv` (one observation at a time), also
+through Gymnasium wrappers. See docs/rl.md.
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ if TYPE_CHECKING:
 
     from kelab.rl.direct import DirectRLEnv
     from kelab.rl.env import LearningEnv
+    from kelab.rl.ray_env import RayLearningEnv
 
-__all__ = ["EvaluationReport", "evaluate"]
+    Judged = LearningEnv | RayLearningEnv | DirectRLEnv
+
+__all__ = ["EvaluationReport", "episode_quotas", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -110,14 +114,37 @@ class EvaluationReport:
         return self.table()
 
 
-def _judged(env: gymnasium.Env | gymnasium.vector.VectorEnv) -> LearningEnv | DirectRLEnv:
+Record = tuple[str, float, int, bool | None, dict[str, bool]]
+"""One judged episode: (ended_by, return, length, success or None, checks)."""
+
+
+def _judged(env: gymnasium.Env | gymnasium.vector.VectorEnv) -> Judged:
     """The KELab env under any Gymnasium wrappers."""
     base = getattr(env, "unwrapped", env)
-    if not hasattr(base, "_core"):
+    if not all(hasattr(type(base), a) for a in ("condition_names", "success_rule", "step_dt")):
         raise ValueError(
-            f"ke.evaluate needs a ke.LearningEnv or ke.DirectRLEnv (possibly wrapped), got {env!r}"
+            "ke.evaluate needs a ke.LearningEnv, ke.RayLearningEnv or ke.DirectRLEnv "
+            f"(possibly wrapped), got {env!r}"
         )
     return base
+
+
+def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
+    """How many episodes each copy runs when ``episodes`` are shared by ``num_envs`` copies.
+
+    Episode ``k`` belongs to copy ``k % num_envs``, so copy ``i`` runs the first
+    ``ceil((episodes - i) / num_envs)`` episodes it starts (its ``j``-th is episode
+    ``j * num_envs + i``); copies ``i >= episodes`` run none.
+
+    Args:
+        episodes: Episodes in all (>= 1).
+        num_envs: Copies (>= 1).
+
+    Returns:
+        int64 ``(num_envs,)`` quotas summing to ``episodes``.
+    """
+    base, extra = divmod(episodes, num_envs)
+    return np.full(num_envs, base, dtype=np.int64) + (np.arange(num_envs) < extra)
 
 
 def evaluate(
@@ -128,19 +155,25 @@ def evaluate(
     seed: int | None = None,
     max_steps: int | None = None,
 ) -> EvaluationReport:
-    """Run ``policy`` until ``episodes`` episodes finished and report how they ended.
+    """Run ``policy`` for ``episodes`` episodes and report how they ended.
 
-    The env is reset first (with ``seed`` when given). With a LearningEnv the policy gets
-    the ``(num_envs, observation_dim)`` batch and must return ``(num_envs, action_dim)``;
-    the first ``episodes`` episodes to finish are judged, in step order and, within a
-    step, copy order (so with many copies short episodes finish first: use one copy, or
-    many more episodes than copies, when episode lengths vary). With a DirectRLEnv the
-    policy gets one observation and returns one action.
+    The env is reset first (with ``seed`` when given). With a DirectRLEnv the policy gets
+    one observation and returns one action, and the episodes run one after the other.
+
+    With a LearningEnv or RayLearningEnv of ``N`` copies the policy gets the
+    ``(N, observation_dim)`` batch and must return ``(N, action_dim)``. Which episodes
+    count is decided up front, never by which finish first (that would favour short
+    episodes, e.g. early failures): episode ``k`` is copy ``k % N``'s ``(k // N)``-th
+    episode, so copy ``i`` runs ``ceil((episodes - i) / N)`` episodes from its own seeded
+    random stream (:func:`episode_quotas`). Copies keep stepping in lockstep until every
+    copy finished its share; what a copy does after its share is ignored. The report is
+    therefore that of ``episodes`` episodes each started from its own seed, independent
+    of how long the others take, and the same for the same seed (and ``N``).
 
     Args:
-        env: A LearningEnv or DirectRLEnv (Gymnasium wrappers allowed).
+        env: A LearningEnv, RayLearningEnv or DirectRLEnv (Gymnasium wrappers allowed).
         policy: Observation(s) -> action(s).
-        episodes: Finished episodes to judge (>= 1).
+        episodes: Episodes to judge (>= 1).
         success: The success rule; None uses the env's (the task's ``success_rule``).
         seed: Seed for the initial reset; None continues the env's random streams.
         max_steps: Optional bound on env steps (ValueError when reached first).
@@ -164,56 +197,97 @@ def evaluate(
     previous = base.success_rule
     rule = success if success is not None else previous
     base.success_rule = rule
-    vector = hasattr(base, "num_envs") and hasattr(base, "single_action_space")
-    records: list[tuple[str, float, int, bool | None, dict[str, bool]]] = []
-    steps = 0
     try:
-        obs, _ = env.reset(seed=seed)
-        while len(records) < episodes:
-            if max_steps is not None and steps >= max_steps:
-                raise ValueError(
-                    f"evaluate: only {len(records)} of {episodes} episodes finished within "
-                    f"max_steps={max_steps}"
-                )
-            obs, _, terminated, truncated, info = env.step(policy(obs))
-            steps += 1
-            if vector:
-                if not info:
-                    continue
-                for i in np.flatnonzero(info["_ended_by"]).tolist():
-                    ok = bool(info["is_success"][i]) if "is_success" in info else None
-                    checks = {
-                        k: bool(v[i])
-                        for k, v in info.get("checks", {}).items()
-                        if not k.startswith("_")
-                    }
-                    records.append(
-                        (
-                            info["ended_by"][i],
-                            float(info["episode_return"][i]),
-                            int(info["episode_length"][i]),
-                            ok,
-                            checks,
-                        )
-                    )
-            elif terminated or truncated:
-                records.append(
-                    (
-                        info["ended_by"],
-                        float(info["episode_return"]),
-                        int(info["episode_length"]),
-                        info.get("is_success"),
-                        dict(info.get("checks", {})),
-                    )
-                )
-                obs, _ = env.reset()
+        if hasattr(base, "num_envs") and hasattr(base, "single_action_space"):
+            records = _run_vector(env, int(base.num_envs), policy, episodes, seed, max_steps)
+        else:
+            records = _run_single(env, policy, episodes, seed, max_steps)
+        names = base.condition_names
     finally:
         base.success_rule = previous
-    return _report(records[:episodes], rule, base)
+    return _report(records, rule, names, float(base.step_dt))
 
 
-def _report(records: list, rule: SuccessRule | None, base: Any) -> EvaluationReport:
-    names = base._core.validator.names or ()
+def _out_of_steps(done: int, episodes: int, max_steps: int) -> ValueError:
+    return ValueError(
+        f"evaluate: only {done} of {episodes} episodes finished within max_steps={max_steps}; "
+        "raise max_steps or give None"
+    )
+
+
+def _run_vector(
+    env: gymnasium.vector.VectorEnv,
+    num_envs: int,
+    policy: Callable[[np.ndarray], Any],
+    episodes: int,
+    seed: int | None,
+    max_steps: int | None,
+) -> list[Record]:
+    """Step every copy until each finished its quota; the records in episode order."""
+    quota = episode_quotas(episodes, num_envs)
+    done = np.zeros(num_envs, dtype=np.int64)
+    judged: list[tuple[int, Record]] = []  # (episode index, record)
+    steps = 0
+    obs, _ = env.reset(seed=seed)
+    while len(judged) < episodes:
+        if max_steps is not None and steps >= max_steps:
+            raise _out_of_steps(len(judged), episodes, max_steps)
+        obs, _, _, _, info = env.step(policy(obs))
+        steps += 1
+        if not info:
+            continue
+        counted = np.flatnonzero(np.asarray(info["_ended_by"]) & (done < quota))
+        if counted.size == 0:
+            continue
+        checks = {k: v for k, v in info.get("checks", {}).items() if not k.startswith("_")}
+        success = info.get("is_success")
+        for i in counted.tolist():
+            record = (
+                str(info["ended_by"][i]),
+                float(info["episode_return"][i]),
+                int(info["episode_length"][i]),
+                None if success is None else bool(success[i]),
+                {k: bool(v[i]) for k, v in checks.items()},
+            )
+            judged.append((int(done[i]) * num_envs + i, record))
+        done[counted] += 1
+    judged.sort(key=lambda item: item[0])
+    return [record for _, record in judged]
+
+
+def _run_single(
+    env: gymnasium.Env,
+    policy: Callable[[np.ndarray], Any],
+    episodes: int,
+    seed: int | None,
+    max_steps: int | None,
+) -> list[Record]:
+    """Run the episodes one after the other."""
+    records: list[Record] = []
+    steps = 0
+    obs, _ = env.reset(seed=seed)
+    while len(records) < episodes:
+        if max_steps is not None and steps >= max_steps:
+            raise _out_of_steps(len(records), episodes, max_steps)
+        obs, _, terminated, truncated, info = env.step(policy(obs))
+        steps += 1
+        if terminated or truncated:
+            records.append(
+                (
+                    info["ended_by"],
+                    float(info["episode_return"]),
+                    int(info["episode_length"]),
+                    info.get("is_success"),
+                    dict(info.get("checks", {})),
+                )
+            )
+            obs, _ = env.reset()
+    return records
+
+
+def _report(
+    records: list[Record], rule: SuccessRule | None, names: tuple[str, ...], step_dt: float
+) -> EvaluationReport:
     ended: dict[str, int] = {name: 0 for name in names}
     ended[TIME_LIMIT] = 0
     ended[CUT_SHORT] = 0
@@ -239,5 +313,5 @@ def _report(records: list, rule: SuccessRule | None, base: Any) -> EvaluationRep
         return_std=stat(returns, np.std),
         length_mean=stat(lengths, np.mean),
         length_std=stat(lengths, np.std),
-        step_dt=float(base.step_dt),
+        step_dt=step_dt,
     )
