@@ -39,6 +39,7 @@ __all__ = [
     "check_number_or_none",
     "check_positive",
     "check_seed",
+    "is_bool",
     "is_int",
     "is_number",
     "must",
@@ -87,6 +88,12 @@ def must(name: str, allowed: str, value: object, fix: str = "") -> str:
         The message.
     """
     return f"{name} must be {allowed}, got {show(value)}" + (f"; {fix}" if fix else "")
+
+
+def is_bool(value: object) -> bool:
+    """True for ``True``/``False`` and numpy bools, the values refused where an int goes."""
+    kind = type(value)
+    return kind is bool or (kind.__module__ == "numpy" and kind.__name__ in _NP_BOOL)
 
 
 def is_int(value: object) -> bool:
@@ -347,8 +354,7 @@ def check_bool(value: object, name: str, fix: str = "") -> bool:
     Raises:
         ValueError: ``"<name> must be True or False, got 1"``.
     """
-    kind = type(value)
-    if isinstance(value, bool) or (kind.__module__ == "numpy" and kind.__name__ in _NP_BOOL):
+    if is_bool(value):
         return bool(value)
     raise ValueError(must(name, "True or False", value, fix))
 

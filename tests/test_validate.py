@@ -14,6 +14,7 @@ from kelab._validate import (
     check_number_or_none,
     check_positive,
     check_seed,
+    is_bool,
     is_int,
     is_number,
     must,
@@ -94,6 +95,7 @@ def test_seed_bool_and_choice() -> None:
 
 def test_helpers() -> None:
     assert is_int(np.int8(1)) and not is_int(True) and not is_int(1.0)
+    assert is_bool(True) and is_bool(np.bool_(False)) and not is_bool(1) and not is_bool(None)
     assert is_number(np.float32(1)) and is_number(Fraction(1, 3)) and not is_number(False)
     assert must("a", "b", "c", "d") == "a must be b, got 'c'; d"
     assert show("x" * 200) == "<str object>" and show(3) == "3"

@@ -24,7 +24,15 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
-from kelab._validate import check_copies
+from kelab._validate import (
+    check_copies,
+    check_int,
+    check_number,
+    check_positive,
+    is_bool,
+    is_int,
+    must,
+)
 from kelab.sim._backend import Backend
 from kelab.sim._compile import (
     SLIDE_SPEED_THRESHOLD,
@@ -113,19 +121,15 @@ class World:
         max_log_steps: int = MAX_LOG_STEPS,
     ) -> None:
         if not isinstance(scene, Scene):
-            raise ValueError(f"World: scene must be a ke.Scene, got {type(scene).__name__}")
+            raise ValueError(must("World: scene", "a ke.Scene", scene))
         num_envs, seed, num_threads, layout = check_copies(num_envs, seed, num_threads, layout)
-        if not (isinstance(env_spacing, (int, float)) and math.isfinite(env_spacing)):
-            raise ValueError(f"World: env_spacing must be a finite number, got {env_spacing!r}")
-        if (
-            isinstance(max_log_steps, bool)
-            or not isinstance(max_log_steps, (int, np.integer))
-            or max_log_steps < 1
-        ):
-            raise ValueError(
-                f"World: max_log_steps must be an int >= 1 (physics steps), got "
-                f"{max_log_steps!r}; the default is {MAX_LOG_STEPS}"
-            )
+        env_spacing = check_number(env_spacing, "World: env_spacing")
+        max_log_steps = check_int(
+            max_log_steps,
+            "World: max_log_steps",
+            low=1,
+            fix=f"it counts physics steps; the default is {MAX_LOG_STEPS}",
+        )
         self._scene = scene
         self._fingerprint = scene.fingerprint
         self._n = num_envs
@@ -492,7 +496,7 @@ class World:
         if env_ids is None:
             return self._all
         n = self._n
-        if isinstance(env_ids, (bool, np.bool_)):
+        if is_bool(env_ids):
             raise ValueError(
                 f"env_ids must be copy indices (ints in [0, {n})) or a bool mask of shape "
                 f"({n},), got the bool {bool(env_ids)}; pass e.g. [0] or None for every copy"
@@ -509,7 +513,7 @@ class World:
                 raise ValueError(f"env_ids mask must have shape ({n},), got {ids.shape}")
             return np.flatnonzero(ids)
         if isinstance(env_ids, (list, tuple)) and any(
-            isinstance(x, (bool, np.bool_)) for x in env_ids
+            is_bool(x) for x in env_ids
         ):  # bools among ints: numpy would read them as 0 and 1
             raise ValueError(
                 f"env_ids must be integer copy indices in [0, {n}) or a bool mask of shape "
@@ -647,7 +651,7 @@ class World:
         if joint_ids is None:
             return None
         nj = self._nj
-        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
+        cols = None if is_bool(joint_ids) else np.asarray(joint_ids)
         if cols is None or (cols.dtype.kind not in "iu" and cols.size) or cols.ndim > 1:
             raise ValueError(
                 f"joint_ids must be joint indices (ints in [0, {nj})) as one int or a 1-D "
@@ -794,18 +798,13 @@ class World:
         """
         env = self._index_arg(env_id, self._n, "env_id")
         p = _vec2(point, "body_at: point")
-        if isinstance(tolerance, bool) or not (
-            isinstance(tolerance, (int, float)) and math.isfinite(tolerance) and tolerance >= 0
-        ):
-            raise ValueError(f"body_at: tolerance must be a finite number >= 0, got {tolerance!r}")
-        return self._backend.body_at(env, float(p[0]), float(p[1]), float(tolerance))
+        tolerance = check_positive(tolerance, "body_at: tolerance", allow_zero=True)
+        return self._backend.body_at(env, float(p[0]), float(p[1]), tolerance)
 
     @staticmethod
     def _index_arg(value: Any, size: int, name: str) -> int:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name} must be an int in [0, {size}), got {value!r}")
-        if not 0 <= int(value) < size:
-            raise ValueError(f"{name} must be in [0, {size}), got {int(value)}")
+        if not (is_int(value) and 0 <= value < size):
+            raise ValueError(must(name, f"an int in [0, {size})", value))
         return int(value)
 
     def set_body_states(self, env_ids: Any, poses: Any, velocities: Any = None) -> None:
@@ -963,13 +962,7 @@ class World:
 
     def _new_dt(self, dt: Any) -> float:
         """Check a step's ``dt`` that differs from the last one; log a change of dt."""
-        if (
-            isinstance(dt, bool)
-            or not isinstance(dt, (int, float))
-            or not (math.isfinite(dt) and dt > 0)
-        ):
-            raise ValueError(f"World.step: dt must be a finite number > 0 seconds, got {dt!r}")
-        dt = float(dt)
+        dt = check_positive(dt, "World.step: dt", unit="seconds")
         if dt != self._dt:
             if self._dt is not None and self._pipelines:
                 raise ValueError(
