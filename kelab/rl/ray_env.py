@@ -25,7 +25,17 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab.rl.env import vector_info
+from kelab._validate import check_bool, check_int, check_positive, check_seed, must
+from kelab.rl.ray_channel import (
+    OK,
+    STEP,
+    ChannelClosedError,
+    StepChannel,
+    WorkerChannel,
+    compact_ends,
+    expand_ends,
+    merge_infos,
+)
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
@@ -91,132 +101,6 @@ def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def _blank_like(value: np.ndarray, rows: int) -> np.ndarray:
-    """What ``vector_info`` puts in the rows of copies that did not end."""
-    shape = (rows, *value.shape[1:])
-    if value.dtype == object:
-        return np.full(shape, None, dtype=object)
-    return np.zeros(shape, dtype=value.dtype)
-
-
-def merge_infos(infos: Sequence[Mapping[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:
-    """Join the vector infos of consecutive groups of copies into one vector info.
-
-    A key missing from a group's info (that group had no episode ending) is filled the way
-    ``LearningEnv`` fills the rows of copies that did not end: zeros, False, or None.
-
-    Args:
-        infos: One info per group, in copy order (``{}`` where nothing ended).
-        sizes: Copies per group.
-
-    Returns:
-        The info of all copies (``{}`` when every group's info is empty).
-    """
-    present = [info for info in infos if info]
-    if not present:
-        return {}
-    keys: list[str] = []
-    for info in present:
-        keys.extend(k for k in info if k not in keys)
-    out: dict[str, Any] = {}
-    for key in keys:
-        sample = next(info[key] for info in present if key in info)
-        if isinstance(sample, Mapping):
-            out[key] = merge_infos([info.get(key, {}) if info else {} for info in infos], sizes)
-            if not out[key]:  # a group-level dict that was empty everywhere
-                out[key] = {}
-            continue
-        parts = [
-            np.asarray(info[key]) if info and key in info else _blank_like(sample, n)
-            for info, n in zip(infos, sizes, strict=True)
-        ]
-        out[key] = np.concatenate(parts, axis=0)
-    return out
-
-
-def compact_ends(info: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The rows of a ``LearningEnv`` step info that :func:`expand_ends` needs (None if empty).
-
-    A worker's reply carries only the copies that ended (their ids, final observations,
-    labels, returns, lengths, wall times, success and checks), not the full-size info:
-    fewer arrays for Ray to serialise and the driver to join. ``info["episode"]["t"]``
-    travels as the float32 the info holds (wall-clock time, never identical anyway).
-
-    Args:
-        info: What ``LearningEnv.step`` returned as ``info``.
-
-    Returns:
-        None when no copy ended, else a dict of arrays of one row per ended copy.
-    """
-    if not info:
-        return None
-    ids = np.flatnonzero(info["_ended_by"])
-    ends: dict[str, Any] = {
-        "ids": ids,
-        "final_obs": info["final_obs"][ids],
-        "ended_by": info["ended_by"][ids].tolist(),
-        "episode_return": info["episode_return"][ids],
-        "episode_length": info["episode_length"][ids],
-        "episode_wall_s": info["episode"]["t"][ids],
-    }
-    if "is_success" in info:
-        ends["is_success"] = info["is_success"][ids]
-        checks = info["checks"]  # vector_info writes each name, then its "_name" mask
-        ends["checks"] = {name: checks[name][ids] for name in list(checks)[::2]}
-    return ends
-
-
-def expand_ends(
-    parts: Sequence[tuple[int, Mapping[str, Any]]], num_envs: int, obs_dim: int
-) -> dict[str, Any]:
-    """Join the workers' :func:`compact_ends` into the info ``LearningEnv`` would return.
-
-    Args:
-        parts: ``(first copy, compact ends)`` of every worker where a copy ended.
-        num_envs: Copies in all.
-        obs_dim: Observation size.
-
-    Returns:
-        ``vector_info`` of the ended copies: rows of copies that did not end hold zeros,
-        False or None, exactly as in one ``LearningEnv``.
-    """
-    ids = np.concatenate([e["ids"] + a for a, e in parts])
-    mask = np.zeros(num_envs, dtype=bool)
-    mask[ids] = True
-
-    def rows(key: str, dtype: Any, shape: tuple[int, ...] = ()) -> np.ndarray:
-        full = np.zeros((num_envs, *shape), dtype=dtype)
-        full[ids] = np.concatenate([e[key] for _, e in parts])
-        return full
-
-    first = parts[0][1]
-    ended_by = np.full(num_envs, None, dtype=object)
-    ended_by[ids] = [label for _, e in parts for label in e["ended_by"]]
-    ends: dict[str, Any] = {
-        "ids": ids,
-        "mask": mask,
-        "final_obs": rows("final_obs", first["final_obs"].dtype, (obs_dim,)),
-        "ended_by": ended_by,
-        "episode_return": rows("episode_return", first["episode_return"].dtype),
-        "episode_length": rows("episode_length", first["episode_length"].dtype),
-        "episode_wall_s": rows("episode_wall_s", np.float64),
-    }
-    if "is_success" in first:
-        ends["is_success"] = rows("is_success", bool)
-        names: list[str] = []
-        for _, e in parts:
-            names.extend(k for k in e["checks"] if k not in names)
-        checks = {}
-        for name in names:
-            full = np.zeros(num_envs, dtype=bool)
-            for a, e in parts:
-                if name in e["checks"]:
-                    full[e["ids"] + a] = e["checks"][name]
-            checks[name] = full
-        ends["checks"] = checks
-    return vector_info(ends, num_envs)
-
-
 class _EnvWorker:
     """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``."""
 
@@ -227,9 +111,13 @@ class _EnvWorker:
         seed: int,
         copy_offset: int,
         env_kwargs: dict[str, Any],
+        cpu: int | None = None,
     ) -> None:
         from kelab.rl.env import LearningEnv
 
+        if cpu is not None and hasattr(os, "sched_setaffinity"):
+            allowed = sorted(os.sched_getaffinity(0))
+            os.sched_setaffinity(0, {allowed[cpu % len(allowed)]})
         self.env = LearningEnv(
             task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
         )
@@ -254,6 +142,7 @@ class _EnvWorker:
             "has_rule": env.success_rule is not None,
             "host": f"{socket.gethostname()} ({address})",
             "pid": os.getpid(),
+            "node_id": _node_id(),
         }
 
     def reset(self, seed: int | list[int] | None) -> np.ndarray:
@@ -262,6 +151,37 @@ class _EnvWorker:
     def step(self, actions: np.ndarray) -> tuple:
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         return obs, rewards, terminated, truncated, compact_ends(info)
+
+    def serve(self, sock_path: str, shm_path: str) -> None:
+        """Step through a same-machine :class:`StepChannel` until the driver says stop.
+
+        Each command: read the actions from shared memory, step, write the results there
+        and reply with the ended rows. A step that raises ends the loop with that error
+        (the driver reads it from this call's result, as for ``step``).
+        """
+        env = self.env
+        channel = WorkerChannel(
+            sock_path,
+            shm_path,
+            env.num_envs,
+            env.single_observation_space.shape[0],
+            env.single_action_space.shape[0],
+        )
+        arrays = channel.arrays
+        try:
+            while channel.wait() == STEP:
+                try:  # a copy: the task may keep the actions it was given
+                    obs, rewards, terminated, truncated, info = env.step(arrays.actions.copy())
+                except BaseException:
+                    channel.failed()
+                    raise
+                arrays.obs[...] = obs
+                arrays.rewards[...] = rewards
+                arrays.terminated[...] = terminated
+                arrays.truncated[...] = truncated
+                channel.reply(compact_ends(info))
+        finally:
+            channel.close()
 
     def snapshot(self) -> bytes:
         return self.env.snapshot().to_bytes()
@@ -282,10 +202,14 @@ class _EnvWorker:
         self.env.close()
 
 
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"RayLearningEnv: {name} must be an int >= {low}, got {value!r}")
-    return int(value)
+def _node_id() -> str:
+    """The Ray node this process runs on ("" outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() or ""
+    except Exception:  # noqa: BLE001 - no node: no same-machine channel
+        return ""
 
 
 class RayLearningEnv(gymnasium.vector.VectorEnv):
@@ -355,6 +279,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         cpus_per_worker: float = 1.0,
         start_timeout_s: float = 300.0,
         ray_init: Mapping[str, Any] | None = None,
+        shared_memory: bool = True,
+        pin_workers: bool = False,
         **env_kwargs: Any,
     ) -> None:
         self.closed = True  # until the workers exist (close() is then a no-op)
@@ -366,30 +292,30 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 f"RayLearningEnv: this {type(task).__name__} instance already runs in an "
                 "environment; pass a new task object"
             )
-        num_envs = _check_int(num_envs, "num_envs", 1)
-        num_workers = _check_int(num_workers, "num_workers", 1)
+        num_envs = check_int(num_envs, "RayLearningEnv: num_envs", low=1)
+        num_workers = check_int(num_workers, "RayLearningEnv: num_workers", low=1)
         if num_workers > num_envs:
             raise ValueError(
-                f"RayLearningEnv: num_workers must be <= num_envs ({num_envs}), got "
-                f"{num_workers}; every worker needs at least one copy"
+                must(
+                    "RayLearningEnv: num_workers",
+                    f"<= num_envs ({num_envs})",
+                    num_workers,
+                    "every worker needs at least one copy",
+                )
             )
-        seed = _check_int(seed, "seed", 0)
+        seed = check_seed(seed, "RayLearningEnv: seed")
         if address is not None and (not isinstance(address, str) or not address):
             raise ValueError(
-                f"RayLearningEnv: address must be None (local Ray), 'auto' or a cluster "
-                f"address such as 'ray://head:10001', got {address!r}"
+                must(
+                    "RayLearningEnv: address",
+                    "None (local Ray), 'auto' or a cluster address such as 'ray://head:10001'",
+                    address,
+                )
             )
-        if not isinstance(restart, bool):
-            raise ValueError(f"RayLearningEnv: restart must be True or False, got {restart!r}")
-        if (
-            isinstance(cpus_per_worker, bool)
-            or not isinstance(cpus_per_worker, (int, float))
-            or not math.isfinite(cpus_per_worker)
-            or cpus_per_worker <= 0
-        ):
-            raise ValueError(
-                f"RayLearningEnv: cpus_per_worker must be a number > 0, got {cpus_per_worker!r}"
-            )
+        restart = check_bool(restart, "RayLearningEnv: restart")
+        cpus_per_worker = check_positive(cpus_per_worker, "RayLearningEnv: cpus_per_worker")
+        shared_memory = check_bool(shared_memory, "RayLearningEnv: shared_memory")
+        pin_workers = check_bool(pin_workers, "RayLearningEnv: pin_workers")
         for key in _RESERVED:
             if key in env_kwargs and not (key == "render_mode" and env_kwargs[key] is None):
                 raise ValueError(
@@ -403,16 +329,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                     )
                 )
         env_kwargs.pop("render_mode", None)
-        if (
-            isinstance(start_timeout_s, bool)
-            or not isinstance(start_timeout_s, (int, float))
-            or not start_timeout_s > 0
-        ):
-            raise ValueError(
-                f"RayLearningEnv: start_timeout_s must be a number > 0, got {start_timeout_s!r}"
-            )
+        start_timeout_s = check_positive(
+            start_timeout_s, "RayLearningEnv: start_timeout_s", unit="seconds"
+        )
         if ray_init is not None and not isinstance(ray_init, Mapping):
-            raise ValueError(f"RayLearningEnv: ray_init must be a dict or None, got {ray_init!r}")
+            raise ValueError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
 
         try:
             import ray  # the optional dependency
@@ -451,8 +372,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             scheduling_strategy="SPREAD",
         )
         self._workers = [
-            actor.remote(task, b - a, seed, a, self._env_kwargs) for a, b in self.ranges
+            actor.remote(task, b - a, seed, a, self._env_kwargs, k if pin_workers else None)
+            for k, (a, b) in enumerate(self.ranges)
         ]
+        self._channels: list[StepChannel | None] = [None] * num_workers
+        self._serving: list[Any] = [None] * num_workers  # each channel's serve() call
         self.closed = False
         self._hosts = ["(starting)"] * num_workers
         self._pids = [-1] * num_workers
@@ -491,7 +415,16 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._returns = np.zeros(num_envs, dtype=np.float64)
         self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
         self._obs: np.ndarray | None = None  # the last observation returned
+        # per worker: a Ray step's ObjectRef, or None when it steps through its channel
         self._pending: list[Any] | None = None
+        self._start_timeout_s = start_timeout_s
+        # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
+        here = _node_id() if shared_memory and not str(address).startswith("ray://") else ""
+        obs_dim = self.single_observation_space.shape[0]
+        act_dim = self.single_action_space.shape[0]
+        for k, (d, (a, b)) in enumerate(zip(described, self.ranges, strict=True)):
+            if here and d["node_id"] == here:
+                self._channels[k] = StepChannel(b - a, obs_dim, act_dim)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -626,6 +559,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self.closed:
             raise RuntimeError("this RayLearningEnv is closed; create a new one")
         args = args or [()] * self.num_workers
+        self._stop_serving()
         refs = [getattr(w, method).remote(*a) for w, a in zip(self._workers, args, strict=True)]
         out = []
         for k, ref in enumerate(refs):
@@ -653,8 +587,40 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             time.sleep(0.1)
         raise self._died(k, err or TimeoutError(), f"{method} after a restart")
 
-    def _slices(self, array: np.ndarray) -> list[tuple]:
-        return [(array[a:b],) for a, b in self.ranges]
+    def _stop_serving(self) -> None:
+        """End every worker's serve() loop, so its next Ray call runs (calls run in order)."""
+        for k, channel in enumerate(self._channels):
+            if channel is not None and channel.connected:
+                channel.disconnect(quit_worker=True)
+            self._serving[k] = None
+
+    def _serve(self, k: int) -> bool:
+        """Start worker ``k``'s serve() loop on its channel; False if it could not attach.
+
+        A worker that died or cannot reach the channel returns False (this step goes
+        through Ray, which reports a dead worker); one that cannot open the channel's
+        files (another container on the same node) steps through Ray from now on.
+        """
+        channel = self._channels[k]
+        assert channel is not None
+        ref = self._workers[k].serve.remote(*channel.address)
+        ray = self._ray
+
+        def ended() -> bool:
+            return bool(ray.wait([ref], timeout=0)[0])
+
+        if channel.connect(ended, self._start_timeout_s):
+            self._serving[k] = ref
+            return True
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayTaskError as err:
+            if isinstance(getattr(err, "cause", None), OSError):
+                channel.close()
+                self._channels[k] = None
+        except ray.exceptions.RayError:
+            pass  # died: the Ray step reports it
+        return False
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(
@@ -728,9 +694,18 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is not None:
             raise RuntimeError("a step is in flight: call step_wait() before the next step")
         a = self._check_actions(actions)
-        self._pending = [
-            w.step.remote(a[lo:hi]) for w, (lo, hi) in zip(self._workers, self.ranges, strict=True)
-        ]
+        pending: list[Any] = []
+        for k, (lo, hi) in enumerate(self.ranges):
+            channel = self._channels[k]
+            if channel is not None and (channel.connected or self._serve(k)):
+                try:
+                    channel.send_step(a[lo:hi])
+                    pending.append(None)
+                    continue
+                except ChannelClosedError:  # died since its last step: Ray says how
+                    channel.disconnect()
+            pending.append(self._workers[k].step.remote(a[lo:hi]))
+        self._pending = pending
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the step sent by :meth:`step_async` (see the class docstring).
@@ -742,17 +717,50 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is None:
             raise RuntimeError("no step in flight: call step_async(actions) first")
         refs, self._pending = self._pending, None
-        try:  # one call for every reply (the common case)
-            parts: list[tuple] = self._ray.get(refs)
-        except self._ray.exceptions.RayError:  # find which worker failed, and how
-            parts = []
-            for k, ref in enumerate(refs):
-                ok, value = self._get(k, ref, "step")
-                if not ok:
-                    if not self.restart:
-                        raise self._died(k, value, "step") from None
-                    value = self._restarted(k)
-                parts.append(value)
+        ray = self._ray
+        parts: list[tuple | None] = [None] * self.num_workers
+        for k, ref in enumerate(refs):  # every channel's reply first, failed or not
+            if ref is None:
+                channel = self._channels[k]
+                assert channel is not None
+                try:
+                    status, ends = channel.receive()
+                except ChannelClosedError:
+                    continue
+                if status == OK:
+                    arrays = channel.arrays
+                    parts[k] = (
+                        arrays.obs,
+                        arrays.rewards,
+                        arrays.terminated,
+                        arrays.truncated,
+                        ends,
+                    )
+        through_ray = [k for k, ref in enumerate(refs) if ref is not None]
+        if through_ray:
+            try:  # one call for every Ray reply (the common case)
+                for k, value in zip(
+                    through_ray, ray.get([refs[k] for k in through_ray]), strict=True
+                ):
+                    parts[k] = value
+            except ray.exceptions.RayError:
+                pass  # found and reported below, worker by worker
+        for k, part in enumerate(parts):
+            if part is not None:
+                continue
+            if refs[k] is None:  # its serve() call says what happened
+                ok, value = self._get(k, self._serving[k], "step")
+                self._serving[k] = None
+                if ok:  # the loop ended without an error: its process is going away
+                    ok, value = False, ChannelClosedError("the worker's step channel closed")
+            else:
+                ok, value = self._get(k, refs[k], "step")
+            if ok:
+                parts[k] = value
+                continue
+            if not self.restart:
+                raise self._died(k, value, "step") from None
+            parts[k] = self._restarted(k)
         obs = np.concatenate([p[0] for p in parts], axis=0)
         rewards = np.concatenate([p[1] for p in parts], axis=0)
         terminated = np.concatenate([p[2] for p in parts], axis=0)
@@ -786,7 +794,16 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """Wait for a step in flight (its results are dropped)."""
         if self._pending is not None:
             refs, self._pending = self._pending, None
-            self._ray.wait(refs, num_returns=len(refs))
+            for k, ref in enumerate(refs):
+                channel = self._channels[k]
+                if ref is None and channel is not None:
+                    try:
+                        channel.receive()
+                    except ChannelClosedError:
+                        pass
+            through_ray = [ref for ref in refs if ref is not None]
+            if through_ray:
+                self._ray.wait(through_ray, num_returns=len(through_ray))
 
     def _restarted(self, k: int) -> tuple:
         """Worker ``k`` died in a step: reset its restarted actor, report its copies cut short."""
@@ -876,6 +893,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the workers (and the local Ray this env started)."""
         ray = getattr(self, "_ray", None)
+        for channel in getattr(self, "_channels", []):
+            if channel is not None:
+                channel.close()
+        self._channels = []
         for w in self._workers:
             try:
                 ray.kill(w, no_restart=True)
