@@ -264,18 +264,17 @@ def check_positive(
     return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
 
 
-def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
+def check_seed(value: object, name: str = "seed") -> int:
     """Return a seed: an int >= 0 (numpy's SeedSequence refuses negative ones).
 
     Args:
         value: The value to check.
         name: The field, for the message.
-        fix: What to do instead, appended to the message.
 
     Raises:
         ValueError: ``"seed must be an int >= 0, got -1"``.
     """
-    return check_int(value, name, low=0, fix=fix)
+    return check_int(value, name, low=0)
 
 
 def check_layout(value: object, name: str = "layout") -> str:
@@ -331,7 +330,7 @@ def check_copies(
     """
     return (
         check_int(num_envs, "num_envs", low=1, fix="give the number of copies, e.g. num_envs=1"),
-        check_seed(seed, fix="numpy's SeedSequence takes ints >= 0, e.g. seed=0"),
+        check_seed(seed),
         check_int(
             num_threads,
             "num_threads",

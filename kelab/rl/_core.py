@@ -8,13 +8,13 @@ docs/rl.md on batched numpy; ``Presenter`` renders and paces according to the ru
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from kelab._validate import check_copies, check_number, check_seed, is_int
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
 from kelab.rl.terminations import (
@@ -25,7 +25,7 @@ from kelab.rl.terminations import (
 )
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
-from kelab.sim.world import LAYOUTS, MAX_LOG_STEPS, World
+from kelab.sim.world import MAX_LOG_STEPS, World
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
@@ -127,25 +127,19 @@ def observation_bounds(task: Task, obs_dim: int) -> tuple[np.ndarray, np.ndarray
     return low, high
 
 
-def _check_seed(seed: object, what: str = "seed") -> int:
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"{what} must be an int >= 0, got {seed!r}")
-    return int(seed)
-
-
 def _seed_sequences(
     seed: int | Sequence[int], n: int, stream: tuple[int, ...], offset: int = 0
 ) -> list:
     # copy i's stream comes from its global index offset + i (RayLearningEnv's workers)
-    if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-        base = _check_seed(seed)
+    if is_int(seed):
+        base = check_seed(seed)
         return [
             np.random.SeedSequence(base, spawn_key=(*stream, i)) for i in range(offset, offset + n)
         ]
     seeds = list(seed)  # type: ignore[arg-type]
     if len(seeds) != n:
         raise ValueError(f"reset(seed=[...]) needs one seed per copy: {n}, got {len(seeds)}")
-    return [np.random.SeedSequence(_check_seed(s), spawn_key=(*stream, 0)) for s in seeds]
+    return [np.random.SeedSequence(check_seed(s), spawn_key=(*stream, 0)) for s in seeds]
 
 
 def _task_rng_sequences(seed: int | Sequence[int], n: int, offset: int = 0) -> list:
@@ -200,41 +194,16 @@ class EnvCore:
                 f"this {type(task).__name__} instance already runs in another environment; "
                 "create a new task object for each environment"
             )
-        if (
-            isinstance(num_envs, bool)
-            or not isinstance(num_envs, (int, np.integer))
-            or num_envs < 1
-        ):
-            raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
-        if (
-            isinstance(env_spacing, bool)
-            or not isinstance(env_spacing, (int, float))
-            or not math.isfinite(env_spacing)
-            or env_spacing < 0
-        ):
-            raise ValueError(
-                f"env_spacing must be a finite number of metres >= 0, got {env_spacing!r}"
-            )
-        seed = _check_seed(seed)
-        self.copy_offset = _check_seed(copy_offset, "copy_offset")
-        if not isinstance(layout, str) or layout not in LAYOUTS:
-            raise ValueError(
-                f"layout must be one of {LAYOUTS}, got {layout!r} ('packed': copies share one "
-                "pymunk space per thread, fastest for many copies; 'isolated': one space per "
-                "copy, each copy bit-identical to a lone copy; see docs/rl.md)"
-            )
-        if (
-            isinstance(num_threads, bool)
-            or not isinstance(num_threads, (int, np.integer))
-            or num_threads < 1
-        ):
-            raise ValueError(f"num_threads must be an int >= 1, got {num_threads!r}")
+        # World's own check (same words), made before the task builds its scene
+        num_envs, seed, num_threads, layout = check_copies(num_envs, seed, num_threads, layout)
+        env_spacing = check_number(env_spacing, "env_spacing", low=0.0, unit="metres")
+        self.copy_offset = check_seed(copy_offset, "copy_offset")
         if success_rule is not None and not isinstance(success_rule, SuccessRule):
             raise ValueError(
                 f"success must be a rule marked with @ke.success, got {success_rule!r}"
             )
         self.task = task
-        self.num_envs = n = int(num_envs)
+        self.num_envs = n = num_envs
         self.timing = timing
         self.obs_dim = int(task.observation_dim)
         self.act_dim = int(task.action_dim)
@@ -247,9 +216,9 @@ class EnvCore:
         self.world = World(
             self.scene,
             num_envs=n,
-            env_spacing=float(env_spacing),
+            env_spacing=env_spacing,
             seed=seed,
-            num_threads=int(num_threads),
+            num_threads=num_threads,
             layout=layout,
             # an episode never outlasts the replay log, so no copy is rebased mid-episode
             max_log_steps=max(MAX_LOG_STEPS, (self.max_episode_length + 1) * timing.decimation),

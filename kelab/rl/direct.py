@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
+from kelab._validate import check_seed
 from kelab.rl._core import (
     CoreBackedEnv,
     EnvCore,
@@ -174,7 +175,7 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         Returns:
             ``(obs, {})``.
         """
-        super().reset(seed=seed)
+        super().reset(seed=None if seed is None else check_seed(seed))
         if seed is None and self._pending is not None:
             obs = self._pending
         else:

@@ -15,6 +15,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
+from kelab._validate import check_bool, check_seed, is_int
 from kelab.rl._core import (
     CoreBackedEnv,
     EnvCore,
@@ -182,8 +183,10 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
             raise ValueError(
                 f"device must be 'cpu' (KELab simulates on the CPU with pymunk), got {device!r}"
             )
-        if headless is not None and not isinstance(headless, bool):
-            raise ValueError(f"headless must be None, True or False, got {headless!r}")
+        if headless is not None:
+            headless = check_bool(
+                headless, "headless", fix="or leave it out (None) to follow render_mode"
+            )
         config = resolve_run_config(render_mode, run_config)
         if headless is None:
             headless = config.mode is not RunMode.PACED
@@ -263,8 +266,8 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
                 not valid copies (floats, strings, repeats, out of range, no copy).
         """
         ids = self._partial_ids(options)
-        if isinstance(seed, (int, np.integer)) and not isinstance(seed, bool):
-            super().reset(seed=int(seed))
+        if is_int(seed):
+            super().reset(seed=check_seed(seed))
         if ids is not None:
             obs = self._core.reset_some(ids, seed)
             self._presenter.after_reset()

@@ -7,12 +7,12 @@ ended. Everything is batched numpy, one row per environment copy. See docs/rl.md
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_int, check_number, is_int, must
 from kelab.timing.config import MAX_EPISODE_LENGTH_S
 
 if TYPE_CHECKING:
@@ -429,9 +429,12 @@ def check_env_ids(env_ids: object, num_envs: int, where: str) -> np.ndarray:
 
 
 def _shape(size: int | tuple[int, ...]) -> tuple[int, ...]:
-    shape = (size,) if isinstance(size, (int, np.integer)) else tuple(size)
-    if any(not isinstance(d, (int, np.integer)) or d < 0 for d in shape):
-        raise ValueError(f"size must be an int or a tuple of ints >= 0, got {size!r}")
+    try:
+        shape = (size,) if is_int(size) else tuple(size)  # type: ignore[arg-type]
+    except TypeError:  # not iterable: a float, a bool, None...
+        shape = (None,)
+    if any(not is_int(d) or d < 0 for d in shape):
+        raise ValueError(must("size", "an int or a tuple of ints >= 0", size))
     return tuple(int(d) for d in shape)
 
 
@@ -469,25 +472,23 @@ def validate_task_class(task: Task) -> None:
     if not isinstance(task, Task):
         raise TaskError(f"task must be a ke.Task instance, got {task!r}")
     name = type(task).__name__
-    for attr in ("observation_dim", "action_dim"):
-        value = getattr(task, attr)
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, np.integer))
-            or not 1 <= value <= MAX_DIM
-        ):
-            raise TaskError(
-                f"{name}.{attr} must be an int in [1, {MAX_DIM}] (set it as a class "
-                f"attribute), got {value!r:.40}"
+    try:
+        for attr in ("observation_dim", "action_dim"):
+            check_int(
+                getattr(task, attr),
+                f"{name}.{attr}",
+                low=1,
+                high=MAX_DIM,
+                fix="set it as a class attribute",
             )
-    length = task.episode_length_s
-    if (
-        isinstance(length, bool)
-        or not isinstance(length, (int, float))
-        or not math.isfinite(length)
-        or not 0 < length <= MAX_EPISODE_LENGTH_S
-    ):
-        raise TaskError(
-            f"{name}.episode_length_s must be a number of seconds in (0, "
-            f"{MAX_EPISODE_LENGTH_S:g}] (the episode's time limit), got {length!r}"
+        check_number(
+            task.episode_length_s,
+            f"{name}.episode_length_s",
+            low=0.0,
+            high=MAX_EPISODE_LENGTH_S,
+            low_open=True,
+            unit="seconds",
+            fix="the episode's time limit, set as a class attribute",
         )
+    except ValueError as err:
+        raise TaskError(str(err)) from None

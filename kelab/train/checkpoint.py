@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kelab._files import atomic_write_bytes
+from kelab._validate import is_int, must
 
 if TYPE_CHECKING:
     import torch
@@ -195,10 +196,14 @@ def _read_json(path: Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} is not a KELab checkpoint (no format {FORMAT!r})")
     for key, kind in _REQUIRED.items():
         value = meta.get(key)
-        if not isinstance(value, kind) or isinstance(value, bool):
+        if not (is_int(value) if kind is int else isinstance(value, kind)):
             raise CheckpointError(
-                f"{path}: field {key!r} must be {_KINDS[kind]}, got {value!r}; the "
-                "checkpoint is damaged or was changed"
+                must(
+                    f"{path}: field {key!r}",
+                    _KINDS[kind],
+                    value,
+                    "the checkpoint is damaged or was changed",
+                )
             )
     if meta["version"] != VERSION:
         raise CheckpointError(

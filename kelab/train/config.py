@@ -8,9 +8,10 @@ in every checkpoint's JSON and read back with :meth:`TrainConfig.from_dict`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any
+
+from kelab._validate import check_bool, check_choice, check_int, check_layout, check_number, must
 
 __all__ = ["ALGORITHMS", "TrainConfig"]
 
@@ -18,14 +19,6 @@ ALGORITHMS = ("PPO",)
 """The algorithms ``RLTrainer`` knows."""
 
 _ACTIVATIONS = ("elu", "relu", "tanh", "selu", "gelu", "silu")
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 @dataclass(frozen=True)
@@ -117,40 +110,29 @@ class TrainConfig:
             "success_window",
             "checkpoint_every",
         ):
-            value = getattr(self, name)
-            if not _is_int(value) or value < 1:
-                raise ValueError(f"TrainConfig.{name} must be an int >= 1, got {value!r}")
+            self._set(name, check_int(getattr(self, name), f"TrainConfig.{name}", low=1))
         for name in ("actor_hidden_dims", "critic_hidden_dims"):
             value = getattr(self, name)
             if isinstance(value, list):
-                object.__setattr__(self, name, tuple(value))
                 value = tuple(value)
-            if (
-                not isinstance(value, tuple)
-                or not value
-                or not all(_is_int(v) and 1 <= v <= 4096 for v in value)
-            ):
+            try:
+                widths = tuple(check_int(v, name, low=1, high=4096) for v in value)
+            except (TypeError, ValueError):  # not a tuple, or a bad width
+                widths = ()
+            if not isinstance(value, tuple) or not widths:
                 raise ValueError(
-                    f"TrainConfig.{name} must be a non-empty tuple of layer widths in "
-                    f"[1, 4096], got {value!r}"
+                    must(
+                        f"TrainConfig.{name}",
+                        "a non-empty tuple of layer widths in [1, 4096]",
+                        value,
+                    )
                 )
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"TrainConfig.activation must be one of {_ACTIVATIONS}, got {self.activation!r}"
-            )
-        if self.schedule not in ("adaptive", "fixed"):
-            raise ValueError(
-                f"TrainConfig.schedule must be 'adaptive' or 'fixed', got {self.schedule!r}"
-            )
-        if self.layout not in ("packed", "isolated"):
-            raise ValueError(
-                f"TrainConfig.layout must be 'packed' or 'isolated', got {self.layout!r}"
-            )
+            self._set(name, widths)
+        check_choice(self.activation, "TrainConfig.activation", _ACTIVATIONS)
+        check_choice(self.schedule, "TrainConfig.schedule", ("adaptive", "fixed"))
+        check_layout(self.layout, "TrainConfig.layout")
         for name in ("obs_normalization", "stop_at_target"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(
-                    f"TrainConfig.{name} must be True or False, got {getattr(self, name)!r}"
-                )
+            self._set(name, check_bool(getattr(self, name), f"TrainConfig.{name}"))
         positive = (
             "init_noise_std",
             "learning_rate",
@@ -161,21 +143,14 @@ class TrainConfig:
             "max_grad_norm",
         )
         for name in positive:
-            value = getattr(self, name)
-            if not _is_real(value) or value <= 0:
-                raise ValueError(f"TrainConfig.{name} must be a finite number > 0, got {value!r}")
+            self._set_real(name, low=0.0, low_open=True)
         for name in ("gamma", "lam", "success_target"):
-            value = getattr(self, name)
-            if not _is_real(value) or not 0.0 <= value <= 1.0:
-                raise ValueError(f"TrainConfig.{name} must be a number in [0, 1], got {value!r}")
-        if not _is_int(self.target_patience) or self.target_patience < 0:
-            raise ValueError(
-                f"TrainConfig.target_patience must be an int >= 0, got {self.target_patience!r}"
-            )
-        if not _is_real(self.entropy_coef) or self.entropy_coef < 0:
-            raise ValueError(
-                f"TrainConfig.entropy_coef must be a finite number >= 0, got {self.entropy_coef!r}"
-            )
+            self._set_real(name, low=0.0, high=1.0)
+        self._set(
+            "target_patience",
+            check_int(self.target_patience, "TrainConfig.target_patience", low=0),
+        )
+        self._set_real("entropy_coef", low=0.0)
         if self.learning_rate > self.max_learning_rate:
             raise ValueError(
                 f"TrainConfig.learning_rate must be <= max_learning_rate="
@@ -189,6 +164,19 @@ class TrainConfig:
                 f"cannot be split into num_mini_batches={self.num_mini_batches}; collect more "
                 "steps or use fewer mini-batches"
             )
+
+    def _set(self, name: str, value: object) -> None:
+        """Store a checked value (numpy scalars become Python ones, saved as JSON)."""
+        object.__setattr__(self, name, value)
+
+    def _set_real(
+        self, name: str, *, low: float, high: float | None = None, low_open: bool = False
+    ) -> None:
+        """Check a real-valued field; keep a Python int or float as given."""
+        value = getattr(self, name)
+        number = check_number(value, f"TrainConfig.{name}", low=low, high=high, low_open=low_open)
+        if type(value) not in (int, float):
+            object.__setattr__(self, name, number)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """Return a copy with ``changes`` applied (validated like the constructor)."""

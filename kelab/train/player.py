@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_int, check_seed
 from kelab.train._deps import require_training_extra
 
 require_training_extra()
@@ -94,7 +95,7 @@ class RLPlayer:
         )
         self._policy = CheckpointPolicy(self.checkpoint)
         self.render_mode = render_mode
-        self.seed = seed
+        self.seed = check_seed(seed)
         self._env = env
         self._own_env = False
         if env is not None:
@@ -200,15 +201,10 @@ class RLPlayer:
         Raises:
             ValueError: For a bad ``episodes``, or ``video`` without ``rgb_array``.
         """
-        if (
-            isinstance(episodes, bool)
-            or not isinstance(episodes, (int, np.integer))
-            or episodes < 1
-        ):
-            raise ValueError(f"episodes must be an int >= 1, got {episodes!r}")
-        seed = self.seed if seed is None else seed
+        episodes = check_int(episodes, "episodes", low=1)
+        seed = self.seed if seed is None else check_seed(seed)
         if interactive:
-            return self._play_interactive(int(episodes), seed, max_frames)
+            return self._play_interactive(episodes, seed, max_frames)
         env = self.env
         if video is not None and env.render_mode != "rgb_array":
             raise ValueError(

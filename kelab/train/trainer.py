@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import check_seed
 from kelab.train._deps import require_training_extra
 
 require_training_extra()
@@ -183,8 +184,7 @@ class RLTrainer:
                 "RLTrainer needs a ke.LearningEnv or ke.RayLearningEnv (many copies in "
                 f"lockstep), got {env!r}"
             )
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        seed = check_seed(seed)
         if config is not None and not isinstance(config, TrainConfig):
             raise ValueError(f"config must be a kelab.train.TrainConfig or None, got {config!r}")
         self.env = env

@@ -76,7 +76,7 @@ def test_unknown_algorithm_and_bad_arguments():
         ke.RLTrainer(env, device="cuda")
     with pytest.raises(ValueError, match="needs a ke.LearningEnv"):
         ke.RLTrainer(ke.DirectRLEnv(CartPoleTask()))
-    with pytest.raises(ValueError, match="TrainConfig.gamma must be a number in"):
+    with pytest.raises(ValueError, match="TrainConfig.gamma must be a finite number in"):
         tiny_config(gamma=1.5)
     env.close()
 
