@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from kelab._validate import check_positive, must
+
+if TYPE_CHECKING:
+    from kelab.sim.scene import CameraSpec
 
 __all__ = ["Camera"]
 
@@ -18,14 +23,10 @@ def _check_size(size: Sequence[int]) -> tuple[int, int]:
     try:
         w, h = (int(v) for v in size)
         ok = all(float(v) == int(v) for v in size)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"Camera size must be (width, height) positive integers in pixels, got {size!r}"
-        ) from None
+    except (TypeError, ValueError, OverflowError):
+        ok = False
     if not ok or w <= 0 or h <= 0:
-        raise ValueError(
-            f"Camera size must be (width, height) positive integers in pixels, got {size!r}"
-        )
+        raise ValueError(must("Camera size", "(width, height) positive integers in pixels", size))
     return w, h
 
 
@@ -61,7 +62,7 @@ class Camera:
         self.size = size  # type: ignore[assignment]
 
     @classmethod
-    def from_spec(cls, spec: Any, size: Sequence[int]) -> Camera:
+    def from_spec(cls, spec: CameraSpec, size: Sequence[int]) -> Camera:
         """Build a camera from a scene camera description (anything with center and zoom).
 
         Args:
@@ -85,11 +86,9 @@ class Camera:
         try:
             x, y = (float(v) for v in value)
         except (TypeError, ValueError):
-            raise ValueError(
-                f"Camera center must be a finite (x, y) pair in metres, got {value!r}"
-            ) from None
+            x = y = math.nan
         if not (math.isfinite(x) and math.isfinite(y)):
-            raise ValueError(f"Camera center must be finite, got {value!r}")
+            raise ValueError(must("Camera center", "a finite (x, y) pair in metres", value))
         self._center = (x, y)
 
     @property
@@ -99,12 +98,7 @@ class Camera:
 
     @zoom.setter
     def zoom(self, value: float) -> None:
-        z = float(value)
-        if not (math.isfinite(z) and z > 0.0):
-            raise ValueError(
-                f"Camera zoom must be a finite number of pixels per metre > 0, got {value!r}"
-            )
-        self._zoom = z
+        self._zoom = check_positive(value, "Camera zoom", unit="pixels per metre")
 
     @property
     def size(self) -> tuple[int, int]:

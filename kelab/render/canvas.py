@@ -8,23 +8,27 @@ operations and hands whole arrays to the backend.
 
 from __future__ import annotations
 
-import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
+from kelab._validate import check_int, check_number, is_int, must
 from kelab.render.camera import Camera
 from kelab.render.geometry import thick_line_quads, wrap_angle
 from kelab.render.plan import DrawPlan, Primitive, WorldLayout
+
+if TYPE_CHECKING:
+    from kelab.sim.world import World
 
 __all__ = ["Canvas", "Color", "validate_color"]
 
 Color = tuple[int, int, int]
 
 
-def validate_color(color: Any, name: str = "color") -> Color:
+def validate_color(color: object, name: str = "color") -> Color:
     """Check a colour and return it as a tuple of three ints.
 
     Args:
@@ -52,26 +56,17 @@ def validate_color(color: Any, name: str = "color") -> Color:
         channels = tuple(color)
     except TypeError:
         channels = ()
-    ok = len(channels) == 3 and all(
-        isinstance(c, numbers.Integral) and not isinstance(c, bool) and 0 <= int(c) <= 255
-        for c in channels
-    )
+    ok = len(channels) == 3 and all(is_int(c) and 0 <= int(c) <= 255 for c in channels)
     if not ok:
         raise ValueError(
-            f"{name} must be (r, g, b) with integer channels in 0..255, got {color!r}; "
-            "convert floats in [0, 1] with round(c * 255)"
+            must(
+                name,
+                "(r, g, b) with integer channels in 0..255",
+                color,
+                "convert floats in [0, 1] with round(c * 255)",
+            )
         )
     return (int(channels[0]), int(channels[1]), int(channels[2]))
-
-
-def _finite_number(name: str, value: Any, minimum: float = 0.0) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        v = float("nan")
-    if not np.isfinite(v) or v < minimum:
-        raise ValueError(f"{name} must be a finite number >= {minimum}, got {value!r}")
-    return v
 
 
 class Canvas(ABC):
@@ -126,8 +121,8 @@ class Canvas(ABC):
             width: 0 fills the disc; > 0 draws an outline this thick (metres, inwards).
         """
         rgb = validate_color(color)
-        r = _finite_number("radius", radius)
-        w = _finite_number("width", width)
+        r = check_number(radius, "Canvas.circle: radius", low=0.0)
+        w = check_number(width, "Canvas.circle: width", low=0.0)
         cam = self._camera
         c = cam.world_to_screen_batch(np.asarray(center, dtype=np.float64).reshape(1, 2))
         r_px = np.array([r * cam.zoom])
@@ -145,7 +140,7 @@ class Canvas(ABC):
             width: 0 fills it; > 0 draws the outline this thick (metres) with round joins.
         """
         rgb = validate_color(color)
-        w = _finite_number("width", width)
+        w = check_number(width, "Canvas.polygon: width", low=0.0)
         pts = np.asarray(points, dtype=np.float64)
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 3:
             raise ValueError(
@@ -170,7 +165,7 @@ class Canvas(ABC):
                 one-pixel antialiased line.
         """
         rgb = validate_color(color)
-        w = _finite_number("width", width)
+        w = check_number(width, "Canvas.line: width", low=0.0)
         pts = self._camera.world_to_screen_batch(np.array([a, b], dtype=np.float64))
         self._thick_lines(pts[:1], pts[1:], w * self._camera.zoom, rgb, False)
 
@@ -264,8 +259,8 @@ class Canvas(ABC):
 
     def lines(
         self,
-        starts: Any,
-        ends: Any,
+        starts: npt.ArrayLike,
+        ends: npt.ArrayLike,
         color: Color,
         width: float = 0.0,
         screen_space: bool = False,
@@ -281,7 +276,7 @@ class Canvas(ABC):
             screen_space: Points and width are pixels from the top-left corner.
         """
         rgb = validate_color(color)
-        w = _finite_number("width", width)
+        w = check_number(width, "Canvas.lines: width", low=0.0)
         a = np.asarray(starts, dtype=np.float64)
         b = np.asarray(ends, dtype=np.float64)
         if a.ndim != 2 or a.shape[1:] != (2,) or b.shape != a.shape:
@@ -315,8 +310,7 @@ class Canvas(ABC):
             screen_space: Interpret ``pos`` as pixels from the top-left corner.
         """
         rgb = validate_color(color)
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size <= 0:
-            raise ValueError(f"size must be a positive integer font size in pixels, got {size!r}")
+        check_int(size, "Canvas.text size", low=1, fix="give the font size in pixels")
         if not string:
             return
         p = (float(pos[0]), float(pos[1]))
@@ -340,7 +334,7 @@ class Canvas(ABC):
     # -- worlds -----------------------------------------------------------------------------
     def draw_world(
         self,
-        world: Any,
+        world: World,
         alpha: float = 1.0,
         previous_poses: np.ndarray | None = None,
         env_ids: Sequence[int] | np.ndarray | None = None,
@@ -361,9 +355,7 @@ class Canvas(ABC):
                 ``world.body_poses``; ignored when None or ``alpha == 1``.
             env_ids: The copies to draw (default: all).
         """
-        a = _finite_number("alpha", alpha)
-        if a > 1.0:
-            raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
+        a = check_number(alpha, "Canvas.draw_world: alpha", low=0.0, high=1.0)
         names = world.body_names
         layout = self._layout
         if layout is None or layout.scene is not world.scene or layout.body_names != names:
@@ -408,7 +400,7 @@ class Canvas(ABC):
     #: Added to screen coordinates of compiled plans (the backend's pixel convention).
     _PIXEL_SHIFT = 0.0
 
-    def _plan_style(self) -> Any:
+    def _plan_style(self) -> Hashable:
         """Hashable settings that change what :meth:`_build_plan` produces."""
         return None
 
@@ -470,7 +462,7 @@ class Canvas(ABC):
         """Text with its top-left corner at integer pixel ``pos``."""
 
 
-def _env_origins(world: Any, num_envs: int) -> np.ndarray:
+def _env_origins(world: World, num_envs: int) -> np.ndarray:
     origins = getattr(world, "env_origins", None)
     if origins is not None:
         o = np.asarray(origins, dtype=np.float64)

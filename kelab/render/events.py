@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kelab._validate import must
+
 __all__ = ["EVENT_KINDS", "InputEvent", "MODIFIERS"]
 
 EVENT_KINDS = frozenset(
@@ -42,9 +44,7 @@ class InputEvent:
 
     def __post_init__(self) -> None:
         if self.kind not in EVENT_KINDS:
-            raise ValueError(
-                f"InputEvent.kind must be one of {sorted(EVENT_KINDS)}, got {self.kind!r}"
-            )
+            raise ValueError(must("InputEvent.kind", f"one of {sorted(EVENT_KINDS)}", self.kind))
         if not self.mods <= MODIFIERS:
             raise ValueError(
                 f"InputEvent.mods must be a subset of {sorted(MODIFIERS)}, got {set(self.mods)}"

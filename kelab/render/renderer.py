@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kelab._validate import is_bool, must
 from kelab.render.camera import Camera, _check_size
 from kelab.render.canvas import Canvas
 from kelab.render.events import InputEvent
@@ -79,7 +80,7 @@ class Renderer(ABC):
     @camera.setter
     def camera(self, camera: Camera) -> None:
         if not isinstance(camera, Camera):
-            raise ValueError(f"camera must be a kelab Camera, got {type(camera).__name__}")
+            raise ValueError(must("Renderer.camera", "a kelab Camera", camera))
         camera.size = self._camera.size
         self._camera = camera
         self.canvas._camera = camera
@@ -260,7 +261,7 @@ def create_renderer(
         from kelab.render.gl_backend import GLRenderer
 
         return GLRenderer(wh, title, headless, vsync, antialias)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    raise ValueError(must("backend", f"one of {BACKENDS}", backend))
 
 
 def check_antialias(value: object) -> bool | str:
@@ -275,13 +276,17 @@ def check_antialias(value: object) -> bool | str:
     Raises:
         ValueError: For anything else.
     """
-    if isinstance(value, (bool, np.bool_)):
+    if is_bool(value):
         return bool(value)
     if isinstance(value, str) and value == "msaa":
         return "msaa"
     raise ValueError(
-        f"antialias must be True (analytic edges), False (hard edges) or 'msaa' "
-        f"(4x multisampling, backend='gl' only), got {value!r}"
+        must(
+            "antialias",
+            "True (analytic edges), False (hard edges) or 'msaa' (4x multisampling, "
+            "backend='gl' only)",
+            value,
+        )
     )
 
 
