@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from kelab._validate import check_int, check_number_or_none
 from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
@@ -120,9 +121,7 @@ def _forces_ok(values: np.ndarray, dynamic: np.ndarray, where: str) -> None:
 
 
 def _meta_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise _fail(f"snapshot meta {name!r} must be an int, got {value!r}")
-    return int(value)
+    return check_int(value, f"World.restore: snapshot meta {name!r}", fix=_FIX)
 
 
 def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
@@ -207,13 +206,9 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
     if as_float != snap.sim_time:
         raise _fail(f"snapshot sim_time {snap.sim_time!r} must equal its exact time {time}")
     dt = meta.get("dt")
-    if dt is not None and (
-        isinstance(dt, bool)
-        or not isinstance(dt, (int, float))
-        or not (math.isfinite(dt) and dt > 0)
-    ):
-        raise _fail(f"snapshot meta 'dt' must be None or a finite number > 0, got {dt!r}")
-    dt = None if dt is None else float(dt)
+    dt = check_number_or_none(
+        dt, "World.restore: snapshot meta 'dt'", low=0.0, low_open=True, fix=_FIX
+    )
     if (step_count == 0) != (time == 0):
         raise _fail(f"snapshot time {time} s is inconsistent with step_count {step_count}")
     if dt is None and step_count:

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from kelab._validate import check_number, is_int, must
+
 MAGIC = b"KESNAP1"
 """The first bytes of every serialised snapshot (format version 1)."""
 
@@ -284,24 +286,9 @@ class Snapshot:
             raise ValueError(
                 f"Snapshot fingerprint must be a non-empty str, got {_short(fingerprint)}"
             )
-        if (
-            isinstance(step_count, bool)
-            or not isinstance(step_count, (int, np.integer))
-            or not 0 <= step_count < 2**63
-        ):
-            raise ValueError(
-                f"Snapshot step_count must be an int in [0, 2**63), got {_short(step_count)}"
-            )
-        if isinstance(sim_time, bool) or not isinstance(
-            sim_time, (int, float, np.floating, np.integer)
-        ):
-            raise ValueError(f"Snapshot sim_time must be a finite number, got {_short(sim_time)}")
-        try:
-            finite = math.isfinite(sim_time)
-        except OverflowError:  # an int beyond float range
-            finite = False
-        if not finite:
-            raise ValueError(f"Snapshot sim_time must be a finite number, got {_short(sim_time)}")
+        if not (is_int(step_count) and 0 <= step_count < 2**63):  # type: ignore[operator]
+            raise ValueError(must("Snapshot step_count", "an int in [0, 2**63)", step_count))
+        check_number(sim_time, "Snapshot sim_time")
         if meta is not None and not isinstance(meta, Mapping):
             raise ValueError(f"Snapshot meta must be a mapping, got {type(meta).__name__}")
         if arrays is not None and not isinstance(arrays, Mapping):
