@@ -40,10 +40,10 @@ HEADLESS_DEFAULT_S = 5.0
 """Simulated seconds of a headless preview without ``--seconds``."""
 
 
-def _positive(kind: type, name: str) -> Any:
+def _positive(kind: type[int] | type[float], name: str) -> Callable[[str], float]:
     """An argparse ``type=`` that accepts only finite numbers > 0 (the error names the fix)."""
 
-    def convert(text: str) -> Any:
+    def convert(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
@@ -64,7 +64,7 @@ positive_float = _positive(float, "seconds")
 """``type=`` for ``--seconds``: a finite float > 0."""
 
 
-def positive_int(name: str) -> Any:
+def positive_int(name: str) -> Callable[[str], float]:
     """Return an argparse ``type=`` for an integer option that must be >= 1.
 
     Args:

@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import check_number, check_positive, must
-from kelab.sim.shapes import Box, Circle, Polygon, Segment
+from kelab.sim.shapes import Box, Circle, Polygon, Segment, Shape
+
+if TYPE_CHECKING:
+    from kelab.sim.scene import BodySpec, Scene
+    from kelab.sim.world import World
 
 __all__ = ["DragSpring", "PickedBody", "pick_body"]
 
@@ -77,14 +82,14 @@ class _SceneTable:
     moving_extent: np.ndarray  # (n_moving,) farthest shape point from the body origin, m
 
 
-def _offset_points(shape: Any, pts: np.ndarray) -> np.ndarray:
+def _offset_points(shape: Shape, pts: np.ndarray) -> np.ndarray:
     off = shape.offset
     c, s = math.cos(off.angle), math.sin(off.angle)
     rot = np.array([[c, -s], [s, c]])
     return pts @ rot.T + np.array([off.x, off.y])
 
 
-def _extent(spec: Any) -> float:
+def _extent(spec: BodySpec) -> float:
     """Farthest distance of any shape point from the body origin (a bounding radius)."""
     far = 0.0
     for shape in spec.shapes:
@@ -98,7 +103,7 @@ def _extent(spec: Any) -> float:
     return far
 
 
-def _table(scene: Any, body_names: tuple[str, ...]) -> _SceneTable:
+def _table(scene: Scene, body_names: tuple[str, ...]) -> _SceneTable:
     cb, cc, cr, sb, sa, sbb, sr, pb, pv = [], [], [], [], [], [], [], [], []
     per_env, rank, poses, cols, paths = [], [], [], [], []
     name_col = {n: i for i, n in enumerate(body_names)}
@@ -137,7 +142,9 @@ def _table(scene: Any, body_names: tuple[str, ...]) -> _SceneTable:
     insts = [by_path[p] for p in body_names]
     moving = [c for c, inst in enumerate(insts) if inst.spec.body_type != "static"]
 
-    def arr(x: list, shape: tuple[int, ...] = (-1,), dtype: Any = np.float64) -> np.ndarray:
+    def arr(
+        x: list, shape: tuple[int, ...] = (-1,), dtype: npt.DTypeLike = np.float64
+    ) -> np.ndarray:
         return np.asarray(x, dtype=dtype).reshape(shape)
 
     return _SceneTable(
@@ -162,10 +169,10 @@ def _table(scene: Any, body_names: tuple[str, ...]) -> _SceneTable:
     )
 
 
-_TABLES: dict[int, tuple[Any, tuple[str, ...], _SceneTable]] = {}
+_TABLES: dict[int, tuple[Scene, tuple[str, ...], _SceneTable]] = {}
 
 
-def _cached_table(world: Any) -> _SceneTable:
+def _cached_table(world: World) -> _SceneTable:
     scene = world.scene
     names = tuple(world.body_names)
     hit = _TABLES.get(id(scene))
@@ -186,7 +193,7 @@ def _local(points: np.ndarray, poses: np.ndarray) -> np.ndarray:
 
 
 def _pick_moving(
-    world: Any,
+    world: World,
     tab: _SceneTable,
     p: np.ndarray,
     ids: np.ndarray,
@@ -275,10 +282,10 @@ def _pick_static(
 
 
 def pick_body(
-    world: Any,
+    world: World,
     point: tuple[float, float],
     tolerance: float = 0.0,
-    env_ids: Any = None,
+    env_ids: npt.ArrayLike | None = None,
 ) -> PickedBody | None:
     """Return the body under ``point`` (display frame), or None.
 
@@ -373,7 +380,7 @@ class DragSpring:
 
     def __init__(
         self,
-        world: Any,
+        world: World,
         picked: PickedBody,
         frequency_hz: float = 4.0,
         damping_ratio: float = 1.0,

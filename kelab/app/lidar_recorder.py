@@ -84,7 +84,7 @@ class LidarRecorder(Recorder):
         self.beams: tuple[str, ...] = ()
         self.angles = np.zeros(0)
         self.max_range = np.zeros(0)
-        self._world: Any = None
+        self._world: World | None = None
         self._tmp: Any = None  # open temp file the scans stream into
         self._tmp_path: Path | None = None
 

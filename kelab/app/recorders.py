@@ -316,7 +316,7 @@ class DataRecorder(Recorder):
         self.flush_every = flush_every
         self.flush_interval_s = float(flush_interval_s)
         self.rows = 0
-        self._world: Any = None
+        self._world: World | None = None
         self._body_idx = np.zeros(0, dtype=np.intp)
         self._columns: list[str] | None = None
         self._pending: list[np.ndarray] = []

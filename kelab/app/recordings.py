@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab.app.hud import draw_recording_badge
+from kelab.app.hud import Rect, draw_recording_badge
 from kelab.app.recorders import Recorder, VideoRecorder
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Recordings:
             return None
         return renderer.read_rgb_pixels(flip_y=True)
 
-    def draw_badge(self, canvas: Canvas, avoid: list[Any]) -> None:
+    def draw_badge(self, canvas: Canvas, avoid: list[Rect]) -> None:
         """Draw the red REC badge (time, file) while the video records."""
         video = self._video
         if video is not None:

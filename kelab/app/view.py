@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -82,7 +82,7 @@ class ViewController:
         self._pan_from: tuple[float, float] | None = None
         self._pan_button: int | None = None
         self._index: int | None = None
-        self._index_of: Any = None
+        self._index_of: World | None = None  # the World ``_index`` was found in
 
     # ----------------------------------------------------------------- setup
     def remember_home(self, camera: Camera) -> None:

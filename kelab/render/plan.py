@@ -12,10 +12,12 @@ bodies of all copies (:meth:`WorldLayout.screen_points`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab.render.geometry import (
     circle_segments,
@@ -23,6 +25,11 @@ from kelab.render.geometry import (
     thick_line_quads,
     unit_circle,
 )
+
+if TYPE_CHECKING:
+    from kelab.render.camera import Camera
+    from kelab.sim.scene import BodyInstance, Scene
+    from kelab.sim.shapes import Shape
 
 __all__ = ["DrawPlan", "Primitive", "WorldLayout"]
 
@@ -90,7 +97,7 @@ def _circle(center: np.ndarray, radius_px: float) -> np.ndarray:
 
 
 def _shape_parts(
-    shape: Any, zoom: float, color: Color, outline: bool = False
+    shape: Shape, zoom: float, color: Color, outline: bool = False
 ) -> list[tuple[bool, np.ndarray, Color]]:
     """The primitives of one shape in body-frame pixels, in drawing order.
 
@@ -105,7 +112,7 @@ def _shape_parts(
     rot = np.array([[c, -s], [s, c]])
     shift = np.array([off.x, off.y])
 
-    def place(pts: Any) -> np.ndarray:
+    def place(pts: npt.ArrayLike) -> np.ndarray:
         return (np.asarray(pts, dtype=np.float64) @ rot.T + shift) * zoom
 
     if isinstance(shape, (Box, Polygon)):
@@ -161,7 +168,7 @@ class _Body:
     order: int
     per_env: bool
     column: int  # column inside its group
-    shapes: tuple[Any, ...]
+    shapes: tuple[Shape, ...]
     color: Color
 
 
@@ -174,11 +181,16 @@ class WorldLayout:
         validate_color: Called on each ``RenderHint.color`` (raises ValueError).
     """
 
-    def __init__(self, scene: Any, body_names: tuple[str, ...], validate_color: Any) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        body_names: tuple[str, ...],
+        validate_color: Callable[[object, str], Color],
+    ) -> None:
         self.scene = scene
         self.body_names = body_names
         index = {name: i for i, name in enumerate(body_names)}
-        groups: dict[bool, list[Any]] = {True: [], False: []}
+        groups: dict[bool, list[BodyInstance]] = {True: [], False: []}
         bodies: list[_Body] = []
         for order, inst in enumerate(scene.bodies):
             hint = inst.spec.render
@@ -250,7 +262,12 @@ class WorldLayout:
         return out
 
     def plan(
-        self, zoom: float, n_env: int, build: Any, style: Any, outline: bool = False
+        self,
+        zoom: float,
+        n_env: int,
+        build: Callable[[list[Primitive]], DrawPlan],
+        style: Hashable,
+        outline: bool = False,
     ) -> DrawPlan:
         """Return the cached plan for ``(zoom, n_env)``, building it with ``build`` once.
 
@@ -280,7 +297,7 @@ class WorldLayout:
         poses: np.ndarray,
         shared_poses: np.ndarray,
         origins: np.ndarray,
-        camera: Any,
+        camera: Camera,
         shift: float,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Move a plan's points to the screen for this frame.

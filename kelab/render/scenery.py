@@ -8,11 +8,15 @@ half metre so motion along the ground is visible even when the camera follows a 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from kelab.render.canvas import Canvas, Color
+
+if TYPE_CHECKING:
+    from kelab.sim.scene import Scene
+    from kelab.sim.world import World
 
 __all__ = [
     "PALETTE",
@@ -58,7 +62,7 @@ def draw_backdrop(
     canvas.backdrop(top, bottom)
 
 
-def find_ground_top(scene: Any) -> float | None:
+def find_ground_top(scene: Scene) -> float | None:
     """The top surface (world y) of the scene's ground, or None when it has none.
 
     The ground is the widest static box at least 20 m wide that is shared by every copy
@@ -129,7 +133,7 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
         canvas.text((px + 3, sy), f"{x:g} m", label, size=label_size, screen_space=True)
 
 
-def _revolute_joints(scene: Any, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _revolute_joints(scene: Scene, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Parent body column (-1: the copy's ground frame) and anchor of each revolute joint."""
     from kelab.sim.joints import RevoluteJoint
 
@@ -146,10 +150,10 @@ def _revolute_joints(scene: Any, body_names: list[str]) -> tuple[np.ndarray, np.
     return np.array(parents, dtype=np.intp), np.array(anchors, dtype=np.float64).reshape(-1, 2)
 
 
-_JOINT_CACHE: dict[int, tuple[Any, tuple[np.ndarray, np.ndarray]]] = {}
+_JOINT_CACHE: dict[int, tuple[Scene, tuple[np.ndarray, np.ndarray]]] = {}
 
 
-def joint_anchors(world: Any, poses: np.ndarray | None = None) -> np.ndarray:
+def joint_anchors(world: World, poses: np.ndarray | None = None) -> np.ndarray:
     """World positions of every revolute joint's pivot, ``(num_envs, n_joints, 2)``.
 
     Args:
@@ -178,7 +182,7 @@ def joint_anchors(world: Any, poses: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def draw_joints(canvas: Canvas, world: Any, poses: np.ndarray | None = None) -> None:
+def draw_joints(canvas: Canvas, world: World, poses: np.ndarray | None = None) -> None:
     """Mark every revolute joint's pivot with a small ring (on top of the bodies).
 
     Args:
@@ -192,7 +196,7 @@ def draw_joints(canvas: Canvas, world: Any, poses: np.ndarray | None = None) -> 
         canvas.circle((x, y), 3.0 / zoom, PALETTE["joint"], width=1.5 / zoom)
 
 
-def draw_contact_forces(canvas: Canvas, world: Any, newtons_per_metre: float = 100.0) -> None:
+def draw_contact_forces(canvas: Canvas, world: World, newtons_per_metre: float = 100.0) -> None:
     """Draw each touching body's summed contact force as an arrow from its centre.
 
     KELab reads contact forces per body (``world.contact_forces``), not per contact

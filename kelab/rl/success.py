@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,7 +32,7 @@ class SuccessRule:
         fn: The rule function. It receives the running task; leave it unannotated.
     """
 
-    def __init__(self, fn: Callable[[Any], np.ndarray]) -> None:
+    def __init__(self, fn: Callable[[Task], np.ndarray]) -> None:
         if isinstance(fn, SuccessRule):
             fn = fn.fn
         if not callable(fn):
@@ -49,7 +49,7 @@ class SuccessRule:
         return f"<success rule {self.name}>"
 
 
-def success(fn: Callable[[Any], np.ndarray]) -> SuccessRule:
+def success(fn: Callable[[Task], np.ndarray]) -> SuccessRule:
     """Mark ``fn(task) -> bool (num_envs,)`` as a success rule.
 
     Args:

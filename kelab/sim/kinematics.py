@@ -8,11 +8,14 @@ forward kinematics. Every function works on rows of body states ``(m, n_bodies, 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kelab.sim._compile import Layout
+
+if TYPE_CHECKING:
+    from kelab.sim._backend import Backend
 
 
 def cross(w: np.ndarray, r: np.ndarray) -> np.ndarray:
@@ -57,7 +60,7 @@ class JointCache:
     state there, else it marks them stale.
     """
 
-    def __init__(self, layout: Layout, num_envs: int, backend: Any) -> None:
+    def __init__(self, layout: Layout, num_envs: int, backend: Backend) -> None:
         nj = len(layout.joint_paths)
         self.layout = layout
         self.backend = backend

@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from kelab.app.app import App
+    from kelab.render.canvas import Canvas
     from kelab.rl.direct import DirectRLEnv
 
 __all__ = ["play_in_app", "policy_app"]
 
 
-def _app_class() -> type:
+def _app_class() -> type[App]:
     from kelab.app.app import App
 
     class PolicyApp(App):
@@ -80,7 +82,7 @@ def _app_class() -> type:
             self.camera.center = center
             self.camera.zoom = float(task.render_zoom)
 
-        def render(self, canvas: Any, alpha: float) -> None:
+        def render(self, canvas: Canvas, alpha: float) -> None:
             """The task's markers, and a status line."""
             task = self.env.unwrapped.task
             world = self.world
@@ -105,7 +107,7 @@ def policy_app(
     episodes: int = 1,
     seed: int = 0,
     **app_kwargs: Any,
-) -> Any:
+) -> App:
     """Build (not start) the ``ke.App`` that plays ``act`` in ``env``.
 
     Args:

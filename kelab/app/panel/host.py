@@ -17,10 +17,19 @@ from a cache (gl: one ``glBlitFramebuffer`` of the panel rectangle; pygame: one 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kelab.app.panel.model import PanelModel
 from kelab.render.events import InputEvent
+
+if TYPE_CHECKING:
+    import moderngl
+    import pygame
+    from imgui_bundle import imgui
+
+    from kelab.app.panel.imgui_gl import ImGuiGLRenderer, OffscreenImGui
+    from kelab.render.gl_backend import GLRenderer
+    from kelab.render.pygame_backend import PygameRenderer
 
 __all__ = ["SETTLE_S", "PanelHost"]
 
@@ -75,7 +84,7 @@ class PanelHost:
     #: gl backend: show an unchanged panel from a cached texture (False: draw every frame)
     gl_cache = True
 
-    def __init__(self, model: PanelModel, renderer: Any) -> None:
+    def __init__(self, model: PanelModel, renderer: GLRenderer | PygameRenderer) -> None:
         from imgui_bundle import imgui, implot
 
         from kelab.app.panel.ui import PanelUI
@@ -101,8 +110,8 @@ class PanelHost:
         self.ui = PanelUI(model)
         self._keys = _imgui_keys()
         self._pressed_on_panel: set[int] = set()
-        self._gl: Any = None  # ImGuiGLRenderer (gl backend)
-        self._offscreen: Any = None  # OffscreenImGui (pygame backend)
+        self._gl: ImGuiGLRenderer | None = None  # gl backend
+        self._offscreen: OffscreenImGui | None = None  # pygame backend
         self._ready = False  # an ImGui frame was rendered and can be drawn
         self._built = False  # this frame's ImGui frame is new (else: the cached image)
         self._force = True  # build the next frame whatever the key says
@@ -235,7 +244,7 @@ class PanelHost:
         self._force = False
         self._built = True
 
-    def _overlay(self, *target: Any) -> None:
+    def _overlay(self, *target: Any) -> None:  # gl: (ctx, fbo, top_first); pygame: (surface,)
         if not (self._ready and self.model.open):
             self._force = True  # shown again later: build afresh
             return
@@ -264,7 +273,13 @@ class PanelHost:
             and box[1] + box[3] <= rect[1] + rect[3]
         )
 
-    def _overlay_gl(self, draw_data: Any, ctx: Any, fbo: Any, top_first: bool) -> None:
+    def _overlay_gl(
+        self,
+        draw_data: imgui.ImDrawData | None,
+        ctx: moderngl.Context,
+        fbo: moderngl.Framebuffer,
+        top_first: bool,
+    ) -> None:
         """Draw into the frame's framebuffer; an unchanged opaque panel is copied from a cache."""
         import moderngl
 
@@ -301,7 +316,7 @@ class PanelHost:
             self._cache_key = key
         r.blit_rect(self._cache, fbo, rect, top_first)
 
-    def _overlay_pygame(self, draw_data: Any, surface: Any) -> None:
+    def _overlay_pygame(self, draw_data: imgui.ImDrawData | None, surface: pygame.Surface) -> None:
         """Render offscreen and blit; an unchanged opaque panel is blitted from a cache."""
         import pygame
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -45,6 +45,7 @@ from kelab.timing.timeline import (
 
 if TYPE_CHECKING:
     from kelab.app.app import App
+    from kelab.sim.world import World
 
 __all__ = [
     "FRAME_SIGNALS",
@@ -184,7 +185,7 @@ class PanelModel:
         self._published: dict[str, SignalHistory] = {}
 
     # ------------------------------------------------------------------ helpers
-    def _do(self, fn: Any, *args: Any) -> bool:
+    def _do(self, fn: Callable[..., object], *args: object) -> bool:
         try:
             fn(*args)
         except (ValueError, KeyError, RuntimeError, OSError) as exc:
@@ -544,7 +545,7 @@ class PanelModel:
             if value is not None:
                 h[sig].add(t, value)
 
-    def _read_signal(self, world: Any, sig: str, cache: dict[str, np.ndarray]) -> float | None:
+    def _read_signal(self, world: World, sig: str, cache: dict[str, np.ndarray]) -> float | None:
         if sig.endswith("]") and "[" in sig:
             name, k = sig[:-1].rsplit("[", 1)
             return float(np.asarray(world.read_sensor(name))[0, int(k)])

@@ -11,7 +11,7 @@ from typing import Any
 
 from imgui_bundle import imgui, implot
 
-from kelab.app.panel.model import FRAME_SIGNALS, PanelModel, signal_groups
+from kelab.app.panel.model import FRAME_SIGNALS, BindingRow, PanelModel, signal_groups
 from kelab.app.panel.settings import PAGES, RECORDER_KINDS
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import MAX_RUNNERS, Phase
@@ -189,7 +189,7 @@ class PanelUI:
         if imgui.button(f"Add Time Runner ({n}/{MAX_RUNNERS})"):
             m.add_runner()
 
-    def _binding_rows(self, rows: Any) -> None:
+    def _binding_rows(self, rows: list[BindingRow]) -> None:
         m = self.model
         for row in rows:
             self._row(row.label)
