@@ -5,6 +5,13 @@ A :class:`SceneBuilder` collects items at absolute paths (``"/World/Robot"``) an
 the ordered bodies, joints, sensors, sites and cameras that the World and the renderer
 consume, JSON-round-trippable and fingerprinted. See docs/scene.md.
 
+Why this module is over 800 lines: it is the scene's whole vocabulary, about a dozen
+small frozen dataclasses (the items a task adds and the flattened instances a Scene
+holds), each validating its own fields in ``__post_init__``; they refer to one another
+and round-trip through one JSON form, so splitting them would only spread one format
+over several files. What is not the vocabulary has left: the builder (builder.py), the
+cross-item checks (_scene_checks.py) and the JSON encoding (_scene_io.py).
+
 Example:
     >>> import kelab as ke
     >>> b = ke.SceneBuilder()
@@ -69,6 +76,7 @@ from kelab.sim.shapes import (
 
 if TYPE_CHECKING:
     from kelab.sim.assets import Asset
+    from kelab.sim.robot_view import RobotView
 
 __all__ = [
     "WORLD",
@@ -409,7 +417,7 @@ class Robot:
             f"path={self.path!r})"
         )
 
-    def _bind(self, view: Any) -> None:
+    def _bind(self, view: RobotView) -> None:
         """Attach the runtime view (``World.robot(path)``) this handle delegates to."""
         self.__dict__["_view"] = view
 

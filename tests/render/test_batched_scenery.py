@@ -66,11 +66,11 @@ def test_text_atlas_starts_over_when_full(backend):
     # many distinct strings (a status line per frame) never run out of room
     with ke.create_renderer(backend, size=(160, 60), headless=True) as r:
         if backend == "gl":
-            from kelab.render.gl_backend import _TextAtlas
+            from kelab.render.gl_canvas import TextAtlas
 
             with r.canvas._bind():  # a tiny atlas fills after a few frames
                 r.canvas._atlas.release()
-                r.canvas._atlas = _TextAtlas(r.canvas._ctx, 64)
+                r.canvas._atlas = TextAtlas(r.canvas._ctx, 64)
         for i in range(40):
             r.begin_frame()
             r.canvas.clear((255, 255, 255))
