@@ -36,7 +36,6 @@ __all__ = [
     "WorkerChannel",
     "compact_ends",
     "expand_ends",
-    "merge_infos",
     "pack_ends",
     "unpack_ends",
 ]
@@ -51,49 +50,6 @@ class ChannelClosedError(ConnectionError):
 
 
 # ---------------------------------------------------------------------- the ended rows
-def _blank_like(value: np.ndarray, rows: int) -> np.ndarray:
-    """What ``vector_info`` puts in the rows of copies that did not end."""
-    shape = (rows, *value.shape[1:])
-    if value.dtype == object:
-        return np.full(shape, None, dtype=object)
-    return np.zeros(shape, dtype=value.dtype)
-
-
-def merge_infos(infos: Sequence[Mapping[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:
-    """Join the vector infos of consecutive groups of copies into one vector info.
-
-    A key missing from a group's info (that group had no episode ending) is filled the way
-    ``LearningEnv`` fills the rows of copies that did not end: zeros, False, or None.
-
-    Args:
-        infos: One info per group, in copy order (``{}`` where nothing ended).
-        sizes: Copies per group.
-
-    Returns:
-        The info of all copies (``{}`` when every group's info is empty).
-    """
-    present = [info for info in infos if info]
-    if not present:
-        return {}
-    keys: list[str] = []
-    for info in present:
-        keys.extend(k for k in info if k not in keys)
-    out: dict[str, Any] = {}
-    for key in keys:
-        sample = next(info[key] for info in present if key in info)
-        if isinstance(sample, Mapping):
-            out[key] = merge_infos([info.get(key, {}) if info else {} for info in infos], sizes)
-            if not out[key]:  # a group-level dict that was empty everywhere
-                out[key] = {}
-            continue
-        parts = [
-            np.asarray(info[key]) if info and key in info else _blank_like(sample, n)
-            for info, n in zip(infos, sizes, strict=True)
-        ]
-        out[key] = np.concatenate(parts, axis=0)
-    return out
-
-
 def compact_ends(info: Mapping[str, Any]) -> dict[str, Any] | None:
     """The rows of a ``LearningEnv`` step info that :func:`expand_ends` needs (None if empty).
 

@@ -15,39 +15,32 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
+import numpy.typing as npt
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, must
-from kelab.rl.ray_channel import (
-    OK,
-    STEP,
-    ChannelClosedError,
-    StepChannel,
-    WorkerChannel,
-    compact_ends,
-    expand_ends,
-    merge_infos,
-)
+from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, expand_ends
+from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import SimulationTimingConfig
 
+if TYPE_CHECKING:  # ray is optional: imported when an env is made
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+
 __all__ = [
     "RayLearningEnv",
     "WorkerDiedError",
-    "compact_ends",
-    "expand_ends",
-    "merge_infos",
     "split_copies",
 ]
 
@@ -99,117 +92,6 @@ def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
         ranges.append((first, end))
         first = end
     return ranges
-
-
-class _EnvWorker:
-    """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``."""
-
-    def __init__(
-        self,
-        task: Task,
-        num_envs: int,
-        seed: int,
-        copy_offset: int,
-        env_kwargs: dict[str, Any],
-        cpu: int | None = None,
-    ) -> None:
-        from kelab.rl.env import LearningEnv
-
-        if cpu is not None and hasattr(os, "sched_setaffinity"):
-            allowed = sorted(os.sched_getaffinity(0))
-            os.sched_setaffinity(0, {allowed[cpu % len(allowed)]})
-        self.env = LearningEnv(
-            task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
-        )
-
-    def describe(self) -> dict[str, Any]:
-        env = self.env
-        try:
-            import ray
-
-            address = ray.util.get_node_ip_address()
-        except Exception:  # noqa: BLE001 - only for messages
-            address = "?"
-        return {
-            "single_observation_space": env.single_observation_space,
-            "single_action_space": env.single_action_space,
-            "metadata": dict(env.metadata),
-            "max_episode_length": int(env.max_episode_length),
-            "step_dt": float(env.step_dt),
-            "timing": env.timing,
-            "layout": env.world.layout,
-            "fingerprint": env.world.fingerprint,
-            "has_rule": env.success_rule is not None,
-            "host": f"{socket.gethostname()} ({address})",
-            "pid": os.getpid(),
-            "node_id": _node_id(),
-        }
-
-    def reset(self, seed: int | list[int] | None) -> np.ndarray:
-        return self.env.reset(seed=seed)[0]
-
-    def step(self, actions: np.ndarray) -> tuple:
-        obs, rewards, terminated, truncated, info = self.env.step(actions)
-        return obs, rewards, terminated, truncated, compact_ends(info)
-
-    def serve(self, sock_path: str, shm_path: str) -> None:
-        """Step through a same-machine :class:`StepChannel` until the driver says stop.
-
-        Each command: read the actions from shared memory, step, write the results there
-        and reply with the ended rows. A step that raises ends the loop with that error
-        (the driver reads it from this call's result, as for ``step``).
-        """
-        env = self.env
-        channel = WorkerChannel(
-            sock_path,
-            shm_path,
-            env.num_envs,
-            env.single_observation_space.shape[0],
-            env.single_action_space.shape[0],
-        )
-        arrays = channel.arrays
-        try:
-            while channel.wait() == STEP:
-                try:  # a copy: the task may keep the actions it was given
-                    obs, rewards, terminated, truncated, info = env.step(arrays.actions.copy())
-                except BaseException:
-                    channel.failed()
-                    raise
-                arrays.obs[...] = obs
-                arrays.rewards[...] = rewards
-                arrays.terminated[...] = terminated
-                arrays.truncated[...] = truncated
-                channel.reply(compact_ends(info))
-        finally:
-            channel.close()
-
-    def snapshot(self) -> bytes:
-        return self.env.snapshot().to_bytes()
-
-    def restore(self, data: bytes) -> None:
-        self.env.restore(Snapshot.from_bytes(data))
-
-    def set_success_rule(self, rule: SuccessRule | None) -> None:
-        self.env.success_rule = rule
-
-    def condition_names(self) -> tuple[str, ...]:
-        return self.env.condition_names
-
-    def cpu_seconds(self) -> float:
-        return time.process_time()
-
-    def close(self) -> None:
-        self.env.close()
-
-
-def _node_id() -> str:
-    """The Ray node this process runs on ("" outside Ray)."""
-    try:
-        import ray
-
-        return ray.get_runtime_context().get_node_id() or ""
-    except Exception:  # noqa: BLE001 - no node: no same-machine channel
-        return ""
 
 
 class RayLearningEnv(gymnasium.vector.VectorEnv):
@@ -285,7 +167,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     ) -> None:
         self.closed = True  # until the workers exist (close() is then a no-op)
         self._owns_ray = False
-        self._workers: list[Any] = []
+        self._workers: list[ActorHandle] = []
         validate_task_class(task)
         if "env" in task.__dict__:
             raise ValueError(
@@ -365,7 +247,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._sizes = [b - a for a, b in self.ranges]
         self._env_kwargs = dict(env_kwargs)
         self._restarts = 0
-        actor = ray.remote(_EnvWorker).options(
+        actor = ray.remote(EnvWorker).options(
             num_cpus=float(cpus_per_worker),
             max_restarts=-1 if restart else 0,
             max_task_retries=0,
@@ -376,7 +258,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             for k, (a, b) in enumerate(self.ranges)
         ]
         self._channels: list[StepChannel | None] = [None] * num_workers
-        self._serving: list[Any] = [None] * num_workers  # each channel's serve() call
+        self._serving: list[ObjectRef | None] = [None] * num_workers  # each channel's serve() call
         self.closed = False
         self._hosts = ["(starting)"] * num_workers
         self._pids = [-1] * num_workers
@@ -416,10 +298,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
         self._obs: np.ndarray | None = None  # the last observation returned
         # per worker: a Ray step's ObjectRef, or None when it steps through its channel
-        self._pending: list[Any] | None = None
+        self._pending: list[ObjectRef | None] | None = None
         self._start_timeout_s = start_timeout_s
         # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
-        here = _node_id() if shared_memory and not str(address).startswith("ray://") else ""
+        here = node_id() if shared_memory and not str(address).startswith("ray://") else ""
         obs_dim = self.single_observation_space.shape[0]
         act_dim = self.single_action_space.shape[0]
         for k, (d, (a, b)) in enumerate(zip(described, self.ranges, strict=True)):
@@ -464,10 +346,22 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
 
     @property
     def workers(self) -> list[dict[str, Any]]:
-        """Each worker's copies ``[first, end)``, host and process id (for logs)."""
+        """Each worker's copies ``[first, end)``, host, process id and step transport.
+
+        ``steps_through`` is ``"shared memory"`` (a worker on this machine) or ``"ray"``
+        (Ray's object store: a worker on another machine, or ``shared_memory=False``).
+        """
         return [
-            {"worker": k, "copies": r, "host": h, "pid": p}
-            for k, (r, h, p) in enumerate(zip(self.ranges, self._hosts, self._pids, strict=True))
+            {
+                "worker": k,
+                "copies": r,
+                "host": h,
+                "pid": p,
+                "steps_through": "shared memory" if c is not None else "ray",
+            }
+            for k, (r, h, p, c) in enumerate(
+                zip(self.ranges, self._hosts, self._pids, self._channels, strict=True)
+            )
         ]
 
     @property
@@ -486,7 +380,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         return [float(x) for x in self._call_all("cpu_seconds", retry_dead=False)]
 
     # ------------------------------------------------------------------ plumbing
-    def _describe(self, described: list[dict[str, Any]]) -> None:
+    def _describe(self, described: list[WorkerDescription]) -> None:
         for k, d in enumerate(described):
             self._hosts[k], self._pids[k] = d["host"], d["pid"]
 
@@ -516,7 +410,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             self._pids[k],
         )
 
-    def _raise_cause(self, k: int, err: Any) -> None:
+    def _raise_cause(self, k: int, err: BaseException) -> None:
         """Re-raise an exception the worker's LearningEnv raised, saying where."""
         cause = getattr(err, "cause", None)
         if not isinstance(cause, BaseException):
@@ -530,7 +424,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             cause.add_note(note)
         raise cause from None
 
-    def _get(self, k: int, ref: Any, doing: str) -> tuple[bool, Any]:
+    def _get(self, k: int, ref: ObjectRef, doing: str) -> tuple[bool, Any]:
         """``(True, value)``, or ``(False, error)`` when the actor died."""
         ray = self._ray
         try:
@@ -659,7 +553,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._obs = np.concatenate(parts, axis=0)
         return self._obs, {}
 
-    def _check_actions(self, actions: Any) -> np.ndarray:
+    def _check_actions(self, actions: npt.ArrayLike) -> np.ndarray:
         shape = (self.num_envs, self.single_action_space.shape[0])
         try:
             a = np.asarray(actions, dtype=np.float32)
@@ -677,7 +571,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             )
         return a
 
-    def step_async(self, actions: Any) -> None:
+    def step_async(self, actions: npt.ArrayLike) -> None:
         """Send every worker its rows of ``actions`` and return at once.
 
         The learner can work while the workers step; :meth:`step_wait` collects the step.
@@ -694,7 +588,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is not None:
             raise RuntimeError("a step is in flight: call step_wait() before the next step")
         a = self._check_actions(actions)
-        pending: list[Any] = []
+        pending: list[ObjectRef | None] = []
         for k, (lo, hi) in enumerate(self.ranges):
             channel = self._channels[k]
             if channel is not None and (channel.connected or self._serve(k)):
@@ -778,7 +672,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         return obs, rewards, terminated, truncated, info
 
     def step(
-        self, actions: Any
+        self, actions: npt.ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Advance every copy by one env step, all workers at once (see the class docstring).
 

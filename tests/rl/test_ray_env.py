@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 import kelab as ke
-from kelab.rl.ray_env import RayLearningEnv, WorkerDiedError, merge_infos, split_copies
+from kelab.rl.ray_channel import compact_ends, expand_ends, pack_ends, unpack_ends
+from kelab.rl.ray_env import RayLearningEnv, WorkerDiedError, split_copies
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.tasks.humanoid import HumanoidTask
 
@@ -62,21 +63,41 @@ def test_split_copies_covers_every_copy_once():
     assert split_copies(5, 1) == [(0, 5)]
 
 
-def test_merge_infos_fills_groups_where_nothing_ended():
-    a = {
-        "ended_by": np.array([None, "fell"], dtype=object),
-        "_ended_by": np.array([False, True]),
-        "final_info": {
-            "episode_length": np.array([0, 7]),
-            "_episode_length": np.array([0, 1], bool),
-        },
-    }
-    merged = merge_infos([{}, a, {}], [1, 2, 3])
-    assert merged["ended_by"].tolist() == [None, None, "fell", None, None, None]
-    assert merged["_ended_by"].tolist() == [False, False, True, False, False, False]
-    assert merged["final_info"]["episode_length"].tolist() == [0, 0, 7, 0, 0, 0]
-    assert merged["final_info"]["episode_length"].dtype == np.int64
-    assert merge_infos([{}, {}], [2, 2]) == {}
+def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
+    """A worker's ended rows, encoded by pack_ends (JSON + raw bytes), decode to the same
+    arrays; expand_ends of two workers' rows gives one LearningEnv's info."""
+    env = ke.LearningEnv(CartPoleTask(), num_envs=6, seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    info = {}
+    while not info:
+        *_, info = env.step(actions(rng, 6, 1) * 3)
+    env.close()
+    ends = compact_ends(info)
+    header, blob = pack_ends(ends)
+    assert b"pickle" not in header and pack_ends(None) == (b"", b"")
+    assert unpack_ends(b"", b"") is None
+    back = unpack_ends(header, blob)
+    same(back["checks"], ends["checks"])
+    for key in ("ids", "final_obs", "episode_return", "episode_length", "episode_wall_s"):
+        same(back[key], ends[key], key)
+    assert back["ended_by"] == ends["ended_by"]
+    # the same rows as two workers' replies ([0, 3) and [3, 6)) rebuild the info
+    low, high = ends["ids"] < 3, ends["ids"] >= 3
+    halves = []
+    for first, rows in ((0, low), (3, high)):
+        if rows.any():
+            part = {k: v[rows] for k, v in back.items() if k not in ("ended_by", "checks")}
+            part["ids"] = part["ids"] - first
+            part["ended_by"] = [lab for lab, r in zip(back["ended_by"], rows, strict=True) if r]
+            part["checks"] = {k: v[rows] for k, v in back["checks"].items()}
+            halves.append((first, part))
+    rebuilt = expand_ends(halves, 6, 4)
+    t = info["episode"].pop("t"), rebuilt["episode"].pop("t")
+    same(rebuilt, info)
+    assert np.allclose(*t)
+    with pytest.raises(ValueError, match="plain arrays"):
+        unpack_ends(b'{"ids": ["|O", [1], 0]}', bytes(8))
 
 
 def test_copy_offset_envs_together_reproduce_one_env():
@@ -149,13 +170,24 @@ def run_side_by_side(env, ref, steps, rng, reset_at=()):
     return ended
 
 
-@pytest.mark.parametrize("workers", [1, 2, 3])
-def test_bit_identical_to_one_learning_env_isolated(humanoid2, workers):
-    if workers == 2:
+@pytest.mark.parametrize(
+    ("workers", "shared_memory"), [(1, True), (2, True), (3, True), (2, False)]
+)
+def test_bit_identical_to_one_learning_env_isolated(humanoid2, workers, shared_memory):
+    """Steps through the shared-memory channel (workers on this machine) and through Ray's
+    object store (as on other machines) give the same results as one LearningEnv."""
+    if (workers, shared_memory) == (2, True):
         env = humanoid2
     else:
         env = RayLearningEnv(
-            HumanoidTask(), 7, workers, seed=2, layout="isolated", cpus_per_worker=CPUS
+            HumanoidTask(),
+            7,
+            workers,
+            seed=2,
+            layout="isolated",
+            cpus_per_worker=CPUS,
+            shared_memory=shared_memory,
+            pin_workers=workers == 3,
         )
     ref = ke.LearningEnv(HumanoidTask(), num_envs=7, seed=2, layout="isolated")
     try:
@@ -169,6 +201,8 @@ def test_bit_identical_to_one_learning_env_isolated(humanoid2, workers):
         assert env.success_rule is ref.success_rule is HumanoidTask.success_rule
         assert [w["copies"] for w in env.workers] == split_copies(7, workers)
         assert len({w["pid"] for w in env.workers}) == workers
+        way = "shared memory" if shared_memory else "ray"
+        assert [w["steps_through"] for w in env.workers] == [way] * workers
         ended = run_side_by_side(env, ref, 60, np.random.default_rng(workers), reset_at=(30,))
         assert ended > 0  # random torques topple the biped: autoresets were compared
     finally:

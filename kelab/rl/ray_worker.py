@@ -1,0 +1,174 @@
+"""The body of a RayLearningEnv worker: one LearningEnv of its share of the copies.
+
+:class:`EnvWorker` is what ``RayLearningEnv`` turns into a Ray actor: its methods are the
+calls the driver makes through Ray (describe, reset, step, snapshot...) and
+:meth:`EnvWorker.serve`, the loop that steps through a same-machine
+:class:`~kelab.rl.ray_channel.StepChannel` instead of one Ray call per step.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from typing import Any, TypedDict
+
+import gymnasium
+import numpy as np
+
+from kelab.rl.ray_channel import STEP, WorkerChannel, compact_ends
+from kelab.rl.success import SuccessRule
+from kelab.rl.task import Task
+from kelab.sim.snapshot import Snapshot
+from kelab.timing.config import SimulationTimingConfig
+
+__all__ = ["EnvWorker", "WorkerDescription", "node_id"]
+
+
+class WorkerDescription(TypedDict):
+    """What :meth:`EnvWorker.describe` tells the driver about a worker and its env."""
+
+    single_observation_space: gymnasium.spaces.Box
+    single_action_space: gymnasium.spaces.Box
+    metadata: dict[str, Any]
+    max_episode_length: int
+    step_dt: float
+    timing: SimulationTimingConfig
+    layout: str
+    fingerprint: str
+    has_rule: bool
+    host: str
+    pid: int
+    node_id: str
+
+
+def node_id() -> str:
+    """The Ray node this process runs on ("" outside Ray)."""
+    try:
+        import ray
+
+        return ray.get_runtime_context().get_node_id() or ""
+    except Exception:  # noqa: BLE001 - no node: no same-machine channel
+        return ""
+
+
+class EnvWorker:
+    """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``.
+
+    Args:
+        task: The task (the actor's own copy).
+        num_envs: The worker's copies.
+        seed: The env's seed (per-copy streams come from the global copy index).
+        copy_offset: Global index of the worker's first copy.
+        env_kwargs: Other ``LearningEnv`` arguments.
+        cpu: Pin the process to the ``cpu % n``-th of the ``n`` CPUs it may use (None:
+            leave it to the OS).
+    """
+
+    def __init__(
+        self,
+        task: Task,
+        num_envs: int,
+        seed: int,
+        copy_offset: int,
+        env_kwargs: dict[str, Any],
+        cpu: int | None = None,
+    ) -> None:
+        from kelab.rl.env import LearningEnv
+
+        if cpu is not None and hasattr(os, "sched_setaffinity"):
+            allowed = sorted(os.sched_getaffinity(0))
+            os.sched_setaffinity(0, {allowed[cpu % len(allowed)]})
+        self.env = LearningEnv(
+            task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
+        )
+
+    def describe(self) -> WorkerDescription:
+        """What the driver needs: spaces, metadata, timing, layout, host, pid, node."""
+        env = self.env
+        try:
+            import ray
+
+            address = ray.util.get_node_ip_address()
+        except Exception:  # noqa: BLE001 - only for messages
+            address = "?"
+        return WorkerDescription(
+            single_observation_space=env.single_observation_space,
+            single_action_space=env.single_action_space,
+            metadata=dict(env.metadata),
+            max_episode_length=int(env.max_episode_length),
+            step_dt=float(env.step_dt),
+            timing=env.timing,
+            layout=env.world.layout,
+            fingerprint=env.world.fingerprint,
+            has_rule=env.success_rule is not None,
+            host=f"{socket.gethostname()} ({address})",
+            pid=os.getpid(),
+            node_id=node_id(),
+        )
+
+    def reset(self, seed: int | list[int] | None) -> np.ndarray:
+        """``LearningEnv.reset``'s observations."""
+        return self.env.reset(seed=seed)[0]
+
+    def step(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any] | None]:
+        """One step through Ray: the arrays and the ended rows (:func:`compact_ends`)."""
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        return obs, rewards, terminated, truncated, compact_ends(info)
+
+    def serve(self, sock_path: str, shm_path: str) -> None:
+        """Step through a same-machine :class:`StepChannel` until the driver says stop.
+
+        Each command: read the actions from shared memory, step, write the results there
+        and reply with the ended rows. A step that raises ends the loop with that error
+        (the driver reads it from this call's result, as for ``step``).
+        """
+        env = self.env
+        channel = WorkerChannel(
+            sock_path,
+            shm_path,
+            env.num_envs,
+            env.single_observation_space.shape[0],
+            env.single_action_space.shape[0],
+        )
+        arrays = channel.arrays
+        try:
+            while channel.wait() == STEP:
+                try:  # a copy: the task may keep the actions it was given
+                    obs, rewards, terminated, truncated, info = env.step(arrays.actions.copy())
+                except BaseException:
+                    channel.failed()
+                    raise
+                arrays.obs[...] = obs
+                arrays.rewards[...] = rewards
+                arrays.terminated[...] = terminated
+                arrays.truncated[...] = truncated
+                channel.reply(compact_ends(info))
+        finally:
+            channel.close()
+
+    def snapshot(self) -> bytes:
+        """The env's snapshot as bytes."""
+        return self.env.snapshot().to_bytes()
+
+    def restore(self, data: bytes) -> None:
+        """Restore the env from :meth:`snapshot`'s bytes."""
+        self.env.restore(Snapshot.from_bytes(data))
+
+    def set_success_rule(self, rule: SuccessRule | None) -> None:
+        """Set the env's success rule."""
+        self.env.success_rule = rule
+
+    def condition_names(self) -> tuple[str, ...]:
+        """The env's condition names (for evaluation)."""
+        return self.env.condition_names
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds this process has used."""
+        return time.process_time()
+
+    def close(self) -> None:
+        """Close the env."""
+        self.env.close()
