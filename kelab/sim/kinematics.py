@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab.sim._compile import Layout
+from kelab.sim._compile import JointLayout, Layout
 
 if TYPE_CHECKING:
     from kelab.sim._backend import Backend
@@ -149,7 +149,7 @@ def joint_state(
 
 
 def _ground_slider(
-    jl: Any, cog: np.ndarray, c: np.ndarray, pos: np.ndarray, vel: np.ndarray
+    jl: JointLayout, cog: np.ndarray, c: np.ndarray, pos: np.ndarray, vel: np.ndarray
 ) -> None:
     """Position and velocity of a prismatic joint to the ground, written into pos, vel.
 
