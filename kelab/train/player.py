@@ -75,11 +75,12 @@ class RLPlayer:
             timing it was trained at.
         render_mode: ``"human"`` (PACED window), ``"rgb_array"`` (offscreen, for video) or
             None; used only when ``env`` is None.
-        seed: Seed of the env built when ``env`` is None.
+        seed: Seed of the env built when ``env`` is None (an int >= 0).
 
     Raises:
         ValueError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
-            the env's (naming both), or the checkpoint cannot be loaded (CheckpointError).
+            the env's (naming both), the checkpoint cannot be loaded (CheckpointError), or
+            ``seed`` is not an int >= 0.
     """
 
     def __init__(
@@ -90,12 +91,12 @@ class RLPlayer:
         *,
         seed: int = 0,
     ) -> None:
+        self.seed = check_seed(seed)
         self.checkpoint = (
             checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
         )
         self._policy = CheckpointPolicy(self.checkpoint)
         self.render_mode = render_mode
-        self.seed = check_seed(seed)
         self._env = env
         self._own_env = False
         if env is not None:
@@ -199,7 +200,7 @@ class RLPlayer:
             "video"}`` (``successes`` holds None without a success rule).
 
         Raises:
-            ValueError: For a bad ``episodes``, or ``video`` without ``rgb_array``.
+            ValueError: For a bad ``episodes`` or ``seed``, or ``video`` without ``rgb_array``.
         """
         episodes = check_int(episodes, "episodes", low=1)
         seed = self.seed if seed is None else check_seed(seed)
