@@ -75,6 +75,28 @@ def test_colours_are_validated(headless, bad):
         headless.canvas.clear(bad)
 
 
+@pytest.mark.parametrize("bad", [-0.1, math.nan, True, "0.1", None])
+def test_sizes_are_checked_with_the_field_and_value(headless, bad):
+    headless.begin_frame()
+    with pytest.raises(
+        ValueError, match=r"^Canvas.circle: width must be a finite number >= 0, got"
+    ):
+        headless.canvas.circle((0, 0), 0.1, RED, width=bad)
+    with pytest.raises(ValueError, match=r"^Canvas.line: width must be a finite number >= 0"):
+        headless.canvas.line((0, 0), (1, 0), RED, width=bad)
+    headless.canvas.circle((0, 0), np.float32(0.1), RED, width=np.float64(0.02))  # numpy: fine
+
+
+def test_camera_zoom_is_a_positive_number() -> None:
+    cam = ke.Camera()
+    cam.zoom = np.float32(50.0)
+    assert cam.zoom == 50.0 and type(cam.zoom) is float
+    for bad in (0, -1.0, math.inf, True, "100", None):
+        with pytest.raises(ValueError, match=r"^Camera zoom must be a finite number of pixels"):
+            cam.zoom = bad
+    assert cam.zoom == 50.0
+
+
 def test_numpy_int_colours_are_accepted(headless):
     img = frame(headless, lambda c: c.circle((0, 0), 0.1, tuple(np.array([255, 0, 0]))))
     assert tuple(img[75, 100]) == RED

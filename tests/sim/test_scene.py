@@ -83,6 +83,31 @@ def test_validation_names_the_field(make, field: str) -> None:
         make()
 
 
+def test_numpy_scalars_are_stored_as_python_numbers_and_bools_refused() -> None:
+    import numpy as np
+
+    pose = ke.Pose(np.float32(0.5), np.int64(2), np.float64(-0.0))
+    assert pose == ke.Pose(0.5, 2.0, 0.0) and {type(v) for v in dataclasses.astuple(pose)} == {
+        float
+    }
+    hint = ke.RenderHint(color=tuple(np.array([1, 2, 3])), layer=np.int16(-4), visible=np.True_)
+    assert (hint.color, hint.layer, hint.visible) == ((1, 2, 3), -4, True)
+    assert {type(c) for c in hint.color} == {int} and type(hint.layer) is int
+    spec = ke.BodySpec("b", (ke.Circle(np.float32(0.25)),), mass=np.int32(2))
+    assert spec.mass == 2.0 and type(spec.mass) is float
+    b = ke.SceneBuilder()
+    b.add(
+        ke.Prop(ke.Circle(np.float32(0.25)), mass=np.int32(2), initial_pose=pose, render=hint), "/B"
+    )
+    json.dumps(b.build().to_dict())  # numpy inputs leave a plain-JSON scene
+    with pytest.raises(ValueError, match=r"^Pose.x must be a finite number, got True; give an"):
+        ke.Pose(True, 0.0)
+    with pytest.raises(ValueError, match=r"^RenderHint.visible must be True or False, got 1$"):
+        ke.RenderHint(visible=1)
+    with pytest.raises(ValueError, match=r"^RenderHint.layer must be an int within ±1000000, got"):
+        ke.RenderHint(layer=True)
+
+
 def test_material_dynamic_above_static_explains_fix() -> None:
     with pytest.raises(ValueError) as err:
         ke.Material(static_friction=0.5, dynamic_friction=0.8)

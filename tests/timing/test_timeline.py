@@ -279,3 +279,18 @@ def test_empty_execution_order_prints_a_header():
     tl = ke.Timeline()
     assert len(tl.execution_order()) == 0
     assert str(tl.execution_order()).splitlines()[0].split()[0] == "phase"
+
+
+def test_numpy_rates_and_times_are_numbers_and_bools_are_not():
+    import numpy as np
+
+    tl = ke.Timeline()
+    assert tl.add_runner("np", np.int64(25)).hz == 25
+    tl.advance(np.float64(0.04))
+    assert tl.time_s == pytest.approx(0.04)
+    with pytest.raises(
+        ValueError, match=r"^runner 'b' hz must be a number from 0.01 to 1000 Hz, got True"
+    ):
+        tl.add_runner("b", True)
+    with pytest.raises(ValueError, match=r"^seconds must be a finite number, got nan"):
+        tl.advance(float("nan"))
