@@ -63,6 +63,10 @@ class TrainConfig:
             iterations make the deterministic policy reliable too).
         success_window: Recent finished episodes the success rate and mean return are
             taken over.
+        overlap_rollout: Collect the next rollout while the PPO update runs in a second
+            thread, so the env and the networks use two cores at once. The rollout then acts
+            with the policy from before that update (one iteration of policy lag; PPO's
+            ratio is taken against the policy that acted). Deterministic either way.
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
             it improves, at most this often too).
     """
@@ -96,6 +100,7 @@ class TrainConfig:
     target_patience: int = 0
     success_window: int = 200
     checkpoint_every: int = 10
+    overlap_rollout: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -131,7 +136,7 @@ class TrainConfig:
         check_choice(self.activation, "TrainConfig.activation", _ACTIVATIONS)
         check_choice(self.schedule, "TrainConfig.schedule", ("adaptive", "fixed"))
         check_layout(self.layout, "TrainConfig.layout")
-        for name in ("obs_normalization", "stop_at_target"):
+        for name in ("obs_normalization", "stop_at_target", "overlap_rollout"):
             self._set(name, check_bool(getattr(self, name), f"TrainConfig.{name}"))
         positive = (
             "init_noise_std",

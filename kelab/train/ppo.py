@@ -68,9 +68,34 @@ class FinalObsPPO(PPO):
     like any other ending.
     """
 
+    sample_generator: torch.Generator | None
+    """Where action noise comes from: None is torch's global generator (rsl-rl's own
+    ``act``); a private generator lets a rollout run beside an update that draws from the
+    global one (``TrainConfig.overlap_rollout``) and stay bit-identical run to run."""
+
     def __init__(self, *args: Any, max_learning_rate: float = 1e-2, **kwargs: Any) -> None:
         self.max_learning_rate = float(max_learning_rate)
+        self.sample_generator = None
         super().__init__(*args, **kwargs)
+
+    def act(self, obs: TensorDict) -> torch.Tensor:
+        """Sample actions and record the transition.
+
+        rsl-rl's ``act``, with the noise drawn from :attr:`sample_generator` when one is set.
+        """
+        if self.sample_generator is None:
+            return super().act(obs)
+        t = self.transition
+        t.hidden_states = (self.actor.get_hidden_state(), self.critic.get_hidden_state())
+        mean = self.actor(obs)  # the deterministic output: the Gaussian's mean
+        self.actor.distribution.update(mean)
+        noise = torch.randn(mean.shape, generator=self.sample_generator, dtype=mean.dtype)
+        t.actions = (mean + self.actor.distribution.std * noise).detach()
+        t.values = self.critic(obs).detach()
+        t.actions_log_prob = self.actor.get_output_log_prob(t.actions).detach()
+        t.distribution_params = tuple(p.detach() for p in self.actor.output_distribution_params)
+        t.observations = obs
+        return t.actions
 
     @property
     def learning_rate(self) -> float:

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import platform
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -233,6 +234,18 @@ class RLTrainer:
         self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
         # the best state since the last write: written with `latest` (not at every gain)
         self._pending_best: tuple[dict[str, torch.Tensor], dict[str, Any]] | None = None
+        # with overlap_rollout: a second PPO whose actor/critic (synced after every update)
+        # act in the env while the learner updates, and whose storage the two swap
+        self._collector: FinalObsPPO | None = None
+        self._rollout_ready = False  # the collector holds a rollout no update has used
+        self._collect_time = 0.0
+        if self.config.overlap_rollout:
+            self._collector = build_algorithm(
+                self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
+            )
+            self._collector.sample_generator = torch.Generator().manual_seed(self.seed)
+            self._collector.train_mode()
+            self._sync_collector()
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -379,6 +392,28 @@ class RLTrainer:
         write_training_curve(self.run_dir / "training_curve.png", self._history)
 
     # ------------------------------------------------------------------ training
+    def _collect(self, alg: FinalObsPPO) -> None:
+        """One rollout: ``num_steps_per_env`` steps of every copy into ``alg.storage``."""
+        vec, episodes = self.vec, self._episodes
+        t0 = time.perf_counter()
+        obs = vec.get_observations()
+        with torch.inference_mode():
+            for _ in range(self.config.num_steps_per_env):
+                actions = alg.act(obs)
+                obs, rewards, dones, extras = vec.step(actions)
+                alg.process_env_step(obs, rewards, dones, extras)
+                episodes.add(vec.last_info)
+            self._collect_time += time.perf_counter() - t0
+            alg.compute_returns(obs)
+        self.env_steps += vec.num_envs * self.config.num_steps_per_env
+        self._rollout_ready = alg is self._collector
+
+    def _sync_collector(self) -> None:
+        """Give the collector the learner's current actor and critic (and normalisers)."""
+        if self._collector is not None:
+            self._collector.actor.load_state_dict(self.alg.actor.state_dict())
+            self._collector.critic.load_state_dict(self.alg.critic.state_dict())
+
     def train(
         self,
         max_iterations: int | None = None,
@@ -416,34 +451,39 @@ class RLTrainer:
             raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
         self._open_logs()
         cfg = self.config
-        alg, vec = self.alg, self.vec
+        alg = self.alg
         episodes = self._episodes
-        steps_per_iter = vec.num_envs * cfg.num_steps_per_env
         start_wall = time.perf_counter()
         base_wall = self.wall_time_s
-        run_steps = 0
-        collect_time = 0.0
+        steps_before = self.env_steps
+        self._collect_time = 0.0
         stopped = interrupted = called_off = False
         reached: int | None = None  # iteration the recent episodes first reached the target
         last_row: dict[str, Any] = {}
-        obs = vec.get_observations()
         alg.train_mode()
+        overlap = self._collector is not None
+        update: _Update | None = None
         try:
-            for _ in range(int(max_iterations)):
-                t0 = time.perf_counter()
-                with torch.inference_mode():
-                    for _ in range(cfg.num_steps_per_env):
-                        actions = alg.act(obs)
-                        obs, rewards, dones, extras = vec.step(actions)
-                        alg.process_env_step(obs, rewards, dones, extras)
-                        episodes.add(vec.last_info)
-                    t1 = time.perf_counter()
-                    alg.compute_returns(obs)
-                losses = alg.update()
-                collect_time += t1 - t0
+            if overlap and not self._rollout_ready:
+                self._collect(self._collector)  # the first rollout (later ones overlap)
+            for i in range(int(max_iterations)):
+                if overlap:
+                    # learn from the rollout just collected while the collector gathers the
+                    # next one with the policy it acted with (not the last iteration's:
+                    # nothing would learn from that rollout in this call)
+                    alg.storage, self._collector.storage = self._collector.storage, alg.storage
+                    self._rollout_ready = False
+                    update = _Update(alg)
+                    if i + 1 < max_iterations:
+                        self._collect(self._collector)
+                    losses = update.result()
+                    update = None
+                    self._sync_collector()
+                else:
+                    self._collect(alg)
+                    losses = alg.update()
                 self.iteration += 1
-                self.env_steps += steps_per_iter
-                run_steps += steps_per_iter
+                run_steps = self.env_steps - steps_before
                 elapsed = time.perf_counter() - start_wall
                 self.wall_time_s = base_wall + elapsed
                 rate = episodes.success_rate
@@ -455,7 +495,7 @@ class RLTrainer:
                     "success_rate": rate,
                     "episodes": episodes.total,
                     "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-                    "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
+                    "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
                     "learning_rate": float(alg.learning_rate),
                     "action_std": float(alg.get_policy().output_std.detach().mean()),
                     "value_loss": float(losses["value"]),
@@ -466,7 +506,7 @@ class RLTrainer:
                 self._log(row)
                 if episodes.returns and math.isfinite(row["mean_return"]):
                     self.best_reward = max(self.best_reward, row["mean_return"])
-                enough = len(episodes.returns) >= min(cfg.success_window, vec.num_envs)
+                enough = len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs)
                 if enough:
                     score = (-1.0 if rate is None else rate, row["mean_return"])
                     if self.best_score is None or score > self.best_score:
@@ -496,6 +536,9 @@ class RLTrainer:
                     break
         except KeyboardInterrupt:
             interrupted = True
+        finally:
+            if update is not None:  # interrupted mid-rollout: let the update finish first
+                update.result(reraise=False)
         self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
         self._flush_best()
         if last_row or self.checkpoints["latest"] is None:
@@ -506,6 +549,7 @@ class RLTrainer:
         if self._writer is not None:
             self._writer.flush()
         elapsed = time.perf_counter() - start_wall
+        run_steps = self.env_steps - steps_before
         return {
             "best_reward": _finite_or_none(self.best_reward),
             "last_reward": _finite_or_none(episodes.mean_return),
@@ -514,7 +558,7 @@ class RLTrainer:
             "env_steps": self.env_steps,
             "wall_time_s": self.wall_time_s,
             "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-            "collect_steps_per_s": run_steps / max(collect_time, 1e-9),
+            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
             "episodes": episodes.total,
             "stopped_at_target": stopped,
             "stopped_by_callback": called_off,
@@ -559,6 +603,32 @@ class RLTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Update:
+    """``alg.update()`` running in a thread of its own.
+
+    torch releases the GIL in its kernels, so a rollout in the calling thread runs meanwhile.
+    """
+
+    def __init__(self, alg: FinalObsPPO) -> None:
+        self._losses: dict[str, float] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(alg,), name="kelab-ppo-update")
+        self._thread.start()
+
+    def _run(self, alg: FinalObsPPO) -> None:
+        try:
+            self._losses = alg.update()
+        except BaseException as error:  # handed to the caller by result()
+            self._error = error
+
+    def result(self, reraise: bool = True) -> dict[str, float]:
+        """Wait for the update; its losses, or its exception re-raised here."""
+        self._thread.join()
+        if self._error is not None and reraise:
+            raise self._error
+        return self._losses or {}
 
 
 def _read_history(path: Path) -> list[tuple[int, float, float | None]]:

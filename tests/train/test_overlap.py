@@ -1,0 +1,104 @@
+"""RLTrainer with ``overlap_rollout``: the update in a thread, the next rollout meanwhile."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from train_helpers import tiny_config
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.train.checkpoint import load_checkpoint
+
+ROLLOUT = 16 * 8  # tiny_config: 16 copies x 8 steps
+
+
+def _trainer(tmp_path, seed=3, **changes):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=seed)
+    config = tiny_config(overlap_rollout=True, **changes)
+    return env, ke.RLTrainer(env, seed=seed, run_dir=tmp_path, config=config, log=False)
+
+
+def _weights(trainer):
+    return {k: v.clone() for k, v in trainer.alg.actor.state_dict().items()}
+
+
+def test_same_seed_same_run_across_calls(tmp_path):
+    runs = []
+    for i in range(2):
+        env, tr = _trainer(tmp_path / str(i))
+        with tr:
+            tr.train(2)
+            stats = tr.train(2)
+            runs.append((_weights(tr), stats["last_reward"]))
+        env.close()
+    (w0, r0), (w1, r1) = runs
+    assert all(torch.equal(w0[k], w1[k]) for k in w0)
+    assert r0 == r1 or (np.isnan(r0) and np.isnan(r1))
+
+
+def test_overlap_changes_what_acts_not_how_much_is_learnt(tmp_path):
+    env, tr = _trainer(tmp_path / "a")
+    with tr:
+        stats = tr.train(3)
+        # each update learnt from one rollout; none was collected for nothing
+        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
+        # the collector acts with the learner's policy once the call returns
+        collector = tr._collector.actor.state_dict()
+        assert all(torch.equal(v, collector[k]) for k, v in tr.alg.actor.state_dict().items())
+    env.close()
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    plain = ke.RLTrainer(env, seed=3, run_dir=tmp_path / "b", config=tiny_config(), log=False)
+    with plain:
+        plain.train(3)
+        # another noise stream and one iteration of policy lag: another run
+        learnt, overlapped = _weights(plain), tr.alg.actor.state_dict()
+        assert any(not torch.equal(v, overlapped[k]) for k, v in learnt.items())
+    env.close()
+
+
+def test_a_rollout_collected_before_a_stop_is_learnt_from_next(tmp_path):
+    env, tr = _trainer(tmp_path)
+    with tr:
+        stats = tr.train(5, callback=lambda row: row["iteration"] == 2)
+        assert stats["stopped_by_callback"] and stats["iterations"] == 2
+        assert stats["env_steps"] == 3 * ROLLOUT  # the third rollout is waiting
+        stats = tr.train(1)
+        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
+    env.close()
+
+
+def test_an_error_in_the_update_thread_reaches_the_caller(tmp_path):
+    env, tr = _trainer(tmp_path)
+
+    def broken():
+        raise RuntimeError("update failed")
+
+    tr.alg.update = broken
+    with tr, pytest.raises(RuntimeError, match="update failed"):
+        tr.train(3)
+    env.close()
+
+
+def test_ctrl_c_during_the_overlapped_rollout_waits_for_the_update(tmp_path):
+    env, tr = _trainer(tmp_path, checkpoint_every=50)
+    steps = {"n": 0}
+    step = tr.vec.step
+
+    def interrupting_step(actions):
+        steps["n"] += 1
+        if steps["n"] == 8 + 3:  # inside the rollout that overlaps the first update
+            raise KeyboardInterrupt
+        return step(actions)
+
+    tr.vec.step = interrupting_step
+    with tr:
+        stats = tr.train(4)
+    assert stats["interrupted"] and stats["iterations"] == 0
+    latest = load_checkpoint(f"{tmp_path}:latest")
+    assert latest.meta["iteration"] == 0
+    # the update finished before the save: the saved actor is the learner's
+    saved = latest.prefixed("actor")
+    assert all(torch.equal(saved[k], v) for k, v in tr.alg.actor.state_dict().items())
+    env.close()
