@@ -6,7 +6,7 @@ observations, rewards and flags plus the rows of the copies that ended
 (:func:`expand_ends`). Through Ray, every such call costs ~1.5 ms of Ray's own work in
 the worker and more in the driver (benchmarks/README.md, "scale_throughput"), as much as
 stepping ~100 Humanoid copies. For workers on the driver's machine a step instead goes
-through a :class:`StepChannel`: the per-step arrays live in a shared-memory file both
+through a :class:`StepChannel` (Linux): the per-step arrays live in shared memory both
 processes map, and one Unix-socket message each way says "step" and "done" (carrying the
 ended rows, encoded without pickle by :func:`pack_ends`). Ray still starts, places,
 restarts and kills the workers and carries everything else (reset, snapshots, errors).
@@ -18,11 +18,11 @@ import json
 import math
 import mmap
 import os
+import secrets
 import select
-import shutil
 import socket
 import struct
-import tempfile
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,6 +33,7 @@ from kelab.rl.env import vector_info
 __all__ = [
     "ChannelClosedError",
     "StepChannel",
+    "channel_supported",
     "WorkerChannel",
     "compact_ends",
     "expand_ends",
@@ -234,12 +235,19 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return b"".join(parts)
 
 
-class StepChannel:
-    """The driver's end of one worker's same-machine step channel.
+def channel_supported() -> bool:
+    """True where :class:`StepChannel` works: Linux (memfd and abstract Unix sockets)."""
+    return sys.platform.startswith("linux") and hasattr(os, "memfd_create")
 
-    A shared-memory file (in ``/dev/shm`` where there is one) holds the worker's actions
-    and results; a Unix socket carries one message each way per step. The worker's end is
-    :class:`WorkerChannel` (``WorkerChannel(*channel.address, ...)`` in its process).
+
+class StepChannel:
+    """The driver's end of one worker's same-machine step channel (Linux).
+
+    An anonymous shared-memory file (``memfd``: nothing on disk, gone when both ends
+    close it) holds the worker's actions and results; an abstract Unix socket (no file
+    either) hands the worker that file when it attaches and then carries one message each
+    way per step. The worker's end is :class:`WorkerChannel` (made in the worker's
+    process with ``channel.address``).
 
     Args:
         rows: The worker's copies.
@@ -248,23 +256,17 @@ class StepChannel:
     """
 
     def __init__(self, rows: int, obs_dim: int, act_dim: int) -> None:
-        root = "/dev/shm" if os.path.isdir("/dev/shm") else None
-        self._dir = tempfile.mkdtemp(prefix="kelab-ray-", dir=root)
         self.rows, self.obs_dim, self.act_dim = rows, obs_dim, act_dim
-        shm_path = os.path.join(self._dir, "arrays")
         size = _Arrays.nbytes(rows, obs_dim, act_dim)
-        with open(shm_path, "wb") as f:
-            f.truncate(size)
-        with open(shm_path, "r+b") as f:
-            self._mmap = mmap.mmap(f.fileno(), size)
+        self._fd = os.memfd_create("kelab-ray-step", os.MFD_CLOEXEC)
+        os.ftruncate(self._fd, size)
+        self._mmap = mmap.mmap(self._fd, size)
         self.arrays = _Arrays(self._mmap, rows, obs_dim, act_dim)
-        # a short path: Unix socket paths are limited to ~100 bytes
-        self._sock_dir = tempfile.mkdtemp(prefix="kelab-ray-")
-        sock_path = os.path.join(self._sock_dir, "s")
+        # a leading NUL: Linux's abstract namespace; the random part keeps others out
+        self.address = f"\0kelab-ray-{os.getpid()}-{secrets.token_hex(12)}"
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(sock_path)
+        self._listener.bind(self.address)
         self._listener.listen(1)
-        self.address = (sock_path, shm_path)
         self._conn: socket.socket | None = None
 
     @property
@@ -284,7 +286,11 @@ class StepChannel:
             ready, _, _ = select.select([self._listener], [], [], 0.02)
             if ready:
                 conn, _ = self._listener.accept()
-                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+                try:  # the shared memory travels as a file descriptor
+                    socket.send_fds(conn, [b"M"], [self._fd])
+                except OSError:
+                    conn.close()
+                    continue
                 self._conn = conn
                 return True
             if gave_up():
@@ -340,7 +346,7 @@ class StepChannel:
         conn.close()
 
     def close(self) -> None:
-        """Close the socket and remove the shared-memory file."""
+        """Close the socket and the shared memory (freed once the worker closes it too)."""
         self.disconnect(quit_worker=True)
         self._listener.close()
         self.arrays = None  # type: ignore[assignment]  # views first, then the map
@@ -348,27 +354,34 @@ class StepChannel:
             self._mmap.close()
         except BufferError:  # a caller still holds a view: the map goes with it
             pass
-        shutil.rmtree(self._dir, ignore_errors=True)
-        shutil.rmtree(self._sock_dir, ignore_errors=True)
+        os.close(self._fd)
 
 
 class WorkerChannel:
     """The worker's end of a :class:`StepChannel` (made in the worker's process).
 
     Args:
-        sock_path: The driver's socket (``StepChannel.address[0]``).
-        shm_path: The shared-memory file (``StepChannel.address[1]``).
+        address: The driver's socket (``StepChannel.address``).
         rows: The worker's copies.
         obs_dim: Observation size.
         act_dim: Action size.
+
+    Raises:
+        OSError: The driver's socket cannot be reached (another machine or container).
     """
 
-    def __init__(self, sock_path: str, shm_path: str, rows: int, obs_dim: int, act_dim: int):
-        with open(shm_path, "r+b") as f:
-            self._mmap = mmap.mmap(f.fileno(), _Arrays.nbytes(rows, obs_dim, act_dim))
-        self.arrays = _Arrays(self._mmap, rows, obs_dim, act_dim)
+    def __init__(self, address: str, rows: int, obs_dim: int, act_dim: int) -> None:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(sock_path)
+        self._sock.connect(address)
+        _, fds, _, _ = socket.recv_fds(self._sock, 1, 1)
+        if len(fds) != 1:
+            self._sock.close()
+            raise OSError("the driver sent no shared memory")
+        try:
+            self._mmap = mmap.mmap(fds[0], _Arrays.nbytes(rows, obs_dim, act_dim))
+        finally:
+            os.close(fds[0])
+        self.arrays = _Arrays(self._mmap, rows, obs_dim, act_dim)
 
     def wait(self) -> bytes:
         """The driver's next command: ``STEP``, ``QUIT``, or ``b""`` when it is gone."""

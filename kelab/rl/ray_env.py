@@ -26,7 +26,13 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, must
-from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, expand_ends
+from kelab.rl.ray_channel import (
+    OK,
+    ChannelClosedError,
+    StepChannel,
+    channel_supported,
+    expand_ends,
+)
 from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
@@ -301,7 +307,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._pending: list[ObjectRef | None] | None = None
         self._start_timeout_s = start_timeout_s
         # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
-        here = node_id() if shared_memory and not str(address).startswith("ray://") else ""
+        local = shared_memory and channel_supported() and not str(address).startswith("ray://")
+        here = node_id() if local else ""
         obs_dim = self.single_observation_space.shape[0]
         act_dim = self.single_action_space.shape[0]
         for k, (d, (a, b)) in enumerate(zip(described, self.ranges, strict=True)):
@@ -497,7 +504,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """
         channel = self._channels[k]
         assert channel is not None
-        ref = self._workers[k].serve.remote(*channel.address)
+        ref = self._workers[k].serve.remote(channel.address)
         ray = self._ray
 
         def ended() -> bool:

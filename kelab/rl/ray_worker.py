@@ -118,17 +118,19 @@ class EnvWorker:
         obs, rewards, terminated, truncated, info = self.env.step(actions)
         return obs, rewards, terminated, truncated, compact_ends(info)
 
-    def serve(self, sock_path: str, shm_path: str) -> None:
+    def serve(self, address: str) -> None:
         """Step through a same-machine :class:`StepChannel` until the driver says stop.
 
         Each command: read the actions from shared memory, step, write the results there
         and reply with the ended rows. A step that raises ends the loop with that error
         (the driver reads it from this call's result, as for ``step``).
+
+        Args:
+            address: The channel's socket (``StepChannel.address``).
         """
         env = self.env
         channel = WorkerChannel(
-            sock_path,
-            shm_path,
+            address,
             env.num_envs,
             env.single_observation_space.shape[0],
             env.single_action_space.shape[0],
