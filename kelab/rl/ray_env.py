@@ -33,7 +33,7 @@ from kelab.rl.ray_channel import (
     channel_supported,
     expand_ends,
 )
-from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id
+from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, split_copies
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
@@ -73,31 +73,6 @@ class WorkerDiedError(RuntimeError):
         self.copies = copies
         self.host = host
         self.pid = pid
-
-
-def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
-    """Split copies ``[0, num_envs)`` into ``num_workers`` consecutive ranges.
-
-    The first ``num_envs % num_workers`` workers hold one copy more than the others.
-
-    Args:
-        num_envs: Copies in all (>= 1).
-        num_workers: Workers (1 <= num_workers <= num_envs).
-
-    Returns:
-        ``[(first, end), ...]``, one half-open range per worker.
-
-    Example:
-        >>> split_copies(10, 3)
-        [(0, 4), (4, 7), (7, 10)]
-    """
-    base, extra = divmod(num_envs, num_workers)
-    ranges, first = [], 0
-    for k in range(num_workers):
-        end = first + base + (1 if k < extra else 0)
-        ranges.append((first, end))
-        first = end
-    return ranges
 
 
 class RayLearningEnv(gymnasium.vector.VectorEnv):
@@ -263,6 +238,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             actor.remote(task, b - a, seed, a, self._env_kwargs, k if pin_workers else None)
             for k, (a, b) in enumerate(self.ranges)
         ]
+        # per worker: a Ray step's ObjectRef, or None when it steps through its channel
+        self._pending: list[ObjectRef | None] | None = None
         self._channels: list[StepChannel | None] = [None] * num_workers
         self._serving: list[ObjectRef | None] = [None] * num_workers  # each channel's serve() call
         self.closed = False
@@ -303,8 +280,6 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._returns = np.zeros(num_envs, dtype=np.float64)
         self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
         self._obs: np.ndarray | None = None  # the last observation returned
-        # per worker: a Ray step's ObjectRef, or None when it steps through its channel
-        self._pending: list[ObjectRef | None] | None = None
         self._start_timeout_s = start_timeout_s
         # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
         local = shared_memory and channel_supported() and not str(address).startswith("ray://")
@@ -459,6 +434,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """
         if self.closed:
             raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        if self._pending is not None:
+            raise RuntimeError(f"a step is in flight: call step_wait() before {method}")
         args = args or [()] * self.num_workers
         self._stop_serving()
         refs = [getattr(w, method).remote(*a) for w, a in zip(self._workers, args, strict=True)]
@@ -498,9 +475,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def _serve(self, k: int) -> bool:
         """Start worker ``k``'s serve() loop on its channel; False if it could not attach.
 
-        A worker that died or cannot reach the channel returns False (this step goes
-        through Ray, which reports a dead worker); one that cannot open the channel's
-        files (another container on the same node) steps through Ray from now on.
+        A worker that died returns False (this step goes through Ray, which reports it);
+        one that cannot reach the channel (OSError: another container on the same node)
+        steps through Ray from now on.
         """
         channel = self._channels[k]
         assert channel is not None

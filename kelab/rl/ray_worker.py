@@ -4,6 +4,7 @@
 calls the driver makes through Ray (describe, reset, step, snapshot...) and
 :meth:`EnvWorker.serve`, the loop that steps through a same-machine
 :class:`~kelab.rl.ray_channel.StepChannel` instead of one Ray call per step.
+:func:`split_copies` says which copies each worker holds.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from kelab.rl.task import Task
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import SimulationTimingConfig
 
-__all__ = ["EnvWorker", "WorkerDescription", "node_id"]
+__all__ = ["EnvWorker", "WorkerDescription", "node_id", "split_copies"]
 
 
 class WorkerDescription(TypedDict):
@@ -40,6 +41,31 @@ class WorkerDescription(TypedDict):
     host: str
     pid: int
     node_id: str
+
+
+def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
+    """Split copies ``[0, num_envs)`` into ``num_workers`` consecutive ranges.
+
+    The first ``num_envs % num_workers`` workers hold one copy more than the others.
+
+    Args:
+        num_envs: Copies in all (>= 1).
+        num_workers: Workers (1 <= num_workers <= num_envs).
+
+    Returns:
+        ``[(first, end), ...]``, one half-open range per worker.
+
+    Example:
+        >>> split_copies(10, 3)
+        [(0, 4), (4, 7), (7, 10)]
+    """
+    base, extra = divmod(num_envs, num_workers)
+    ranges, first = [], 0
+    for k in range(num_workers):
+        end = first + base + (1 if k < extra else 0)
+        ranges.append((first, end))
+        first = end
+    return ranges
 
 
 def node_id() -> str:

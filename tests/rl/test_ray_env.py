@@ -229,6 +229,8 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
                 env.step_async(actions(rng, 8, 1))
                 with pytest.raises(RuntimeError, match="a step is in flight"):
                     env.step(actions(rng, 8, 1))
+                with pytest.raises(RuntimeError, match="a step is in flight"):
+                    env.success_rule = None
                 obs, rew, term, trunc, info = env.step_wait()
             else:
                 obs, rew, term, trunc, info = env.step(actions(rng, 8, 1))
