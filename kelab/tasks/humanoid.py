@@ -12,15 +12,18 @@ robot up with a random whole-body velocity (+-0.1 m/s) from each copy's Generato
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from kelab.rl.success import success
-from kelab.rl.task import Task
-from kelab.rl.terminations import TerminationSet
-from kelab.sim.assets import Asset
 from kelab.sim.assets.biped import TORQUE_LIMITS
-from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.tasks._locomotion import LocomotionTask
 from kelab.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
 
 __all__ = ["HumanoidTask", "walked_forward"]
 
@@ -36,8 +39,14 @@ def walked_forward(task):  # noqa: ANN001, ANN201 - a rule receives the running 
     return task.survived() & forward
 
 
-class HumanoidTask(Task):
+class HumanoidTask(LocomotionTask):
     """Planar biped walking (see the module docstring)."""
+
+    asset = "kelab/robot/biped:v1"
+    joint_names = ("hip_l", "knee_l", "ankle_l", "hip_r", "knee_r", "ankle_r")
+    fall_name = "torso fell"
+    min_torso_height = MIN_TORSO_HEIGHT
+    max_torso_tilt = MAX_TORSO_TILT
 
     observation_dim = 17
     action_dim = 6
@@ -63,32 +72,11 @@ class HumanoidTask(Task):
     )
     """PPO settings for ``kelab train Humanoid-v0`` (see docs/training.md)."""
 
-    def build(self, scene: SceneBuilder) -> None:
-        """Ground and one biped per copy."""
-        scene.add(Terrain.plane(name="ground"), at="/", per_environment=False)
-        self.robot = Robot(asset=Asset.from_registry("kelab/robot/biped:v1"))
-        scene.add(self.robot, at="/World/Robot")
-
-    def on_start(self, env: object) -> None:
-        """Joint order, torque scale, body indices and named terminations."""
-        names = ("hip_l", "knee_l", "ankle_l", "hip_r", "knee_r", "ankle_r")
-        self.joint_ids = self.robot.find_joints(list(names))
-        self._scale = np.array([TORQUE_LIMITS[n.split("_")[0]] for n in names])
-        path = self.robot.path
-        self._body_ids = np.array(
-            [self.world.body_names.index(f"{path}/{b}") for b in self.robot.body_names]
-        )
-        self._initial = self.world.body_poses[0].copy()  # the freshly built copy
+    def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
+        """Joint order, torque scale, body indices and the fall termination."""
+        super().on_start(env)
+        self._scale = np.array([TORQUE_LIMITS[n.split("_")[0]] for n in self.joint_names])
         self.start_x = np.zeros(self.num_envs)
-        self._actions = np.zeros((self.num_envs, self.action_dim), dtype=np.float32)
-        self.terminations = TerminationSet(self, {"torso fell": self._fell})
-
-    def _torso(self) -> np.ndarray:
-        return self.robot.root_pose  # the torso is the biped's first body
-
-    def _fell(self) -> np.ndarray:
-        torso = self._torso_pose
-        return (torso[:, 1] < MIN_TORSO_HEIGHT) | (np.abs(torso[:, 2]) > MAX_TORSO_TILT)
 
     def apply_actions(self, actions: np.ndarray) -> None:
         """Torques = action * actuator limit (held for both physics steps)."""
@@ -96,43 +84,12 @@ class HumanoidTask(Task):
         actions *= self._scale
         self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
 
-    def on_post_physics_step(self) -> None:
-        """Read the torso state once for get_dones() and get_rewards() of this step."""
-        self._torso_pose = self._torso()
-        self._torso_vel = self.robot.root_velocity
-
-    def get_observations(self) -> np.ndarray:
-        """Torso height, angle, velocity; joint positions and velocities."""
-        torso = self._torso()
-        vel = self.robot.root_velocity
-        return np.concatenate(
-            [
-                torso[:, 1:3],
-                vel,
-                self.robot.joint_pos[:, self.joint_ids],
-                self.robot.joint_vel[:, self.joint_ids],
-            ],
-            axis=1,
-        )
-
     def get_rewards(self) -> np.ndarray:
         """Forward speed + alive bonus - control cost."""
         speed = self._torso_vel[:, 0]
         return speed + 1.0 - 0.01 * np.sum(self._actions**2, axis=1)
 
-    def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """``"torso fell"`` and the time limit."""
-        return self.terminations.check()
-
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand up at the start pose with a small random whole-body velocity."""
-        world = self.world
-        n = len(env_ids)
-        poses = np.empty((n, *self._initial.shape))
-        poses[:] = self._initial  # the biped is the only moving body of the scene
-        vels = np.zeros_like(poses)
-        kick = self.uniform(env_ids, -0.1, 0.1, size=2)
-        vels[:, self._body_ids, 0:2] = kick[:, None, :]
-        world.set_body_states(env_ids, poses, vels)
+        self.stand(env_ids, linear_velocity=self.uniform(env_ids, -0.1, 0.1, size=2))
         self.start_x[env_ids] = self._initial[self._body_ids[0], 0]
-        self._actions[env_ids] = 0.0

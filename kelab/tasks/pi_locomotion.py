@@ -13,14 +13,17 @@ and the mean speed error over the episode was below 0.25 m/s.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from kelab.rl.success import success
-from kelab.rl.task import Task
-from kelab.rl.terminations import TerminationSet
-from kelab.sim.assets import Asset
-from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.tasks._locomotion import LocomotionTask
 from kelab.train.config import TrainConfig
+
+if TYPE_CHECKING:
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
 
 __all__ = ["PiLocomotionTask", "tracked_command"]
 
@@ -37,8 +40,14 @@ def tracked_command(task):  # noqa: ANN001, ANN201 - a rule receives the running
     return task.survived() & close
 
 
-class PiLocomotionTask(Task):
+class PiLocomotionTask(LocomotionTask):
     """Quadruped speed tracking with PD joint targets (see the module docstring)."""
+
+    asset = "kelab/robot/pi:v1"
+    joint_names = tuple(f"{k}_{leg}" for leg in ("fl", "fr", "rl", "rr") for k in ("hip", "knee"))
+    fall_name = "body fell"
+    min_torso_height = MIN_TORSO_HEIGHT
+    max_torso_tilt = MAX_TORSO_TILT
 
     observation_dim = 22
     action_dim = 8
@@ -66,38 +75,17 @@ class PiLocomotionTask(Task):
     #: the command (last entry) is drawn from [0, MAX_COMMAND]; the rest has no hard bound
     observation_bounds = ((-np.inf,) * 21 + (0.0,), (np.inf,) * 21 + (MAX_COMMAND,))
 
-    def build(self, scene: SceneBuilder) -> None:
-        """Ground and one quadruped per copy."""
-        scene.add(Terrain.plane(name="ground"), at="/", per_environment=False)
-        self.robot = Robot(asset=Asset.from_registry("kelab/robot/pi:v1"))
-        scene.add(self.robot, at="/World/Robot")
-
-    def on_start(self, env: object) -> None:
-        """Joint order, body indices, per-episode command and named terminations."""
-        legs = ("fl", "fr", "rl", "rr")
-        self.joint_ids = self.robot.find_joints(
-            [f"{k}_{leg}" for leg in legs for k in ("hip", "knee")]
-        )
-        path = self.robot.path
-        self._body_ids = np.array(
-            [self.world.body_names.index(f"{path}/{b}") for b in self.robot.body_names]
-        )
-        self._initial = self.world.body_poses[0].copy()
-        n = self.num_envs
-        self.command = np.zeros(n)
-        self.speed_error_sum = np.zeros(n)
-        self._actions = np.zeros((n, self.action_dim), dtype=np.float32)
-        self.terminations = TerminationSet(self, {"body fell": self._fell})
+    def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
+        """Joint order, body indices, per-episode command and the fall termination."""
+        super().on_start(env)
+        self.command = np.zeros(self.num_envs)
+        self.speed_error_sum = np.zeros(self.num_envs)
 
     @property
     def mean_speed_error(self) -> np.ndarray:
         """Mean |vx - command| over the steps of the current episode, ``(num_envs,)``."""
         steps = np.maximum(self.episode_length_buf + 1, 1)
         return self.speed_error_sum / steps
-
-    def _fell(self) -> np.ndarray:
-        torso = self.robot.root_pose
-        return (torso[:, 1] < MIN_TORSO_HEIGHT) | (np.abs(torso[:, 2]) > MAX_TORSO_TILT)
 
     def apply_actions(self, actions: np.ndarray) -> None:
         """PD targets = 0.5 rad * action (held for all 20 physics steps)."""
@@ -106,34 +94,19 @@ class PiLocomotionTask(Task):
         self.robot.set_joint_position_target(actions, joint_ids=self.joint_ids)
 
     def on_post_physics_step(self) -> None:
-        """Accumulate the speed-tracking error once per step."""
-        vx = self.robot.root_velocity[:, 0]
-        self.speed_error_sum += np.abs(vx - self.command)
+        """Read the torso state; accumulate the speed-tracking error once per step."""
+        super().on_post_physics_step()
+        self.speed_error_sum += np.abs(self._torso_vel[:, 0] - self.command)
 
     def get_observations(self) -> np.ndarray:
         """Torso height, angle, velocity; joint positions, velocities; the command."""
-        torso = self.robot.root_pose
-        vel = self.robot.root_velocity
-        return np.concatenate(
-            [
-                torso[:, 1:3],
-                vel,
-                self.robot.joint_pos[:, self.joint_ids],
-                self.robot.joint_vel[:, self.joint_ids],
-                self.command[:, None],
-            ],
-            axis=1,
-        )
+        return np.concatenate([*self.robot_state(), self.command[:, None]], axis=1)
 
     def get_rewards(self) -> np.ndarray:
         """Speed tracking - body rotation - action magnitude."""
-        vel = self.robot.root_velocity
+        vel = self._torso_vel
         track = np.exp(-4.0 * (vel[:, 0] - self.command) ** 2)
         return track - 0.05 * np.abs(vel[:, 2]) - 0.01 * np.sum(self._actions**2, axis=1)
-
-    def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        """``"body fell"`` and the time limit."""
-        return self.terminations.check()
 
     def camera_center(self) -> tuple[float, float]:
         """Follow copy 0's torso along x; frame the 0.42 m robot with the ground below it."""
@@ -141,12 +114,6 @@ class PiLocomotionTask(Task):
 
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand at the start pose, at rest, with a new command speed."""
-        world = self.world
-        poses = world.body_poses[env_ids]
-        vels = world.body_velocities[env_ids]
-        poses[:, self._body_ids] = self._initial[self._body_ids]
-        vels[:, self._body_ids] = 0.0
-        world.set_body_states(env_ids, poses, vels)
+        self.stand(env_ids)
         self.command[env_ids] = self.uniform(env_ids, 0.0, MAX_COMMAND)
         self.speed_error_sum[env_ids] = 0.0
-        self._actions[env_ids] = 0.0

@@ -154,3 +154,33 @@ def test_humanoid_falls_without_control_and_pi_stands():
         env, lambda obs: np.zeros((2, 6), np.float32), episodes=2, seed=0, max_steps=600
     )
     assert report.ended_by["torso fell"] == 2 and report.success_rate == 0.0
+
+
+@pytest.mark.parametrize(
+    ("target", "episodes"),
+    [
+        ("kelab.tasks.humanoid:HumanoidTask", 20),  # the figures in its checkpoint's JSON
+        ("kelab.tasks.pi_locomotion:PiLocomotionTask", 10),  # 10 of the recorded 50
+    ],
+)
+def test_shipped_locomotion_policies_reach_their_evaluation_figures(target, episodes):
+    # the tasks share kelab/tasks/_locomotion.py; the policies trained before that must
+    # still see the same observations, rewards and endings, so their figures hold
+    pytest.importorskip("torch")
+    import json
+
+    from kelab.tasks.registry import task_class
+    from kelab.train.cli import shipped_policy
+
+    path = shipped_policy(target)
+    recorded = json.loads(path.read_text())["evaluation"]
+    player = ke.RLPlayer(path, render_mode=None)
+    env = ke.LearningEnv(task_class(target)(), num_envs=episodes, seed=1000)
+    report = ke.evaluate(env, player.policy, episodes=episodes, seed=1000)
+    env.close()
+    if episodes == recorded["episodes"]:
+        assert report.successes == recorded["successes"], report.table()
+        assert round(report.return_mean, 1) == recorded["return_mean"]
+        assert {k: v for k, v in report.ended_by.items() if v} == recorded["ended_by"]
+    else:
+        assert report.success_rate == recorded["success_rate"] == 1.0, report.table()
