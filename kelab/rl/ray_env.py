@@ -281,6 +281,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
         self._obs: np.ndarray | None = None  # the last observation returned
         self._start_timeout_s = start_timeout_s
+        self._condition_names: tuple[str, ...] = ()
         # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
         local = shared_memory and channel_supported() and not str(address).startswith("ray://")
         here = node_id() if local else ""
@@ -322,9 +323,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def condition_names(self) -> tuple[str, ...]:
         """The task's termination condition names, in ``get_dones()`` order.
 
-        As ``LearningEnv.condition_names`` (``()`` until the first step); asks the workers.
+        As ``LearningEnv.condition_names`` (``()`` until the first step); asks the workers
+        until they know them (each ask ends their shared-memory loop: a Ray call).
         """
-        return next((n for n in self._call_all("condition_names") if n), ())
+        if not self._condition_names:
+            self._condition_names = next((n for n in self._call_all("condition_names") if n), ())
+        return self._condition_names
 
     @property
     def workers(self) -> list[dict[str, Any]]:
