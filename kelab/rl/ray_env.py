@@ -7,8 +7,9 @@ exactly :class:`~kelab.rl.env.LearningEnv`'s contract. Its copies live in
 from the global copy index and the whole is bit-identical to one ``LearningEnv`` of the
 same size and seed (docs/scale.md says when). Each ``step`` sends every worker its rows
 of the actions at once and joins their replies; the learner stays in the calling
-process. ``ray`` is an optional dependency (``pip install kelab[ray]``), imported only
-when a ``RayLearningEnv`` is created.
+process; workers on the same machine exchange each step's arrays through shared memory
+(:mod:`kelab.rl.ray_channel`), the others through Ray. ``ray`` is an optional
+dependency (``pip install kelab[ray]``), imported only when a ``RayLearningEnv`` is made.
 """
 
 from __future__ import annotations
@@ -106,6 +107,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             place, for want of CPUs, is an error after this long).
         ray_init: Extra keyword arguments for ``ray.init`` (e.g. ``runtime_env``) when
             this env starts or joins Ray.
+        shared_memory: Workers on this machine step through a shared-memory channel
+            (kelab/rl/ray_channel.py; Linux) instead of one Ray call per step (True), or
+            every step goes through Ray's object store (False). Same results either way.
+        pin_workers: Pin worker ``k``'s process to the ``k``-th CPU it may use (mod their
+            number). Off by default: it did not help on a shared 2-core machine, and it
+            is wrong when other envs or jobs share the node's cores (docs/scale.md).
         **env_kwargs: Passed to every worker's ``LearningEnv`` (``layout``,
             ``num_threads``, ``dt``, ``physics_steps_per_action``, ``env_spacing``,
             ``success``...). Rendering stays with ``LearningEnv``: ``render_mode`` must
