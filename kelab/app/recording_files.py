@@ -20,6 +20,8 @@ from typing import BinaryIO
 
 import numpy as np
 
+from kelab._files import atomic_file, fsync_dir
+
 __all__ = [
     "SPOOL_MAGIC",
     "GifStream",
@@ -41,20 +43,6 @@ def partial_path(path: str | os.PathLike[str]) -> Path:
     """Return the file a recording of ``path`` streams into until it is closed."""
     p = Path(path)
     return p.with_name(p.name + ".partial")
-
-
-def fsync_dir(directory: Path) -> None:
-    """Flush a directory entry (a rename) to disk where the platform allows it."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # not every platform opens directories
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def check_destination(path: Path, owner: str) -> None:
@@ -220,35 +208,25 @@ def spool_to_npz(spool: Path, path: Path) -> None:
                 yield np.ascontiguousarray(take(block)).tobytes()
                 left -= n
 
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
-                    names = np.array(columns, dtype=str)
-                    with zf.open("columns.npy", "w") as entry:
-                        np.lib.format.write_array(entry, names, allow_pickle=False)
-                    arrays: list[tuple[str, str, tuple[int, ...], Callable]] = [
-                        ("data", "<f8", (rows, len(columns)), lambda b: b),
-                        ("time", "<f8", (rows,), lambda b: b[:, 0]),
-                        ("step", "<i8", (rows,), lambda b: b[:, 1].astype("<i8")),
-                    ]
-                    for name, descr, shape, take in arrays:
-                        if name != "data" and not columns:
-                            shape = (0,)
-                        with zf.open(f"{name}.npy", "w", force_zip64=True) as entry:
-                            header = {"descr": descr, "fortran_order": False, "shape": shape}
-                            np.lib.format.write_array_header_2_0(entry, header)
-                            if columns:
-                                for part in chunks(take):
-                                    entry.write(part)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    fsync_dir(path.parent)
+        with atomic_file(path) as out:
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+                names = np.array(columns, dtype=str)
+                with zf.open("columns.npy", "w") as entry:
+                    np.lib.format.write_array(entry, names, allow_pickle=False)
+                arrays: list[tuple[str, str, tuple[int, ...], Callable]] = [
+                    ("data", "<f8", (rows, len(columns)), lambda b: b),
+                    ("time", "<f8", (rows,), lambda b: b[:, 0]),
+                    ("step", "<i8", (rows,), lambda b: b[:, 1].astype("<i8")),
+                ]
+                for name, descr, shape, take in arrays:
+                    if name != "data" and not columns:
+                        shape = (0,)
+                    with zf.open(f"{name}.npy", "w", force_zip64=True) as entry:
+                        header = {"descr": descr, "fortran_order": False, "shape": shape}
+                        np.lib.format.write_array_header_2_0(entry, header)
+                        if columns:
+                            for part in chunks(take):
+                                entry.write(part)
 
 
 class GifStream:

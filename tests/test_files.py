@@ -1,0 +1,46 @@
+"""kelab/_files.py: the one atomic writer behind checkpoints, settings, recordings, previews."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kelab._files import atomic_file, atomic_write_bytes, publish, temp_beside
+
+
+def _usual_mode() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def test_atomic_file_writes_with_the_usual_mode_and_leaves_no_temp(tmp_path):
+    path = tmp_path / "sub" / "a.bin"  # the folder is made
+    with atomic_file(path) as fh:
+        fh.write(b"one")
+        assert not path.exists()  # nothing at the path until the block ends
+    assert path.read_bytes() == b"one"
+    assert os.stat(path).st_mode & 0o777 == _usual_mode()  # not mkstemp's 0600
+    assert atomic_write_bytes(path, b"two") == path and path.read_bytes() == b"two"
+    assert os.listdir(path.parent) == ["a.bin"]
+
+
+def test_a_failed_write_keeps_the_old_file_and_removes_the_temp(tmp_path):
+    path = tmp_path / "a.bin"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        with atomic_file(path) as fh:
+            fh.write(b"half of the new")
+            raise RuntimeError("disk on fire")
+    assert path.read_bytes() == b"old" and os.listdir(tmp_path) == ["a.bin"]
+
+
+def test_temp_beside_and_publish_for_writers_that_need_a_name(tmp_path):
+    path = tmp_path / "clip.gif"
+    tmp = temp_beside(path, suffix=".gif")
+    assert tmp.parent == tmp_path and tmp.suffix == ".gif" and tmp.read_bytes() == b""
+    assert os.stat(tmp).st_mode & 0o777 == _usual_mode()
+    tmp.write_bytes(b"GIF89a")
+    assert publish(tmp, path) == path
+    assert path.read_bytes() == b"GIF89a" and os.listdir(tmp_path) == ["clip.gif"]
