@@ -121,7 +121,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-from kelab.cli_preview import positive_float, positive_int, seed_int  # noqa: E402
+from kelab._cli_args import positive_float, positive_int, seed_int  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,7 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
         "pole is upright (< 0.05 rad) over the last simulated second, 1 otherwise.",
     )
     demo.add_argument(
-        "--seconds", type=positive_float, default=10.0, help="simulated seconds (> 0)"
+        "--seconds", type=positive_float("seconds"), default=10.0, help="simulated seconds (> 0)"
     )
     demo.add_argument(
         "--num-envs", type=positive_int("num-envs"), default=4, help="cartpole copies (>= 1)"

@@ -13,24 +13,26 @@ This module belongs to the command-line layer (it resolves built-in ids through
 from __future__ import annotations
 
 import argparse
-import importlib
+import io
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from kelab._cli_args import positive_float, seed_int
+from kelab._files import atomic_write_bytes, publish, temp_beside
+
+if TYPE_CHECKING:
+    from kelab.rl.task import Task
 
 __all__ = [
     "OUT_SUFFIXES",
     "add_preview_parser",
     "check_out_path",
     "load_task_class",
-    "positive_float",
-    "positive_int",
     "run_preview",
-    "seed_int",
 ]
 
 OUT_SUFFIXES = (".png", ".mp4", ".gif")
@@ -40,95 +42,16 @@ HEADLESS_DEFAULT_S = 5.0
 """Simulated seconds of a headless preview without ``--seconds``."""
 
 
-def _positive(kind: type[int] | type[float], name: str) -> Callable[[str], float]:
-    """An argparse ``type=`` that accepts only finite numbers > 0 (the error names the fix)."""
-
-    def convert(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{name} must be {'an integer' if kind is int else 'a number'} > 0, got {text!r}"
-            ) from None
-        if not (np.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(
-                f"{name} must be > 0, got {text}; a zero or negative value would run nothing"
-            )
-        return value
-
-    convert.__name__ = name  # argparse names the type in its own messages
-    return convert
-
-
-positive_float = _positive(float, "seconds")
-"""``type=`` for ``--seconds``: a finite float > 0."""
-
-
-def positive_int(name: str) -> Callable[[str], float]:
-    """Return an argparse ``type=`` for an integer option that must be >= 1.
-
-    Args:
-        name: The option's name in the error message.
-
-    Returns:
-        The converter.
-    """
-    return _positive(int, name)
-
-
-def seed_int(text: str) -> int:
-    """``type=`` for ``--seed``: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {value}")
-    return value
-
-
-def _resolve(task_id: str) -> str:
-    from kelab.tasks import TASK_IDS
-
-    if task_id in TASK_IDS:
-        return TASK_IDS[task_id]
-    if f"kelab/{task_id}" in TASK_IDS:
-        return TASK_IDS[f"kelab/{task_id}"]
-    if ":" in task_id:
-        return task_id  # "package.module:TaskClass" of your own task
-    known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
-    raise ValueError(f"unknown task {task_id!r}; use a built-in task ({known}) or module:TaskClass")
-
-
-def load_task_class(task_id: str) -> type:
+def load_task_class(task_id: str) -> type[Task]:
     """Return the Task class of a built-in id or a ``"module:TaskClass"``.
 
     Raises:
         ValueError: For an unknown id, a module that does not import, a missing class or
             something that is not a ``ke.Task`` subclass; the message says what to fix.
     """
-    from kelab.rl.task import Task
+    from kelab.tasks.registry import resolve_task, task_class
 
-    target = _resolve(task_id)
-    module, _, name = target.partition(":")
-    if not module or not name.isidentifier():
-        raise ValueError(
-            f"task {task_id!r} must be a built-in id or 'package.module:TaskClass' with a "
-            "class name after the colon"
-        )
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as err:
-        raise ValueError(
-            f"cannot import module {module!r} of task {task_id!r} ({err}); run from the folder "
-            "that contains it or add that folder to PYTHONPATH"
-        ) from err
-    cls = getattr(mod, name, None)
-    if cls is None:
-        raise ValueError(f"module {module!r} has no class {name!r}; check the name after ':'")
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ValueError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
-    return cls
+    return task_class(resolve_task(task_id)[1])
 
 
 def check_out_path(out: str | os.PathLike[str]) -> Path:
@@ -181,10 +104,7 @@ class _FrameSink:
         if self._writer is None:
             import imageio.v2 as imageio
 
-            fd, tmp = tempfile.mkstemp(suffix=self.path.suffix, dir=self.path.parent)
-            os.close(fd)
-            os.chmod(tmp, _umask_mode())  # mkstemp makes 0600; a normal file is wanted
-            self._tmp = Path(tmp)
+            self._tmp = temp_beside(self.path, suffix=self.path.suffix)  # the encoder reads it
             if self.path.suffix.lower() == ".gif":
                 self._writer = imageio.get_writer(
                     self._tmp, mode="I", duration=1000.0 / self.fps, loop=0
@@ -211,10 +131,7 @@ class _FrameSink:
             writer.close()
             assert self._tmp is not None
             if keep:
-                with open(self._tmp, "rb+") as fh:
-                    os.fsync(fh.fileno())
-                os.replace(self._tmp, self.path)
-                return self.path
+                return publish(self._tmp, self.path)
             self._tmp.unlink(missing_ok=True)
             return None
         if keep and self._last is not None:
@@ -223,28 +140,14 @@ class _FrameSink:
         return None
 
 
-def _umask_mode() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
-
-
 def _write_png_atomic(img: np.ndarray, path: Path) -> None:
     import pygame
 
     h, w = img.shape[:2]
     surf = pygame.image.frombuffer(np.ascontiguousarray(img).tobytes(), (w, h), "RGB")
-    fd, tmp = tempfile.mkstemp(suffix=".png", dir=path.parent)
-    os.close(fd)
-    os.chmod(tmp, _umask_mode())
-    try:
-        pygame.image.save(surf, tmp, "PNG")
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    png = io.BytesIO()
+    pygame.image.save(surf, png, "PNG")
+    atomic_write_bytes(path, png.getvalue())
 
 
 def run_preview(
@@ -395,7 +298,7 @@ def add_preview_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--actions", choices=("zero", "random"), default="zero")
     p.add_argument(
         "--seconds",
-        type=positive_float,
+        type=positive_float("seconds", fix="give the simulated seconds to run, e.g. --seconds 5"),
         default=None,
         help=f"simulated seconds (default: until closed; headless {HEADLESS_DEFAULT_S:g})",
     )

@@ -111,6 +111,25 @@ def test_argument_errors_show_the_subcommand_usage_and_exit_2(args, usage):
     assert line.startswith(usage.replace("usage: ", "") + ": error: ")
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("preview", "CartPole-v0", "--seed", "-3"), "--seed: seed must be an int >= 0, got -3"),
+        (("eval", "CartPole-v0", "--seed", "x"), "--seed: seed must be an int >= 0, got 'x'"),
+        (("demo", "--num-envs", "0"), "--num-envs: num-envs must be an int >= 1, got 0"),
+        (("train", "CartPole-v0", "--iterations", "1.5"), "iterations must be an int >= 1"),
+        (("demo", "--seconds", "abc"), "seconds must be a finite number > 0, got 'abc'"),
+        (("preview", "CartPole-v0", "--seconds", "inf"), "got inf; give the simulated seconds"),
+    ],
+)
+def test_argument_errors_use_the_shared_wording(args, message, capsys):
+    from kelab.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
 def test_out_naming_a_directory_is_refused(tmp_path):
     line = _one_error_line(_kelab("preview", "CartPole-v0", "--headless", "--out", str(tmp_path)))
     assert "must name a file" in line
@@ -177,7 +196,7 @@ def test_headless_preview_writes_a_picture_or_a_video(tmp_path, out):
 
     frames = iio.imread(tmp_path / out) if out.endswith(".png") else iio.imread(tmp_path / out)
     assert frames.ndim in (3, 4) and frames.size > 0
-    assert not list(tmp_path.glob("tmp*"))  # the atomic write left no temp file
+    assert [p.name for p in tmp_path.iterdir()] == [out]  # the atomic write left no temp
 
 
 @pytest.mark.parametrize(("args", "expected"), [(("--frames", "0"), "--frames must be >= 1")])

@@ -10,18 +10,64 @@ from kelab.rl.direct import DirectRLEnv
 from kelab.rl.env import LearningEnv
 from kelab.rl.task import Task
 
-__all__ = ["build_task", "make_direct", "make_vector", "task_class"]
+__all__ = ["build_task", "make_direct", "make_vector", "resolve_task", "task_class"]
 
 
 def task_class(target: str) -> type[Task]:
-    """Return the Task class named by ``"module:Class"`` (``Class`` may be dotted)."""
+    """Return the Task class named by ``"module:Class"`` (``Class`` may be dotted).
+
+    Raises:
+        ValueError: For a malformed name, a module that does not import, a missing class
+            or something that is not a ``ke.Task`` subclass; the message says what to fix.
+    """
     module, _, name = target.partition(":")
-    cls: Any = importlib.import_module(module)
-    for part in name.split("."):
-        cls = getattr(cls, part)
+    parts = name.split(".")
+    if not module or not all(part.isidentifier() for part in parts):
+        raise ValueError(
+            f"task {target!r} must be a built-in id or 'package.module:TaskClass' with a "
+            "class name after the colon"
+        )
+    try:
+        cls: Any = importlib.import_module(module)
+    except ImportError as err:
+        raise ValueError(
+            f"cannot import module {module!r} of task {target!r} ({err}); run from the folder "
+            "that contains it or add that folder to PYTHONPATH"
+        ) from err
+    for part in parts:
+        cls = getattr(cls, part, None)
+        if cls is None:
+            raise ValueError(f"module {module!r} has no class {name!r}; check the name after ':'")
     if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ValueError(f"{target!r} is not a ke.Task subclass")
+        raise ValueError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
     return cls
+
+
+def resolve_task(spec: str) -> tuple[str | None, str]:
+    """Return ``(Gymnasium id or None, "module:TaskClass")`` of a task named on a command line.
+
+    Args:
+        spec: A built-in id with or without ``kelab/`` (``"CartPole-v0"``,
+            ``"kelab/CartPole-v0"``) or ``"package.module:TaskClass"`` of your own task.
+
+    Raises:
+        ValueError: For an unknown id, listing the built-in ones.
+
+    Example:
+        >>> resolve_task("CartPole-v0")
+        ('kelab/CartPole-v0', 'kelab.tasks.cartpole:CartPoleTask')
+        >>> resolve_task("my_project.tasks:Reach")
+        (None, 'my_project.tasks:Reach')
+    """
+    from kelab.tasks import TASK_IDS
+
+    for env_id in (spec, f"kelab/{spec}"):
+        if env_id in TASK_IDS:
+            return env_id, TASK_IDS[env_id]
+    if ":" in spec and "/" not in spec.split(":", 1)[0]:
+        return None, spec  # "package.module:TaskClass" of your own task
+    known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
+    raise ValueError(f"unknown task {spec!r}; use a built-in task ({known}) or module:TaskClass")
 
 
 def build_task(task: str | type[Task] | Callable[[], Task]) -> Task:

@@ -12,8 +12,15 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+from kelab._cli_args import positive_int, seed_int
+
+if TYPE_CHECKING:
+    from kelab.rl.task import Task
 
 __all__ = [
     "POLICY_DIR",
@@ -32,28 +39,41 @@ POLICY_DIR = Path(__file__).resolve().parent / "policies"
 def resolve_task(spec: str) -> tuple[str | None, str]:
     """Return ``(gymnasium id or None, "module:TaskClass")`` for a task spec.
 
+    The one resolution of every subcommand (:func:`kelab.tasks.registry.resolve_task`).
+
     Raises:
         ValueError: For an unknown id, listing the built-in ones.
     """
-    from kelab.tasks import TASK_IDS
+    from kelab.tasks.registry import resolve_task as resolve
 
-    if spec in TASK_IDS:
-        return spec, TASK_IDS[spec]
-    if f"kelab/{spec}" in TASK_IDS:
-        return f"kelab/{spec}", TASK_IDS[f"kelab/{spec}"]
-    if ":" in spec and "/" not in spec.split(":", 1)[0]:
-        return None, spec
-    known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
-    raise ValueError(f"unknown task {spec!r}; built-in tasks: {known} (or module:TaskClass)")
+    return resolve(spec)
 
 
-def _task_class(class_path: str) -> type:
+@dataclass(frozen=True)
+class _Command:
+    """What ``train``, ``play`` and ``eval`` start from: the streams and the task."""
+
+    out: TextIO
+    err: TextIO
+    task_id: str | None
+    class_path: str
+    cls: type[Task]
+
+    @property
+    def task_name(self) -> str:
+        """The Gymnasium id, or ``module:TaskClass`` of a task of your own."""
+        return self.task_id or self.class_path
+
+
+def _start(args: argparse.Namespace, out: TextIO | None, err: TextIO | None) -> _Command | None:
+    """The shared start of a subcommand: None (after saying so) without the train extra."""
+    out, err = out or sys.stdout, err or sys.stderr
+    if _missing_extra(err):
+        return None
     from kelab.tasks.registry import task_class
 
-    try:
-        return task_class(class_path)
-    except (ImportError, AttributeError) as err:
-        raise ValueError(f"cannot import task {class_path!r}: {err}") from None
+    task_id, class_path = resolve_task(args.task)
+    return _Command(out, err, task_id, class_path, task_class(class_path))
 
 
 def shipped_policy(class_path: str) -> Path | None:
@@ -152,11 +172,10 @@ def run_train(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     """``kelab train``: build the env, train, save checkpoints, print the summary."""
-    out, err = out or sys.stdout, err or sys.stderr
-    if _missing_extra(err):
+    cmd = _start(args, out, err)
+    if cmd is None:
         return 2
-    task_id, class_path = resolve_task(args.task)
-    cls = _task_class(class_path)
+    out, err, cls = cmd.out, cmd.err, cmd.cls
     import kelab as ke
     from kelab.train.trainer import RLTrainer, training_config_of
 
@@ -205,11 +224,11 @@ def run_train(
             run_dir=args.run_dir,
             config=config,
             resume=args.resume,
-            task_id=task_id,
+            task_id=cmd.task_id,
         )
         with trainer:
             print(
-                f"training {task_id or class_path}: {env.num_envs} copies"
+                f"training {cmd.task_name}: {env.num_envs} copies"
                 f"{f' in {workers} Ray worker(s)' if workers else ''} x "
                 f"{trainer.config.num_steps_per_env} steps per iteration, {iterations} "
                 f"iterations, seed {args.seed}; run dir {trainer.run_dir}",
@@ -252,19 +271,17 @@ def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
 
 def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
-    out, err = out or sys.stdout, err or sys.stderr
-    if _missing_extra(err):
+    cmd = _start(args, out, err)
+    if cmd is None:
         return 2
-    task_id, class_path = resolve_task(args.task)
-    cls = _task_class(class_path)
-    spec = _checkpoint_spec(args, class_path)
+    spec = _checkpoint_spec(args, cmd.class_path)
     from kelab.rl.direct import DirectRLEnv
     from kelab.train.player import RLPlayer
 
     render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
     if args.video and args.interactive:
         raise ValueError("--video and --interactive cannot be combined; pick one")
-    env = DirectRLEnv(cls(), render_mode=render_mode, seed=args.seed)
+    env = DirectRLEnv(cmd.cls(), render_mode=render_mode, seed=args.seed)
     try:
         with RLPlayer(spec, env=env) as player:
             result = player.play(
@@ -283,25 +300,25 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         start=1,
     ):
         verdict = "" if ok is None else ("  success" if ok else "  failure")
-        print(f"episode {i}: return {ret:.2f}, {length} steps, ended by {end}{verdict}", file=out)
+        print(
+            f"episode {i}: return {ret:.2f}, {length} steps, ended by {end}{verdict}", file=cmd.out
+        )
     if result["video"]:
-        print(f"video: {result['video']}", file=out)
+        print(f"video: {result['video']}", file=cmd.out)
     return 0
 
 
 def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel)."""
-    out, err = out or sys.stdout, err or sys.stderr
-    if _missing_extra(err):
+    cmd = _start(args, out, err)
+    if cmd is None:
         return 2
-    task_id, class_path = resolve_task(args.task)
-    cls = _task_class(class_path)
-    spec = _checkpoint_spec(args, class_path)
+    spec = _checkpoint_spec(args, cmd.class_path)
     import kelab as ke
     from kelab.train.player import RLPlayer
 
     player = RLPlayer(spec, render_mode=None)
-    env = ke.LearningEnv(cls(), num_envs=min(args.episodes, args.num_envs), seed=args.seed)
+    env = ke.LearningEnv(cmd.cls(), num_envs=min(args.episodes, args.num_envs), seed=args.seed)
     try:
         player._check_env(env)
         report = ke.evaluate(env, player.policy, episodes=args.episodes, seed=args.seed)
@@ -310,50 +327,53 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     if args.json:
         data = report.to_dict()
         data["checkpoint"] = str(player.checkpoint.path)
-        data["task"] = task_id or class_path
-        print(json.dumps(data, indent=2), file=out)
+        data["task"] = cmd.task_name
+        print(json.dumps(data, indent=2), file=cmd.out)
     else:
-        print(f"{task_id or class_path}  checkpoint {player.checkpoint.path}", file=out)
-        print(report.table(), file=out)
+        print(f"{cmd.task_name}  checkpoint {player.checkpoint.path}", file=cmd.out)
+        print(report.table(), file=cmd.out)
     return 0
 
 
 # ---------------------------------------------------------------------------- parsers
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1, got {value!r}")
-    return n
-
-
-def _seed(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be an int >= 0, got {value!r}")
-    return n
+def _subcommand(
+    sub: argparse._SubParsersAction,
+    name: str,
+    summary: str,
+    run: Callable[[argparse.Namespace], int],
+    seed: int,
+) -> argparse.ArgumentParser:
+    """A subcommand taking a task and ``--seed`` (and ``--checkpoint`` unless training)."""
+    p = sub.add_parser(name, help=summary)
+    p.add_argument("task", help="built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass")
+    p.add_argument("--seed", type=seed_int, default=seed)
+    if name != "train":
+        p.add_argument(
+            "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+        )
+    p.set_defaults(func=run)
+    return p
 
 
 def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``train``, ``play`` and ``eval`` to the ``kelab`` command's subparsers."""
-    task_help = "built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass"
-    train = sub.add_parser("train", help="train a policy for a task with PPO (rsl-rl-lib)")
-    train.add_argument("task", help=task_help)
-    train.add_argument("--num-envs", type=_positive, default=None, help="copies (task default)")
-    train.add_argument(
-        "--iterations", type=_positive, default=None, help="iterations (task default)"
+    train = _subcommand(
+        sub, "train", "train a policy for a task with PPO (rsl-rl-lib)", run_train, seed=42
     )
-    train.add_argument("--seed", type=_seed, default=42)
+    train.add_argument(
+        "--num-envs", type=positive_int("num-envs"), default=None, help="copies (task default)"
+    )
+    train.add_argument(
+        "--iterations",
+        type=positive_int("iterations"),
+        default=None,
+        help="iterations (task default)",
+    )
     train.add_argument("--run-dir", default=None, help="the run directory (checkpoints land here)")
     train.add_argument("--resume", default=None, help="checkpoint spec: RUN_DIR:latest, ...")
     train.add_argument(
         "--workers",
-        type=_positive,
+        type=positive_int("workers"),
         default=None,
         metavar="K",
         help="run the copies in K Ray worker processes (needs kelab[ray]; docs/scale.md)",
@@ -369,28 +389,19 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="stop once the recent episodes reach the task's success target",
     )
-    train.set_defaults(func=run_train)
 
-    play = sub.add_parser("play", help="watch a trained policy (window, App, or video)")
-    play.add_argument("task", help=task_help)
-    play.add_argument(
-        "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+    play = _subcommand(
+        sub, "play", "watch a trained policy (window, App, or video)", run_play, seed=0
     )
-    play.add_argument("--episodes", type=_positive, default=3)
+    play.add_argument("--episodes", type=positive_int("episodes"), default=3)
     play.add_argument("--video", default=None, help="write an .mp4/.gif offscreen instead")
     play.add_argument(
         "--interactive", action="store_true", help="play in an App: pause, step, drag"
     )
-    play.add_argument("--seed", type=_seed, default=0)
-    play.set_defaults(func=run_play)
 
-    ev = sub.add_parser("eval", help="evaluation report of a checkpoint")
-    ev.add_argument("task", help=task_help)
+    ev = _subcommand(sub, "eval", "evaluation report of a checkpoint", run_eval, seed=1000)
+    ev.add_argument("--episodes", type=positive_int("episodes"), default=100)
     ev.add_argument(
-        "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+        "--num-envs", type=positive_int("num-envs"), default=100, help="copies run in parallel"
     )
-    ev.add_argument("--episodes", type=_positive, default=100)
-    ev.add_argument("--num-envs", type=_positive, default=100, help="copies run in parallel")
-    ev.add_argument("--seed", type=_seed, default=1000)
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
-    ev.set_defaults(func=run_eval)

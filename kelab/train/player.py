@@ -11,7 +11,6 @@ push it. See docs/training.md.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 import warnings
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import check_int, check_seed
 from kelab.train._deps import require_training_extra
@@ -31,6 +31,8 @@ from kelab.train.policy import CheckpointPolicy  # noqa: E402
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
+    from kelab.rl.ray_env import RayLearningEnv
     from kelab.rl.task import Task
 
 __all__ = ["RLPlayer", "task_from_checkpoint"]
@@ -42,25 +44,20 @@ def task_from_checkpoint(checkpoint: Checkpoint) -> Task:
     """A new instance of the task class a checkpoint names (``"module:Class"``).
 
     Raises:
-        CheckpointError: When the class path is malformed or not a ke.Task subclass.
+        CheckpointError: When the class path is malformed, does not import or is not a
+            ke.Task subclass.
     """
-    from kelab.rl.task import Task
-
     path = checkpoint.meta["task"].get("class")
     if not isinstance(path, str) or not _CLASS_PATH.match(path):
         raise CheckpointError(
             f"{checkpoint.path}: task.class must be 'module:TaskClass', got {path!r}"
         )
-    module, _, name = path.partition(":")
+    from kelab.tasks.registry import task_class
+
     try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as err:
-        raise CheckpointError(
-            f"{checkpoint.path}: cannot import its task {path!r} ({err}); pass env= with the "
-            "task, or install the package that defines it"
-        ) from None
-    if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise CheckpointError(f"{checkpoint.path}: {path!r} is not a ke.Task subclass")
+        cls = task_class(path)
+    except ValueError as err:
+        raise CheckpointError(f"{checkpoint.path}: {err} (or pass env= with the task)") from None
     return cls()
 
 
@@ -113,7 +110,7 @@ class RLPlayer:
         """Action size of the checkpoint."""
         return self.checkpoint.action_dim
 
-    def act(self, obs: Any) -> np.ndarray:
+    def act(self, obs: npt.ArrayLike) -> np.ndarray:
         """Deterministic actions: ``(N, obs_dim) -> (N, act_dim)`` or one obs -> one action."""
         return self._policy(obs)
 
@@ -123,7 +120,7 @@ class RLPlayer:
         return self._policy
 
     # ------------------------------------------------------------------ the env
-    def _check_env(self, env: Any) -> None:
+    def _check_env(self, env: LearningEnv | DirectRLEnv | RayLearningEnv) -> None:
         base = getattr(env, "unwrapped", env)
         space = getattr(base, "single_observation_space", None) or base.observation_space
         act_space = getattr(base, "single_action_space", None) or base.action_space
