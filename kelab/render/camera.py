@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import check_positive, must
 
@@ -149,9 +150,7 @@ class Camera:
         Returns:
             float64 array of the same shape in pixels.
         """
-        p = np.asarray(points, dtype=np.float64)
-        if p.shape[-1:] != (2,):
-            raise ValueError(f"points must have shape (..., 2), got {p.shape}")
+        p = _points(points)
         w, h = self._size
         out = np.empty_like(p)
         out[..., 0] = (p[..., 0] - self._center[0]) * self._zoom + w * 0.5
@@ -167,9 +166,7 @@ class Camera:
         Returns:
             float64 array of the same shape in metres.
         """
-        p = np.asarray(points, dtype=np.float64)
-        if p.shape[-1:] != (2,):
-            raise ValueError(f"points must have shape (..., 2), got {p.shape}")
+        p = _points(points)
         w, h = self._size
         out = np.empty_like(p)
         out[..., 0] = self._center[0] + (p[..., 0] - w * 0.5) / self._zoom
@@ -189,3 +186,11 @@ class Camera:
 
     def __repr__(self) -> str:
         return f"Camera(center={self._center!r}, zoom={self._zoom!r}, size={self._size!r})"
+
+
+def _points(points: npt.ArrayLike) -> np.ndarray:
+    """``points`` as float64 ``(..., 2)``; the one shape check of the batch mappings."""
+    p = np.asarray(points, dtype=np.float64)
+    if p.shape[-1:] != (2,):
+        raise ValueError(f"points must have shape (..., 2), got {p.shape}")
+    return p

@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import check_copies, check_number, check_seed, is_int
 from kelab.rl.success import RuleContext, SuccessRule, judge
@@ -28,6 +29,11 @@ from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 from kelab.sim.world import MAX_LOG_STEPS, World
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
+
+if TYPE_CHECKING:
+    from kelab.render.renderer import Renderer
+    from kelab.rl.direct import DirectRLEnv
+    from kelab.rl.env import LearningEnv
 
 __all__ = ["EnvCore", "Presenter", "resolve_run_config", "resolve_timing"]
 
@@ -183,7 +189,7 @@ class EnvCore:
         env_spacing: float,
         seed: int,
         success_rule: SuccessRule | None,
-        env: Any,
+        env: LearningEnv | DirectRLEnv,
         layout: str = "isolated",
         num_threads: int = 1,
         copy_offset: int = 0,
@@ -426,7 +432,7 @@ class EnvCore:
         return obs
 
     def step(
-        self, actions: Any
+        self, actions: npt.ArrayLike
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Run one environment step; finished copies restart in the same step.
 
@@ -597,7 +603,7 @@ class Presenter:
         self.core = core
         self.title = title
         self.backend = backend
-        self.renderer: Any = None
+        self.renderer: Renderer | None = None
         self._ground_y: float | None = None
         self.frames = 0
         if pacer is not None and not isinstance(pacer, SimulationPacer):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import check_int
 from kelab.rl.success import SuccessRule
@@ -149,7 +150,7 @@ def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
 
 def evaluate(
     env: gymnasium.Env | gymnasium.vector.VectorEnv,
-    policy: Callable[[np.ndarray], Any],
+    policy: Callable[[np.ndarray], npt.ArrayLike],
     episodes: int = 100,
     success: SuccessRule | None = None,
     seed: int | None = None,
@@ -218,7 +219,7 @@ def _out_of_steps(done: int, episodes: int, max_steps: int) -> ValueError:
 def _run_vector(
     env: gymnasium.vector.VectorEnv,
     num_envs: int,
-    policy: Callable[[np.ndarray], Any],
+    policy: Callable[[np.ndarray], npt.ArrayLike],
     episodes: int,
     seed: int | None,
     max_steps: int | None,
@@ -257,7 +258,7 @@ def _run_vector(
 
 def _run_single(
     env: gymnasium.Env,
-    policy: Callable[[np.ndarray], Any],
+    policy: Callable[[np.ndarray], npt.ArrayLike],
     episodes: int,
     seed: int | None,
     max_steps: int | None,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab.sim._values import float_array, short
 from kelab.sim.kinematics import cross
@@ -72,20 +73,29 @@ class RobotView:
         return self._world.joint_velocities[:, self._jidx]
 
     def set_joint_effort_target(
-        self, efforts: Any, joint_ids: Any = None, env_ids: Any = None
+        self,
+        efforts: npt.ArrayLike,
+        joint_ids: npt.ArrayLike | None = None,
+        env_ids: npt.ArrayLike | None = None,
     ) -> None:
         """Hold efforts for some joints of some copies (clipped to the actuator limits)."""
-        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
-        self._world.set_joint_efforts(efforts, env_ids, joint_ids=cols)
+        self._world.set_joint_efforts(efforts, env_ids, joint_ids=self._columns(joint_ids))
 
     def set_joint_position_target(
-        self, targets: Any, joint_ids: Any = None, env_ids: Any = None
+        self,
+        targets: npt.ArrayLike,
+        joint_ids: npt.ArrayLike | None = None,
+        env_ids: npt.ArrayLike | None = None,
     ) -> None:
         """Hold PD position targets for some joints of some copies."""
-        cols = self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
+        cols = self._columns(joint_ids)
         self._world.set_joint_position_targets(targets, env_ids, joint_ids=cols)
 
-    def _local(self, joint_ids: Any) -> np.ndarray:
+    def _columns(self, joint_ids: npt.ArrayLike | None) -> np.ndarray:
+        """The World's joint columns of local ``joint_ids`` (None: all of this robot's)."""
+        return self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
+
+    def _local(self, joint_ids: npt.ArrayLike) -> np.ndarray:
         """Local joint indices: unique ints in ``[0, num_joints)`` (one int or a 1-D list).
 
         Raises:
@@ -138,10 +148,10 @@ class RobotView:
 
     def set_joint_state(
         self,
-        positions: Any,
-        velocities: Any = None,
-        joint_ids: Any = None,
-        env_ids: Any = None,
+        positions: npt.ArrayLike,
+        velocities: npt.ArrayLike | None = None,
+        joint_ids: npt.ArrayLike | None = None,
+        env_ids: npt.ArrayLike | None = None,
     ) -> None:
         """Place this robot's bodies at given joint positions/velocities (a reset).
 
@@ -330,7 +340,7 @@ class RobotView:
             pending = [k for k in pending if k not in ready]
         return placed
 
-    def reset(self, env_ids: Any = None) -> None:
+    def reset(self, env_ids: npt.ArrayLike | None = None) -> None:
         """Put this robot back to its initial pose with zero velocity in some copies.
 
         Other bodies keep their current poses and velocities (the copies are rebuilt,

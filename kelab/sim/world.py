@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
 from kelab._validate import (
@@ -482,7 +483,7 @@ class World:
         return _joint_state(self._layout, raw)
 
     # ------------------------------------------------------------------ writing
-    def _ids(self, env_ids: Any, repeats: bool = False) -> np.ndarray:
+    def _ids(self, env_ids: npt.ArrayLike | None, repeats: bool = False) -> np.ndarray:
         """Copy indices from ``env_ids``: None (all), unique ints in range, or a bool mask.
 
         ``repeats``: for resets, where a copy listed twice is reset once (the repeats are
@@ -546,7 +547,11 @@ class World:
         return ids
 
     def _controls(
-        self, kind: Kind, values: Any, joint_ids: Any = None, env_ids: Any = None
+        self,
+        kind: Kind,
+        values: npt.ArrayLike,
+        joint_ids: npt.ArrayLike | None = None,
+        env_ids: npt.ArrayLike | None = None,
     ) -> None:
         ids = self._ids(env_ids)
         ncols = self._nj if joint_ids is None else np.size(joint_ids)
@@ -610,7 +615,12 @@ class World:
             self._bounds = (np.where(self._actuated, -hi, 0.0), hi)
         return self._bounds
 
-    def set_joint_efforts(self, efforts: Any, env_ids: Any = None, joint_ids: Any = None) -> None:
+    def set_joint_efforts(
+        self,
+        efforts: npt.ArrayLike,
+        env_ids: npt.ArrayLike | None = None,
+        joint_ids: npt.ArrayLike | None = None,
+    ) -> None:
         """Hold joint efforts (N or N·m) until changed, clipped to each actuator's limit.
 
         Joints without an actuator ignore their column (effort 0).
@@ -628,7 +638,10 @@ class World:
         self._controls(Kind.EFFORTS, efforts, self._joint_cols(joint_ids), env_ids)
 
     def set_joint_position_targets(
-        self, targets: Any, env_ids: Any = None, joint_ids: Any = None
+        self,
+        targets: npt.ArrayLike,
+        env_ids: npt.ArrayLike | None = None,
+        joint_ids: npt.ArrayLike | None = None,
     ) -> None:
         """Hold PD position targets (rad or m) until changed; used by PD actuators.
 
@@ -642,7 +655,7 @@ class World:
         """
         self._controls(Kind.TARGETS, targets, self._joint_cols(joint_ids), env_ids)
 
-    def _joint_cols(self, joint_ids: Any) -> np.ndarray | None:
+    def _joint_cols(self, joint_ids: npt.ArrayLike | None) -> np.ndarray | None:
         """World joint indices from ``joint_ids`` (None stays None: every joint).
 
         Raises:
@@ -665,7 +678,7 @@ class World:
             raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
         return cols
 
-    def env_indices(self, env_ids: Any, repeats: bool = False) -> np.ndarray:
+    def env_indices(self, env_ids: npt.ArrayLike | None, repeats: bool = False) -> np.ndarray:
         """Copy indices as every writer reads ``env_ids`` (None: every copy).
 
         Args:
@@ -690,7 +703,12 @@ class World:
         """
         return self._ext.copy()
 
-    def set_body_forces(self, forces: Any, torques: Any = None, env_ids: Any = None) -> None:
+    def set_body_forces(
+        self,
+        forces: npt.ArrayLike,
+        torques: npt.ArrayLike | None = None,
+        env_ids: npt.ArrayLike | None = None,
+    ) -> None:
         """Hold external forces and torques on bodies until changed (like joint efforts).
 
         Each physics step they are added to the actuator forces: a force acts at the
@@ -807,7 +825,12 @@ class World:
             raise ValueError(must(name, f"an int in [0, {size})", value))
         return int(value)
 
-    def set_body_states(self, env_ids: Any, poses: Any, velocities: Any = None) -> None:
+    def set_body_states(
+        self,
+        env_ids: npt.ArrayLike | None,
+        poses: npt.ArrayLike,
+        velocities: npt.ArrayLike | None = None,
+    ) -> None:
         """Reset copies to the given body poses and velocities (their frames).
 
         The copies' spaces are rebuilt first (no contact or joint history survives), their
@@ -843,7 +866,7 @@ class World:
         self._log.append(self._steps, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
         self._after_reset(ids)
 
-    def reset_envs(self, env_ids: Any = None) -> None:
+    def reset_envs(self, env_ids: npt.ArrayLike | None = None) -> None:
         """Reset copies to the scene's initial configuration (zero velocity, no history).
 
         Args:
