@@ -17,13 +17,13 @@ complete at its path when the recorder closes (written next to it, then renamed)
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._files import atomic_file, fsync_dir, temp_beside
 from kelab.app.recorders import FrameSource, Recorder, check_copy_indices
 from kelab.timing.timeline import Phase
 
@@ -119,19 +119,16 @@ class LidarRecorder(Recorder):
         self.angles = np.array([param(n, "angle") for n in names])
         self.max_range = np.array([param(n, "max_range") for n in names])
         self._world = world
-        fd, tmp = tempfile.mkstemp(
-            prefix=self.path.name + ".", suffix=".part", dir=self.path.parent
-        )
-        self._tmp_path = Path(tmp)
+        self._tmp_path = temp_beside(self.path, suffix=".part")
         if self.path.suffix.lower() == ".csv":
-            self._tmp = os.fdopen(fd, "w", encoding="utf-8", newline="")
+            self._tmp = open(self._tmp_path, "w", encoding="utf-8", newline="")
             many = self.env_ids.size > 1
             cols = ["time", "step"] + [
                 f"env{e}:{b}" if many else b for e in self.env_ids.tolist() for b in names
             ]
             self._tmp.write(",".join(cols) + "\n")
         else:
-            self._tmp = os.fdopen(fd, "wb")
+            self._tmp = open(self._tmp_path, "wb")
 
     def record(self, ts: float) -> None:
         """Read every beam and append one scan (the timeline calls this)."""
@@ -160,11 +157,11 @@ class LidarRecorder(Recorder):
             tmp.close()
             if self.path.suffix.lower() == ".csv":
                 os.replace(part, self.path)
+                fsync_dir(self.path.parent)
                 return
             width = 2 + self.env_ids.size * len(self.beams)
             rows = np.fromfile(part, dtype="<f8").reshape(-1, width)
-            out = self.path.with_name(self.path.name + ".tmp")
-            with open(out, "wb") as fh:
+            with atomic_file(self.path) as fh:
                 np.savez(
                     fh,
                     time=rows[:, 0].copy(),
@@ -175,9 +172,6 @@ class LidarRecorder(Recorder):
                     max_range=self.max_range,
                     env_ids=self.env_ids.astype(np.int64),
                 )
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(out, self.path)
         finally:
             if part.exists():
                 part.unlink()
