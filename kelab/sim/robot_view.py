@@ -227,7 +227,12 @@ class RobotView:
         poses = w.body_poses[ids]
         vels = w.body_velocities[ids]
         self._forward(poses, vels, q, qd)
-        efforts = w.joint_efforts[ids]
+        self._place(ids, poses, vels)
+
+    def _place(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+        """Write the copies' body states; this robot's held efforts and PD targets there end."""
+        w = self._world
+        efforts = w.joint_efforts[ids]  # read before the copies are rebuilt
         targets = w.joint_position_targets[ids]
         w.set_body_states(ids, poses, vels)
         efforts[:, self._jidx] = 0.0
@@ -352,10 +357,4 @@ class RobotView:
         vels = w.body_velocities[ids]
         poses[:, self._bidx] = w.initial_body_poses[self._bidx]
         vels[:, self._bidx] = 0.0
-        efforts = w.joint_efforts[ids]
-        targets = w.joint_position_targets[ids]
-        w.set_body_states(ids, poses, vels)
-        efforts[:, self._jidx] = 0.0
-        targets[:, self._jidx] = 0.0
-        w.set_joint_efforts(efforts, ids)
-        w.set_joint_position_targets(targets, ids)
+        self._place(ids, poses, vels)
