@@ -296,7 +296,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         act_dim = self.single_action_space.shape[0]
         for k, (d, (a, b)) in enumerate(zip(described, self.ranges, strict=True)):
             if here and d["node_id"] == here:
-                self._channels[k] = StepChannel(b - a, obs_dim, act_dim)
+                try:
+                    self._channels[k] = StepChannel(b - a, obs_dim, act_dim)
+                except OSError:  # no memfd or Unix sockets here (a sandbox): through Ray
+                    pass
 
     # ------------------------------------------------------------------ properties
     @property
@@ -494,11 +497,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         assert channel is not None
         ref = self._workers[k].serve.remote(channel.address)
         ray = self._ray
-
-        def ended() -> bool:
-            return bool(ray.wait([ref], timeout=0)[0])
-
-        if channel.connect(ended, self._start_timeout_s):
+        if channel.connect(lambda: bool(ray.wait([ref], timeout=0)[0]), self._start_timeout_s):
             self._serving[k] = ref
             return True
         try:
@@ -616,15 +615,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                     status, ends = channel.receive()
                 except ChannelClosedError:
                     continue
-                if status == OK:
-                    arrays = channel.arrays
-                    parts[k] = (
-                        arrays.obs,
-                        arrays.rewards,
-                        arrays.terminated,
-                        arrays.truncated,
-                        ends,
-                    )
+                if status == OK:  # views of the shared memory: the join below copies
+                    r = channel.arrays
+                    parts[k] = (r.obs, r.rewards, r.terminated, r.truncated, ends)
         through_ray = [k for k, ref in enumerate(refs) if ref is not None]
         if through_ray:
             try:  # one call for every Ray reply (the common case)
