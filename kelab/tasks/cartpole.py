@@ -51,9 +51,9 @@ class CartPoleTask(Task):
     success_rule = balanced
     render_zoom = 110.0
     training_config = TrainConfig(
-        num_envs=256,
+        num_envs=64,
         num_steps_per_env=16,
-        max_iterations=150,
+        max_iterations=400,
         actor_hidden_dims=(64, 64),
         critic_hidden_dims=(64, 64),
         init_noise_std=0.5,
@@ -61,17 +61,21 @@ class CartPoleTask(Task):
         learning_rate=3e-3,
         gamma=0.98,
         num_learning_epochs=5,
-        num_mini_batches=4,
+        num_mini_batches=1,
         success_target=0.95,
         stop_at_target=True,
-        target_patience=15,
+        eval_every=4,
+        eval_episodes=100,
     )
-    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~0.2M env steps.
+    """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~30-45k env steps.
 
-    256 copies x 16 steps (4096 per iteration) and 5 epochs x 4 mini-batches of 1024: more
-    policy updates per env step than 512 x 16 with 4 x 2 (0.15-0.2M env steps to a
-    deterministic 95/100 on seeds 0-2 instead of 0.5-1.0M). Initial action noise 0.5 and
-    no entropy bonus: the noisier policy hid a cart drift that the deterministic one shows.
+    64 copies x 16 steps (1024 per iteration), 5 epochs over the whole rollout as one
+    mini-batch: small, frequent updates (the first deterministic 100/100 came at 29-43k env
+    steps on seeds 0-4, against 23-115k with 128 or 256 copies). Initial action noise 0.5
+    and no entropy bonus. The training success rate (with that noise) stays near 0 long
+    after the deterministic policy balances every episode, so the run checks the
+    deterministic policy itself every 4 iterations (4096 env steps) and stops at the first
+    100-episode evaluation with >= 95 successes (``eval_every``).
     """
 
     def build(self, scene: SceneBuilder) -> None:

@@ -67,6 +67,13 @@ class TrainConfig:
             thread, so the env and the networks use two cores at once. The rollout then acts
             with the policy from before that update (one iteration of policy lag; PPO's
             ratio is taken against the policy that acted). Deterministic either way.
+        eval_every: Iterations between evaluations of the deterministic policy
+            (:class:`kelab.train.target.TargetCheck`: ``eval_episodes`` fresh seeded
+            episodes, a 10-episode pre-check first); 0 never evaluates. With it, "best"
+            prefers the evaluated success rate and ``stop_at_target`` stops at the first
+            evaluation that meets ``success_target`` (after ``min_iterations``; no
+            patience: the evaluated policy is the one saved as ``best``).
+        eval_episodes: Episodes of each evaluation (one copy each).
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
             it improves, at most this often too).
     """
@@ -101,6 +108,8 @@ class TrainConfig:
     success_window: int = 200
     checkpoint_every: int = 10
     overlap_rollout: bool = False
+    eval_every: int = 0
+    eval_episodes: int = 100
 
     def __post_init__(self) -> None:
         for name in (
@@ -114,8 +123,10 @@ class TrainConfig:
             "min_iterations",
             "success_window",
             "checkpoint_every",
+            "eval_episodes",
         ):
             self._set(name, check_int(getattr(self, name), f"TrainConfig.{name}", low=1))
+        self._set("eval_every", check_int(self.eval_every, "TrainConfig.eval_every", low=0))
         for name in ("actor_hidden_dims", "critic_hidden_dims"):
             value = getattr(self, name)
             if isinstance(value, list):

@@ -40,6 +40,7 @@ from kelab.train.ppo import FinalObsPPO, build_algorithm  # noqa: E402
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
     from kelab.rl.task import Task
+    from kelab.train.target import TargetCheck, TargetVerdict
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
 
@@ -239,6 +240,11 @@ class RLTrainer:
         self._collector: FinalObsPPO | None = None
         self._rollout_ready = False  # the collector holds a rollout no update has used
         self._collect_time = 0.0
+        self._target_check: TargetCheck | None = None  # built at the first evaluation
+        self.evaluations = 0
+        """Evaluations of the deterministic policy run so far (``eval_every``)."""
+        self.evaluation_time_s = 0.0
+        """Wall seconds those evaluations took (part of ``wall_time_s``)."""
         if self.config.overlap_rollout:
             self._collector = build_algorithm(
                 self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
@@ -379,7 +385,7 @@ class RLTrainer:
         self._csv.flush()
         if self._writer is not None:
             step = row["env_steps"]
-            for key in _METRICS[3:]:
+            for key in (*_METRICS[3:], "eval_success_rate"):
                 value = row.get(key)
                 if value is not None and math.isfinite(value):
                     self._writer.add_scalar(f"train/{key}", value, step)
@@ -407,6 +413,23 @@ class RLTrainer:
             alg.compute_returns(obs)
         self.env_steps += vec.num_envs * self.config.num_steps_per_env
         self._rollout_ready = alg is self._collector
+
+    def _evaluate(self) -> TargetVerdict | None:
+        """Judge the deterministic policy if this iteration is one to (``eval_every``)."""
+        every = self.config.eval_every
+        if not every or self.iteration % every:
+            return None
+        if self._target_check is None:
+            from kelab.train.target import TargetCheck
+
+            self._target_check = TargetCheck(
+                type(self.task), self.config.success_target, self.config.eval_episodes
+            )
+        start = time.perf_counter()
+        verdict = self._target_check(self.policy)
+        self.evaluations += 1
+        self.evaluation_time_s += time.perf_counter() - start
+        return verdict
 
     def _sync_collector(self) -> None:
         """Give the collector the learner's current actor and critic (and normalisers)."""
@@ -502,13 +525,20 @@ class RLTrainer:
                     "surrogate_loss": float(losses["surrogate"]),
                     "entropy": float(losses["entropy"]),
                 }
+                verdict = self._evaluate()
+                row["eval_success_rate"] = None if verdict is None else verdict.success_rate
                 last_row = row
                 self._log(row)
                 if episodes.returns and math.isfinite(row["mean_return"]):
                     self.best_reward = max(self.best_reward, row["mean_return"])
-                enough = len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs)
+                if cfg.eval_every:  # evaluated iterations compete for best, on that rate
+                    evaluated = verdict.success_rate if verdict is not None else None
+                    enough = evaluated is not None
+                else:
+                    evaluated = rate
+                    enough = len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs)
                 if enough:
-                    score = (-1.0 if rate is None else rate, row["mean_return"])
+                    score = (-1.0 if evaluated is None else evaluated, row["mean_return"])
                     if self.best_score is None or score > self.best_score:
                         self.best_score = score
                         self._pending_best = self._state("best", row, copy=True)
@@ -519,18 +549,21 @@ class RLTrainer:
                 if callback is not None and callback(row) is True:
                     called_off = True
                     break
-                if (
-                    reached is None
-                    and rate is not None
-                    and len(episodes.successes) >= cfg.success_window
-                    and rate >= cfg.success_target
-                    and self.iteration >= cfg.min_iterations
-                ):
-                    reached = self.iteration
+                if reached is None and self.iteration >= cfg.min_iterations:
+                    if cfg.eval_every:
+                        met = verdict is not None and verdict.passed
+                    else:
+                        met = (
+                            rate is not None
+                            and len(episodes.successes) >= cfg.success_window
+                            and rate >= cfg.success_target
+                        )
+                    reached = self.iteration if met else None
+                patience = 0 if cfg.eval_every else cfg.target_patience
                 if (
                     cfg.stop_at_target
                     and reached is not None
-                    and self.iteration >= reached + cfg.target_patience
+                    and self.iteration >= reached + patience
                 ):
                     stopped = True
                     break
@@ -562,6 +595,7 @@ class RLTrainer:
             "episodes": episodes.total,
             "stopped_at_target": stopped,
             "stopped_by_callback": called_off,
+            "eval_success_rate": last_row.get("eval_success_rate") if last_row else None,
             "target_reached_at": reached,
             "interrupted": interrupted,
             "run_dir": str(self.run_dir),
@@ -591,6 +625,9 @@ class RLTrainer:
         if self._closed:
             return
         self._closed = True
+        if self._target_check is not None:
+            self._target_check.close()
+            self._target_check = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -1,0 +1,92 @@
+"""TargetCheck and RLTrainer's evaluation-based best and stop (``eval_every``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from train_helpers import tiny_config
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.train.checkpoint import load_checkpoint
+from kelab.train.player import RLPlayer
+from kelab.train.target import TargetCheck
+
+SHIPPED = "kelab/train/policies/CartPoleTask.json"
+
+
+def _idle(obs):
+    return np.zeros((len(obs), 1), np.float32)
+
+
+def test_a_good_policy_passes_and_judges_the_evaluate_episodes():
+    policy = RLPlayer(SHIPPED, render_mode=None).policy
+    check = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=5)
+    verdict = check(policy)
+    assert verdict.passed and verdict.full and verdict.judged == 30
+    env = ke.LearningEnv(CartPoleTask(), num_envs=30, seed=1000)
+    report = ke.evaluate(env, policy, episodes=30, seed=1000)
+    assert verdict.success_rate == report.success_rate
+    assert check(policy) == verdict  # the same episodes every call
+    check.close()
+    env.close()
+
+
+def test_a_failing_policy_stops_at_the_pre_check():
+    check = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=5)
+    verdict = check(_idle)
+    assert not verdict.passed and not verdict.full and verdict.judged == 1
+    without_pre = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=0)
+    verdict = without_pre(_idle)  # stops in the step 2 of 30 have failed: 95 % is lost
+    assert not verdict.passed and verdict.full and 2 <= verdict.judged < 30
+    check.close()
+    without_pre.close()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match=r"TargetCheck.target must be a finite number in \[0, 1\], got 1.5"):
+        TargetCheck(CartPoleTask, target=1.5)
+    with pytest.raises(ValueError, match="TargetCheck.episodes must be an int >= 1"):
+        TargetCheck(CartPoleTask, target=0.9, episodes=0)
+    with pytest.raises(ValueError, match="TrainConfig.eval_every must be an int >= 0"):
+        tiny_config(eval_every=-1)
+
+
+def test_trainer_evaluates_keeps_the_evaluated_best_and_stops_at_target(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    config = tiny_config(eval_every=2, eval_episodes=10, stop_at_target=True, min_iterations=1)
+    with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
+        verdicts = []
+        calls = []
+
+        class Scripted:  # a check that passes on its 2nd call
+            def __call__(self, policy):
+                from kelab.train.target import TargetVerdict
+
+                calls.append(tr.iteration)
+                ok = len(calls) == 2
+                return TargetVerdict(ok, 1.0 if ok else 0.2, 10 if ok else 3, full=ok)
+
+            def close(self):
+                pass
+
+        tr._target_check = Scripted()
+        stats = tr.train(10, callback=lambda row: verdicts.append(row["eval_success_rate"]))
+    assert calls == [2, 4]  # every 2nd iteration
+    assert verdicts == [None, 0.2, None, 1.0]
+    assert stats["stopped_at_target"] and stats["iterations"] == 4
+    assert stats["target_reached_at"] == 4 and stats["eval_success_rate"] == 1.0
+    best = load_checkpoint(f"{tmp_path}:best")
+    assert best.meta["iteration"] == 4  # the evaluated policy that met the target
+    env.close()
+
+
+def test_trainer_builds_its_own_check(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    config = tiny_config(eval_every=1, eval_episodes=12)
+    with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
+        stats = tr.train(1)
+        assert 0.0 <= stats["eval_success_rate"] <= 1.0
+        assert isinstance(tr._target_check, TargetCheck)
+    assert tr._target_check is None  # closed with the trainer
+    env.close()
