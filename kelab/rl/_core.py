@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_copies, check_number, check_seed, is_int
+from kelab.rl._seeding import pcg64_states
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
 from kelab.rl.terminations import (
@@ -290,9 +291,21 @@ class EnvCore:
         Copy ``i`` gets the same streams whether it is re-seeded alone or with all copies.
         """
         n, offset = self.num_envs, self.copy_offset
+        sel = list(range(n)) if ids is None else ids.tolist()
+        pcg = np.random.PCG64
+        if is_int(seed) and all(
+            type(g.bit_generator) is pcg for gens in (self.task_rngs, self.world.rngs) for g in gens
+        ):  # numpy's own states, computed for all copies at once (kelab/rl/_seeding.py)
+            base, at = check_seed(seed), [offset + i for i in sel]
+            task = pcg64_states(base, (_TASK_STREAM,), at)
+            world = pcg64_states(base, (), at)
+            for i, ts, ws in zip(sel, task, world, strict=True):
+                self.task_rngs[i].bit_generator.state = ts
+                self.world.rngs[i].bit_generator.state = ws
+            return
         task_seqs = _task_rng_sequences(seed, n, offset)
         world_seqs = _world_rng_sequences(seed, n, offset)
-        for i in range(n) if ids is None else ids.tolist():
+        for i in sel:
             set_rng_state(self.task_rngs[i], rng_state(np.random.default_rng(task_seqs[i])))
             set_rng_state(self.world.rngs[i], rng_state(np.random.default_rng(world_seqs[i])))
 

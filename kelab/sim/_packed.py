@@ -771,10 +771,12 @@ class PackedBackend:
             self._workers.wait()
 
     def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
-        """Make copies ``ids`` fresh; a shard whose copies are all reset is built anew.
+        """Make copies ``ids`` fresh, in place (the first call builds the shards).
 
-        ``place=False``: the caller writes every moving body's state next (see
-        :meth:`_Shard.rebuild`).
+        Also when every copy of a shard is reset: its copies are rebuilt in place like any
+        others (each exactly a fresh copy), ~10x cheaper than building a new space (new
+        pymunk bodies and shapes for every copy). ``place=False``: the caller writes every
+        moving body's state next (see :meth:`_Shard.rebuild`).
         """
         self.sync()
         if ids.size == 0:
@@ -789,11 +791,7 @@ class PackedBackend:
             hit[ids] = True
             for k, part in enumerate(self._split):
                 mask = hit[part]
-                if mask.all():  # a new space: new bodies, new ids
-                    self._shards[k] = _Shard(self._plan, part)
-                    self._id_dirty = self._shapes_dirty = True
-                    self._fric_vals = None
-                elif mask.any():  # the same bodies (same ids) re-added
+                if mask.any():  # the same bodies (same ids) re-added, also for all copies
                     self._shards[k].rebuild(self._local[part[mask]], place)
         self._forces[ids] = 0.0
         # a rebuilt shard has a fresh buffer, a partial rebuild moves blocks: rewrite all
