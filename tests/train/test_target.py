@@ -90,3 +90,15 @@ def test_trainer_builds_its_own_check(tmp_path):
         assert isinstance(tr._target_check, TargetCheck)
     assert tr._target_check is None  # closed with the trainer
     env.close()
+
+
+def test_the_trainers_policy_is_the_same_in_train_and_eval_mode(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=tiny_config(), log=False) as tr:
+        tr.train(2)  # normaliser statistics and weights away from their start
+        obs = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+        in_train_mode = tr.policy(obs)
+        tr.alg.actor.eval()
+        assert np.array_equal(tr.policy(obs), in_train_mode)
+        tr.alg.actor.train()
+    env.close()
