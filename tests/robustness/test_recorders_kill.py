@@ -201,6 +201,7 @@ def test_unwritable_destination_refused_for_a_regular_user():
         code = textwrap.dedent(
             f"""
             import os
+            import numpy.ma  # numpy imports it lazily; the user may not read root's home
             from kelab.app.recorders import DataRecorder  # imported before dropping root
             os.setgid(65534); os.setuid(65534)
             try:
