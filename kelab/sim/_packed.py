@@ -318,6 +318,8 @@ class _Shard:
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
         self.recipe: list[tuple] = [()] * n  # per copy: the C calls of a rebuild
+        # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
+        self.anchors: list[dict[int, pymunk.Body]] = [{} for _ in range(n)]
         # the constraints are unmanaged pointers (a rebuild frees the old ones at once):
         # free the last ones with the shard (before its space goes, which detaches them)
         weakref.finalize(self, _free_parts, self.parts)
@@ -398,13 +400,15 @@ class _Shard:
                 )
             )
         calls = []
+        anchors = self.anchors[cl]
         for jl in lay.joints:
-            if jl.parent < 0:
-                a, shift = self.space.static_body, (ox, 0.0)
-            elif jl.parent in self.shared:
-                a = self.shared[jl.parent]
-                d = ox - BASE_X  # copy offset in the shared body's (unrotated) frame
-                shift = (d, 0.0)
+            if jl.parent < 0 or jl.parent in self.shared:
+                # the copy's own static anchor (see _anchor), not the space's static body
+                if jl.parent not in anchors:
+                    anchors[jl.parent] = self._anchor(jl.parent)
+                a = anchors[jl.parent]
+                # the copy offset in the static body's (unrotated) frame
+                shift = (ox, 0.0) if jl.parent < 0 else (ox - BASE_X, 0.0)
             else:
                 a, shift = self.bodies[cl][jl.parent], None
             child = self.bodies[cl][jl.child]
@@ -431,6 +435,24 @@ class _Shard:
             [add[0] for add in adds],
             fric,
         )
+
+    def _anchor(self, parent: int) -> pymunk.Body:
+        """A static body in the state of a joint parent: the space's static body or a shared one.
+
+        ``parent`` is -1 for the copy's ground frame, else a shared static body's index.
+
+        Joints to it compute exactly what they would with the shared body itself (the same
+        transform, a zero centre of gravity, no mass or velocity), but each copy has its
+        own: Chipmunk keeps a body's constraints in a linked list that removing one walks
+        (from the newest), so with one shared static body a copy's reset walked past the
+        ground joints of every copy reset after it. It stays out of the space (the space
+        never moves or reads a static body; a constraint needs its bodies only).
+        """
+        body = pymunk.Body(body_type=pymunk.Body.STATIC)
+        if parent >= 0:
+            pose = self.plan.scene.bodies[parent].pose
+            body.position = (BASE_X + pose.x, pose.y)  # as the shared body (_Shard.__init__)
+        return body
 
     def rebuild(self, locals_: np.ndarray, place: bool = True) -> None:
         """Make local copies fresh: new constraints and shapes on their bodies, in place.
