@@ -117,6 +117,7 @@ class ProgressBar:
         self.tty = bool(getattr(out, "isatty", lambda: False)())
         self.t0 = time.perf_counter()
         self.last_print = -math.inf
+        self.evaluated: float | None = None  # the latest evaluation's success rate
 
     def __call__(self, row: dict[str, Any]) -> None:
         """Show one training iteration's row."""
@@ -128,10 +129,13 @@ class ProgressBar:
         bar = "#" * filled + "-" * (width - filled)
         rate = row["success_rate"]
         ret = row["mean_return"]
+        if row.get("eval_success_rate") is not None:
+            self.evaluated = row["eval_success_rate"]
+        evaluated = "" if self.evaluated is None else f"eval {self.evaluated:4.2f}  "
         text = (
             f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  "
             f"return {ret:8.2f}  "
-            f"success {'  -  ' if rate is None else f'{rate:5.2f}'}  "
+            f"success {'  -  ' if rate is None else f'{rate:5.2f}'}  {evaluated}"
             f"{row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
         ) if math.isfinite(ret) else (
             f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"
@@ -247,9 +251,17 @@ def run_train(
         f"{'interrupted' if stats['interrupted'] else 'done'}: {stats['iterations']} "
         f"iterations, {stats['env_steps']} env steps in {stats['wall_time_s']:.1f} s "
         f"({stats['env_steps_per_s']:.0f} steps/s); mean return {stats['last_reward']}, "
-        f"success rate {rate}",
+        f"success rate {rate} (training episodes, with exploration noise)",
         file=out,
     )
+    if stats["eval_success_rate"] is not None:
+        print(
+            f"last evaluation (deterministic policy): success rate "
+            f"{stats['eval_success_rate']:.2f}",
+            file=out,
+        )
+    if stats["stopped_at_target"]:
+        print(f"target met at iteration {stats['target_reached_at']}", file=out)
     print(f"best:   {stats['checkpoints']['best']}", file=out)
     print(f"latest: {stats['checkpoints']['latest']}", file=out)
     print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
