@@ -97,7 +97,7 @@ class RLPlayer:
         self._env = env
         self._own_env = False
         if env is not None:
-            self._check_env(env)
+            self.check_env(env)
 
     # ------------------------------------------------------------------ the policy
     @property
@@ -120,7 +120,12 @@ class RLPlayer:
         return self._policy
 
     # ------------------------------------------------------------------ the env
-    def _check_env(self, env: LearningEnv | DirectRLEnv | RayLearningEnv) -> None:
+    def check_env(self, env: LearningEnv | DirectRLEnv | RayLearningEnv) -> None:
+        """Refuse an env whose task does not fit the checkpoint.
+
+        Raises:
+            ValueError: When the observation or action sizes differ (naming both sides).
+        """
         base = getattr(env, "unwrapped", env)
         space = getattr(base, "single_observation_space", None) or base.observation_space
         act_space = getattr(base, "single_action_space", None) or base.action_space
@@ -161,7 +166,7 @@ class RLPlayer:
         env = DirectRLEnv(
             task, render_mode=render_mode, timing=timing, seed=self.seed if seed is None else seed
         )
-        self._check_env(env)
+        self.check_env(env)
         return env
 
     @property
