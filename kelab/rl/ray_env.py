@@ -26,7 +26,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab._validate import check_bool, check_int, check_positive, check_seed, must
+from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
 from kelab.rl.ray_channel import (
     OK,
     ChannelClosedError,
@@ -529,7 +529,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             ``(obs, {})``.
         """
         self._drain()
-        if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)):
+        if seed is None or is_int(seed):
             if seed is not None:
                 super().reset(seed=int(seed))
             args: list[tuple] = [(None if seed is None else int(seed),)] * self.num_workers

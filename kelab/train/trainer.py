@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._validate import check_seed
+from kelab._validate import check_int, check_seed
 from kelab.train._deps import require_training_extra
 
 require_training_extra()
@@ -467,12 +467,7 @@ class RLTrainer:
             raise RuntimeError("this RLTrainer is closed; create a new one")
         if max_iterations is None:
             max_iterations = self.config.max_iterations
-        if (
-            isinstance(max_iterations, bool)
-            or not isinstance(max_iterations, (int, np.integer))
-            or max_iterations < 1
-        ):
-            raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+        max_iterations = check_int(max_iterations, "max_iterations", low=1)
         self._open_logs()
         cfg = self.config
         alg = self.alg
