@@ -72,6 +72,8 @@ shape_set_elasticity = _lib.cpShapeSetElasticity  # (cpShape *, cpFloat)
 # -- spaces ------------------------------------------------------------------------------
 
 space_step = _lib.cpSpaceStep  # (cpSpace *, cpFloat dt)
+space_add_body = _lib.cpSpaceAddBody  # (cpSpace *, cpBody *)
+space_remove_body = _lib.cpSpaceRemoveBody  # (cpSpace *, cpBody *)
 space_add_shape = _lib.cpSpaceAddShape  # (cpSpace *, cpShape *)
 space_remove_shape = _lib.cpSpaceRemoveShape  # (cpSpace *, cpShape *)
 space_add_constraint = _lib.cpSpaceAddConstraint  # (cpSpace *, cpConstraint *)

@@ -236,38 +236,10 @@ def apply_values(shapes: list[pymunk.Shape], layout: Layout, body: int) -> None:
             s.collision_type = t
 
 
-def reset_friction(shapes: list[pymunk.Shape], layout: Layout, body: int) -> None:
-    """Give a body's reused shapes their initial (sticking) friction again."""
-    f = float(layout.stick_value[body])
-    for s in shapes:
-        cp.shape_set_friction(cp.shape_ptr(s), f)
-
-
 def register_callbacks(space: pymunk.Space, layout: Layout, materials: dict) -> None:
     """Register ``pre_solve`` for the collision-type pairs the model leaves to it."""
     for a, b in layout.callback_pairs:
         space.on_collision(a, b, pre_solve=pre_solve, data=materials)
-
-
-def reset_body(body: pymunk.Body, pose: Pose) -> None:
-    """Put a reused body (no shapes, no constraints, in no space) back to its fresh state.
-
-    A body's state is its pose, velocities, held force/torque and the solver's bias
-    velocities; mass, moment and centre of gravity are zero once its shapes are removed
-    (Chipmunk re-accumulates them from the shapes), exactly as in a new ``pymunk.Body``.
-    ``cpBodyUpdatePosition(body, 0)`` clears the bias velocities (it moves the body by
-    ``(v + v_bias) * 0``), then the pose is set in the order of :func:`make_body`.
-    """
-    ptr = cp.body_ptr(body)
-    if body.body_type == pymunk.Body.STATIC:
-        return
-    cp.body_set_velocity(ptr, (0.0, 0.0))
-    cp.body_set_angular_velocity(ptr, 0.0)
-    cp.body_update_position(ptr, 0.0)
-    cp.body_set_force(ptr, (0.0, 0.0))
-    cp.body_set_torque(ptr, 0.0)
-    cp.body_set_position(ptr, (pose.x, pose.y))
-    cp.body_set_angle(ptr, pose.angle)
 
 
 def _groups(scene: Scene, index: dict[str, int]) -> np.ndarray:
@@ -381,10 +353,12 @@ def _apply_material(shapes: list[pymunk.Shape], material: Material) -> None:
 class CopySpace:
     """One environment copy: a pymunk Space plus its bodies, shapes and constraints.
 
-    The bodies and shapes are created once; :meth:`rebuild` moves them into a fresh
-    Space in their initial state (the same calls as the first build, on bodies put back
-    to their fresh state by :func:`reset_body`) and creates new constraints (their
-    warm-start impulses cannot be cleared), so a rebuilt copy is bit-identical to a new one.
+    The bodies, shapes and constraints are created once; :meth:`rebuild` moves them into
+    a fresh Space in their initial state (the same Chipmunk calls as the first build, on
+    bodies put back to a new body's state, constraints re-initialised in place), so a
+    rebuilt copy is bit-identical to a new one. Everything goes through Chipmunk directly
+    (kelab.sim._chipmunk): pymunk's own ``Space.add``/``remove`` bookkeeping is never
+    used for these objects, so their pymunk ``space`` attributes stay None.
     """
 
     def __init__(self, scene: Scene, layout: Layout, materials: dict | None) -> None:
@@ -411,43 +385,92 @@ class CopySpace:
                 apply_values(shapes, layout, i)
             self.bodies.append(body)
             self.body_shapes.append(shapes)
-        self.constraints: list = []  # cpConstraint pointers (make_constraints)
-        self.space = self._assemble()
+        # joints to the copy's ground frame hang on this static body: the state of a
+        # space's static body (identity transform, no mass), one for every space the copy
+        # gets, so each rebuild re-initialises the same constraints in place
+        self._ground = pymunk.Body(body_type=pymunk.Body.STATIC)
+        calls = []
+        for jl in layout.joints:
+            a = self._ground if jl.parent < 0 else self.bodies[jl.parent]
+            calls.extend(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(self.bodies[jl.child])))
+        #: cpConstraint pointers (freed when garbage collected, leaving their space first)
+        self.constraints: list = new_constraints(calls)
+        self._inits = [
+            reinit_call(ctor, c, args)
+            for c, (ctor, args) in zip(self.constraints, calls, strict=True)
+        ]
+        self._body_ptrs = [cp.body_ptr(b) for b in self.bodies]
+        self._shape_ptrs = [[cp.shape_ptr(s) for s in shapes] for shapes in self.body_shapes]
+        # per moving body, what rebuild() resets: its initial pose, its shapes' friction
+        self._resets = []
+        for i, inst in enumerate(scene.bodies):
+            if layout.dynamic[i]:
+                f = float(layout.stick_value[i])
+                fric = [(sp, f) for sp in self._shape_ptrs[i]] if layout.needs_handler else []
+                pose = inst.pose
+                self._resets.append((self._body_ptrs[i], (pose.x, pose.y), pose.angle, fric))
+        self.space = self._assemble(first=True)
 
-    def _assemble(self) -> pymunk.Space:
-        """Add the (fresh-state) bodies and shapes to a new Space, then new constraints."""
+    def _assemble(self, first: bool = False) -> pymunk.Space:
+        """Add the (fresh-state) bodies, shapes and constraints to a new Space.
+
+        Chipmunk calls in the order pymunk's ``Space.add(body, *shapes)`` makes them (a
+        new space numbers its shapes from 0 again), then the constraints, re-initialised
+        in place after the first build (zero warm-start impulses, as new ones).
+        """
         space = new_space(self._scene.gravity)
         self.space = space
-        for body, shapes in zip(self.bodies, self.body_shapes, strict=True):
-            space.add(body, *shapes)
-        self.constraints = []
-        for jl in self._layout.joints:
-            self.constraints.extend(self._joint(jl))
+        ptr = cp.space_ptr(space)
+        add_body, add_shape = cp.space_add_body, cp.space_add_shape
+        for bp, sps in zip(self._body_ptrs, self._shape_ptrs, strict=True):
+            add_body(ptr, bp)
+            for sp in sps:
+                add_shape(ptr, sp)
+        off, add_con = cp.constraint_set_collide_bodies, cp.space_add_constraint
+        for (init, args), con in zip(self._inits, self.constraints, strict=True):
+            if not first:
+                init(*args)
+                off(con, 0)
+            add_con(ptr, con)
         if self._handler and self._layout.needs_handler:
             register_callbacks(space, self._layout, self.shape_material)
         return space
 
     def rebuild(self) -> None:
-        """Make this copy fresh: a new Space with the same objects in their initial state."""
-        old = self.space
-        remove_constraints(old, self.constraints)
-        for shapes in self.body_shapes:
-            old.remove(*shapes)
-        old.remove(*self.bodies)
-        cp.clear_removed_shapes(old)
-        lay = self._layout
-        for i, inst in enumerate(self._scene.bodies):
-            if lay.dynamic[i]:
-                reset_body(self.bodies[i], inst.pose)
-                if lay.needs_handler:
-                    reset_friction(self.body_shapes[i], lay, i)
-        self.space = self._assemble()
+        """Make this copy fresh: a new Space with the same objects in their initial state.
 
-    def _joint(self, jl: JointLayout) -> list[pymunk.Constraint]:
-        a = self.space.static_body if jl.parent < 0 else self.bodies[jl.parent]
-        out = make_constraints(jl, a, self.bodies[jl.child])
-        add_constraints(self.space, out)
-        return out
+        The constraints, shapes and bodies leave the old space. Each moving body gets a new
+        body's state: velocities, then ``cpBodyUpdatePosition(body, 0)`` clears the bias
+        velocities (it moves the body by ``(v + v_bias) * 0``), force and torque, then the
+        pose in the order of :func:`make_body`; with its shapes removed its mass, moment and
+        centre of gravity are zero, as a new body's (Chipmunk accumulates them again from
+        the shapes). Its shapes get their initial (sticking) friction.
+        """
+        old = cp.space_ptr(self.space)
+        for con in self.constraints:
+            cp.space_remove_constraint(old, con)
+        rm_shape, rm_body = cp.space_remove_shape, cp.space_remove_body
+        for bp, sps in zip(self._body_ptrs, self._shape_ptrs, strict=True):
+            for sp in sps:
+                rm_shape(old, sp)
+            rm_body(old, bp)
+        # every moving body back to a new body's state (see above)
+        set_v, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
+        set_f, set_t = cp.body_set_force, cp.body_set_torque
+        set_p, set_a = cp.body_set_position, cp.body_set_angle
+        update, set_fric = cp.body_update_position, cp.shape_set_friction
+        zero = (0.0, 0.0)
+        for bp, pos, angle, fric in self._resets:
+            set_v(bp, zero)
+            set_w(bp, 0.0)
+            update(bp, 0.0)
+            set_f(bp, zero)
+            set_t(bp, 0.0)
+            set_p(bp, pos)
+            set_a(bp, angle)
+            for sp, f in fric:
+                set_fric(sp, f)
+        self.space = self._assemble()
 
 
 def _free_constraint(ptr: object) -> None:
@@ -541,42 +564,6 @@ def free_constraints(constraints: list) -> None:
     """Free unmanaged constraints of :func:`new_constraints` (leaving their space first)."""
     for c in constraints:
         _free_constraint(c)
-
-
-def make_constraints(
-    jl: JointLayout, a: pymunk.Body, b: pymunk.Body, shift: tuple[float, float] | None = None
-) -> list:
-    """Return the Chipmunk constraints of one joint between ``a`` (parent) and ``b`` (child).
-
-    They are plain ``cpConstraint`` pointers (freed when garbage collected, leaving their
-    space first), created with the C constructors that pymunk's constraint classes call,
-    without pymunk's Python wrappers: a reset creates them anew for every reset copy
-    (their warm-start impulses cannot be cleared) and the wrappers cost more than the
-    constraints. Add them with :func:`add_constraints`. Nothing outside kelab.sim sees
-    them (pymunk's ``Space.constraints`` does not list them).
-
-    Args:
-        jl: The joint's constant geometry.
-        a: Parent body (a space's static body for joints to the ground frame).
-        b: Child body.
-        shift: Added to the parent-frame anchor (the copy origin when ``a`` is the static
-            body of a space shared by several copies); None adds nothing.
-    """
-    return new_constraints(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(b), shift))
-
-
-def add_constraints(space: pymunk.Space, constraints: list) -> None:
-    """Add constraints made by :func:`make_constraints` to a space, in order."""
-    ptr = cp.space_ptr(space)
-    for c in constraints:
-        cp.space_add_constraint(ptr, c)
-
-
-def remove_constraints(space: pymunk.Space, constraints: list) -> None:
-    """Remove constraints made by :func:`make_constraints` from a space, in order."""
-    ptr = cp.space_ptr(space)
-    for c in constraints:
-        cp.space_remove_constraint(ptr, c)
 
 
 def build_copy(scene: Scene, layout: Layout) -> CopySpace:

@@ -39,6 +39,8 @@ SIGNATURES = {
     "shape_set_friction": "void(*)(cpShape *, double)",
     "shape_set_elasticity": "void(*)(cpShape *, double)",
     "space_step": "void(*)(cpSpace *, double)",
+    "space_add_body": "cpBody *(*)(cpSpace *, cpBody *)",
+    "space_remove_body": "void(*)(cpSpace *, cpBody *)",
     "space_add_shape": "cpShape *(*)(cpSpace *, cpShape *)",
     "space_remove_shape": "void(*)(cpSpace *, cpShape *)",
     "space_add_constraint": "cpConstraint *(*)(cpSpace *, cpConstraint *)",
