@@ -793,7 +793,7 @@ class PackedBackend:
             self._workers.wait()
 
     def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
-        """Make copies ``ids`` fresh, in place (the first call builds the shards).
+        """Make copies ``ids`` (distinct) fresh, in place (the first call builds the shards).
 
         Also when every copy of a shard is reset: its copies are rebuilt in place like any
         others (each exactly a fresh copy), ~10x cheaper than building a new space (new
@@ -808,6 +808,8 @@ class PackedBackend:
             self._shards = [_Shard(self._plan, part) for part in self._split]
             self._id_dirty = self._shapes_dirty = True
             self._fric_vals = None
+        elif len(self._split) == 1:  # one shard: local indices are the copy indices
+            self._shards[0].rebuild(np.sort(ids), place)
         else:
             hit = np.zeros(self._n, dtype=bool)
             hit[ids] = True
