@@ -44,7 +44,8 @@ def test_a_failing_policy_stops_at_the_pre_check():
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match=r"TargetCheck.target must be a finite number in \[0, 1\], got 1.5"):
+    message = r"TargetCheck.target must be a finite number in \[0, 1\], got 1.5"
+    with pytest.raises(ValueError, match=message):
         TargetCheck(CartPoleTask, target=1.5)
     with pytest.raises(ValueError, match="TargetCheck.episodes must be an int >= 1"):
         TargetCheck(CartPoleTask, target=0.9, episodes=0)
