@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,4 +20,5 @@ def test_doc_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     for i, block in enumerate(BLOCK.findall(page.read_text())):
         namespace = {"__name__": f"docs_{page.stem}_{i}"}
-        exec(compile(block, f"{page.name}[block {i}]", "exec"), namespace)
+        code = textwrap.dedent(block)  # a block inside a list item is indented
+        exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
