@@ -14,6 +14,7 @@ restarts and kills the workers and carries everything else (reset, snapshots, er
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import mmap
@@ -97,29 +98,48 @@ def expand_ends(
         ``vector_info`` of the ended copies: rows of copies that did not end hold zeros,
         False or None, exactly as in one ``LearningEnv``.
     """
-    ids = np.concatenate([e["ids"] + a for a, e in parts])
+    if len(parts) == 1:  # one worker's copies ended (common): no joins
+        first_copy, first = parts[0]
+        ids = first["ids"] + first_copy
+
+        def joined(key: str) -> np.ndarray:
+            return first[key]
+
+        labels = first["ended_by"]
+    else:
+        first = parts[0][1]
+        ids = np.concatenate([e["ids"] + a for a, e in parts])
+
+        def joined(key: str) -> np.ndarray:
+            return np.concatenate([e[key] for _, e in parts])
+
+        labels = [label for _, e in parts for label in e["ended_by"]]
     mask = np.zeros(num_envs, dtype=bool)
     mask[ids] = True
-
-    def rows(key: str, dtype: np.dtype | type, shape: tuple[int, ...] = ()) -> np.ndarray:
-        full = np.zeros((num_envs, *shape), dtype=dtype)
-        full[ids] = np.concatenate([e[key] for _, e in parts])
-        return full
-
-    first = parts[0][1]
+    # vector_info reads only the ended rows of these (it masks or zero-fills the rest)
+    final_obs = np.empty((num_envs, obs_dim), dtype=first["final_obs"].dtype)
+    final_obs[ids] = joined("final_obs")
+    returns = np.empty(num_envs, dtype=first["episode_return"].dtype)
+    returns[ids] = joined("episode_return")
+    lengths = np.empty(num_envs, dtype=first["episode_length"].dtype)
+    lengths[ids] = joined("episode_length")
+    wall = np.empty(num_envs, dtype=np.float64)
+    wall[ids] = joined("episode_wall_s")
     ended_by = np.full(num_envs, None, dtype=object)
-    ended_by[ids] = [label for _, e in parts for label in e["ended_by"]]
+    ended_by[ids] = labels
     ends: dict[str, Any] = {
         "ids": ids,
         "mask": mask,
-        "final_obs": rows("final_obs", first["final_obs"].dtype, (obs_dim,)),
+        "final_obs": final_obs,
         "ended_by": ended_by,
-        "episode_return": rows("episode_return", first["episode_return"].dtype),
-        "episode_length": rows("episode_length", first["episode_length"].dtype),
-        "episode_wall_s": rows("episode_wall_s", np.float64),
+        "episode_return": returns,
+        "episode_length": lengths,
+        "episode_wall_s": wall,
     }
     if "is_success" in first:
-        ends["is_success"] = rows("is_success", bool)
+        success = np.zeros(num_envs, dtype=bool)
+        success[ids] = joined("is_success")
+        ends["is_success"] = success
         names: list[str] = []
         for _, e in parts:
             names.extend(k for k in e["checks"] if k not in names)
@@ -174,11 +194,12 @@ def unpack_ends(header: bytes, blob: bytes) -> dict[str, Any] | None:
         return None
 
     def get(spec: list[Any]) -> np.ndarray:
-        dtype = np.dtype(spec[0])
-        if dtype.hasobject:
-            raise ValueError(f"ended rows must hold plain arrays, got dtype {dtype}")
-        count = math.prod(spec[1])
-        return np.frombuffer(blob, dtype, count=count, offset=spec[2]).reshape(spec[1])
+        dtype = _dtype(spec[0])
+        shape = spec[1]
+        if len(shape) == 1:
+            return np.frombuffer(blob, dtype, count=shape[0], offset=spec[2])
+        count = math.prod(shape)
+        return np.frombuffer(blob, dtype, count=count, offset=spec[2]).reshape(shape)
 
     meta = json.loads(header)
     out: dict[str, Any] = {}
@@ -190,6 +211,15 @@ def unpack_ends(header: bytes, blob: bytes) -> dict[str, Any] | None:
         else:
             out[key] = get(value)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _dtype(name: str) -> np.dtype:
+    """The plain dtype a header names (cached: a handful of names, every step)."""
+    dtype = np.dtype(name)
+    if dtype.hasobject:
+        raise ValueError(f"ended rows must hold plain arrays, got dtype {dtype}")
+    return dtype
 
 
 # ---------------------------------------------------------------------- the channel

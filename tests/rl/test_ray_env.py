@@ -93,9 +93,11 @@ def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
             part["checks"] = {k: v[rows] for k, v in back["checks"].items()}
             halves.append((first, part))
     rebuilt = expand_ends(halves, 6, 4)
-    t = info["episode"].pop("t"), rebuilt["episode"].pop("t")
+    whole = expand_ends([(0, back)], 6, 4)  # one worker's reply: the path without joins
+    t = info["episode"].pop("t"), rebuilt["episode"].pop("t"), whole["episode"].pop("t")
     same(rebuilt, info)
-    assert np.allclose(*t)
+    same(whole, info)
+    assert np.allclose(t[0], t[1]) and np.allclose(t[0], t[2])
     with pytest.raises(ValueError, match="plain arrays"):
         unpack_ends(b'{"ids": ["|O", [1], 0]}', bytes(8))
 
