@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_int, check_number_or_none
+from kelab.sim._values import body_states_error, forces_error
 from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
@@ -116,6 +117,9 @@ def _efforts_ok(values: np.ndarray, bound: np.ndarray, where: str) -> None:
 
 
 def _forces_ok(values: np.ndarray, dynamic: np.ndarray, where: str) -> None:
+    problem = forces_error(values)
+    if problem is not None:
+        raise _fail(f"{where}: external forces and torques {problem}")
     if values[:, ~dynamic].any():
         raise _fail(f"{where}: static bodies hold no external force (a World zeroes them)")
 
@@ -273,6 +277,9 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 half = ids.size * nb * 3
                 a = vals[:half].reshape(ids.size, nb, 3).copy()
                 b = vals[half:].reshape(ids.size, nb, 3).copy()
+                problem = body_states_error(a, b)
+                if problem is not None:
+                    raise _fail(f"{where}: body states {problem}")
             else:
                 a = vals.reshape(ids.size, nb, 3).copy()
                 _forces_ok(a, spec.dynamic, where)

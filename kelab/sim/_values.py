@@ -40,3 +40,41 @@ def vec2(value: Any, name: str) -> np.ndarray:
     if not np.isfinite(v).all():
         raise ValueError(f"{name} must be finite, got {v.tolist()}")
     return v
+
+
+STATE_POSITION_MAX = 1e7
+"""Largest ``|x|``, ``|y|`` (m) a written body state may hold: 100x the scene coordinate
+range (``shapes.COORD_MAX``). Farther out, the packed layout's spatial hash would walk
+an astronomical number of cells (a restore of a doctored snapshot hung there)."""
+STATE_SPEED_MAX = 1e7
+"""Largest ``|vx|``, ``|vy|`` (m/s) and ``|w|`` (rad/s) a written body state may hold."""
+
+
+def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
+    """Why ``(..., 3)`` poses and velocities cannot be written as body states, or None."""
+    if not (np.isfinite(poses).all() and np.isfinite(velocities).all()):
+        return "must be finite, got NaN or inf"
+    far = float(np.abs(poses[..., :2]).max(initial=0.0))
+    if far > STATE_POSITION_MAX:
+        return f"positions must be within ±{STATE_POSITION_MAX:g} m, got {far:g}"
+    fast = float(np.abs(velocities).max(initial=0.0))
+    if fast > STATE_SPEED_MAX:
+        return f"velocities must be within ±{STATE_SPEED_MAX:g} (m/s, rad/s), got {fast:g}"
+    return None
+
+
+FORCE_MAX = 1e9
+"""Largest ``|fx|``, ``|fy|`` (N) and ``|torque|`` (N·m) of a held external force a
+snapshot may carry: far beyond any scene's weights (masses <= 1e6 kg). A doctored 1e300 N
+force in a replayed log hung the packed layout's step; forces set through the API stay
+merely finite (a divergence they cause is detected and named where the state is read)."""
+
+
+def forces_error(forces: np.ndarray) -> str | None:
+    """Why ``(..., 3)`` external forces and torques cannot be held, or None."""
+    if not np.isfinite(forces).all():
+        return "must be finite numbers, got NaN or inf"
+    big = float(np.abs(forces).max(initial=0.0))
+    if big > FORCE_MAX:
+        return f"must be within ±{FORCE_MAX:g} (N, N·m), got {big:g}"
+    return None

@@ -45,6 +45,7 @@ from kelab.sim._compile import (
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
 from kelab.sim._restore import WorldSpec, check_snapshot
+from kelab.sim._values import body_states_error as _body_states_error
 from kelab.sim._values import float_array as _float_array
 from kelab.sim._values import short as _short
 from kelab.sim._values import vec2 as _vec2
@@ -859,8 +860,12 @@ class World:
                     f"got {arr.shape}; read the present ones with body_poses / body_velocities "
                     "and change the rows to set"
                 )
-        if not (np.isfinite(poses).all() and np.isfinite(vels).all()):
-            raise ValueError("set_body_states: poses and velocities must be finite")
+        problem = _body_states_error(poses, vels)
+        if problem is not None:
+            raise ValueError(
+                f"set_body_states: poses and velocities {problem}; give a state the "
+                "simulation can step from"
+            )
         self._rebuild(ids, place=False)  # every moving body's state is written next
         self._write_states(ids, poses, vels)
         self._log.append(self._steps, Kind.STATES, ids.copy(), poses.copy(), vels.copy())

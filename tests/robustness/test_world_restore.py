@@ -376,3 +376,26 @@ def test_max_log_steps_is_validated() -> None:
     for bad in (0, -5, 1.5, True, "100"):
         with pytest.raises(ValueError, match="max_log_steps must be an int >= 1"):
             ke.World(_scene(), max_log_steps=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_far_flung_forces_and_states_are_refused_not_stepped(layout: str) -> None:
+    """A replayed 1e300 N force or a body at 1e300 m hung the packed layout's step."""
+    w = ke.World(_scene(), num_envs=2, seed=2, layout=layout, max_log_steps=120)
+    poses = w.body_poses
+    poses[0, 1, 0] = 1e300
+    with pytest.raises(ValueError, match=r"set_body_states: poses and velocities positions"):
+        w.set_body_states(None, poses)
+    _drive(w, 10)
+    w.set_body_forces(np.ones((2, len(w.body_names), 2)))
+    _drive(w, 5, start=10)
+    snap = w.snapshot()
+    arrays = {k: np.array(v) for k, v in snap.arrays.items()}
+    kinds, offsets = arrays["log/kind"], arrays["log/val_off"]
+    forces_entry = int(np.flatnonzero(kinds == 5)[-1])
+    arrays["log/vals"][offsets[forces_entry] + 3] = 1e300
+    bad = ke.Snapshot(snap.fingerprint, snap.step_count, snap.sim_time, arrays, snap.meta)
+    before = _fingerprint(w)
+    with pytest.raises(ValueError, match="external forces and torques must be within"):
+        w.restore(bad)
+    assert _fingerprint(w) == before
