@@ -12,12 +12,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from tensordict import TensorDict
 
-from kelab.train.adapter import OBS_GROUP
 from kelab.train.checkpoint import Checkpoint, CheckpointError
 from kelab.train.config import TrainConfig
-from kelab.train.ppo import build_actor
+from kelab.train.ppo import build_actor, deterministic_actions
 
 __all__ = [
     "CheckpointPolicy",
@@ -154,7 +152,7 @@ class CheckpointPolicy:
             )
         with torch.inference_mode():
             t = torch.from_numpy(np.ascontiguousarray(x))
-            out = self.actor(TensorDict({OBS_GROUP: t}, batch_size=[t.shape[0]])).numpy()
+            out = deterministic_actions(self.actor, t).numpy()
         out = np.clip(out, -1.0, 1.0)
         if not math.isfinite(float(np.abs(out).sum())):
             raise ValueError("the policy produced NaN actions (observations out of range?)")

@@ -31,12 +31,11 @@ from kelab.train._deps import require_training_extra
 require_training_extra()
 
 import torch  # noqa: E402
-from tensordict import TensorDict  # noqa: E402
 
-from kelab.train.adapter import OBS_GROUP, RslVecEnv  # noqa: E402
+from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import Checkpoint, load_checkpoint, save_checkpoint  # noqa: E402
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
-from kelab.train.ppo import FinalObsPPO, build_algorithm  # noqa: E402
+from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
@@ -516,7 +515,7 @@ class RLTrainer:
                     "env_steps_per_s": run_steps / max(elapsed, 1e-9),
                     "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
                     "learning_rate": float(alg.learning_rate),
-                    "action_std": float(alg.get_policy().output_std.detach().mean()),
+                    "action_std": float(alg.action_std().detach().mean()),
                     "value_loss": float(losses["value"]),
                     "surrogate_loss": float(losses["surrogate"]),
                     "entropy": float(losses["entropy"]),
@@ -608,7 +607,7 @@ class RLTrainer:
         """
         x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
         with torch.inference_mode():
-            actions = self.alg.actor(TensorDict({OBS_GROUP: x}, batch_size=[x.shape[0]]))
+            actions = deterministic_actions(self.alg.actor, x)
         return actions.numpy().clip(-1.0, 1.0)
 
     def close(self) -> None:

@@ -1,0 +1,139 @@
+"""FinalObsPPO's plain-tensor sampling and update compute rsl-rl-lib's PPO.
+
+KELab's update skips rsl-rl's per-mini-batch TensorDict indexing, distribution objects and
+per-tensor Adam loop for speed; these tests hold it to the same numbers as rsl-rl's own
+``PPO.update`` / ``PPO.act`` on the same data and weights.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from rsl_rl.algorithms import PPO
+from tensordict import TensorDict
+from train_helpers import tiny_config
+
+from kelab.train.ppo import ELU, build_algorithm
+
+OBS, ACT, N, T = 4, 2, 16, 8
+
+
+def _fill(alg: PPO, seed: int) -> None:
+    """The same random rollout in any algorithm's storage."""
+    g = torch.Generator().manual_seed(seed)
+    st = alg.storage
+    st.observations["policy"].copy_(torch.randn(T, N, OBS, generator=g) * 2.0 + 0.5)
+    st.actions.copy_(torch.randn(T, N, ACT, generator=g))
+    st.values.copy_(torch.randn(T, N, 1, generator=g))
+    st.returns.copy_(torch.randn(T, N, 1, generator=g))
+    st.advantages = torch.randn(T, N, 1, generator=g)
+    st.actions_log_prob.copy_(torch.randn(T, N, 1, generator=g) - 2.0)
+    st.distribution_params = (
+        torch.randn(T, N, ACT, generator=g) * 0.1,
+        torch.full((T, N, ACT), 0.7),
+    )
+    st.step = T
+
+
+def _rsl_twin(alg: PPO, cfg) -> PPO:
+    """rsl-rl's own PPO on deep copies of ``alg``'s networks, with torch's ELU and Adam."""
+    actor, critic = copy.deepcopy(alg.actor), copy.deepcopy(alg.critic)
+    for net in (actor, critic):
+        for i in range(len(net.mlp)):
+            if isinstance(net.mlp[i], ELU):
+                net.mlp[i] = torch.nn.ELU()
+    storage = copy.deepcopy(alg.storage)
+    return PPO(
+        actor, critic, storage,
+        num_learning_epochs=cfg.num_learning_epochs, num_mini_batches=cfg.num_mini_batches,
+        clip_param=cfg.clip_param, gamma=cfg.gamma, lam=cfg.lam,
+        value_loss_coef=cfg.value_loss_coef, entropy_coef=cfg.entropy_coef,
+        learning_rate=cfg.learning_rate, max_grad_norm=cfg.max_grad_norm,
+        schedule=cfg.schedule, desired_kl=cfg.desired_kl,
+    )  # fmt: skip
+
+
+def test_elu_matches_torch_in_value_and_gradient():
+    x = torch.linspace(-20.0, 20.0, 4001, requires_grad=True)
+    ours = ELU()(x)
+    (g_ours,) = torch.autograd.grad(ours.sum(), x)
+    ref = torch.nn.functional.elu(x)
+    (g_ref,) = torch.autograd.grad(ref.sum(), x)
+    assert float((ours - ref).detach().abs().max()) < 1e-6
+    assert float((g_ours - g_ref).abs().max()) < 1e-6
+    positive = x > 0
+    assert torch.equal(ours[positive], x[positive])  # exact where x > 0
+    with torch.no_grad():  # sampling: torch's ELU for small batches, one exp for large
+        for size in (64, 40_000):
+            xs = torch.randn(size) * 5.0
+            assert float((ELU()(xs) - torch.nn.functional.elu(xs)).abs().max()) < 1e-6
+    xd = torch.randn(30, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(ELU(), (xd,))
+
+
+def test_the_networks_use_the_fast_elu_in_every_hidden_layer():
+    alg = build_algorithm(tiny_config(actor_hidden_dims=(8, 8, 8)), OBS, ACT, N)
+    for net in (alg.actor, alg.critic):
+        kinds = [type(m) for m in net.mlp]
+        assert torch.nn.ELU not in kinds
+        assert kinds.count(ELU) == len(net.mlp) // 2
+
+
+@pytest.mark.parametrize(
+    ("mini_batches", "schedule", "entropy"),
+    [(1, "adaptive", 0.0), (4, "adaptive", 0.01), (2, "fixed", 0.005)],
+)
+def test_update_matches_rsl_rl_ppo(mini_batches, schedule, entropy):
+    cfg = tiny_config(
+        num_envs=N, num_steps_per_env=T, num_learning_epochs=3, num_mini_batches=mini_batches,
+        schedule=schedule, entropy_coef=entropy, learning_rate=3e-3,
+    )  # fmt: skip
+    torch.manual_seed(1)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    _fill(alg, seed=2)
+    twin = _rsl_twin(alg, cfg)
+    torch.manual_seed(3)  # both draw the mini-batch order from the global generator
+    ours = alg.update()
+    torch.manual_seed(3)
+    theirs = twin.update()
+    assert ours.keys() >= {"value", "surrogate", "entropy"}
+    for key in ("value", "surrogate", "entropy"):
+        assert ours[key] == pytest.approx(theirs[key], rel=1e-4, abs=1e-6), key
+    assert alg.learning_rate == pytest.approx(twin.learning_rate, rel=1e-6)
+    for (name, p), q in zip(alg.actor.named_parameters(), twin.actor.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
+    for (name, p), q in zip(alg.critic.named_parameters(), twin.critic.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
+    for a, b in zip(alg.actor.obs_normalizer.state_dict().values(),
+                    twin.actor.obs_normalizer.state_dict().values(), strict=True):  # fmt: skip
+        assert torch.allclose(a.float(), b.float())
+    assert alg.storage.step == 0 and twin.storage.step == 0
+
+
+def test_update_changes_the_weights():
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    _fill(alg, seed=5)
+    before = [p.detach().clone() for p in alg.actor.parameters()]
+    alg.update()
+    assert any(not torch.equal(b, p) for b, p in zip(before, alg.actor.parameters(), strict=True))
+
+
+def test_act_records_rsl_rl_quantities():
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    obs = TensorDict({"policy": torch.randn(N, OBS)}, batch_size=[N])
+    with torch.inference_mode():
+        actions = alg.act(obs)
+        t = alg.transition
+        mean = alg.actor(obs)  # rsl-rl's deterministic output
+        std = alg.action_std()
+        ref_logp = torch.distributions.Normal(mean, std).log_prob(actions).sum(-1)
+        assert torch.allclose(t.distribution_params[0], mean, atol=1e-6)
+        assert torch.allclose(t.distribution_params[1], std.expand_as(mean))
+        assert torch.allclose(t.actions_log_prob, ref_logp, atol=1e-5)
+        assert torch.allclose(t.values, alg.critic(obs), atol=1e-6)
+        assert t.observations is obs
+    assert actions.shape == (N, ACT)
