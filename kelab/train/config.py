@@ -74,6 +74,13 @@ class TrainConfig:
             evaluation that meets ``success_target`` (after ``min_iterations``; no
             patience: the evaluated policy is the one saved as ``best``).
         eval_episodes: Episodes of each evaluation (one copy each).
+        eval_process: Run the evaluations in a second process (forked when the trainer
+            is built; :class:`kelab.train.eval_process.EvalProcess`), on another core
+            while training goes on. The verdict on iteration k's policy is read at
+            iteration k + ``eval_every`` (waiting for it if need be), so runs stay
+            deterministic; a passing verdict stops the run there, and ``best`` is the
+            policy that passed. Where forking is not safe (a RayLearningEnv, threads
+            running) the trainer evaluates in its own process, as without this flag.
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
             it improves, at most this often too).
     """
@@ -110,6 +117,7 @@ class TrainConfig:
     overlap_rollout: bool = False
     eval_every: int = 0
     eval_episodes: int = 100
+    eval_process: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -147,7 +155,7 @@ class TrainConfig:
         check_choice(self.activation, "TrainConfig.activation", _ACTIVATIONS)
         check_choice(self.schedule, "TrainConfig.schedule", ("adaptive", "fixed"))
         check_layout(self.layout, "TrainConfig.layout")
-        for name in ("obs_normalization", "stop_at_target", "overlap_rollout"):
+        for name in ("obs_normalization", "stop_at_target", "overlap_rollout", "eval_process"):
             self._set(name, check_bool(getattr(self, name), f"TrainConfig.{name}"))
         positive = (
             "init_noise_std",

@@ -40,7 +40,14 @@ from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
     from kelab.rl.task import Task
+    from kelab.train.eval_process import EvalProcess
     from kelab.train.target import TargetCheck, TargetVerdict
+
+    # a verdict (None: judged by the training success rate), the row of the iteration it
+    # judged, and that iteration's checkpoint state (None: the current one)
+    _Judged = tuple[
+        TargetVerdict | None, dict[str, Any], tuple[dict[str, torch.Tensor], dict] | None
+    ]
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
 
@@ -241,10 +248,22 @@ class RLTrainer:
         self._rollout_ready = False  # the collector holds a rollout no update has used
         self._collect_time = 0.0
         self._target_check: TargetCheck | None = None  # built at the first evaluation
+        # with eval_process: the forked evaluator, and the row and state it is judging
+        self._eval_process: EvalProcess | None = None
+        self._judging: tuple[dict[str, Any], tuple[dict[str, torch.Tensor], dict]] | None = None
         self.evaluations = 0
         """Evaluations of the deterministic policy run so far (``eval_every``)."""
         self.evaluation_time_s = 0.0
-        """Wall seconds those evaluations took (part of ``wall_time_s``)."""
+        """Wall seconds the trainer spent on those evaluations (part of ``wall_time_s``;
+        with ``eval_process``, sending weights and waiting for verdicts)."""
+        if self.config.eval_every and self.config.eval_process and isinstance(env, LearningEnv):
+            from kelab.train.eval_process import EvalProcess, can_fork
+
+            if can_fork():
+                self._eval_process = EvalProcess(
+                    type(self.task), self.config, self.obs_dim, self.act_dim,
+                    self.config.success_target, self.config.eval_episodes,
+                )  # fmt: skip
         if self.config.overlap_rollout:
             self._collector = build_algorithm(
                 self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
@@ -285,7 +304,8 @@ class RLTrainer:
         self.wall_time_s = float(meta.get("wall_time_s", 0.0))
         best = meta.get("best_score")
         if isinstance(best, list) and len(best) == 2:
-            self.best_score = (float(best[0]), float(best[1]))
+            rate, mean_return = (-math.inf if v is None else float(v) for v in best)
+            self.best_score = (rate, mean_return)
         self.best_reward = float(meta.get("best_reward", -math.inf) or -math.inf)
         self.resumed_from = str(checkpoint.path)
 
@@ -345,7 +365,9 @@ class RLTrainer:
             "wall_time_s": round(self.wall_time_s, 3),
             "reward": _finite_or_none(stats.get("mean_return")),
             "success_rate": stats.get("success_rate"),
-            "best_score": None if self.best_score is None else list(self.best_score),
+            "best_score": None
+            if self.best_score is None
+            else [_finite_or_none(v) for v in self.best_score],
             "best_reward": _finite_or_none(self.best_reward),
             "best_rule": "highest success rate over the recent episodes, then highest mean "
             "return (see docs/training.md)",
@@ -414,11 +436,38 @@ class RLTrainer:
         self.env_steps += vec.num_envs * self.config.num_steps_per_env
         self._rollout_ready = alg is self._collector
 
-    def _evaluate(self) -> TargetVerdict | None:
-        """Judge the deterministic policy if this iteration is one to (``eval_every``)."""
+    def _evaluate(self, row: dict[str, Any]) -> _Judged | None:
+        """Judge the deterministic policy if this iteration is one to (``eval_every``).
+
+        Returns:
+            The verdict, the row of the iteration it judged, and that iteration's state
+            (None: the current one); None when no verdict came this iteration. With
+            ``eval_process`` the verdict is on the policy submitted ``eval_every``
+            iterations ago, and this iteration's policy is submitted.
+        """
         every = self.config.eval_every
         if not every or self.iteration % every:
             return None
+        if self._eval_process is not None:
+            start = time.perf_counter()
+            judged = self._read_verdict()
+            self._judging = (dict(row), self._state("best", row, copy=True))
+            self._eval_process.submit(self.alg.actor)
+            self.evaluation_time_s += time.perf_counter() - start
+            return judged
+        return self._check_here(), row, None
+
+    def _read_verdict(self) -> _Judged | None:
+        """The verdict of the policy the evaluation process is judging (waits for it)."""
+        if self._eval_process is None or self._judging is None:
+            return None
+        verdict = self._eval_process.result()
+        (row, state), self._judging = self._judging, None
+        self.evaluations += 1
+        return verdict, row, state
+
+    def _check_here(self) -> TargetVerdict:
+        """Judge the current deterministic policy in this process."""
         if self._target_check is None:
             from kelab.train.target import TargetCheck
 
@@ -430,6 +479,28 @@ class RLTrainer:
         self.evaluations += 1
         self.evaluation_time_s += time.perf_counter() - start
         return verdict
+
+    def _consider_best(self, judged: _Judged) -> None:
+        """Make the judged iteration ``best`` if it scores higher than the best so far.
+
+        The score is the evaluated success rate (``eval_every``; otherwise the training
+        success rate of the recent episodes), then the mean return.
+        """
+        verdict, row, state = judged
+        rate = row["success_rate"] if verdict is None else verdict.success_rate
+        mean_return = row["mean_return"]  # NaN before any episode ended: ranks lowest
+        score = (
+            -1.0 if rate is None else float(rate),
+            mean_return if math.isfinite(mean_return) else -math.inf,
+        )
+        if self.best_score is not None and score <= self.best_score:
+            return
+        self.best_score = score
+        if state is None:
+            state = self._state("best", row, copy=True)
+        else:
+            state[1]["best_score"] = [_finite_or_none(v) for v in score]
+        self._pending_best = state
 
     def _sync_collector(self) -> None:
         """Give the collector the learner's current actor and critic (and normalisers)."""
@@ -520,23 +591,19 @@ class RLTrainer:
                     "surrogate_loss": float(losses["surrogate"]),
                     "entropy": float(losses["entropy"]),
                 }
-                verdict = self._evaluate()
+                judged = self._evaluate(row)
+                verdict = None if judged is None else judged[0]
                 row["eval_success_rate"] = None if verdict is None else verdict.success_rate
+                row["eval_iteration"] = None if judged is None else judged[1]["iteration"]
                 last_row = row
                 self._log(row)
                 if episodes.returns and math.isfinite(row["mean_return"]):
                     self.best_reward = max(self.best_reward, row["mean_return"])
                 if cfg.eval_every:  # evaluated iterations compete for best, on that rate
-                    evaluated = verdict.success_rate if verdict is not None else None
-                    enough = evaluated is not None
-                else:
-                    evaluated = rate
-                    enough = len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs)
-                if enough:
-                    score = (-1.0 if evaluated is None else evaluated, row["mean_return"])
-                    if self.best_score is None or score > self.best_score:
-                        self.best_score = score
-                        self._pending_best = self._state("best", row, copy=True)
+                    if judged is not None:
+                        self._consider_best(judged)
+                elif len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs):
+                    self._consider_best((None, row, None))
                 if self.iteration % cfg.checkpoint_every == 0:
                     self._flush_best()
                     self.save("latest", row)
@@ -567,6 +634,12 @@ class RLTrainer:
         finally:
             if update is not None:  # interrupted mid-rollout: let the update finish first
                 update.result(reraise=False)
+        if not interrupted and self._judging is not None:  # the last verdict may be best
+            start = time.perf_counter()
+            judged = self._read_verdict()
+            self.evaluation_time_s += time.perf_counter() - start
+            if judged is not None:
+                self._consider_best(judged)
         self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
         self._flush_best()
         if last_row or self.checkpoints["latest"] is None:
@@ -618,6 +691,9 @@ class RLTrainer:
         if self._target_check is not None:
             self._target_check.close()
             self._target_check = None
+        if self._eval_process is not None:
+            self._eval_process.close()
+            self._eval_process = None
         if self._writer is not None:
             self._writer.close()
             self._writer = None

@@ -1,0 +1,231 @@
+"""``EvalProcess``: a :class:`~kelab.train.target.TargetCheck` in a second process.
+
+Training runs on one core; judging the deterministic policy (``TrainConfig.eval_every``)
+then costs wall time the trainer could spend training. With ``TrainConfig.eval_process``
+the trainer forks one process when it is built; each evaluation sends the actor's weights
+there (raw float32 bytes, in the actor's own parameter order: no pickle) and reads the
+verdict one evaluation period later, so the check runs on another core meanwhile.
+
+The verdict on iteration ``k``'s policy is always read at iteration ``k + eval_every``
+(blocking if the check is not done): runs stay deterministic, and give the same verdicts
+as checks in the trainer's process, at fixed later iterations.
+
+Example:
+    >>> from kelab.tasks.cartpole import CartPoleTask
+    >>> from kelab.train.config import TrainConfig
+    >>> from kelab.train.ppo import build_actor
+    >>> config = TrainConfig(actor_hidden_dims=(8,), critic_hidden_dims=(8,))
+    >>> actor = build_actor(config, 4, 1)
+    >>> check = EvalProcess(CartPoleTask, config, 4, 1, target=0.95, episodes=4)
+    >>> check.submit(actor)
+    >>> check.result().passed  # an untrained policy
+    False
+    >>> check.close()
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import struct
+import threading
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from kelab.train.config import TrainConfig
+from kelab.train.target import TargetCheck, TargetVerdict
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from rsl_rl.models import MLPModel
+
+    from kelab.rl.task import Task
+
+__all__ = ["EvalProcess", "can_fork"]
+
+_VERDICT = struct.Struct("<?dii")  # passed, success rate, episodes judged, full evaluation ran
+
+
+def can_fork() -> bool:
+    """Whether this process may fork an evaluation process safely.
+
+    Only from a single-threaded process on a platform with ``fork`` (a thread holding a
+    lock at fork time, e.g. Ray's or a logger's, would leave the child stuck on it).
+    """
+    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+
+
+def _float_tensors(actor: torch.nn.Module) -> list[torch.Tensor]:
+    """The actor's floating-point weights and buffers, in ``state_dict`` order."""
+    return [t for t in actor.state_dict().values() if t.is_floating_point()]
+
+
+def _pack(actor: torch.nn.Module) -> bytes:
+    with torch.no_grad():
+        flat = torch.cat([t.detach().reshape(-1).to(torch.float32) for t in _float_tensors(actor)])
+    return flat.numpy().tobytes()
+
+
+def _serve(
+    conn: Connection,
+    task_type: type[Task],
+    config: TrainConfig,
+    obs_dim: int,
+    act_dim: int,
+    check_args: tuple[float, int, int, int],
+) -> None:
+    """The evaluation process: weights in, verdicts out, until the pipe closes."""
+    from kelab.train.ppo import build_actor, deterministic_actions
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    torch.set_num_threads(1)
+    target, episodes, pre_episodes, seed = check_args
+    check = TargetCheck(task_type, target, episodes, pre_episodes, seed)
+    actor = build_actor(config, obs_dim, act_dim)
+    tensors = _float_tensors(actor)
+    sizes = [t.numel() for t in tensors]
+    total = sum(sizes)
+
+    def policy(obs: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            x = torch.from_numpy(np.ascontiguousarray(obs, dtype=np.float32))
+            return deterministic_actions(actor, x).numpy().clip(-1.0, 1.0)
+
+    try:
+        while True:
+            try:
+                data = conn.recv_bytes()
+            except EOFError:
+                break
+            if not data:
+                break
+            flat = np.frombuffer(data, dtype=np.float32)
+            if flat.size != total:  # a protocol error: nothing to judge
+                break
+            with torch.no_grad():
+                for t, chunk in zip(tensors, np.split(flat, np.cumsum(sizes)[:-1]), strict=True):
+                    t.copy_(torch.from_numpy(chunk.copy()).reshape(t.shape))
+            v = check(policy)
+            conn.send_bytes(_VERDICT.pack(v.passed, v.success_rate, v.judged, v.full))
+    finally:
+        check.close()
+        conn.close()
+
+
+class EvalProcess:
+    """Judge actor weights against a task's success target in a forked process.
+
+    One check at a time: :meth:`submit` sends the weights (copied at once, so training may
+    go on changing them), :meth:`result` waits for that check's verdict.
+
+    Args:
+        task_type: The task class (the process builds its evaluation envs from it).
+        config: The training config the actor was built with.
+        obs_dim: Observation size.
+        act_dim: Action size.
+        target: Success rate to meet.
+        episodes: Episodes of the full evaluation.
+        pre_episodes: Episodes of the pre-check (see :class:`TargetCheck`).
+        seed: Seed of every evaluation.
+
+    Raises:
+        RuntimeError: When this process cannot fork safely (see :func:`can_fork`).
+    """
+
+    def __init__(
+        self,
+        task_type: type[Task],
+        config: TrainConfig,
+        obs_dim: int,
+        act_dim: int,
+        target: float,
+        episodes: int = 100,
+        pre_episodes: int = 10,
+        seed: int = 1000,
+    ) -> None:
+        if getattr(task_type, "success_rule", None) is None:
+            raise ValueError(
+                f"EvalProcess needs a task with a success rule; {task_type.__name__} has "
+                "none (set success_rule on the task class)"
+            )
+        if not can_fork():
+            raise RuntimeError(
+                "EvalProcess must fork from a single-threaded process, got "
+                f"{threading.active_count()} threads; evaluate in this process instead"
+            )
+        ctx = multiprocessing.get_context("fork")
+        self._conn, child = ctx.Pipe()
+        args = (target, episodes, pre_episodes, seed)
+        self._proc = ctx.Process(
+            target=_serve,
+            args=(child, task_type, config, obs_dim, act_dim, args),
+            name="kelab-eval",
+            daemon=True,
+        )
+        self._proc.start()
+        child.close()
+        self._pending = False
+
+    @property
+    def pending(self) -> bool:
+        """A check was submitted and its verdict not read yet."""
+        return self._pending
+
+    def submit(self, actor: MLPModel) -> None:
+        """Start judging ``actor``'s current weights.
+
+        Raises:
+            RuntimeError: When the previous verdict was not read, or the process is gone.
+        """
+        if self._pending:
+            raise RuntimeError("EvalProcess.submit: read the previous verdict with result() first")
+        try:
+            self._conn.send_bytes(_pack(actor))
+        except (BrokenPipeError, OSError) as err:
+            raise RuntimeError(self._gone(err)) from None
+        self._pending = True
+
+    def result(self) -> TargetVerdict:
+        """The verdict of the submitted weights (waits for it).
+
+        Raises:
+            RuntimeError: When nothing was submitted, or the process ended unexpectedly.
+        """
+        if not self._pending:
+            raise RuntimeError("EvalProcess.result: nothing was submitted")
+        self._pending = False
+        try:
+            data = self._conn.recv_bytes()
+        except (EOFError, OSError) as err:
+            raise RuntimeError(self._gone(err)) from None
+        passed, rate, judged, full = _VERDICT.unpack(data)
+        return TargetVerdict(bool(passed), float(rate), int(judged), bool(full))
+
+    def _gone(self, err: BaseException) -> str:
+        self._proc.join(timeout=1.0)
+        return (
+            f"the evaluation process (pid {self._proc.pid}) ended unexpectedly (exit code "
+            f"{self._proc.exitcode}, {type(err).__name__}); set TrainConfig.eval_process=False "
+            "to evaluate in the training process"
+        )
+
+    def close(self) -> None:
+        """Stop the process (an unread verdict is dropped)."""
+        if self._proc.pid is None or self._conn.closed:
+            return
+        if self._pending:  # a check still running: nobody will read its verdict
+            self._proc.kill()
+        else:
+            try:
+                self._conn.send_bytes(b"")
+            except (BrokenPipeError, OSError):
+                pass
+        self._conn.close()
+        self._pending = False
+        self._proc.join(timeout=5.0)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout=5.0)
