@@ -29,10 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from kelab.rl.env import vector_info
-
 __all__ = [
     "ChannelClosedError",
+    "EndsJoin",
     "StepChannel",
     "channel_supported",
     "WorkerChannel",
@@ -44,7 +43,8 @@ __all__ = [
 
 STEP, QUIT = b"S", b"Q"  # the driver's commands (one byte each)
 OK, FAILED = 0, 1  # a reply's status: the step's results, or the step raised (see serve)
-_REPLY = struct.Struct("<BII")  # status, JSON bytes, binary bytes (then the two payloads)
+_REPLY = struct.Struct("<BII")  # status, header bytes, array bytes (then the two payloads)
+_RECV_SIZE = 1 << 16  # a reply of up to this many bytes is read in one recv
 
 
 class ChannelClosedError(ConnectionError):
@@ -84,6 +84,96 @@ def compact_ends(info: Mapping[str, Any]) -> dict[str, Any] | None:
     return ends
 
 
+class EndsJoin:
+    """Joins one step's :func:`compact_ends` rows into the info ``LearningEnv`` would return.
+
+    ``add`` each worker's rows as its reply arrives (the driver joins the first replies
+    while the slower workers still step), then :meth:`info`. The rows go straight into
+    full-size arrays that already hold the zeros, False and None of the copies that did
+    not end, so the info is built once: the same keys, dtypes and values as
+    ``kelab.rl.env.vector_info`` of one ``LearningEnv`` (tests/rl/test_ray_env.py compares
+    them).
+
+    Args:
+        num_envs: Copies in all.
+        obs_dim: Observation size.
+    """
+
+    def __init__(self, num_envs: int, obs_dim: int) -> None:
+        self.num_envs, self.obs_dim = num_envs, obs_dim
+        self.ids: list[np.ndarray] = []  # the global ids of each part's ended copies
+        self._mask: np.ndarray | None = None  # the arrays exist once a part has rows
+
+    def add(self, first_copy: int, ends: Mapping[str, Any]) -> None:
+        """Add one worker's ended rows (its copy ``j`` is copy ``first_copy + j``)."""
+        ids = ends["ids"] + first_copy if first_copy else ends["ids"]
+        if self._mask is None:
+            n = self.num_envs
+            self._mask = np.zeros(n, dtype=bool)
+            self._final_obs = np.zeros((n, self.obs_dim), dtype=ends["final_obs"].dtype)
+            self._returns = np.zeros(n, dtype=ends["episode_return"].dtype)
+            self._lengths = np.zeros(n, dtype=ends["episode_length"].dtype)
+            # vector_info: the float64 wall seconds where ended, else 0, then float32
+            self._wall = np.zeros(n, dtype=np.float32)
+            self._ended_by = np.empty(n, dtype=object)  # None everywhere
+            self._success = np.zeros(n, dtype=bool) if "is_success" in ends else None
+            self._checks: dict[str, np.ndarray] = {}
+        self.ids.append(ids)
+        self._mask[ids] = True
+        self._final_obs[ids] = ends["final_obs"]
+        self._returns[ids] = ends["episode_return"]
+        self._lengths[ids] = ends["episode_length"]
+        self._wall[ids] = ends["episode_wall_s"]
+        self._ended_by[ids] = ends["ended_by"]
+        if self._success is not None:
+            self._success[ids] = ends["is_success"]
+            for name, value in ends["checks"].items():
+                full = self._checks.get(name)
+                if full is None:
+                    full = self._checks[name] = np.zeros(self.num_envs, dtype=bool)
+                full[ids] = value
+
+    def info(self) -> dict[str, Any]:
+        """The step's info: ``{}`` when no part had rows, else ``vector_info``'s layout."""
+        mask = self._mask
+        if mask is None:
+            return {}
+        returns, lengths = self._returns, self._lengths
+        episode: dict[str, Any] = {
+            "episode": {
+                "r": returns.astype(np.float32),
+                "l": lengths.astype(np.int32),
+                "t": self._wall,
+            },
+            "_episode": mask.copy(),
+            "ended_by": self._ended_by,
+            "_ended_by": mask.copy(),
+            "episode_return": returns,
+            "_episode_return": mask.copy(),
+            "episode_length": lengths,
+            "_episode_length": mask.copy(),
+        }
+        if self._success is not None:
+            episode["is_success"] = self._success
+            episode["_is_success"] = mask.copy()
+            checks: dict[str, Any] = {}
+            for name, value in self._checks.items():
+                checks[name] = value
+                checks[f"_{name}"] = mask.copy()
+            episode["checks"] = checks
+            episode["_checks"] = mask.copy()
+        info: dict[str, Any] = {
+            "final_obs": self._final_obs,
+            "_final_obs": mask.copy(),
+            "final_info": {
+                k: (dict(v) if isinstance(v, dict) else v.copy()) for k, v in episode.items()
+            },
+            "_final_info": mask,
+        }
+        info.update(episode)
+        return info
+
+
 def expand_ends(
     parts: Sequence[tuple[int, Mapping[str, Any]]], num_envs: int, obs_dim: int
 ) -> dict[str, Any]:
@@ -95,131 +185,106 @@ def expand_ends(
         obs_dim: Observation size.
 
     Returns:
-        ``vector_info`` of the ended copies: rows of copies that did not end hold zeros,
-        False or None, exactly as in one ``LearningEnv``.
+        ``vector_info`` of the ended copies (``{}`` for no parts): rows of copies that did
+        not end hold zeros, False or None, exactly as in one ``LearningEnv``.
     """
-    if len(parts) == 1:  # one worker's copies ended (common): no joins
-        first_copy, first = parts[0]
-        ids = first["ids"] + first_copy
+    join = EndsJoin(num_envs, obs_dim)
+    for first_copy, ends in parts:
+        join.add(first_copy, ends)
+    return join.info()
 
-        def joined(key: str) -> np.ndarray:
-            return first[key]
 
-        labels = first["ended_by"]
-    else:
-        first = parts[0][1]
-        ids = np.concatenate([e["ids"] + a for a, e in parts])
-
-        def joined(key: str) -> np.ndarray:
-            return np.concatenate([e[key] for _, e in parts])
-
-        labels = [label for _, e in parts for label in e["ended_by"]]
-    mask = np.zeros(num_envs, dtype=bool)
-    mask[ids] = True
-    # vector_info reads only the ended rows of these (it masks or zero-fills the rest)
-    final_obs = np.empty((num_envs, obs_dim), dtype=first["final_obs"].dtype)
-    final_obs[ids] = joined("final_obs")
-    returns = np.empty(num_envs, dtype=first["episode_return"].dtype)
-    returns[ids] = joined("episode_return")
-    lengths = np.empty(num_envs, dtype=first["episode_length"].dtype)
-    lengths[ids] = joined("episode_length")
-    wall = np.empty(num_envs, dtype=np.float64)
-    wall[ids] = joined("episode_wall_s")
-    ended_by = np.full(num_envs, None, dtype=object)
-    ended_by[ids] = labels
-    ends: dict[str, Any] = {
-        "ids": ids,
-        "mask": mask,
-        "final_obs": final_obs,
-        "ended_by": ended_by,
-        "episode_return": returns,
-        "episode_length": lengths,
-        "episode_wall_s": wall,
-    }
-    if "is_success" in first:
-        success = np.zeros(num_envs, dtype=bool)
-        success[ids] = joined("is_success")
-        ends["is_success"] = success
-        names: list[str] = []
-        for _, e in parts:
-            names.extend(k for k in e["checks"] if k not in names)
-        checks = {}
-        for name in names:
-            full = np.zeros(num_envs, dtype=bool)
-            for a, e in parts:
-                if name in e["checks"]:
-                    full[e["ids"] + a] = e["checks"][name]
-            checks[name] = full
-        ends["checks"] = checks
-    return vector_info(ends, num_envs)
+_ROWS = struct.Struct("<II")  # a packed reply's header: ended rows, schema bytes
 
 
 def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
-    """Encode :func:`compact_ends` without pickle: ``(JSON header, raw array bytes)``.
+    """Encode :func:`compact_ends` without pickle: ``(header, raw array bytes)``.
 
-    Labels (``ended_by``) travel as JSON strings, every array as its raw bytes with its
-    dtype, shape and offset in the header. ``(b"", b"")`` for None (nothing ended).
+    The arrays travel as their raw bytes one after the other (each padded to 8 bytes);
+    the header holds the row count, the layout (JSON: each array's key, check name, dtype
+    and row shape; the same every step, so the reader parses it once) and the labels
+    (``ended_by``, NUL-separated). ``(b"", b"")`` for None (nothing ended).
     """
     if ends is None:
         return b"", b""
+    layout: list[tuple[str, str | None, tuple[str, tuple[int, ...]] | None]] = []
     chunks: list[bytes] = []
-    offset = 0
 
-    def put(value: np.ndarray) -> list[Any]:
-        nonlocal offset
+    def put(key: str, name: str | None, value: np.ndarray) -> None:
         arr = np.ascontiguousarray(value)
-        spec = [arr.dtype.str, list(arr.shape), offset]
+        layout.append((key, name, (arr.dtype.str, arr.shape[1:])))
         chunks.append(arr.tobytes())
-        offset += arr.nbytes
-        return spec
+        if arr.nbytes % 8:
+            chunks.append(bytes(8 - arr.nbytes % 8))
 
-    meta: dict[str, Any] = {}
     for key, value in ends.items():
         if key == "ended_by":
-            meta[key] = [str(label) for label in value]
-        elif key == "checks":
-            meta[key] = {str(name): put(v) for name, v in value.items()}
+            layout.append((key, None, None))
+        elif key == "checks":  # its place (it may be empty), then each check
+            layout.append((key, None, None))
+            for name, v in value.items():
+                put(key, str(name), v)
         else:
-            meta[key] = put(value)
-    return json.dumps(meta, separators=(",", ":")).encode(), b"".join(chunks)
-
-
-def unpack_ends(header: bytes, blob: bytes) -> dict[str, Any] | None:
-    """Decode :func:`pack_ends`'s bytes (read-only arrays over ``blob``; None if empty).
-
-    Raises:
-        ValueError: For a header naming an object dtype (never written by ``pack_ends``).
-    """
-    if not header:
-        return None
-
-    def get(spec: list[Any]) -> np.ndarray:
-        dtype = _dtype(spec[0])
-        shape = spec[1]
-        if len(shape) == 1:
-            return np.frombuffer(blob, dtype, count=shape[0], offset=spec[2])
-        count = math.prod(shape)
-        return np.frombuffer(blob, dtype, count=count, offset=spec[2]).reshape(shape)
-
-    meta = json.loads(header)
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key == "ended_by":
-            out[key] = value
-        elif key == "checks":
-            out[key] = {name: get(spec) for name, spec in value.items()}
-        else:
-            out[key] = get(value)
-    return out
+            put(key, None, value)
+    schema = _schema_bytes(tuple(layout))
+    labels = "\0".join(str(label) for label in ends["ended_by"]).encode()
+    header = _ROWS.pack(len(ends["ids"]), len(schema)) + schema + labels
+    return header, b"".join(chunks)
 
 
 @functools.lru_cache(maxsize=64)
-def _dtype(name: str) -> np.dtype:
-    """The plain dtype a header names (cached: a handful of names, every step)."""
-    dtype = np.dtype(name)
-    if dtype.hasobject:
-        raise ValueError(f"ended rows must hold plain arrays, got dtype {dtype}")
-    return dtype
+def _schema_bytes(layout: tuple) -> bytes:
+    """``pack_ends``'s JSON layout (cached: the same every step of an env)."""
+    fields = [[key, name, spec and [spec[0], list(spec[1])]] for key, name, spec in layout]
+    return json.dumps(fields, separators=(",", ":")).encode()
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(schema: bytes) -> tuple[tuple[str, str | None, np.dtype | None, tuple, int], ...]:
+    """A layout's arrays ``(key, check name, dtype, row shape, items per row)`` (cached).
+
+    Raises:
+        ValueError: For an object dtype (never written by ``pack_ends``).
+    """
+    fields = []
+    for key, name, spec in json.loads(schema):
+        if spec is None:  # where the labels or the checks go among the keys
+            fields.append((key, name, None, (), 0))
+            continue
+        dtype = np.dtype(spec[0])
+        if dtype.hasobject:
+            raise ValueError(f"ended rows must hold plain arrays, got dtype {dtype}")
+        shape = tuple(spec[1])
+        fields.append((key, name, dtype, shape, math.prod(shape)))
+    return tuple(fields)
+
+
+def unpack_ends(header: bytes, blob: bytes | memoryview) -> dict[str, Any] | None:
+    """Decode :func:`pack_ends`'s bytes (read-only arrays over ``blob``; None if empty).
+
+    Raises:
+        ValueError: For a layout naming an object dtype (never written by ``pack_ends``).
+    """
+    if not header:
+        return None
+    rows, n_schema = _ROWS.unpack_from(header)
+    start = _ROWS.size + n_schema
+    out: dict[str, Any] = {}
+    offset = 0
+    for key, name, dtype, shape, per_row in _schema(header[_ROWS.size : start]):
+        if dtype is None:
+            out[key] = header[start:].decode().split("\0") if key == "ended_by" else {}
+            continue
+        count = rows * per_row
+        arr = np.frombuffer(blob, dtype, count=count, offset=offset)
+        offset += (count * dtype.itemsize + 7) & -8
+        if shape:
+            arr = arr.reshape((rows, *shape))
+        if name is None:
+            out[key] = arr
+        else:
+            out[key][name] = arr
+    return out
 
 
 # ---------------------------------------------------------------------- the channel
@@ -340,6 +405,10 @@ class StepChannel:
         except OSError as err:
             raise ChannelClosedError(str(err)) from None
 
+    def fileno(self) -> int:
+        """The connection's socket (readable once the reply is in); -1 when not connected."""
+        return -1 if self._conn is None else self._conn.fileno()
+
     def receive(self) -> tuple[int, dict[str, Any] | None]:
         """Wait for the worker's reply: ``(OK, compact ends or None)`` or ``(FAILED, None)``.
 
@@ -351,17 +420,23 @@ class StepChannel:
         conn = self._conn
         if conn is None:
             raise ChannelClosedError("not connected")
-        try:
-            status, n_header, n_blob = _REPLY.unpack(_recv_exact(conn, _REPLY.size))
-            header = _recv_exact(conn, n_header)
-            blob = _recv_exact(conn, n_blob)
+        try:  # the reply comes in one send: one recv reads it whole (unless it is large)
+            data = conn.recv(_RECV_SIZE)
+            if len(data) < _REPLY.size:
+                data += _recv_exact(conn, _REPLY.size - len(data))
+            status, n_header, n_blob = _REPLY.unpack_from(data)
+            end = _REPLY.size + n_header + n_blob
+            if len(data) < end:
+                data += _recv_exact(conn, end - len(data))
         except (OSError, struct.error) as err:
             self.disconnect()
             raise ChannelClosedError(str(err) or "the worker closed the channel") from None
         if status != OK:
             self.disconnect()
             return FAILED, None
-        return OK, unpack_ends(header, blob)
+        view = memoryview(data)
+        header = bytes(view[_REPLY.size : _REPLY.size + n_header])
+        return OK, unpack_ends(header, view[_REPLY.size + n_header : end])
 
     def disconnect(self, quit_worker: bool = False) -> None:
         """Drop the connection (``quit_worker``: first tell the worker's serve loop to end)."""

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import os
+import select
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -30,9 +31,9 @@ from kelab._validate import check_bool, check_int, check_positive, check_seed, i
 from kelab.rl.ray_channel import (
     OK,
     ChannelClosedError,
+    EndsJoin,
     StepChannel,
     channel_supported,
-    expand_ends,
 )
 from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, split_copies
 from kelab.rl.success import SuccessRule
@@ -486,6 +487,26 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 channel.disconnect(quit_worker=True)
             self._serving[k] = None
 
+    def _arrivals(self, ks: list[int]) -> Iterator[int]:
+        """Workers ``ks`` (steps sent through their channels) in the order they reply."""
+        if len(ks) <= 1:
+            yield from ks
+            return
+        poller = select.poll()
+        waiting = {}
+        for k in ks:
+            channel = self._channels[k]
+            assert channel is not None
+            fd = channel.fileno()
+            waiting[fd] = k
+            poller.register(fd, select.POLLIN)
+        while waiting:
+            for fd, _ in poller.poll():
+                k = waiting.pop(fd, None)
+                if k is not None:
+                    poller.unregister(fd)  # before receive() may close it
+                    yield k
+
     def _serve(self, k: int) -> bool:
         """Start worker ``k``'s serve() loop on its channel; False if it could not attach.
 
@@ -606,29 +627,47 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             raise RuntimeError("no step in flight: call step_async(actions) first")
         refs, self._pending = self._pending, None
         ray = self._ray
-        parts: list[tuple | None] = [None] * self.num_workers
-        for k, ref in enumerate(refs):  # every channel's reply first, failed or not
-            if ref is None:
-                channel = self._channels[k]
-                assert channel is not None
-                try:
-                    status, ends = channel.receive()
-                except ChannelClosedError:
-                    continue
-                if status == OK:  # views of the shared memory: the join below copies
-                    r = channel.arrays
-                    parts[k] = (r.obs, r.rewards, r.terminated, r.truncated, ends)
+        n = self.num_envs
+        obs = np.empty((n, self.single_observation_space.shape[0]), dtype=np.float32)
+        rewards = np.empty(n, dtype=np.float32)
+        terminated = np.empty(n, dtype=bool)
+        truncated = np.empty(n, dtype=bool)
+        join = EndsJoin(n, obs.shape[1])
+        got = [False] * self.num_workers
+
+        def put(k: int, part: tuple) -> None:  # one worker's results into the step's
+            lo, hi = self.ranges[k]
+            obs[lo:hi] = part[0]
+            rewards[lo:hi] = part[1]
+            terminated[lo:hi] = part[2]
+            truncated[lo:hi] = part[3]
+            if part[4]:
+                join.add(lo, part[4])
+            got[k] = True
+
+        # every channel's reply first, failed or not, each joined as it arrives (while
+        # the slower workers still step); the results are views of the shared memory
+        for k in self._arrivals([k for k, ref in enumerate(refs) if ref is None]):
+            channel = self._channels[k]
+            assert channel is not None
+            try:
+                status, ends = channel.receive()
+            except ChannelClosedError:
+                continue
+            if status == OK:
+                r = channel.arrays
+                put(k, (r.obs, r.rewards, r.terminated, r.truncated, ends))
         through_ray = [k for k, ref in enumerate(refs) if ref is not None]
         if through_ray:
             try:  # one call for every Ray reply (the common case)
                 for k, value in zip(
                     through_ray, ray.get([refs[k] for k in through_ray]), strict=True
                 ):
-                    parts[k] = value
+                    put(k, value)
             except ray.exceptions.RayError:
                 pass  # found and reported below, worker by worker
-        for k, part in enumerate(parts):
-            if part is not None:
+        for k in range(self.num_workers):
+            if got[k]:
                 continue
             if refs[k] is None:  # its serve() call says what happened
                 ok, value = self._get(k, self._serving[k], "step")
@@ -638,17 +677,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             else:
                 ok, value = self._get(k, refs[k], "step")
             if ok:
-                parts[k] = value
+                put(k, value)
                 continue
             if not self.restart:
                 raise self._died(k, value, "step") from None
-            parts[k] = self._restarted(k)
-        obs = np.concatenate([p[0] for p in parts], axis=0)
-        rewards = np.concatenate([p[1] for p in parts], axis=0)
-        terminated = np.concatenate([p[2] for p in parts], axis=0)
-        truncated = np.concatenate([p[3] for p in parts], axis=0)
-        ended = [(a, p[4]) for (a, _), p in zip(self.ranges, parts, strict=True) if p[4]]
-        info = expand_ends(ended, self.num_envs, obs.shape[1]) if ended else {}
+            put(k, self._restarted(k))
+        info = join.info()
         self._ebuf += 1
         self._returns += rewards
         if info:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import struct
 import sys
 import time
 
@@ -64,8 +65,8 @@ def test_split_copies_covers_every_copy_once():
 
 
 def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
-    """A worker's ended rows, encoded by pack_ends (JSON + raw bytes), decode to the same
-    arrays; expand_ends of two workers' rows gives one LearningEnv's info."""
+    """A worker's ended rows, encoded by pack_ends (a header + raw bytes), decode to the same
+    arrays; expand_ends of two workers' rows, in either order, gives one LearningEnv's info."""
     env = ke.LearningEnv(CartPoleTask(), num_envs=6, seed=0)
     env.reset()
     rng = np.random.default_rng(0)
@@ -93,13 +94,20 @@ def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
             part["checks"] = {k: v[rows] for k, v in back["checks"].items()}
             halves.append((first, part))
     rebuilt = expand_ends(halves, 6, 4)
-    whole = expand_ends([(0, back)], 6, 4)  # one worker's reply: the path without joins
-    t = info["episode"].pop("t"), rebuilt["episode"].pop("t"), whole["episode"].pop("t")
-    same(rebuilt, info)
-    same(whole, info)
-    assert np.allclose(t[0], t[1]) and np.allclose(t[0], t[2])
+    reversed_ = expand_ends(halves[::-1], 6, 4)  # replies joined as they arrive
+    whole = expand_ends([(0, back)], 6, 4)  # one worker's reply
+    t = info["episode"].pop("t")
+    for got in (rebuilt, reversed_, whole):
+        assert np.allclose(got["episode"].pop("t"), t)
+        same(got, info)
+    assert expand_ends([], 6, 4) == {}
+    # the layout in the header is parsed once per env; an object dtype there is refused
+    schema = b'[["ids",null,["|O",[]]]]'
     with pytest.raises(ValueError, match="plain arrays"):
-        unpack_ends(b'{"ids": ["|O", [1], 0]}', bytes(8))
+        unpack_ends(struct.pack("<II", 1, len(schema)) + schema, bytes(8))
+    # a success rule without checks: the (empty) checks still travel
+    no_checks = {**ends, "checks": {}}
+    assert unpack_ends(*pack_ends(no_checks))["checks"] == {}
 
 
 def test_copy_offset_envs_together_reproduce_one_env():
