@@ -33,6 +33,8 @@ import torch  # noqa: E402
 
 import kelab as ke  # noqa: E402
 from kelab.tasks.cartpole import CartPoleTask  # noqa: E402
+from kelab.train.checkpoint import load_checkpoint  # noqa: E402
+from kelab.train.policy import CheckpointPolicy  # noqa: E402
 from kelab.train.trainer import RLTrainer  # noqa: E402
 
 IMPORT_S = time.perf_counter() - t_import
@@ -56,8 +58,9 @@ def kelab_solve(seed: int, max_iterations: int = 400) -> dict:
     w1, c1 = _clock()
     eval_env = ke.LearningEnv(CartPoleTask(), num_envs=100, seed=1000)
     rate = None
-    if stats["stopped_at_target"]:  # the full report, outside the timed part
-        rate = ke.evaluate(eval_env, trainer.policy, episodes=100, seed=1000).success_rate
+    if stats["stopped_at_target"]:  # the full report on `best` (the policy that passed)
+        best = CheckpointPolicy(load_checkpoint(trainer.checkpoints["best"]))
+        rate = ke.evaluate(eval_env, best, episodes=100, seed=1000).success_rate
     trainer.close()
     env.close()
     eval_env.close()
@@ -121,38 +124,57 @@ def sb3_solve(seed: int, max_steps: int = 300_000) -> dict:
     }
 
 
-def overhead(rounds: int = 3) -> dict:
+def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 4) -> dict:
+    """Env steps/s: the bare env (random actions) against the trainer's rollout and iterations.
+
+    The trainer runs the task's own ``training_config`` (no evaluations), without and with
+    ``overlap_rollout``; every loop gets ``rounds`` interleaved rounds, best of each.
+    """
     torch.set_num_threads(1)
-    config = CartPoleTask.training_config.replace(stop_at_target=False, eval_every=0)
-    n = config.num_envs
-    bare_env = ke.LearningEnv(CartPoleTask(), num_envs=n, seed=0)
+    config = task_type.training_config.replace(stop_at_target=False, eval_every=0)
+    n, steps = config.num_envs, config.num_steps_per_env * iterations
+    bare_env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
     bare_env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    actions = rng.uniform(-1, 1, (64, n, 1)).astype(np.float32)
-    env = ke.LearningEnv(CartPoleTask(), num_envs=n, seed=0)
-    trainer = RLTrainer(env, seed=0, config=config, run_dir="/tmp/kelab_bench_overhead", log=False)
-    trainer.train(1)  # warm up
-    bare, collect, whole = 0.0, 0.0, 0.0
+    act_dim = bare_env.single_action_space.shape[0]
+    actions = np.random.default_rng(0).uniform(-1, 1, (64, n, act_dim)).astype(np.float32)
+    trainers = {}
+    for overlap in (False, True):
+        env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
+        trainers[overlap] = RLTrainer(
+            env, seed=0, config=config.replace(overlap_rollout=overlap),
+            run_dir=f"/tmp/kelab_bench_overhead_{overlap}", log=False,
+        )  # fmt: skip
+        trainers[overlap].train(1)  # warm up
+    out = {"bare": 0.0, "collect": 0.0, "whole": 0.0, "overlap": 0.0}
     for _ in range(rounds):
         gc.collect()
         t = time.perf_counter()
-        for i in range(config.num_steps_per_env * 4):
+        for i in range(steps):
             bare_env.step(actions[i % 64])
-        bare = max(bare, n * config.num_steps_per_env * 4 / (time.perf_counter() - t))
-        gc.collect()
-        stats = trainer.train(4)
-        collect = max(collect, stats["collect_steps_per_s"])
-        whole = max(whole, stats["env_steps_per_s"])
-    trainer.close()
-    env.close()
+        out["bare"] = max(out["bare"], n * steps / (time.perf_counter() - t))
+        for overlap, trainer in trainers.items():
+            gc.collect()
+            stats = trainer.train(iterations)
+            if overlap:
+                out["overlap"] = max(out["overlap"], stats["env_steps_per_s"])
+            else:
+                out["collect"] = max(out["collect"], stats["collect_steps_per_s"])
+                out["whole"] = max(out["whole"], stats["env_steps_per_s"])
+    for trainer in trainers.values():
+        trainer.close()
+        trainer.env.close()
     bare_env.close()
-    return {"bare": bare, "collect": collect, "whole": whole}
+    out["copies"] = n
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-sb3", action="store_true")
+    parser.add_argument(
+        "--overhead-humanoid", action="store_true", help="also measure Humanoid-v0's overhead"
+    )
     args = parser.parse_args()
     rows = [("KELab RLTrainer, kelab/CartPole-v0", kelab_solve(args.seed))]
     if not args.skip_sb3:
@@ -171,17 +193,24 @@ def main() -> None:
             f"\nspeed-up (SB3 / KELab): wall {s['wall'] / k['wall']:.2f}x, "
             f"CPU {s['cpu'] / k['cpu']:.2f}x (target: >= 3x, KELab <= 15 s wall)"
         )
-    o = overhead()
-    n = CartPoleTask.training_config.num_envs
-    print(f"\n| loop ({n} copies) | env steps/s | vs bare env |")
-    print("| --- | ---: | ---: |")
-    print(f"| bare LearningEnv, random actions | {o['bare']:,.0f} | 1.00x |")
-    print(
-        f"| RLTrainer rollout (policy + env) | {o['collect']:,.0f} | "
-        f"{o['collect'] / o['bare']:.2f}x |"
-    )
-    print(f"| RLTrainer whole iterations (with PPO update) | {o['whole']:,.0f} | "
-          f"{o['whole'] / o['bare']:.2f}x |")  # fmt: skip
+    tasks = [CartPoleTask]
+    if args.overhead_humanoid:
+        from kelab.tasks.humanoid import HumanoidTask
+
+        tasks.append(HumanoidTask)
+    print("\n| task (copies) | loop | env steps/s | vs bare env |")
+    print("| --- | --- | ---: | ---: |")
+    for task_type in tasks:
+        o = overhead(task_type)
+        name = f"{task_type.__name__} ({o['copies']})"
+        rows = [
+            ("bare LearningEnv, random actions", o["bare"]),
+            ("RLTrainer rollout (policy + env)", o["collect"]),
+            ("RLTrainer whole iterations (with PPO update)", o["whole"]),
+            ("RLTrainer whole iterations, overlap_rollout", o["overlap"]),
+        ]
+        for label, rate in rows:
+            print(f"| {name} | {label} | {rate:,.0f} | {rate / o['bare']:.2f}x |")
 
 
 if __name__ == "__main__":

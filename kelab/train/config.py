@@ -77,10 +77,12 @@ class TrainConfig:
         eval_process: Run the evaluations in a second process (forked when the trainer
             is built; :class:`kelab.train.eval_process.EvalProcess`), on another core
             while training goes on. The verdict on iteration k's policy is read at
-            iteration k + ``eval_every`` (waiting for it if need be), so runs stay
-            deterministic; a passing verdict stops the run there, and ``best`` is the
-            policy that passed. Where forking is not safe (a RayLearningEnv, threads
-            running) the trainer evaluates in its own process, as without this flag.
+            iteration k + ``eval_every``, or when ``train()`` returns (waiting for it if
+            need be), so runs stay deterministic. It judges all ``eval_episodes`` with no
+            10-episode pre-check (that only saves time, which the second process has to
+            spare). A passing verdict stops the run there, and ``best`` is the policy
+            that passed. Where forking is not safe (a RayLearningEnv, threads running)
+            the trainer evaluates in its own process, as without this flag.
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
             it improves, at most this often too).
     """

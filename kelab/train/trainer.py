@@ -260,9 +260,10 @@ class RLTrainer:
             from kelab.train.eval_process import EvalProcess, can_fork
 
             if can_fork():
+                # no pre-check there: it only saves time, which that process has to spare
                 self._eval_process = EvalProcess(
                     type(self.task), self.config, self.obs_dim, self.act_dim,
-                    self.config.success_target, self.config.eval_episodes,
+                    self.config.success_target, self.config.eval_episodes, pre_episodes=0,
                 )  # fmt: skip
         if self.config.overlap_rollout:
             self._collector = build_algorithm(
