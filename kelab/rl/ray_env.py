@@ -250,6 +250,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._pending: list[ObjectRef | None] | None = None
         self._channels: list[StepChannel | None] = [None] * num_workers
         self._serving: list[ObjectRef | None] = [None] * num_workers  # each channel's serve() call
+        self._send_order = list(range(num_workers))  # step_wait sets it (last reply first)
         self.closed = False
         self._hosts = ["(starting)"] * num_workers
         self._pids = [-1] * num_workers
@@ -603,17 +604,17 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is not None:
             raise RuntimeError("a step is in flight: call step_wait() before the next step")
         a = self._check_actions(actions)
-        pending: list[ObjectRef | None] = []
-        for k, (lo, hi) in enumerate(self.ranges):
+        pending: list[ObjectRef | None] = [None] * self.num_workers
+        for k in self._send_order:
+            lo, hi = self.ranges[k]
             channel = self._channels[k]
             if channel is not None and (channel.connected or self._serve(k)):
                 try:
                     channel.send_step(a[lo:hi])
-                    pending.append(None)
                     continue
                 except ChannelClosedError:  # died since its last step: Ray says how
                     channel.disconnect()
-            pending.append(self._workers[k].step.remote(a[lo:hi]))
+            pending[k] = self._workers[k].step.remote(a[lo:hi])
         self._pending = pending
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -647,7 +648,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
 
         # every channel's reply first, failed or not, each joined as it arrives (while
         # the slower workers still step); the results are views of the shared memory
+        arrived: list[int] = []
         for k in self._arrivals([k for k, ref in enumerate(refs) if ref is None]):
+            arrived.append(k)
             channel = self._channels[k]
             assert channel is not None
             try:
@@ -682,6 +685,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             if not self.restart:
                 raise self._died(k, value, "step") from None
             put(k, self._restarted(k))
+        # the next step goes first to the worker that replied last: its CPU has just
+        # gone idle, so the OS wakes it there and the others where they ran, rather than
+        # swapping workers between CPUs (each swap starts a step with cold caches)
+        self._send_order = arrived[::-1] + [k for k in range(self.num_workers) if k not in arrived]
         info = join.info()
         self._ebuf += 1
         self._returns += rewards
