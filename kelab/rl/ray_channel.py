@@ -195,6 +195,7 @@ def expand_ends(
 
 
 _ROWS = struct.Struct("<II")  # a packed reply's header: ended rows, schema bytes
+_PAD = [bytes(8 - n) for n in range(8)]  # zeros that bring n bytes to a multiple of 8
 
 
 def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
@@ -207,15 +208,15 @@ def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
     """
     if ends is None:
         return b"", b""
-    layout: list[tuple[str, str | None, tuple[str, tuple[int, ...]] | None]] = []
+    layout: list[tuple[str, str | None, tuple[np.dtype, tuple[int, ...]] | None]] = []
     chunks: list[bytes] = []
 
     def put(key: str, name: str | None, value: np.ndarray) -> None:
-        arr = np.ascontiguousarray(value)
-        layout.append((key, name, (arr.dtype.str, arr.shape[1:])))
-        chunks.append(arr.tobytes())
-        if arr.nbytes % 8:
-            chunks.append(bytes(8 - arr.nbytes % 8))
+        arr = np.asarray(value)
+        layout.append((key, name, (arr.dtype, arr.shape[1:])))
+        chunks.append(arr.tobytes())  # C order, whatever the array's own
+        if arr.nbytes & 7:
+            chunks.append(_PAD[arr.nbytes & 7])
 
     for key, value in ends.items():
         if key == "ended_by":
@@ -227,7 +228,7 @@ def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
         else:
             put(key, None, value)
     schema = _schema_bytes(tuple(layout))
-    labels = "\0".join(str(label) for label in ends["ended_by"]).encode()
+    labels = "\0".join(map(str, ends["ended_by"])).encode()
     header = _ROWS.pack(len(ends["ids"]), len(schema)) + schema + labels
     return header, b"".join(chunks)
 
@@ -235,7 +236,7 @@ def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
 @functools.lru_cache(maxsize=64)
 def _schema_bytes(layout: tuple) -> bytes:
     """``pack_ends``'s JSON layout (cached: the same every step of an env)."""
-    fields = [[key, name, spec and [spec[0], list(spec[1])]] for key, name, spec in layout]
+    fields = [[key, name, spec and [spec[0].str, list(spec[1])]] for key, name, spec in layout]
     return json.dumps(fields, separators=(",", ":")).encode()
 
 
