@@ -261,7 +261,9 @@ def run_train(
             file=out,
         )
     if stats["stopped_at_target"]:
-        print(f"target met at iteration {stats['target_reached_at']}", file=out)
+        judged = trainer.best_iteration
+        by = f" (by the policy of iteration {judged}, saved as best)" if judged else ""
+        print(f"target met at iteration {stats['target_reached_at']}{by}", file=out)
     print(f"best:   {stats['checkpoints']['best']}", file=out)
     print(f"latest: {stats['checkpoints']['latest']}", file=out)
     print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)

@@ -227,6 +227,8 @@ class RLTrainer:
         self.wall_time_s = 0.0
         self.best_score: tuple[float, float] | None = None
         self.best_reward = -math.inf
+        self.best_iteration: int | None = None
+        """The iteration whose state is ``best`` in this session (None: none chosen yet)."""
         self.resumed_from: str | None = None
         if checkpoint is not None:
             self._restore(checkpoint)
@@ -452,8 +454,16 @@ class RLTrainer:
         if self._eval_process is not None:
             start = time.perf_counter()
             judged = self._read_verdict()
-            self._judging = (dict(row), self._state("best", row, copy=True))
-            self._eval_process.submit(self.alg.actor)
+            cfg = self.config
+            stopping = (  # the run ends here: nothing more to judge
+                judged is not None
+                and judged[0].passed
+                and cfg.stop_at_target
+                and self.iteration >= cfg.min_iterations
+            )
+            if not stopping:
+                self._judging = (dict(row), self._state("best", row, copy=True))
+                self._eval_process.submit(self.alg.actor)
             self.evaluation_time_s += time.perf_counter() - start
             return judged
         return self._check_here(), row, None
@@ -497,6 +507,7 @@ class RLTrainer:
         if self.best_score is not None and score <= self.best_score:
             return
         self.best_score = score
+        self.best_iteration = int(row["iteration"])
         if state is None:
             state = self._state("best", row, copy=True)
         else:
@@ -647,6 +658,7 @@ class RLTrainer:
             self.save("latest", last_row)
         if self.checkpoints["best"] is None:
             self.save("best", last_row)
+            self.best_iteration = self.iteration
         self._draw_curve()
         if self._writer is not None:
             self._writer.flush()
