@@ -81,8 +81,8 @@ class TrainConfig:
             need be), so runs stay deterministic. It judges all ``eval_episodes`` with no
             10-episode pre-check (that only saves time, which the second process has to
             spare). A passing verdict stops the run there, and ``best`` is the policy
-            that passed. Where forking is not safe (a RayLearningEnv, threads running)
-            the trainer evaluates in its own process, as without this flag.
+            that passed. Where it cannot fork (a RayLearningEnv, a Ray driver process, no
+            ``fork`` start method) the trainer warns and evaluates in its own process.
         checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
             it improves, at most this often too).
     """

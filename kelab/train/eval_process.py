@@ -28,7 +28,8 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import struct
-import threading
+import sys
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -49,13 +50,21 @@ __all__ = ["EvalProcess", "can_fork"]
 _VERDICT = struct.Struct("<?dii")  # passed, success rate, episodes judged, full evaluation ran
 
 
-def can_fork() -> bool:
-    """Whether this process may fork an evaluation process safely.
+def _ray_driver() -> bool:
+    """Whether this process is connected to Ray (its gRPC threads must not be forked)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
 
-    Only from a single-threaded process on a platform with ``fork`` (a thread holding a
-    lock at fork time, e.g. Ray's or a logger's, would leave the child stuck on it).
+
+def can_fork() -> bool:
+    """Whether this process may fork an evaluation process.
+
+    Needs the ``fork`` start method (Linux, macOS) and a process that is not a Ray driver
+    (forking gRPC's threads is unsupported). Other threads may run, as when PyTorch's
+    DataLoader forks its workers: the child only steps its own envs and network, writes
+    nothing to stdout or stderr, and exits without running ``atexit`` handlers.
     """
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return "fork" in multiprocessing.get_all_start_methods() and not _ray_driver()
 
 
 def _float_tensors(actor: torch.nn.Module) -> list[torch.Tensor]:
@@ -81,6 +90,7 @@ def _serve(
     from kelab.train.ppo import build_actor, deterministic_actions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)
     target, episodes, pre_episodes, seed = check_args
     check = TargetCheck(task_type, target, episodes, pre_episodes, seed)
@@ -153,8 +163,8 @@ class EvalProcess:
             )
         if not can_fork():
             raise RuntimeError(
-                "EvalProcess must fork from a single-threaded process, got "
-                f"{threading.active_count()} threads; evaluate in this process instead"
+                "EvalProcess cannot fork here (no 'fork' start method, or this process is "
+                "a Ray driver); evaluate in this process instead"
             )
         ctx = multiprocessing.get_context("fork")
         self._conn, child = ctx.Pipe()

@@ -18,6 +18,7 @@ import os
 import platform
 import threading
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -261,7 +262,15 @@ class RLTrainer:
         if self.config.eval_every and self.config.eval_process and isinstance(env, LearningEnv):
             from kelab.train.eval_process import EvalProcess, can_fork
 
-            if can_fork():
+            if not can_fork():
+                warnings.warn(
+                    "TrainConfig.eval_process: this process cannot fork an evaluation "
+                    "process (no 'fork' start method, or it is a Ray driver); evaluating "
+                    "in the training process instead",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            else:
                 # no pre-check there: it only saves time, which that process has to spare
                 self._eval_process = EvalProcess(
                     type(self.task), self.config, self.obs_dim, self.act_dim,

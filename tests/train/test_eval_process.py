@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import threading
@@ -21,7 +22,9 @@ from kelab.train.target import TargetCheck
 
 SHIPPED = "kelab/train/policies/CartPoleTask.json"
 
-pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork (Linux, one thread)")
+pytestmark = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method"
+)
 
 
 def _shipped() -> CheckpointPolicy:
@@ -144,20 +147,36 @@ def test_a_passing_verdict_stops_the_run_with_the_judged_policy_as_best(tmp_path
     env.close()
 
 
-def test_a_trainer_with_threads_evaluates_in_its_own_process(tmp_path):
+def test_other_threads_do_not_stop_the_fork():
     stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
+    thread = threading.Thread(target=stop.wait)  # e.g. a logger's or a user's thread
     thread.start()
     try:
-        assert not can_fork()
-        env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
-        config = tiny_config(eval_every=1, eval_episodes=10, eval_process=True)
-        with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
-            assert tr._eval_process is None
-            stats = tr.train(1)
-            assert isinstance(tr._target_check, TargetCheck)
-            assert stats["eval_success_rate"] is not None
-        env.close()
+        assert can_fork()
+        config = _shipped().config
+        check = EvalProcess(CartPoleTask, config, 4, 1, target=0.95, episodes=4)
+        check.submit(build_actor(config, 4, 1))
+        assert not check.result().passed
+        check.close()
     finally:
         stop.set()
         thread.join()
+
+
+def test_a_trainer_that_cannot_fork_warns_and_evaluates_itself(tmp_path, monkeypatch):
+    import kelab.train.eval_process as eval_process
+
+    monkeypatch.setattr(eval_process, "_ray_driver", lambda: True)  # as in a Ray driver
+    assert not can_fork()
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    config = tiny_config(eval_every=1, eval_episodes=10, eval_process=True)
+    with pytest.warns(RuntimeWarning, match="evaluating in the training process instead"):
+        tr = ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False)
+    with tr:
+        assert tr._eval_process is None
+        stats = tr.train(1)
+        assert isinstance(tr._target_check, TargetCheck)
+        assert stats["eval_success_rate"] is not None
+    with pytest.raises(RuntimeError, match="cannot fork here"):
+        EvalProcess(CartPoleTask, config, 4, 1, target=0.95)
+    env.close()
