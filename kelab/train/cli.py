@@ -198,6 +198,9 @@ def run_train(
     if workers is not None:  # the copies in K Ray actors (docs/scale.md)
         import importlib.util
 
+        # a Ray driver does not fork: the evaluations run in this process
+        config = config.replace(eval_process=False)
+
         if importlib.util.find_spec("ray") is None:
             print("kelab: --workers needs Ray; pip install 'kelab[ray]'", file=err)
             return 2

@@ -259,7 +259,7 @@ class RLTrainer:
         self.evaluation_time_s = 0.0
         """Wall seconds the trainer spent on those evaluations (part of ``wall_time_s``;
         with ``eval_process``, sending weights and waiting for verdicts)."""
-        if self.config.eval_every and self.config.eval_process and isinstance(env, LearningEnv):
+        if self.config.eval_every and self.config.eval_process:
             from kelab.train.eval_process import EvalProcess, can_fork
 
             if not can_fork():
