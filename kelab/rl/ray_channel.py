@@ -2,8 +2,8 @@
 
 A ``RayLearningEnv`` step sends each worker its rows of the actions and gets back its
 observations, rewards and flags plus the rows of the copies that ended
-(:func:`compact_ends`); the driver joins them into ``LearningEnv``'s info
-(:func:`expand_ends`). Through Ray, every such call costs ~1.5 ms of Ray's own work in
+(:func:`compact_ends`); the driver joins them into ``LearningEnv``'s info as the
+replies arrive (:class:`EndsJoin`). Through Ray, every such call costs ~1.5 ms of Ray's own work in
 the worker and more in the driver (benchmarks/README.md, "scale_throughput"), as much as
 stepping ~100 Humanoid copies. For workers on the driver's machine a step instead goes
 through a :class:`StepChannel` (Linux): the per-step arrays live in shared memory both
