@@ -3,6 +3,7 @@ the wall-clock budget the training issue sets for it.
 
     python benchmarks/train_targets.py Humanoid-v0 [--seed 1] [--episodes 20]
     python benchmarks/train_targets.py Pi-Locomotion-v0 --seed 1 --episodes 50
+    python benchmarks/train_targets.py Humanoid-v0 --overlap   # overlap_rollout=True
 
 Trains with the task's ``training_config`` (one ``train()`` call) and, every
 ``--check-every`` iterations once the training success rate (with exploration noise)
@@ -83,12 +84,17 @@ def main() -> None:
     parser.add_argument("--check-every", type=int, default=10)
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--run-dir", default=None)
+    parser.add_argument(
+        "--overlap", action="store_true", help="overlap_rollout=True (the update in a thread)"
+    )
     args = parser.parse_args()
     task_id, class_path = resolve_task(args.task)
     task_type = task_class(class_path)
     name = (task_id or class_path).split("/")[-1]
     budget = args.budget_s or BUDGET_S.get(name, 3600)
     config = training_config_of(task_type).replace(stop_at_target=False)
+    if args.overlap:
+        config = config.replace(overlap_rollout=True)
     target = config.success_target
     min_speed = MIN_SPEED.get(name)
     torch.set_num_threads(config.torch_threads)
