@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from kelab.train.config import TrainConfig
-from kelab.train.target import TargetCheck, TargetVerdict
+from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -156,11 +156,7 @@ class EvalProcess:
         pre_episodes: int = 10,
         seed: int = 1000,
     ) -> None:
-        if getattr(task_type, "success_rule", None) is None:
-            raise ValueError(
-                f"EvalProcess needs a task with a success rule; {task_type.__name__} has "
-                "none (set success_rule on the task class)"
-            )
+        require_success_rule(task_type, "EvalProcess")
         if not can_fork():
             raise RuntimeError(
                 "EvalProcess cannot fork here (no 'fork' start method, or this process is "

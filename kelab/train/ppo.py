@@ -117,6 +117,11 @@ def _clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> None:
         torch._foreach_mul_(grads, coef)
 
 
+def _gaussian_log_prob(z: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Gaussian log-density of ``a`` summed over the last dim, from ``(a - mean) / std``."""
+    return (z.square().mul(-0.5) - log_std - _LOG_SQRT_2PI).sum(-1)
+
+
 def deterministic_actions(actor: MLPModel, obs: torch.Tensor) -> torch.Tensor:
     """The actor's deterministic output (the Gaussian's mean) for ``(N, obs_dim)`` obs.
 
@@ -202,8 +207,8 @@ class FinalObsPPO(PPO):
         t.hidden_states = (None, None)
         t.actions = mean + std * noise
         t.values = self.critic.mlp(self.critic.obs_normalizer(x))
-        # log N(a; mean, std) with (a - mean) / std = noise, summed over the action dims
-        t.actions_log_prob = (noise.square().mul_(-0.5) - std.log() - _LOG_SQRT_2PI).sum(-1)
+        # (a - mean) / std is the noise itself
+        t.actions_log_prob = _gaussian_log_prob(noise, std.log())
         t.distribution_params = (mean, std)
         t.observations = obs
         return t.actions
@@ -255,8 +260,7 @@ class FinalObsPPO(PPO):
                 mean = self.actor.mlp(xa)
                 std = self.action_std()
                 log_std = std.log()
-                z = (actions - mean) / std
-                logp = (z.square().mul(-0.5) - log_std - _LOG_SQRT_2PI).sum(-1)
+                logp = _gaussian_log_prob((actions - mean) / std, log_std)
                 entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum()  # the same for every sample
                 values = self.critic.mlp(xc)
                 if adaptive:

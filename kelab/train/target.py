@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
     from kelab.rl.task import Task
 
-__all__ = ["TargetCheck", "TargetVerdict"]
+__all__ = ["TargetCheck", "TargetVerdict", "require_success_rule"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,19 @@ def _judge(
     return True, judged - failed, judged
 
 
+def require_success_rule(task_type: type[Task], user: str) -> None:
+    """Refuse a task class without a success rule, naming ``user`` (what needs one).
+
+    Raises:
+        ValueError: When ``task_type.success_rule`` is None.
+    """
+    if getattr(task_type, "success_rule", None) is None:
+        raise ValueError(
+            f"{user} needs a task with a success rule; {task_type.__name__} has none (set "
+            "success_rule on the task class)"
+        )
+
+
 class TargetCheck:
     """Evaluate a policy against a success target, cheaply when it falls short.
 
@@ -118,11 +131,7 @@ class TargetCheck:
         self.episodes = check_int(episodes, "TargetCheck.episodes", low=1)
         self.pre_episodes = check_int(pre_episodes, "TargetCheck.pre_episodes", low=0)
         self.seed = check_seed(seed, "TargetCheck.seed")
-        if getattr(task_type, "success_rule", None) is None:
-            raise ValueError(
-                f"TargetCheck needs a task with a success rule; {task_type.__name__} has "
-                "none (set success_rule on the task class)"
-            )
+        require_success_rule(task_type, "TargetCheck")
         self._full = LearningEnv(task_type(), num_envs=self.episodes, seed=self.seed)
         self._pre = (
             LearningEnv(task_type(), num_envs=self.pre_episodes, seed=self.seed)
