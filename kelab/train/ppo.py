@@ -18,7 +18,7 @@ steps a fused Adam; :class:`ELU` is ELU through one ``exp`` (torch's ELU calls t
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from rsl_rl.algorithms import PPO
@@ -26,7 +26,9 @@ from rsl_rl.models import MLPModel
 from rsl_rl.storage import RolloutStorage
 from tensordict import TensorDict
 
+from kelab.train.activations import ELU
 from kelab.train.adapter import OBS_GROUP
+from kelab.train.backprop import network_pass
 from kelab.train.config import TrainConfig
 
 __all__ = [
@@ -40,56 +42,6 @@ __all__ = [
 
 _GROUPS = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-_SMALL = 16384  # below this many elements torch's own ELU is faster (no exp/expm1 gap)
-
-
-def _elu_exp(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(elu(x), exp(min(x, 0)))``: ELU through one ``exp``, and its derivative."""
-    e = torch.exp(torch.clamp(x, max=0.0))  # exactly 1 where x > 0
-    y = e - 1.0  # exactly 0 where x > 0, so y == x there
-    y.add_(torch.clamp(x, min=0.0))
-    return y, e
-
-
-class _ELUFunction(torch.autograd.Function):
-    """ELU with alpha 1 through ``exp(min(x, 0))``, which is also its derivative."""
-
-    @staticmethod
-    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
-        y, e = _elu_exp(x)
-        ctx.save_for_backward(e)
-        return y
-
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
-        (e,) = ctx.saved_tensors
-        return grad * e
-
-
-class ELU(torch.nn.Module):
-    """``torch.nn.ELU()`` (alpha 1) at about half the cost on a CPU.
-
-    ``exp(x) - 1`` instead of ``expm1(x)`` for ``x <= 0`` (at most ~6e-8 apart), exactly
-    ``x`` for ``x > 0``; the backward pass reuses the forward's ``exp``. Without gradients
-    and for small batches (below 16384 elements) it is torch's ELU, faster there. It holds
-    no weights, so checkpoints are the same with either.
-
-    Example:
-        >>> import torch
-        >>> x = torch.linspace(-3, 3, 7)
-        >>> bool((ELU()(x) - torch.nn.functional.elu(x)).abs().max() < 1e-6)
-        True
-    """
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """ELU of ``x``, elementwise."""
-        if x.requires_grad and torch.is_grad_enabled():
-            return _ELUFunction.apply(x)
-        if x.numel() <= _SMALL:  # e.g. sampling actions for a few copies
-            return torch.nn.functional.elu(x)
-        return _elu_exp(x)[0]
 
 
 def _use_fast_elu(model: MLPModel) -> MLPModel:
@@ -165,6 +117,17 @@ def build_critic(config: TrainConfig, obs_dim: int) -> MLPModel:
         obs_normalization=config.obs_normalization,
     )
     return _use_fast_elu(model)
+
+
+class _LossHead(NamedTuple):
+    """One mini-batch's PPO loss terms and the loss's gradient at the networks' outputs."""
+
+    surrogate: torch.Tensor
+    value_loss: torch.Tensor
+    entropy: torch.Tensor
+    grad_mean: torch.Tensor
+    grad_std: torch.Tensor
+    grad_values: torch.Tensor
 
 
 class FinalObsPPO(PPO):
@@ -246,7 +209,10 @@ class FinalObsPPO(PPO):
         )
         actor_params = list(self.actor.parameters())
         critic_params = list(self.critic.parameters())
-        clip = self.clip_param
+        actor_pass = network_pass(self.actor.mlp)
+        critic_pass = network_pass(self.critic.mlp)
+        dist = self.actor.distribution
+        low, high = dist.std_range
         adaptive = self.desired_kl is not None and self.schedule == "adaptive"
         totals = torch.zeros(3)
         for _ in range(self.num_learning_epochs):
@@ -257,44 +223,23 @@ class FinalObsPPO(PPO):
                     idx = order[i * size : (i + 1) * size]
                     batch = tuple(d[idx] for d in data)
                 xa, xc, actions, old_values, returns, adv, old_logp, old_mean, old_std = batch
-                mean = self.actor.mlp(xa)
-                std = self.action_std()
-                log_std = std.log()
-                logp = _gaussian_log_prob((actions - mean) / std, log_std)
-                entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum()  # the same for every sample
-                values = self.critic.mlp(xc)
-                if adaptive:
-                    with torch.no_grad():
-                        kl = (
-                            log_std - old_std.log()
-                            + (old_std.square() + (old_mean - mean).square()) / (2.0 * std.square())
-                            - 0.5
-                        ).sum(-1).mean()  # fmt: skip
-                        kl_mean = float(kl)
-                    if kl_mean > self.desired_kl * 2.0:
-                        self.learning_rate = max(1e-5, self.learning_rate / 1.5)
-                    elif 0.0 < kl_mean < self.desired_kl / 2.0:
-                        self.learning_rate = min(1e-2, self.learning_rate * 1.5)
-                    for group in self.optimizer.param_groups:
-                        group["lr"] = self.learning_rate
-                ratio = torch.exp(logp - old_logp)
-                surrogate = torch.max(
-                    -adv * ratio, -adv * torch.clamp(ratio, 1.0 - clip, 1.0 + clip)
-                ).mean()
-                if self.use_clipped_value_loss:
-                    clipped = old_values + (values - old_values).clamp(-clip, clip)
-                    value_loss = torch.max(
-                        (values - returns).square(), (clipped - returns).square()
-                    ).mean()
-                else:
-                    value_loss = (returns - values).square().mean()
-                loss = surrogate + self.value_loss_coef * value_loss - self.entropy_coef * entropy
-                self.optimizer.zero_grad()
-                loss.backward()
+                mean = actor_pass.forward(xa)
+                values = critic_pass.forward(xc)
+                with torch.no_grad():
+                    std_param = dist.std_param
+                    std = std_param.clamp(low, high)
+                    if adaptive:
+                        self._adapt_learning_rate(mean, std, old_mean, old_std)
+                    head = self._loss_head(mean, std, values, batch)
+                    actor_pass.backward(head.grad_mean)
+                    critic_pass.backward(head.grad_values)
+                    # clamp's gradient passes where the parameter is inside the range
+                    inside = (std_param >= low) & (std_param <= high)
+                    std_param.grad = torch.where(inside, head.grad_std, 0.0)
                 _clip_grad_norm(actor_params, self.max_grad_norm)
                 _clip_grad_norm(critic_params, self.max_grad_norm)
                 self.optimizer.step()
-                totals += torch.stack((value_loss.detach(), surrogate.detach(), entropy.detach()))
+                totals += torch.stack((head.value_loss, head.surrogate, head.entropy))
         self.actor.update_normalization(obs)
         self.critic.update_normalization(obs)
         self.storage.clear()
@@ -302,6 +247,73 @@ class FinalObsPPO(PPO):
             totals / (self.num_learning_epochs * self.num_mini_batches)
         ).tolist()
         return {"value": value, "surrogate": surrogate_mean, "entropy": entropy_mean}
+
+    def _adapt_learning_rate(
+        self, mean: torch.Tensor, std: torch.Tensor, old_mean: torch.Tensor, old_std: torch.Tensor
+    ) -> None:
+        """rsl-rl's adaptive schedule: KL(old || new) against ``desired_kl``, per mini-batch."""
+        log_std = std.log()
+        kl = (
+            log_std - old_std.log()
+            + (old_std.square() + (old_mean - mean).square()) / (2.0 * std.square())
+            - 0.5
+        ).sum(-1).mean()  # fmt: skip
+        kl_mean = float(kl)
+        if kl_mean > self.desired_kl * 2.0:
+            self.learning_rate = max(1e-5, self.learning_rate / 1.5)
+        elif 0.0 < kl_mean < self.desired_kl / 2.0:
+            self.learning_rate = min(1e-2, self.learning_rate * 1.5)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.learning_rate
+
+    def _loss_head(
+        self,
+        mean: torch.Tensor,
+        std: torch.Tensor,
+        values: torch.Tensor,
+        batch: tuple[torch.Tensor, ...],
+    ) -> _LossHead:
+        """rsl-rl's PPO loss on one mini-batch, and its gradient at the networks' outputs.
+
+        ``loss = surrogate + value_loss_coef * value_loss - entropy_coef * entropy`` with
+        the clipped surrogate and (optionally) clipped value loss. The gradients are
+        autograd's, written out: ``torch.max`` sends the gradient to the larger side (half
+        to each on a tie) and ``clamp`` passes it inside the range (bounds included).
+        """
+        _, _, actions, old_values, returns, adv, old_logp, _, _ = batch
+        clip = self.clip_param
+        log_std = std.log()
+        z = (actions - mean) / std
+        ratio = torch.exp(_gaussian_log_prob(z, log_std) - old_logp)
+        unclipped = -adv * ratio
+        clipped = -adv * torch.clamp(ratio, 1.0 - clip, 1.0 + clip)
+        surrogate = torch.max(unclipped, clipped).mean()
+        # Where the clipped side is strictly larger the ratio is outside the range (no
+        # gradient); inside it both sides are equal and together pass -adv.
+        grad_logp = torch.where(unclipped >= clipped, unclipped, 0.0) / adv.numel()
+        grad_mean = grad_logp.unsqueeze(-1) * z / std  # d logp / d mean = z / std
+        # d logp / d std = (z^2 - 1) / std; d entropy / d std = 1 / std
+        grad_std = ((grad_logp.unsqueeze(-1) * (z.square() - 1.0)).sum(0) - self.entropy_coef) / std
+        entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum()  # the same for every sample
+        scale = 2.0 * self.value_loss_coef / values.numel()
+        if self.use_clipped_value_loss:
+            change = values - old_values
+            clipped_values = old_values + change.clamp(-clip, clip)
+            plain_sq = (values - returns).square()
+            clipped_sq = (clipped_values - returns).square()
+            value_loss = torch.max(plain_sq, clipped_sq).mean()
+            share = torch.where(
+                plain_sq > clipped_sq, 1.0, torch.where(plain_sq < clipped_sq, 0.0, 0.5)
+            )
+            inside = (change >= -clip) & (change <= clip)
+            grad_values = scale * (
+                share * (values - returns)
+                + torch.where(inside, (1.0 - share) * (clipped_values - returns), 0.0)
+            )
+        else:
+            value_loss = (returns - values).square().mean()
+            grad_values = scale * (values - returns)
+        return _LossHead(surrogate, value_loss, entropy, grad_mean, grad_std, grad_values)
 
     @property
     def learning_rate(self) -> float:

@@ -28,6 +28,7 @@ import numpy as np
 
 from kelab._validate import check_int, check_seed
 from kelab.train._deps import require_training_extra
+from kelab.train._malloc import keep_freed_memory
 
 require_training_extra()
 
@@ -219,6 +220,7 @@ class RLTrainer:
 
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
+        keep_freed_memory()  # the update's tensors reuse heap memory (kelab.train._malloc)
         self.vec = RslVecEnv(env, seed=self.seed)
         self.alg: FinalObsPPO = build_algorithm(
             self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device

@@ -82,13 +82,20 @@ def test_the_networks_use_the_fast_elu_in_every_hidden_layer():
 
 
 @pytest.mark.parametrize(
-    ("mini_batches", "schedule", "entropy"),
-    [(1, "adaptive", 0.0), (4, "adaptive", 0.01), (2, "fixed", 0.005)],
+    ("mini_batches", "schedule", "entropy", "activation"),
+    [
+        (1, "adaptive", 0.0, "elu"),
+        (4, "adaptive", 0.01, "elu"),
+        (2, "fixed", 0.005, "elu"),
+        (2, "adaptive", 0.01, "tanh"),  # the hand-written backward pass
+        (2, "adaptive", 0.0, "relu"),
+        (2, "adaptive", 0.01, "selu"),  # autograd's backward pass
+    ],
 )
-def test_update_matches_rsl_rl_ppo(mini_batches, schedule, entropy):
+def test_update_matches_rsl_rl_ppo(mini_batches, schedule, entropy, activation):
     cfg = tiny_config(
         num_envs=N, num_steps_per_env=T, num_learning_epochs=3, num_mini_batches=mini_batches,
-        schedule=schedule, entropy_coef=entropy, learning_rate=3e-3,
+        schedule=schedule, entropy_coef=entropy, learning_rate=3e-3, activation=activation,
     )  # fmt: skip
     torch.manual_seed(1)
     alg = build_algorithm(cfg, OBS, ACT, N)
@@ -137,3 +144,20 @@ def test_act_records_rsl_rl_quantities():
         assert torch.allclose(t.values, alg.critic(obs), atol=1e-6)
         assert t.observations is obs
     assert actions.shape == (N, ACT)
+
+
+def test_update_matches_rsl_rl_ppo_without_value_clipping():
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T, num_mini_batches=2, learning_rate=3e-3)
+    torch.manual_seed(1)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    alg.use_clipped_value_loss = False
+    _fill(alg, seed=4)
+    twin = _rsl_twin(alg, cfg)
+    twin.use_clipped_value_loss = False
+    torch.manual_seed(3)
+    ours = alg.update()
+    torch.manual_seed(3)
+    theirs = twin.update()
+    assert ours["value"] == pytest.approx(theirs["value"], rel=1e-4)
+    for p, q in zip(alg.critic.parameters(), twin.critic.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=2e-5, rtol=1e-4)
