@@ -72,18 +72,18 @@ class CartPoleTask(Task):
     """Tuned PPO settings: ``kelab train CartPole-v0`` solves it in ~15-50k env steps.
 
     64 copies x 16 steps (1024 per iteration), 4 epochs of 2 mini-batches: small, frequent
-    updates. Over seeds 0-9 (2026-12-01, first passing 100-episode evaluation): 16-51k env
-    steps with this config; 14-49k with 5 epochs (a quarter more update per iteration);
-    33-66k with 3; 28-74k with 10 epochs of 1 mini-batch (twice the update); 1 mini-batch
-    and 5 epochs (the previous config) solved only 8 of 10 within 150k steps, whatever the
-    cart-position cost or end penalty. No observation normalisation: the four
-    observations are already of order 1, and without it the same seeds needed 12-49k env
-    steps (20-61k with it; 5 epochs, in-process checks every 4 iterations). Initial
-    action noise 0.5, no entropy bonus. The training success rate (with that noise) stays
-    near 0 long after the deterministic policy balances every episode, so the run checks
-    the deterministic policy itself every 2 iterations, in a second process
-    (``eval_process``), and stops at the first 100-episode evaluation with >= 95
-    successes.
+    updates. Over seeds 0-9 (2026-12-01, first passing 100-episode evaluation): 16-45k env
+    steps with this config (16-51k before the update's backward pass was written out: the
+    same algorithm, other rounding); with the earlier code, 14-49k with 5 epochs (a quarter
+    more update per iteration); 33-66k with 3; 28-74k with 10 epochs of 1 mini-batch (twice
+    the update); 1 mini-batch and 5 epochs (the previous config) solved only 8 of 10 within
+    150k steps, whatever the cart-position cost or end penalty. No observation
+    normalisation: the four observations are already of order 1, and without it the same
+    seeds needed 12-49k env steps (20-61k with it; 5 epochs, in-process checks every 4
+    iterations). Initial action noise 0.5, no entropy bonus. The training success rate (with
+    that noise) stays near 0 long after the deterministic policy balances every episode, so
+    the run checks the deterministic policy itself every 2 iterations, in a second process
+    (``eval_process``), and stops at the first 100-episode evaluation with >= 95 successes.
     """
 
     def build(self, scene: SceneBuilder) -> None:
