@@ -10,8 +10,10 @@ The rest is speed, for the small networks a CPU trains (the same algorithm, meas
 ``TensorDict`` indexing, ``torch.distributions`` objects and a per-tensor Adam loop, which
 cost several times the forward and backward passes of two 64x64 MLPs. :class:`FinalObsPPO`
 computes the same Gaussian log-probabilities, entropy, KL, clipped surrogate and clipped
-value loss on plain tensors, normalises each rollout's observations once per update, and
-steps a fused Adam; :class:`ELU` is ELU through one ``exp`` (torch's ELU calls the slower
+value loss on plain tensors, normalises each rollout's observations once per update,
+writes the loss's gradient at the networks' outputs out and runs the backward pass by
+hand (:mod:`kelab.train.backprop`), and steps a fused Adam; :class:`ELU`
+(:mod:`kelab.train.activations`) is ELU through one ``exp`` (torch's ELU calls the slower
 ``expm1``).
 """
 
