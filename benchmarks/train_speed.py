@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gc
 import resource
+import tempfile
 import time
 
 t_import = time.perf_counter()
@@ -56,7 +57,11 @@ def kelab_solve(seed: int, max_iterations: int = 400) -> dict:
     w0, c0 = _clock()
     env = ke.LearningEnv(CartPoleTask(), num_envs=config.num_envs, seed=seed)
     trainer = RLTrainer(
-        env, seed=seed, config=config, run_dir=f"/tmp/kelab_bench_{seed}", log=False
+        env,
+        seed=seed,
+        config=config,
+        run_dir=tempfile.mkdtemp(prefix=f"kelab_bench_{seed}_"),
+        log=False,
     )
     stats = trainer.train(max_iterations)
     w1, c1 = _clock()
@@ -150,7 +155,7 @@ def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 
         env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
         trainers[overlap] = RLTrainer(
             env, seed=0, config=config.replace(overlap_rollout=overlap),
-            run_dir=f"/tmp/kelab_bench_overhead_{overlap}", log=False,
+            run_dir=tempfile.mkdtemp(prefix=f"kelab_bench_overhead_{overlap}_"), log=False,
         )  # fmt: skip
         trainers[overlap].train(1)  # warm up
     out = {"bare": 0.0, "collect": 0.0, "whole": 0.0, "overlap": 0.0}

@@ -13,6 +13,7 @@ _SIZE = (720, 420)
 _MARGIN = (64, 44, 28, 44)  # left, right, top, bottom
 _RETURN = (40, 110, 200)
 _SUCCESS = (220, 110, 40)
+_EVAL = (30, 150, 70)
 
 
 def _fmt(v: float) -> str:
@@ -24,11 +25,15 @@ def _fmt(v: float) -> str:
 
 
 def write_training_curve(
-    path: str | os.PathLike[str], history: Sequence[tuple[int, float, float | None]]
+    path: str | os.PathLike[str],
+    history: Sequence[tuple[int, float, float | None]],
+    evaluations: Sequence[tuple[int, float]] = (),
 ) -> Path:
     """Draw ``(env_steps, mean_return, success_rate)`` rows and save them as a PNG atomically.
 
-    Mean return uses the left axis (blue), success rate the right axis, 0..1 (orange).
+    Mean return uses the left axis (blue), the training success rate (with exploration
+    noise) the right axis, 0..1 (orange); ``evaluations``, ``(env_steps, success_rate)``
+    of the deterministic policy, are green points on the same axis.
 
     Returns:
         The path written.
@@ -46,7 +51,7 @@ def write_training_curve(
     surf.fill((250, 250, 252))
     pw, ph = w - left - right, h - top - bottom
     pygame.draw.rect(surf, (200, 200, 205), (left, top, pw, ph), 1)
-    steps = [r[0] for r in history]
+    steps = [r[0] for r in history] + [e[0] for e in evaluations]
     returns = [r[1] for r in history if math.isfinite(r[1])]
     x0, x1 = (min(steps), max(steps)) if steps else (0, 1)
     if x1 <= x0:
@@ -68,6 +73,8 @@ def write_training_curve(
             pygame.draw.aalines(surf, color, False, pts)
         elif pts:
             pygame.draw.circle(surf, color, pts[0], 2)
+    for s, v in evaluations:
+        pygame.draw.circle(surf, _EVAL, (px(s), py(v, 0.0, 1.0)), 3)
     font = pygame.font.Font(None, 18)
 
     def text(s: str, pos: tuple[float, float], color: tuple[int, int, int], anchor: str) -> None:
@@ -83,7 +90,9 @@ def write_training_curve(
     text(_fmt(x1), (left + pw, top + ph + 6), (60, 60, 60), "midtop")
     text("env steps", (left + pw / 2, top + ph + 22), (60, 60, 60), "midtop")
     text("mean return", (left + 8, top + 6), _RETURN, "topleft")
-    text("success rate", (left + 110, top + 6), _SUCCESS, "topleft")
+    text("success rate (training)", (left + 110, top + 6), _SUCCESS, "topleft")
+    if evaluations:
+        text("evaluated", (left + 280, top + 6), _EVAL, "topleft")
     path = Path(path)
     tmp = path.with_name(f".{path.stem}.render.png")
     pygame.image.save(surf, str(tmp))

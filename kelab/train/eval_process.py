@@ -90,6 +90,8 @@ def _serve(
     from kelab.train.ppo import build_actor, deterministic_actions
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
+    # a SIGTERM to the process group ends it quietly (not the trainer's handler, inherited)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)
     target, episodes, pre_episodes, seed = check_args

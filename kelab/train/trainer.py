@@ -8,7 +8,6 @@ docs/training.md.
 
 from __future__ import annotations
 
-import csv
 import datetime as _dt
 import functools
 import importlib.metadata
@@ -38,6 +37,7 @@ from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import Checkpoint, load_checkpoint, save_checkpoint  # noqa: E402
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
+from kelab.train.runlog import RunLog  # noqa: E402
 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
@@ -52,22 +52,6 @@ if TYPE_CHECKING:
     ]
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
-
-_METRICS = (
-    "iteration",
-    "env_steps",
-    "wall_time_s",
-    "mean_return",
-    "success_rate",
-    "episodes",
-    "env_steps_per_s",
-    "collect_steps_per_s",
-    "learning_rate",
-    "action_std",
-    "value_loss",
-    "surrogate_loss",
-    "entropy",
-)
 
 
 @functools.cache
@@ -103,6 +87,42 @@ def training_config_of(task_type: type) -> TrainConfig:
             f"got {config!r}"
         )
     return config
+
+
+_BEST_RULES = {
+    False: "highest success rate over the recent training episodes, then highest mean "
+    "return (see docs/training.md)",
+    True: "highest success rate of the deterministic policy's evaluations (eval_every), "
+    "then highest mean return of the recent training episodes (see docs/training.md)",
+}
+
+
+def _run_dir(
+    run_dir: str | os.PathLike[str] | None, task_name: str, resume: Checkpoint | None
+) -> Path:
+    """The run directory: a new one, or the resumed run's own; never another run's.
+
+    Raises:
+        ValueError: When ``run_dir`` already holds a run that is not being resumed.
+    """
+    if run_dir is None:
+        base = Path.cwd() / "runs" / task_name / _utc_stamp()
+        path, n = base, 1
+        while path.exists():  # two runs started within the same second
+            n += 1
+            path = base.with_name(f"{base.name}-{n}")
+        return path
+    path = Path(run_dir)
+    held = [name for name in ("latest.json", "best.json", "metrics.csv") if (path / name).exists()]
+    if not held:
+        return path
+    if resume is not None and resume.path.parent.resolve() == path.resolve():
+        return path  # continuing this run
+    raise ValueError(
+        f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
+        f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
+        "choose a new run_dir (or delete this one)"
+    )
 
 
 def _utc_stamp() -> str:
@@ -152,18 +172,35 @@ class RLTrainer:
         algorithm: ``"PPO"`` (the only one).
         seed: Seed of the env's first reset and of torch (same seed, same run).
         device: ``"cpu"`` (KELab simulates on the CPU; torch runs there too).
-        run_dir: Where checkpoints and logs go; None means
-            ``runs/<TaskClass>/<UTC time>/`` in the working directory.
+        run_dir: Where checkpoints and logs go; None means a new
+            ``runs/<TaskClass>/<UTC time>/`` in the working directory. A directory that
+            already holds a run is refused unless that run is the one resumed.
         config: The training config; None uses the task's ``training_config`` (or the
-            resumed checkpoint's).
+            resumed checkpoint's). Its ``num_envs`` is replaced by the env's copies (a
+            warning says so when they differ).
         resume: A checkpoint spec (``RUN_DIR:best``, ``RUN_DIR:latest`` or a .json path)
             to continue from: weights, normaliser, optimizer, iteration and env steps.
+            The resumed run's ``best`` stays ``best`` (copied into a new ``run_dir``)
+            until a better one is found.
         task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); optional.
         log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png``.
 
+    Attributes:
+        config: The training config in use (``num_envs`` = the env's copies).
+        run_dir: The run directory.
+        checkpoints: ``{"best": path, "latest": path}`` (None until written).
+        iteration: Iterations trained, over every ``train()`` call and resumed run.
+        env_steps: Env steps collected, likewise.
+        best_iteration: The iteration whose state is ``best`` (None: none chosen yet in
+            this session).
+        evaluations: Evaluations of the deterministic policy run so far (``eval_every``).
+        evaluation_time_s: Wall seconds spent on them (with ``eval_process``: sending
+            weights and waiting for verdicts).
+
     Raises:
         ValueError: For an unknown algorithm (listing the known ones), a device other than
-            "cpu", an env that is not a LearningEnv, or a resume checkpoint whose
+            "cpu", an env that is not a LearningEnv, a ``run_dir`` holding another run, a
+            policy-only resume checkpoint, or a resume checkpoint whose
             ``observation_dim`` / ``action_dim`` differ from the env's (naming both).
     """
 
@@ -212,11 +249,26 @@ class RLTrainer:
         if resume is not None:
             checkpoint = load_checkpoint(resume)
             self._check_dims(checkpoint, "resume")
+            if checkpoint.meta.get("optimizer") is None:
+                raise ValueError(
+                    f"cannot resume from {checkpoint.path}: it holds no optimizer state (a "
+                    "policy-only checkpoint, e.g. a shipped one); train from scratch or "
+                    "resume from a run's RUN_DIR:latest"
+                )
             if config is None:
                 config = TrainConfig.from_dict(checkpoint.meta["train_config"])
         if config is None:
             config = training_config_of(type(self.task))
+        elif config.num_envs != env.num_envs:
+            warnings.warn(
+                f"TrainConfig.num_envs={config.num_envs} differs from the env's "
+                f"{env.num_envs} copies; training {env.num_envs} (the env decides: build it "
+                "with the config's num_envs to train that many)",
+                UserWarning,
+                stacklevel=2,
+            )
         self.config = config.replace(num_envs=int(env.num_envs))
+        self.run_dir = _run_dir(run_dir, type(self.task).__name__, checkpoint)
 
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
@@ -233,18 +285,12 @@ class RLTrainer:
         self.best_iteration: int | None = None
         """The iteration whose state is ``best`` in this session (None: none chosen yet)."""
         self.resumed_from: str | None = None
+        self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
         if checkpoint is not None:
             self._restore(checkpoint)
-        if run_dir is None:
-            run_dir = Path("runs") / type(self.task).__name__ / _utc_stamp()
-        self.run_dir = Path(run_dir)
-        self._writer: Any = None
-        self._csv: Any = None
-        self._csv_writer: Any = None
-        self._history: list[tuple[int, float, float | None]] = []
+        self._runlog = RunLog(self.run_dir, self.log)
         self._closed = False
         self._episodes = _Episodes(self.config.success_window)  # recent, across train() calls
-        self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
         # the best state since the last write: written with `latest` (not at every gain)
         self._pending_best: tuple[dict[str, torch.Tensor], dict[str, Any]] | None = None
         # with overlap_rollout: a second PPO whose actor/critic (synced after every update)
@@ -301,15 +347,11 @@ class RLTrainer:
 
         load_model_state(self.alg.actor, checkpoint.prefixed("actor"), checkpoint.path, "actor")
         load_model_state(self.alg.critic, checkpoint.prefixed("critic"), checkpoint.path, "critic")
-        optimizer = checkpoint.meta.get("optimizer")
-        if optimizer is None:
-            raise ValueError(
-                f"cannot resume from {checkpoint.path}: it holds no optimizer state (a "
-                "policy-only checkpoint, e.g. a shipped one); train from scratch or resume "
-                "from a run's RUN_DIR:latest"
-            )
         load_optimizer_state(
-            self.alg.optimizer, optimizer, checkpoint.prefixed("optimizer"), checkpoint.path
+            self.alg.optimizer,
+            checkpoint.meta["optimizer"],
+            checkpoint.prefixed("optimizer"),
+            checkpoint.path,
         )
         self.alg.learning_rate = float(self.alg.optimizer.param_groups[0]["lr"])
         meta = checkpoint.meta
@@ -322,6 +364,23 @@ class RLTrainer:
             self.best_score = (rate, mean_return)
         self.best_reward = float(meta.get("best_reward", -math.inf) or -math.inf)
         self.resumed_from = str(checkpoint.path)
+        self._keep_best(checkpoint.path.parent / "best.json")
+
+    def _keep_best(self, best: Path) -> None:
+        """A resumed run's ``best`` stays its best until this session finds a better one.
+
+        Resumed in its own directory, ``best.json`` stays where it is; resumed into another,
+        it is copied there. Without one, the resumed score is dropped (nothing holds it).
+        """
+        if not best.is_file():
+            self.best_score = None
+            return
+        if best.parent.resolve() == self.run_dir.resolve():
+            self.checkpoints["best"] = str(best)
+            return
+        kept = load_checkpoint(best)
+        meta = {k: v for k, v in kept.meta.items() if k not in ("format", "version", "weights")}
+        self._write("best", kept.tensors, meta)
 
     def save(self, name: str, stats: dict[str, Any] | None = None) -> Path:
         """Save a checkpoint ``name`` (``"best"``, ``"latest"``...) in the run directory.
@@ -383,8 +442,7 @@ class RLTrainer:
             if self.best_score is None
             else [_finite_or_none(v) for v in self.best_score],
             "best_reward": _finite_or_none(self.best_reward),
-            "best_rule": "highest success rate over the recent episodes, then highest mean "
-            "return (see docs/training.md)",
+            "best_rule": _BEST_RULES[bool(self.config.eval_every)],
             "optimizer": opt_meta,
             "learning_rate": float(self.alg.learning_rate),
             "resumed_from": self.resumed_from,
@@ -394,45 +452,6 @@ class RLTrainer:
         return tensors, meta
 
     # ------------------------------------------------------------------ logging
-    def _open_logs(self) -> None:
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        if not self.log or self._csv is not None:
-            return
-        path = self.run_dir / "metrics.csv"
-        new = not path.exists()
-        if not new and not self._history:  # a resumed run: the curve shows the whole run
-            self._history = _read_history(path)
-        self._csv = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
-        self._csv_writer = csv.writer(self._csv)
-        if new:
-            self._csv_writer.writerow(_METRICS)
-        try:
-            from torch.utils.tensorboard import SummaryWriter
-
-            self._writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=30)
-        except ImportError:  # tensorboard is part of the train extra; tolerate its absence
-            self._writer = None
-
-    def _log(self, row: dict[str, Any]) -> None:
-        self._history.append((row["env_steps"], row["mean_return"], row["success_rate"]))
-        if not self.log:
-            return
-        self._csv_writer.writerow([_csv_value(row.get(k)) for k in _METRICS])
-        self._csv.flush()
-        if self._writer is not None:
-            step = row["env_steps"]
-            for key in (*_METRICS[3:], "eval_success_rate"):
-                value = row.get(key)
-                if value is not None and math.isfinite(value):
-                    self._writer.add_scalar(f"train/{key}", value, step)
-
-    def _draw_curve(self) -> None:
-        if not self.log or not self._history:
-            return
-        from kelab.train.curve import write_training_curve
-
-        write_training_curve(self.run_dir / "training_curve.png", self._history)
-
     # ------------------------------------------------------------------ training
     def _collect(self, alg: FinalObsPPO) -> None:
         """One rollout: ``num_steps_per_env`` steps of every copy into ``alg.storage``."""
@@ -553,15 +572,18 @@ class RLTrainer:
             ``success_rate`` (recent episodes, by the task's success rule; None without
             one), ``iterations``, ``env_steps``, ``wall_time_s``, ``env_steps_per_s``,
             ``collect_steps_per_s`` (env steps per second of rollout collection alone),
-            ``episodes``, ``stopped_at_target``, ``stopped_by_callback``, ``interrupted``
-            and ``checkpoints`` (``{"best": path, "latest": path}``).
+            ``episodes``, ``stopped_at_target``, ``stopped_by_callback``,
+            ``eval_success_rate`` (the last verdict read, ``eval_every``; else None),
+            ``target_reached_at`` (the iteration the target was met, or None),
+            ``interrupted``, ``run_dir`` and ``checkpoints`` (``{"best": path, "latest":
+            path}``).
         """
         if self._closed:
             raise RuntimeError("this RLTrainer is closed; create a new one")
         if max_iterations is None:
             max_iterations = self.config.max_iterations
         max_iterations = check_int(max_iterations, "max_iterations", low=1)
-        self._open_logs()
+        self._runlog.open()
         cfg = self.config
         alg = self.alg
         episodes = self._episodes
@@ -619,7 +641,7 @@ class RLTrainer:
                 row["eval_success_rate"] = None if verdict is None else verdict.success_rate
                 row["eval_iteration"] = None if judged is None else judged[1]["iteration"]
                 last_row = row
-                self._log(row)
+                self._runlog.record(row)
                 if episodes.returns and math.isfinite(row["mean_return"]):
                     self.best_reward = max(self.best_reward, row["mean_return"])
                 if cfg.eval_every:  # evaluated iterations compete for best, on that rate
@@ -630,7 +652,7 @@ class RLTrainer:
                 if self.iteration % cfg.checkpoint_every == 0:
                     self._flush_best()
                     self.save("latest", row)
-                    self._draw_curve()
+                    self._runlog.draw_curve()
                 if callback is not None and callback(row) is True:
                     called_off = True
                     break
@@ -670,9 +692,8 @@ class RLTrainer:
         if self.checkpoints["best"] is None:
             self.save("best", last_row)
             self.best_iteration = self.iteration
-        self._draw_curve()
-        if self._writer is not None:
-            self._writer.flush()
+        self._runlog.draw_curve()
+        self._runlog.flush()
         elapsed = time.perf_counter() - start_wall
         run_steps = self.env_steps - steps_before
         return {
@@ -718,12 +739,7 @@ class RLTrainer:
         if self._eval_process is not None:
             self._eval_process.close()
             self._eval_process = None
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-        if self._csv is not None:
-            self._csv.close()
-            self._csv = None
+        self._runlog.close()
 
     def __enter__(self) -> RLTrainer:
         return self
@@ -758,33 +774,8 @@ class _Update:
         return self._losses or {}
 
 
-def _read_history(path: Path) -> list[tuple[int, float, float | None]]:
-    """``(env_steps, mean_return, success_rate)`` rows of an existing metrics.csv."""
-    rows: list[tuple[int, float, float | None]] = []
-    try:
-        with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                rate = row.get("success_rate") or ""
-                ret = row.get("mean_return") or ""
-                rows.append(
-                    (int(row["env_steps"]), float(ret) if ret else math.nan,
-                     float(rate) if rate else None)
-                )  # fmt: skip
-    except (OSError, KeyError, ValueError):
-        return []  # an unreadable file only loses the earlier part of the curve
-    return rows
-
-
 def _finite_or_none(value: Any) -> float | None:
     if value is None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def _csv_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return value

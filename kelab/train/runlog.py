@@ -1,0 +1,199 @@
+"""A run directory's logs: ``metrics.csv``, TensorBoard events, ``training_curve.png``.
+
+One row per iteration (the columns are :data:`METRICS`); the curve plots the mean return
+and the training success rate against env steps, with the evaluated success rate of the
+deterministic policy (``TrainConfig.eval_every``) as points. A resumed run appends to the
+run's ``metrics.csv`` (rewriting it once under the current columns if an older version
+wrote it) and draws the whole run.
+
+Example:
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> d = Path(tempfile.mkdtemp())
+    >>> log = RunLog(d, enabled=True)
+    >>> log.open()
+    >>> log.record({"iteration": 1, "env_steps": 64, "mean_return": 2.5, "success_rate": 0.0})
+    >>> log.close()
+    >>> (d / "metrics.csv").read_text().splitlines()[1].split(",")[:5]
+    ['1', '64', '', '2.5', '0']
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["METRICS", "RunLog"]
+
+METRICS = (
+    "iteration",
+    "env_steps",
+    "wall_time_s",
+    "mean_return",
+    "success_rate",
+    "episodes",
+    "env_steps_per_s",
+    "collect_steps_per_s",
+    "learning_rate",
+    "action_std",
+    "value_loss",
+    "surrogate_loss",
+    "entropy",
+    "eval_success_rate",
+    "eval_iteration",
+)
+"""The columns of ``metrics.csv``: ``eval_success_rate`` is the verdict that arrived in
+that iteration, on the policy of iteration ``eval_iteration`` (empty when none came)."""
+
+_SCALARS = (*METRICS[3:-1],)  # what goes to TensorBoard (eval_iteration is an index)
+
+
+class RunLog:
+    """The logs of one training run in ``run_dir`` (nothing is written when disabled).
+
+    Attributes:
+        history: ``(env_steps, mean_return, success_rate)`` per iteration, for the curve.
+        evaluations: ``(env_steps, success_rate)`` of each evaluated policy.
+    """
+
+    def __init__(self, run_dir: Path, enabled: bool) -> None:
+        """Log to ``run_dir`` (created on :meth:`open`) if ``enabled``."""
+        self.run_dir = Path(run_dir)
+        self.enabled = bool(enabled)
+        self.history: list[tuple[int, float, float | None]] = []
+        self.evaluations: list[tuple[int, float]] = []
+        self._steps_at: dict[int, int] = {}  # iteration -> env steps, to place verdicts
+        self._file: IO[str] | None = None
+        self._csv: Any = None
+        self._writer: Any = None
+
+    def open(self) -> None:
+        """Open ``metrics.csv`` for appending (and TensorBoard); a no-op when open."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if not self.enabled or self._file is not None:
+            return
+        path = self.run_dir / "metrics.csv"
+        rows = _read_rows(path) if path.exists() else None
+        if rows is not None and not self.history:  # a resumed run: the curve shows it all
+            for row in rows:
+                self._remember(row)
+        if rows is not None and _header(path) != list(METRICS):
+            _rewrite(path, rows)  # an older version's columns: once, under the current ones
+        new = not path.exists()
+        self._file = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
+        self._csv = csv.writer(self._file)
+        if new:
+            self._csv.writerow(METRICS)
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._writer = SummaryWriter(log_dir=str(self.run_dir), flush_secs=30)
+        except ImportError:  # tensorboard is part of the train extra; tolerate its absence
+            self._writer = None
+
+    def record(self, row: dict[str, Any]) -> None:
+        """Add one iteration's row (keys of :data:`METRICS`; missing ones stay empty)."""
+        self._remember(row)
+        if not self.enabled or self._csv is None:
+            return
+        self._csv.writerow([_csv_value(row.get(k)) for k in METRICS])
+        assert self._file is not None
+        self._file.flush()
+        if self._writer is not None:
+            for key in _SCALARS:
+                value = row.get(key)
+                if value is not None and math.isfinite(value):
+                    self._writer.add_scalar(f"train/{key}", value, row["env_steps"])
+
+    def draw_curve(self) -> None:
+        """Write ``training_curve.png`` from the rows so far (atomically)."""
+        if not self.enabled or not self.history:
+            return
+        from kelab.train.curve import write_training_curve
+
+        write_training_curve(self.run_dir / "training_curve.png", self.history, self.evaluations)
+
+    def flush(self) -> None:
+        """Flush the TensorBoard events (the CSV is flushed at every row)."""
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        """Close the files."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self._csv = None
+
+    def _remember(self, row: dict[str, Any]) -> None:
+        steps = int(row["env_steps"])
+        ret = row.get("mean_return")
+        self.history.append(
+            (steps, math.nan if ret is None else float(ret), row.get("success_rate"))
+        )
+        if row.get("iteration") is not None:
+            self._steps_at[int(row["iteration"])] = steps
+        judged, rate = row.get("eval_iteration"), row.get("eval_success_rate")
+        if judged is not None and rate is not None:
+            self.evaluations.append((self._steps_at.get(int(judged), steps), float(rate)))
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with open(path, newline="") as f:
+            return next(csv.reader(f), [])
+    except OSError:
+        return []
+
+
+def _number(text: str | None, kind: type = float) -> Any:
+    if text is None or text == "":
+        return None
+    try:
+        return kind(float(text)) if kind is int else kind(text)
+    except ValueError:
+        return None
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of an existing metrics.csv (numbers parsed; unreadable rows skipped)."""
+    rows: list[dict[str, Any]] = []
+    try:
+        with open(path, newline="") as f:
+            for raw in csv.DictReader(f):
+                row: dict[str, Any] = {k: _number(raw.get(k)) for k in METRICS}
+                for key in ("iteration", "env_steps", "episodes", "eval_iteration"):
+                    row[key] = _number(raw.get(key), int)
+                if row["env_steps"] is None:
+                    continue
+                if row["mean_return"] is None:
+                    row["mean_return"] = math.nan
+                rows.append(row)
+    except (OSError, csv.Error):
+        return rows  # an unreadable file only loses the earlier part of the curve
+    return rows
+
+
+def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
+    from kelab.train.checkpoint import atomic_write_bytes
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(METRICS)
+    for row in rows:
+        writer.writerow([_csv_value(row.get(k)) for k in METRICS])
+    atomic_write_bytes(path, out.getvalue().encode())
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}" if math.isfinite(value) else ""  # NaN: no episode ended yet
+    return value

@@ -1,0 +1,180 @@
+"""The run directory: never overwritten, the resumed best kept, the logs of a whole run."""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import time
+
+import pytest
+from train_helpers import tiny_config
+
+import kelab as ke
+from kelab.tasks.cartpole import CartPoleTask
+from kelab.train.checkpoint import load_checkpoint
+from kelab.train.curve import write_training_curve
+from kelab.train.runlog import METRICS, RunLog
+
+
+def _trainer(run_dir, **kwargs):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    kwargs.setdefault("config", None if "resume" in kwargs else tiny_config())
+    return env, ke.RLTrainer(env, seed=3, run_dir=run_dir, **kwargs)
+
+
+def test_a_run_dir_holding_a_run_is_refused_unless_that_run_is_resumed(trained_run, tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with pytest.raises(ValueError, match=r"already holds a run \(latest.json, best.json"):
+        ke.RLTrainer(env, run_dir=trained_run["dir"], config=tiny_config())
+    other = tmp_path / "other"
+    env2, tr = _trainer(other)
+    tr.train(1)
+    tr.close()
+    with pytest.raises(ValueError, match="continue it with resume="):  # another run's latest
+        ke.RLTrainer(env, run_dir=other, resume=f"{trained_run['dir']}:latest")
+    tr = ke.RLTrainer(env, run_dir=other, resume=f"{other}:latest")  # its own: continues
+    assert tr.run_dir == other
+    tr.close()
+    env.close()
+    env2.close()
+
+
+def test_default_run_dirs_never_collide(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    dirs = []
+    for _ in range(2):
+        with ke.RLTrainer(env, config=tiny_config()) as tr:
+            tr.train(1)
+            dirs.append(tr.run_dir)
+    assert dirs[0] != dirs[1]  # the same second gets a "-2" suffix
+    assert all(d.parent == tmp_path / "runs" / "CartPoleTask" for d in dirs)
+    env.close()
+
+
+def test_resuming_in_place_keeps_the_judged_best(tmp_path):
+    run = tmp_path / "run"
+    env, tr = _trainer(run, config=tiny_config(eval_every=2, eval_episodes=4))
+    tr.train(4)
+    tr.close()
+    env.close()
+    best_before = load_checkpoint(f"{run}:best")
+    env, tr = _trainer(run, resume=f"{run}:latest")
+    assert tr.checkpoints["best"] == str(run / "best.json")
+    tr.best_score = (2.0, 0.0)  # nothing this session can beat: best must stay as it was
+    tr.train(1)
+    tr.close()
+    env.close()
+    best_after = load_checkpoint(f"{run}:best")
+    assert best_after.meta["weights"] == best_before.meta["weights"]
+    assert best_after.meta["iteration"] == best_before.meta["iteration"]
+
+
+def test_resuming_into_a_new_dir_copies_the_best(trained_run, tmp_path):
+    env, tr = _trainer(tmp_path / "new", resume=f"{trained_run['dir']}:latest")
+    copied = load_checkpoint(f"{tmp_path / 'new'}:best")
+    source = load_checkpoint(f"{trained_run['dir']}:best")
+    assert copied.meta["iteration"] == source.meta["iteration"]
+    assert copied.meta["weights"]["sha256"] == source.meta["weights"]["sha256"]
+    assert tr.best_score is not None
+    tr.close()
+    env.close()
+
+
+def test_resuming_a_lone_latest_drops_the_score_it_cannot_back(trained_run, tmp_path):
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    for path in trained_run["dir"].glob("latest*"):
+        (lone / path.name).write_bytes(path.read_bytes())
+    env, tr = _trainer(tmp_path / "new", resume=f"{lone}:latest")
+    assert tr.best_score is None and tr.checkpoints["best"] is None
+    tr.train(1)
+    assert load_checkpoint(f"{tmp_path / 'new'}:best").meta["iteration"] == 4
+    tr.close()
+    env.close()
+
+
+def test_a_policy_only_checkpoint_cannot_be_resumed(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    shipped = os.path.join(os.path.dirname(ke.__file__), "train", "policies", "CartPoleTask.json")
+    with pytest.raises(ValueError, match="policy-only checkpoint"):
+        ke.RLTrainer(env, run_dir=tmp_path, resume=shipped)
+    env.close()
+
+
+def test_a_config_num_envs_other_than_the_env_warns(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with pytest.warns(UserWarning, match="num_envs=32 differs from the env's 16 copies"):
+        tr = ke.RLTrainer(env, run_dir=tmp_path, config=tiny_config(num_envs=32))
+    assert tr.config.num_envs == 16
+    tr.close()
+    env.close()
+
+
+def test_metrics_record_the_evaluations_and_the_best_rule(tmp_path):
+    env, tr = _trainer(tmp_path, config=tiny_config(eval_every=2, eval_episodes=4))
+    tr.train(6)
+    tr.close()
+    env.close()
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    assert tuple(rows[0]) == METRICS
+    judged = [(r["iteration"], r["eval_iteration"], r["eval_success_rate"]) for r in rows]
+    evaluated = [j for j in judged if j[1]]
+    assert evaluated and all(0.0 <= float(rate) <= 1.0 for _, _, rate in evaluated)
+    assert all(int(it) >= int(of) for it, of, _ in evaluated)  # on this or an earlier one
+    assert (
+        "deterministic policy's evaluations"
+        in load_checkpoint(f"{tmp_path}:best").meta["best_rule"]
+    )
+
+
+def test_an_older_metrics_file_is_rewritten_under_the_new_columns(tmp_path):
+    old = ("iteration", "env_steps", "mean_return", "success_rate")
+    with open(tmp_path / "metrics.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(old)
+        w.writerow((1, 64, 1.5, 0.25))
+    log = RunLog(tmp_path, enabled=True)
+    log.open()
+    log.record({"iteration": 2, "env_steps": 128, "mean_return": 2.0, "success_rate": 0.5})
+    log.close()
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    assert tuple(rows[0]) == METRICS
+    assert [(r["iteration"], r["env_steps"], r["mean_return"]) for r in rows] == [
+        ("1", "64", "1.5"),
+        ("2", "128", "2"),
+    ]
+    assert [h[0] for h in log.history] == [64, 128]
+
+
+def test_the_curve_draws_evaluations(tmp_path):
+    import pygame
+
+    history = [(i * 100, float(i), i / 10) for i in range(10)]
+    plain = write_training_curve(tmp_path / "a.png", history)
+    marked = write_training_curve(tmp_path / "b.png", history, [(500, 1.0), (900, 0.5)])
+    a, b = pygame.image.load(str(plain)), pygame.image.load(str(marked))
+    green = [(x, y) for x in range(b.get_width()) for y in range(b.get_height())
+             if b.get_at((x, y))[:3] == (30, 150, 70)]  # fmt: skip
+    assert green and not [1 for x, y in green if a.get_at((x, y))[:3] == (30, 150, 70)]
+
+
+def test_sigterm_ends_the_evaluation_process_quietly(capfd):
+    from kelab.train.eval_process import EvalProcess
+
+    def trainer_handler(signum, frame):  # what `kelab train` installs, inherited by the fork
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, trainer_handler)
+    try:
+        proc = EvalProcess(CartPoleTask, tiny_config(), 4, 1, 0.95, episodes=4, pre_episodes=0)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    time.sleep(0.5)  # let the child reach its loop
+    child = proc._proc
+    os.kill(child.pid, signal.SIGTERM)
+    child.join(timeout=10)
+    assert child.exitcode == -signal.SIGTERM
+    assert "Traceback" not in capfd.readouterr().err
+    proc.close()
