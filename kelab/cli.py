@@ -13,13 +13,23 @@ import argparse
 import os
 import sys
 import time
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TextIO
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no pygame banner on the command line
 
 import numpy as np
 
-__all__ = ["KelabUsageError", "build_parser", "main", "positive_int", "run_demo"]
+__all__ = [
+    "KelabArgumentParser",
+    "KelabUsageError",
+    "build_parser",
+    "main",
+    "positive_int",
+    "run_demo",
+]
 
 # State feedback for the cartpole (cart 1 kg, pole 0.1 kg, 1 m): force = gains @ (x, v, theta,
 # omega), theta counter-clockwise. Pole leaning left (theta > 0): push the cart left.
@@ -124,11 +134,43 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 from kelab._cli_args import positive_float, positive_int, seed_int  # noqa: E402
 
 
+class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` to an option's help, unless it has none worth showing.
+
+    Skipped for a None or False default (nothing to show) and for help that already says
+    its default in words (``"(default: the task's)"``).
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if action.default is None or action.default is False or "default" in text:
+            return text
+        return super()._get_help_string(action)
+
+
+class KelabArgumentParser(argparse.ArgumentParser):
+    """The ``kelab`` parser: argument errors are one line, and ``--help`` shows defaults.
+
+    Every subcommand's parser is one too (``add_subparsers`` makes parsers of the same
+    class), so ``kelab train --iterations 0`` prints
+    ``kelab train: error: argument --iterations: ...; see kelab train --help`` and exits 2.
+    """
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        """Print ``PROG: error: MESSAGE; see PROG --help`` on one line and exit 2."""
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text}; see {self.prog} --help\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kelab`` argument parser with every subcommand registered."""
     import kelab
 
-    parser = argparse.ArgumentParser(prog="kelab", description="KELab command line")
+    parser = KelabArgumentParser(prog="kelab", description="KELab command line")
     parser.add_argument("--version", action="version", version=f"kelab {kelab.__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -144,7 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--num-envs", type=positive_int("num-envs"), default=4, help="cartpole copies (>= 1)"
     )
-    demo.add_argument("--seed", type=seed_int, default=0)
+    demo.add_argument("--seed", type=seed_int, default=0, help="seed of the world, an int >= 0")
     demo.set_defaults(func=_demo_main)
     from kelab.cli_preview import add_preview_parser
 
@@ -172,13 +214,53 @@ def _demo_main(args: argparse.Namespace) -> int:
     return 1
 
 
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """``warnings.showwarning`` of the command: ``kelab: warning: MESSAGE`` on one line."""
+    text = " ".join(str(message).split()) or category.__name__
+    stream = sys.stderr if file is None else file
+    try:
+        print(f"kelab: warning: {text}", file=stream, flush=True)
+    except OSError:  # stderr closed: drop the warning, like warnings does
+        pass
+
+
+@contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Show warnings as ``kelab: warning: ...`` lines while a command runs (restored after).
+
+    Only the command line does this: ``import kelab`` leaves Python's warnings as they are.
+    """
+    with warnings.catch_warnings():
+        warnings.showwarning = _one_line_warning
+        yield
+
+
+#: User errors whose traceback shows nothing useful: the message is the whole story, so
+#: the error line does not offer ``--debug``.
+_PLAIN_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``kelab`` command.
+    """Entry point of the ``kelab`` command (and of ``python -m kelab``).
 
     Every subcommand's user errors (an unknown task, no display, a bad ``module:Class``,
-    a missing file, a bad value) print one ``kelab: error: ...`` line and return 2; with
+    a missing file, a bad value) print one ``kelab: error: ...`` line and return 2; an
+    ImportError or another OSError adds ``(--debug shows the traceback)``, and with
     ``--debug`` (anywhere on the line) the traceback is shown instead. Argument errors
-    print the subcommand's own usage line and exit 2 (``SystemExit``).
+    print one ``kelab SUBCOMMAND: error: ...; see kelab SUBCOMMAND --help`` line and exit
+    2 (``SystemExit``). Warnings print as ``kelab: warning: ...`` lines.
 
     Args:
         argv: The arguments (default: ``sys.argv[1:]``).
@@ -195,7 +277,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(args_list)
     try:
-        return int(args.func(args))
+        with _one_line_warnings():
+            return int(args.func(args))
     except KeyboardInterrupt:
         print("kelab: interrupted", file=sys.stderr)
         return 130
@@ -205,7 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(err).split()) or type(err).__name__
         if isinstance(err, OSError) and err.filename is not None and err.strerror:
             message = f"{err.strerror}: {err.filename}"
-        print(f"kelab: error: {message} (--debug shows the traceback)", file=sys.stderr)
+        plain = isinstance(err, (*_PLAIN_ERRORS, DisplayUnavailableError))
+        hint = "" if plain else " (--debug shows the traceback)"
+        print(f"kelab: error: {message}{hint}", file=sys.stderr)
         return 2
 
 

@@ -93,22 +93,24 @@ def test_user_errors_print_one_line_and_exit_2(tmp_path, args, expected):
 
 
 @pytest.mark.parametrize(
-    ("args", "usage"),
+    ("args", "prog"),
     [
-        (("demo", "--seconds", "-1"), "usage: kelab demo"),
-        (("demo", "--seconds", "0"), "usage: kelab demo"),
-        (("demo", "--num-envs", "0"), "usage: kelab demo"),
-        (("demo", "--seconds", "abc"), "usage: kelab demo"),
-        (("preview", "CartPole-v0", "--seconds", "0"), "usage: kelab preview"),
-        (("preview", "CartPole-v0", "--seed", "-3"), "usage: kelab preview"),
-        (("nosuchcommand",), "usage: kelab"),
+        (("demo", "--seconds", "-1"), "kelab demo"),
+        (("demo", "--seconds", "0"), "kelab demo"),
+        (("demo", "--num-envs", "0"), "kelab demo"),
+        (("demo", "--seconds", "abc"), "kelab demo"),
+        (("preview", "CartPole-v0", "--seconds", "0"), "kelab preview"),
+        (("preview", "CartPole-v0", "--seed", "-3"), "kelab preview"),
+        (("train",), "kelab train"),
+        (("eval", "CartPole-v0", "--episodes", "x"), "kelab eval"),
+        (("nosuchcommand",), "kelab"),
     ],
 )
-def test_argument_errors_show_the_subcommand_usage_and_exit_2(args, usage):
+def test_argument_errors_are_one_line_and_exit_2(args, prog):
     proc = _kelab(*args)
     line = _one_error_line(proc)
-    assert proc.stderr.startswith(usage)
-    assert line.startswith(usage.replace("usage: ", "") + ": error: ")
+    assert proc.stderr.splitlines() == [line]  # no usage lines
+    assert line.startswith(f"{prog}: error: ") and line.endswith(f"; see {prog} --help")
 
 
 @pytest.mark.parametrize(
@@ -168,10 +170,131 @@ def test_user_error_mapping_covers_other_subcommands(capsys):
     finally:
         cli.build_parser = original
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [
-        "kelab: error: config must be a .toml file, got x.txt; pass --config run.toml "
-        "(--debug shows the traceback)"
+    assert err == ["kelab: error: config must be a .toml file, got x.txt; pass --config run.toml"]
+
+
+def _with_extra_command(monkeypatch, run) -> None:
+    """Register an ``extra`` subcommand running ``run(args)`` in the ``kelab`` parser."""
+    import argparse
+
+    import kelab.cli as cli
+
+    original = cli.build_parser
+
+    def with_extra() -> argparse.ArgumentParser:
+        parser = original()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.add_parser("extra").set_defaults(func=run)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", with_extra)
+
+
+def test_unexpected_os_errors_offer_the_traceback(monkeypatch, capsys):
+    def fail(args):
+        raise PermissionError(13, "Permission denied", "runs/x/best.json")
+
+    _with_extra_command(monkeypatch, fail)
+    assert main(["extra"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kelab: error: Permission denied: runs/x/best.json (--debug shows the traceback)"
     ]
+
+
+def test_warnings_print_as_one_line_while_the_command_runs(monkeypatch, capsys):
+    import warnings
+
+    def warn(args):
+        message = "the env's scene differs from the one\n  it was trained in"
+        warnings.warn(message, UserWarning, stacklevel=1)
+        warnings.warn("a second one", RuntimeWarning, stacklevel=1)
+        return 0
+
+    _with_extra_command(monkeypatch, warn)
+    before = warnings.showwarning
+    assert main(["extra"]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "kelab: warning: the env's scene differs from the one it was trained in",
+        "kelab: warning: a second one",
+    ]
+    assert warnings.showwarning is before  # only while the command runs
+
+
+def test_python_m_kelab_is_the_kelab_command(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "kelab", "--version"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"kelab {ke.__version__}"
+    line = _one_error_line(_kelab("train", "cartpole-v0", cwd=tmp_path))
+    assert "did you mean CartPole-v0?" in line
+    proc = subprocess.run(
+        [sys.executable, "-m", "kelab", "demo", "--seconds", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("kelab demo: error: argument --seconds")
+
+
+def test_import_kelab_leaves_warnings_alone():
+    code = (
+        "import warnings; before = warnings.showwarning\n"
+        "import kelab, kelab.cli, kelab.train.cli\n"
+        "assert warnings.showwarning is before\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_a_task_module_is_imported_from_the_current_folder(tmp_path, monkeypatch):
+    from kelab.tasks.registry import task_class
+
+    (tmp_path / "kelab_cwd_task.py").write_text(
+        "import kelab_cwd_helper\nfrom kelab.tasks.cartpole import CartPoleTask\n\n\n"
+        "class MyCart(CartPoleTask):\n    helper = kelab_cwd_helper.VALUE\n"
+    )
+    (tmp_path / "kelab_cwd_helper.py").write_text("VALUE = 7\n")
+    (tmp_path / "kelab_cwd_broken.py").write_text("import kelab_no_such_dependency\n")
+    monkeypatch.chdir(tmp_path)
+    cwd = os.getcwd()
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != cwd]
+    monkeypatch.setattr(sys, "path", path)  # like the `kelab` console script
+    names = ("kelab_cwd_task", "kelab_cwd_helper", "kelab_cwd_broken")
+    try:
+        nothing = (
+            r"^cannot import module 'kelab_cwd_nothing'.*: no 'kelab_cwd_nothing' in the "
+            r"current folder \(.*\) or on sys.path; run from the folder that contains "
+            r"kelab_cwd_nothing.py"
+        )
+        with pytest.raises(ValueError, match=nothing):
+            task_class("kelab_cwd_nothing:Task")
+        assert cwd not in sys.path  # not found there either: sys.path as it was
+        cls = task_class("kelab_cwd_task:MyCart")
+        assert cls.__name__ == "MyCart" and cls.helper == 7  # its neighbour imports too
+        assert sys.path[0] == cwd
+        # a module found but missing a dependency says which one, not "run from the folder"
+        broken = (
+            r"^cannot import module 'kelab_cwd_broken' of task 'kelab_cwd_broken:T': "
+            r"No module named 'kelab_no_such_dependency'$"
+        )
+        with pytest.raises(ValueError, match=broken):
+            task_class("kelab_cwd_broken:T")
+    finally:
+        for name in names:
+            sys.modules.pop(name, None)
+
+
+def test_help_shows_defaults_and_every_option_of_demo(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exc.value.code == 0
+    assert "(default: 10.0)" in text and "(default: 4)" in text
+    assert "seed of the world, an int >= 0 (default: 0)" in text
 
 
 def test_version():
