@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,8 +16,56 @@ from kelab.rl.task import Task
 __all__ = ["build_task", "make_direct", "make_vector", "resolve_task", "task_class"]
 
 
+def _import_task_module(module: str, target: str) -> Any:
+    """Import ``module`` like ``python -m`` would, for a ``module:TaskClass`` spec.
+
+    The ``kelab`` console script does not put the current folder on ``sys.path`` (``python
+    -m kelab`` does). When ``module`` (or its top-level package) is not found on
+    ``sys.path``, the current folder is put at the front of ``sys.path`` and the import
+    tried again; it stays there, so the task's module can import its neighbours. A module
+    found elsewhere is never shadowed by a file of the same name in the current folder.
+    """
+    top = module.split(".")[0]
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        missing_self = err.name is not None and (
+            err.name == top or module.startswith(f"{err.name}.")
+        )
+        cwd = os.getcwd()
+        on_path = any(os.path.abspath(entry or os.curdir) == cwd for entry in sys.path)
+        if not missing_self or on_path:
+            raise ValueError(_import_error(module, target, err, cwd)) from err
+        sys.path.insert(0, cwd)
+        importlib.invalidate_caches()
+    try:
+        return importlib.import_module(module)
+    except ImportError as err:
+        if err.name is not None and (err.name == top or module.startswith(f"{err.name}.")):
+            sys.path.remove(cwd)  # nothing of the task there: leave sys.path as it was
+        raise ValueError(_import_error(module, target, err, cwd)) from err
+
+
+def _import_error(module: str, target: str, err: ImportError, cwd: str) -> str:
+    top = module.split(".")[0]
+    if (
+        isinstance(err, ModuleNotFoundError)
+        and err.name is not None
+        and (err.name == top or module.startswith(f"{err.name}."))
+    ):
+        return (
+            f"cannot import module {module!r} of task {target!r}: no {err.name!r} in the "
+            f"current folder ({cwd}) or on sys.path; run from the folder that contains "
+            f"{top}.py (or the {top} package) or add that folder to PYTHONPATH"
+        )
+    return f"cannot import module {module!r} of task {target!r}: {err}"
+
+
 def task_class(target: str) -> type[Task]:
     """Return the Task class named by ``"module:Class"`` (``Class`` may be dotted).
+
+    ``module`` is imported from ``sys.path`` or, when it is not found there, from the
+    current folder (as ``python -m`` would find it).
 
     Raises:
         ValueError: For a malformed name, a module that does not import, a missing class
@@ -27,13 +78,7 @@ def task_class(target: str) -> type[Task]:
             f"task {target!r} must be a built-in id or 'package.module:TaskClass' with a "
             "class name after the colon"
         )
-    try:
-        cls: Any = importlib.import_module(module)
-    except ImportError as err:
-        raise ValueError(
-            f"cannot import module {module!r} of task {target!r} ({err}); run from the folder "
-            "that contains it or add that folder to PYTHONPATH"
-        ) from err
+    cls: Any = _import_task_module(module, target)
     for part in parts:
         cls = getattr(cls, part, None)
         if cls is None:
@@ -51,7 +96,8 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
             ``"kelab/CartPole-v0"``) or ``"package.module:TaskClass"`` of your own task.
 
     Raises:
-        ValueError: For an unknown id, listing the built-in ones.
+        ValueError: For an unknown id, listing the built-in ones and the closest id
+            (``cartpole-v0`` -> "did you mean CartPole-v0?").
 
     Example:
         >>> resolve_task("CartPole-v0")
@@ -66,8 +112,14 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
             return env_id, TASK_IDS[env_id]
     if ":" in spec and "/" not in spec.split(":", 1)[0]:
         return None, spec  # "package.module:TaskClass" of your own task
-    known = ", ".join(t.split("/", 1)[1] for t in TASK_IDS)
-    raise ValueError(f"unknown task {spec!r}; use a built-in task ({known}) or module:TaskClass")
+    names = [t.split("/", 1)[1] for t in TASK_IDS]
+    by_lower = {name.lower(): name for name in names}
+    wanted = spec.lower().removeprefix("kelab/")
+    close = difflib.get_close_matches(wanted, list(by_lower), n=1, cutoff=0.6)
+    hint = f"did you mean {by_lower[close[0]]}? " if close else ""
+    raise ValueError(
+        f"unknown task {spec!r}; {hint}use a built-in task ({', '.join(names)}) or module:TaskClass"
+    )
 
 
 def build_task(task: str | type[Task] | Callable[[], Task]) -> Task:
