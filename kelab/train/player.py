@@ -11,6 +11,7 @@ push it. See docs/training.md.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import warnings
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from kelab.rl.ray_env import RayLearningEnv
     from kelab.rl.task import Task
 
-__all__ = ["RLPlayer", "task_from_checkpoint"]
+__all__ = ["RLPlayer", "refuse_weights_file", "task_from_checkpoint"]
 
 _CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*$")
 
@@ -61,23 +62,74 @@ def task_from_checkpoint(checkpoint: Checkpoint) -> Task:
     return cls()
 
 
+def refuse_weights_file(spec: str | os.PathLike[str]) -> None:
+    """Refuse a checkpoint spec naming the ``.safetensors`` weights instead of the ``.json``.
+
+    A checkpoint is its JSON (``best.json``) plus the weights file it names
+    (``best-<sha256>.safetensors``); only the JSON (or ``RUN_DIR:best``) loads it.
+
+    Raises:
+        ValueError: For a path ending in ``.safetensors``, naming the JSON next to it that
+            uses those weights when there is one.
+    """
+    path = Path(os.fspath(spec))
+    if path.suffix.lower() != ".safetensors":
+        return
+    fix = f"{path.parent}:best" if path.name.startswith("best") else "RUN_DIR:best"
+    for candidate in sorted(path.parent.glob("*.json")) if path.parent.is_dir() else []:
+        try:
+            if candidate.stat().st_size > 1_000_000:  # a checkpoint's JSON is small
+                continue
+            meta = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        weights = meta.get("weights") if isinstance(meta, dict) else None
+        if isinstance(weights, dict) and weights.get("file") == path.name:
+            fix = str(candidate)
+            break
+    raise ValueError(
+        f"checkpoint {str(path)!r} is a .safetensors weights file; pass the checkpoint's "
+        f".json (or RUN_DIR:best), not its weights file: {fix}"
+    )
+
+
+def _require_direct_env(env: object) -> None:
+    from kelab.rl.direct import DirectRLEnv
+
+    if isinstance(env, DirectRLEnv):
+        return
+    if isinstance(getattr(env, "unwrapped", None), DirectRLEnv):
+        raise ValueError(
+            f"RLPlayer env must be a DirectRLEnv, got {type(env).__name__} (a gymnasium "
+            "wrapper); pass env.unwrapped, the DirectRLEnv inside it"
+        )
+    raise ValueError(
+        f"RLPlayer env must be a DirectRLEnv, got {type(env).__name__}; use "
+        "ke.evaluate(env, player.policy, ...) for a LearningEnv (make the player "
+        "without env=)"
+    )
+
+
 class RLPlayer:
     """Runs a trained checkpoint: ``act``, ``policy`` (for ``ke.evaluate``), ``play``.
 
     Args:
         checkpoint: A spec (``RUN_DIR:best``, ``RUN_DIR:latest``, a checkpoint .json) or a
             loaded :class:`~kelab.train.checkpoint.Checkpoint`.
-        env: The env ``play()`` steps (a DirectRLEnv; its render mode is used as is).
-            None builds the checkpoint's task in a DirectRLEnv with ``render_mode``, at the
-            timing it was trained at.
+        env: The env ``play()`` steps: a DirectRLEnv (its render mode is used as is); any
+            other env is refused. None builds the checkpoint's task in a DirectRLEnv with
+            ``render_mode``, at the timing it was trained at. For a LearningEnv make the
+            player without ``env`` and run ``ke.evaluate(env, player.policy, ...)``
+            (``act`` and ``policy`` take a batch of observations from any env).
         render_mode: ``"human"`` (PACED window), ``"rgb_array"`` (offscreen, for video) or
             None; used only when ``env`` is None.
         seed: Seed of the env built when ``env`` is None (an int >= 0).
 
     Raises:
         ValueError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
-            the env's (naming both), the checkpoint cannot be loaded (CheckpointError), or
-            ``seed`` is not an int >= 0.
+            the env's (naming both), ``env`` is not a DirectRLEnv, ``checkpoint`` names the
+            ``.safetensors`` weights file instead of the checkpoint's ``.json``, the
+            checkpoint cannot be loaded (CheckpointError), or ``seed`` is not an int >= 0.
     """
 
     def __init__(
@@ -89,6 +141,10 @@ class RLPlayer:
         seed: int = 0,
     ) -> None:
         self.seed = check_seed(seed)
+        if env is not None:
+            _require_direct_env(env)
+        if not isinstance(checkpoint, Checkpoint):
+            refuse_weights_file(checkpoint)
         self.checkpoint = (
             checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
         )

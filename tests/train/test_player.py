@@ -81,3 +81,26 @@ def test_every_builtin_task_ships_a_policy_that_fits_it():
         assert player.act(obs).shape == (cls.action_dim,)
         assert player.checkpoint.meta["task"]["id"] == env_id
         env.close()
+
+
+def test_play_needs_a_direct_env_and_the_policy_serves_a_learning_env():
+    import gymnasium as gym
+
+    spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
+    with pytest.raises(
+        ValueError,
+        match=r"^RLPlayer env must be a DirectRLEnv, got LearningEnv; use "
+        r"ke\.evaluate\(env, player\.policy, \.\.\.\) for a LearningEnv",
+    ):
+        ke.RLPlayer(spec, env=env)
+    player = ke.RLPlayer(spec, render_mode=None)  # no env: policy and act fit any env
+    report = ke.evaluate(env, player.policy, episodes=2, seed=4)
+    assert report.episodes == 2
+    env.close()
+    wrapped = gym.make("kelab/CartPole-v0")
+    with pytest.raises(ValueError, match=r"got OrderEnforcing \(a gymnasium wrapper\); pass "):
+        ke.RLPlayer(spec, env=wrapped)
+    with ke.RLPlayer(spec, env=wrapped.unwrapped) as direct:
+        assert direct.play(episodes=1)["episodes"] == 1
+    wrapped.close()

@@ -51,3 +51,19 @@ def test_checkpoint_integer_fields_refuse_bools(tmp_path):
         match=r"field 'observation_dim' must be an integer, got True; the checkpoint is damaged",
     ):
         load_checkpoint(bad)
+
+
+def test_player_refuses_the_weights_file_naming_the_json(tmp_path):
+    spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    weights = spec.parent / json.loads(spec.read_text())["weights"]["file"]
+    with pytest.raises(
+        ValueError,
+        match=rf"is a \.safetensors weights file; pass the checkpoint's \.json \(or "
+        rf"RUN_DIR:best\), not its weights file: {spec}$",
+    ):
+        ke.RLPlayer(weights, render_mode=None)
+    # no JSON next to it names it: the generic fix
+    lone = tmp_path / "best-0123456789abcdef.safetensors"
+    lone.write_bytes(weights.read_bytes())
+    with pytest.raises(ValueError, match=rf"not its weights file: {tmp_path}:best$"):
+        ke.RLPlayer(str(lone), render_mode=None)
