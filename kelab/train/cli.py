@@ -12,6 +12,7 @@ import json
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,7 +108,9 @@ def _fmt_time(seconds: float) -> str:
 class ProgressBar:
     """One live line per iteration on a terminal (a line every ~10 s otherwise).
 
-    Shows the iteration, mean return, success rate, env-steps/s and the ETA.
+    Shows the iteration, mean return, success rate, env-steps/s and the ETA. ``close()``
+    prints the last iteration's line when it was not printed yet, so a run that stops at
+    its target, is interrupted or ends always shows where it ended.
     """
 
     def __init__(self, total: int, start_iteration: int, out: TextIO) -> None:
@@ -118,6 +121,7 @@ class ProgressBar:
         self.t0 = time.perf_counter()
         self.last_print = -math.inf
         self.evaluated: float | None = None  # the latest evaluation's success rate
+        self._unprinted: str | None = None  # the latest line, when not printed yet
 
     def __call__(self, row: dict[str, Any]) -> None:
         """Show one training iteration's row."""
@@ -146,13 +150,19 @@ class ProgressBar:
             self.out.flush()
         elif elapsed - self.last_print >= 10.0 or done == self.total:
             self.last_print = elapsed
+            self._unprinted = None
             print(text, file=self.out, flush=True)
+        else:
+            self._unprinted = text
 
     def close(self) -> None:
-        """End the live line."""
+        """End the live line (on a terminal) or print the last line if it is not out yet."""
         if self.tty:
             self.out.write("\n")
             self.out.flush()
+        elif self._unprinted is not None:
+            print(self._unprinted, file=self.out, flush=True)
+            self._unprinted = None
 
 
 # ---------------------------------------------------------------------------- train
@@ -237,8 +247,8 @@ def run_train(
             print(
                 f"training {cmd.task_name}: {env.num_envs} copies"
                 f"{f' in {workers} Ray worker(s)' if workers else ''} x "
-                f"{trainer.config.num_steps_per_env} steps per iteration, {iterations} "
-                f"iterations, seed {args.seed}; run dir {trainer.run_dir}",
+                f"{trainer.config.num_steps_per_env} steps per iteration, "
+                f"{_plural(iterations, 'iteration')}, seed {args.seed}; run dir {trainer.run_dir}",
                 file=out,
                 flush=True,
             )
@@ -249,18 +259,11 @@ def run_train(
                 bar.close()
     finally:
         env.close()
-    rate = stats["success_rate"]
-    print(
-        f"{'interrupted' if stats['interrupted'] else 'done'}: {stats['iterations']} "
-        f"iterations, {stats['env_steps']} env steps in {stats['wall_time_s']:.1f} s "
-        f"({stats['env_steps_per_s']:.0f} steps/s); mean return {stats['last_reward']}, "
-        f"success rate {rate} (training episodes, with exploration noise)",
-        file=out,
-    )
+    print(_summary(stats, start_iteration=bar.start_iteration), file=out)
     if stats["eval_success_rate"] is not None:
         print(
             f"last evaluation (deterministic policy): success rate "
-            f"{stats['eval_success_rate']:.2f}",
+            f"{_percent(stats['eval_success_rate'])}",
             file=out,
         )
     if stats["stopped_at_target"]:
@@ -273,9 +276,51 @@ def run_train(
     return 130 if stats["interrupted"] else 0
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _percent(rate: float) -> str:
+    return f"{100 * rate:.0f}%"
+
+
+def _summary(stats: dict[str, Any], start_iteration: int = 0) -> str:
+    """The ``done:`` line of ``kelab train``: rounded numbers, ``n/a`` with its reason.
+
+    Example:
+        ``done: 12 iterations, 9,600 env steps in 3.2 s (3,000 steps/s); mean return
+        98.0, success rate 2% (training episodes, with exploration noise)``
+    """
+    total = int(stats["iterations"])
+    ran = total - start_iteration
+    iterations = _plural(ran, "iteration")
+    if start_iteration:
+        iterations += f" (resumed at iteration {start_iteration}, now {total})"
+    if stats.get("episodes"):
+        ret = stats["last_reward"]
+        mean = "n/a (no finite return)" if ret is None else f"{ret:.1f}"
+        rate = stats["success_rate"]
+        success = "n/a (the task has no success rule)" if rate is None else _percent(rate)
+        episodes = (
+            f"mean return {mean}, success rate {success} "
+            "(training episodes, with exploration noise)"
+        )
+    else:
+        episodes = "mean return n/a, success rate n/a (no training episode ended in this run)"
+    return (
+        f"{'interrupted' if stats['interrupted'] else 'done'}: {iterations}, "
+        f"{stats['env_steps']:,} env steps in {stats['wall_time_s']:.1f} s"
+        f"{' in all' if start_iteration else ''} ({stats['env_steps_per_s']:,.0f} steps/s); "
+        f"{episodes}"
+    )
+
+
 # ---------------------------------------------------------------------------- play / eval
 def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
     if args.checkpoint is not None:
+        from kelab.train.player import refuse_weights_file
+
+        refuse_weights_file(args.checkpoint)  # before any window or warning
         return args.checkpoint
     shipped = shipped_policy(class_path)
     if shipped is None:
@@ -303,6 +348,7 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     if cmd is None:
         return 2
     spec = _checkpoint_spec(args, cmd.class_path)
+    from kelab.render.renderer import display_available
     from kelab.rl.direct import DirectRLEnv
     from kelab.train.player import RLPlayer
 
@@ -310,14 +356,27 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
     if args.video and args.interactive:
         raise ValueError("--video and --interactive cannot be combined; pick one")
-    env = DirectRLEnv(cmd.cls(), render_mode=render_mode, seed=args.seed)
-    try:
-        with RLPlayer(spec, env=env) as player:
-            result = player.play(
-                episodes=args.episodes, video=args.video, interactive=args.interactive
+    with warnings.catch_warnings():
+        if render_mode == "human" and not display_available():
+            # one warning that says what to do here, instead of the env's generic one
+            warnings.filterwarnings(
+                "ignore", message="render_mode='human' but no display", category=RuntimeWarning
             )
-    finally:
-        env.close()
+            warnings.warn(
+                "no display (DISPLAY and WAYLAND_DISPLAY are unset): the episodes play "
+                "offscreen with no window; --video out.mp4 records them (or run under "
+                "xvfb-run -a to watch)",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+        env = DirectRLEnv(cmd.cls(), render_mode=render_mode, seed=args.seed)
+        try:
+            with RLPlayer(spec, env=env) as player:
+                result = player.play(
+                    episodes=args.episodes, video=args.video, interactive=args.interactive
+                )
+        finally:
+            env.close()
     for i, (ret, length, end, ok) in enumerate(
         zip(
             result["returns"],
@@ -372,14 +431,26 @@ def _subcommand(
     summary: str,
     run: Callable[[argparse.Namespace], int],
     seed: int,
+    seed_help: str,
 ) -> argparse.ArgumentParser:
-    """A subcommand taking a task and ``--seed`` (and ``--checkpoint`` unless training)."""
-    p = sub.add_parser(name, help=summary)
-    p.add_argument("task", help="built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass")
-    p.add_argument("--seed", type=seed_int, default=seed)
+    """A subcommand taking a task and ``--seed`` (and ``--checkpoint`` unless training).
+
+    ``--help`` shows each option's default (the ``kelab`` parser's formatter).
+    """
+    p = sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".")
+    p.add_argument(
+        "task",
+        help="built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass of your own "
+        "task (imported from the current folder or PYTHONPATH)",
+    )
+    p.add_argument("--seed", type=seed_int, default=seed, help=f"{seed_help}, an int >= 0")
     if name != "train":
         p.add_argument(
-            "--checkpoint", default=None, help="checkpoint spec (default: the shipped policy)"
+            "--checkpoint",
+            default=None,
+            metavar="SPEC",
+            help="RUN_DIR:best, RUN_DIR:latest or a checkpoint .json (default: the task's "
+            "shipped policy)",
         )
     p.set_defaults(func=run)
     return p
@@ -388,19 +459,40 @@ def _subcommand(
 def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     """Add ``train``, ``play`` and ``eval`` to the ``kelab`` command's subparsers."""
     train = _subcommand(
-        sub, "train", "train a policy for a task with PPO (rsl-rl-lib)", run_train, seed=42
+        sub,
+        "train",
+        "train a policy for a task with PPO (rsl-rl-lib)",
+        run_train,
+        seed=42,
+        seed_help="seed of the envs and of PPO",
     )
     train.add_argument(
-        "--num-envs", type=positive_int("num-envs"), default=None, help="copies (task default)"
+        "--num-envs",
+        type=positive_int("num-envs"),
+        default=None,
+        metavar="N",
+        help="copies run side by side (default: the task's training config)",
     )
     train.add_argument(
         "--iterations",
         type=positive_int("iterations"),
         default=None,
-        help="iterations (task default)",
+        metavar="N",
+        help="PPO iterations (default: the task's max_iterations)",
     )
-    train.add_argument("--run-dir", default=None, help="the run directory (checkpoints land here)")
-    train.add_argument("--resume", default=None, help="checkpoint spec: RUN_DIR:latest, ...")
+    train.add_argument(
+        "--run-dir",
+        default=None,
+        metavar="D",
+        help="the run directory, where checkpoints land; D:best plays the best (default: "
+        "runs/<TaskClass>/<UTC time>)",
+    )
+    train.add_argument(
+        "--resume",
+        default=None,
+        metavar="SPEC",
+        help="go on from a checkpoint: RUN_DIR:latest, RUN_DIR:best or a checkpoint .json",
+    )
     train.add_argument(
         "--workers",
         type=positive_int("workers"),
@@ -421,17 +513,46 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
 
     play = _subcommand(
-        sub, "play", "watch a trained policy (window, App, or video)", run_play, seed=0
+        sub,
+        "play",
+        "watch a trained policy (window, App, or video)",
+        run_play,
+        seed=0,
+        seed_help="seed of the first episode's reset",
     )
-    play.add_argument("--episodes", type=positive_int("episodes"), default=3)
-    play.add_argument("--video", default=None, help="write an .mp4/.gif offscreen instead")
+    play.add_argument(
+        "--episodes", type=positive_int("episodes"), default=3, metavar="N", help="episodes"
+    )
+    play.add_argument(
+        "--video",
+        default=None,
+        metavar="OUT",
+        help="record the episodes offscreen to OUT (.mp4 or .gif) instead of a window",
+    )
     play.add_argument(
         "--interactive", action="store_true", help="play in an App: pause, step, drag"
     )
 
-    ev = _subcommand(sub, "eval", "evaluation report of a checkpoint", run_eval, seed=1000)
-    ev.add_argument("--episodes", type=positive_int("episodes"), default=100)
+    ev = _subcommand(
+        sub,
+        "eval",
+        "evaluation report of a checkpoint",
+        run_eval,
+        seed=1000,
+        seed_help="seed of the evaluation episodes",
+    )
     ev.add_argument(
-        "--num-envs", type=positive_int("num-envs"), default=100, help="copies run in parallel"
+        "--episodes",
+        type=positive_int("episodes"),
+        default=100,
+        metavar="N",
+        help="episodes judged",
+    )
+    ev.add_argument(
+        "--num-envs",
+        type=positive_int("num-envs"),
+        default=100,
+        metavar="N",
+        help="copies run in parallel (at most --episodes)",
     )
     ev.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -21,12 +25,24 @@ def test_train_writes_a_run_and_prints_where(tmp_path, capsys):
     assert "training kelab/CartPole-v0: 8 copies" in out.out
     assert f"best:   {run}/best.json" in out.out and f"latest: {run}/latest.json" in out.out
     assert "it     2 (2/2)" in out.err  # the progress line
+    done = next(line for line in out.out.splitlines() if line.startswith("done:"))
+    assert re.fullmatch(
+        r"done: 2 iterations, 256 env steps in \d+\.\d s \([\d,]+ steps/s\); mean return "
+        r"-?\d+\.\d, success rate \d+% \(training episodes, with exploration noise\)",
+        done,
+    ), done
     assert (run / "metrics.csv").exists() and (run / "training_curve.png").exists()
     # resume from it: the counter goes on
     code = main(["train", "kelab/CartPole-v0", "--iterations", "1", "--run-dir", str(run),
                  "--resume", f"{run}:latest", "--num-envs", "8"])  # fmt: skip
     assert code == 0
     assert json.loads((run / "latest.json").read_text())["iteration"] == 3
+    out = capsys.readouterr().out
+    assert ", 1 iteration, seed 42;" in out  # singular
+    done = next(line for line in out.splitlines() if line.startswith("done:"))
+    assert done.startswith("done: 1 iteration (resumed at iteration 2, now 3), 384 env steps")
+    assert "None" not in done
+    assert re.search(r"mean return (-?\d+\.\d|n/a)", done), done
 
 
 def test_eval_prints_the_report_and_json(trained_run, capsys):
@@ -61,6 +77,156 @@ def test_user_errors_exit_2_with_one_line(trained_run, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["train", "CartPole-v0", "--iterations", "0"])
     assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kelab train: error: argument --iterations: iterations must be an int >= 1, got 0; "
+        "see kelab train --help"
+    ]
+
+
+def test_a_wrong_case_task_id_gets_a_suggestion(capsys):
+    assert main(["train", "cartpole-v0"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("kelab: error: unknown task 'cartpole-v0'; ")
+    assert "did you mean CartPole-v0?" in err[0]
+    assert "--debug" not in err[0]  # a user error: the traceback shows nothing useful
+    assert main(["eval", "kelab/ball-to-goal-v0"]) == 2
+    assert "did you mean BallToGoal-v0?" in capsys.readouterr().err
+    assert main(["eval", "Qwerty-v9"]) == 2
+    assert "did you mean" not in capsys.readouterr().err  # nothing close: no guess
+
+
+def test_the_weights_file_as_checkpoint_says_to_pass_the_json(capsys):
+    shipped = train_cli.shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    weights = shipped.parent / json.loads(shipped.read_text())["weights"]["file"]
+    for command in ("eval", "play"):
+        assert main([command, "CartPole-v0", "--checkpoint", str(weights)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [
+            f"kelab: error: checkpoint {str(weights)!r} is a .safetensors weights file; pass "
+            f"the checkpoint's .json (or RUN_DIR:best), not its weights file: {shipped}"
+        ]
+
+
+def _row(iteration: int) -> dict:
+    return {"iteration": iteration, "mean_return": 20.0 + iteration, "success_rate": 0.5,
+            "env_steps_per_s": 5000.0}  # fmt: skip
+
+
+def test_the_progress_shows_the_last_iteration_when_the_run_ends_early():
+    # not a terminal: a line every ~10 s, so a run stopped at its target (or interrupted)
+    # after 3 of 400 planned iterations printed only iteration 1 before close()
+    out = io.StringIO()
+    bar = train_cli.ProgressBar(400, 0, out)
+    for it in (1, 2, 3):
+        bar(_row(it))
+    assert [line.split("]")[1].split("  return")[0] for line in out.getvalue().splitlines()] == [
+        " it     1 (1/400)"
+    ]
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and "it     3 (3/400)  return    23.00" in lines[1]
+    bar.close()  # a second close prints nothing more
+    assert out.getvalue().splitlines() == lines
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Terminal()
+    bar = train_cli.ProgressBar(400, 0, tty)
+    for it in (1, 2, 3):
+        bar(_row(it))
+    bar.close()
+    assert "it     3 (3/400)" in tty.getvalue().split("\r")[-1] and tty.getvalue().endswith("\n")
+
+
+def test_the_summary_rounds_and_says_why_a_number_is_missing():
+    stats = {"iterations": 12, "env_steps": 9600, "wall_time_s": 3.21, "env_steps_per_s": 2990.6,
+             "last_reward": 97.96035585950536, "success_rate": 0.02, "episodes": 40,
+             "interrupted": False}  # fmt: skip
+    assert train_cli._summary(stats) == (
+        "done: 12 iterations, 9,600 env steps in 3.2 s (2,991 steps/s); mean return 98.0, "
+        "success rate 2% (training episodes, with exploration noise)"
+    )
+    no_rule = {**stats, "success_rate": None, "iterations": 1, "interrupted": True}
+    assert train_cli._summary(no_rule).startswith("interrupted: 1 iteration, ")
+    assert "success rate n/a (the task has no success rule)" in train_cli._summary(no_rule)
+    resumed = {**stats, "last_reward": None, "success_rate": None, "episodes": 0}
+    assert train_cli._summary(resumed, start_iteration=11) == (
+        "done: 1 iteration (resumed at iteration 11, now 12), 9,600 env steps in 3.2 s in all "
+        "(2,991 steps/s); mean return n/a, success rate n/a (no training episode ended in "
+        "this run)"
+    )
+
+
+def test_help_shows_the_defaults(capsys):
+    expected = {
+        "train": ["--seed SEED", "(default: 42)", "runs/<TaskClass>/<UTC time>",
+                  "(default: the task's max_iterations)"],
+        "play": ["(default: 0)", "episodes (default: 3)", "(default: the task's shipped policy)",
+                 "--video OUT"],
+        "eval": ["(default: 1000)", "episodes judged (default: 100)"],
+    }  # fmt: skip
+    for command, parts in expected.items():
+        with pytest.raises(SystemExit) as exc:
+            main([command, "--help"])
+        assert exc.value.code == 0
+        text = " ".join(capsys.readouterr().out.split())
+        for part in parts:
+            assert part in text, (command, part, text)
+        assert "(default: None)" not in text and "(default: False)" not in text
+
+
+def test_play_without_a_display_warns_once_in_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "kelab", "play", "CartPole-v0", "--episodes", "1"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "episode 1: return" in proc.stdout
+    err = proc.stderr.splitlines()
+    assert len(err) == 1, proc.stderr  # no "path.py:636: RuntimeWarning" and source line
+    assert err[0].startswith("kelab: warning: no display")
+    assert "--video out.mp4 records them" in err[0]
+
+
+MY_TASK = """from kelab.tasks.cartpole import CartPoleTask
+
+
+class MyCart(CartPoleTask):
+    pass
+"""
+
+
+def test_a_task_module_in_the_current_folder_imports_like_python_m(tmp_path):
+    # the `kelab` console script does not put the current folder on sys.path; -P does the
+    # same to `python -c`, so this runs the command as the console script would
+    (tmp_path / "mytask.py").write_text(MY_TASK)
+    shipped = str(train_cli.shipped_policy("kelab.tasks.cartpole:CartPoleTask"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    command = [sys.executable, "-P", "-c", "import sys; from kelab.cli import main; "
+               "assert sys.path[0] != ''; sys.exit(main())"]  # fmt: skip
+    proc = subprocess.run(
+        [*command, "eval", "mytask:MyCart", "--checkpoint", shipped, "--episodes", "2"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        proc.stdout.startswith("mytask:MyCart  checkpoint ") and "Evaluation report" in proc.stdout
+    )
+    proc = subprocess.run(
+        [*command, "eval", "notmytask:MyCart", "--checkpoint", shipped],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "kelab: error: cannot import module 'notmytask' of task 'notmytask:MyCart': no "
+        f"'notmytask' in the current folder ({Path(tmp_path).resolve()}) or on sys.path; run "
+        "from the folder that contains notmytask.py (or the notmytask package) or add that "
+        "folder to PYTHONPATH"
+    ]
 
 
 def test_without_the_extra_train_says_how_to_install(monkeypatch, capsys):
