@@ -34,6 +34,7 @@ __all__ = [
     "CheckpointError",
     "atomic_write_bytes",
     "load_checkpoint",
+    "refuse_weights_file",
     "resolve_spec",
     "save_checkpoint",
 ]
@@ -140,6 +141,37 @@ def save_checkpoint(
     return json_path
 
 
+def refuse_weights_file(spec: str | os.PathLike[str]) -> None:
+    """Refuse a checkpoint spec naming the ``.safetensors`` weights instead of the ``.json``.
+
+    A checkpoint is its JSON (``best.json``) plus the weights file it names
+    (``best-<sha256>.safetensors``); only the JSON (or ``RUN_DIR:best``) loads it.
+
+    Raises:
+        CheckpointError: For a path ending in ``.safetensors``, naming the JSON next to it that
+            uses those weights when there is one.
+    """
+    path = Path(os.fspath(spec))
+    if path.suffix.lower() != ".safetensors":
+        return
+    fix = f"{path.parent}:best" if path.name.startswith("best") else "RUN_DIR:best"
+    for candidate in sorted(path.parent.glob("*.json")) if path.parent.is_dir() else []:
+        try:
+            if candidate.stat().st_size > 1_000_000:  # a checkpoint's JSON is small
+                continue
+            meta = json.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            continue
+        weights = meta.get("weights") if isinstance(meta, dict) else None
+        if isinstance(weights, dict) and weights.get("file") == path.name:
+            fix = str(candidate)
+            break
+    raise CheckpointError(
+        f"checkpoint {str(path)!r} is a .safetensors weights file; pass the checkpoint's "
+        f".json (or RUN_DIR:best), not its weights file: {fix}"
+    )
+
+
 def resolve_spec(spec: str | os.PathLike[str]) -> Path:
     """Return the JSON path a checkpoint spec names.
 
@@ -152,6 +184,7 @@ def resolve_spec(spec: str | os.PathLike[str]) -> Path:
     text = os.fspath(spec)
     if not isinstance(text, str) or not text:
         raise CheckpointError(f"a checkpoint spec must be a non-empty path, got {spec!r}")
+    refuse_weights_file(text)
     path = Path(text)
     head, sep, tail = text.rpartition(":")
     if sep and head and _NAME.match(tail) and not path.exists():

@@ -11,7 +11,6 @@ push it. See docs/training.md.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -27,7 +26,12 @@ from kelab.train._deps import require_training_extra
 
 require_training_extra()
 
-from kelab.train.checkpoint import Checkpoint, CheckpointError, load_checkpoint  # noqa: E402
+from kelab.train.checkpoint import (  # noqa: E402
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    refuse_weights_file,
+)
 from kelab.train.policy import CheckpointPolicy  # noqa: E402
 
 if TYPE_CHECKING:
@@ -60,37 +64,6 @@ def task_from_checkpoint(checkpoint: Checkpoint) -> Task:
     except ValueError as err:
         raise CheckpointError(f"{checkpoint.path}: {err} (or pass env= with the task)") from None
     return cls()
-
-
-def refuse_weights_file(spec: str | os.PathLike[str]) -> None:
-    """Refuse a checkpoint spec naming the ``.safetensors`` weights instead of the ``.json``.
-
-    A checkpoint is its JSON (``best.json``) plus the weights file it names
-    (``best-<sha256>.safetensors``); only the JSON (or ``RUN_DIR:best``) loads it.
-
-    Raises:
-        ValueError: For a path ending in ``.safetensors``, naming the JSON next to it that
-            uses those weights when there is one.
-    """
-    path = Path(os.fspath(spec))
-    if path.suffix.lower() != ".safetensors":
-        return
-    fix = f"{path.parent}:best" if path.name.startswith("best") else "RUN_DIR:best"
-    for candidate in sorted(path.parent.glob("*.json")) if path.parent.is_dir() else []:
-        try:
-            if candidate.stat().st_size > 1_000_000:  # a checkpoint's JSON is small
-                continue
-            meta = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
-            continue
-        weights = meta.get("weights") if isinstance(meta, dict) else None
-        if isinstance(weights, dict) and weights.get("file") == path.name:
-            fix = str(candidate)
-            break
-    raise ValueError(
-        f"checkpoint {str(path)!r} is a .safetensors weights file; pass the checkpoint's "
-        f".json (or RUN_DIR:best), not its weights file: {fix}"
-    )
 
 
 def _require_direct_env(env: object) -> None:

@@ -106,3 +106,11 @@ def test_a_pickle_in_place_of_the_weights_never_runs(tmp_path, monkeypatch):
     with pytest.raises(CheckpointError, match="not a valid safetensors file"):
         load_checkpoint(tmp_path)
     assert calls == []
+
+
+def test_the_weights_file_as_a_spec_names_its_json(trained_run):
+    run = trained_run["dir"]
+    weights = next(run.glob("best-*.safetensors"))
+    with pytest.raises(CheckpointError, match=r"pass the checkpoint's \.json") as err:
+        load_checkpoint(weights)
+    assert str(run / "best.json") in str(err.value)
