@@ -197,8 +197,8 @@ def run_train(
     if args.num_envs is not None:
         config = config.replace(num_envs=args.num_envs)
     iterations = config.max_iterations if args.iterations is None else args.iterations
-    if args.stop_at_target:
-        config = config.replace(stop_at_target=True)
+    if args.stop_at_target is not None:
+        config = config.replace(stop_at_target=args.stop_at_target)
     _sigterm_stops_like_ctrl_c()
     workers = getattr(args, "workers", None)
     address = getattr(args, "ray_address", None)
@@ -248,7 +248,10 @@ def run_train(
                 f"training {cmd.task_name}: {env.num_envs} copies"
                 f"{f' in {workers} Ray worker(s)' if workers else ''} x "
                 f"{trainer.config.num_steps_per_env} steps per iteration, "
-                f"{_plural(iterations, 'iteration')}, seed {args.seed}; run dir {trainer.run_dir}",
+                f"{'up to ' if trainer.config.stop_at_target else ''}"
+                f"{_plural(iterations, 'iteration')}"
+                f"{' (stops at the target)' if trainer.config.stop_at_target else ''}, "
+                f"seed {args.seed}; run dir {trainer.run_dir}",
                 file=out,
                 flush=True,
             )
@@ -508,8 +511,12 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
     train.add_argument(
         "--stop-at-target",
-        action="store_true",
-        help="stop once the recent episodes reach the task's success target",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stop once the task's success target is met (by an evaluation of the "
+        "deterministic policy when the config has eval_every, else by the recent training "
+        "episodes); --no-stop-at-target trains all the iterations (default: the task's "
+        "training config)",
     )
 
     play = _subcommand(

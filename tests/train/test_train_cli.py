@@ -38,11 +38,22 @@ def test_train_writes_a_run_and_prints_where(tmp_path, capsys):
     assert code == 0
     assert json.loads((run / "latest.json").read_text())["iteration"] == 3
     out = capsys.readouterr().out
-    assert ", 1 iteration, seed 42;" in out  # singular
+    assert ", up to 1 iteration (stops at the target), seed 42;" in out  # singular
     done = next(line for line in out.splitlines() if line.startswith("done:"))
     assert done.startswith("done: 1 iteration (resumed at iteration 2, now 3), 384 env steps")
     assert "None" not in done
     assert re.search(r"mean return (-?\d+\.\d|n/a)", done), done
+
+
+def test_no_stop_at_target_trains_every_iteration(tmp_path, capsys):
+    run = tmp_path / "run"
+    code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "2",
+                 "--run-dir", str(run), "--no-stop-at-target"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0
+    assert ", 2 iterations, seed 42;" in out  # no "up to": the config's stop is off
+    config = json.loads((run / "latest.json").read_text())["train_config"]
+    assert config["stop_at_target"] is False
 
 
 def test_eval_prints_the_report_and_json(trained_run, capsys):
