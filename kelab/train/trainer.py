@@ -34,7 +34,12 @@ require_training_extra()
 import torch  # noqa: E402
 
 from kelab.train.adapter import RslVecEnv  # noqa: E402
-from kelab.train.checkpoint import Checkpoint, load_checkpoint, save_checkpoint  # noqa: E402
+from kelab.train.checkpoint import (  # noqa: E402
+    Checkpoint,
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+)
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
 from kelab.train.runlog import RunLog  # noqa: E402
@@ -378,7 +383,17 @@ class RLTrainer:
         if best.parent.resolve() == self.run_dir.resolve():
             self.checkpoints["best"] = str(best)
             return
-        kept = load_checkpoint(best)
+        try:
+            kept = load_checkpoint(best)
+        except CheckpointError as err:
+            warnings.warn(
+                f"resume: the run's best checkpoint cannot be copied ({err}); this run's "
+                "best starts afresh",
+                UserWarning,
+                stacklevel=3,
+            )
+            self.best_score = None
+            return
         meta = {k: v for k, v in kept.meta.items() if k not in ("format", "version", "weights")}
         self._write("best", kept.tensors, meta)
 

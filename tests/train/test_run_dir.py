@@ -178,3 +178,18 @@ def test_sigterm_ends_the_evaluation_process_quietly(capfd):
     assert child.exitcode == -signal.SIGTERM
     assert "Traceback" not in capfd.readouterr().err
     proc.close()
+
+
+def test_a_damaged_best_beside_the_resumed_latest_warns_and_starts_afresh(trained_run, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    for path in trained_run["dir"].iterdir():
+        if path.is_file():
+            (src / path.name).write_bytes(path.read_bytes())
+    (src / "best.json").write_text("{ damaged")
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with pytest.warns(UserWarning, match="best checkpoint cannot be copied"):
+        tr = ke.RLTrainer(env, seed=3, run_dir=tmp_path / "new", resume=f"{src}:latest")
+    assert tr.best_score is None
+    tr.close()
+    env.close()
