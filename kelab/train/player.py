@@ -166,6 +166,16 @@ class RLPlayer:
                 f"has observation_dim={obs_dim}, action_dim={act_dim}; use a checkpoint "
                 "trained on this task"
             )
+        task_meta = self.checkpoint.meta.get("task")
+        recorded = task_meta.get("class") if isinstance(task_meta, dict) else None
+        actual = f"{type(base.task).__module__}:{type(base.task).__qualname__}"
+        if recorded and recorded != actual:
+            warnings.warn(
+                f"checkpoint {self.checkpoint.path} was trained on {recorded}, the env's "
+                f"task is {actual}; the policy may behave differently",
+                stacklevel=3,
+            )
+            return
         fingerprint = self.checkpoint.meta.get("scene_fingerprint")
         world = getattr(base, "world", None)
         if fingerprint and world is not None and world.fingerprint != fingerprint:

@@ -104,3 +104,22 @@ def test_play_needs_a_direct_env_and_the_policy_serves_a_learning_env():
     with ke.RLPlayer(spec, env=wrapped.unwrapped) as direct:
         assert direct.play(episodes=1)["episodes"] == 1
     wrapped.close()
+
+
+def test_a_checkpoint_of_another_task_class_with_the_same_sizes_warns(tmp_path):
+    import warnings
+
+    class OtherCartPole(CartPoleTask):
+        """The same sizes under another class: the checkpoint names CartPoleTask."""
+
+    spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    env = ke.DirectRLEnv(OtherCartPole())
+    with pytest.warns(UserWarning, match=r"was trained on kelab\.tasks\.cartpole:CartPoleTask, "
+                      r"the env's task is .*OtherCartPole"):  # fmt: skip
+        ke.RLPlayer(spec, env=env)
+    env.close()
+    env = ke.DirectRLEnv(CartPoleTask())  # its own task: no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ke.RLPlayer(spec, env=env)
+    env.close()
