@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 import warnings
@@ -227,13 +228,22 @@ def run_train(
             num_threads=config.num_threads,
         )
     else:
-        env = ke.LearningEnv(
-            cls(),
-            num_envs=config.num_envs,
-            seed=args.seed,
-            layout=config.layout,
-            num_threads=config.num_threads,
-        )
+        try:
+            env = ke.LearningEnv(
+                cls(),
+                num_envs=config.num_envs,
+                seed=args.seed,
+                layout=config.layout,
+                num_threads=config.num_threads,
+            )
+        except ValueError as err:
+            cap = re.search(r"num_envs must be at most (\d+)", str(err))
+            if cap is None:
+                raise
+            raise ValueError(
+                f"--num-envs {config.num_envs} is more copies than {cmd.task_name} fits "
+                f"here; pass --num-envs {cap.group(1)} or fewer ({err})"
+            ) from None
     try:
         trainer = RLTrainer(
             env,

@@ -269,3 +269,11 @@ def test_kelab_the_app_and_the_envs_never_import_torch():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_too_many_copies_names_the_cli_fix(tmp_path, capsys):
+    code = main(["train", "CartPole-v0", "--num-envs", "100000", "--run-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--num-envs 100000 is more copies than kelab/CartPole-v0 fits here; pass " in err
+    assert "--num-envs 16384 or fewer" in err
