@@ -275,7 +275,7 @@ def test_a_task_module_is_imported_from_the_current_folder(tmp_path, monkeypatch
         assert cwd not in sys.path  # not found there either: sys.path as it was
         cls = task_class("kelab_cwd_task:MyCart")
         assert cls.__name__ == "MyCart" and cls.helper == 7  # its neighbour imports too
-        assert sys.path[0] == cwd
+        assert sys.path[-1] == cwd  # appended: it shadows nothing installed
         # a module found but missing a dependency says which one, not "run from the folder"
         broken = (
             r"^cannot import module 'kelab_cwd_broken' of task 'kelab_cwd_broken:T': "

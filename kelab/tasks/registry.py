@@ -21,9 +21,10 @@ def _import_task_module(module: str, target: str) -> Any:
 
     The ``kelab`` console script does not put the current folder on ``sys.path`` (``python
     -m kelab`` does). When ``module`` (or its top-level package) is not found on
-    ``sys.path``, the current folder is put at the front of ``sys.path`` and the import
-    tried again; it stays there, so the task's module can import its neighbours. A module
-    found elsewhere is never shadowed by a file of the same name in the current folder.
+    ``sys.path``, the current folder is appended to ``sys.path`` and the import tried
+    again; it stays there, so the task's module can import its neighbours. Being last, it
+    never shadows a module found elsewhere (the standard library or an installed package)
+    with a file of the same name in the current folder.
     """
     top = module.split(".")[0]
     try:
@@ -36,7 +37,7 @@ def _import_task_module(module: str, target: str) -> Any:
         on_path = any(os.path.abspath(entry or os.curdir) == cwd for entry in sys.path)
         if not missing_self or on_path:
             raise ValueError(_import_error(module, target, err, cwd)) from err
-        sys.path.insert(0, cwd)
+        sys.path.append(cwd)  # last: a file here never shadows what is installed
         importlib.invalidate_caches()
     try:
         return importlib.import_module(module)

@@ -4,7 +4,7 @@ One row per iteration (the columns are :data:`METRICS`); the curve plots the mea
 and the training success rate against env steps, with the evaluated success rate of the
 deterministic policy (``TrainConfig.eval_every``) as points. A resumed run appends to the
 run's ``metrics.csv`` (rewriting it once under the current columns if an older version
-wrote it) and draws the whole run.
+wrote it, the original kept as ``metrics.old.csv``) and draws the whole run.
 
 Example:
     >>> import tempfile
@@ -81,7 +81,10 @@ class RunLog:
             for row in rows:
                 self._remember(row)
         if rows is not None and _header(path) != list(METRICS):
-            _rewrite(path, rows)  # an older version's columns: once, under the current ones
+            # an older version's columns: rewritten once under the current ones, the
+            # original kept beside it (rows it could not read are not lost)
+            path.replace(path.with_name("metrics.old.csv"))
+            _rewrite(path, rows)
         new = not path.exists()
         self._file = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
         self._csv = csv.writer(self._file)
@@ -157,7 +160,7 @@ def _number(text: str | None, kind: type = float) -> Any:
         return None
     try:
         return kind(float(text)) if kind is int else kind(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # e.g. "inf" in an integer column
         return None
 
 

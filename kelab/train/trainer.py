@@ -27,7 +27,7 @@ import numpy as np
 
 from kelab._validate import check_int, check_seed
 from kelab.train._deps import require_training_extra
-from kelab.train._malloc import keep_freed_memory
+from kelab.train._malloc import heap_reuse
 
 require_training_extra()
 
@@ -102,32 +102,72 @@ _BEST_RULES = {
 }
 
 
+_CLAIM = ".kelab-run"
+"""Written into a run directory when a trainer takes it (before any checkpoint)."""
+
+
 def _run_dir(
     run_dir: str | os.PathLike[str] | None, task_name: str, resume: Checkpoint | None
 ) -> Path:
-    """The run directory: a new one, or the resumed run's own; never another run's.
+    """The run directory, claimed: a new one, or the resumed run's own from its ``latest``.
+
+    A new directory gets a claim file at once, so two trainers built before either trains
+    never share one.
 
     Raises:
-        ValueError: When ``run_dir`` already holds a run that is not being resumed.
+        ValueError: When ``run_dir`` already holds a run that is not being resumed, or the
+            resumed checkpoint is older than that run's ``latest`` (which it would overwrite).
     """
     if run_dir is None:
         base = Path.cwd() / "runs" / task_name / _utc_stamp()
         path, n = base, 1
-        while path.exists():  # two runs started within the same second
-            n += 1
-            path = base.with_name(f"{base.name}-{n}")
+        while True:
+            try:
+                path.mkdir(parents=True, exist_ok=False)
+                break
+            except FileExistsError:  # another run started within the same second
+                n += 1
+                path = base.with_name(f"{base.name}-{n}")
+        _claim(path)
         return path
     path = Path(run_dir)
-    held = [name for name in ("latest.json", "best.json", "metrics.csv") if (path / name).exists()]
+    held = [n for n in ("latest.json", "best.json", "metrics.csv", _CLAIM) if (path / n).exists()]
     if not held:
+        path.mkdir(parents=True, exist_ok=True)
+        _claim(path)
         return path
     if resume is not None and resume.path.parent.resolve() == path.resolve():
-        return path  # continuing this run
+        latest = _iteration_of(path / "latest.json")
+        if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
+            return path  # continuing this run from its latest state
+        raise ValueError(
+            f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
+            f"latest (iteration {latest}) that this run would overwrite; resume "
+            f"'{path}:latest', or resume this checkpoint into a new run_dir"
+        )
     raise ValueError(
         f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
         f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
         "choose a new run_dir (or delete this one)"
     )
+
+
+def _claim(path: Path) -> None:
+    try:
+        with open(path / _CLAIM, "x") as f:
+            f.write(_utc_stamp() + "\n")
+    except FileExistsError:
+        raise ValueError(
+            f"run_dir {str(path)!r} was just taken by another trainer; choose a new run_dir"
+        ) from None
+
+
+def _iteration_of(latest: Path) -> int | None:
+    """The iteration a ``latest.json`` records (None when absent or unreadable)."""
+    try:
+        return int(json.loads(latest.read_text(encoding="utf-8"))["iteration"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _utc_stamp() -> str:
@@ -170,7 +210,9 @@ class RLTrainer:
     ``train(max_iterations)`` collects ``num_steps_per_env`` steps from every copy per
     iteration, updates the policy, and saves ``best`` and ``latest`` checkpoints in the run
     directory as it goes (safetensors + JSON, atomic; see docs/training.md for how "best"
-    is chosen). Use it as a context manager or call :meth:`close`.
+    is chosen). Use it as a context manager or call :meth:`close`. While ``train()``
+    runs, glibc's mmap/trim thresholds are raised process-wide so the update's tensors
+    reuse heap pages; they are put back when it returns (``kelab.train._malloc``).
 
     Args:
         env: The LearningEnv (it is reset with ``seed``; the trainer does not close it).
@@ -179,7 +221,9 @@ class RLTrainer:
         device: ``"cpu"`` (KELab simulates on the CPU; torch runs there too).
         run_dir: Where checkpoints and logs go; None means a new
             ``runs/<TaskClass>/<UTC time>/`` in the working directory. A directory that
-            already holds a run is refused unless that run is the one resumed.
+            already holds a run is refused unless that run is the one resumed (from a
+            checkpoint at least as recent as its ``latest``); the directory is claimed
+            when the trainer is built.
         config: The training config; None uses the task's ``training_config`` (or the
             resumed checkpoint's). Its ``num_envs`` is replaced by the env's copies (a
             warning says so when they differ).
@@ -277,7 +321,6 @@ class RLTrainer:
 
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
-        keep_freed_memory()  # the update's tensors reuse heap memory (kelab.train._malloc)
         self.vec = RslVecEnv(env, seed=self.seed)
         self.alg: FinalObsPPO = build_algorithm(
             self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
@@ -593,6 +636,14 @@ class RLTrainer:
             ``interrupted``, ``run_dir`` and ``checkpoints`` (``{"best": path, "latest":
             path}``).
         """
+        with heap_reuse():  # glibc keeps the update's tensors' pages (kelab.train._malloc)
+            return self._train(max_iterations, callback)
+
+    def _train(
+        self,
+        max_iterations: int | None,
+        callback: Callable[[dict[str, Any]], bool | None] | None,
+    ) -> dict[str, Any]:
         if self._closed:
             raise RuntimeError("this RLTrainer is closed; create a new one")
         if max_iterations is None:

@@ -161,3 +161,64 @@ def test_update_matches_rsl_rl_ppo_without_value_clipping():
     assert ours["value"] == pytest.approx(theirs["value"], rel=1e-4)
     for p, q in zip(alg.critic.parameters(), twin.critic.parameters(), strict=True):
         assert torch.allclose(p, q, atol=2e-5, rtol=1e-4)
+
+
+def _autograd_head(alg, mean, std_param, low, high, values, batch):
+    """rsl-rl's loss through autograd: the gradients at mean, std_param and values."""
+    from kelab.train.ppo import _LOG_SQRT_2PI, _gaussian_log_prob
+
+    mean = mean.clone().requires_grad_()
+    values = values.clone().requires_grad_()
+    sp = std_param.clone().requires_grad_()
+    std = sp.clamp(low, high)
+    _, _, actions, old_values, returns, adv, old_logp, _, _ = batch
+    clip = alg.clip_param
+    log_std = std.log()
+    ratio = torch.exp(_gaussian_log_prob((actions - mean) / std, log_std) - old_logp)
+    surrogate = torch.max(-adv * ratio, -adv * torch.clamp(ratio, 1 - clip, 1 + clip)).mean()
+    entropy = (0.5 + _LOG_SQRT_2PI + log_std).sum()
+    clipped = old_values + (values - old_values).clamp(-clip, clip)
+    value_loss = torch.max((values - returns).square(), (clipped - returns).square()).mean()
+    loss = surrogate + alg.value_loss_coef * value_loss - alg.entropy_coef * entropy
+    loss.backward()
+    return mean.grad, sp.grad, values.grad
+
+
+@pytest.mark.parametrize("clip", [0.2, 0.25, 0.5])
+def test_the_loss_head_at_the_clip_bounds_and_the_std_clamp(clip):
+    """Ties (ratio exactly 1 +- clip, value change exactly +clip) and a std at/outside
+    its clamp: the written-out gradient is autograd's (torch.max halves a tie, clamp
+    passes its bounds)."""
+    from kelab.train.ppo import _gaussian_log_prob
+
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T, clip_param=clip, entropy_coef=0.01)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    g = torch.Generator().manual_seed(0)
+    n = 8
+    mean = torch.randn(n, ACT, generator=g)
+    low, high = 0.1, 2.0
+    std_param = torch.tensor([0.1, 3.0])  # one at its lower bound, one above the upper
+    std = std_param.clamp(low, high)
+    actions = mean + std * torch.randn(n, ACT, generator=g)  # log-probs of order 1
+    logp = _gaussian_log_prob((actions - mean) / std, std.log())
+    target = torch.tensor([1 + clip, 1 - clip] * 4)
+    old_logp = logp - torch.log(target)
+    for _ in range(256):  # nudge until exp(logp - old), batched as the head computes it,
+        r = torch.exp(logp - old_logp)  # is bit-exactly on the bound
+        if bool((r == target).all()):
+            break
+        toward = torch.where(r < target, -1e9, 1e9)
+        old_logp = torch.where(r == target, old_logp, torch.nextafter(old_logp, toward))
+    on_bound = torch.exp(logp - old_logp) == target  # not every float target is reachable
+    assert int(on_bound.sum()) >= 4, on_bound
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0, 0.0, 0.5, -2.0, 0.0])
+    values = torch.randn(n, 1, generator=g)
+    old_values = values - clip  # a change of exactly +clip
+    returns = torch.randn(n, 1, generator=g)
+    batch = (None, None, actions, old_values, returns, adv, old_logp, None, None)
+    head = alg._loss_head(mean, std, values, batch)
+    g_mean, g_sp, g_values = _autograd_head(alg, mean, std_param, low, high, values, batch)
+    inside = (std_param >= low) & (std_param <= high)
+    assert torch.allclose(head.grad_mean, g_mean, atol=1e-7, rtol=1e-6)
+    assert torch.allclose(head.grad_values, g_values, atol=1e-7, rtol=1e-6)
+    assert torch.allclose(torch.where(inside, head.grad_std, 0.0), g_sp, atol=1e-6, rtol=1e-5)

@@ -193,3 +193,68 @@ def test_a_damaged_best_beside_the_resumed_latest_warns_and_starts_afresh(traine
     assert tr.best_score is None
     tr.close()
     env.close()
+
+
+def test_trainers_built_before_either_trains_never_share_a_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    a = ke.RLTrainer(env, config=tiny_config())
+    b = ke.RLTrainer(env, config=tiny_config())  # the same second, nothing trained yet
+    assert a.run_dir != b.run_dir and a.run_dir.is_dir() and b.run_dir.is_dir()
+    with pytest.raises(ValueError, match="already holds a run"):  # an explicit dir is claimed
+        ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
+    a.close()
+    b.close()
+    env.close()
+
+
+def test_resuming_an_older_checkpoint_in_place_is_refused(tmp_path):
+    run = tmp_path / "run"
+    env, tr = _trainer(run, config=tiny_config(checkpoint_every=1))
+    tr.train(3)
+    tr.close()
+    env.close()
+    older = load_checkpoint(f"{run}:latest")
+    older_path = run / "older.json"  # an earlier state saved beside latest
+    env, tr = _trainer(tmp_path / "other", resume=f"{run}:latest")
+    tr.iteration = 1
+    tr._write("older", dict(older.tensors), {**older.meta, "iteration": 1})
+    tr.close()
+    env.close()
+    (tmp_path / "other" / "older.json").replace(older_path)
+    for f in (tmp_path / "other").glob("older-*.safetensors"):
+        f.replace(run / f.name)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with pytest.raises(ValueError, match=r"has a later latest \(iteration 3\)"):
+        ke.RLTrainer(env, run_dir=run, resume=str(older_path))
+    env.close()
+
+
+def test_an_inf_in_an_integer_column_is_skipped_not_a_crash(tmp_path):
+    header = ",".join(METRICS)
+    row = ["1", "128", "0.1", "5", "0", "inf"] + [""] * (len(METRICS) - 6)
+    (tmp_path / "metrics.csv").write_text(f"{header}\n{','.join(row)}\n")
+    log = RunLog(tmp_path, enabled=True)
+    log.open()
+    log.close()
+    assert [h[0] for h in log.history] == [128]
+
+
+def test_a_migrated_metrics_file_keeps_the_original(tmp_path):
+    old = "iteration,env_steps,mean_return\n1,64,1.5\n"
+    (tmp_path / "metrics.csv").write_text(old)
+    log = RunLog(tmp_path, enabled=True)
+    log.open()
+    log.close()
+    assert (tmp_path / "metrics.old.csv").read_text() == old
+
+
+def test_heap_reuse_is_scoped_and_nests():
+    from kelab.train import _malloc
+
+    with _malloc.heap_reuse() as outer:
+        with _malloc.heap_reuse() as inner:
+            assert inner == outer
+        assert _malloc._depth == 1
+    assert _malloc._depth == 0
+    assert outer is (_malloc._glibc() is not None)
