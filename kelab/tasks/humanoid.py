@@ -69,8 +69,16 @@ class HumanoidTask(LocomotionTask):
         num_mini_batches=4,
         success_target=0.9,
         checkpoint_every=20,
+        overlap_rollout=True,
     )
-    """PPO settings for ``kelab train Humanoid-v0`` (see docs/training.md)."""
+    """PPO settings for ``kelab train Humanoid-v0`` (see docs/training.md).
+
+    The update runs beside the next rollout (``overlap_rollout``, with the proximal-policy
+    correction of :attr:`kelab.train.ppo.FinalObsPPO.lagged`): seed 1 met the target
+    (>= 0.9 success, >= 0.5 m/s over 20 deterministic episodes) at iteration 250 in 211 s
+    (2026-12-01 17:33, quiet), against iteration 330 and 525 s without it (16:17, one
+    core, load 1.5-3.8; ~1.2 s per iteration quiet against ~0.84 s overlapped).
+    """
 
     def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
         """Joint order, torque scale, body indices and the fall termination."""

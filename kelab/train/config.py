@@ -65,8 +65,10 @@ class TrainConfig:
             taken over.
         overlap_rollout: Collect the next rollout while the PPO update runs in a second
             thread, so the env and the networks use two cores at once. The rollout then acts
-            with the policy from before that update (one iteration of policy lag; PPO's
-            ratio is taken against the policy that acted). Deterministic either way.
+            with the policy from before that update (one iteration of policy lag); the
+            update takes the policy before it as the proximal one (clipping and the KL of
+            the learning-rate schedule) and weights each sample by ``pi_prox / pi_acting``
+            (decoupled PPO; ``FinalObsPPO.lagged``). Deterministic either way.
         eval_every: Iterations between evaluations of the deterministic policy
             (:class:`kelab.train.target.TargetCheck`: ``eval_episodes`` fresh seeded
             episodes, a 10-episode pre-check first); 0 never evaluates. With it, "best"

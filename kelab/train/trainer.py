@@ -373,6 +373,7 @@ class RLTrainer:
                     self.config.success_target, self.config.eval_episodes, pre_episodes=0,
                 )  # fmt: skip
         if self.config.overlap_rollout:
+            self.alg.lagged = True  # its rollouts come from the policy one update back
             self._collector = build_algorithm(
                 self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
             )

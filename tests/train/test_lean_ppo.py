@@ -222,3 +222,50 @@ def test_the_loss_head_at_the_clip_bounds_and_the_std_clamp(clip):
     assert torch.allclose(head.grad_mean, g_mean, atol=1e-7, rtol=1e-6)
     assert torch.allclose(head.grad_values, g_values, atol=1e-7, rtol=1e-6)
     assert torch.allclose(torch.where(inside, head.grad_std, 0.0), g_sp, atol=1e-6, rtol=1e-5)
+
+
+def test_a_lagged_update_without_lag_is_the_plain_update():
+    """``lagged`` takes the policy before the update as the proximal one; when the
+    rollout came from that same policy, the weights are 1 and the update is unchanged."""
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T, num_mini_batches=2, entropy_coef=0.01)
+    runs = []
+    for lagged in (False, True):
+        torch.manual_seed(1)
+        alg = build_algorithm(cfg, OBS, ACT, N)
+        alg.lagged = lagged
+        g = torch.Generator().manual_seed(9)
+        with torch.inference_mode():
+            for _ in range(T):
+                obs = TensorDict({"policy": torch.randn(N, OBS, generator=g)}, batch_size=[N])
+                alg.act(obs)
+                alg.process_env_step(obs, torch.randn(N, generator=g), torch.zeros(N), {})
+            alg.compute_returns(
+                TensorDict({"policy": torch.randn(N, OBS, generator=g)}, batch_size=[N])
+            )
+        torch.manual_seed(3)
+        runs.append((alg.update(), [p.detach().clone() for p in alg.actor.parameters()]))
+    (plain, w_plain), (lagged, w_lagged) = runs
+    for key in ("value", "surrogate", "entropy"):
+        assert lagged[key] == pytest.approx(plain[key], rel=1e-4, abs=1e-6), key
+    for a, b in zip(w_plain, w_lagged, strict=True):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_a_lagged_update_reweights_by_the_proximal_policy():
+    """With a real lag the proximal log-probs replace the stored ones and the learning
+    rate reads the KL from the proximal policy, not from the one that acted."""
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T, num_mini_batches=1, learning_rate=1e-3)
+    torch.manual_seed(1)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    _fill(alg, seed=2)  # stored means/log-probs far from this policy: a big KL to it
+    plain = build_algorithm(cfg, OBS, ACT, N)
+    plain.actor.load_state_dict(alg.actor.state_dict())
+    plain.critic.load_state_dict(alg.critic.state_dict())
+    _fill(plain, seed=2)
+    alg.lagged = True
+    torch.manual_seed(3)
+    alg.update()
+    torch.manual_seed(3)
+    plain.update()
+    assert plain.learning_rate < 1e-3  # the acting policy's KL cut it
+    assert alg.learning_rate >= 1e-3  # the proximal KL (from this policy) did not
