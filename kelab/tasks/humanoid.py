@@ -77,7 +77,8 @@ class HumanoidTask(LocomotionTask):
     correction of :attr:`kelab.train.ppo.FinalObsPPO.lagged`): seed 1 met the target
     (>= 0.9 success, >= 0.5 m/s over 20 deterministic episodes) at iteration 250 in 211 s
     (2026-12-01 17:33, quiet), against iteration 330 and 525 s without it (16:17, one
-    core, load 1.5-3.8; ~1.2 s per iteration quiet against ~0.84 s overlapped).
+    core, load 1.5-3.8; ~1.2 s per iteration quiet against ~0.84 s overlapped); seed 0 at
+    iteration 240 in 185 s (17:48, quiet).
     """
 
     def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
