@@ -331,7 +331,7 @@ def _summary(stats: dict[str, Any], start_iteration: int = 0) -> str:
 # ---------------------------------------------------------------------------- play / eval
 def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
     if args.checkpoint is not None:
-        from kelab.train.player import refuse_weights_file
+        from kelab.train.checkpoint import refuse_weights_file
 
         refuse_weights_file(args.checkpoint)  # before any window or warning
         return args.checkpoint

@@ -30,7 +30,6 @@ from kelab.train.checkpoint import (  # noqa: E402
     Checkpoint,
     CheckpointError,
     load_checkpoint,
-    refuse_weights_file,
 )
 from kelab.train.policy import CheckpointPolicy  # noqa: E402
 
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
     from kelab.rl.ray_env import RayLearningEnv
     from kelab.rl.task import Task
 
-__all__ = ["RLPlayer", "refuse_weights_file", "task_from_checkpoint"]
+__all__ = ["RLPlayer", "task_from_checkpoint"]
 
 _CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*$")
 
@@ -116,8 +115,6 @@ class RLPlayer:
         self.seed = check_seed(seed)
         if env is not None:
             _require_direct_env(env)
-        if not isinstance(checkpoint, Checkpoint):
-            refuse_weights_file(checkpoint)
         self.checkpoint = (
             checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
         )

@@ -215,7 +215,7 @@ class FinalObsPPO(PPO):
         old_std = st.distribution_params[1].flatten(0, 1)
         if self.lagged:  # the policy before this update is the proximal one
             with torch.no_grad():
-                old_mean = deterministic_actions(self.actor, raw)
+                old_mean = self.actor.mlp(x_actor)  # obs normalised above, once
                 std = self.action_std()
                 prox_logp = _gaussian_log_prob((actions - old_mean) / std, std.log())
                 advantages = advantages * torch.exp(prox_logp - old_logp).clamp(max=2.0)
