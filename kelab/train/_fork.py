@@ -1,0 +1,64 @@
+"""Forked helper processes of the trainer (evaluation, learner), and what they inherit.
+
+A forked child inherits every open descriptor of its parent, including the parent's end
+of each pipe to the other helpers (and its own). A helper waiting on its pipe only sees
+the end of it (and exits) when no process holds the parent's end any more: so each child
+closes, first thing, every parent end this module handed out. Then killing the trainer
+(even with SIGKILL) ends its helpers instead of leaving them waiting forever.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
+
+__all__ = ["can_fork", "fork_helper"]
+
+_parent_ends: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def _ray_driver() -> bool:
+    """Whether this process is connected to Ray (its gRPC threads must not be forked)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
+
+
+def can_fork() -> bool:
+    """Whether this process may fork a helper process.
+
+    Needs the ``fork`` start method (Linux, macOS) and a process that is not a Ray driver
+    (forking gRPC's threads is unsupported). Other threads may run, as when PyTorch's
+    DataLoader forks its workers: the child only runs its own envs and networks, writes
+    nothing to stdout or stderr, and exits without running ``atexit`` handlers.
+    """
+    return "fork" in multiprocessing.get_all_start_methods() and not _ray_driver()
+
+
+def _child(target: Callable[..., None], conn: Connection, args: tuple[Any, ...]) -> None:
+    for end in list(_parent_ends):  # the inherited copies: this process writes to none
+        end.close()
+    target(conn, *args)
+
+
+def fork_helper(
+    target: Callable[..., None], args: tuple[Any, ...], name: str
+) -> tuple[BaseProcess, Connection]:
+    """Fork a daemon process running ``target(conn, *args)``; return it and this end.
+
+    The pipe's end in this process is closed in every helper forked after it (see the
+    module docstring), so a helper sees the pipe end when this process does.
+    """
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    _parent_ends.add(parent)
+    proc = ctx.Process(target=_child, args=(target, child, args), name=name, daemon=True)
+    proc.start()
+    child.close()
+    return proc, parent
