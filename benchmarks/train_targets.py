@@ -90,7 +90,9 @@ def main() -> None:
     parser.add_argument("--budget-s", type=float, default=None)
     parser.add_argument("--run-dir", default=None)
     parser.add_argument(
-        "--overlap", action="store_true", help="overlap_rollout=True (the update in a thread)"
+        "--overlap",
+        action="store_true",
+        help="overlap_rollout=True (the update beside the next rollout)",
     )
     args = parser.parse_args()
     task_id, class_path = resolve_task(args.task)

@@ -25,16 +25,15 @@ Example:
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import struct
-import sys
 import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from kelab.train._fork import can_fork, fork_helper
 from kelab.train.config import TrainConfig
 from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
 
@@ -48,23 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["EvalProcess", "can_fork"]
 
 _VERDICT = struct.Struct("<?dii")  # passed, success rate, episodes judged, full evaluation ran
-
-
-def _ray_driver() -> bool:
-    """Whether this process is connected to Ray (its gRPC threads must not be forked)."""
-    ray = sys.modules.get("ray")
-    return ray is not None and bool(ray.is_initialized())
-
-
-def can_fork() -> bool:
-    """Whether this process may fork an evaluation process.
-
-    Needs the ``fork`` start method (Linux, macOS) and a process that is not a Ray driver
-    (forking gRPC's threads is unsupported). Other threads may run, as when PyTorch's
-    DataLoader forks its workers: the child only steps its own envs and network, writes
-    nothing to stdout or stderr, and exits without running ``atexit`` handlers.
-    """
-    return "fork" in multiprocessing.get_all_start_methods() and not _ray_driver()
 
 
 def _float_tensors(actor: torch.nn.Module) -> list[torch.Tensor]:
@@ -110,7 +92,7 @@ def _serve(
         while True:
             try:
                 data = conn.recv_bytes()
-            except EOFError:
+            except (EOFError, OSError):  # the trainer is gone
                 break
             if not data:
                 break
@@ -121,7 +103,10 @@ def _serve(
                 for t, chunk in zip(tensors, np.split(flat, np.cumsum(sizes)[:-1]), strict=True):
                     t.copy_(torch.from_numpy(chunk.copy()).reshape(t.shape))
             v = check(policy)
-            conn.send_bytes(_VERDICT.pack(v.passed, v.success_rate, v.judged, v.full))
+            try:
+                conn.send_bytes(_VERDICT.pack(v.passed, v.success_rate, v.judged, v.full))
+            except OSError:  # the trainer is gone
+                break
     finally:
         check.close()
         conn.close()
@@ -164,17 +149,10 @@ class EvalProcess:
                 "EvalProcess cannot fork here (no 'fork' start method, or this process is "
                 "a Ray driver); evaluate in this process instead"
             )
-        ctx = multiprocessing.get_context("fork")
-        self._conn, child = ctx.Pipe()
         args = (target, episodes, pre_episodes, seed)
-        self._proc = ctx.Process(
-            target=_serve,
-            args=(child, task_type, config, obs_dim, act_dim, args),
-            name="kelab-eval",
-            daemon=True,
+        self._proc, self._conn = fork_helper(
+            _serve, (task_type, config, obs_dim, act_dim, args), "kelab-eval"
         )
-        self._proc.start()
-        child.close()
         self._pending = False
 
     @property

@@ -188,6 +188,20 @@ class FinalObsPPO(PPO):
         t.observations = obs
         return t.actions
 
+    def compute_returns(self, obs: TensorDict) -> None:
+        """rsl-rl's returns and normalised advantages, written into the storage's tensor.
+
+        rsl-rl assigns a new ``storage.advantages`` tensor; the same numbers land in the
+        existing one here, so a storage in shared memory (:class:`~kelab.train.learner.
+        LearnerProcess`) stays shared.
+        """
+        st = self.storage
+        advantages = st.advantages
+        super().compute_returns(obs)
+        if st.advantages is not advantages:
+            advantages.copy_(st.advantages)
+            st.advantages = advantages
+
     def update(self) -> dict[str, float]:
         """The PPO update of rsl-rl-lib, on plain tensors (see the module docstring).
 

@@ -9,13 +9,9 @@ docs/training.md.
 from __future__ import annotations
 
 import datetime as _dt
-import functools
-import importlib.metadata
 import json
 import math
 import os
-import platform
-import threading
 import time
 import warnings
 from collections import deque
@@ -33,6 +29,7 @@ require_training_extra()
 
 import torch  # noqa: E402
 
+from kelab.train._fork import can_fork  # noqa: E402
 from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import (  # noqa: E402
     Checkpoint,
@@ -41,12 +38,13 @@ from kelab.train.checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
+from kelab.train.learner import LearnerProcess, PendingUpdate, UpdateThread  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
+from kelab.train.rundir import claim_run_dir, library_versions, task_class_path  # noqa: E402
 from kelab.train.runlog import RunLog  # noqa: E402
 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
-    from kelab.rl.task import Task
     from kelab.train.eval_process import EvalProcess
     from kelab.train.target import TargetCheck, TargetVerdict
 
@@ -57,28 +55,6 @@ if TYPE_CHECKING:
     ]
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
-
-
-@functools.cache
-def _versions() -> tuple[tuple[str, str], ...]:
-    out = {"python": platform.python_version()}
-    for dist in ("kelab", "torch", "rsl-rl-lib", "safetensors", "numpy", "gymnasium", "pymunk"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = "unknown"
-    return tuple(out.items())  # looked up once: each look-up scans site-packages
-
-
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries a checkpoint depends on."""
-    return dict(_versions())
-
-
-def task_class_path(task: Task) -> str:
-    """``"module:Class"`` of a task (how a checkpoint names it)."""
-    cls = type(task)
-    return f"{cls.__module__}:{cls.__qualname__}"
 
 
 def training_config_of(task_type: type) -> TrainConfig:
@@ -100,78 +76,6 @@ _BEST_RULES = {
     True: "highest success rate of the deterministic policy's evaluations (eval_every), "
     "then highest mean return of the recent training episodes (see docs/training.md)",
 }
-
-
-_CLAIM = ".kelab-run"
-"""Written into a run directory when a trainer takes it (before any checkpoint)."""
-
-
-def _run_dir(
-    run_dir: str | os.PathLike[str] | None, task_name: str, resume: Checkpoint | None
-) -> Path:
-    """The run directory, claimed: a new one, or the resumed run's own from its ``latest``.
-
-    A new directory gets a claim file at once, so two trainers built before either trains
-    never share one.
-
-    Raises:
-        ValueError: When ``run_dir`` already holds a run that is not being resumed, or the
-            resumed checkpoint is older than that run's ``latest`` (which it would overwrite).
-    """
-    if run_dir is None:
-        base = Path.cwd() / "runs" / task_name / _utc_stamp()
-        path, n = base, 1
-        while True:
-            try:
-                path.mkdir(parents=True, exist_ok=False)
-                break
-            except FileExistsError:  # another run started within the same second
-                n += 1
-                path = base.with_name(f"{base.name}-{n}")
-        _claim(path)
-        return path
-    path = Path(run_dir)
-    held = [n for n in ("latest.json", "best.json", "metrics.csv", _CLAIM) if (path / n).exists()]
-    if not held:
-        path.mkdir(parents=True, exist_ok=True)
-        _claim(path)
-        return path
-    if resume is not None and resume.path.parent.resolve() == path.resolve():
-        latest = _iteration_of(path / "latest.json")
-        if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
-            return path  # continuing this run from its latest state
-        raise ValueError(
-            f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
-            f"latest (iteration {latest}) that this run would overwrite; resume "
-            f"'{path}:latest', or resume this checkpoint into a new run_dir"
-        )
-    raise ValueError(
-        f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
-        f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
-        "choose a new run_dir (or delete this one)"
-    )
-
-
-def _claim(path: Path) -> None:
-    try:
-        with open(path / _CLAIM, "x") as f:
-            f.write(_utc_stamp() + "\n")
-    except FileExistsError:
-        raise ValueError(
-            f"run_dir {str(path)!r} was just taken by another trainer; choose a new run_dir"
-        ) from None
-
-
-def _iteration_of(latest: Path) -> int | None:
-    """The iteration a ``latest.json`` records (None when absent or unreadable)."""
-    try:
-        return int(json.loads(latest.read_text(encoding="utf-8"))["iteration"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _utc_stamp() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
 
 
 class _Episodes:
@@ -317,7 +221,7 @@ class RLTrainer:
                 stacklevel=2,
             )
         self.config = config.replace(num_envs=int(env.num_envs))
-        self.run_dir = _run_dir(run_dir, type(self.task).__name__, checkpoint)
+        self.run_dir = claim_run_dir(run_dir, type(self.task).__name__, checkpoint)
 
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
@@ -356,7 +260,7 @@ class RLTrainer:
         """Wall seconds the trainer spent on those evaluations (part of ``wall_time_s``;
         with ``eval_process``, sending weights and waiting for verdicts)."""
         if self.config.eval_every and self.config.eval_process:
-            from kelab.train.eval_process import EvalProcess, can_fork
+            from kelab.train.eval_process import EvalProcess
 
             if not can_fork():
                 warnings.warn(
@@ -372,6 +276,8 @@ class RLTrainer:
                     type(self.task), self.config, self.obs_dim, self.act_dim,
                     self.config.success_target, self.config.eval_episodes, pre_episodes=0,
                 )  # fmt: skip
+        # with overlap_rollout and a process that may fork: the update's process
+        self._learner: LearnerProcess | None = None
         if self.config.overlap_rollout:
             self.alg.lagged = True  # its rollouts come from the policy one update back
             self._collector = build_algorithm(
@@ -380,6 +286,10 @@ class RLTrainer:
             self._collector.sample_generator = torch.Generator().manual_seed(self.seed)
             self._collector.train_mode()
             self._sync_collector()
+            if self.config.torch_threads == 1 and can_fork():
+                self._learner = LearnerProcess(
+                    self.alg, [self.alg.storage, self._collector.storage]
+                )
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -516,6 +426,7 @@ class RLTrainer:
         """One rollout: ``num_steps_per_env`` steps of every copy into ``alg.storage``."""
         vec, episodes = self.vec, self._episodes
         t0 = time.perf_counter()
+        alg.storage.clear()  # a rollout cut short by Ctrl-C starts over
         obs = vec.get_observations()
         with torch.inference_mode():
             for _ in range(self.config.num_steps_per_env):
@@ -609,6 +520,12 @@ class RLTrainer:
             self._collector.actor.load_state_dict(self.alg.actor.state_dict())
             self._collector.critic.load_state_dict(self.alg.critic.state_dict())
 
+    def _start_update(self) -> PendingUpdate:
+        """Start ``alg.update()`` beside the next rollout (``overlap_rollout``)."""
+        if self._learner is not None:
+            return self._learner.start()
+        return UpdateThread(self.alg)
+
     def train(
         self,
         max_iterations: int | None = None,
@@ -663,20 +580,20 @@ class RLTrainer:
         last_row: dict[str, Any] = {}
         alg.train_mode()
         overlap = self._collector is not None
-        update: _Update | None = None
+        update: PendingUpdate | None = None
         try:
             if overlap and not self._rollout_ready:
                 self._collect(self._collector)  # the first rollout (later ones overlap)
-            for i in range(int(max_iterations)):
+            for _ in range(int(max_iterations)):
                 if overlap:
                     # learn from the rollout just collected while the collector gathers the
-                    # next one with the policy it acted with (not the last iteration's:
-                    # nothing would learn from that rollout in this call)
+                    # next one with the policy it acted with (after the last iteration too:
+                    # the next train() call learns from it, so calls split any way give the
+                    # same run, and the rollout costs no wall time beside the update)
                     alg.storage, self._collector.storage = self._collector.storage, alg.storage
                     self._rollout_ready = False
-                    update = _Update(alg)
-                    if i + 1 < max_iterations:
-                        self._collect(self._collector)
+                    update = self._start_update()
+                    self._collect(self._collector)
                     losses = update.result()
                     update = None
                     self._sync_collector()
@@ -806,6 +723,9 @@ class RLTrainer:
         if self._eval_process is not None:
             self._eval_process.close()
             self._eval_process = None
+        if self._learner is not None:
+            self._learner.close()
+            self._learner = None
         self._runlog.close()
 
     def __enter__(self) -> RLTrainer:
@@ -813,32 +733,6 @@ class RLTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-class _Update:
-    """``alg.update()`` running in a thread of its own.
-
-    torch releases the GIL in its kernels, so a rollout in the calling thread runs meanwhile.
-    """
-
-    def __init__(self, alg: FinalObsPPO) -> None:
-        self._losses: dict[str, float] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(alg,), name="kelab-ppo-update")
-        self._thread.start()
-
-    def _run(self, alg: FinalObsPPO) -> None:
-        try:
-            self._losses = alg.update()
-        except BaseException as error:  # handed to the caller by result()
-            self._error = error
-
-    def result(self, reraise: bool = True) -> dict[str, float]:
-        """Wait for the update; its losses, or its exception re-raised here."""
-        self._thread.join()
-        if self._error is not None and reraise:
-            raise self._error
-        return self._losses or {}
 
 
 def _finite_or_none(value: Any) -> float | None:

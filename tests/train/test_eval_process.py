@@ -164,9 +164,9 @@ def test_other_threads_do_not_stop_the_fork():
 
 
 def test_a_trainer_that_cannot_fork_warns_and_evaluates_itself(tmp_path, monkeypatch):
-    import kelab.train.eval_process as eval_process
+    import kelab.train._fork as _fork
 
-    monkeypatch.setattr(eval_process, "_ray_driver", lambda: True)  # as in a Ray driver
+    monkeypatch.setattr(_fork, "_ray_driver", lambda: True)  # as in a Ray driver
     assert not can_fork()
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
     config = tiny_config(eval_every=1, eval_episodes=10, eval_process=True)

@@ -1,4 +1,5 @@
-"""RLTrainer with ``overlap_rollout``: the update in a thread, the next rollout meanwhile."""
+"""RLTrainer with ``overlap_rollout``: the update in a process (or a thread), the next
+rollout meanwhile."""
 
 from __future__ import annotations
 
@@ -36,14 +37,21 @@ def test_same_seed_same_run_across_calls(tmp_path):
     (w0, r0), (w1, r1) = runs
     assert all(torch.equal(w0[k], w1[k]) for k in w0)
     assert r0 == r1 or (np.isnan(r0) and np.isnan(r1))
+    env, tr = _trainer(tmp_path / "one call")
+    with tr:  # the rollout collected beside the last update is the next call's first
+        stats = tr.train(4)
+        assert all(torch.equal(w0[k], v) for k, v in _weights(tr).items())
+        assert stats["last_reward"] == r0 or (np.isnan(r0) and np.isnan(stats["last_reward"]))
+    env.close()
 
 
 def test_overlap_changes_what_acts_not_how_much_is_learnt(tmp_path):
     env, tr = _trainer(tmp_path / "a")
     with tr:
         stats = tr.train(3)
-        # each update learnt from one rollout; none was collected for nothing
-        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
+        # each update learnt from one rollout, and the fourth was collected beside the
+        # third update (the next call learns from it)
+        assert stats["iterations"] == 3 and stats["env_steps"] == 4 * ROLLOUT
         # the collector acts with the learner's policy once the call returns
         collector = tr._collector.actor.state_dict()
         assert all(torch.equal(v, collector[k]) for k, v in tr.alg.actor.state_dict().items())
@@ -64,13 +72,17 @@ def test_a_rollout_collected_before_a_stop_is_learnt_from_next(tmp_path):
         stats = tr.train(5, callback=lambda row: row["iteration"] == 2)
         assert stats["stopped_by_callback"] and stats["iterations"] == 2
         assert stats["env_steps"] == 3 * ROLLOUT  # the third rollout is waiting
-        stats = tr.train(1)
-        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
+        stats = tr.train(1)  # learns from it (and collects the fourth meanwhile)
+        assert stats["iterations"] == 3 and stats["env_steps"] == 4 * ROLLOUT
     env.close()
 
 
-def test_an_error_in_the_update_thread_reaches_the_caller(tmp_path):
+def test_an_error_in_the_update_thread_reaches_the_caller(tmp_path, monkeypatch):
+    import kelab.train._fork as _fork
+
+    monkeypatch.setattr(_fork, "_ray_driver", lambda: True)  # no fork: the thread
     env, tr = _trainer(tmp_path)
+    assert tr._learner is None
 
     def broken():
         raise RuntimeError("update failed")

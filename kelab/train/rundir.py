@@ -1,0 +1,117 @@
+"""Where a training run lives, and what its checkpoints say about where they came from.
+
+A run directory is claimed when a trainer is built (a ``.kelab-run`` file, before any
+checkpoint), so two trainers never share one; a directory that holds a run is refused
+unless that run is being resumed from its latest state.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import importlib.metadata
+import json
+import os
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kelab.rl.task import Task
+    from kelab.train.checkpoint import Checkpoint
+
+__all__ = ["claim_run_dir", "library_versions", "task_class_path"]
+
+
+@functools.cache
+def _versions() -> tuple[tuple[str, str], ...]:
+    out = {"python": platform.python_version()}
+    for dist in ("kelab", "torch", "rsl-rl-lib", "safetensors", "numpy", "gymnasium", "pymunk"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = "unknown"
+    return tuple(out.items())  # looked up once: each look-up scans site-packages
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries a checkpoint depends on."""
+    return dict(_versions())
+
+
+def task_class_path(task: Task) -> str:
+    """``"module:Class"`` of a task (how a checkpoint names it)."""
+    cls = type(task)
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+_CLAIM = ".kelab-run"
+"""Written into a run directory when a trainer takes it (before any checkpoint)."""
+
+
+def claim_run_dir(
+    run_dir: str | os.PathLike[str] | None, task_name: str, resume: Checkpoint | None
+) -> Path:
+    """The run directory, claimed: a new one, or the resumed run's own from its ``latest``.
+
+    A new directory gets a claim file at once, so two trainers built before either trains
+    never share one.
+
+    Raises:
+        ValueError: When ``run_dir`` already holds a run that is not being resumed, or the
+            resumed checkpoint is older than that run's ``latest`` (which it would overwrite).
+    """
+    if run_dir is None:
+        base = Path.cwd() / "runs" / task_name / _utc_stamp()
+        path, n = base, 1
+        while True:
+            try:
+                path.mkdir(parents=True, exist_ok=False)
+                break
+            except FileExistsError:  # another run started within the same second
+                n += 1
+                path = base.with_name(f"{base.name}-{n}")
+        _claim(path)
+        return path
+    path = Path(run_dir)
+    held = [n for n in ("latest.json", "best.json", "metrics.csv", _CLAIM) if (path / n).exists()]
+    if not held:
+        path.mkdir(parents=True, exist_ok=True)
+        _claim(path)
+        return path
+    if resume is not None and resume.path.parent.resolve() == path.resolve():
+        latest = _iteration_of(path / "latest.json")
+        if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
+            return path  # continuing this run from its latest state
+        raise ValueError(
+            f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
+            f"latest (iteration {latest}) that this run would overwrite; resume "
+            f"'{path}:latest', or resume this checkpoint into a new run_dir"
+        )
+    raise ValueError(
+        f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
+        f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
+        "choose a new run_dir (or delete this one)"
+    )
+
+
+def _claim(path: Path) -> None:
+    try:
+        with open(path / _CLAIM, "x") as f:
+            f.write(_utc_stamp() + "\n")
+    except FileExistsError:
+        raise ValueError(
+            f"run_dir {str(path)!r} was just taken by another trainer; choose a new run_dir"
+        ) from None
+
+
+def _iteration_of(latest: Path) -> int | None:
+    """The iteration a ``latest.json`` records (None when absent or unreadable)."""
+    try:
+        return int(json.loads(latest.read_text(encoding="utf-8"))["iteration"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _utc_stamp() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H-%M-%SZ")
