@@ -10,6 +10,7 @@ closes, first thing, every parent end this module handed out. Then killing the t
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 import weakref
 from collections.abc import Callable
@@ -42,9 +43,16 @@ def can_fork() -> bool:
 
 
 def _child(target: Callable[..., None], conn: Connection, args: tuple[Any, ...]) -> None:
-    for end in list(_parent_ends):  # the inherited copies: this process writes to none
-        end.close()
-    target(conn, *args)
+    code = 1
+    try:
+        for end in list(_parent_ends):  # the inherited copies: this process writes to none
+            end.close()
+        target(conn, *args)
+        code = 0
+    finally:
+        # no interpreter shutdown: flushing stdio could wait on a lock that another
+        # thread of the parent held at the fork, and atexit handlers are the parent's
+        os._exit(code)
 
 
 def fork_helper(

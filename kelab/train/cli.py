@@ -176,7 +176,7 @@ def _sigterm_stops_like_ctrl_c() -> None:
         return
 
     def stop(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        signal.raise_signal(signal.SIGINT)  # as Ctrl-C: train() stops at a safe point
 
     signal.signal(signal.SIGTERM, stop)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with `&` by a shell

@@ -64,15 +64,14 @@ class TrainConfig:
         success_window: Recent finished episodes the success rate and mean return are
             taken over.
         overlap_rollout: Collect the next rollout while the PPO update runs in a second
-            process (forked when the trainer is built; a thread where the trainer cannot
+            process (forked at each ``train()`` call; a thread where the trainer cannot
             fork or ``torch_threads > 1``: :mod:`kelab.train.learner`), so the env and the
             networks use two cores at once. The rollout then acts with the policy from
             before that update (one iteration of policy lag); the update takes the policy
             before it as the proximal one (clipping and the KL of the learning-rate
             schedule) and weights each sample by ``pi_prox / pi_acting`` (decoupled PPO;
-            ``FinalObsPPO.lagged``). The rollout collected beside a call's last update is
-            the next call's first. Deterministic, and the same run in a process or a
-            thread.
+            ``FinalObsPPO.lagged``). Deterministic, the same run in a process or a
+            thread, and however ``train()`` calls split it.
         eval_every: Iterations between evaluations of the deterministic policy
             (:class:`kelab.train.target.TargetCheck`: ``eval_episodes`` fresh seeded
             episodes, a 10-episode pre-check first); 0 never evaluates. With it, "best"

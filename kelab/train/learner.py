@@ -4,13 +4,14 @@ With ``overlap_rollout`` the trainer starts the update on the rollout just colle
 collects the next rollout with the policy from before that update meanwhile, then waits
 for the update. The update runs in:
 
-- :class:`LearnerProcess`, a process forked when the trainer is built, on another core.
-  The two rollout storages live in shared memory; after each update the learner sends its
-  networks, normalisers and optimizer back (safetensors bytes and a JSON header: no
-  pickle), and the trainer's own copy becomes an exact mirror of the learner's. Used where
-  the trainer may fork (:func:`can_fork`) and torch runs one thread per process
-  (``TrainConfig.torch_threads == 1``: a forked child cannot use the OpenMP thread pool
-  of its parent).
+- :class:`LearnerProcess`, a process forked at the start of each ``train()`` call (a
+  copy of the trainer's networks, optimizer and generators as they are then), on another
+  core. The two rollout storages live in shared memory; after each update the learner
+  sends its networks, normalisers, optimizer and generator back (safetensors bytes and a
+  JSON header: no pickle), and the trainer's own copy becomes an exact mirror of the
+  learner's. Used where the trainer may fork (``kelab.train._fork.can_fork``) and torch
+  runs one thread per process (``TrainConfig.torch_threads == 1``: a forked child cannot
+  use the OpenMP thread pool of its parent).
 - :class:`UpdateThread` otherwise: the update in a thread of this process. torch releases
   the GIL in its kernels, but on small networks the update's Python holds it most of the
   time (CartPole-v0: no gain; Humanoid-v0: 0.36x -> 0.49x of the bare env's rate,
@@ -35,9 +36,9 @@ import json
 import signal
 import struct
 import threading
+import traceback
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -47,6 +48,7 @@ from safetensors.torch import save as save_tensors
 
 from kelab.train._fork import can_fork, fork_helper
 from kelab.train._malloc import heap_reuse
+from kelab.train.checkpoint import CheckpointError
 from kelab.train.policy import load_optimizer_state, optimizer_state
 
 if TYPE_CHECKING:
@@ -56,11 +58,11 @@ if TYPE_CHECKING:
 
     from kelab.train.ppo import FinalObsPPO
 
-__all__ = ["LearnerProcess", "PendingUpdate", "UpdateThread", "can_fork", "share_storage"]
+__all__ = ["LearnerProcess", "PendingUpdate", "UpdateThread", "share_storage"]
 
 _HEADER = struct.Struct("<I")  # length of the JSON header that precedes the tensors
 _OK, _FAILED = b"K", b"E"
-_SOURCE = Path("<the learner process>")  # named in the (never expected) load errors
+_GENERATOR = "update_generator"  # the state of FinalObsPPO.update_generator, as a tensor
 
 
 class PendingUpdate(Protocol):
@@ -101,6 +103,11 @@ def share_storage(storage: RolloutStorage, action_dim: int) -> None:
     are created here (mean and std, ``(steps, copies, action_dim)`` each) so the forked
     learner sees the same memory.
     """
+    if storage.training_type != "rl" or storage.saved_hidden_state_a is not None:
+        raise ValueError(
+            "share_storage shares the storage of a feed-forward RL policy, got training_type="
+            f"{storage.training_type!r}; use overlap_rollout=False for other policies"
+        )
     shape = (storage.num_transitions_per_env, storage.num_envs, action_dim)
     if storage.distribution_params is None:
         storage.distribution_params = (torch.zeros(shape), torch.zeros(shape))
@@ -120,6 +127,8 @@ def _model_tensors(alg: FinalObsPPO) -> tuple[dict[str, torch.Tensor], dict[str,
             tensors[f"{prefix}.{key}"] = value.detach()
     opt_meta, opt_tensors = optimizer_state(alg.optimizer)
     tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+    if alg.update_generator is not None:
+        tensors[_GENERATOR] = alg.update_generator.get_state()
     return tensors, opt_meta
 
 
@@ -149,8 +158,8 @@ def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage
                 }
                 head = json.dumps(header).encode()
                 message = _OK + _HEADER.pack(len(head)) + head + save_tensors(tensors)
-            except Exception as error:  # reported to the trainer, which raises it
-                message = _FAILED + f"{type(error).__name__}: {error}".encode()
+            except Exception:  # reported to the trainer, which raises it
+                message = _FAILED + traceback.format_exc().encode()
             try:
                 conn.send_bytes(message)
             except (BrokenPipeError, OSError):
@@ -158,34 +167,23 @@ def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage
     conn.close()
 
 
-@contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C back until the block ends (the block then applies all or nothing)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 class LearnerProcess:
     """Run ``alg``'s PPO updates in a forked process, mirroring the results into ``alg``.
 
     The process is a copy of ``alg`` at construction (networks, normalisers, optimizer,
-    learning rate, torch's random generator); each :meth:`start` updates it on one of
-    ``storages`` (moved to shared memory here), and :meth:`result` copies the updated
-    state back into ``alg``, exactly. Between the two, ``alg`` and the storage being
-    learnt from must not change.
+    learning rate, generators); each :meth:`start` updates it on one of ``storages``
+    (moved to shared memory here), and :meth:`result` copies the updated state back into
+    ``alg``, exactly. Between the two, ``alg`` and the storage being learnt from must not
+    change; changes to ``alg`` made while the process lives are not seen by it (the
+    trainer forks one per ``train()`` call).
 
     Args:
         alg: The PPO algorithm (``FinalObsPPO``) whose updates run in the process.
         storages: The rollout storages ``alg.storage`` may be when an update starts.
 
     Raises:
-        RuntimeError: When this process cannot fork safely (see :func:`can_fork`).
+        RuntimeError: When this process cannot fork safely (``kelab.train._fork.can_fork``).
+        OSError: When the fork itself fails (no memory, too many processes).
     """
 
     def __init__(self, alg: FinalObsPPO, storages: Sequence[RolloutStorage]) -> None:
@@ -195,19 +193,21 @@ class LearnerProcess:
                 "is a Ray driver); run the update in a thread (UpdateThread) instead"
             )
         if not 1 <= len(storages) <= 255:
-            raise ValueError(f"storages must hold 1 to 255 storages, got {len(storages)}")
+            raise ValueError(
+                f"storages must hold 1 to 255 rollout storages, got {len(storages)}; pass "
+                "the storages alg.storage takes turns with"
+            )
         self._alg = alg
         self._storages = list(storages)
         act_dim = int(alg.storage.actions.shape[-1])
         for storage in self._storages:
-            share_storage(storage, act_dim)
+            share_storage(storage, act_dim)  # a no-op for tensors already shared
         self._proc, self._conn = fork_helper(_serve, (alg, self._storages), "kelab-learner")
         self._pending = False
-        self._losses: dict[str, float] = {}
 
     @property
     def pending(self) -> bool:
-        """An update was started and its result not read yet."""
+        """An update was started and its result not applied yet."""
         return self._pending
 
     def start(self) -> LearnerProcess:
@@ -228,24 +228,26 @@ class LearnerProcess:
                 "LearnerProcess.start: alg.storage is not one of the storages the learner "
                 "shares; give every storage to LearnerProcess(alg, storages)"
             )
+        self._pending = True  # before the send: an interrupt after it must still wait
         try:
             self._conn.send_bytes(bytes((index,)))
-        except (BrokenPipeError, OSError) as err:
+        except OSError as err:
+            self._pending = False
             raise RuntimeError(self._gone(err)) from None
-        self._pending = True
         return self
 
     def result(self, reraise: bool = True) -> dict[str, float]:
         """Wait for the update, copy its state into ``alg`` and return its losses.
 
-        Without a pending update, the last update's losses. With ``reraise=False`` a
-        failed update returns ``{}`` instead of raising.
+        Without a pending update, ``{}``. With ``reraise=False`` a failed update, or a
+        process that is gone, returns ``{}`` instead of raising.
 
         Raises:
-            RuntimeError: When the update failed, or the process ended unexpectedly.
+            RuntimeError: When the update failed (the learner's traceback in the message),
+                or the process ended unexpectedly.
         """
         if not self._pending:
-            return dict(self._losses)
+            return {}
         try:
             data = self._conn.recv_bytes()
         except (EOFError, OSError) as err:
@@ -258,25 +260,33 @@ class LearnerProcess:
             if not reraise:
                 return {}
             raise RuntimeError(
-                f"the PPO update failed in the learner process: {data[1:].decode(errors='replace')}"
+                "the PPO update failed in the learner process; its traceback:\n"
+                + data[1:].decode(errors="replace")
             )
         (size,) = _HEADER.unpack_from(data, 1)
         start = 1 + _HEADER.size
         header = json.loads(data[start : start + size])
-        tensors = load_tensors(data[start + size :])
-        with _sigint_deferred():
-            self._apply(header, tensors)
-        self._losses = {k: float(v) for k, v in header["losses"].items()}
-        return dict(self._losses)
+        # copies: safetensors' tensors view the immutable message bytes
+        tensors = {k: v.clone() for k, v in load_tensors(data[start + size :]).items()}
+        self._apply(header, tensors)
+        return {k: float(v) for k, v in header["losses"].items()}
 
     def _apply(self, header: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:
         alg = self._alg
-        for prefix, model in (("actor", alg.actor), ("critic", alg.critic)):
-            n = len(prefix) + 1
-            own = {k[n:]: v for k, v in tensors.items() if k.startswith(prefix + ".")}
-            model.load_state_dict(own, strict=True)
-        opt = {k[10:]: v for k, v in tensors.items() if k.startswith("optimizer.")}
-        load_optimizer_state(alg.optimizer, header["optimizer"], opt, _SOURCE)
+        try:
+            for prefix, model in (("actor.", alg.actor), ("critic.", alg.critic)):
+                own = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+                model.load_state_dict(own, strict=True)
+            opt = "optimizer."
+            opt_tensors = {k[len(opt) :]: v for k, v in tensors.items() if k.startswith(opt)}
+            load_optimizer_state(alg.optimizer, header["optimizer"], opt_tensors, Path("-"))
+        except (CheckpointError, RuntimeError, KeyError) as err:
+            raise RuntimeError(
+                f"the learner process sent a state that does not fit this trainer ({err}); "
+                "this is a bug in kelab.train.learner, please report it"
+            ) from None
+        if alg.update_generator is not None:
+            alg.update_generator.set_state(tensors[_GENERATOR])
         alg.learning_rate = float(header["learning_rate"])
         alg.storage.clear()  # as the update cleared the learner's copy
 
@@ -289,7 +299,7 @@ class LearnerProcess:
         )
 
     def close(self) -> None:
-        """Stop the process (a pending update is dropped)."""
+        """Stop the process (a pending update is dropped: ``alg`` keeps the state before it)."""
         if self._proc.pid is None or self._conn.closed:
             return
         if self._pending:  # nobody will read that update
@@ -297,7 +307,7 @@ class LearnerProcess:
         else:
             try:
                 self._conn.send_bytes(b"")
-            except (BrokenPipeError, OSError):
+            except OSError:
                 pass
         self._conn.close()
         self._pending = False

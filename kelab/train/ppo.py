@@ -146,6 +146,12 @@ class FinalObsPPO(PPO):
     ``act``); a private generator lets a rollout run beside an update that draws from the
     global one (``TrainConfig.overlap_rollout``) and stay bit-identical run to run."""
 
+    update_generator: torch.Generator | None
+    """Where the update's mini-batch order comes from: None is torch's global generator
+    (rsl-rl's own ``update``); the overlapped update (``TrainConfig.overlap_rollout``)
+    gets a private one, so it draws the same numbers in the learner process as in a
+    thread of the trainer's, whatever else in the trainer's process draws."""
+
     lagged: bool
     """The rollouts were collected by an earlier policy than the one updated (one
     iteration of lag, ``TrainConfig.overlap_rollout``). The update then takes the policy
@@ -158,6 +164,7 @@ class FinalObsPPO(PPO):
     def __init__(self, *args: Any, max_learning_rate: float = 1e-2, **kwargs: Any) -> None:
         self.max_learning_rate = float(max_learning_rate)
         self.sample_generator = None
+        self.update_generator = None
         self.lagged = False
         super().__init__(*args, **kwargs)
         # The same Adam, its update fused into one kernel (rsl-rl's loops over the tensors).
@@ -216,7 +223,9 @@ class FinalObsPPO(PPO):
         st = self.storage
         n = st.num_envs * st.num_transitions_per_env
         size = n // self.num_mini_batches
-        order = torch.randperm(self.num_mini_batches * size, device=self.device)
+        order = torch.randperm(
+            self.num_mini_batches * size, generator=self.update_generator, device=self.device
+        )
         obs = st.observations.flatten(0, 1)
         raw = obs[OBS_GROUP]
         with torch.no_grad():  # the normalisers change only after the update

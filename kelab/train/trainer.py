@@ -29,6 +29,7 @@ require_training_extra()
 
 import torch  # noqa: E402
 
+from kelab.train._ctrl_c import StopRequest  # noqa: E402
 from kelab.train._fork import can_fork  # noqa: E402
 from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import (  # noqa: E402
@@ -276,8 +277,11 @@ class RLTrainer:
                     type(self.task), self.config, self.obs_dim, self.act_dim,
                     self.config.success_target, self.config.eval_episodes, pre_episodes=0,
                 )  # fmt: skip
-        # with overlap_rollout and a process that may fork: the update's process
+        # with overlap_rollout: the update running beside the next rollout, and (during a
+        # train() call, where it may fork) the learner process that runs it
+        self._update: PendingUpdate | None = None
         self._learner: LearnerProcess | None = None
+        self._stop: StopRequest | None = None  # Ctrl-C during train(): stop at a safe point
         if self.config.overlap_rollout:
             self.alg.lagged = True  # its rollouts come from the policy one update back
             self._collector = build_algorithm(
@@ -286,10 +290,11 @@ class RLTrainer:
             self._collector.sample_generator = torch.Generator().manual_seed(self.seed)
             self._collector.train_mode()
             self._sync_collector()
-            if self.config.torch_threads == 1 and can_fork():
-                self._learner = LearnerProcess(
-                    self.alg, [self.alg.storage, self._collector.storage]
-                )
+            # the update's own generator, from where torch's global one is once the
+            # networks are built: the same draws as the global one gave the update
+            # before it had its own
+            self.alg.update_generator = torch.Generator()
+            self.alg.update_generator.set_state(torch.get_rng_state())
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -424,12 +429,14 @@ class RLTrainer:
     # ------------------------------------------------------------------ training
     def _collect(self, alg: FinalObsPPO) -> None:
         """One rollout: ``num_steps_per_env`` steps of every copy into ``alg.storage``."""
-        vec, episodes = self.vec, self._episodes
+        vec, episodes, stop = self.vec, self._episodes, self._stop
         t0 = time.perf_counter()
         alg.storage.clear()  # a rollout cut short by Ctrl-C starts over
         obs = vec.get_observations()
         with torch.inference_mode():
             for _ in range(self.config.num_steps_per_env):
+                if stop is not None and stop.requested:
+                    raise KeyboardInterrupt  # Ctrl-C, between two env steps
                 actions = alg.act(obs)
                 obs, rewards, dones, extras = vec.step(actions)
                 alg.process_env_step(obs, rewards, dones, extras)
@@ -520,11 +527,59 @@ class RLTrainer:
             self._collector.actor.load_state_dict(self.alg.actor.state_dict())
             self._collector.critic.load_state_dict(self.alg.critic.state_dict())
 
-    def _start_update(self) -> PendingUpdate:
+    def _open_learner(self) -> None:
+        """Fork this call's learner process (``overlap_rollout``), where it may.
+
+        Forked per ``train()`` call, it starts from ``alg`` as it is now, so changes made
+        to ``trainer.alg`` between calls are learnt from.
+        """
+        if self._collector is None or self.config.torch_threads != 1 or not can_fork():
+            return  # the update runs in a thread (UpdateThread)
+        storages = [self.alg.storage, self._collector.storage]
+        try:
+            self._learner = LearnerProcess(self.alg, storages)
+        except OSError as err:
+            warnings.warn(
+                f"overlap_rollout: could not fork the learner process ({err}); updating in "
+                "a thread of this process instead",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def _start_update(self) -> None:
         """Start ``alg.update()`` beside the next rollout (``overlap_rollout``)."""
         if self._learner is not None:
-            return self._learner.start()
-        return UpdateThread(self.alg)
+            self._update = self._learner.start()
+        else:
+            self._update = UpdateThread(self.alg)
+
+    def _finish_update(self, reraise: bool = True) -> dict[str, float]:
+        """Wait for the update started beside the rollout; its losses ({} if it failed)."""
+        update = self._update
+        if update is None:
+            return {}
+        try:
+            losses = update.result(reraise)
+        except KeyboardInterrupt:
+            raise  # a second Ctrl-C: still pending, _settle() finishes it
+        except BaseException:
+            self._update = None
+            raise
+        self._update = None
+        return losses
+
+    def _settle(self) -> None:
+        """End this call's learner process; finish what an interrupted call left.
+
+        An update still pending after a second Ctrl-C is dropped in the process (``alg``
+        keeps the state before it: its message may be half read) and joined in a thread.
+        """
+        if self._learner is not None:
+            self._learner.close()
+            self._learner = None
+        elif self._update is not None:
+            self._update.result(reraise=False)
+        self._update = None
 
     def train(
         self,
@@ -554,8 +609,14 @@ class RLTrainer:
             ``interrupted``, ``run_dir`` and ``checkpoints`` (``{"best": path, "latest":
             path}``).
         """
-        with heap_reuse():  # glibc keeps the update's tensors' pages (kelab.train._malloc)
-            return self._train(max_iterations, callback)
+        # glibc keeps the update's tensors' pages (kelab.train._malloc); Ctrl-C stops at
+        # the next safe point (kelab.train._ctrl_c)
+        with heap_reuse(), StopRequest() as stop:
+            self._stop = stop
+            try:
+                return self._train(max_iterations, callback)
+            finally:
+                self._stop = None
 
     def _train(
         self,
@@ -567,6 +628,8 @@ class RLTrainer:
         if max_iterations is None:
             max_iterations = self.config.max_iterations
         max_iterations = check_int(max_iterations, "max_iterations", low=1)
+        self._settle()  # a call ended by a second Ctrl-C may have left an update
+        self._open_learner()
         self._runlog.open()
         cfg = self.config
         alg = self.alg
@@ -580,23 +643,28 @@ class RLTrainer:
         last_row: dict[str, Any] = {}
         alg.train_mode()
         overlap = self._collector is not None
-        update: PendingUpdate | None = None
         try:
             if overlap and not self._rollout_ready:
-                self._collect(self._collector)  # the first rollout (later ones overlap)
-            for _ in range(int(max_iterations)):
+                # the first rollout (later ones overlap): after a call's planned last
+                # iteration the collector still holds the policy from before that update,
+                # which would have collected it in one longer call
+                self._collect(self._collector)
+                self._sync_collector()
+            for i in range(int(max_iterations)):
                 if overlap:
                     # learn from the rollout just collected while the collector gathers the
-                    # next one with the policy it acted with (after the last iteration too:
-                    # the next train() call learns from it, so calls split any way give the
-                    # same run, and the rollout costs no wall time beside the update)
+                    # next one with the policy it acted with; not after the last iteration
+                    # (the next call collects it, with that policy: calls split any way
+                    # give the same run, and a run ending here collects nothing it won't use)
                     alg.storage, self._collector.storage = self._collector.storage, alg.storage
                     self._rollout_ready = False
-                    update = self._start_update()
-                    self._collect(self._collector)
-                    losses = update.result()
-                    update = None
-                    self._sync_collector()
+                    self._start_update()
+                    more = i + 1 < max_iterations
+                    if more:
+                        self._collect(self._collector)
+                    losses = self._finish_update()
+                    if more:
+                        self._sync_collector()
                 else:
                     self._collect(alg)
                     losses = alg.update()
@@ -640,6 +708,8 @@ class RLTrainer:
                 if callback is not None and callback(row) is True:
                     called_off = True
                     break
+                if self._stop is not None:
+                    self._stop.check()  # Ctrl-C: after this iteration's bookkeeping
                 if reached is None and self.iteration >= cfg.min_iterations:
                     if cfg.eval_every:
                         met = verdict is not None and verdict.passed
@@ -661,8 +731,12 @@ class RLTrainer:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            if update is not None:  # interrupted mid-rollout: let the update finish first
-                update.result(reraise=False)
+            # interrupted beside an update: let it finish; a finished update counts (its
+            # rollout did when it was collected) and the collector acts with it next
+            if self._update is not None and self._finish_update(reraise=False):
+                self.iteration += 1
+                self._sync_collector()
+            self._settle()
         if not interrupted and self._judging is not None:  # the last verdict may be best
             start = time.perf_counter()
             judged = self._read_verdict()
@@ -723,9 +797,7 @@ class RLTrainer:
         if self._eval_process is not None:
             self._eval_process.close()
             self._eval_process = None
-        if self._learner is not None:
-            self._learner.close()
-            self._learner = None
+        self._settle()
         self._runlog.close()
 
     def __enter__(self) -> RLTrainer:

@@ -44,8 +44,19 @@ def test_the_process_and_the_thread_give_the_same_run(tmp_path, monkeypatch):
         monkeypatch.setattr(_fork, "_ray_driver", lambda mode=mode: mode == "thread")
         env, tr = _trainer(tmp_path / mode, obs_normalization=True)
         with tr:
-            assert (tr._learner is not None) == (mode == "process")
-            stats = tr.train(3)
+            rng = torch.get_rng_state()
+            seen = []
+
+            def callback(row, tr=tr, seen=seen):
+                seen.append(tr._learner is not None)
+
+            tr.train(2, callback=callback)
+            assert seen == [mode == "process"] * 2 and tr._learner is None  # one per call
+            with torch.no_grad():  # a change between calls is learnt from
+                tr.alg.actor.mlp[0].weight.mul_(0.5)
+            stats = tr.train(1)
+            # the update draws from its own generator, the rollout from the collector's
+            assert torch.equal(rng, torch.get_rng_state())
             runs[mode] = (_state(tr), stats["last_reward"], stats["env_steps"])
             saved = load_checkpoint(f"{tmp_path / mode}:latest")
             # the checkpoint holds the learner's state: networks, normalisers, optimizer
@@ -59,6 +70,27 @@ def test_the_process_and_the_thread_give_the_same_run(tmp_path, monkeypatch):
     assert any(k.startswith("opt.") for k in process) and any("normalizer" in k for k in process)
     assert all(torch.equal(process[k], thread[k]) for k in process)
     assert (lr_p, reward_p, steps_p) == (lr_t, reward_t, steps_t)
+
+
+def test_a_resumed_run_is_the_same_in_the_process_and_the_thread(tmp_path, monkeypatch):
+    env, tr = _trainer(tmp_path / "first")
+    with tr:
+        tr.train(2)
+    env.close()
+    runs = {}
+    for mode in ("process", "thread"):
+        monkeypatch.setattr(_fork, "_ray_driver", lambda mode=mode: mode == "thread")
+        env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+        config = tiny_config(overlap_rollout=True)
+        with ke.RLTrainer(
+            env, seed=3, run_dir=tmp_path / mode, config=config, log=False,
+            resume=f"{tmp_path / 'first'}:latest",
+        ) as tr:  # fmt: skip
+            tr.train(2)
+            runs[mode] = _state(tr)
+        env.close()
+    (process, lr_p), (thread, lr_t) = runs["process"], runs["thread"]
+    assert lr_p == lr_t and all(torch.equal(process[k], thread[k]) for k in process)
 
 
 def test_more_torch_threads_update_in_a_thread(tmp_path):
@@ -77,28 +109,32 @@ def test_an_error_in_the_learner_process_reaches_the_caller(tmp_path, monkeypatc
 
     monkeypatch.setattr(FinalObsPPO, "update", broken)  # before the fork: the learner's too
     env, tr = _trainer(tmp_path)
-    with tr, pytest.raises(RuntimeError, match="update failed in the learner process: Value"):
+    failed = r"update failed in the learner process; its traceback:\n(.|\n)*ValueError: a broken"
+    with tr, pytest.raises(RuntimeError, match=failed):
         tr.train(2)
     env.close()
 
 
 def test_a_learner_that_dies_is_named_with_the_fix(tmp_path):
     env, tr = _trainer(tmp_path)
-    with tr:
-        tr.train(1)
+
+    def kill_it(row):
         tr._learner._proc.kill()
+
+    with tr:
         gone = r"learner process \(pid \d+\) ended.*overlap_rollout"
         with pytest.raises(RuntimeError, match=gone):
-            tr.train(1)
+            tr.train(3, callback=kill_it)
+        assert tr.train(1)["iterations"] == 2  # the next call forks a new one
     env.close()
 
 
-def test_close_ends_the_learner(tmp_path):
+def test_each_call_ends_its_learner(tmp_path):
     env, tr = _trainer(tmp_path)
-    tr.train(1)
-    proc = tr._learner._proc
-    tr.close()
-    assert not proc.is_alive() and proc.exitcode == 0
+    procs = []
+    with tr:
+        tr.train(2, callback=lambda row: procs.append(tr._learner._proc))
+    assert procs[0] is procs[1] and not procs[0].is_alive() and procs[0].exitcode == 0
     env.close()
 
 
@@ -137,9 +173,10 @@ def test_killing_the_trainer_ends_its_helper_processes(tmp_path):
                              eval_episodes=4)
         env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
         tr = ke.RLTrainer(env, seed=0, run_dir={str(tmp_path)!r}, config=config, log=False)
-        tr.train(1)
-        print(*[p.pid for p in multiprocessing.active_children()], flush=True)
-        time.sleep(120)
+        def callback(row):  # killed in here, the learner process alive
+            print(*[p.pid for p in multiprocessing.active_children()], flush=True)
+            time.sleep(120)
+        tr.train(3, callback=callback)
         """
     )
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

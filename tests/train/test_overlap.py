@@ -3,6 +3,9 @@ rollout meanwhile."""
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 import torch
@@ -45,16 +48,18 @@ def test_same_seed_same_run_across_calls(tmp_path):
     env.close()
 
 
-def test_overlap_changes_what_acts_not_how_much_is_learnt(tmp_path):
+def test_overlap_learns_from_every_rollout_it_collects(tmp_path):
     env, tr = _trainer(tmp_path / "a")
     with tr:
-        stats = tr.train(3)
-        # each update learnt from one rollout, and the fourth was collected beside the
-        # third update (the next call learns from it)
-        assert stats["iterations"] == 3 and stats["env_steps"] == 4 * ROLLOUT
-        # the collector acts with the learner's policy once the call returns
+        seen = {}
+        stats = tr.train(3, callback=lambda row: seen.update({row["iteration"]: _weights(tr)}))
+        # each update learnt from one rollout, none was collected for nothing
+        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
+        # the collector still holds the policy from before the last update: the next
+        # call's first rollout acts with it, as it would have inside one longer call
         collector = tr._collector.actor.state_dict()
-        assert all(torch.equal(v, collector[k]) for k, v in tr.alg.actor.state_dict().items())
+        assert all(torch.equal(v, collector[k]) for k, v in seen[2].items())
+        assert any(not torch.equal(v, collector[k]) for k, v in seen[3].items())
     env.close()
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
     plain = ke.RLTrainer(env, seed=3, run_dir=tmp_path / "b", config=tiny_config(), log=False)
@@ -72,8 +77,8 @@ def test_a_rollout_collected_before_a_stop_is_learnt_from_next(tmp_path):
         stats = tr.train(5, callback=lambda row: row["iteration"] == 2)
         assert stats["stopped_by_callback"] and stats["iterations"] == 2
         assert stats["env_steps"] == 3 * ROLLOUT  # the third rollout is waiting
-        stats = tr.train(1)  # learns from it (and collects the fourth meanwhile)
-        assert stats["iterations"] == 3 and stats["env_steps"] == 4 * ROLLOUT
+        stats = tr.train(1)  # learns from it (its last iteration collects nothing)
+        assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
     env.close()
 
 
@@ -107,10 +112,55 @@ def test_ctrl_c_during_the_overlapped_rollout_waits_for_the_update(tmp_path):
     tr.vec.step = interrupting_step
     with tr:
         stats = tr.train(4)
-    assert stats["interrupted"] and stats["iterations"] == 0
+    # the update finished before the save, and counts: the saved actor is the learner's
+    assert stats["interrupted"] and stats["iterations"] == 1
     latest = load_checkpoint(f"{tmp_path}:latest")
-    assert latest.meta["iteration"] == 0
-    # the update finished before the save: the saved actor is the learner's
+    assert latest.meta["iteration"] == 1
     saved = latest.prefixed("actor")
     assert all(torch.equal(saved[k], v) for k, v in tr.alg.actor.state_dict().items())
+    env.close()
+
+
+def _sigint_at(tr, steps_at):
+    """Make the env deliver a real SIGINT to this process at the given step counts."""
+    count = {"n": 0}
+    step = tr.vec.step
+
+    def stepping(actions):
+        count["n"] += 1
+        if count["n"] in steps_at:
+            os.kill(os.getpid(), signal.SIGINT)
+        return step(actions)
+
+    tr.vec.step = stepping
+    return count
+
+
+def test_ctrl_c_stops_at_the_next_safe_point_and_training_goes_on_after(tmp_path):
+    env, tr = _trainer(tmp_path, checkpoint_every=50)
+    count = _sigint_at(tr, {8 + 3})  # inside the rollout beside the first update
+    with tr:
+        stats = tr.train(4)
+        assert stats["interrupted"] and stats["iterations"] == 1
+        assert count["n"] == 8 + 3  # it stopped before the next env step
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        stats = tr.train(2)  # the next call forks a fresh learner and goes on
+        assert not stats["interrupted"] and stats["iterations"] == 3
+    env.close()
+
+
+def test_a_second_ctrl_c_interrupts_at_once(tmp_path):
+    env, tr = _trainer(tmp_path, checkpoint_every=50)
+    after = []
+
+    def callback(row):
+        os.kill(os.getpid(), signal.SIGINT)  # noted: stops after this iteration
+        after.append("one")
+        os.kill(os.getpid(), signal.SIGINT)  # raises here
+        after.append("two")
+
+    with tr:
+        stats = tr.train(4, callback=callback)
+        assert stats["interrupted"] and stats["iterations"] == 1 and after == ["one"]
+        assert tr.train(1)["iterations"] == 2  # and the trainer goes on
     env.close()

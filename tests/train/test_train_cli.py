@@ -6,14 +6,17 @@ import io
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from kelab.cli import main
 from kelab.train import cli as train_cli
+from kelab.train.checkpoint import load_checkpoint
 
 
 def test_train_writes_a_run_and_prints_where(tmp_path, capsys):
@@ -277,3 +280,25 @@ def test_too_many_copies_names_the_cli_fix(tmp_path, capsys):
     assert code == 2
     assert "--num-envs 100000 is more copies than kelab/CartPole-v0 fits here; pass " in err
     assert "--num-envs 16384 or fewer" in err
+
+
+def test_sigterm_stops_the_run_like_ctrl_c_and_saves_latest(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "kelab", "train", "Humanoid-v0", "--num-envs", "16",
+        "--iterations", "1000", "--no-stop-at-target", "--run-dir", str(run_dir),
+    ]  # fmt: skip
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (run_dir / "metrics.csv").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # some iterations in (Humanoid-v0 overlaps its update: a process)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted" in out and "Traceback" not in err
+    latest = load_checkpoint(f"{run_dir}:latest")
+    assert 1 <= latest.meta["iteration"] < 1000
