@@ -27,10 +27,12 @@ processes, CPU time much less.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import resource
 import tempfile
 import time
+from collections.abc import Iterator
 
 t_import = time.perf_counter()
 import numpy as np  # noqa: E402
@@ -139,6 +141,18 @@ def sb3_solve(seed: int, max_steps: int = 300_000) -> dict:
     }
 
 
+@contextlib.contextmanager
+def _update_in_a_thread(on: bool) -> Iterator[None]:
+    """As where the trainer cannot fork (a Ray driver): the overlapped update in a thread."""
+    cannot = _fork._ray_driver
+    if on:
+        _fork._ray_driver = lambda: True
+    try:
+        yield
+    finally:
+        _fork._ray_driver = cannot
+
+
 def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 8) -> dict:
     """Env steps/s: the bare env (random actions) against the trainer's rollout and iterations.
 
@@ -146,8 +160,8 @@ def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 
     ``overlap_rollout`` and with it (the update in a thread, as where the trainer cannot
     fork, and in the learner process); every loop gets ``rounds`` interleaved rounds of
     ``iterations`` iterations, best of each. Whole iterations are timed from the end of a
-    call's first iteration to the end of its last (steady state: not a call's final save
-    and curve).
+    call's first iteration to the end of its second-to-last (steady state: not a call's
+    first rollout, last update or final save and curve).
     """
     torch.set_num_threads(1)
     config = task_type.training_config.replace(stop_at_target=False, eval_every=0)
@@ -159,17 +173,12 @@ def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 
     trainers = {}
     for mode in ("plain", "thread", "process"):
         env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
-        forks = _fork._ray_driver
-        if mode == "thread":  # as where the trainer cannot fork: the update in a thread
-            _fork._ray_driver = lambda: True
-        try:
-            trainers[mode] = RLTrainer(
-                env, seed=0, config=config.replace(overlap_rollout=mode != "plain"),
-                run_dir=tempfile.mkdtemp(prefix=f"kelab_bench_overhead_{mode}_"), log=False,
-            )  # fmt: skip
-        finally:
-            _fork._ray_driver = forks
-        trainers[mode].train(1)  # warm up
+        trainers[mode] = RLTrainer(
+            env, seed=0, config=config.replace(overlap_rollout=mode != "plain"),
+            run_dir=tempfile.mkdtemp(prefix=f"kelab_bench_overhead_{mode}_"), log=False,
+        )  # fmt: skip
+        with _update_in_a_thread(mode == "thread"):
+            trainers[mode].train(1)  # warm up
     out = {"bare": 0.0, "collect": 0.0, "plain": 0.0, "thread": 0.0, "process": 0.0}
     for _ in range(rounds):
         gc.collect()
@@ -184,10 +193,12 @@ def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 
             def mark(row: dict, marks: list = marks) -> None:
                 marks.append((time.perf_counter(), row["env_steps"]))
 
-            stats = trainer.train(iterations, callback=mark)
-            # steady state: from the first iteration's end to the last's (a call's own
-            # start and end, e.g. its final checkpoint and curve, are not iterations)
-            rate = (marks[-1][1] - marks[0][1]) / (marks[-1][0] - marks[0][0])
+            with _update_in_a_thread(mode == "thread"):
+                stats = trainer.train(iterations, callback=mark)
+            # steady state: from the first iteration's end to the second-to-last's (a
+            # call's start and end are not steady iterations: its first rollout, its last
+            # update alone with overlap_rollout, its final checkpoint and curve)
+            rate = (marks[-2][1] - marks[0][1]) / (marks[-2][0] - marks[0][0])
             out[mode] = max(out[mode], rate)
             if mode == "plain":
                 out["collect"] = max(out["collect"], stats["collect_steps_per_s"])
