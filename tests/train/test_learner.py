@@ -192,3 +192,27 @@ def test_killing_the_trainer_ends_its_helper_processes(tmp_path):
     finally:
         proc.kill()
         proc.stdout.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_trainers_come_and_go_without_leaving_processes_or_descriptors(tmp_path):
+    import gc
+    import multiprocessing
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def one(i):
+        env, tr = _trainer(tmp_path / str(i))
+        with tr:
+            tr.train(2)
+        env.close()
+
+    one(0)  # first use: imports, caches
+    gc.collect()
+    before = open_fds()
+    for i in range(1, 6):
+        one(i)
+    gc.collect()
+    assert multiprocessing.active_children() == []
+    assert open_fds() <= before  # the shared storages' descriptors went with them
