@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-__all__ = ["can_fork", "fork_helper"]
+__all__ = ["HelperProcess", "can_fork", "fork_helper"]
 
 _parent_ends: weakref.WeakSet[Connection] = weakref.WeakSet()
 
@@ -70,3 +70,50 @@ def fork_helper(
     proc.start()
     child.close()
     return proc, parent
+
+
+class HelperProcess:
+    """A forked helper (:func:`fork_helper`) answering one request at a time.
+
+    Subclasses name the helper (``what``) and the setting that avoids it (``fix``) for
+    the error a vanished helper gives, send requests over ``_conn`` and keep ``_pending``
+    true from a request until its answer is read.
+    """
+
+    what = "helper process"
+    fix = "run it in this process instead"
+
+    def __init__(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
+        self._proc, self._conn = fork_helper(target, args, name)
+        self._pending = False
+
+    @property
+    def pending(self) -> bool:
+        """A request was sent and its answer not read yet."""
+        return self._pending
+
+    def _gone(self, err: BaseException) -> str:
+        """The message for a helper that ended unexpectedly (``err``: what the pipe said)."""
+        self._proc.join(timeout=1.0)
+        return (
+            f"the {self.what} (pid {self._proc.pid}) ended unexpectedly (exit code "
+            f"{self._proc.exitcode}, {type(err).__name__}); {self.fix}"
+        )
+
+    def close(self) -> None:
+        """Stop the process; a request in progress is dropped (the process is killed)."""
+        if self._proc.pid is None or self._conn.closed:
+            return
+        if self._pending:  # nobody will read that answer
+            self._proc.kill()
+        else:
+            try:
+                self._conn.send_bytes(b"")
+            except OSError:
+                pass
+        self._conn.close()
+        self._pending = False
+        self._proc.join(timeout=5.0)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join(timeout=5.0)

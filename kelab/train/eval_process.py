@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from kelab.train._fork import can_fork, fork_helper
+from kelab.train._fork import HelperProcess, can_fork
 from kelab.train.config import TrainConfig
 from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
 
@@ -112,7 +112,7 @@ def _serve(
         conn.close()
 
 
-class EvalProcess:
+class EvalProcess(HelperProcess):
     """Judge actor weights against a task's success target in a forked process.
 
     One check at a time: :meth:`submit` sends the weights (copied at once, so training may
@@ -132,6 +132,9 @@ class EvalProcess:
         RuntimeError: When this process cannot fork safely (see :func:`can_fork`).
     """
 
+    what = "evaluation process"
+    fix = "set TrainConfig.eval_process=False to evaluate in the training process"
+
     def __init__(
         self,
         task_type: type[Task],
@@ -150,15 +153,7 @@ class EvalProcess:
                 "a Ray driver); evaluate in this process instead"
             )
         args = (target, episodes, pre_episodes, seed)
-        self._proc, self._conn = fork_helper(
-            _serve, (task_type, config, obs_dim, act_dim, args), "kelab-eval"
-        )
-        self._pending = False
-
-    @property
-    def pending(self) -> bool:
-        """A check was submitted and its verdict not read yet."""
-        return self._pending
+        super().__init__(_serve, (task_type, config, obs_dim, act_dim, args), "kelab-eval")
 
     def submit(self, actor: MLPModel) -> None:
         """Start judging ``actor``'s current weights.
@@ -189,29 +184,3 @@ class EvalProcess:
             raise RuntimeError(self._gone(err)) from None
         passed, rate, judged, full = _VERDICT.unpack(data)
         return TargetVerdict(bool(passed), float(rate), int(judged), bool(full))
-
-    def _gone(self, err: BaseException) -> str:
-        self._proc.join(timeout=1.0)
-        return (
-            f"the evaluation process (pid {self._proc.pid}) ended unexpectedly (exit code "
-            f"{self._proc.exitcode}, {type(err).__name__}); set TrainConfig.eval_process=False "
-            "to evaluate in the training process"
-        )
-
-    def close(self) -> None:
-        """Stop the process (an unread verdict is dropped)."""
-        if self._proc.pid is None or self._conn.closed:
-            return
-        if self._pending:  # a check still running: nobody will read its verdict
-            self._proc.kill()
-        else:
-            try:
-                self._conn.send_bytes(b"")
-            except (BrokenPipeError, OSError):
-                pass
-        self._conn.close()
-        self._pending = False
-        self._proc.join(timeout=5.0)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(timeout=5.0)

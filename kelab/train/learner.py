@@ -46,7 +46,7 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
-from kelab.train._fork import can_fork, fork_helper
+from kelab.train._fork import HelperProcess, can_fork
 from kelab.train._malloc import heap_reuse
 from kelab.train.checkpoint import CheckpointError
 from kelab.train.policy import load_optimizer_state, optimizer_state
@@ -167,7 +167,7 @@ def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage
     conn.close()
 
 
-class LearnerProcess:
+class LearnerProcess(HelperProcess):
     """Run ``alg``'s PPO updates in a forked process, mirroring the results into ``alg``.
 
     The process is a copy of ``alg`` at construction (networks, normalisers, optimizer,
@@ -186,6 +186,9 @@ class LearnerProcess:
         OSError: When the fork itself fails (no memory, too many processes).
     """
 
+    what = "learner process"
+    fix = "set TrainConfig.overlap_rollout=False to update in the training process"
+
     def __init__(self, alg: FinalObsPPO, storages: Sequence[RolloutStorage]) -> None:
         if not can_fork():
             raise RuntimeError(
@@ -202,13 +205,7 @@ class LearnerProcess:
         act_dim = int(alg.storage.actions.shape[-1])
         for storage in self._storages:
             share_storage(storage, act_dim)  # a no-op for tensors already shared
-        self._proc, self._conn = fork_helper(_serve, (alg, self._storages), "kelab-learner")
-        self._pending = False
-
-    @property
-    def pending(self) -> bool:
-        """An update was started and its result not applied yet."""
-        return self._pending
+        super().__init__(_serve, (alg, self._storages), "kelab-learner")
 
     def start(self) -> LearnerProcess:
         """Start updating on ``alg.storage`` (one of the storages given at construction).
@@ -289,29 +286,3 @@ class LearnerProcess:
             alg.update_generator.set_state(tensors[_GENERATOR])
         alg.learning_rate = float(header["learning_rate"])
         alg.storage.clear()  # as the update cleared the learner's copy
-
-    def _gone(self, err: BaseException) -> str:
-        self._proc.join(timeout=1.0)
-        return (
-            f"the learner process (pid {self._proc.pid}) ended unexpectedly (exit code "
-            f"{self._proc.exitcode}, {type(err).__name__}); set TrainConfig.overlap_rollout="
-            "False to update in the training process"
-        )
-
-    def close(self) -> None:
-        """Stop the process (a pending update is dropped: ``alg`` keeps the state before it)."""
-        if self._proc.pid is None or self._conn.closed:
-            return
-        if self._pending:  # nobody will read that update
-            self._proc.kill()
-        else:
-            try:
-                self._conn.send_bytes(b"")
-            except OSError:
-                pass
-        self._conn.close()
-        self._pending = False
-        self._proc.join(timeout=5.0)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join(timeout=5.0)
