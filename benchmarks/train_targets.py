@@ -21,6 +21,7 @@ evaluation, and wall time / budget.
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -94,6 +95,13 @@ def main() -> None:
         action="store_true",
         help="overlap_rollout=True (the update beside the next rollout)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change a field of the task's config (a JSON value), e.g. num_learning_epochs=4",
+    )
     args = parser.parse_args()
     task_id, class_path = resolve_task(args.task)
     task_type = task_class(class_path)
@@ -107,6 +115,9 @@ def main() -> None:
         config = config.replace(stop_at_target=False)
     if args.overlap:
         config = config.replace(overlap_rollout=True)
+    for change in args.set:
+        field, _, value = change.partition("=")
+        config = config.replace(**{field: json.loads(value)})
     target = config.success_target
     min_speed = MIN_SPEED.get(name)
     torch.set_num_threads(config.torch_threads)
