@@ -4,7 +4,8 @@ Python raises ``KeyboardInterrupt`` wherever the main thread happens to be: insi
 message to the learner process, between copying the actor and the critic, half way
 through a checkpoint's bookkeeping. :class:`StopRequest` replaces that, for one
 ``train()`` call, with a flag the loop reads where stopping is safe (between env steps,
-after an iteration); a second Ctrl-C still interrupts at once.
+after an iteration); a second Ctrl-C still interrupts at once (a wait for an update, say),
+except once the call is saving its checkpoints (:meth:`StopRequest.hold`).
 
 Example:
     >>> with StopRequest() as stop:
@@ -32,6 +33,7 @@ class StopRequest:
         self.requested = False
         """Ctrl-C was pressed; :meth:`check` raises ``KeyboardInterrupt`` from now on."""
         self._installed = False
+        self._held = False
 
     def __enter__(self) -> StopRequest:
         if (
@@ -48,9 +50,17 @@ class StopRequest:
             self._installed = False
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        if self.requested:  # pressed twice: the user will not wait
+        if self.requested and not self._held:  # pressed twice: the user will not wait
             raise KeyboardInterrupt
         self.requested = True
+
+    def hold(self) -> None:
+        """From now on Ctrl-C never raises, only sets :attr:`requested`.
+
+        For the last steps of a call, such as saving its checkpoints: they take a moment
+        and must end.
+        """
+        self._held = True
 
     def check(self) -> None:
         """Raise ``KeyboardInterrupt`` here if Ctrl-C was pressed (a safe point)."""

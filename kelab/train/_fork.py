@@ -72,6 +72,14 @@ def fork_helper(
     return proc, parent
 
 
+def _end(proc: BaseProcess, conn: Connection) -> None:
+    """End a helper nobody will talk to again (its owner was collected without close())."""
+    conn.close()
+    if proc.is_alive():
+        proc.kill()
+        proc.join(timeout=5.0)
+
+
 class HelperProcess:
     """A forked helper (:func:`fork_helper`) answering one request at a time.
 
@@ -86,6 +94,8 @@ class HelperProcess:
     def __init__(self, target: Callable[..., None], args: tuple[Any, ...], name: str) -> None:
         self._proc, self._conn = fork_helper(target, args, name)
         self._pending = False
+        # an owner dropped without close(): the process ends with this object, not at exit
+        self._finalizer = weakref.finalize(self, _end, self._proc, self._conn)
 
     @property
     def pending(self) -> bool:
@@ -102,6 +112,7 @@ class HelperProcess:
 
     def close(self) -> None:
         """Stop the process; a request in progress is dropped (the process is killed)."""
+        self._finalizer.detach()
         if self._proc.pid is None or self._conn.closed:
             return
         if self._pending:  # nobody will read that answer

@@ -79,6 +79,9 @@ class UpdateThread:
     def __init__(self, alg: FinalObsPPO) -> None:
         self._losses: dict[str, float] | None = None
         self._error: BaseException | None = None
+        # waited on instead of join(): a join interrupted by Ctrl-C can leave the thread
+        # looking ended while it still runs (CPython before 3.12)
+        self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(alg,), name="kelab-ppo-update")
         self._thread.start()
 
@@ -87,10 +90,12 @@ class UpdateThread:
             self._losses = alg.update()
         except BaseException as error:  # handed to the caller by result()
             self._error = error
+        finally:
+            self._done.set()
 
     def result(self, reraise: bool = True) -> dict[str, float]:
         """Wait for the update; its losses, or its exception re-raised here."""
-        self._thread.join()
+        self._done.wait()
         if self._error is not None and reraise:
             raise self._error
         return self._losses or {}

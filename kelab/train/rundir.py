@@ -88,6 +88,11 @@ def claim_run_dir(
             f"latest (iteration {latest}) that this run would overwrite; resume "
             f"'{path}:latest', or resume this checkpoint into a new run_dir"
         )
+    if not (path / "latest.json").exists():  # a run that ended before its first save
+        raise ValueError(
+            f"run_dir {str(path)!r} already holds the start of a run that saved no "
+            f"checkpoint ({', '.join(held)}); choose a new run_dir, or delete this one"
+        )
     raise ValueError(
         f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
         f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "

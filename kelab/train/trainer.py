@@ -521,6 +521,30 @@ class RLTrainer:
             state[1]["best_score"] = [_finite_or_none(v) for v in score]
         self._pending_best = state
 
+    def _row(
+        self, losses: dict[str, float], steps_before: int, start_wall: float, base_wall: float
+    ) -> dict[str, Any]:
+        """The metrics row of the iteration just ended (without its evaluation's fields)."""
+        run_steps = self.env_steps - steps_before
+        elapsed = time.perf_counter() - start_wall
+        self.wall_time_s = base_wall + elapsed
+        episodes = self._episodes
+        return {
+            "iteration": self.iteration,
+            "env_steps": self.env_steps,
+            "wall_time_s": self.wall_time_s,
+            "mean_return": episodes.mean_return,
+            "success_rate": episodes.success_rate,
+            "episodes": episodes.total,
+            "env_steps_per_s": run_steps / max(elapsed, 1e-9),
+            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
+            "learning_rate": float(self.alg.learning_rate),
+            "action_std": float(self.alg.action_std().detach().mean()),
+            "value_loss": float(losses["value"]),
+            "surrogate_loss": float(losses["surrogate"]),
+            "entropy": float(losses["entropy"]),
+        }
+
     def _sync_collector(self) -> None:
         """Give the collector the learner's current actor and critic (and normalisers)."""
         if self._collector is not None:
@@ -669,25 +693,8 @@ class RLTrainer:
                     self._collect(alg)
                     losses = alg.update()
                 self.iteration += 1
-                run_steps = self.env_steps - steps_before
-                elapsed = time.perf_counter() - start_wall
-                self.wall_time_s = base_wall + elapsed
-                rate = episodes.success_rate
-                row = {
-                    "iteration": self.iteration,
-                    "env_steps": self.env_steps,
-                    "wall_time_s": self.wall_time_s,
-                    "mean_return": episodes.mean_return,
-                    "success_rate": rate,
-                    "episodes": episodes.total,
-                    "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-                    "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
-                    "learning_rate": float(alg.learning_rate),
-                    "action_std": float(alg.action_std().detach().mean()),
-                    "value_loss": float(losses["value"]),
-                    "surrogate_loss": float(losses["surrogate"]),
-                    "entropy": float(losses["entropy"]),
-                }
+                row = self._row(losses, steps_before, start_wall, base_wall)
+                rate = row["success_rate"]
                 judged = self._evaluate(row)
                 verdict = None if judged is None else judged[0]
                 row["eval_success_rate"] = None if verdict is None else verdict.success_rate
@@ -731,11 +738,23 @@ class RLTrainer:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            # interrupted beside an update: let it finish; a finished update counts (its
-            # rollout did when it was collected) and the collector acts with it next
-            if self._update is not None and self._finish_update(reraise=False):
+            finished: dict[str, float] = {}
+            if self._update is not None:  # interrupted beside an update: let it finish
+                try:
+                    finished = self._finish_update(reraise=False)
+                except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
+                    interrupted = True
+            if self._stop is not None:
+                self._stop.hold()  # from here on Ctrl-C waits for the saves
+            if self._update is not None and self._learner is None:
+                # a thread cannot be dropped: it changes alg in place, so it is waited for
+                finished = self._finish_update(reraise=False)
+            if finished:  # it counts, with its row (its rollout counted when collected)
                 self.iteration += 1
-                self._sync_collector()
+                last_row = self._row(finished, steps_before, start_wall, base_wall)
+                last_row.update(eval_success_rate=None, eval_iteration=None)
+                self._runlog.record(last_row)
+                self._sync_collector()  # the next rollout acts with it
             self._settle()
         if not interrupted and self._judging is not None:  # the last verdict may be best
             start = time.perf_counter()

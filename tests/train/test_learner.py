@@ -216,3 +216,19 @@ def test_trainers_come_and_go_without_leaving_processes_or_descriptors(tmp_path)
     gc.collect()
     assert multiprocessing.active_children() == []
     assert open_fds() <= before  # the shared storages' descriptors went with them
+
+
+def test_a_trainer_dropped_without_close_ends_its_evaluation_process(tmp_path):
+    import gc
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    config = tiny_config(eval_every=1, eval_process=True, eval_episodes=4)
+    tr = ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False)
+    tr.train(1)
+    proc = tr._eval_process._proc
+    assert proc.is_alive()
+    del tr
+    gc.collect()
+    proc.join(timeout=10)
+    assert not proc.is_alive()
+    env.close()

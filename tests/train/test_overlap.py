@@ -164,3 +164,52 @@ def test_a_second_ctrl_c_interrupts_at_once(tmp_path):
         assert stats["interrupted"] and stats["iterations"] == 1 and after == ["one"]
         assert tr.train(1)["iterations"] == 2  # and the trainer goes on
     env.close()
+
+
+@pytest.mark.parametrize("where", ["process", "thread"])
+def test_ctrl_c_twice_while_the_update_ends_still_saves(tmp_path, monkeypatch, where):
+    import threading
+
+    import kelab.train._fork as _fork
+
+    monkeypatch.setattr(_fork, "_ray_driver", lambda: where == "thread")
+    # a slow update, so the second Ctrl-C lands while the trainer waits for it
+    env, tr = _trainer(tmp_path, checkpoint_every=50, num_learning_epochs=400)
+    before = _weights(tr)
+    count = {"n": 0}
+    step = tr.vec.step
+
+    def stepping(actions):
+        count["n"] += 1
+        if count["n"] == 8 + 3:  # inside the rollout beside the first update
+            os.kill(os.getpid(), signal.SIGINT)
+            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return step(actions)
+
+    tr.vec.step = stepping
+    with tr:
+        stats = tr.train(4)
+    assert stats["interrupted"]
+    latest = load_checkpoint(f"{tmp_path}:latest")
+    saved = latest.prefixed("actor")
+    if where == "process":  # dropped: the state before it is saved
+        assert stats["iterations"] == latest.meta["iteration"] == 0
+        assert all(torch.equal(saved[k], v) for k, v in before.items())
+    else:  # a thread cannot be dropped: it ended, and counts
+        assert stats["iterations"] == latest.meta["iteration"] == 1
+    assert all(torch.equal(saved[k], v) for k, v in tr.alg.actor.state_dict().items())
+    env.close()
+
+
+def test_an_update_that_ends_after_ctrl_c_gets_its_metrics_row(tmp_path):
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    config = tiny_config(overlap_rollout=True, checkpoint_every=50)
+    tr = ke.RLTrainer(env, seed=3, run_dir=tmp_path, config=config)  # log=True
+    _sigint_at(tr, {3 * 8 + 3})  # inside the rollout beside the third update
+    with tr:
+        stats = tr.train(6)
+    assert stats["interrupted"] and stats["iterations"] == 3
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert [int(r.split(",")[0]) for r in rows[1:]] == [1, 2, 3]
+    assert load_checkpoint(f"{tmp_path}:latest").meta["iteration"] == 3
+    env.close()

@@ -201,7 +201,7 @@ def test_trainers_built_before_either_trains_never_share_a_dir(tmp_path, monkeyp
     a = ke.RLTrainer(env, config=tiny_config())
     b = ke.RLTrainer(env, config=tiny_config())  # the same second, nothing trained yet
     assert a.run_dir != b.run_dir and a.run_dir.is_dir() and b.run_dir.is_dir()
-    with pytest.raises(ValueError, match="already holds a run"):  # an explicit dir is claimed
+    with pytest.raises(ValueError, match="already holds the start of a run that saved no"):
         ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
     a.close()
     b.close()
