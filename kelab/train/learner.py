@@ -74,7 +74,16 @@ class PendingUpdate(Protocol):
 
 
 class UpdateThread:
-    """``alg.update()`` in a thread of this process, started at construction."""
+    """``alg.update()`` in a thread of this process, started at construction.
+
+    Example:
+        >>> from kelab.train.config import TrainConfig
+        >>> from kelab.train.ppo import build_algorithm
+        >>> alg = build_algorithm(TrainConfig(num_envs=4, num_steps_per_env=2), 3, 1, 4)
+        >>> share_storage(alg.storage, 1)  # a storage with every field (all zeros)
+        >>> sorted(UpdateThread(alg).result())
+        ['entropy', 'surrogate', 'value']
+    """
 
     def __init__(self, alg: FinalObsPPO) -> None:
         self._losses: dict[str, float] | None = None
@@ -107,6 +116,14 @@ def share_storage(storage: RolloutStorage, action_dim: int) -> None:
     rsl-rl creates the action distribution's parameters at the first transition; they
     are created here (mean and std, ``(steps, copies, action_dim)`` each) so the forked
     learner sees the same memory.
+
+    Example:
+        >>> from kelab.train.config import TrainConfig
+        >>> from kelab.train.ppo import build_algorithm
+        >>> alg = build_algorithm(TrainConfig(num_envs=4, num_steps_per_env=2), 3, 1, 4)
+        >>> share_storage(alg.storage, 1)
+        >>> alg.storage.actions.is_shared(), alg.storage.distribution_params[0].shape
+        (True, torch.Size([2, 4, 1]))
     """
     if storage.training_type != "rl" or storage.saved_hidden_state_a is not None:
         raise ValueError(
