@@ -72,8 +72,10 @@ def fork_helper(
     return proc, parent
 
 
-def _end(proc: BaseProcess, conn: Connection) -> None:
+def _end(proc: BaseProcess, conn: Connection, parent: int) -> None:
     """End a helper nobody will talk to again (its owner was collected without close())."""
+    if os.getpid() != parent:  # a forked copy of the owner: the helper is not its child
+        return
     conn.close()
     if proc.is_alive():
         proc.kill()
@@ -95,12 +97,22 @@ class HelperProcess:
         self._proc, self._conn = fork_helper(target, args, name)
         self._pending = False
         # an owner dropped without close(): the process ends with this object, not at exit
-        self._finalizer = weakref.finalize(self, _end, self._proc, self._conn)
+        self._finalizer = weakref.finalize(self, _end, self._proc, self._conn, os.getpid())
 
     @property
     def pending(self) -> bool:
         """A request was sent and its answer not read yet."""
         return self._pending
+
+    def wait(self) -> None:
+        """Wait until the answer (or the pipe's end) is there to read.
+
+        Ctrl-C may cut the wait short; it reads nothing, so the answer stays whole.
+        """
+        try:
+            self._conn.poll(None)
+        except (EOFError, OSError):
+            pass  # reading says what happened
 
     def _gone(self, err: BaseException) -> str:
         """The message for a helper that ended unexpectedly (``err``: what the pipe said)."""

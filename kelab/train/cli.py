@@ -176,7 +176,10 @@ def _sigterm_stops_like_ctrl_c() -> None:
         return
 
     def stop(signum: int, frame: object) -> None:
-        signal.raise_signal(signal.SIGINT)  # as Ctrl-C: train() stops at a safe point
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # as Ctrl-C: train() stops at a safe point
+        else:  # SIGINT ignored or set to the default by the program running this
+            raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with `&` by a shell

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from kelab.train._ctrl_c import uninterrupted
 from kelab.train._fork import HelperProcess, can_fork
 from kelab.train.config import TrainConfig
 from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
@@ -71,9 +72,10 @@ def _serve(
     """The evaluation process: weights in, verdicts out, until the pipe closes."""
     from kelab.train.ppo import build_actor, deterministic_actions
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
-    # a SIGTERM to the process group ends it quietly (not the trainer's handler, inherited)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # Ctrl-C and SIGTERM (to the process group, say) are the trainer's to handle: it
+    # stops at a safe point and ends this process, which also ends when its pipe does
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)
     target, episodes, pre_episodes, seed = check_args
@@ -163,11 +165,12 @@ class EvalProcess(HelperProcess):
         """
         if self._pending:
             raise RuntimeError("EvalProcess.submit: read the previous verdict with result() first")
-        try:
-            self._conn.send_bytes(_pack(actor))
-        except (BrokenPipeError, OSError) as err:
-            raise RuntimeError(self._gone(err)) from None
-        self._pending = True
+        with uninterrupted():  # sent and marked pending, or neither
+            try:
+                self._conn.send_bytes(_pack(actor))
+            except OSError as err:
+                raise RuntimeError(self._gone(err)) from None
+            self._pending = True
 
     def result(self) -> TargetVerdict:
         """The verdict of the submitted weights (waits for it).
@@ -177,10 +180,12 @@ class EvalProcess(HelperProcess):
         """
         if not self._pending:
             raise RuntimeError("EvalProcess.result: nothing was submitted")
-        self._pending = False
-        try:
-            data = self._conn.recv_bytes()
-        except (EOFError, OSError) as err:
-            raise RuntimeError(self._gone(err)) from None
+        self.wait()  # Ctrl-C may cut the wait short; it reads nothing
+        with uninterrupted():  # the verdict read whole, or not at all
+            self._pending = False
+            try:
+                data = self._conn.recv_bytes()
+            except (EOFError, OSError) as err:
+                raise RuntimeError(self._gone(err)) from None
         passed, rate, judged, full = _VERDICT.unpack(data)
         return TargetVerdict(bool(passed), float(rate), int(judged), bool(full))

@@ -46,6 +46,7 @@ import torch
 from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
+from kelab.train._ctrl_c import uninterrupted
 from kelab.train._fork import HelperProcess, can_fork
 from kelab.train._malloc import heap_reuse
 from kelab.train.checkpoint import CheckpointError
@@ -156,8 +157,10 @@ def _model_tensors(alg: FinalObsPPO) -> tuple[dict[str, torch.Tensor], dict[str,
 
 def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage]) -> None:
     """The learner process: a storage index in, the update's results out, until EOF."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the trainer's to handle
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the trainer's handler, inherited
+    # Ctrl-C and SIGTERM (to the process group, say) are the trainer's to handle: it
+    # stops at a safe point and ends this process, which also ends when its pipe does
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)  # the parent's OpenMP pool does not exist here
     with heap_reuse():  # this process only updates: keep the update's pages (_malloc)
@@ -247,12 +250,12 @@ class LearnerProcess(HelperProcess):
                 "LearnerProcess.start: alg.storage is not one of the storages the learner "
                 "shares; give every storage to LearnerProcess(alg, storages)"
             )
-        self._pending = True  # before the send: an interrupt after it must still wait
-        try:
-            self._conn.send_bytes(bytes((index,)))
-        except OSError as err:
-            self._pending = False
-            raise RuntimeError(self._gone(err)) from None
+        with uninterrupted():  # sent and marked pending, or neither
+            try:
+                self._conn.send_bytes(bytes((index,)))
+            except OSError as err:
+                raise RuntimeError(self._gone(err)) from None
+            self._pending = True
         return self
 
     def result(self, reraise: bool = True) -> dict[str, float]:
@@ -267,27 +270,29 @@ class LearnerProcess(HelperProcess):
         """
         if not self._pending:
             return {}
-        try:
-            data = self._conn.recv_bytes()
-        except (EOFError, OSError) as err:
+        self.wait()  # Ctrl-C may cut the wait short; it reads nothing
+        with uninterrupted():  # the message read and applied whole, or not at all
+            try:
+                data = self._conn.recv_bytes()
+            except (EOFError, OSError) as err:
+                self._pending = False
+                if not reraise:
+                    return {}
+                raise RuntimeError(self._gone(err)) from None
             self._pending = False
-            if not reraise:
-                return {}
-            raise RuntimeError(self._gone(err)) from None
-        self._pending = False
-        if data[:1] != _OK:
-            if not reraise:
-                return {}
-            raise RuntimeError(
-                "the PPO update failed in the learner process; its traceback:\n"
-                + data[1:].decode(errors="replace")
-            )
-        (size,) = _HEADER.unpack_from(data, 1)
-        start = 1 + _HEADER.size
-        header = json.loads(data[start : start + size])
-        # copies: safetensors' tensors view the immutable message bytes
-        tensors = {k: v.clone() for k, v in load_tensors(data[start + size :]).items()}
-        self._apply(header, tensors)
+            if data[:1] != _OK:
+                if not reraise:
+                    return {}
+                raise RuntimeError(
+                    "the PPO update failed in the learner process; its traceback:\n"
+                    + data[1:].decode(errors="replace")
+                )
+            (size,) = _HEADER.unpack_from(data, 1)
+            start = 1 + _HEADER.size
+            header = json.loads(data[start : start + size])
+            # copies: safetensors' tensors view the immutable message bytes
+            tensors = {k: v.clone() for k, v in load_tensors(data[start + size :]).items()}
+            self._apply(header, tensors)
         return {k: float(v) for k, v in header["losses"].items()}
 
     def _apply(self, header: dict[str, Any], tensors: dict[str, torch.Tensor]) -> None:

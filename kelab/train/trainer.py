@@ -29,7 +29,7 @@ require_training_extra()
 
 import torch  # noqa: E402
 
-from kelab.train._ctrl_c import StopRequest  # noqa: E402
+from kelab.train._ctrl_c import StopRequest, uninterrupted  # noqa: E402
 from kelab.train._fork import can_fork  # noqa: E402
 from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import (  # noqa: E402
@@ -372,8 +372,8 @@ class RLTrainer:
     def _flush_best(self) -> None:
         """Write the best state held since the last write (see ``train``)."""
         if self._pending_best is not None:
-            pending, self._pending_best = self._pending_best, None
-            self._write("best", *pending)
+            self._write("best", *self._pending_best)
+            self._pending_best = None  # once written: a failed write is tried again
 
     def _state(
         self, name: str, stats: dict[str, Any] | None, copy: bool = False
@@ -469,8 +469,9 @@ class RLTrainer:
                 and self.iteration >= cfg.min_iterations
             )
             if not stopping:
-                self._judging = (dict(row), self._state("best", row, copy=True))
-                self._eval_process.submit(self.alg.actor)
+                with uninterrupted():  # submitted and remembered, or neither
+                    self._eval_process.submit(self.alg.actor)
+                    self._judging = (dict(row), self._state("best", row, copy=True))
             self.evaluation_time_s += time.perf_counter() - start
             return judged
         return self._check_here(), row, None
@@ -479,9 +480,11 @@ class RLTrainer:
         """The verdict of the policy the evaluation process is judging (waits for it)."""
         if self._eval_process is None or self._judging is None:
             return None
-        verdict = self._eval_process.result()
-        (row, state), self._judging = self._judging, None
-        self.evaluations += 1
+        self._eval_process.wait()  # Ctrl-C may cut this short; the rest happens whole
+        with uninterrupted():
+            verdict = self._eval_process.result()
+            (row, state), self._judging = self._judging, None
+            self.evaluations += 1
         return verdict, row, state
 
     def _check_here(self) -> TargetVerdict:
@@ -667,6 +670,8 @@ class RLTrainer:
         last_row: dict[str, Any] = {}
         alg.train_mode()
         overlap = self._collector is not None
+        stop = self._stop
+        unrecorded: dict[str, Any] | None = None  # the row of an iteration cut short
         try:
             if overlap and not self._rollout_ready:
                 # the first rollout (later ones overlap): after a call's planned last
@@ -693,7 +698,7 @@ class RLTrainer:
                     self._collect(alg)
                     losses = alg.update()
                 self.iteration += 1
-                row = self._row(losses, steps_before, start_wall, base_wall)
+                row = unrecorded = self._row(losses, steps_before, start_wall, base_wall)
                 rate = row["success_rate"]
                 judged = self._evaluate(row)
                 verdict = None if judged is None else judged[0]
@@ -701,6 +706,7 @@ class RLTrainer:
                 row["eval_iteration"] = None if judged is None else judged[1]["iteration"]
                 last_row = row
                 self._runlog.record(row)
+                unrecorded = None
                 if episodes.returns and math.isfinite(row["mean_return"]):
                     self.best_reward = max(self.best_reward, row["mean_return"])
                 if cfg.eval_every:  # evaluated iterations compete for best, on that rate
@@ -738,16 +744,22 @@ class RLTrainer:
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            if unrecorded is not None:  # cut short in its bookkeeping: its row still
+                unrecorded.setdefault("eval_success_rate", None)
+                unrecorded.setdefault("eval_iteration", None)
+                self._runlog.record(unrecorded)
+                last_row = unrecorded
             finished: dict[str, float] = {}
-            if self._update is not None:  # interrupted beside an update: let it finish
-                try:
+            pressed_twice = stop is not None and stop.presses >= 2
+            if self._update is not None and not (pressed_twice and self._learner is not None):
+                try:  # interrupted beside an update: let it finish
                     finished = self._finish_update(reraise=False)
                 except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
                     interrupted = True
-            if self._stop is not None:
-                self._stop.hold()  # from here on Ctrl-C waits for the saves
             if self._update is not None and self._learner is None:
-                # a thread cannot be dropped: it changes alg in place, so it is waited for
+                # a thread cannot be dropped (it changes alg in place): it is waited for
+                if stop is not None:
+                    stop.hold()
                 finished = self._finish_update(reraise=False)
             if finished:  # it counts, with its row (its rollout counted when collected)
                 self.iteration += 1
@@ -755,13 +767,19 @@ class RLTrainer:
                 last_row.update(eval_success_rate=None, eval_iteration=None)
                 self._runlog.record(last_row)
                 self._sync_collector()  # the next rollout acts with it
-            self._settle()
+            self._settle()  # a pending update in the learner process is dropped here
+        interrupted = interrupted or (stop is not None and stop.requested)
         if not interrupted and self._judging is not None:  # the last verdict may be best
             start = time.perf_counter()
-            judged = self._read_verdict()
+            try:
+                judged = self._read_verdict()
+            except KeyboardInterrupt:  # pressed twice while waiting: not worth the wait
+                interrupted, judged = True, None
             self.evaluation_time_s += time.perf_counter() - start
             if judged is not None:
                 self._consider_best(judged)
+        if stop is not None:
+            stop.hold()  # from here on Ctrl-C waits for the saves (short and bounded)
         self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
         self._flush_best()
         if last_row or self.checkpoints["latest"] is None:
@@ -810,14 +828,16 @@ class RLTrainer:
         if self._closed:
             return
         self._closed = True
-        if self._target_check is not None:
-            self._target_check.close()
-            self._target_check = None
-        if self._eval_process is not None:
-            self._eval_process.close()
-            self._eval_process = None
-        self._settle()
-        self._runlog.close()
+        try:
+            if self._target_check is not None:
+                self._target_check.close()
+                self._target_check = None
+            if self._eval_process is not None:
+                self._eval_process.close()
+                self._eval_process = None
+            self._settle()
+        finally:
+            self._runlog.close()
 
     def __enter__(self) -> RLTrainer:
         return self

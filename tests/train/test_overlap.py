@@ -213,3 +213,61 @@ def test_an_update_that_ends_after_ctrl_c_gets_its_metrics_row(tmp_path):
     assert [int(r.split(",")[0]) for r in rows[1:]] == [1, 2, 3]
     assert load_checkpoint(f"{tmp_path}:latest").meta["iteration"] == 3
     env.close()
+
+
+def test_ctrl_c_twice_while_the_loop_waits_for_the_update_drops_it(tmp_path):
+    import threading
+
+    # a slow update: the rollout beside it ends first, and the loop waits for it
+    env, tr = _trainer(tmp_path, checkpoint_every=50, num_learning_epochs=400)
+    before = _weights(tr)
+    count = {"n": 0}
+    step = tr.vec.step
+
+    def stepping(actions):
+        count["n"] += 1
+        if count["n"] == 2 * 8:  # the last step of the rollout beside the first update
+            for delay in (0.05, 0.1):  # both while the loop waits for the update
+                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+        return step(actions)
+
+    tr.vec.step = stepping
+    with tr:
+        stats = tr.train(4)
+        assert stats["interrupted"] and stats["iterations"] == 0  # dropped, not waited for
+        latest = load_checkpoint(f"{tmp_path}:latest").prefixed("actor")
+        assert all(torch.equal(latest[k], v) for k, v in before.items())
+        assert tr.train(1)["iterations"] == 1  # and the trainer goes on
+    env.close()
+
+
+def test_ctrl_c_twice_while_waiting_for_a_verdict_leaves_the_trainer_whole(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from kelab.train.target import TargetCheck
+
+    judge = TargetCheck.__call__
+
+    def slow(self, policy):  # in the evaluation process, forked after this patch
+        time.sleep(1.0)
+        return judge(self, policy)
+
+    monkeypatch.setattr(TargetCheck, "__call__", slow)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    config = tiny_config(eval_every=1, eval_process=True, eval_episodes=4)
+    tr = ke.RLTrainer(env, seed=3, run_dir=tmp_path, config=config)
+
+    def callback(row):
+        if row["iteration"] == 1:  # iteration 2 then waits for this one's verdict
+            for delay in (0.2, 0.3):
+                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    with tr:
+        stats = tr.train(5, callback=callback)
+        assert stats["interrupted"] and stats["iterations"] == 2
+        stats = tr.train(2)  # the verdict still owed is read, and training goes on
+        assert not stats["interrupted"] and stats["iterations"] == 4
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert [int(r.split(",")[0]) for r in rows[1:]] == [1, 2, 3, 4]
+    env.close()

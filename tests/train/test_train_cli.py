@@ -288,13 +288,18 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_saves_latest(tmp_path):
         sys.executable, "-m", "kelab", "train", "Humanoid-v0", "--num-envs", "16",
         "--iterations", "1000", "--no-stop-at-target", "--run-dir", str(run_dir),
     ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
         while not (run_dir / "metrics.csv").exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         time.sleep(1.0)  # some iterations in (Humanoid-v0 overlaps its update: a process)
-        proc.send_signal(signal.SIGTERM)
+        # to the whole group, as systemd or `kill -- -PGID` do: the learner process
+        # gets it too, and leaves the stop to the trainer
+        os.killpg(proc.pid, signal.SIGTERM)
         out, err = proc.communicate(timeout=120)
     finally:
         proc.kill()
