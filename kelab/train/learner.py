@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from kelab.train.ppo import FinalObsPPO
 
-__all__ = ["LearnerProcess", "PendingUpdate", "UpdateThread", "share_storage"]
+__all__ = ["LearnerProcess", "OverlappedUpdates", "PendingUpdate", "UpdateThread", "share_storage"]
 
 _HEADER = struct.Struct("<I")  # length of the JSON header that precedes the tensors
 _OK, _FAILED = b"K", b"E"
@@ -313,3 +313,89 @@ class LearnerProcess(HelperProcess):
             alg.update_generator.set_state(tensors[_GENERATOR])
         alg.learning_rate = float(header["learning_rate"])
         alg.storage.clear()  # as the update cleared the learner's copy
+
+
+class OverlappedUpdates:
+    """Where a trainer's overlapped updates run: its learner process, else a thread.
+
+    The process is forked at :meth:`open` (once per ``train()`` call: it starts from
+    ``alg`` as it is then), where this process may fork and torch runs one thread;
+    elsewhere (or when the fork fails, with a warning) each update runs in an
+    :class:`UpdateThread`. One update at a time: :meth:`start`, then :meth:`finish`.
+
+    Args:
+        alg: The PPO algorithm whose updates run beside the rollouts.
+        storages: The two rollout storages ``alg.storage`` takes turns with.
+        torch_threads: ``TrainConfig.torch_threads`` (a forked child cannot use its
+            parent's OpenMP pool: more than one means threads here).
+    """
+
+    def __init__(
+        self, alg: FinalObsPPO, storages: Sequence[RolloutStorage], torch_threads: int
+    ) -> None:
+        self._alg = alg
+        self._storages = list(storages)
+        self._torch_threads = int(torch_threads)
+        self._update: PendingUpdate | None = None
+        self.learner: LearnerProcess | None = None
+        """This call's learner process (None: updates run in threads, or no call runs)."""
+
+    @property
+    def pending(self) -> bool:
+        """An update was started and not finished (or dropped) yet."""
+        return self._update is not None
+
+    @property
+    def in_process(self) -> bool:
+        """Updates run in the learner process (not in threads of this one)."""
+        return self.learner is not None
+
+    def open(self) -> None:
+        """Fork this call's learner process, where it may (see the class docstring)."""
+        if self._torch_threads != 1 or not can_fork():
+            return
+        try:
+            self.learner = LearnerProcess(self._alg, self._storages)
+        except OSError as err:
+            warnings.warn(
+                f"overlap_rollout: could not fork the learner process ({err}); updating in "
+                "a thread of this process instead",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+
+    def start(self) -> None:
+        """Start ``alg.update()`` on ``alg.storage``."""
+        self._update = self.learner.start() if self.learner is not None else UpdateThread(self._alg)
+
+    def finish(self, reraise: bool = True) -> dict[str, float]:
+        """Wait for the update and return its losses.
+
+        ``{}`` when none ran, or it failed and not ``reraise``. A ``KeyboardInterrupt``
+        during the wait leaves it pending.
+        """
+        update = self._update
+        if update is None:
+            return {}
+        try:
+            losses = update.result(reraise)
+        except KeyboardInterrupt:
+            raise  # still pending: settle() ends it
+        except BaseException:
+            self._update = None
+            raise
+        self._update = None
+        return losses
+
+    def settle(self) -> None:
+        """End the learner process, and any update still pending.
+
+        In the process a pending update is dropped (``alg`` keeps the state before it);
+        in a thread it is waited for (it changes ``alg`` in place).
+        """
+        if self.learner is not None:
+            self.learner.close()
+            self.learner = None
+        elif self._update is not None:
+            self._update.result(reraise=False)
+        self._update = None

@@ -30,7 +30,6 @@ require_training_extra()
 import torch  # noqa: E402
 
 from kelab.train._ctrl_c import StopRequest, uninterrupted  # noqa: E402
-from kelab.train._fork import can_fork  # noqa: E402
 from kelab.train.adapter import RslVecEnv  # noqa: E402
 from kelab.train.checkpoint import (  # noqa: E402
     Checkpoint,
@@ -39,7 +38,7 @@ from kelab.train.checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
-from kelab.train.learner import LearnerProcess, PendingUpdate, UpdateThread  # noqa: E402
+from kelab.train.learner import OverlappedUpdates  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
 from kelab.train.rundir import claim_run_dir, library_versions, task_class_path  # noqa: E402
 from kelab.train.runlog import RunLog  # noqa: E402
@@ -261,7 +260,7 @@ class RLTrainer:
         """Wall seconds the trainer spent on those evaluations (part of ``wall_time_s``;
         with ``eval_process``, sending weights and waiting for verdicts)."""
         if self.config.eval_every and self.config.eval_process:
-            from kelab.train.eval_process import EvalProcess
+            from kelab.train.eval_process import EvalProcess, can_fork
 
             if not can_fork():
                 warnings.warn(
@@ -279,8 +278,7 @@ class RLTrainer:
                 )  # fmt: skip
         # with overlap_rollout: the update running beside the next rollout, and (during a
         # train() call, where it may fork) the learner process that runs it
-        self._update: PendingUpdate | None = None
-        self._learner: LearnerProcess | None = None
+        self._updates: OverlappedUpdates | None = None
         self._stop: StopRequest | None = None  # Ctrl-C during train(): stop at a safe point
         if self.config.overlap_rollout:
             self.alg.lagged = True  # its rollouts come from the policy one update back
@@ -295,6 +293,9 @@ class RLTrainer:
             # before it had its own
             self.alg.update_generator = torch.Generator()
             self.alg.update_generator.set_state(torch.get_rng_state())
+            self._updates = OverlappedUpdates(
+                self.alg, [self.alg.storage, self._collector.storage], self.config.torch_threads
+            )
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -554,60 +555,6 @@ class RLTrainer:
             self._collector.actor.load_state_dict(self.alg.actor.state_dict())
             self._collector.critic.load_state_dict(self.alg.critic.state_dict())
 
-    def _open_learner(self) -> None:
-        """Fork this call's learner process (``overlap_rollout``), where it may.
-
-        Forked per ``train()`` call, it starts from ``alg`` as it is now, so changes made
-        to ``trainer.alg`` between calls are learnt from.
-        """
-        if self._collector is None or self.config.torch_threads != 1 or not can_fork():
-            return  # the update runs in a thread (UpdateThread)
-        storages = [self.alg.storage, self._collector.storage]
-        try:
-            self._learner = LearnerProcess(self.alg, storages)
-        except OSError as err:
-            warnings.warn(
-                f"overlap_rollout: could not fork the learner process ({err}); updating in "
-                "a thread of this process instead",
-                RuntimeWarning,
-                stacklevel=4,
-            )
-
-    def _start_update(self) -> None:
-        """Start ``alg.update()`` beside the next rollout (``overlap_rollout``)."""
-        if self._learner is not None:
-            self._update = self._learner.start()
-        else:
-            self._update = UpdateThread(self.alg)
-
-    def _finish_update(self, reraise: bool = True) -> dict[str, float]:
-        """Wait for the update started beside the rollout; its losses ({} if it failed)."""
-        update = self._update
-        if update is None:
-            return {}
-        try:
-            losses = update.result(reraise)
-        except KeyboardInterrupt:
-            raise  # a second Ctrl-C: still pending, _settle() finishes it
-        except BaseException:
-            self._update = None
-            raise
-        self._update = None
-        return losses
-
-    def _settle(self) -> None:
-        """End this call's learner process; finish what an interrupted call left.
-
-        An update still pending after a second Ctrl-C is dropped in the process (``alg``
-        keeps the state before it: its message may be half read) and joined in a thread.
-        """
-        if self._learner is not None:
-            self._learner.close()
-            self._learner = None
-        elif self._update is not None:
-            self._update.result(reraise=False)
-        self._update = None
-
     def train(
         self,
         max_iterations: int | None = None,
@@ -655,8 +602,9 @@ class RLTrainer:
         if max_iterations is None:
             max_iterations = self.config.max_iterations
         max_iterations = check_int(max_iterations, "max_iterations", low=1)
-        self._settle()  # a call ended by a second Ctrl-C may have left an update
-        self._open_learner()
+        if self._updates is not None:
+            self._updates.settle()  # a call ended by a second Ctrl-C may have left one
+            self._updates.open()
         self._runlog.open()
         cfg = self.config
         alg = self.alg
@@ -670,6 +618,7 @@ class RLTrainer:
         last_row: dict[str, Any] = {}
         alg.train_mode()
         overlap = self._collector is not None
+        updates = self._updates
         stop = self._stop
         unrecorded: dict[str, Any] | None = None  # the row of an iteration cut short
         try:
@@ -687,11 +636,11 @@ class RLTrainer:
                     # give the same run, and a run ending here collects nothing it won't use)
                     alg.storage, self._collector.storage = self._collector.storage, alg.storage
                     self._rollout_ready = False
-                    self._start_update()
+                    updates.start()
                     more = i + 1 < max_iterations
                     if more:
                         self._collect(self._collector)
-                    losses = self._finish_update()
+                    losses = updates.finish()
                     if more:
                         self._sync_collector()
                 else:
@@ -751,23 +700,25 @@ class RLTrainer:
                 last_row = unrecorded
             finished: dict[str, float] = {}
             pressed_twice = stop is not None and stop.presses >= 2
-            if self._update is not None and not (pressed_twice and self._learner is not None):
-                try:  # interrupted beside an update: let it finish
-                    finished = self._finish_update(reraise=False)
-                except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
-                    interrupted = True
-            if self._update is not None and self._learner is None:
-                # a thread cannot be dropped (it changes alg in place): it is waited for
-                if stop is not None:
-                    stop.hold()
-                finished = self._finish_update(reraise=False)
+            if updates is not None and updates.pending:
+                if not (pressed_twice and updates.in_process):
+                    try:  # interrupted beside an update: let it finish
+                        finished = updates.finish(reraise=False)
+                    except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
+                        interrupted = True
+                if updates.pending and not updates.in_process:
+                    # a thread cannot be dropped (it changes alg in place): it is waited for
+                    if stop is not None:
+                        stop.hold()
+                    finished = updates.finish(reraise=False)
             if finished:  # it counts, with its row (its rollout counted when collected)
                 self.iteration += 1
                 last_row = self._row(finished, steps_before, start_wall, base_wall)
                 last_row.update(eval_success_rate=None, eval_iteration=None)
                 self._runlog.record(last_row)
                 self._sync_collector()  # the next rollout acts with it
-            self._settle()  # a pending update in the learner process is dropped here
+            if updates is not None:
+                updates.settle()  # a pending update in the learner process is dropped here
         interrupted = interrupted or (stop is not None and stop.requested)
         if not interrupted and self._judging is not None:  # the last verdict may be best
             start = time.perf_counter()
@@ -835,7 +786,8 @@ class RLTrainer:
             if self._eval_process is not None:
                 self._eval_process.close()
                 self._eval_process = None
-            self._settle()
+            if self._updates is not None:
+                self._updates.settle()
         finally:
             self._runlog.close()
 

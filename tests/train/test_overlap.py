@@ -87,7 +87,7 @@ def test_an_error_in_the_update_thread_reaches_the_caller(tmp_path, monkeypatch)
 
     monkeypatch.setattr(_fork, "_ray_driver", lambda: True)  # no fork: the thread
     env, tr = _trainer(tmp_path)
-    assert tr._learner is None
+    assert tr._updates.learner is None
 
     def broken():
         raise RuntimeError("update failed")
