@@ -121,24 +121,34 @@ def test_ctrl_c_during_the_overlapped_rollout_waits_for_the_update(tmp_path):
     env.close()
 
 
-def _sigint_at(tr, steps_at):
-    """Make the env deliver a real SIGINT to this process at the given step counts."""
+def _at_step(tr, n, action):
+    """Run ``action()`` inside the env's ``n``-th step; the steps are counted in ``["n"]``."""
     count = {"n": 0}
     step = tr.vec.step
 
     def stepping(actions):
         count["n"] += 1
-        if count["n"] in steps_at:
-            os.kill(os.getpid(), signal.SIGINT)
+        if count["n"] == n:
+            action()
         return step(actions)
 
     tr.vec.step = stepping
     return count
 
 
+def _sigint(after_s: float = 0.0) -> None:
+    """A real SIGINT to this process, now or from a timer ``after_s`` seconds later."""
+    import threading
+
+    if after_s:
+        threading.Timer(after_s, os.kill, (os.getpid(), signal.SIGINT)).start()
+    else:
+        os.kill(os.getpid(), signal.SIGINT)
+
+
 def test_ctrl_c_stops_at_the_next_safe_point_and_training_goes_on_after(tmp_path):
     env, tr = _trainer(tmp_path, checkpoint_every=50)
-    count = _sigint_at(tr, {8 + 3})  # inside the rollout beside the first update
+    count = _at_step(tr, 8 + 3, _sigint)  # inside the rollout beside the first update
     with tr:
         stats = tr.train(4)
         assert stats["interrupted"] and stats["iterations"] == 1
@@ -168,25 +178,14 @@ def test_a_second_ctrl_c_interrupts_at_once(tmp_path):
 
 @pytest.mark.parametrize("where", ["process", "thread"])
 def test_ctrl_c_twice_while_the_update_ends_still_saves(tmp_path, monkeypatch, where):
-    import threading
-
     import kelab.train._fork as _fork
 
     monkeypatch.setattr(_fork, "_ray_driver", lambda: where == "thread")
     # a slow update, so the second Ctrl-C lands while the trainer waits for it
     env, tr = _trainer(tmp_path, checkpoint_every=50, num_learning_epochs=400)
     before = _weights(tr)
-    count = {"n": 0}
-    step = tr.vec.step
-
-    def stepping(actions):
-        count["n"] += 1
-        if count["n"] == 8 + 3:  # inside the rollout beside the first update
-            os.kill(os.getpid(), signal.SIGINT)
-            threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
-        return step(actions)
-
-    tr.vec.step = stepping
+    # inside the rollout beside the first update: stop at the next step, then again
+    _at_step(tr, 8 + 3, lambda: (_sigint(), _sigint(0.05)))
     with tr:
         stats = tr.train(4)
     assert stats["interrupted"]
@@ -205,7 +204,7 @@ def test_an_update_that_ends_after_ctrl_c_gets_its_metrics_row(tmp_path):
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
     config = tiny_config(overlap_rollout=True, checkpoint_every=50)
     tr = ke.RLTrainer(env, seed=3, run_dir=tmp_path, config=config)  # log=True
-    _sigint_at(tr, {3 * 8 + 3})  # inside the rollout beside the third update
+    _at_step(tr, 3 * 8 + 3, _sigint)  # inside the rollout beside the third update
     with tr:
         stats = tr.train(6)
     assert stats["interrupted"] and stats["iterations"] == 3
@@ -216,22 +215,11 @@ def test_an_update_that_ends_after_ctrl_c_gets_its_metrics_row(tmp_path):
 
 
 def test_ctrl_c_twice_while_the_loop_waits_for_the_update_drops_it(tmp_path):
-    import threading
-
     # a slow update: the rollout beside it ends first, and the loop waits for it
     env, tr = _trainer(tmp_path, checkpoint_every=50, num_learning_epochs=400)
     before = _weights(tr)
-    count = {"n": 0}
-    step = tr.vec.step
-
-    def stepping(actions):
-        count["n"] += 1
-        if count["n"] == 2 * 8:  # the last step of the rollout beside the first update
-            for delay in (0.05, 0.1):  # both while the loop waits for the update
-                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
-        return step(actions)
-
-    tr.vec.step = stepping
+    # at the last step of the rollout beside the first update: both land in the wait
+    _at_step(tr, 2 * 8, lambda: (_sigint(0.05), _sigint(0.1)))
     with tr:
         stats = tr.train(4)
         assert stats["interrupted"] and stats["iterations"] == 0  # dropped, not waited for
@@ -242,7 +230,6 @@ def test_ctrl_c_twice_while_the_loop_waits_for_the_update_drops_it(tmp_path):
 
 
 def test_ctrl_c_twice_while_waiting_for_a_verdict_leaves_the_trainer_whole(tmp_path, monkeypatch):
-    import threading
     import time
 
     from kelab.train.target import TargetCheck
@@ -260,8 +247,8 @@ def test_ctrl_c_twice_while_waiting_for_a_verdict_leaves_the_trainer_whole(tmp_p
 
     def callback(row):
         if row["iteration"] == 1:  # iteration 2 then waits for this one's verdict
-            for delay in (0.2, 0.3):
-                threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+            _sigint(0.2)
+            _sigint(0.3)
 
     with tr:
         stats = tr.train(5, callback=callback)
