@@ -371,19 +371,27 @@ class OverlappedUpdates:
     def finish(self, reraise: bool = True) -> dict[str, float]:
         """Wait for the update and return its losses.
 
-        ``{}`` when none ran, or it failed and not ``reraise``. A ``KeyboardInterrupt``
-        during the wait leaves it pending.
+        ``{}`` when none ran, or it failed and not ``reraise`` (with a warning). A
+        ``KeyboardInterrupt`` during the wait leaves it pending.
         """
         update = self._update
         if update is None:
             return {}
         try:
-            losses = update.result(reraise)
+            losses = update.result()
         except KeyboardInterrupt:
             raise  # still pending: settle() ends it
-        except BaseException:
+        except Exception as err:
             self._update = None
-            raise
+            if reraise:
+                raise
+            warnings.warn(
+                f"the PPO update running when training stopped failed ({err}); the state "
+                "before it is kept",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return {}
         self._update = None
         return losses
 

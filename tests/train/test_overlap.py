@@ -258,3 +258,19 @@ def test_ctrl_c_twice_while_waiting_for_a_verdict_leaves_the_trainer_whole(tmp_p
     rows = (tmp_path / "metrics.csv").read_text().splitlines()
     assert [int(r.split(",")[0]) for r in rows[1:]] == [1, 2, 3, 4]
     env.close()
+
+
+def test_an_update_that_fails_after_ctrl_c_is_named_in_a_warning(tmp_path, monkeypatch):
+    from kelab.train.ppo import FinalObsPPO
+
+    def broken(self):
+        raise ValueError("a broken batch")
+
+    monkeypatch.setattr(FinalObsPPO, "update", broken)  # before the fork: the learner's too
+    env, tr = _trainer(tmp_path, checkpoint_every=50)
+    _at_step(tr, 8 + 3, _sigint)  # inside the rollout beside the first (failing) update
+    with tr, pytest.warns(RuntimeWarning, match="update running when training stopped fail"):
+        stats = tr.train(4)
+    assert stats["interrupted"] and stats["iterations"] == 0
+    assert load_checkpoint(f"{tmp_path}:latest").meta["iteration"] == 0
+    env.close()
