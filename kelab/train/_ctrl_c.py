@@ -82,6 +82,10 @@ class StopRequest:
         """
         self._held = True
 
+    def release(self) -> None:
+        """Undo :meth:`hold`: a second Ctrl-C raises again (for a wait worth cutting short)."""
+        self._held = False
+
     def check(self) -> None:
         """Raise ``KeyboardInterrupt`` here if Ctrl-C was pressed (a safe point)."""
         if self.presses:

@@ -693,11 +693,6 @@ class RLTrainer:
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            if unrecorded is not None:  # cut short in its bookkeeping: its row still
-                unrecorded.setdefault("eval_success_rate", None)
-                unrecorded.setdefault("eval_iteration", None)
-                self._runlog.record(unrecorded)
-                last_row = unrecorded
             finished: dict[str, float] = {}
             pressed_twice = stop is not None and stop.presses >= 2
             if updates is not None and updates.pending:
@@ -706,11 +701,16 @@ class RLTrainer:
                         finished = updates.finish(reraise=False)
                     except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
                         interrupted = True
-                if updates.pending and not updates.in_process:
-                    # a thread cannot be dropped (it changes alg in place): it is waited for
-                    if stop is not None:
-                        stop.hold()
-                    finished = updates.finish(reraise=False)
+            if stop is not None:
+                stop.hold()  # the loop is over: what follows happens whole
+            if updates is not None and updates.pending and not updates.in_process:
+                # a thread cannot be dropped (it changes alg in place): it is waited for
+                finished = updates.finish(reraise=False)
+            if unrecorded is not None:  # cut short in its bookkeeping: its row still
+                unrecorded.setdefault("eval_success_rate", None)
+                unrecorded.setdefault("eval_iteration", None)
+                self._runlog.record(unrecorded)
+                last_row = unrecorded
             if finished:  # it counts, with its row (its rollout counted when collected)
                 self.iteration += 1
                 last_row = self._row(finished, steps_before, start_wall, base_wall)
@@ -722,6 +722,8 @@ class RLTrainer:
         interrupted = interrupted or (stop is not None and stop.requested)
         if not interrupted and self._judging is not None:  # the last verdict may be best
             start = time.perf_counter()
+            if stop is not None:
+                stop.release()  # no Ctrl-C yet: a double one may cut this wait short
             try:
                 judged = self._read_verdict()
             except KeyboardInterrupt:  # pressed twice while waiting: not worth the wait

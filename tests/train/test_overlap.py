@@ -274,3 +274,24 @@ def test_an_update_that_fails_after_ctrl_c_is_named_in_a_warning(tmp_path, monke
     assert stats["interrupted"] and stats["iterations"] == 0
     assert load_checkpoint(f"{tmp_path}:latest").meta["iteration"] == 0
     env.close()
+
+
+def test_stop_request_counts_presses_holds_and_releases():
+    from kelab.train._ctrl_c import StopRequest, uninterrupted
+
+    with StopRequest() as stop:
+        _sigint()  # the first only asks
+        assert stop.requested and stop.presses == 1
+        with pytest.raises(KeyboardInterrupt):
+            _sigint()  # the second interrupts at once
+        with uninterrupted():
+            _sigint()  # ...but not a block that must happen whole
+        stop.hold()
+        _sigint()  # nor anything after hold()
+        assert stop.presses == 4
+        stop.release()
+        with pytest.raises(KeyboardInterrupt):
+            _sigint()
+        with pytest.raises(KeyboardInterrupt):
+            stop.check()  # a safe point acts on the request
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
