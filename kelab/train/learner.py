@@ -50,7 +50,7 @@ from kelab.train._ctrl_c import uninterrupted
 from kelab.train._fork import HelperProcess, can_fork
 from kelab.train._malloc import heap_reuse
 from kelab.train.checkpoint import CheckpointError
-from kelab.train.policy import load_optimizer_state, optimizer_state
+from kelab.train.policy import load_optimizer_state, training_state
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -144,12 +144,7 @@ def share_storage(storage: RolloutStorage, action_dim: int) -> None:
 
 def _model_tensors(alg: FinalObsPPO) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """The networks' and the optimizer's tensors by name, and the optimizer's JSON."""
-    tensors: dict[str, torch.Tensor] = {}
-    for prefix, model in (("actor", alg.actor), ("critic", alg.critic)):
-        for key, value in model.state_dict().items():
-            tensors[f"{prefix}.{key}"] = value.detach()
-    opt_meta, opt_tensors = optimizer_state(alg.optimizer)
-    tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+    tensors, opt_meta = training_state(alg.actor, alg.critic, alg.optimizer)
     if alg.update_generator is not None:
         tensors[_GENERATOR] = alg.update_generator.get_state()
     return tensors, opt_meta

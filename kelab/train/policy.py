@@ -23,6 +23,7 @@ __all__ = [
     "load_model_state",
     "load_optimizer_state",
     "optimizer_state",
+    "training_state",
 ]
 
 
@@ -78,6 +79,24 @@ def optimizer_state(
     for group in state["param_groups"]:
         groups.append({k: (list(v) if isinstance(v, tuple) else v) for k, v in group.items()})
     return {"type": type(optimizer).__name__, "param_groups": groups, "scalars": scalars}, tensors
+
+
+def training_state(
+    actor: torch.nn.Module, critic: torch.nn.Module, optimizer: torch.optim.Optimizer
+) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """What a checkpoint, or the learner process's reply, holds of training.
+
+    The networks' and the optimizer's tensors, named ``actor.*``, ``critic.*`` and
+    ``optimizer.*`` (the networks' own tensors, not copies), and the optimizer's JSON
+    settings.
+    """
+    tensors: dict[str, torch.Tensor] = {}
+    for prefix, model in (("actor", actor), ("critic", critic)):
+        for key, value in model.state_dict().items():
+            tensors[f"{prefix}.{key}"] = value
+    opt_meta, opt_tensors = optimizer_state(optimizer)
+    tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+    return tensors, opt_meta
 
 
 def load_optimizer_state(

@@ -380,14 +380,9 @@ class RLTrainer:
         self, name: str, stats: dict[str, Any] | None, copy: bool = False
     ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         """The tensors and JSON of checkpoint ``name`` now (copies with ``copy``)."""
-        from kelab.train.policy import optimizer_state
+        from kelab.train.policy import training_state
 
-        tensors: dict[str, torch.Tensor] = {}
-        for prefix, model in (("actor", self.alg.actor), ("critic", self.alg.critic)):
-            for key, value in model.state_dict().items():
-                tensors[f"{prefix}.{key}"] = value
-        opt_meta, opt_tensors = optimizer_state(self.alg.optimizer)
-        tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
+        tensors, opt_meta = training_state(self.alg.actor, self.alg.critic, self.alg.optimizer)
         if copy:
             tensors = {k: v.detach().clone() for k, v in tensors.items()}
             opt_meta = json.loads(json.dumps(opt_meta))
