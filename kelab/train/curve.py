@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from collections.abc import Sequence
@@ -93,11 +94,6 @@ def write_training_curve(
     text("success rate (training)", (left + 110, top + 6), _SUCCESS, "topleft")
     if evaluations:
         text("evaluated", (left + 280, top + 6), _EVAL, "topleft")
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.render.png")
-    pygame.image.save(surf, str(tmp))
-    try:
-        data = tmp.read_bytes()
-    finally:
-        tmp.unlink(missing_ok=True)
-    return atomic_write_bytes(path, data)
+    png = io.BytesIO()  # encoded in memory: no side file for a kill to leave behind
+    pygame.image.save(surf, png, "png")
+    return atomic_write_bytes(Path(path), png.getvalue())

@@ -13,6 +13,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from kelab.rl.task import Task
     from kelab.train.checkpoint import Checkpoint
 
-__all__ = ["claim_run_dir", "library_versions", "task_class_path"]
+__all__ = ["claim_run_dir", "library_versions", "remove_stale_temps", "task_class_path"]
 
 
 @functools.cache
@@ -46,6 +47,10 @@ def task_class_path(task: Task) -> str:
 
 
 _CLAIM = ".kelab-run"
+# what a trainer writes into its run directory: a write in progress is a temp file
+# ".<name>.<random>.tmp" beside it (kelab._files.atomic_file)
+_RUN_FILES = ("latest", "best", "metrics.csv", "training_curve.png")
+_STALE_S = 60.0  # no save takes this long: an older temp file is a killed trainer's
 """Written into a run directory when a trainer takes it (before any checkpoint)."""
 
 
@@ -82,6 +87,7 @@ def claim_run_dir(
     if resume is not None and resume.path.parent.resolve() == path.resolve():
         latest = _iteration_of(path / "latest.json")
         if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
+            remove_stale_temps(path)
             return path  # continuing this run from its latest state
         raise ValueError(
             f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
@@ -98,6 +104,39 @@ def claim_run_dir(
         f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
         "choose a new run_dir (or delete this one)"
     )
+
+
+def remove_stale_temps(run_dir: Path, older_than_s: float = _STALE_S) -> list[Path]:
+    """Delete the temp files of saves that never finished (a trainer killed mid-write).
+
+    Only a run file's temp files (``.latest-*.tmp``, ``.best.json.*.tmp``, ...) last
+    modified more than ``older_than_s`` ago: a save in progress is never touched.
+
+    Returns:
+        The files deleted.
+
+    Example:
+        >>> import os, tempfile, time
+        >>> d = Path(tempfile.mkdtemp())
+        >>> old = d / ".latest.json.k2j4x.tmp"
+        >>> _ = old.write_bytes(b"half a checkpoint")
+        >>> os.utime(old, (time.time() - 3600,) * 2)
+        >>> _ = (d / ".best.json.q8w1e.tmp").write_bytes(b"a save in progress")
+        >>> [p.name for p in remove_stale_temps(d)]
+        ['.latest.json.k2j4x.tmp']
+    """
+    cutoff = _time.time() - older_than_s
+    removed = []
+    for tmp in run_dir.glob(".*.tmp"):
+        if not tmp.name[1:].startswith(_RUN_FILES):
+            continue
+        try:
+            if tmp.is_file() and tmp.stat().st_mtime < cutoff:
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:  # gone meanwhile, or not ours to delete: leave it
+            continue
+    return removed
 
 
 def _claim(path: Path) -> None:

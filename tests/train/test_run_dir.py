@@ -40,6 +40,27 @@ def test_a_run_dir_holding_a_run_is_refused_unless_that_run_is_resumed(trained_r
     env2.close()
 
 
+def test_resuming_in_place_removes_the_temp_files_of_a_killed_save(tmp_path):
+    # a trainer SIGKILLed mid-save leaves ".latest-<hash>.safetensors.<random>.tmp"; the
+    # run's next trainer deletes such files once they are old, never a save in progress
+    run = tmp_path / "run"
+    env, tr = _trainer(run)
+    tr.train(1)
+    tr.close()
+    stale = [run / ".latest-0123abcd.safetensors.x1y2z3.tmp", run / ".metrics.csv.a1b2.tmp"]
+    fresh = run / ".best.json.q8w1e.tmp"
+    foreign = run / ".notes.txt.k3k3.tmp"  # not a file a trainer writes: left alone
+    for f in (*stale, fresh, foreign):
+        f.write_bytes(b"half written")
+    for f in (*stale, foreign):
+        os.utime(f, (time.time() - 3600,) * 2)
+    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
+    assert [f.exists() for f in stale] == [False, False]
+    assert fresh.exists() and foreign.exists()
+    tr.close()
+    env.close()
+
+
 def test_default_run_dirs_never_collide(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
@@ -158,6 +179,7 @@ def test_the_curve_draws_evaluations(tmp_path):
     green = [(x, y) for x in range(b.get_width()) for y in range(b.get_height())
              if b.get_at((x, y))[:3] == (30, 150, 70)]  # fmt: skip
     assert green and not [1 for x, y in green if a.get_at((x, y))[:3] == (30, 150, 70)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png"]  # no side file
 
 
 def test_sigterm_to_the_group_leaves_the_evaluation_process_to_the_trainer(capfd):
