@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -247,6 +247,9 @@ class EnvCore:
         self.all_ids = np.arange(n, dtype=np.int64)
         self.validator = TerminationValidator(n)
         self.started = False
+        self.on_episode_end: Callable[[], None] | None = None
+        """Called in a step where an episode ended, before its copy restarts: the World
+        still shows the finished episode (DirectRLEnv draws its last frame there)."""
         task.__dict__.update(
             num_envs=n,
             episode_length_buf=self.episode_length_buf,
@@ -492,6 +495,8 @@ class EnvCore:
         if done.any():
             ends = self._ends(done, names, conditions, terminated, truncated, time_up, obs)
             ids = ends["ids"]
+            if self.on_episode_end is not None:
+                self.on_episode_end()
             task.reset_idx(ids.copy())
             self.episode_length_buf[ids] = 0
             self.returns[ids] = 0.0
@@ -618,6 +623,7 @@ class Presenter:
         self.backend = backend
         self.renderer: Renderer | None = None
         self._ground_y: float | None = None
+        self._final: np.ndarray | None = None  # OFFSCREEN_FAST: an ended episode's last frame
         self.frames = 0
         if pacer is not None and not isinstance(pacer, SimulationPacer):
             raise ValueError(f"pacer must be a ke.SimulationPacer, got {pacer!r}")
@@ -626,12 +632,38 @@ class Presenter:
         )
 
     @property
+    def draws(self) -> bool:
+        """Whether this run mode ever draws (PACED and OFFSCREEN_FAST do)."""
+        return self.mode is not RunMode.HEADLESS_FAST
+
+    @property
     def window_closed(self) -> bool:
         """True once the user closed the PACED window."""
         return self.renderer is not None and self.renderer.should_close
 
+    def before_step(self) -> None:
+        """A step begins: an ended episode's kept last frame is no longer current."""
+        self._final = None
+
+    def episode_ended(self) -> None:
+        """The World still shows the episode that just ended (its copy restarts next).
+
+        PACED draws it and waits one step, so the viewer sees how the episode ended;
+        OFFSCREEN_FAST draws it now and :meth:`render` returns it until the next step or
+        reset (a video shows the fall, not the next episode's first state).
+        """
+        if self.mode is RunMode.PACED:
+            self.draw()
+            assert self.pacer is not None
+            self.pacer.wait()
+        elif self.mode is RunMode.OFFSCREEN_FAST:
+            self.draw()
+            assert self.renderer is not None
+            self._final = self.renderer.read_rgb_pixels()
+
     def after_reset(self) -> None:
         """PACED: draw the first state and start the pacing schedule."""
+        self._final = None
         if self.mode is RunMode.PACED:
             self.draw()
             assert self.pacer is not None
@@ -645,8 +677,14 @@ class Presenter:
             self.pacer.wait()
 
     def render(self) -> np.ndarray | None:
-        """OFFSCREEN_FAST: draw now and return ``(H, W, 3)`` uint8; otherwise None."""
+        """OFFSCREEN_FAST: draw now and return ``(H, W, 3)`` uint8; otherwise None.
+
+        After a step that ended the episode: that episode's last frame (drawn before its
+        copy restarted), until the next step or reset.
+        """
         if self.mode is RunMode.OFFSCREEN_FAST:
+            if self._final is not None:
+                return self._final.copy()
             self.draw()
             return self.renderer.read_rgb_pixels()
         return None
@@ -768,6 +806,11 @@ class CoreBackedEnv:
     def pacer(self) -> SimulationPacer | None:
         """The PACED pacer (None in other modes)."""
         return self._presenter.pacer
+
+    @property
+    def draws(self) -> bool:
+        """Whether this run mode ever draws (PACED and OFFSCREEN_FAST do)."""
+        return self.mode is not RunMode.HEADLESS_FAST
 
     @property
     def window_closed(self) -> bool:

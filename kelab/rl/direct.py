@@ -150,6 +150,8 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         self.observation_space = gymnasium.spaces.Box(low, high, (core.obs_dim,), np.float32)
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (core.act_dim,), np.float32)
         self._presenter = Presenter(config, core, f"KELab - {type(task).__name__}", pacer)
+        if self._presenter.draws:  # show how each episode ended, not the restart
+            core.on_episode_end = self._presenter.episode_ended
         self._pending: np.ndarray | None = None  # first obs of an episode begun in step()
 
     # ------------------------------------------------------------------ properties
@@ -192,6 +194,7 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
             TaskError: When the task returns invalid dones, rewards or observations.
         """
         a = self._core.check_actions(action, single=True)  # (1, action_dim)
+        self._presenter.before_step()
         obs, rewards, terminated, truncated, ends = self._core.step(a)
         info = single_info(ends)
         if info:

@@ -84,6 +84,52 @@ def test_paced_renders_per_step_and_waits_with_the_pacer(monkeypatch):
     env.close()
 
 
+def _push_until_the_pole_falls(env):
+    for _ in range(300):
+        _, _, terminated, truncated, info = env.step(np.ones(1, np.float32))
+        if terminated or truncated:
+            return info
+    raise AssertionError("the pole never fell")
+
+
+def test_a_frame_after_an_episode_ended_shows_how_it_ended_not_the_restart(monkeypatch):
+    # same-step autoreset restarts the copy inside step(); the episode's last state is
+    # drawn before that, so a video's last frame of an episode is the fall itself
+    off = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
+    off.reset(seed=0)
+    info = _push_until_the_pole_falls(off)
+    assert info["ended_by"] == "pole fell"
+    last = off.render()
+    assert np.array_equal(last, off.render())  # current until the next step or reset
+    off.reset()
+    first = off.render()
+    assert not np.array_equal(last, first)  # the reset state is drawn after reset()
+    off.step(np.zeros(1, np.float32))
+    assert not np.array_equal(off.render(), last)
+    # a replay (same seed and actions) draws the same last frame, and counts the steps
+    replay = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
+    replay.reset(seed=0)
+    steps = 0
+    while True:
+        _, _, terminated, _, _ = replay.step(np.ones(1, np.float32))
+        steps += 1
+        if terminated:
+            break
+    assert np.array_equal(replay.render(), last)  # deterministic: the same last frame
+    off.close()
+    replay.close()
+    # PACED: the last state is drawn and held for one step before the restart is drawn
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    clock = FakeClock()
+    pacer = ke.SimulationPacer(1 / 60, clock=clock, sleep=clock.sleep)
+    paced = ke.DirectRLEnv(CartPoleTask(), render_mode="human", pacer=pacer, seed=0)
+    paced.reset(seed=0)
+    _push_until_the_pole_falls(paced)
+    assert paced._presenter.frames == 1 + steps + 1  # reset, each step, the ending
+    assert len(clock.sleeps) == steps + 1
+    paced.close()
+
+
 def test_unbatched_api_and_episode_end():
     env = ke.DirectRLEnv(CartPoleTask(), seed=0)
     obs, info = env.reset()
