@@ -326,7 +326,8 @@ def _summary(stats: dict[str, Any], start_iteration: int = 0) -> str:
     return (
         f"{'interrupted' if stats['interrupted'] else 'done'}: {iterations}, "
         f"{stats['env_steps']:,} env steps in {stats['wall_time_s']:.1f} s"
-        f"{' in all' if start_iteration else ''} ({stats['env_steps_per_s']:,.0f} steps/s); "
+        f"{' in all' if start_iteration else ''} ({stats['env_steps_per_s']:,.0f} steps/s"
+        f"{' since the resume' if start_iteration else ''}); "
         f"{episodes}"
     )
 

@@ -17,11 +17,19 @@ import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kelab._files import atomic_write_bytes
+
 if TYPE_CHECKING:
     from kelab.rl.task import Task
     from kelab.train.checkpoint import Checkpoint
 
-__all__ = ["claim_run_dir", "library_versions", "remove_stale_temps", "task_class_path"]
+__all__ = [
+    "claim_run_dir",
+    "library_versions",
+    "release_run_dir",
+    "remove_stale_temps",
+    "task_class_path",
+]
 
 
 @functools.cache
@@ -55,12 +63,18 @@ _STALE_S = 60.0  # no save takes this long: an older temp file is a killed train
 
 
 def claim_run_dir(
-    run_dir: str | os.PathLike[str] | None, task_name: str, resume: Checkpoint | None
+    run_dir: str | os.PathLike[str] | None,
+    task_name: str,
+    resume: Checkpoint | None,
+    cli_task: str = "<Task>",
+    holder: str = "",
 ) -> Path:
     """The run directory, claimed: a new one, or the resumed run's own from its ``latest``.
 
     A new directory gets a claim file at once, so two trainers built before either trains
-    never share one.
+    never share one. ``cli_task`` is the task as ``kelab train`` takes it, for the
+    command an error suggests; ``holder`` names the trainer in the claim, for
+    :func:`release_run_dir`.
 
     Raises:
         ValueError: When ``run_dir`` already holds a run that is not being resumed, or the
@@ -76,18 +90,25 @@ def claim_run_dir(
             except FileExistsError:  # another run started within the same second
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
-        _claim(path)
+        _claim(path, holder)
         return path
     path = Path(run_dir)
     held = [n for n in ("latest.json", "best.json", "metrics.csv", _CLAIM) if (path / n).exists()]
     if not held:
         path.mkdir(parents=True, exist_ok=True)
-        _claim(path)
+        _claim(path, holder)
         return path
+    live = _live_holder(path)
+    if live is not None:
+        raise ValueError(
+            f"run_dir {str(path)!r} is in use by a trainer that is still running "
+            f"({live}); wait for it to end (or stop it), or choose a new run_dir"
+        )
     if resume is not None and resume.path.parent.resolve() == path.resolve():
         latest = _iteration_of(path / "latest.json")
         if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
             remove_stale_temps(path)
+            _claim(path, holder, again=True)  # this trainer holds the run now
             return path  # continuing this run from its latest state
         raise ValueError(
             f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
@@ -101,7 +122,8 @@ def claim_run_dir(
         )
     raise ValueError(
         f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
-        f"resume='{path}:latest' (kelab train --resume {path}:latest --run-dir {path}), or "
+        f"resume='{path}:latest' (kelab train {cli_task} --resume {path}:latest --run-dir "
+        f"{path}), or "
         "choose a new run_dir (or delete this one)"
     )
 
@@ -139,14 +161,66 @@ def remove_stale_temps(run_dir: Path, older_than_s: float = _STALE_S) -> list[Pa
     return removed
 
 
-def _claim(path: Path) -> None:
+def _claim(path: Path, holder: str, again: bool = False) -> None:
+    """Write the claim file: the time, the process id and host, the trainer's name.
+
+    The process id and host let :func:`_live_holder` tell a running trainer's run;
+    ``again``: replace a claim (resuming in place), else fail if one exists.
+    """
+    text = f"{_utc_stamp()} pid={os.getpid()} host={platform.node()} holder={holder}\n"
     try:
+        if again:
+            atomic_write_bytes(path / _CLAIM, text.encode())
+            return
         with open(path / _CLAIM, "x") as f:
-            f.write(_utc_stamp() + "\n")
+            f.write(text)
     except FileExistsError:
         raise ValueError(
             f"run_dir {str(path)!r} was just taken by another trainer; choose a new run_dir"
         ) from None
+
+
+def release_run_dir(path: Path, holder: str) -> None:
+    """Say that the trainer ``holder`` no longer trains in ``path`` (it closed).
+
+    The claim keeps its time but loses the process id, so another trainer may resume
+    the run while this process goes on with something else. A claim another trainer
+    has taken since is left alone.
+    """
+    claim = path / _CLAIM
+    try:
+        stamp, *fields = claim.read_text(encoding="utf-8").split()
+        if f"pid={os.getpid()}" in fields and f"holder={holder}" in fields:
+            atomic_write_bytes(claim, f"{stamp}\n".encode())
+    except (OSError, ValueError):
+        pass  # no claim, or not ours: nothing to release
+
+
+def _live_holder(path: Path) -> str | None:
+    """Who holds ``path`` while another live process on this machine claimed it.
+
+    Returns:
+        ``"process N on this machine, claimed T"``; None for no claim, an old claim
+        without a process id, another machine's, this process's own, or a process that
+        has ended.
+    """
+    try:
+        stamp, *fields = (path / _CLAIM).read_text(encoding="utf-8").split()
+        info = dict(f.split("=", 1) for f in fields if "=" in f)
+        pid = int(info["pid"])
+    except (OSError, ValueError, KeyError):
+        return None
+    if pid == os.getpid() or pid <= 0 or info.get("host") != platform.node():
+        return None
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # it exists, under another user
+        pass
+    except OSError:
+        return None
+    return f"process {pid} on this machine, claimed {stamp}"
 
 
 def _iteration_of(latest: Path) -> int | None:

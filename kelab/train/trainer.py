@@ -12,8 +12,10 @@ import datetime as _dt
 import json
 import math
 import os
+import secrets
 import time
 import warnings
+import weakref
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +42,12 @@ from kelab.train.checkpoint import (  # noqa: E402
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
 from kelab.train.learner import OverlappedUpdates  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
-from kelab.train.rundir import claim_run_dir, library_versions, task_class_path  # noqa: E402
+from kelab.train.rundir import (  # noqa: E402
+    claim_run_dir,
+    library_versions,
+    release_run_dir,
+    task_class_path,
+)
 from kelab.train.runlog import RunLog  # noqa: E402
 
 if TYPE_CHECKING:
@@ -221,7 +228,16 @@ class RLTrainer:
                 stacklevel=2,
             )
         self.config = config.replace(num_envs=int(env.num_envs))
-        self.run_dir = claim_run_dir(run_dir, type(self.task).__name__, checkpoint)
+        self._holder = secrets.token_hex(8)  # names this trainer in the run dir's claim
+        self.run_dir = claim_run_dir(
+            run_dir,
+            type(self.task).__name__,
+            checkpoint,
+            cli_task=(task_id or task_class_path(self.task)).removeprefix("kelab/"),
+            holder=self._holder,
+        )
+        # dropped without close(): the claim is released all the same
+        weakref.finalize(self, release_run_dir, self.run_dir, self._holder)
 
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
@@ -787,6 +803,7 @@ class RLTrainer:
                 self._updates.settle()
         finally:
             self._runlog.close()
+            release_run_dir(self.run_dir, self._holder)
 
     def __enter__(self) -> RLTrainer:
         return self

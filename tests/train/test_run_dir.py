@@ -61,6 +61,36 @@ def test_resuming_in_place_removes_the_temp_files_of_a_killed_save(tmp_path):
     env.close()
 
 
+def test_a_run_dir_a_running_trainer_holds_is_named_as_such(tmp_path):
+    import platform
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    env, tr = _trainer(run)
+    tr.train(1)
+    claim = run / ".kelab-run"
+    assert f"pid={os.getpid()}" in claim.read_text()  # held while its trainer is open
+    tr.close()
+    assert "pid=" not in claim.read_text()  # released: another process may resume it
+    # another process on this machine claimed it and still runs (a trainer elsewhere)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claim.write_text(f"2026-12-01T21-00-00Z pid={other.pid} host={platform.node()}\n")
+        held = rf"in use by a trainer that is still running \(process {other.pid} on this"
+        for kwargs in ({"config": tiny_config()}, {"resume": f"{run}:latest"}):
+            with pytest.raises(ValueError, match=held):
+                ke.RLTrainer(env, run_dir=run, **kwargs)
+    finally:
+        other.kill()
+        other.wait()
+    # once it has ended, resuming takes the run over (the claim names this process)
+    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
+    assert f"pid={os.getpid()}" in claim.read_text()
+    tr.close()
+    env.close()
+
+
 def test_default_run_dirs_never_collide(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)

@@ -168,8 +168,8 @@ def test_the_summary_rounds_and_says_why_a_number_is_missing():
     resumed = {**stats, "last_reward": None, "success_rate": None, "episodes": 0}
     assert train_cli._summary(resumed, start_iteration=11) == (
         "done: 1 iteration (resumed at iteration 11, now 12), 9,600 env steps in 3.2 s in all "
-        "(2,991 steps/s); mean return n/a, success rate n/a (no training episode ended in "
-        "this run)"
+        "(2,991 steps/s since the resume); mean return n/a, success rate n/a (no training "
+        "episode ended in this run)"
     )
 
 
