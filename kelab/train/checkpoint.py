@@ -198,9 +198,14 @@ def resolve_spec(spec: str | os.PathLike[str]) -> Path:
     if path.is_dir():
         if (path / "best.json").is_file():
             return path / "best.json"
+        if (path / "latest.json").is_file():
+            raise CheckpointError(
+                f"{text!r} is a directory without best.json; pass {text}:latest or a "
+                "checkpoint .json path"
+            )
         raise CheckpointError(
-            f"{text!r} is a directory without best.json; pass RUN_DIR:latest or a checkpoint "
-            ".json path"
+            f"{text!r} holds no checkpoint (no best.json or latest.json); pass a run "
+            "directory that saved one, RUN_DIR:best, RUN_DIR:latest or a checkpoint .json path"
         )
     if path.is_file():
         return path

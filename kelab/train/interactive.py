@@ -23,6 +23,7 @@ __all__ = ["play_in_app", "policy_app"]
 
 def _app_class() -> type[App]:
     from kelab.app.app import App
+    from kelab.render.scenery import PALETTE
 
     class PolicyApp(App):
         """An App whose fixed step is one env step with the policy's action."""
@@ -43,6 +44,8 @@ def _app_class() -> type[App]:
             task = env.unwrapped.task
             kwargs.setdefault("size", tuple(int(v) for v in task.render_size))
             kwargs.setdefault("title", f"KELab - {type(task).__name__} (policy)")
+            if kwargs.get("config") is None:  # the sky of `kelab play`'s window
+                kwargs.setdefault("background", PALETTE["sky_bottom"])
             super().__init__(
                 world=env.unwrapped.world,
                 timeline=timeline,
@@ -93,7 +96,7 @@ def _app_class() -> type[App]:
                 (8, 6),
                 f"episode {len(self.results) + 1}  step {self.env_steps}  {state}  "
                 "drag the robot with the mouse",
-                (40, 40, 40),
+                PALETTE["text"],
                 size=14,
                 screen_space=True,
             )

@@ -157,8 +157,15 @@ class RLPlayer:
         act_space = getattr(base, "single_action_space", None) or base.action_space
         obs_dim, act_dim = int(space.shape[-1]), int(act_space.shape[-1])
         if (obs_dim, act_dim) != (self.observation_dim, self.action_dim):
+            task_meta = self.checkpoint.meta.get("task")
+            trained = (
+                task_meta.get("id") or task_meta.get("class")
+                if isinstance(task_meta, dict)
+                else None
+            )
             raise ValueError(
-                f"checkpoint {self.checkpoint.path} has observation_dim={self.observation_dim}, "
+                f"checkpoint {self.checkpoint.path}{f' (trained on {trained})' if trained else ''} "
+                f"has observation_dim={self.observation_dim}, "
                 f"action_dim={self.action_dim}, but the env's task {type(base.task).__name__} "
                 f"has observation_dim={obs_dim}, action_dim={act_dim}; use a checkpoint "
                 "trained on this task"

@@ -39,6 +39,13 @@ def test_save_and_load_round_trip_and_specs(tmp_path):
         load_checkpoint(f"{tmp_path}:latest")
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "nope.json")
+    only_latest, empty = tmp_path / "only_latest", tmp_path / "empty"
+    _save(only_latest, 3.0, name="latest")
+    empty.mkdir()
+    with pytest.raises(CheckpointError, match=r"without best.json; pass .*only_latest:latest"):
+        load_checkpoint(only_latest)
+    with pytest.raises(CheckpointError, match=r"holds no checkpoint \(no best.json or latest"):
+        load_checkpoint(empty)
 
 
 @pytest.mark.parametrize("crash_at", ["weights", "json"])

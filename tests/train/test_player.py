@@ -51,7 +51,11 @@ def test_play_writes_a_video_offscreen(trained_run, tmp_path):
 
 def test_player_refuses_an_env_of_other_dimensions(trained_run):
     env = ke.DirectRLEnv(BallToGoalTask())
-    with pytest.raises(ValueError, match="observation_dim=4, action_dim=1.*observation_dim=6"):
+    with pytest.raises(
+        ValueError,
+        match=r"\(trained on kelab/CartPole-v0\) has observation_dim=4, action_dim=1.*"
+        r"observation_dim=6",
+    ):
         ke.RLPlayer(f"{trained_run['dir']}:best", env=env)
     env.close()
 
