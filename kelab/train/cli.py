@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import re
+import shutil
 import sys
 import time
 import warnings
@@ -123,31 +124,40 @@ class ProgressBar:
         self.last_print = -math.inf
         self.evaluated: float | None = None  # the latest evaluation's success rate
         self._unprinted: str | None = None  # the latest line, when not printed yet
+        self._first: float | None = None  # seconds to the end of the first iteration
 
     def __call__(self, row: dict[str, Any]) -> None:
         """Show one training iteration's row."""
         done = row["iteration"] - self.start_iteration
         elapsed = time.perf_counter() - self.t0
-        eta = elapsed / max(done, 1) * (self.total - done)
-        width = 24
-        filled = int(width * done / max(self.total, 1))
-        bar = "#" * filled + "-" * (width - filled)
+        if done <= 1 or self._first is None:  # the first iteration also starts things up
+            self._first = elapsed
+            eta = elapsed * (self.total - done)
+        else:  # the pace since the first iteration
+            eta = (elapsed - self._first) / (done - 1) * (self.total - done)
         rate = row["success_rate"]
         ret = row["mean_return"]
         if row.get("eval_success_rate") is not None:
             self.evaluated = row["eval_success_rate"]
         evaluated = "" if self.evaluated is None else f"eval {self.evaluated:4.2f}  "
         text = (
-            f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  "
+            f"it {row['iteration']:>5} ({done}/{self.total})  "
             f"return {ret:8.2f}  "
             f"success {'  -  ' if rate is None else f'{rate:5.2f}'}  {evaluated}"
             f"{row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
         ) if math.isfinite(ret) else (
-            f"[{bar}] it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"
+            f"it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"
             f"  {row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
         )  # fmt: skip
-        if self.tty:
-            self.out.write("\r" + text)
+        # a bar where the terminal has room for it; under 80 columns, single spaces
+        cols = shutil.get_terminal_size((100, 24)).columns - 1 if self.tty else 123
+        if len(text) + 27 <= cols:
+            filled = int(24 * done / max(self.total, 1))
+            text = f"[{'#' * filled}{'-' * (24 - filled)}] {text}"
+        elif len(text) > cols:
+            text = " ".join(text.split())
+        if self.tty:  # one line that fits the terminal, clearing what a longer one left
+            self.out.write("\r" + text[:cols] + "\x1b[K")
             self.out.flush()
         elif elapsed - self.last_print >= 10.0 or done == self.total:
             self.last_print = elapsed

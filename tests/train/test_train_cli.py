@@ -152,6 +152,27 @@ def test_the_progress_shows_the_last_iteration_when_the_run_ends_early():
         bar(_row(it))
     bar.close()
     assert "it     3 (3/400)" in tty.getvalue().split("\r")[-1] and tty.getvalue().endswith("\n")
+    assert tty.getvalue().split("\r")[-1].startswith("it     3")  # no room for a bar
+
+
+def test_the_progress_line_fits_a_narrow_terminal(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setenv("COLUMNS", "60")  # shutil.get_terminal_size reads it first: no bar
+    tty = Terminal()
+    bar = train_cli.ProgressBar(400, 0, tty)
+    bar(_row(1))
+    bar.close()
+    monkeypatch.setenv("COLUMNS", "80")
+    wide = Terminal()
+    bar = train_cli.ProgressBar(400, 0, wide)
+    bar.evaluated = 0.95
+    bar(_row(2))
+    assert wide.getvalue().split("\r")[-1].endswith("ETA 0s\x1b[K")  # nothing cut off
+    line = tty.getvalue().split("\r")[-1].rstrip("\n").removesuffix("\x1b[K")
+    assert len(line) <= 59 and line.startswith("it 1 (1/400) return 21.00 success")
 
 
 def test_the_summary_rounds_and_says_why_a_number_is_missing():
