@@ -16,7 +16,6 @@ import secrets
 import time
 import warnings
 import weakref
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from kelab.train.checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
+from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.learner import OverlappedUpdates  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
 from kelab.train.rundir import (  # noqa: E402
@@ -83,36 +83,6 @@ _BEST_RULES = {
     True: "highest success rate of the deterministic policy's evaluations (eval_every), "
     "then highest mean return of the recent training episodes (see docs/training.md)",
 }
-
-
-class _Episodes:
-    """Recent finished episodes: returns and success flags (a bounded window)."""
-
-    def __init__(self, window: int) -> None:
-        self.returns: deque[float] = deque(maxlen=window)
-        self.successes: deque[bool] = deque(maxlen=window)
-        self.judged = False
-        self.total = 0
-
-    def add(self, info: dict[str, Any]) -> None:
-        if not info:
-            return
-        mask = info["_ended_by"]
-        self.returns.extend(info["episode_return"][mask].tolist())
-        if "is_success" in info:
-            self.judged = True
-            self.successes.extend(info["is_success"][mask].tolist())
-        self.total += int(mask.sum())
-
-    @property
-    def mean_return(self) -> float:
-        return float(np.mean(self.returns)) if self.returns else math.nan
-
-    @property
-    def success_rate(self) -> float | None:
-        if not self.judged or not self.successes:
-            return None
-        return float(np.mean(self.successes))
 
 
 class RLTrainer:
@@ -254,11 +224,12 @@ class RLTrainer:
         """The iteration whose state is ``best`` in this session (None: none chosen yet)."""
         self.resumed_from: str | None = None
         self.checkpoints: dict[str, str | None] = {"best": None, "latest": None}
+        # recent episodes, across train() calls (and resumes: the checkpoint records them)
+        self._episodes = RecentEpisodes(self.config.success_window)
         if checkpoint is not None:
             self._restore(checkpoint)
         self._runlog = RunLog(self.run_dir, self.log)
         self._closed = False
-        self._episodes = _Episodes(self.config.success_window)  # recent, across train() calls
         # the best state since the last write: written with `latest` (not at every gain)
         self._pending_best: tuple[dict[str, torch.Tensor], dict[str, Any]] | None = None
         # with overlap_rollout: a second PPO whose actor/critic (synced after every update)
@@ -344,6 +315,15 @@ class RLTrainer:
             rate, mean_return = (-math.inf if v is None else float(v) for v in best)
             self.best_score = (rate, mean_return)
         self.best_reward = float(meta.get("best_reward", -math.inf) or -math.inf)
+        if meta.get("recent_episodes") is not None:  # absent from older checkpoints
+            try:
+                self._episodes.restore(meta["recent_episodes"])
+            except ValueError as err:
+                warnings.warn(
+                    f"resume: {checkpoint.path}: {err}; recent episodes start afresh",
+                    UserWarning,
+                    stacklevel=3,
+                )
         self.resumed_from = str(checkpoint.path)
         self._keep_best(checkpoint.path.parent / "best.json")
 
@@ -422,16 +402,17 @@ class RLTrainer:
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "wall_time_s": round(self.wall_time_s, 3),
-            "reward": _finite_or_none(stats.get("mean_return")),
+            "reward": finite_or_none(stats.get("mean_return")),
             "success_rate": stats.get("success_rate"),
             "best_score": None
             if self.best_score is None
-            else [_finite_or_none(v) for v in self.best_score],
-            "best_reward": _finite_or_none(self.best_reward),
+            else [finite_or_none(v) for v in self.best_score],
+            "best_reward": finite_or_none(self.best_reward),
             "best_rule": _BEST_RULES[bool(self.config.eval_every)],
             "optimizer": opt_meta,
             "learning_rate": float(self.alg.learning_rate),
             "resumed_from": self.resumed_from,
+            "recent_episodes": self._episodes.to_json(),
             "versions": library_versions(),
             "saved_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
@@ -533,7 +514,7 @@ class RLTrainer:
         if state is None:
             state = self._state("best", row, copy=True)
         else:
-            state[1]["best_score"] = [_finite_or_none(v) for v in score]
+            state[1]["best_score"] = [finite_or_none(v) for v in score]
         self._pending_best = state
 
     def _row(
@@ -756,8 +737,8 @@ class RLTrainer:
         elapsed = time.perf_counter() - start_wall
         run_steps = self.env_steps - steps_before
         return {
-            "best_reward": _finite_or_none(self.best_reward),
-            "last_reward": _finite_or_none(episodes.mean_return),
+            "best_reward": finite_or_none(self.best_reward),
+            "last_reward": finite_or_none(episodes.mean_return),
             "success_rate": episodes.success_rate,
             "iterations": self.iteration,
             "env_steps": self.env_steps,
@@ -810,10 +791,3 @@ class RLTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _finite_or_none(value: Any) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None

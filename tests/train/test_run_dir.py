@@ -91,6 +91,32 @@ def test_a_run_dir_a_running_trainer_holds_is_named_as_such(tmp_path):
     env.close()
 
 
+def test_a_resumed_run_goes_on_from_its_recent_episodes(tmp_path):
+    # the window of recent episodes (mean return, success rate, best's score) is in the
+    # checkpoint: a resume does not start it again from the episodes that end first
+    import json
+
+    run = tmp_path / "run"
+    env, tr = _trainer(run)
+    stats = tr.train(3)
+    saved = (tr._episodes.returns.copy(), tr._episodes.successes.copy(), tr._episodes.total)
+    tr.close()
+    assert stats["episodes"] == saved[2] > 0
+    tr = ke.RLTrainer(env, seed=3, run_dir=run, resume=f"{run}:latest")
+    assert (tr._episodes.returns, tr._episodes.successes, tr._episodes.total) == saved
+    assert tr.train(1)["episodes"] >= saved[2]  # counts on
+    tr.close()
+    # a damaged record: a warning, and the statistics start afresh
+    latest = json.loads((run / "latest.json").read_text())
+    latest["recent_episodes"] = {"returns": ["x"], "successes": None, "total": 1}
+    (run / "latest.json").write_text(json.dumps(latest))
+    with pytest.warns(UserWarning, match="'recent_episodes' must be .*recent episodes start"):
+        tr = ke.RLTrainer(env, seed=3, run_dir=run, resume=f"{run}:latest")
+    assert tr._episodes.total == 0 and not tr._episodes.returns
+    tr.close()
+    env.close()
+
+
 def test_default_run_dirs_never_collide(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
