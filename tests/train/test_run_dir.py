@@ -23,6 +23,15 @@ def _trainer(run_dir, **kwargs):
     return env, ke.RLTrainer(env, seed=3, run_dir=run_dir, **kwargs)
 
 
+def _one_iteration(tmp_path, iterations: int = 1):
+    """A run of ``iterations`` tiny iterations in ``tmp_path / "run"``, its trainer closed."""
+    run = tmp_path / "run"
+    env, tr = _trainer(run)
+    stats = tr.train(iterations)
+    tr.close()
+    return run, env, stats
+
+
 def test_a_run_dir_holding_a_run_is_refused_unless_that_run_is_resumed(trained_run, tmp_path):
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
     with pytest.raises(ValueError, match=r"already holds a run \(latest.json, best.json"):
@@ -43,10 +52,7 @@ def test_a_run_dir_holding_a_run_is_refused_unless_that_run_is_resumed(trained_r
 def test_resuming_in_place_removes_the_temp_files_of_a_killed_save(tmp_path):
     # a trainer SIGKILLed mid-save leaves ".latest-<hash>.safetensors.<random>.tmp"; the
     # run's next trainer deletes such files once they are old, never a save in progress
-    run = tmp_path / "run"
-    env, tr = _trainer(run)
-    tr.train(1)
-    tr.close()
+    run, env, _ = _one_iteration(tmp_path)
     stale = [run / ".latest-0123abcd.safetensors.x1y2z3.tmp", run / ".metrics.csv.a1b2.tmp"]
     fresh = run / ".best.json.q8w1e.tmp"
     foreign = run / ".notes.txt.k3k3.tmp"  # not a file a trainer writes: left alone
@@ -68,9 +74,9 @@ def test_a_run_dir_a_running_trainer_holds_is_named_as_such(tmp_path):
 
     run = tmp_path / "run"
     env, tr = _trainer(run)
-    tr.train(1)
     claim = run / ".kelab-run"
     assert f"pid={os.getpid()}" in claim.read_text()  # held while its trainer is open
+    tr.train(1)
     tr.close()
     assert "pid=" not in claim.read_text()  # released: another process may resume it
     # another process on this machine claimed it and still runs (a trainer elsewhere)
@@ -96,15 +102,13 @@ def test_a_resumed_run_goes_on_from_its_recent_episodes(tmp_path):
     # checkpoint: a resume does not start it again from the episodes that end first
     import json
 
-    run = tmp_path / "run"
-    env, tr = _trainer(run)
-    stats = tr.train(3)
-    saved = (tr._episodes.returns.copy(), tr._episodes.successes.copy(), tr._episodes.total)
-    tr.close()
-    assert stats["episodes"] == saved[2] > 0
+    run, env, stats = _one_iteration(tmp_path, iterations=3)
     tr = ke.RLTrainer(env, seed=3, run_dir=run, resume=f"{run}:latest")
-    assert (tr._episodes.returns, tr._episodes.successes, tr._episodes.total) == saved
-    assert tr.train(1)["episodes"] >= saved[2]  # counts on
+    assert tr._episodes.total == stats["episodes"] > 0
+    assert tr._episodes.mean_return == pytest.approx(stats["last_reward"])
+    assert tr._episodes.success_rate == stats["success_rate"]
+    saved = (tr._episodes.returns.copy(), tr._episodes.total)
+    assert tr.train(1)["episodes"] >= saved[1]  # counts on
     tr.close()
     # a damaged record: a warning, and the statistics start afresh
     latest = json.loads((run / "latest.json").read_text())
