@@ -17,7 +17,10 @@ import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kelab._files import atomic_write_bytes
+try:  # POSIX: the claim is an OS lock
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "claim_run_dir",
     "library_versions",
-    "release_run_dir",
+    "RunDirClaim",
     "remove_stale_temps",
     "task_class_path",
 ]
@@ -55,11 +58,11 @@ def task_class_path(task: Task) -> str:
 
 
 _CLAIM = ".kelab-run"
+"""Written into a run directory when a trainer takes it (before any checkpoint)."""
 # what a trainer writes into its run directory: a write in progress is a temp file
 # ".<name>.<random>.tmp" beside it (kelab._files.atomic_file)
 _RUN_FILES = ("latest", "best", "metrics.csv", "training_curve.png")
 _STALE_S = 60.0  # no save takes this long: an older temp file is a killed trainer's
-"""Written into a run directory when a trainer takes it (before any checkpoint)."""
 
 
 def claim_run_dir(
@@ -67,18 +70,21 @@ def claim_run_dir(
     task_name: str,
     resume: Checkpoint | None,
     cli_task: str = "<Task>",
-    holder: str = "",
-) -> Path:
+) -> tuple[Path, RunDirClaim]:
     """The run directory, claimed: a new one, or the resumed run's own from its ``latest``.
 
-    A new directory gets a claim file at once, so two trainers built before either trains
-    never share one. ``cli_task`` is the task as ``kelab train`` takes it, for the
-    command an error suggests; ``holder`` names the trainer in the claim, for
-    :func:`release_run_dir`.
+    The claim (:class:`RunDirClaim`) is taken before anything is checked or written and
+    held until the trainer releases it, so two trainers never share a run directory,
+    even when built at the same moment. ``cli_task`` is the task as ``kelab train`` takes
+    it, for the command an error suggests.
+
+    Returns:
+        ``(path, claim)``: release the claim when the trainer closes.
 
     Raises:
-        ValueError: When ``run_dir`` already holds a run that is not being resumed, or the
-            resumed checkpoint is older than that run's ``latest`` (which it would overwrite).
+        ValueError: When another trainer holds ``run_dir``, when it already holds a run
+            that is not being resumed, or when the resumed checkpoint is older than that
+            run's ``latest`` (which it would overwrite).
     """
     if run_dir is None:
         base = Path.cwd() / "runs" / task_name / _utc_stamp()
@@ -90,26 +96,33 @@ def claim_run_dir(
             except FileExistsError:  # another run started within the same second
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
-        _claim(path, holder)
-        return path
+        return path, RunDirClaim(path)
     path = Path(run_dir)
-    held = [n for n in ("latest.json", "best.json", "metrics.csv", _CLAIM) if (path / n).exists()]
+    path.mkdir(parents=True, exist_ok=True)
+    taken_before = (path / _CLAIM).exists()  # by a trainer that has closed, or still runs
+    claim = RunDirClaim(path)  # refuses a run directory another trainer holds
+    try:
+        _check_run_dir(path, resume, cli_task, taken_before)
+    except BaseException:
+        claim.release()
+        raise
+    return path, claim
+
+
+def _check_run_dir(
+    path: Path, resume: Checkpoint | None, cli_task: str, taken_before: bool
+) -> None:
+    """Refuse a claimed ``path`` that holds another run (see :func:`claim_run_dir`)."""
+    held = [n for n in ("latest.json", "best.json", "metrics.csv") if (path / n).exists()]
+    if taken_before:
+        held.append(_CLAIM)
     if not held:
-        path.mkdir(parents=True, exist_ok=True)
-        _claim(path, holder)
-        return path
-    live = _live_holder(path)
-    if live is not None:
-        raise ValueError(
-            f"run_dir {str(path)!r} is in use by a trainer that is still running "
-            f"({live}); wait for it to end (or stop it), or choose a new run_dir"
-        )
+        return
     if resume is not None and resume.path.parent.resolve() == path.resolve():
         latest = _iteration_of(path / "latest.json")
         if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
             remove_stale_temps(path)
-            _claim(path, holder, again=True)  # this trainer holds the run now
-            return path  # continuing this run from its latest state
+            return  # continuing this run from its latest state
         raise ValueError(
             f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
             f"latest (iteration {latest}) that this run would overwrite; resume "
@@ -123,8 +136,7 @@ def claim_run_dir(
     raise ValueError(
         f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
         f"resume='{path}:latest' (kelab train {cli_task} --resume {path}:latest --run-dir "
-        f"{path}), or "
-        "choose a new run_dir (or delete this one)"
+        f"{path}), or choose a new run_dir (or delete this one)"
     )
 
 
@@ -161,66 +173,76 @@ def remove_stale_temps(run_dir: Path, older_than_s: float = _STALE_S) -> list[Pa
     return removed
 
 
-def _claim(path: Path, holder: str, again: bool = False) -> None:
-    """Write the claim file: the time, the process id and host, the trainer's name.
+class RunDirClaim:
+    """A trainer's hold on its run directory: the claim file, open and locked.
 
-    The process id and host let :func:`_live_holder` tell a running trainer's run;
-    ``again``: replace a claim (resuming in place), else fail if one exists.
+    The claim file (``.kelab-run``) says when, by which process and on which host the
+    run directory was taken; while a trainer holds it, an exclusive ``flock`` on it
+    refuses every other trainer (another process's, or another in this process). The
+    lock is the operating system's: it ends when the trainer releases it or its process
+    ends, however it ends (a killed trainer leaves nothing to clean up). Where ``flock``
+    does not exist (Windows) the claim is the file alone and nothing is refused.
+
+    Raises:
+        ValueError: When another trainer holds the run directory (naming its claim).
     """
-    text = f"{_utc_stamp()} pid={os.getpid()} host={platform.node()} holder={holder}\n"
-    try:
-        if again:
-            atomic_write_bytes(path / _CLAIM, text.encode())
+
+    def __init__(self, path: Path) -> None:
+        self.path = path / _CLAIM
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise ValueError(
+                        f"run_dir {str(path)!r} is in use by a trainer that is still running "
+                        f"({_read_claim(fd)}, per {self.path.name}); wait for it to end or "
+                        "stop it, or choose a new run_dir"
+                    ) from None
+            self._stamp = _utc_stamp()
+            self._write(fd, f"{self._stamp} pid={os.getpid()} host={platform.node()}")
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd: int | None = fd
+
+    @staticmethod
+    def _write(fd: int, text: str) -> None:
+        # in place (never replaced by a rename: the lock is on this file)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (text + "\n").encode("utf-8"), 0)
+
+    @property
+    def held(self) -> bool:
+        """Whether this claim still holds the run directory."""
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Let other trainers take the run directory (calling it again does nothing)."""
+        fd, self._fd = self._fd, None
+        if fd is None:
             return
-        with open(path / _CLAIM, "x") as f:
-            f.write(text)
-    except FileExistsError:
-        raise ValueError(
-            f"run_dir {str(path)!r} was just taken by another trainer; choose a new run_dir"
-        ) from None
+        try:
+            self._write(fd, self._stamp)  # the time it was taken stays; no process holds it
+        except OSError:
+            pass  # a run directory deleted meanwhile: nothing to say in it
+        finally:
+            os.close(fd)  # ends the lock
 
 
-def release_run_dir(path: Path, holder: str) -> None:
-    """Say that the trainer ``holder`` no longer trains in ``path`` (it closed).
-
-    The claim keeps its time but loses the process id, so another trainer may resume
-    the run while this process goes on with something else. A claim another trainer
-    has taken since is left alone.
-    """
-    claim = path / _CLAIM
+def _read_claim(fd: int) -> str:
+    """``"claimed T, process N on host H"`` from an open claim file (what is readable)."""
     try:
-        stamp, *fields = claim.read_text(encoding="utf-8").split()
-        if f"pid={os.getpid()}" in fields and f"holder={holder}" in fields:
-            atomic_write_bytes(claim, f"{stamp}\n".encode())
-    except (OSError, ValueError):
-        pass  # no claim, or not ours: nothing to release
-
-
-def _live_holder(path: Path) -> str | None:
-    """Who holds ``path`` while another live process on this machine claimed it.
-
-    Returns:
-        ``"process N on this machine, claimed T"``; None for no claim, an old claim
-        without a process id, another machine's, this process's own, or a process that
-        has ended.
-    """
-    try:
-        stamp, *fields = (path / _CLAIM).read_text(encoding="utf-8").split()
-        info = dict(f.split("=", 1) for f in fields if "=" in f)
-        pid = int(info["pid"])
-    except (OSError, ValueError, KeyError):
-        return None
-    if pid == os.getpid() or pid <= 0 or info.get("host") != platform.node():
-        return None
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return None
-    except PermissionError:  # it exists, under another user
-        pass
+        raw = os.pread(fd, 256, 0)
     except OSError:
-        return None
-    return f"process {pid} on this machine, claimed {stamp}"
+        return "its claim cannot be read"
+    fields = raw.decode("utf-8", "replace").split()
+    if not fields:
+        return "no details recorded"
+    info = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+    who = f", process {info['pid']} on host {info.get('host', '?')}" if "pid" in info else ""
+    return f"claimed {fields[0][:40]}{who[:120]}"
 
 
 def _iteration_of(latest: Path) -> int | None:

@@ -12,7 +12,6 @@ import datetime as _dt
 import json
 import math
 import os
-import secrets
 import time
 import warnings
 import weakref
@@ -45,13 +44,13 @@ from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions 
 from kelab.train.rundir import (  # noqa: E402
     claim_run_dir,
     library_versions,
-    release_run_dir,
     task_class_path,
 )
 from kelab.train.runlog import RunLog  # noqa: E402
 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
+    from kelab.rl.ray_env import RayLearningEnv
     from kelab.train.eval_process import EvalProcess
     from kelab.train.target import TargetCheck, TargetVerdict
 
@@ -198,22 +197,27 @@ class RLTrainer:
                 stacklevel=2,
             )
         self.config = config.replace(num_envs=int(env.num_envs))
-        self._holder = secrets.token_hex(8)  # names this trainer in the run dir's claim
-        self.run_dir = claim_run_dir(
+        self.run_dir, self._claim = claim_run_dir(
             run_dir,
             type(self.task).__name__,
             checkpoint,
             cli_task=(task_id or task_class_path(self.task)).removeprefix("kelab/"),
-            holder=self._holder,
         )
         # dropped without close(): the claim is released all the same
-        weakref.finalize(self, release_run_dir, self.run_dir, self._holder)
+        weakref.finalize(self, self._claim.release)
+        try:
+            self._build(env, checkpoint)
+        except BaseException:  # a constructor that fails holds nothing
+            self._claim.release()
+            raise
 
+    def _build(self, env: LearningEnv | RayLearningEnv, checkpoint: Checkpoint | None) -> None:
+        """The rest of ``__init__``, once the run directory is claimed."""
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
         self.vec = RslVecEnv(env, seed=self.seed)
         self.alg: FinalObsPPO = build_algorithm(
-            self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
+            self.config, self.obs_dim, self.act_dim, self.vec.num_envs, self.device
         )
         self.iteration = 0
         self.env_steps = 0
@@ -270,7 +274,7 @@ class RLTrainer:
         if self.config.overlap_rollout:
             self.alg.lagged = True  # its rollouts come from the policy one update back
             self._collector = build_algorithm(
-                self.config, self.obs_dim, self.act_dim, self.vec.num_envs, device
+                self.config, self.obs_dim, self.act_dim, self.vec.num_envs, self.device
             )
             self._collector.sample_generator = torch.Generator().manual_seed(self.seed)
             self._collector.train_mode()
@@ -784,7 +788,7 @@ class RLTrainer:
                 self._updates.settle()
         finally:
             self._runlog.close()
-            release_run_dir(self.run_dir, self._holder)
+            self._claim.release()
 
     def __enter__(self) -> RLTrainer:
         return self

@@ -12,7 +12,7 @@ from train_helpers import tiny_config
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
-from kelab.train.checkpoint import load_checkpoint
+from kelab.train.checkpoint import CheckpointError, load_checkpoint
 from kelab.train.curve import write_training_curve
 from kelab.train.runlog import METRICS, RunLog
 
@@ -67,32 +67,44 @@ def test_resuming_in_place_removes_the_temp_files_of_a_killed_save(tmp_path):
     env.close()
 
 
-def test_a_run_dir_a_running_trainer_holds_is_named_as_such(tmp_path):
-    import platform
+def test_a_run_dir_another_trainer_holds_is_refused_as_in_use(tmp_path):
+    # the claim is an OS lock held while a trainer is open: refused to every other
+    # trainer (in this process too), gone when its trainer closes or its process ends
     import subprocess
     import sys
 
     run = tmp_path / "run"
     env, tr = _trainer(run)
     claim = run / ".kelab-run"
-    assert f"pid={os.getpid()}" in claim.read_text()  # held while its trainer is open
-    tr.train(1)
-    tr.close()
-    assert "pid=" not in claim.read_text()  # released: another process may resume it
-    # another process on this machine claimed it and still runs (a trainer elsewhere)
-    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        claim.write_text(f"2026-12-01T21-00-00Z pid={other.pid} host={platform.node()}\n")
-        held = rf"in use by a trainer that is still running \(process {other.pid} on this"
-        for kwargs in ({"config": tiny_config()}, {"resume": f"{run}:latest"}):
-            with pytest.raises(ValueError, match=held):
-                ke.RLTrainer(env, run_dir=run, **kwargs)
-    finally:
-        other.kill()
-        other.wait()
-    # once it has ended, resuming takes the run over (the claim names this process)
-    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
     assert f"pid={os.getpid()}" in claim.read_text()
+    tr.train(1)
+    with pytest.raises(ValueError, match=r"is in use by a trainer that is still running"):
+        ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
+    tr.close()
+    assert "pid=" not in claim.read_text()  # released: the time it was taken stays
+    # another process holds it (as a trainer there would), then ends without releasing
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(claim)!r}, os.O_RDWR)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "os.ftruncate(fd, 0); os.pwrite(fd, f'T pid={os.getpid()} host=h\\n'.encode(), 0)\n"
+         "print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ValueError, match=rf"\(claimed T, process {holder.pid} on host h"):
+            ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
+    finally:
+        holder.kill()  # SIGKILL: no release, the OS drops the lock
+        holder.wait()
+    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
+    tr.close()
+    # a constructor that fails after claiming holds nothing
+    with pytest.raises(CheckpointError):
+        ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest",
+                     config=tiny_config(actor_hidden_dims=(8,)))  # fmt: skip
+    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
     tr.close()
     env.close()
 
@@ -289,9 +301,11 @@ def test_trainers_built_before_either_trains_never_share_a_dir(tmp_path, monkeyp
     a = ke.RLTrainer(env, config=tiny_config())
     b = ke.RLTrainer(env, config=tiny_config())  # the same second, nothing trained yet
     assert a.run_dir != b.run_dir and a.run_dir.is_dir() and b.run_dir.is_dir()
-    with pytest.raises(ValueError, match="already holds the start of a run that saved no"):
+    with pytest.raises(ValueError, match="is in use by a trainer that is still running"):
         ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
     a.close()
+    with pytest.raises(ValueError, match="already holds the start of a run that saved no"):
+        ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
     b.close()
     env.close()
 
