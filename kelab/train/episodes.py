@@ -9,6 +9,7 @@ end first after its envs restart.
 from __future__ import annotations
 
 import math
+import reprlib
 from collections import deque
 from typing import Any
 
@@ -77,26 +78,18 @@ class RecentEpisodes:
         """Continue from :meth:`to_json`'s record (a resumed run's window).
 
         Raises:
-            ValueError: For a record that is not what ``to_json`` writes (nothing changes).
+            ValueError: For a record that is not what ``to_json`` writes; nothing changes.
         """
-        ok = isinstance(saved, dict) and isinstance(saved.get("returns"), list)
-        returns = saved.get("returns") if ok else None
-        successes = saved.get("successes") if ok else None
-        total = saved.get("total") if ok else None
-        if not (
-            ok
-            and all(r is None or (isinstance(r, (int, float)) and not isinstance(r, bool))
-                    for r in returns)
-            and (successes is None or (isinstance(successes, list)
-                                       and all(isinstance(v, bool) for v in successes)))
-            and isinstance(total, int) and not isinstance(total, bool) and total >= 0
-        ):  # fmt: skip
+        try:
+            returns, successes, total = _parse(saved)
+        except (TypeError, ValueError, OverflowError, AttributeError):
             raise ValueError(
-                "'recent_episodes' must be {'returns': [numbers], 'successes': [bools] or "
-                f"null, 'total': int >= 0}}, got {str(saved)[:120]}"
-            )
+                "'recent_episodes' must be {'returns': [finite numbers or null], "
+                "'successes': [bools, no more than returns] or null, 'total': an int "
+                f"from len(returns) to 2**53}}, got {reprlib.repr(saved)}"
+            ) from None
         self.returns.clear()
-        self.returns.extend(math.nan if r is None else float(r) for r in returns)
+        self.returns.extend(returns)
         self.successes.clear()
         self.judged = successes is not None
         if successes is not None:
@@ -114,3 +107,26 @@ class RecentEpisodes:
         if not self.judged or not self.successes:
             return None
         return float(np.mean(self.successes))
+
+
+def _parse(saved: Any) -> tuple[list[float], list[bool] | None, int]:
+    """Check and convert a ``recent_episodes`` record; raises on anything else."""
+    returns_in, successes, total = saved["returns"], saved["successes"], saved["total"]
+    if not isinstance(returns_in, list) or not all(
+        r is None or (isinstance(r, (int, float)) and not isinstance(r, bool)) for r in returns_in
+    ):
+        raise ValueError("returns")
+    returns = [math.nan if r is None else float(r) for r in returns_in]  # OverflowError
+    if not all(math.isfinite(r) or r != r for r in returns):  # no infinities
+        raise ValueError("returns")
+    if successes is not None and not (
+        isinstance(successes, list)
+        and len(successes) <= len(returns)
+        and all(isinstance(v, bool) for v in successes)
+    ):
+        raise ValueError("successes")
+    if not (
+        isinstance(total, int) and not isinstance(total, bool) and len(returns) <= total <= 2**53
+    ):
+        raise ValueError("total")
+    return returns, successes, total

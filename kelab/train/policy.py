@@ -202,7 +202,8 @@ def export_policy(
 
     ckpt = spec if isinstance(spec, Checkpoint) else load_checkpoint(spec)
     tensors = {f"actor.{k}": v for k, v in ckpt.prefixed("actor").items()}
-    meta = {k: v for k, v in ckpt.meta.items() if k not in ("format", "version", "weights")}
+    dropped = ("format", "version", "weights", "recent_episodes")  # the last: training's
+    meta = {k: v for k, v in ckpt.meta.items() if k not in dropped}
     meta["optimizer"] = None
     meta["kind"] = "policy"
     meta["exported_from"] = {"path": str(ckpt.path), "sha256": ckpt.meta["weights"]["sha256"]}

@@ -122,9 +122,14 @@ def test_a_resumed_run_goes_on_from_its_recent_episodes(tmp_path):
     saved = (tr._episodes.returns.copy(), tr._episodes.total)
     assert tr.train(1)["episodes"] >= saved[1]  # counts on
     tr.close()
+    from kelab.train.policy import export_policy  # training statistics stay out of it
+
+    shipped = load_checkpoint(export_policy(f"{run}:latest", tmp_path / "ship", "P"))
+    assert "recent_episodes" in load_checkpoint(f"{run}:latest").meta
+    assert "recent_episodes" not in shipped.meta
     # a damaged record: a warning, and the statistics start afresh
     latest = json.loads((run / "latest.json").read_text())
-    latest["recent_episodes"] = {"returns": ["x"], "successes": None, "total": 1}
+    latest["recent_episodes"] = {"returns": [10**400], "successes": None, "total": 1}
     (run / "latest.json").write_text(json.dumps(latest))
     with pytest.warns(UserWarning, match="'recent_episodes' must be .*recent episodes start"):
         tr = ke.RLTrainer(env, seed=3, run_dir=run, resume=f"{run}:latest")
