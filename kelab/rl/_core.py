@@ -624,6 +624,8 @@ class Presenter:
         self.renderer: Renderer | None = None
         self._ground_y: float | None = None
         self._final: np.ndarray | None = None  # OFFSCREEN_FAST: an ended episode's last frame
+        self._rendering = False  # render() was called since the last reset
+        self._error: BaseException | None = None  # raised by episode_ended, for after_step
         self.frames = 0
         if pacer is not None and not isinstance(pacer, SimulationPacer):
             raise ValueError(f"pacer must be a ke.SimulationPacer, got {pacer!r}")
@@ -642,35 +644,48 @@ class Presenter:
         return self.renderer is not None and self.renderer.should_close
 
     def before_step(self) -> None:
-        """A step begins: an ended episode's kept last frame is no longer current."""
+        """A step begins (or a snapshot is restored): a kept last frame is no longer current."""
         self._final = None
 
     def episode_ended(self) -> None:
         """The World still shows the episode that just ended (its copy restarts next).
 
         PACED draws it and waits one step, so the viewer sees how the episode ended;
-        OFFSCREEN_FAST draws it now and :meth:`render` returns it until the next step or
-        reset (a video shows the fall, not the next episode's first state).
+        OFFSCREEN_FAST, when ``render()`` has been called since the last reset (a video
+        is being recorded), draws it now and :meth:`render` returns it until the next
+        step or reset (a video shows the fall, not the next episode's first state).
+        Called in the middle of a step: an error here is kept and raised by
+        :meth:`after_step`, once the step has finished (the env stays in step).
         """
-        if self.mode is RunMode.PACED:
-            self.draw()
-            assert self.pacer is not None
-            self.pacer.wait()
-        elif self.mode is RunMode.OFFSCREEN_FAST:
-            self.draw()
-            assert self.renderer is not None
-            self._final = self.renderer.read_rgb_pixels()
+        try:
+            if self.mode is RunMode.PACED:
+                self.draw()
+                assert self.pacer is not None
+                self.pacer.wait()
+            elif self.mode is RunMode.OFFSCREEN_FAST and self._rendering:
+                self.draw()
+                assert self.renderer is not None
+                self._final = self.renderer.read_rgb_pixels()
+        except BaseException as exc:  # noqa: BLE001 - raised again by after_step
+            self._error = exc
 
     def after_reset(self) -> None:
         """PACED: draw the first state and start the pacing schedule."""
-        self._final = None
+        self._final, self._rendering, self._error = None, False, None
         if self.mode is RunMode.PACED:
             self.draw()
             assert self.pacer is not None
             self.pacer.reset()
 
     def after_step(self) -> None:
-        """PACED: draw the latest state, then wait until ``step_dt`` has elapsed."""
+        """PACED: draw the latest state, then wait until ``step_dt`` has elapsed.
+
+        Raises:
+            BaseException: What drawing the ended episode's last frame raised, if it did.
+        """
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
         if self.mode is RunMode.PACED:
             self.draw()
             assert self.pacer is not None
@@ -683,6 +698,7 @@ class Presenter:
         copy restarted), until the next step or reset.
         """
         if self.mode is RunMode.OFFSCREEN_FAST:
+            self._rendering = True
             if self._final is not None:
                 return self._final.copy()
             self.draw()
@@ -806,11 +822,6 @@ class CoreBackedEnv:
     def pacer(self) -> SimulationPacer | None:
         """The PACED pacer (None in other modes)."""
         return self._presenter.pacer
-
-    @property
-    def draws(self) -> bool:
-        """Whether this run mode ever draws (PACED and OFFSCREEN_FAST do)."""
-        return self.mode is not RunMode.HEADLESS_FAST
 
     @property
     def window_closed(self) -> bool:

@@ -229,3 +229,4 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         """Return to the moment ``snap`` was taken."""
         self._core.restore(snap)
         self._pending = None
+        self._presenter.before_step()  # a kept last frame is no longer current

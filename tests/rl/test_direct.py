@@ -97,10 +97,15 @@ def test_a_frame_after_an_episode_ended_shows_how_it_ended_not_the_restart(monke
     # drawn before that, so a video's last frame of an episode is the fall itself
     off = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
     off.reset(seed=0)
+    snap = off.snapshot()
+    start = off.render()  # as a recorder does: from now on an ending is drawn
     info = _push_until_the_pole_falls(off)
     assert info["ended_by"] == "pole fell"
     last = off.render()
     assert np.array_equal(last, off.render())  # current until the next step or reset
+    off.restore(snap)  # a restored state is drawn as it is, not the kept frame
+    assert np.array_equal(off.render(), start)
+    _push_until_the_pole_falls(off)
     off.reset()
     first = off.render()
     assert not np.array_equal(last, first)  # the reset state is drawn after reset()
@@ -109,6 +114,7 @@ def test_a_frame_after_an_episode_ended_shows_how_it_ended_not_the_restart(monke
     # a replay (same seed and actions) draws the same last frame, and counts the steps
     replay = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
     replay.reset(seed=0)
+    replay.render()
     steps = 0
     while True:
         _, _, terminated, _, _ = replay.step(np.ones(1, np.float32))
@@ -128,6 +134,26 @@ def test_a_frame_after_an_episode_ended_shows_how_it_ended_not_the_restart(monke
     assert paced._presenter.frames == 1 + steps + 1  # reset, each step, the ending
     assert len(clock.sleeps) == steps + 1
     paced.close()
+
+
+def test_an_ending_is_drawn_only_for_a_recorder_and_a_drawing_error_keeps_the_env_in_step():
+    env = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
+    env.reset(seed=0)
+    _push_until_the_pole_falls(env)  # render() never called: nothing drawn
+    assert env._presenter.frames == 0 and env._presenter.renderer is None
+    env.reset()
+    env.render()
+
+    def broken() -> None:
+        raise RuntimeError("GL context lost")
+
+    env._presenter.draw = broken  # the next ending's frame cannot be drawn
+    with pytest.raises(RuntimeError, match="GL context lost"):
+        _push_until_the_pole_falls(env)
+    del env._presenter.draw
+    assert env._core.episode_length_buf[0] == 0  # the ended copy restarted: the env is in step
+    env.step(np.zeros(1, np.float32))  # and goes on
+    env.close()
 
 
 def test_unbatched_api_and_episode_end():
