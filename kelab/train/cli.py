@@ -8,10 +8,11 @@ the train extra each command says in one line how to install it (exit status 2).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
+import os
 import re
-import shutil
 import sys
 import time
 import warnings
@@ -149,13 +150,18 @@ class ProgressBar:
             f"it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"
             f"  {row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {_fmt_time(eta)}"
         )  # fmt: skip
-        # a bar where the terminal has room for it; under 80 columns, single spaces
-        cols = shutil.get_terminal_size((100, 24)).columns - 1 if self.tty else 123
+        # a bar where the terminal has room for it; under 80 columns, single spaces; then
+        # the middle fields go, never the iteration or the ETA
+        cols = self._columns() if self.tty else 123
         if len(text) + 27 <= cols:
             filled = int(24 * done / max(self.total, 1))
             text = f"[{'#' * filled}{'-' * (24 - filled)}] {text}"
         elif len(text) > cols:
             text = " ".join(text.split())
+            head, _, eta = text.rpartition(" ETA ")
+            while len(text) > cols and " " in head:
+                head = head.rsplit(" ", 2)[0] if head.count(" ") >= 2 else head.split(" ")[0]
+                text = f"{head} ETA {eta}"
         if self.tty:  # one line that fits the terminal, clearing what a longer one left
             self.out.write("\r" + text[:cols] + "\x1b[K")
             self.out.flush()
@@ -165,6 +171,16 @@ class ProgressBar:
             print(text, file=self.out, flush=True)
         else:
             self._unprinted = text
+
+    def _columns(self) -> int:
+        """Usable columns of the terminal this line goes to (``COLUMNS`` first)."""
+        env = os.environ.get("COLUMNS", "")
+        if env.isdigit() and int(env) > 0:
+            return max(int(env) - 1, 20)
+        try:
+            return max(os.get_terminal_size(self.out.fileno()).columns - 1, 20)
+        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+            return 99
 
     def close(self) -> None:
         """End the live line (on a terminal) or print the last line if it is not out yet."""

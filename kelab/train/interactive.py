@@ -54,6 +54,10 @@ def _app_class() -> type[App]:
             for binding in self.timeline.bindings:  # the env steps the physics itself
                 if binding.name == "world.step":
                     binding.enabled = False
+            # dark text on a light backdrop, light text on a dark one
+            r, g, b = self.background
+            light = 0.299 * r + 0.587 * g + 0.114 * b >= 128
+            self._text_color = PALETTE["text"] if light else (236, 240, 244)
             self.env = env
             self.act = act
             self.episodes_wanted = episodes
@@ -96,7 +100,7 @@ def _app_class() -> type[App]:
                 (8, 6),
                 f"episode {len(self.results) + 1}  step {self.env_steps}  {state}  "
                 "drag the robot with the mouse",
-                PALETTE["text"],
+                self._text_color,
                 size=14,
                 screen_space=True,
             )

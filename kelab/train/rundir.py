@@ -189,7 +189,13 @@ class RunDirClaim:
 
     def __init__(self, path: Path) -> None:
         self.path = path / _CLAIM
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as err:
+            raise ValueError(
+                f"run_dir {str(path)!r} cannot be claimed: its {_CLAIM} cannot be opened "
+                f"for writing ({err.strerror or err}); choose a run_dir this user can write"
+            ) from None
         try:
             if fcntl is not None:
                 try:

@@ -138,6 +138,24 @@ def test_a_resumed_run_goes_on_from_its_recent_episodes(tmp_path):
     env.close()
 
 
+def test_a_run_dir_whose_claim_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):
+    from kelab.train import rundir
+
+    real_open = os.open
+
+    def denied(path, *args, **kwargs):
+        if str(path).endswith(".kelab-run"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(rundir.os, "open", denied)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    message = r"its .kelab-run cannot be opened for writing \(Permission denied\); choose"
+    with pytest.raises(ValueError, match=message):
+        ke.RLTrainer(env, run_dir=tmp_path / "run", config=tiny_config())
+    env.close()
+
+
 def test_default_run_dirs_never_collide(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
