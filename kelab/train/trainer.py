@@ -536,8 +536,7 @@ class RLTrainer:
             "mean_return": episodes.mean_return,
             "success_rate": episodes.success_rate,
             "episodes": episodes.total,
-            "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
+            **self._rates(run_steps, elapsed),
             "learning_rate": float(self.alg.learning_rate),
             "action_std": float(self.alg.action_std().detach().mean()),
             "value_loss": float(losses["value"]),
@@ -747,8 +746,7 @@ class RLTrainer:
             "iterations": self.iteration,
             "env_steps": self.env_steps,
             "wall_time_s": self.wall_time_s,
-            "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
+            **self._rates(run_steps, elapsed),
             "episodes": episodes.total,
             "stopped_at_target": stopped,
             "stopped_by_callback": called_off,
@@ -789,6 +787,13 @@ class RLTrainer:
         finally:
             self._runlog.close()
             self._claim.release()
+
+    def _rates(self, run_steps: int, elapsed: float) -> dict[str, float]:
+        """Env steps per second of this call: over its wall time, and while collecting."""
+        return {
+            "env_steps_per_s": run_steps / max(elapsed, 1e-9),
+            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
+        }
 
     def __enter__(self) -> RLTrainer:
         return self
