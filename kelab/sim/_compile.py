@@ -50,6 +50,7 @@ class JointLayout:
     limits: tuple[float, float] | None
     stiffness: float
     damping: float
+    error_bias: float | None = None  # Chipmunk's errorBias of its constraints; None: default
 
 
 @dataclass(frozen=True)
@@ -289,6 +290,7 @@ def _joint_layout(inst, index: dict[str, int], bodies) -> JointLayout:
             norm = math.hypot(ax[0], ax[1])
             axis = (ax[0] / norm, ax[1] / norm)
     limits = getattr(spec, "limits", None)
+    correction = getattr(spec, "error_correction", None)
     return JointLayout(
         kind=kind,
         parent=parent,
@@ -305,6 +307,8 @@ def _joint_layout(inst, index: dict[str, int], bodies) -> JointLayout:
         limits=None if limits is None else (float(limits[0]), float(limits[1])),
         stiffness=float(getattr(spec, "stiffness", 0.0)),
         damping=float(getattr(spec, "damping", 0.0)),
+        # Chipmunk's errorBias: the fraction of the error left after 1 s
+        error_bias=None if correction is None else (1.0 - correction) ** 60,
     )
 
 
@@ -528,6 +532,8 @@ def constraint_calls(
     if jl.kind == "revolute" and jl.limits is not None:
         lo, hi = jl.limits
         out.append((cp.rotary_limit_joint_new, (pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0)))
+    if jl.error_bias is not None:  # each constraint made (and rebuilt) with the joint's bias
+        out = [(cp.with_error_bias(ctor), (*args, jl.error_bias)) for ctor, args in out]
     return out
 
 

@@ -47,6 +47,13 @@ _CLASSES: dict[str, type] = {
     )
 }  # fmt: skip
 
+_OMITTED_WHEN_NONE: dict[type, frozenset[str]] = {
+    cls: frozenset({"error_correction"}) for cls in (RevoluteJoint, PrismaticJoint, FixedJoint)
+}
+"""Fields added after scenes were first saved: left out of ``to_dict`` while None (their
+default), so a scene that does not set them keeps the dict and the fingerprint it had
+before (saved scenes, snapshots and checkpoints still match), and accepted missing."""
+
 
 def encode(value: Any) -> Any:
     """Return a scene object (or a field value) as JSON-compatible data."""
@@ -55,8 +62,11 @@ def encode(value: Any) -> Any:
         if _CLASSES.get(cls.__name__) is not cls:
             raise TypeError(f"cannot serialise {cls.__name__} in a scene")
         out: dict[str, Any] = {"type": cls.__name__}
+        omitted = _OMITTED_WHEN_NONE.get(cls, frozenset())
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
+            if item is None and f.name in omitted:
+                continue
             if cls is SensorConfig and isinstance(item, int):
                 item = float(item)  # SensorConfig keeps user ints; canonicalise them
             out[f.name] = encode(item)
@@ -103,7 +113,10 @@ def decode(value: Any, where: str, depth: int) -> Any:
                 f"Scene.from_dict: {where}: unknown type {_show(name)}; type must be one of "
                 f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
             )
-        names = [f.name for f in dataclasses.fields(cls)]
+        omitted = _OMITTED_WHEN_NONE.get(cls, frozenset())
+        names = [
+            f.name for f in dataclasses.fields(cls) if f.name not in omitted or f.name in value
+        ]
         check_keys("Scene.from_dict", f"{where} ({name})", value, ["type", *names])
         kwargs = {k: decode(value[k], f"{where}.{k}", depth + 1) for k in names}
         try:

@@ -108,6 +108,27 @@ def _check_actuator(owner: str, name: str, actuator: object) -> None:
         )
 
 
+DEFAULT_ERROR_CORRECTION = 0.1
+"""Chipmunk's own rate: a tenth of a joint's position error corrected every 1/60 s."""
+
+
+def _check_error_correction(owner: str, name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        number = math.nan
+    else:
+        number = float(value)
+    if not 0.0 < number <= 1.0:  # also refuses NaN
+        raise ValueError(
+            f"{owner} {name!r}: error_correction must be None or a number in (0, 1] (the "
+            f"fraction of the joint's drift corrected every 1/60 s), got {_show(value)}; "
+            f"use None for Chipmunk's {DEFAULT_ERROR_CORRECTION:g}, 0.2-0.4 for joints "
+            "that come apart under large torques"
+        )
+    return number
+
+
 @dataclass(frozen=True)
 class RevoluteJoint:
     """A pin: child rotates about ``anchor``. Position = relative angle minus its initial value.
@@ -121,6 +142,11 @@ class RevoluteJoint:
         limits: ``(lo, hi)`` in radians relative to the initial configuration (within
             ±ANGLE_MAX), or None.
         actuator: EffortActuator, PDActuator, or None for a passive joint.
+        error_correction: The fraction of the joint's position error (its anchors or
+            limits drifting apart, as an iterative solver lets them under large forces)
+            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            near 1 can jitter.
     """
 
     name: str
@@ -129,12 +155,15 @@ class RevoluteJoint:
     anchor: Vec2 = (0.0, 0.0)
     limits: tuple[float, float] | None = None
     actuator: Actuator | None = None
+    error_correction: float | None = None
 
     def __post_init__(self) -> None:
         _check_names("RevoluteJoint", self)
         _set(self, "anchor", _vec2("RevoluteJoint", "anchor", self.anchor, limit=COORD_MAX))
         _set(self, "limits", _check_limits("RevoluteJoint", self.name, self.limits, ANGLE_MAX))
         _check_actuator("RevoluteJoint", self.name, self.actuator)
+        value = _check_error_correction("RevoluteJoint", self.name, self.error_correction)
+        _set(self, "error_correction", value)
 
 
 @dataclass(frozen=True)
@@ -153,6 +182,11 @@ class PrismaticJoint:
         limits: ``(lo, hi)`` in metres along ``axis`` from the initial position (within
             ±COORD_MAX), or None.
         actuator: EffortActuator, PDActuator, or None for a passive joint.
+        error_correction: The fraction of the joint's position error (its slide line
+            or travel limits drifting apart, as an iterative solver lets them under large forces)
+            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            near 1 can jitter.
     """
 
     name: str
@@ -162,6 +196,7 @@ class PrismaticJoint:
     axis: Vec2 = (1.0, 0.0)
     limits: tuple[float, float] | None = None
     actuator: Actuator | None = None
+    error_correction: float | None = None
 
     def __post_init__(self) -> None:
         _check_names("PrismaticJoint", self)
@@ -176,6 +211,8 @@ class PrismaticJoint:
         _set(self, "axis", (ax / norm + 0.0, ay / norm + 0.0))
         _set(self, "limits", _check_limits("PrismaticJoint", self.name, self.limits, COORD_MAX))
         _check_actuator("PrismaticJoint", self.name, self.actuator)
+        value = _check_error_correction("PrismaticJoint", self.name, self.error_correction)
+        _set(self, "error_correction", value)
 
 
 @dataclass(frozen=True)
@@ -186,14 +223,22 @@ class FixedJoint:
         name: Joint name, unique within the robot.
         parent: Parent body name, or ``"world"``.
         child: Child body name.
+        error_correction: The fraction of the joint's position error (the two bodies
+            drifting apart or turning, as an iterative solver lets them under large forces)
+            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            near 1 can jitter.
     """
 
     name: str
     parent: str
     child: str
+    error_correction: float | None = None
 
     def __post_init__(self) -> None:
         _check_names("FixedJoint", self)
+        value = _check_error_correction("FixedJoint", self.name, self.error_correction)
+        _set(self, "error_correction", value)
 
 
 @dataclass(frozen=True)

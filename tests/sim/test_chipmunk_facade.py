@@ -58,6 +58,7 @@ SIGNATURES = {
     "constraint_set_collide_bodies": "void(*)(cpConstraint *, unsigned char)",
     "constraint_get_space": "cpSpace *(*)(cpConstraint *)",
     "constraint_free": "void(*)(cpConstraint *)",
+    "constraint_set_error_bias": "void(*)(cpConstraint *, double)",
     "float_array_new": "pmFloatArray *(*)(int)",
     "float_array_free": "void(*)(pmFloatArray *)",
     "int_array_new": "pmIntArray *(*)(int)",
@@ -227,6 +228,28 @@ def test_constraints_made_added_reinitialised_and_freed() -> None:
     assert len(freed) == 1
     with pytest.raises(KeyError):
         cp.constraint_reinit_call(cp.space_step, None, ())
+
+
+def test_with_error_bias_sets_the_bias_when_made_and_when_reinitialised() -> None:
+    space, body, _, other = _scene()
+    a, b = cp.body_ptr(body), cp.body_ptr(other)
+    get = cp._lib.cpConstraintGetErrorBias
+    plain = cp.gear_joint_new(a, b, 0.0, 1.0)
+    assert get(plain) == pytest.approx(0.9**60, rel=1e-5)  # Chipmunk's 10 % per 1/60 s
+    cp.constraint_free(plain)
+    for ctor, args in (
+        (cp.pivot_joint_new, (a, b, (0.0, 0.0), (0.0, 0.0))),
+        (cp.rotary_limit_joint_new, (a, b, -0.5, 0.5)),
+    ):
+        biased = cp.with_error_bias(ctor)
+        assert cp.with_error_bias(ctor) is biased  # one wrapper per constructor
+        c = biased(*args, 1e-6)
+        assert get(c) == 1e-6
+        cp._lib.cpConstraintSetErrorBias(c, 0.5)
+        init, args2 = cp.constraint_reinit_call(biased, c, (*args, 1e-6))
+        assert init(*args2) is not None
+        assert get(c) == 1e-6  # Init reset it to the default, the wrapper set it again
+        cp.constraint_free(c)
 
 
 def test_batched_body_read_and_write_match_pymunk_batch() -> None:
