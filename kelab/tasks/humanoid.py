@@ -3,7 +3,7 @@
 120 Hz physics, 2 physics steps per action (60 Hz control), 10 s episodes. Observation
 (17): torso height (m), torso angle (rad), torso velocity (vx, vy, omega), the six joint
 positions and the six joint velocities (hip, knee, ankle; left then right). Action (6):
-joint torques as a fraction of each actuator's limit (hip/knee 150 N·m, ankle 80 N·m).
+joint torques as a fraction of each actuator's limit (hip/knee 150 N·m, ankle 40 N·m).
 Reward per step: torso forward speed (m/s) + 1.0 alive bonus - 0.01 * sum(action^2).
 Ends early: ``"torso fell"`` (torso centre below 0.8 m or tilted more than 1 rad).
 Success: survived to the time limit and moved at least 1 m forward. Resets stand the

@@ -122,8 +122,11 @@ def test_biped_proportions_and_actuators() -> None:
     assert len(desc.joints) == 6
     for joint in desc.joints:
         assert isinstance(joint, ke.RevoluteJoint)
-        assert isinstance(joint.actuator, ke.EffortActuator) and joint.actuator.limit >= 50
+        assert isinstance(joint.actuator, ke.EffortActuator)
+        want = 40.0 if joint.name.startswith("ankle") else 150.0
+        assert joint.actuator.limit == want
         assert joint.limits is not None and joint.limits[0] < 0.0 < joint.limits[1]
+        assert joint.error_correction == 0.3  # firmer than Chipmunk's 0.1 (the light feet)
 
 
 def test_pi_quadruped_proportions_and_pd() -> None:
