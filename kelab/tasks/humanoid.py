@@ -81,7 +81,8 @@ class HumanoidTask(LocomotionTask):
     over 20 deterministic episodes) comes sooner: seed 0 at iteration 240 in 138 s, seed 1
     at 220 in 154 s (2026-12-01 20:31-20:37, quiet), against 240 in 193 s and 250 in 199 s
     with 128x128 (18:31-18:39). 64x64 walked faster (5.6 m/s) but met it later (iteration
-    440, 222 s).
+    440, 222 s). With the firmer biped joints (``error_correction=0.3``, 40 N·m ankles;
+    docs/tasks.md): seed 0 at iteration 200 in 110 s, seed 1 at 220 in 125 s (22:33-22:39).
     """
 
     def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
