@@ -16,9 +16,6 @@ upgrade that changes any of them fails loudly there rather than deep in a step.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
-
 import pymunk
 from pymunk._chipmunk_cffi import ffi as _ffi
 from pymunk._chipmunk_cffi import lib as _lib
@@ -95,6 +92,8 @@ rotary_limit_joint_new = _lib.cpRotaryLimitJointNew  # (a, b, min, max)
 constraint_set_collide_bodies = _lib.cpConstraintSetCollideBodies  # (cpConstraint *, bool)
 constraint_get_space = _lib.cpConstraintGetSpace  # (cpConstraint *) -> cpSpace *
 constraint_free = _lib.cpConstraintFree  # (cpConstraint *)
+constraint_set_error_bias = _lib.cpConstraintSetErrorBias  # (cpConstraint *, cpFloat)
+constraint_get_error_bias = _lib.cpConstraintGetErrorBias  # (cpConstraint *) -> cpFloat
 
 #: Each constructor above -> (its Init function, the C type Init takes): a constructor
 #: allocates, then runs Init with the same arguments.
@@ -105,32 +104,6 @@ CONSTRAINT_INITS: dict[object, tuple[object, str]] = {
     damped_spring_new: (_lib.cpDampedSpringInit, "cpDampedSpring *"),
     rotary_limit_joint_new: (_lib.cpRotaryLimitJointInit, "cpRotaryLimitJoint *"),
 }
-
-
-constraint_set_error_bias = _lib.cpConstraintSetErrorBias  # (cpConstraint *, cpFloat)
-
-
-@functools.cache
-def with_error_bias(ctor: object) -> Callable[..., object]:
-    """``ctor`` taking one more argument, the constraint's ``errorBias``, that it then sets.
-
-    Registered in :data:`CONSTRAINT_INITS` with its Init counterpart (which sets the bias
-    again after Init resets it), so a rebuilt constraint keeps it.
-    """
-    init, ctype = CONSTRAINT_INITS[ctor]
-
-    def new(*args: object) -> object:
-        c = ctor(*args[:-1])  # type: ignore[operator]
-        constraint_set_error_bias(c, args[-1])
-        return c
-
-    def reinit(c: object, *args: object) -> object:
-        out = init(c, *args[:-1])  # type: ignore[operator]
-        constraint_set_error_bias(_ffi.cast("cpConstraint *", c), args[-1])
-        return out
-
-    CONSTRAINT_INITS[new] = (reinit, ctype)
-    return new
 
 
 def constraint_reinit_call(ctor: object, constraint: object, args: tuple) -> tuple[object, tuple]:

@@ -393,12 +393,15 @@ class CopySpace:
         # space's static body (identity transform, no mass), one for every space the copy
         # gets, so each rebuild re-initialises the same constraints in place
         self._ground = pymunk.Body(body_type=pymunk.Body.STATIC)
-        calls = []
+        calls, biases = [], []
         for jl in layout.joints:
             a = self._ground if jl.parent < 0 else self.bodies[jl.parent]
-            calls.extend(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(self.bodies[jl.child])))
+            made = constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(self.bodies[jl.child]))
+            calls.extend(made)
+            biases.extend([jl.error_bias] * len(made))
         #: cpConstraint pointers (freed when garbage collected, leaving their space first)
         self.constraints: list = new_constraints(calls)
+        self._biases = error_biases(self.constraints, biases)
         self._inits = [
             reinit_call(ctor, c, args)
             for c, (ctor, args) in zip(self.constraints, calls, strict=True)
@@ -436,6 +439,10 @@ class CopySpace:
                 init(*args)
                 off(con, 0)
             add_con(ptr, con)
+        if not first:  # Init reset the joints' own error biases
+            set_bias = cp.constraint_set_error_bias
+            for con, bias in self._biases:
+                set_bias(con, bias)
         if self._handler and self._layout.needs_handler:
             register_callbacks(space, self._layout, self.shape_material)
         return space
@@ -532,9 +539,21 @@ def constraint_calls(
     if jl.kind == "revolute" and jl.limits is not None:
         lo, hi = jl.limits
         out.append((cp.rotary_limit_joint_new, (pa, pb, lo + jl.rel_angle0, hi + jl.rel_angle0)))
-    if jl.error_bias is not None:  # each constraint made (and rebuilt) with the joint's bias
-        out = [(cp.with_error_bias(ctor), (*args, jl.error_bias)) for ctor, args in out]
     return out
+
+
+def error_biases(constraints: list, biases: list[float | None]) -> list[tuple[object, float]]:
+    """Set each constraint's ``errorBias`` where its joint has one; return those pairs.
+
+    ``biases`` holds, per constraint, its joint's :attr:`JointLayout.error_bias` (None:
+    Chipmunk's default). Re-initialising a constraint resets its bias, so every rebuild
+    sets the returned pairs again (C calls only, none for joints without one).
+    """
+    pairs = [(c, b) for c, b in zip(constraints, biases, strict=True) if b is not None]
+    set_bias = cp.constraint_set_error_bias
+    for c, b in pairs:
+        set_bias(c, b)
+    return pairs
 
 
 def new_constraints(calls: list[tuple[object, tuple]], managed: bool = True) -> list:

@@ -52,6 +52,7 @@ from kelab.sim._compile import (
     Layout,
     apply_values,
     constraint_calls,
+    error_biases,
     free_constraints,
     make_body,
     make_shapes,
@@ -399,7 +400,7 @@ class _Shard:
                     tuple(map(cp.shape_ptr, shapes[k])),
                 )
             )
-        calls = []
+        calls, biases = [], []
         anchors = self.anchors[cl]
         for jl in lay.joints:
             if jl.parent < 0 or jl.parent in self.shared:
@@ -413,8 +414,11 @@ class _Shard:
                 a, shift = self.bodies[cl][jl.parent], None
             child = self.bodies[cl][jl.child]
             assert a is not None and child is not None  # built above
-            calls.extend(constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(child), shift))
+            made = constraint_calls(jl, cp.body_ptr(a), cp.body_ptr(child), shift)
+            calls.extend(made)
+            biases.extend([jl.error_bias] * len(made))
         cons = new_constraints(calls, managed=False)
+        biased = error_biases(cons, biases)
         add_con = cp.space_add_constraint
         for con in cons:
             add_con(ptr, con)
@@ -427,13 +431,15 @@ class _Shard:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
                 fric.extend((cp.shape_ptr(s), f) for s in shapes[k])
-        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions)
+        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions,
+        # the error biases of the joints that set one)
         self.recipe[cl] = (
             adds,
             inits,
             [p for add in adds for p in add[3]],
             [add[0] for add in adds],
             fric,
+            biased,
         )
 
     def _anchor(self, parent: int) -> pymunk.Body:
@@ -481,7 +487,7 @@ class _Shard:
         add_con, add_shape = cp.space_add_constraint, cp.space_add_shape
         set_v, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
         update = cp.body_update_position
-        off = cp.constraint_set_collide_bodies
+        off, set_bias = cp.constraint_set_collide_bodies, cp.constraint_set_error_bias
         set_a, set_p = cp.body_set_angle, cp.body_set_position
         set_fric, set_counter = cp.shape_set_friction, cp.space_set_shape_id_counter
         zero = (0.0, 0.0)
@@ -489,7 +495,7 @@ class _Shard:
         parts, recipe = self.parts, self.recipe
         for cl in locals_.tolist():
             cons = parts[cl][2]
-            adds, inits, shape_ptrs, _, fric = recipe[cl]
+            adds, inits, shape_ptrs, _, fric, biased = recipe[cl]
             for con in reversed(cons):
                 rm_con(ptr, con)
             for sp in shape_ptrs:
@@ -511,6 +517,8 @@ class _Shard:
                 init(*args)
                 off(con, 0)
                 add_con(ptr, con)
+            for con, bias in biased:  # Init reset the joints' own error biases
+                set_bias(con, bias)
 
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""

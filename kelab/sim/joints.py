@@ -12,12 +12,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from kelab._validate import must
 from kelab.sim.shapes import (
     ANGLE_MAX,
     COORD_MAX,
     EFFORT_MAX,
     LENGTH_MAX,
     Vec2,
+    _number,
     _positive,
     _set,
     _show,
@@ -111,20 +113,29 @@ def _check_actuator(owner: str, name: str, actuator: object) -> None:
 DEFAULT_ERROR_CORRECTION = 0.1
 """Chipmunk's own rate: a tenth of a joint's position error corrected every 1/60 s."""
 
+MIN_ERROR_CORRECTION = 1e-6
+"""The least ``error_correction``: below ~1e-16 Chipmunk's bias ``(1 - c) ** 60`` rounds to
+1.0, which corrects nothing at all."""
+
 
 def _check_error_correction(owner: str, name: str, value: object) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        number = math.nan
-    else:
-        number = float(value)
-    if not 0.0 < number <= 1.0:  # also refuses NaN
+    fix = (
+        f"use None for Chipmunk's {DEFAULT_ERROR_CORRECTION:g}, 0.2-0.4 for joints that come "
+        "apart under large torques"
+    )
+    try:
+        number = _number(owner, "error_correction", value, fix)
+    except ValueError as exc:
+        raise ValueError(f"{owner} {name!r}: {exc}") from None
+    if not MIN_ERROR_CORRECTION <= number <= 1.0:
+        allowed = (
+            f"None or a number in [{MIN_ERROR_CORRECTION:g}, 1] (the fraction of the joint's "
+            "drift corrected every 1/60 s)"
+        )
         raise ValueError(
-            f"{owner} {name!r}: error_correction must be None or a number in (0, 1] (the "
-            f"fraction of the joint's drift corrected every 1/60 s), got {_show(value)}; "
-            f"use None for Chipmunk's {DEFAULT_ERROR_CORRECTION:g}, 0.2-0.4 for joints "
-            "that come apart under large torques"
+            f"{owner} {name!r}: " + must(f"{owner}.error_correction", allowed, value, fix)
         )
     return number
 
@@ -144,8 +155,8 @@ class RevoluteJoint:
         actuator: EffortActuator, PDActuator, or None for a passive joint.
         error_correction: The fraction of the joint's position error (its anchors or
             limits drifting apart, as an iterative solver lets them under large forces)
-            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
-            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            corrected every 1/60 s, in [1e-6, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v2 uses 0.3); values
             near 1 can jitter.
     """
 
@@ -184,8 +195,8 @@ class PrismaticJoint:
         actuator: EffortActuator, PDActuator, or None for a passive joint.
         error_correction: The fraction of the joint's position error (its slide line
             or travel limits drifting apart, as an iterative solver lets them under large forces)
-            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
-            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            corrected every 1/60 s, in [1e-6, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v2 uses 0.3); values
             near 1 can jitter.
     """
 
@@ -225,8 +236,8 @@ class FixedJoint:
         child: Child body name.
         error_correction: The fraction of the joint's position error (the two bodies
             drifting apart or turning, as an iterative solver lets them under large forces)
-            corrected every 1/60 s, in (0, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
-            light links against large torques (kelab/robot/biped:v1 uses 0.3); values
+            corrected every 1/60 s, in [1e-6, 1]; None is Chipmunk's 0.1. 0.2-0.4 holds
+            light links against large torques (kelab/robot/biped:v2 uses 0.3); values
             near 1 can jitter.
     """
 

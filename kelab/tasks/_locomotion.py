@@ -33,7 +33,7 @@ class LocomotionTask(Task):
     subclass's ``apply_actions`` stores them before scaling), zeroed by :meth:`stand`.
 
     Attributes:
-        asset: The robot's registry name (``"kelab/robot/biped:v1"``).
+        asset: The robot's registry name (``"kelab/robot/biped:v2"``).
         joint_names: The actuated joints, in action order.
         fall_name: The termination's name (``"torso fell"``).
         min_torso_height: The torso centre below this height (m) counts as a fall.

@@ -42,7 +42,7 @@ def walked_forward(task):  # noqa: ANN001, ANN201 - a rule receives the running 
 class HumanoidTask(LocomotionTask):
     """Planar biped walking (see the module docstring)."""
 
-    asset = "kelab/robot/biped:v1"
+    asset = "kelab/robot/biped:v2"
     joint_names = ("hip_l", "knee_l", "ankle_l", "hip_r", "knee_r", "ankle_r")
     fall_name = "torso fell"
     min_torso_height = MIN_TORSO_HEIGHT

@@ -35,7 +35,9 @@ from kelab.sim.scene import (
 from kelab.sim.shapes import LENGTH_MAX, LENGTH_MIN, MASS_MAX, MASS_MIN
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILTINS = ("kelab/robot/cartpole:v1", "kelab/robot/biped:v1", "kelab/robot/pi:v1")
+BUILTINS = (
+    "kelab/robot/cartpole:v1", "kelab/robot/biped:v1", "kelab/robot/biped:v2", "kelab/robot/pi:v1",
+)  # fmt: skip
 
 
 def reference_scene() -> Scene:

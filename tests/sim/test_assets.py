@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -7,7 +8,9 @@ import pytest
 import kelab as ke
 from kelab.sim.shapes import shape_lowest_point
 
-BUILTINS = ("kelab/robot/cartpole:v1", "kelab/robot/biped:v1", "kelab/robot/pi:v1")
+BUILTINS = (
+    "kelab/robot/cartpole:v1", "kelab/robot/biped:v1", "kelab/robot/biped:v2", "kelab/robot/pi:v1",
+)  # fmt: skip
 
 
 def _bounds(spec: ke.BodySpec, pose: ke.Pose) -> tuple[float, float, float, float]:
@@ -109,8 +112,19 @@ def test_cartpole_matches_gymnasium() -> None:
     assert poses["pole"].angle == 0.0
 
 
+def test_biped_v1_keeps_its_joints_and_v2_differs_in_them_alone() -> None:
+    v1 = ke.Asset.from_registry("kelab/robot/biped:v1").description
+    v2 = ke.Asset.from_registry("kelab/robot/biped:v2").description
+    assert v1.bodies == v2.bodies and v1.sites == v2.sites
+    for a, b in zip(v1.joints, v2.joints, strict=True):
+        assert a.error_correction is None and b.error_correction == 0.3
+        want = 80.0 if a.name.startswith("ankle") else 150.0
+        assert a.actuator.limit == want
+        assert dataclasses.replace(a, actuator=b.actuator, error_correction=0.3) == b
+
+
 def test_biped_proportions_and_actuators() -> None:
-    desc = ke.Asset.from_registry("kelab/robot/biped:v1").description
+    desc = ke.Asset.from_registry("kelab/robot/biped:v2").description
     assert set(desc.body_names) == {
         "torso", "thigh_l", "thigh_r", "shin_l", "shin_r", "foot_l", "foot_r",
     }  # fmt: skip

@@ -2,12 +2,12 @@
 
 ``Asset.from_registry("kelab/robot/cartpole:v1")`` returns an :class:`Asset` wrapping a
 :class:`~kelab.sim.scene.RobotDescription`; ``Asset.register(name, description)`` adds
-your own. Built-ins: ``kelab/robot/cartpole:v1``, ``kelab/robot/biped:v1`` and
-``kelab/robot/pi:v1`` (see docs/scene.md for their geometry).
+your own. Built-ins: ``kelab/robot/cartpole:v1``, ``kelab/robot/biped:v2`` (and the
+older ``:v1``) and ``kelab/robot/pi:v1`` (see docs/scene.md for their geometry).
 
 Example:
     >>> import kelab as ke
-    >>> ke.Asset.from_registry("kelab/robot/biped:v1").description.joint_names
+    >>> ke.Asset.from_registry("kelab/robot/biped:v2").description.joint_names
     ('hip_l', 'knee_l', 'ankle_l', 'hip_r', 'knee_r', 'ankle_r')
 """
 
@@ -21,7 +21,8 @@ from kelab.sim.scene import RobotDescription
 
 _BUILTINS: dict[str, Callable[[], RobotDescription]] = {
     "kelab/robot/cartpole:v1": cartpole.description,
-    "kelab/robot/biped:v1": biped.description,
+    "kelab/robot/biped:v1": biped.description_v1,
+    "kelab/robot/biped:v2": biped.description,
     "kelab/robot/pi:v1": pi.description,
 }
 _REGISTRY: dict[str, RobotDescription] = {}

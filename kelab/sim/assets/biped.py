@@ -1,4 +1,4 @@
-"""``kelab/robot/biped:v1``: a planar 1.40 m biped with torque-controlled legs.
+"""``kelab/robot/biped:v2`` (and ``:v1``): a planar 1.40 m biped with torque-controlled legs.
 
 Root frame: origin on the ground (y = 0) directly below the hips; +X is forward. At the
 identity pose the robot stands straight with both soles on y = 0. Bodies (metres, kg):
@@ -9,10 +9,12 @@ positive = counter-clockwise (hip flexion is positive, knee flexion negative), e
 an EffortActuator (hip 150 N·m, knee 150 N·m, ankle 40 N·m). Left and right legs lie in
 the same plane; the robot does not self-collide.
 
-Every joint corrects 30 % of its drift every 1/60 s (``error_correction=0.3``; Chipmunk's
-own rate is 10 %) and the ankles are limited to 40 N·m (80 before 2026-12-01): under a
-walking policy's torques the 1 kg feet pulled their ankles apart by up to 25 cm at
-impacts (3.4 cm on average), and now by at most ~7 cm (under 1 cm on average; docs/tasks.md).
+v2 (2026-12-01) differs from v1 in its joints alone: every joint corrects 30 % of its
+drift every 1/60 s (``error_correction=0.3``; v1 keeps Chipmunk's 10 %) and the ankles
+are limited to 40 N·m (v1: 80). Under a walking policy's torques v1's 1 kg feet pulled
+their ankles up to 25 cm apart at impacts (3.4 cm on average); v2's, at most 5.7 cm (0.9
+cm on average; docs/tasks.md, "Joint drift"). ``kelab/Humanoid-v0`` uses v2; v1 stays
+as it was, so tasks built on it keep their dynamics (and their scene fingerprints).
 """
 
 from __future__ import annotations
@@ -37,12 +39,20 @@ HIP_Y = KNEE_Y + THIGH_LENGTH
 HEIGHT = HIP_Y + TORSO_HEIGHT  # 1.40 m
 
 TORQUE_LIMITS = {"hip": 150.0, "knee": 150.0, "ankle": 40.0}
+"""v2's actuator limits, N·m (v1: the ankles at 80)."""
 ERROR_CORRECTION = 0.3
-"""The fraction of a joint's drift corrected every 1/60 s (see the module docstring)."""
+"""v2's fraction of a joint's drift corrected every 1/60 s (v1: None, Chipmunk's 0.1)."""
+_V1_TORQUE_LIMITS = {"hip": 150.0, "knee": 150.0, "ankle": 80.0}
 JOINT_LIMITS = {"hip": (-0.8, 1.8), "knee": (-2.4, 0.05), "ankle": (-0.7, 0.7)}
 
 
-def _leg(side: str, color: tuple[int, int, int], layer: int) -> tuple[list[BodySpec], list]:
+def _leg(
+    side: str,
+    color: tuple[int, int, int],
+    layer: int,
+    torques: dict[str, float],
+    correction: float | None,
+) -> tuple[list[BodySpec], list]:
     skin = Material(static_friction=0.9, dynamic_friction=0.8, density=1000.0)
     sole = Material(static_friction=1.0, dynamic_friction=0.9, density=1000.0)
     bodies = [
@@ -78,8 +88,8 @@ def _leg(side: str, color: tuple[int, int, int], layer: int) -> tuple[list[BodyS
             child=f"{child}_{side}",
             anchor=anchor,
             limits=JOINT_LIMITS[kind],
-            actuator=EffortActuator(limit=TORQUE_LIMITS[kind]),
-            error_correction=ERROR_CORRECTION,
+            actuator=EffortActuator(limit=torques[kind]),
+            error_correction=correction,
         )
         for kind, parent, child, anchor in (
             ("hip", "torso", "thigh", (0.0, -TORSO_HEIGHT / 2.0)),
@@ -91,7 +101,16 @@ def _leg(side: str, color: tuple[int, int, int], layer: int) -> tuple[list[BodyS
 
 
 def description() -> RobotDescription:
-    """Return the biped description (see the module docstring)."""
+    """Return ``kelab/robot/biped:v2`` (see the module docstring)."""
+    return _description(TORQUE_LIMITS, ERROR_CORRECTION)
+
+
+def description_v1() -> RobotDescription:
+    """Return ``kelab/robot/biped:v1``: 80 N·m ankles, Chipmunk's joint correction."""
+    return _description(_V1_TORQUE_LIMITS, None)
+
+
+def _description(torques: dict[str, float], correction: float | None) -> RobotDescription:
     torso = BodySpec(
         name="torso",
         shapes=(Box(0.30, TORSO_HEIGHT),),
@@ -100,8 +119,8 @@ def description() -> RobotDescription:
         initial_pose=Pose(0.0, HIP_Y + TORSO_HEIGHT / 2.0),
         render=RenderHint(color=(120, 130, 150), layer=0),
     )
-    left_bodies, left_joints = _leg("l", (80, 140, 200), 1)
-    right_bodies, right_joints = _leg("r", (60, 100, 150), -1)
+    left_bodies, left_joints = _leg("l", (80, 140, 200), 1, torques, correction)
+    right_bodies, right_joints = _leg("r", (60, 100, 150), -1, torques, correction)
     sites = (
         Site("imu", "torso", Pose(0.0, 0.0)),
         Site("head", "torso", Pose(0.0, TORSO_HEIGHT / 2.0)),
