@@ -21,7 +21,10 @@ Both trainers use one torch thread; times exclude imports (reported separately).
 and CPU seconds are both printed: on a shared machine wall time is inflated by the other
 processes, CPU time much less.
 
-    python benchmarks/train_speed.py [--seed 0] [--skip-sb3]
+    python benchmarks/train_speed.py [--seed 0] [--skip-sb3] [--set FIELD=VALUE ...]
+
+``--set`` changes a field of CartPole-v0's config (a JSON value) for its solve and its
+overhead rows, e.g. ``--set overlap_rollout=true --set num_learning_epochs=2``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import json
 import resource
 import tempfile
 import time
@@ -42,6 +46,7 @@ import kelab as ke  # noqa: E402
 import kelab.train._fork as _fork  # noqa: E402
 from kelab.tasks.cartpole import CartPoleTask  # noqa: E402
 from kelab.train.checkpoint import load_checkpoint  # noqa: E402
+from kelab.train.config import TrainConfig  # noqa: E402
 from kelab.train.policy import CheckpointPolicy  # noqa: E402
 from kelab.train.trainer import RLTrainer  # noqa: E402
 
@@ -52,10 +57,9 @@ def _clock() -> tuple[float, float]:
     return time.perf_counter(), time.process_time()
 
 
-def kelab_solve(seed: int, max_iterations: int = 400) -> dict:
+def kelab_solve(seed: int, config: TrainConfig, max_iterations: int = 400) -> dict:
     """``kelab train CartPole-v0`` as a library call: the config's own stop (eval_every)."""
     torch.set_num_threads(1)
-    config = CartPoleTask.training_config
     gc.collect()
     children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     w0, c0 = _clock()
@@ -153,7 +157,12 @@ def _update_in_a_thread(on: bool) -> Iterator[None]:
         _fork._ray_driver = cannot
 
 
-def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 8) -> dict:
+def overhead(
+    task_type: type = CartPoleTask,
+    rounds: int = 3,
+    iterations: int = 8,
+    config: TrainConfig | None = None,
+) -> dict:
     """Env steps/s: the bare env (random actions) against the trainer's rollout and iterations.
 
     The trainer runs the task's own ``training_config`` (no evaluations), without
@@ -164,7 +173,7 @@ def overhead(task_type: type = CartPoleTask, rounds: int = 3, iterations: int = 
     first rollout, last update or final save and curve).
     """
     torch.set_num_threads(1)
-    config = task_type.training_config.replace(stop_at_target=False, eval_every=0)
+    config = (config or task_type.training_config).replace(stop_at_target=False, eval_every=0)
     n, steps = config.num_envs, config.num_steps_per_env * iterations
     bare_env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
     bare_env.reset(seed=0)
@@ -217,8 +226,19 @@ def main() -> None:
     parser.add_argument(
         "--overhead-humanoid", action="store_true", help="also measure Humanoid-v0's overhead"
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change a field of CartPole-v0's config (a JSON value), e.g. num_learning_epochs=2",
+    )
     args = parser.parse_args()
-    rows = [("KELab RLTrainer, kelab/CartPole-v0", kelab_solve(args.seed))]
+    cartpole = CartPoleTask.training_config
+    for change in args.set:
+        field, _, value = change.partition("=")
+        cartpole = cartpole.replace(**{field: json.loads(value)})
+    rows = [("KELab RLTrainer, kelab/CartPole-v0", kelab_solve(args.seed, cartpole))]
     if not args.skip_sb3:
         rows.append(("SB3 PPO (RL Zoo), gymnasium CartPole-v1", sb3_solve(args.seed)))
     print(f"imports (torch, rsl-rl-lib, kelab): {IMPORT_S:.1f} s wall, not counted\n")
@@ -243,7 +263,7 @@ def main() -> None:
     print("\n| task (copies) | loop | env steps/s | vs bare env |")
     print("| --- | --- | ---: | ---: |")
     for task_type in tasks:
-        o = overhead(task_type)
+        o = overhead(task_type, config=cartpole if task_type is CartPoleTask else None)
         name = f"{task_type.__name__} ({o['copies']})"
         rows = [
             ("bare LearningEnv, random actions", o["bare"]),
