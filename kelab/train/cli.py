@@ -385,6 +385,17 @@ def _small_network_threads() -> None:
     torch.set_num_threads(1)
 
 
+def _print_episode(
+    out: TextIO, i: int, ret: float, length: int, end: object, ok: bool | None
+) -> None:
+    verdict = "" if ok is None else ("  success" if ok else "  failure")
+    print(
+        f"episode {i}: return {float(ret):.2f}, {int(length)} steps, ended by {end}{verdict}",
+        file=out,
+        flush=True,
+    )
+
+
 def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
     cmd = _start(args, out, err)
@@ -413,27 +424,36 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
                 stacklevel=1,
             )
         env = DirectRLEnv(cmd.cls(), render_mode=render_mode, seed=args.seed)
+        episodes = args.episodes if args.episodes or args.interactive else 3
+
+        def report(i: int, info: dict) -> None:  # interactive: each episode as it ends
+            ok = info.get("is_success")
+            _print_episode(
+                cmd.out, i, info["episode_return"], info["episode_length"], info["ended_by"], ok
+            )
+
         try:
             with RLPlayer(spec, env=env) as player:
                 result = player.play(
-                    episodes=args.episodes, video=args.video, interactive=args.interactive
+                    episodes=episodes,
+                    video=args.video,
+                    interactive=args.interactive,
+                    on_episode=report if args.interactive else None,
                 )
         finally:
             env.close()
-    for i, (ret, length, end, ok) in enumerate(
-        zip(
-            result["returns"],
-            result["lengths"],
-            result["ended_by"],
-            result["successes"],
-            strict=True,
-        ),
-        start=1,
-    ):
-        verdict = "" if ok is None else ("  success" if ok else "  failure")
-        print(
-            f"episode {i}: return {ret:.2f}, {length} steps, ended by {end}{verdict}", file=cmd.out
-        )
+    if not args.interactive:
+        for i, row in enumerate(
+            zip(
+                result["returns"],
+                result["lengths"],
+                result["ended_by"],
+                result["successes"],
+                strict=True,
+            ),
+            start=1,
+        ):
+            _print_episode(cmd.out, i, *row)
     if result["video"]:
         print(f"video: {result['video']}", file=cmd.out)
     return 0
@@ -568,7 +588,11 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
         seed_help="seed of the first episode's reset",
     )
     play.add_argument(
-        "--episodes", type=positive_int("episodes"), default=3, metavar="N", help="episodes"
+        "--episodes",
+        type=positive_int("episodes"),
+        default=None,
+        metavar="N",
+        help="episodes to play (default: 3; with --interactive, until the window is closed)",
     )
     play.add_argument(
         "--video",

@@ -4,6 +4,12 @@ The App draws and picks in the env's World, but does not step it: each fixed ste
 App's Robot runner (at the env's control rate) is one ``env.step(policy(obs))``, which
 runs the physics ``decimation`` times. A body dragged with the mouse is pulled by the
 App's drag spring (a held external force), so the policy has to recover from the push.
+
+An episode the task ends early (a fall) is not restarted at once: for
+:data:`FALL_HOLD_S` the physics goes on with the joints limp, so the fall is seen to land,
+and the status line says how the episode ended. (The env restarts a finished copy within
+its step, so the App snapshots the World before each step, ~0.7 ms for one copy; after a
+fall it goes on from there, then puts back the new episode's start the env had made.)
 """
 
 from __future__ import annotations
@@ -17,8 +23,16 @@ if TYPE_CHECKING:
     from kelab.app.app import App
     from kelab.render.canvas import Canvas
     from kelab.rl.direct import DirectRLEnv
+    from kelab.sim.snapshot import Snapshot
 
-__all__ = ["play_in_app", "policy_app"]
+__all__ = ["FALL_HOLD_S", "play_in_app", "policy_app"]
+
+FALL_HOLD_S = 1.0
+"""Seconds of simulated time an early-ended episode goes on (joints limp) before its reset."""
+BANNER_S = 2.0
+"""Seconds of simulated time the status line shows how the last episode ended."""
+
+EpisodeCallback = Callable[[int, dict[str, Any]], None]
 
 
 def _app_class() -> type[App]:
@@ -32,8 +46,9 @@ def _app_class() -> type[App]:
             self,
             env: DirectRLEnv,
             act: Callable[[np.ndarray], np.ndarray],
-            episodes: int,
+            episodes: int | None,
             seed: int,
+            on_episode: EpisodeCallback | None = None,
             **kwargs: Any,
         ) -> None:
             from kelab.timing.timeline import Timeline
@@ -61,23 +76,74 @@ def _app_class() -> type[App]:
             self.env = env
             self.act = act
             self.episodes_wanted = episodes
+            self.on_episode = on_episode
             self.results: list[dict[str, Any]] = []
             self.env_steps = 0
+            self.episode_steps = 0  # env steps of the running episode
+            timing = env.unwrapped.timing
+            self._sim_dt, self._decimation = timing.sim_dt, timing.decimation
+            self._control_hz = timing.control_hz
+            self._hold = 0  # fixed steps left of a fall's limp continuation
+            self._resume: Snapshot | None = None  # the new episode's start, during a hold
+            self._banner: tuple[str, int] | None = None  # (text, shown until this env step)
             self.obs, _ = env.reset(seed=seed)
 
+        @property
+        def done(self) -> bool:
+            """``episodes_wanted`` episodes ended (never, for None)."""
+            wanted = self.episodes_wanted
+            return wanted is not None and len(self.results) >= wanted
+
         def fixed_update(self, ts: float) -> None:
-            """One env step with the policy's action; a finished episode restarts."""
-            if len(self.results) >= self.episodes_wanted:
+            """One env step with the policy's action; a finished episode restarts.
+
+            An early ending (``terminated``) first goes on limp for :data:`FALL_HOLD_S`.
+            """
+            if self._hold:
+                self._limp_step()
+                return
+            if self.done:
                 self.request_close()
                 return
+            before = self.world.snapshot()  # where a fall goes on from (see the module doc)
             obs, _, terminated, truncated, info = self.env.step(self.act(self.obs))
             self.env_steps += 1
-            if terminated or truncated:
-                self.results.append(dict(info))
-                if len(self.results) >= self.episodes_wanted:
-                    self.request_close()
-                obs, _ = self.env.reset()
+            self.episode_steps += 1
             self.obs = obs
+            if not (terminated or truncated):
+                return
+            self.results.append(dict(info))
+            n = len(self.results)
+            if self.on_episode is not None:
+                self.on_episode(n, dict(info))
+            text = f"episode {n}: {info.get('ended_by')}, return {info['episode_return']:.1f}"
+            self._banner = (text, self.env_steps + round(BANNER_S * self._control_hz))
+            if terminated and not self.done:
+                self._resume = self.world.snapshot()  # the env's restart of the copy
+                self.world.restore(before)
+                self._hold = max(1, round(FALL_HOLD_S * self._control_hz))
+                return
+            self._restart()
+
+        def _limp_step(self) -> None:
+            """One control period of physics with zero joint efforts (the fall lands)."""
+            world = self.world
+            world.set_joint_efforts(np.zeros((world.num_envs, len(world.joint_names))))
+            for _ in range(self._decimation):
+                world.step(self._sim_dt)
+            self._hold -= 1
+            if not self._hold:
+                self._restart()
+
+        def _restart(self) -> None:
+            if self._resume is not None:  # the World as the env left it: the new episode
+                self.world.restore(self._resume)
+                self._resume = None
+            if self.done:
+                self.request_close()
+                return
+            self.obs, _ = self.env.reset()
+            self.episode_steps = 0
 
         def pre_render(self) -> None:
             """Follow the robot with the camera at the task's zoom."""
@@ -95,15 +161,15 @@ def _app_class() -> type[App]:
             world = self.world
             ids = np.array([0])
             task.draw(canvas, ids, world.env_origins[ids])
+            n = len(self.results) + (0 if self._hold else 1)
+            t = self.episode_steps / self._control_hz
+            limit = self.env.unwrapped.max_episode_length
+            status = f"episode {n}  {t:.2f} s  step {self.episode_steps}/{limit}"
+            if self._banner is not None and self.env_steps <= self._banner[1]:
+                status += "    " + self._banner[0] + ("  (restarting)" if self._hold else "")
             state = "paused (Space: step, Enter: play)" if self.paused else "Space: pause"
-            canvas.text(
-                (8, 6),
-                f"episode {len(self.results) + 1}  step {self.env_steps}  {state}  "
-                "drag the robot with the mouse",
-                self._text_color,
-                size=14,
-                screen_space=True,
-            )
+            for row, line in enumerate((status, f"{state}  drag the robot with the mouse")):
+                canvas.text((8, 6 + 18 * row), line, self._text_color, size=14, screen_space=True)
 
     return PolicyApp
 
@@ -111,8 +177,9 @@ def _app_class() -> type[App]:
 def policy_app(
     env: DirectRLEnv,
     act: Callable[[np.ndarray], np.ndarray],
-    episodes: int = 1,
+    episodes: int | None = 1,
     seed: int = 0,
+    on_episode: EpisodeCallback | None = None,
     **app_kwargs: Any,
 ) -> App:
     """Build (not start) the ``ke.App`` that plays ``act`` in ``env``.
@@ -120,31 +187,37 @@ def policy_app(
     Args:
         env: A DirectRLEnv with ``render_mode=None`` (the App draws its World).
         act: Observation -> action.
-        episodes: The App asks to close after this many finished episodes.
+        episodes: The App asks to close after this many finished episodes; None plays
+            until the window is closed.
         seed: Seed of the first reset.
+        on_episode: Called with ``(n, info)`` as each episode ends (n from 1).
         **app_kwargs: Passed to ``ke.App`` (``headless``, ``backend``, ``clock``...).
 
     Returns:
         The App (``app.results`` lists the finished episodes' infos, ``app.env_steps``
         counts env steps).
     """
-    return _app_class()(env, act, episodes, seed, **app_kwargs)
+    return _app_class()(env, act, episodes, seed, on_episode, **app_kwargs)
 
 
 def play_in_app(
     env: DirectRLEnv,
     act: Callable[[np.ndarray], np.ndarray],
-    episodes: int,
+    episodes: int | None,
     seed: int,
     max_frames: int | None = None,
+    on_episode: EpisodeCallback | None = None,
     **app_kwargs: Any,
 ) -> dict[str, Any]:
     """Run the policy in an App window until it closes or ``episodes`` episodes ended.
 
+    ``episodes=None`` plays until the window is closed; ``on_episode(n, info)`` hears of
+    each ending as it happens.
+
     Returns:
         ``{"episodes", "returns", "lengths", "ended_by", "successes", "steps", "video"}``.
     """
-    app = policy_app(env, act, episodes, seed, **app_kwargs)
+    app = policy_app(env, act, episodes, seed, on_episode, **app_kwargs)
     app.start(max_frames=max_frames)
     res = app.results
     return {

@@ -173,19 +173,21 @@ class RLPlayer:
         task_meta = self.checkpoint.meta.get("task")
         recorded = task_meta.get("class") if isinstance(task_meta, dict) else None
         actual = f"{type(base.task).__module__}:{type(base.task).__qualname__}"
+        differences = []
         if recorded and recorded != actual:
-            warnings.warn(
-                f"checkpoint {self.checkpoint.path} was trained on {recorded}, the env's "
-                f"task is {actual}; the policy may behave differently",
-                stacklevel=3,
-            )
-            return
+            differences.append(f"it was trained on the task {recorded}, the env's is {actual}")
         fingerprint = self.checkpoint.meta.get("scene_fingerprint")
         world = getattr(base, "world", None)
         if fingerprint and world is not None and world.fingerprint != fingerprint:
+            differences.append(
+                "the env's scene (its robots' bodies, joints, actuators or materials) differs "
+                f"from the one it was trained in (scene fingerprint {world.fingerprint[:12]} "
+                f"against {str(fingerprint)[:12]})"
+            )
+        if differences:
             warnings.warn(
-                f"the env's scene differs from the one checkpoint {self.checkpoint.path} was "
-                "trained in (scene fingerprints differ); the policy may behave differently",
+                f"checkpoint {self.checkpoint.path}: {'; '.join(differences)}; the policy may "
+                "behave differently",
                 stacklevel=3,
             )
 
@@ -223,22 +225,26 @@ class RLPlayer:
     # ------------------------------------------------------------------ playing
     def play(
         self,
-        episodes: int = 1,
+        episodes: int | None = 1,
         video: str | os.PathLike[str] | None = None,
         *,
         interactive: bool = False,
         seed: int | None = None,
         max_frames: int | None = None,
+        on_episode: Callable[[int, dict[str, Any]], None] | None = None,
     ) -> dict[str, Any]:
         """Play ``episodes`` episodes with the deterministic policy and report them.
 
         Args:
-            episodes: Episodes to play (>= 1).
+            episodes: Episodes to play (>= 1); None (interactive only): until the window
+                is closed.
             video: An ``.mp4`` or ``.gif`` to write (needs ``render_mode="rgb_array"``).
             interactive: Play inside a ``ke.App`` window (pause, step, drag) until it is
-                closed or ``episodes`` episodes ended.
+                closed or ``episodes`` episodes ended. An episode the task ends early
+                goes on limp for a second (the fall lands) before the next one starts.
             seed: Seed of the first reset (None: the player's seed).
             max_frames: Interactive only: stop after this many App frames (tests).
+            on_episode: Interactive only: called with ``(n, info)`` as each episode ends.
 
         Returns:
             ``{"episodes", "returns", "lengths", "ended_by", "successes", "steps",
@@ -247,10 +253,16 @@ class RLPlayer:
         Raises:
             ValueError: For a bad ``episodes`` or ``seed``, or ``video`` without ``rgb_array``.
         """
-        episodes = check_int(episodes, "episodes", low=1)
+        if episodes is None and not interactive:
+            raise ValueError(
+                "episodes=None (play until the window is closed) needs interactive=True; "
+                "give a number of episodes"
+            )
+        if episodes is not None:
+            episodes = check_int(episodes, "episodes", low=1)
         seed = self.seed if seed is None else check_seed(seed)
         if interactive:
-            return self._play_interactive(episodes, seed, max_frames)
+            return self._play_interactive(episodes, seed, max_frames, on_episode)
         env = self.env
         if video is not None and env.render_mode != "rgb_array":
             raise ValueError(
@@ -289,13 +301,19 @@ class RLPlayer:
         out["video"] = None if video is None else str(Path(video))
         return out
 
-    def _play_interactive(self, episodes: int, seed: int, max_frames: int | None) -> dict:
+    def _play_interactive(
+        self,
+        episodes: int | None,
+        seed: int,
+        max_frames: int | None,
+        on_episode: Callable[[int, dict[str, Any]], None] | None,
+    ) -> dict:
         from kelab.train.interactive import play_in_app
 
         env = self._env if self._env is not None else self.make_env(None, seed)
         own = self._env is None
         try:
-            return play_in_app(env, self.act, episodes, seed, max_frames)
+            return play_in_app(env, self.act, episodes, seed, max_frames, on_episode)
         finally:
             if own:
                 env.close()

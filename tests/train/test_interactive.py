@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
@@ -67,8 +68,56 @@ def test_policy_plays_in_an_app_window_with_pause_step_and_drag(real_window):
     assert pushes[0] > 0  # the drag spring pushes
     app.inject_event(ke.InputEvent("mouse_up", button=1, pos=_screen(app, target)))
     _frames(app, clock, 2)
-    assert app.dragged is None and app.env_steps > steps + 10
+    assert app.dragged is None
+    # it kept playing, or the pull toppled the pole: that episode ended and goes on limp
+    assert app.env_steps > steps + 10 or len(app.results) == 1
     pixels = app.read_rgb_pixels()
     assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 10
     app.close()
     env.close()
+
+
+def test_an_early_ending_goes_on_limp_then_restarts_and_is_reported_at_once():
+    from kelab.train.interactive import FALL_HOLD_S
+
+    env = ke.DirectRLEnv(CartPoleTask(), seed=2)
+    ended = []
+    app = policy_app(
+        env, lambda obs: np.ones(1, dtype=np.float32), episodes=None, seed=2, size=(320, 240),
+        render_hz=None, headless=True, on_episode=lambda n, info: ended.append((n, info)),
+    )  # fmt: skip
+    hz = env.unwrapped.timing.control_hz
+    pole = env.unwrapped.world.body_names.index("/World/Robot/pole")
+    while not ended:  # full force one way: the pole falls, the task ends the episode
+        app.fixed_update(1.0 / hz)
+    assert len(app.results) == 1 and ended[0][0] == 1
+    assert ended[0][1]["ended_by"] == app.results[0]["ended_by"] != "time limit"
+    steps, angle = app.env_steps, env.unwrapped.world.body_poses[0, pole, 2]
+    hold = round(FALL_HOLD_S * hz)
+    for _ in range(hold - 1):  # the physics goes on (limp), the env is not stepped
+        app.fixed_update(1.0 / hz)
+    assert app.env_steps == steps and app.episode_steps > 0
+    assert env.unwrapped.world.body_poses[0, pole, 2] != angle  # the fall went on
+    app.fixed_update(1.0 / hz)  # the hold's last step restarts the episode
+    assert app.episode_steps == 0 and len(app.results) == 1 and not app.done
+    # exactly the env's own restart: the same first observation and World as without the App
+    ref = ke.DirectRLEnv(CartPoleTask(), seed=2)
+    ref.reset(seed=2)
+    while not ref.step(np.ones(1, dtype=np.float32))[2]:
+        pass
+    first, _ = ref.reset()
+    np.testing.assert_array_equal(app.obs, first)
+    np.testing.assert_array_equal(env.unwrapped.world.body_poses, ref.unwrapped.world.body_poses)
+    ref.close()
+    app.fixed_update(1.0 / hz)
+    assert app.env_steps == steps + 1 and app.episode_steps == 1
+    app.renderFrameOnce()  # draws the status line (episode 2, the banner of episode 1's ending)
+    app.close()
+    env.close()
+
+
+def test_play_until_closed_needs_interactive():
+    player = ke.RLPlayer(shipped_policy("kelab.tasks.cartpole:CartPoleTask"), render_mode=None)
+    with pytest.raises(ValueError, match="episodes=None .* needs interactive=True"):
+        player.play(episodes=None)
+    player.close()

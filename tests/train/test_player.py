@@ -118,12 +118,38 @@ def test_a_checkpoint_of_another_task_class_with_the_same_sizes_warns(tmp_path):
 
     spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
     env = ke.DirectRLEnv(OtherCartPole())
-    with pytest.warns(UserWarning, match=r"was trained on kelab\.tasks\.cartpole:CartPoleTask, "
-                      r"the env's task is .*OtherCartPole"):  # fmt: skip
+    with pytest.warns(UserWarning, match=r"trained on the task kelab\.tasks\.cartpole:"
+                      r"CartPoleTask, the env's is .*OtherCartPole"):  # fmt: skip
         ke.RLPlayer(spec, env=env)
     env.close()
     env = ke.DirectRLEnv(CartPoleTask())  # its own task: no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        ke.RLPlayer(spec, env=env)
+    env.close()
+
+
+def test_a_checkpoint_played_on_another_robot_says_both_task_and_scene_differ():
+    import warnings
+
+    from kelab.tasks.humanoid import HumanoidTask
+
+    class OldBiped(HumanoidTask):
+        asset = "kelab/robot/biped:v1"  # the robot before its joints were made firmer
+
+    spec = shipped_policy("kelab.tasks.humanoid:HumanoidTask")
+    env = ke.DirectRLEnv(OldBiped())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        ke.RLPlayer(spec, env=env)
+    env.close()
+    assert len(seen) == 1  # one warning with both differences
+    message = str(seen[0].message)
+    assert "trained on the task kelab.tasks.humanoid:HumanoidTask" in message
+    assert "the env's scene (its robots' bodies, joints, actuators or materials) differs" in message
+    same_class = HumanoidTask()
+    same_class.asset = "kelab/robot/biped:v1"
+    env = ke.DirectRLEnv(same_class)
+    with pytest.warns(UserWarning, match=r"scene fingerprint [0-9a-f]{12} against [0-9a-f]{12}"):
         ke.RLPlayer(spec, env=env)
     env.close()

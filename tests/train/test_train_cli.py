@@ -80,6 +80,15 @@ def test_play_records_a_video(trained_run, tmp_path, capsys):
     assert out.read_bytes()[:6] == b"GIF89a"
 
 
+def test_play_interactive_prints_each_episode_once_as_it_ends(trained_run, real_window, capsys):
+    spec = f"{trained_run['dir']}:best"  # 3 iterations of training: the pole soon falls
+    args = ["play", "CartPole-v0", "--checkpoint", spec, "--interactive", "--episodes", "1"]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len([line for line in lines if line.startswith("episode ")]) == 1
+    assert lines[-1].startswith("episode 1: return ")
+
+
 def test_user_errors_exit_2_with_one_line(trained_run, tmp_path, capsys):
     assert main(["train", "NoSuchTask-v0"]) == 2
     assert "unknown task 'NoSuchTask-v0'; use a built-in task (CartPole" in capsys.readouterr().err
@@ -198,7 +207,8 @@ def test_help_shows_the_defaults(capsys):
     expected = {
         "train": ["--seed SEED", "(default: 42)", "runs/<TaskClass>/<UTC time>",
                   "(default: the task's max_iterations)"],
-        "play": ["(default: 0)", "episodes (default: 3)", "(default: the task's shipped policy)",
+        "play": ["(default: 0)", "episodes to play (default: 3; with --interactive, until the "
+                 "window is closed)", "(default: the task's shipped policy)",
                  "--video OUT"],
         "eval": ["(default: 1000)", "episodes judged (default: 100)"],
     }  # fmt: skip
