@@ -130,7 +130,11 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
         canvas.lines(a, b, mark, width=(width / zoom) * zoom, screen_space=True)
     sy = (cy - (ground_y - depth)) * zoom + h * 0.5 - 11
     for x, px in zip(xs[is_major].tolist(), sx[is_major].tolist(), strict=True):
-        canvas.text((px + 3, sy), f"{x:g} m", label, size=label_size, screen_space=True)
+        text = f"{x:g} m"
+        # whole labels only: one cut by the view's edge reads as another number (or "m")
+        if px < 0.0 or px + 3 + 0.6 * label_size * len(text) > w:
+            continue
+        canvas.text((px + 3, sy), text, label, size=label_size, screen_space=True)
 
 
 def _revolute_joints(scene: Scene, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
