@@ -561,6 +561,11 @@ class EnvCore:
         """Return to ``snap``; stepping on is bit-identical to stepping on from there."""
         if not isinstance(snap, Snapshot):
             raise ValueError(f"restore() needs a snapshot from env.snapshot(), got {snap!r}")
+        if snap.meta.get("kind") == "kelab.RayLearningEnv/1":
+            raise ValueError(
+                "this snapshot comes from RayLearningEnv.snapshot(); restore it into a "
+                "RayLearningEnv with the same num_envs and num_workers"
+            )
         snap.check_fingerprint(self.world.fingerprint)
         if "env/episode_length_buf" not in snap.arrays:
             raise ValueError(

@@ -14,8 +14,6 @@ dependency (``pip install kelab[ray]``), imported only when a ``RayLearningEnv``
 
 from __future__ import annotations
 
-import math
-import os
 import select
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,6 +33,7 @@ from kelab.rl.ray_channel import (
     StepChannel,
     channel_supported,
 )
+from kelab.rl.ray_start import start_ray, wait_for_workers
 from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, split_copies
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
@@ -215,14 +214,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             ) from err
 
         self._ray = ray
-        if address is None:
-            if not ray.is_initialized():
-                cpus = max(os.cpu_count() or 1, math.ceil(num_workers * cpus_per_worker))
-                ray.init(num_cpus=cpus, include_dashboard=False, **dict(ray_init or {}))
-                self._owns_ray = True
-        elif not ray.is_initialized():
-            ray.init(address=address, **dict(ray_init or {}))
-            self._owns_ray = True
+        self._owns_ray = start_ray(ray, address, num_workers, cpus_per_worker, ray_init)
 
         self.task = task
         self.num_envs = num_envs
@@ -254,11 +246,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.closed = False
         self._hosts = ["(starting)"] * num_workers
         self._pids = [-1] * num_workers
+        self._held: dict[int, tuple] = {}  # restarted workers' results, for the next step
         try:
             refs = [w.describe.remote() for w in self._workers]
-            _, waiting = ray.wait(refs, num_returns=len(refs), timeout=float(start_timeout_s))
-            if waiting:
-                late = [k for k, r in enumerate(refs) if r in waiting]
+            needs = f"each needs cpus_per_worker={cpus_per_worker} CPUs"
+            late = wait_for_workers(ray, refs, float(start_timeout_s), needs)
+            if late:
                 raise RuntimeError(
                     f"RayLearningEnv: Ray did not start workers {late} of {num_workers} within "
                     f"{start_timeout_s} s; each needs cpus_per_worker={cpus_per_worker} CPUs and "
@@ -349,6 +342,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ``steps_through`` is ``"shared memory"`` (a worker on this machine) or ``"ray"``
         (Ray's object store: a worker on another machine, or ``shared_memory=False``).
         """
+        if self.closed:
+            raise RuntimeError("this RayLearningEnv is closed; create a new one")
         return [
             {
                 "worker": k,
@@ -391,8 +386,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         )
         detail = ""
         if self._pids[k] < 0:  # it never answered: most likely its constructor raised
-            text = str(err).strip().splitlines()
-            detail = " (Ray says: " + " | ".join(line.strip() for line in text[-6:]) + ")"
+            # its last lines, without the caret rows under Python's traceback lines
+            text = [line.strip() for line in str(err).strip().splitlines()]
+            text = [line for line in text if line.strip("^~ ")]
+            detail = " (Ray says: " + " | ".join(text[-6:]) + ")"
             hint = (
                 "the worker failed to start: its LearningEnv could not be built, or the task "
                 "class cannot be imported on the node (install your package there, or pass "
@@ -445,8 +442,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     ) -> list[Any]:
         """Call ``method`` on every worker at once and return the replies in order.
 
-        A dead worker raises WorkerDiedError, unless ``retry_dead`` and ``restart``: then
-        the call is repeated on the restarted actor.
+        A dead worker raises WorkerDiedError unless ``restart``: with ``retry_dead``
+        (reset, restore: the call sets every copy's state) the call is repeated on the
+        restarted actor; otherwise the restarted actor's copies first start fresh
+        episodes, reported as cut short by the next step (as a death in a step is), and
+        then the call is repeated.
         """
         if self.closed:
             raise RuntimeError("this RayLearningEnv is closed; create a new one")
@@ -459,10 +459,19 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         for k, ref in enumerate(refs):
             ok, value = self._get(k, ref, method)
             if not ok:
-                if not (retry_dead and self.restart):
+                if not self.restart:
                     raise self._died(k, value, method)
-                value = self._retry(k, method, args[k])
+                if not retry_dead and self._obs is not None and k not in self._held:
+                    self._held[k] = self._restarted(k)  # resets the restarted actor's copies
+                    call = getattr(self._workers[k], method).remote(*args[k])
+                    ok, value = self._get(k, call, method)
+                    if not ok:
+                        raise self._died(k, value, f"{method} after a restart")
+                else:
+                    value = self._retry(k, method, args[k])
             out.append(value)
+        if retry_dead:  # every copy's state was just set: nothing held is owed any more
+            self._held.clear()
         return out
 
     def _retry(self, k: int, method: str, args: tuple, timeout_s: float = 120.0) -> Any:
@@ -606,6 +615,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         a = self._check_actions(actions)
         pending: list[ObjectRef | None] = [None] * self.num_workers
         for k in self._send_order:
+            if k in self._held:  # restarted outside a step: this step reports its copies
+                continue
             lo, hi = self.ranges[k]
             channel = self._channels[k]
             if channel is not None and (channel.connected or self._serve(k)):
@@ -648,8 +659,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
 
         # every channel's reply first, failed or not, each joined as it arrives (while
         # the slower workers still step); the results are views of the shared memory
+        for k in list(self._held):  # restarted since the last step (see _call_all)
+            put(k, self._held.pop(k))
         arrived: list[int] = []
-        for k in self._arrivals([k for k, ref in enumerate(refs) if ref is None]):
+        channel_steps = [k for k, ref in enumerate(refs) if ref is None and not got[k]]
+        for k in self._arrivals(channel_steps):
             arrived.append(k)
             channel = self._channels[k]
             assert channel is not None
@@ -765,9 +779,20 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ``arrays["worker/<k>"]`` holds worker ``k``'s ``Snapshot.to_bytes()`` (uint8);
         ``meta`` the copy ranges and the task. ``env.restore(snap)`` then the same actions
         reproduce the same results bit for bit.
+
+        Raises:
+            RuntimeError: While a restarted worker's fresh episodes are still to be
+                reported by the next step (``restart=True``): step or reset first.
         """
         self._drain()
         blobs = self._call_all("snapshot", retry_dead=False)
+        if self._held:
+            restarted = sorted(self._held)
+            raise RuntimeError(
+                f"Ray workers {restarted} died and were restarted; their copies start fresh "
+                "episodes, which the next step reports as cut short: call step() (or reset()) "
+                "before snapshot()"
+            )
         first = Snapshot.from_bytes(blobs[0])
         arrays = {
             f"worker/{k:04d}": np.frombuffer(blob, dtype=np.uint8) for k, blob in enumerate(blobs)

@@ -470,7 +470,8 @@ def validate_task_class(task: Task) -> None:
         TaskError: Naming the attribute, the value seen and what is allowed.
     """
     if not isinstance(task, Task):
-        raise TaskError(f"task must be a ke.Task instance, got {task!r}")
+        fix = f"; pass an instance: {task.__name__}()" if isinstance(task, type) else ""
+        raise TaskError(f"task must be a ke.Task instance, got {task!r}{fix}")
     name = type(task).__name__
     try:
         for attr in ("observation_dim", "action_dim"):

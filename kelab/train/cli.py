@@ -245,7 +245,12 @@ def run_train(
             print("kelab: --workers needs Ray; pip install 'kelab[ray]'", file=err)
             return 2
         if workers > config.num_envs:
-            print(f"kelab: --workers must be <= the {config.num_envs} copies", file=err)
+            print(
+                f"kelab: --workers must be <= the {config.num_envs} copies (--num-envs), got "
+                f"{workers}; every worker needs at least one copy: lower --workers or raise "
+                "--num-envs",
+                file=err,
+            )
             return 2
         env = ke.RayLearningEnv(
             cls(),

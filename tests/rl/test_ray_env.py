@@ -374,6 +374,70 @@ def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray
         ref.close()
 
 
+def test_a_death_seen_outside_a_step_restarts_the_worker_and_the_next_step_reports_it(
+    local_ray,
+):
+    kw = {"layout": "isolated"}
+    env = RayLearningEnv(HumanoidTask(), 6, 2, seed=8, restart=True, cpus_per_worker=CPUS, **kw)
+    ref = ke.LearningEnv(HumanoidTask(), num_envs=6, seed=8, **kw)
+    try:
+        same(env.reset()[0], ref.reset()[0])
+        rng = np.random.default_rng(3)
+        for _ in range(5):
+            a = actions(rng, 6, 6)
+            env.step(a)
+            last_obs, *_ = ref.step(a)
+        old_pid = env.workers[0]["pid"]
+        kill(env, 0)
+        with pytest.raises(RuntimeError, match=r"Ray workers \[0\] died and were restarted"):
+            env.snapshot()  # the death is seen here: the worker is restarted, not reported dead
+        assert env.restarts == 1 and env.workers[0]["pid"] != old_pid
+        a = actions(rng, 6, 6)
+        obs, rew, term, trunc, info = env.step(a)  # reports the restart as a step death would
+        want = ref.step(a)
+        assert trunc[:3].all() and not term[:3].any() and (rew[:3] == 0).all()
+        assert info["ended_by"][:3].tolist() == ["cut short by the task"] * 3
+        same(info["final_obs"][:3], last_obs[:3])
+        for i in range(4):
+            same(np.asarray((obs, rew, term, trunc)[i])[3:], want[i][3:], f"item {i}")
+        snap = env.snapshot()  # reported: snapshots work again, and replay exactly
+        a = actions(rng, 6, 6)
+        first = env.step(a)[0]
+        env.restore(snap)
+        same(env.step(a)[0], first)
+        assert env.restarts == 1
+    finally:
+        env.close()
+        ref.close()
+    with pytest.raises(RuntimeError, match="this RayLearningEnv is closed"):
+        _ = env.workers
+
+
+def test_ray_init_options_override_the_local_defaults_and_a_dead_address_is_refused_fast():
+    from kelab.rl.ray_start import probe_address, start_ray
+
+    class FakeRay:
+        def __init__(self) -> None:
+            self.calls: list[dict] = []
+
+        def is_initialized(self) -> bool:
+            return False
+
+        def init(self, **kwargs) -> None:
+            self.calls.append(kwargs)
+
+    fake = FakeRay()
+    assert start_ray(fake, None, 3, 1.0, {"num_cpus": 2, "include_dashboard": True})
+    assert fake.calls[-1] == {"num_cpus": 2, "include_dashboard": True}
+    assert start_ray(fake, None, 3, 1.0, None)
+    assert fake.calls[-1]["num_cpus"] >= 3 and fake.calls[-1]["include_dashboard"] is False
+    assert start_ray(fake, "auto", 3, 1.0, {"namespace": "x"})
+    assert fake.calls[-1] == {"address": "auto", "namespace": "x"}
+    with pytest.raises(ConnectionError, match=r"address must be a reachable Ray head .*got "
+                       r"'127.0.0.1:1'.*ray start --head"):  # fmt: skip
+        probe_address("127.0.0.1:1", timeout_s=5.0)
+
+
 def test_rltrainer_trains_on_ray_workers_exactly_as_on_one_env(local_ray, tmp_path):
     """RLTrainer takes a RayLearningEnv unchanged; packed cartpoles are exact, so the same
     seed gives the same PPO run as on one in-process LearningEnv."""
@@ -423,3 +487,17 @@ def test_kelab_train_workers(local_ray, tmp_path, capsys):
     assert (run / "latest.json").exists()
     assert main(["train", "CartPole-v0", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --workers K" in capsys.readouterr().err
+
+
+def test_more_workers_than_copies_and_a_task_class_get_the_fix_in_the_message(capsys):
+    pytest.importorskip("torch", reason="kelab train needs the [train] extra (in [dev])")
+    from kelab.cli import main
+
+    assert main(["train", "CartPole-v0", "--num-envs", "2", "--workers", "3"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "kelab: --workers must be <= the 2 copies (--num-envs), got 3; every worker needs at "
+        "least one copy: lower --workers or raise --num-envs"
+    )
+    with pytest.raises(ke.TaskError, match=r"got <class .*CartPoleTask'>; pass an instance: "
+                       r"CartPoleTask\(\)"):  # fmt: skip
+        RayLearningEnv(CartPoleTask, 4, 2)
