@@ -106,7 +106,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         start_timeout_s: Seconds to wait for every worker to start (a worker Ray cannot
             place, for want of CPUs, is an error after this long).
         ray_init: Extra keyword arguments for ``ray.init`` (e.g. ``runtime_env``) when
-            this env starts or joins Ray.
+            this env starts or joins Ray; they override the local Ray's defaults
+            (``num_cpus``, ``include_dashboard``; :func:`kelab.rl.ray_start.start_ray`).
         shared_memory: Workers on this machine step through a shared-memory channel
             (kelab/rl/ray_channel.py; Linux) instead of one Ray call per step (True), or
             every step goes through Ray's object store (False). Same results either way.
