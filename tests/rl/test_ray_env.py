@@ -337,17 +337,23 @@ def test_task_errors_and_a_dead_worker_are_named(local_ray):
         env.close()
 
 
-def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray):
+def _restartable_pair_after_5_steps() -> tuple:
+    """A restart=True RayLearningEnv and its LearningEnv twin, stepped 5 times alike."""
     kw = {"layout": "isolated"}
     env = RayLearningEnv(HumanoidTask(), 6, 2, seed=8, restart=True, cpus_per_worker=CPUS, **kw)
     ref = ke.LearningEnv(HumanoidTask(), num_envs=6, seed=8, **kw)
+    same(env.reset()[0], ref.reset()[0])
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        a = actions(rng, 6, 6)
+        env.step(a)
+        last_obs, *_ = ref.step(a)
+    return env, ref, rng, last_obs
+
+
+def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray):
+    env, ref, rng, last_obs = _restartable_pair_after_5_steps()
     try:
-        same(env.reset()[0], ref.reset()[0])
-        rng = np.random.default_rng(3)
-        for _ in range(5):
-            a = actions(rng, 6, 6)
-            env.step(a)
-            last_obs, _, _, _, _ = ref.step(a)
         lengths = env.episode_length_buf.copy()
         old_pid = env.workers[0]["pid"]
         kill(env, 0)
@@ -377,16 +383,8 @@ def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray
 def test_a_death_seen_outside_a_step_restarts_the_worker_and_the_next_step_reports_it(
     local_ray,
 ):
-    kw = {"layout": "isolated"}
-    env = RayLearningEnv(HumanoidTask(), 6, 2, seed=8, restart=True, cpus_per_worker=CPUS, **kw)
-    ref = ke.LearningEnv(HumanoidTask(), num_envs=6, seed=8, **kw)
+    env, ref, rng, last_obs = _restartable_pair_after_5_steps()
     try:
-        same(env.reset()[0], ref.reset()[0])
-        rng = np.random.default_rng(3)
-        for _ in range(5):
-            a = actions(rng, 6, 6)
-            env.step(a)
-            last_obs, *_ = ref.step(a)
         old_pid = env.workers[0]["pid"]
         kill(env, 0)
         with pytest.raises(RuntimeError, match=r"Ray workers \[0\] died and were restarted"):
