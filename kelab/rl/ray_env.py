@@ -684,22 +684,31 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                     put(k, value)
             except ray.exceptions.RayError:
                 pass  # found and reported below, worker by worker
+        # a task error is raised once every worker's reply is read (an unread failed call
+        # is echoed by Ray as an "Unhandled error"): the first worker's, noting where
+        task_error: BaseException | None = None
         for k in range(self.num_workers):
             if got[k]:
                 continue
-            if refs[k] is None:  # its serve() call says what happened
-                ok, value = self._get(k, self._serving[k], "step")
-                self._serving[k] = None
-                if ok:  # the loop ended without an error: its process is going away
-                    ok, value = False, ChannelClosedError("the worker's step channel closed")
-            else:
-                ok, value = self._get(k, refs[k], "step")
+            try:
+                if refs[k] is None:  # its serve() call says what happened
+                    serving, self._serving[k] = self._serving[k], None
+                    ok, value = self._get(k, serving, "step")
+                    if ok:  # the loop ended without an error: its process is going away
+                        ok, value = False, ChannelClosedError("the worker's step channel closed")
+                else:
+                    ok, value = self._get(k, refs[k], "step")
+            except Exception as err:  # noqa: BLE001 - the task's own error, re-raised below
+                task_error = task_error or err
+                continue
             if ok:
                 put(k, value)
                 continue
             if not self.restart:
                 raise self._died(k, value, "step") from None
             put(k, self._restarted(k))
+        if task_error is not None:
+            raise task_error
         # the next step goes first to the worker that replied last: its CPU has just
         # gone idle, so the OS wakes it there and the others where they ran, rather than
         # swapping workers between CPUs (each swap starts a step with cold caches)

@@ -499,3 +499,21 @@ def test_more_workers_than_copies_and_a_task_class_get_the_fix_in_the_message(ca
     with pytest.raises(ke.TaskError, match=r"got <class .*CartPoleTask'>; pass an instance: "
                        r"CartPoleTask\(\)"):  # fmt: skip
         RayLearningEnv(CartPoleTask, 4, 2)
+
+
+def test_a_task_error_in_every_worker_raises_the_first_and_reads_every_reply(local_ray):
+    class Boom(CartPoleTask):  # defined here: Ray ships it by value
+        def get_rewards(self):
+            raise ValueError("boom in get_rewards")
+
+    env = RayLearningEnv(Boom(), 6, 2, seed=0, cpus_per_worker=CPUS)
+    try:
+        env.reset()
+        with pytest.raises(ValueError, match="boom in get_rewards") as err:
+            env.step(np.zeros((6, 1), np.float32))
+        assert "Ray worker 0, which holds copies [0, 3)" in "".join(err.value.__notes__)
+        env.reset()  # as with one LearningEnv: a reset, and the env steps again
+        with pytest.raises(ValueError, match="boom in get_rewards"):
+            env.step(np.zeros((6, 1), np.float32))  # the same task error, not a stale reply
+    finally:
+        env.close()
