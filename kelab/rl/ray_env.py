@@ -122,6 +122,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     Raises:
         ValueError: For out-of-range arguments.
         ImportError: When Ray is not installed (``pip install kelab[ray]``).
+        ConnectionError: For a ``host:port`` address nothing answers on.
+        TimeoutError: When Ray cannot place every worker within ``start_timeout_s``.
 
     Example (starts Ray: seconds; docs/scale.md runs a complete one):
         >>> import numpy as np, kelab as ke  # doctest: +SKIP
@@ -253,7 +255,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             needs = f"each needs cpus_per_worker={cpus_per_worker} CPUs"
             late = wait_for_workers(ray, refs, float(start_timeout_s), needs)
             if late:
-                raise RuntimeError(
+                raise TimeoutError(
                     f"RayLearningEnv: Ray did not start workers {late} of {num_workers} within "
                     f"{start_timeout_s} s; each needs cpus_per_worker={cpus_per_worker} CPUs and "
                     f"the cluster has {ray.available_resources().get('CPU', 0)} free of "

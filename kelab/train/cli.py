@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kelab._cli_args import positive_int, seed_int
+from kelab._cli_args import positive_float, positive_int, seed_int
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -232,8 +232,10 @@ def run_train(
     _sigterm_stops_like_ctrl_c()
     workers = getattr(args, "workers", None)
     address = getattr(args, "ray_address", None)
-    if workers is None and address is not None:
-        print("kelab: --ray-address needs --workers K (Ray workers to start)", file=err)
+    start_timeout = getattr(args, "ray_start_timeout", None)
+    if workers is None and (address is not None or start_timeout is not None):
+        flag = "--ray-address" if address is not None else "--ray-start-timeout"
+        print(f"kelab: {flag} needs --workers K (Ray workers to start)", file=err)
         return 2
     if workers is not None:  # the copies in K Ray actors (docs/scale.md)
         import importlib.util
@@ -258,6 +260,7 @@ def run_train(
             workers,
             seed=args.seed,
             address=address,
+            start_timeout_s=300.0 if start_timeout is None else start_timeout,
             layout=config.layout,
             num_threads=config.num_threads,
         )
@@ -573,6 +576,13 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
         default=None,
         metavar="A",
         help="join the Ray cluster at A ('auto', 'ray://head:10001'); default: a local Ray",
+    )
+    train.add_argument(
+        "--ray-start-timeout",
+        type=positive_float("ray-start-timeout"),
+        default=None,
+        metavar="S",
+        help="seconds to wait for Ray to place the workers before giving up (default: 300)",
     )
     train.add_argument(
         "--stop-at-target",

@@ -485,6 +485,12 @@ def test_kelab_train_workers(local_ray, tmp_path, capsys):
     assert (run / "latest.json").exists()
     assert main(["train", "CartPole-v0", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --workers K" in capsys.readouterr().err
+    # 3 workers of 1 CPU on the 2-CPU test cluster are never placed: given up after 1 s
+    args = ["train", "CartPole-v0", "--num-envs", "6", "--workers", "3",
+            "--ray-start-timeout", "1", "--run-dir", str(tmp_path / "late")]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "did not start workers" in err and "within 1.0 s" in err, err
 
 
 def test_more_workers_than_copies_and_a_task_class_get_the_fix_in_the_message(capsys):
