@@ -132,7 +132,7 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
     for x, px in zip(xs[is_major].tolist(), sx[is_major].tolist(), strict=True):
         text = f"{x:g} m"
         # whole labels only: one cut by the view's edge reads as another number (or "m")
-        if px < 0.0 or px + 3 + 0.6 * label_size * len(text) > w:
+        if px < 0.0 or px + 3 + canvas.text_size(text, label_size)[0] > w:
             continue
         canvas.text((px + 3, sy), text, label, size=label_size, screen_space=True)
 

@@ -36,9 +36,12 @@ if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
     from kelab.rl.env import LearningEnv
 
-__all__ = ["EnvCore", "Presenter", "resolve_run_config", "resolve_timing"]
+__all__ = ["RAY_SNAPSHOT_KIND", "EnvCore", "Presenter", "resolve_run_config", "resolve_timing"]
 
 _TASK_STREAM = 0x5EED  # spawn-key tag of the task's per-copy Generators
+
+RAY_SNAPSHOT_KIND = "kelab.RayLearningEnv/1"
+"""``Snapshot.meta["kind"]`` of a RayLearningEnv's snapshot (its workers' snapshots)."""
 
 
 def resolve_run_config(
@@ -561,7 +564,7 @@ class EnvCore:
         """Return to ``snap``; stepping on is bit-identical to stepping on from there."""
         if not isinstance(snap, Snapshot):
             raise ValueError(f"restore() needs a snapshot from env.snapshot(), got {snap!r}")
-        if snap.meta.get("kind") == "kelab.RayLearningEnv/1":
+        if snap.meta.get("kind") == RAY_SNAPSHOT_KIND:
             raise ValueError(
                 "this snapshot comes from RayLearningEnv.snapshot(); restore it into a "
                 "RayLearningEnv with the same num_envs and num_workers"

@@ -26,6 +26,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
+from kelab.rl._core import RAY_SNAPSHOT_KIND
 from kelab.rl.ray_channel import (
     OK,
     ChannelClosedError,
@@ -51,7 +52,7 @@ __all__ = [
     "split_copies",
 ]
 
-SNAPSHOT_KIND = "kelab.RayLearningEnv/1"
+SNAPSHOT_KIND = RAY_SNAPSHOT_KIND
 """``meta["kind"]`` of a RayLearningEnv snapshot (each worker's snapshot bytes inside)."""
 
 _RESTART_STREAM = 0xFA17  # spawn-key tag of the seeds of copies restarted after a fault
