@@ -64,6 +64,26 @@ def test_split_copies_covers_every_copy_once():
     assert split_copies(5, 1) == [(0, 5)]
 
 
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="SCHED_BATCH is Linux's")
+def test_batch_scheduling_marks_only_the_calling_thread():
+    """A worker's stepping thread becomes a batch job; the process's other threads do not."""
+    import threading
+
+    from kelab.rl.ray_worker import batch_scheduling
+
+    seen: list[int] = []
+
+    def body() -> None:
+        assert batch_scheduling() is True
+        seen.append(os.sched_getscheduler(0))
+
+    thread = threading.Thread(target=body)
+    thread.start()
+    thread.join()
+    assert seen == [os.SCHED_BATCH]
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this (the test's) thread unchanged
+
+
 def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
     """A worker's ended rows, encoded by pack_ends (a header + raw bytes), decode to the same
     arrays; expand_ends of two workers' rows, in either order, gives one LearningEnv's info."""
@@ -211,6 +231,10 @@ def test_bit_identical_to_one_learning_env_isolated(humanoid2, workers, shared_m
         assert env.success_rule is ref.success_rule is HumanoidTask.success_rule
         assert [w["copies"] for w in env.workers] == split_copies(7, workers)
         assert len({w["pid"] for w in env.workers}) == workers
+        if hasattr(os, "SCHED_BATCH"):  # each worker steps as a batch job (ray_worker.py)
+            assert [os.sched_getscheduler(w["pid"]) for w in env.workers] == [
+                os.SCHED_BATCH
+            ] * workers
         way = "shared memory" if shared_memory else "ray"
         assert [w["steps_through"] for w in env.workers] == [way] * workers
         ended = run_side_by_side(env, ref, 60, np.random.default_rng(workers), reset_at=(30,))
