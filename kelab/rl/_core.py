@@ -96,10 +96,19 @@ def resolve_timing(
         raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
     elif timing.episode_length_s is None:
         timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
-    if dt is not None:
-        timing = dataclasses.replace(timing, sim_dt=dt)
-    if physics_steps_per_action is not None:
-        timing = dataclasses.replace(timing, decimation=physics_steps_per_action)
+    overrides = (
+        ("dt", "sim_dt", dt),
+        ("physics_steps_per_action", "decimation", physics_steps_per_action),
+    )
+    for arg, field, value in overrides:
+        if value is None:
+            continue
+        try:
+            timing = dataclasses.replace(timing, **{field: value})
+        except ValueError as err:  # the config's own rule, named as the caller passed it
+            own, text = f"SimulationTimingConfig.{field}", str(err)
+            text = text.replace(own, arg, 1) if own in text else f"{arg}: {text}"
+            raise ValueError(text.replace(f"{field}=", f"{arg}=")) from None
     return timing
 
 

@@ -389,15 +389,16 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             else "pass restart=True to RayLearningEnv to restart dead workers and go on"
         )
         detail = ""
-        if self._pids[k] < 0:  # it never answered: most likely its constructor raised
+        if self._pids[k] < 0:  # it never answered: it could not unpack its task, or crashed
             # its last lines, without the caret rows under Python's traceback lines
             text = [line.strip() for line in str(err).strip().splitlines()]
             text = [line for line in text if line.strip("^~ ")]
             detail = " (Ray says: " + " | ".join(text[-6:]) + ")"
             hint = (
-                "the worker failed to start: its LearningEnv could not be built, or the task "
-                "class cannot be imported on the node (install your package there, or pass "
-                "ray_init={'runtime_env': ...})"
+                "the worker failed to start: most likely the task class cannot be imported "
+                "on the node (install your package there, or pass "
+                "ray_init={'runtime_env': ...}); an error building its LearningEnv would "
+                "have been raised as itself"
             )
         return WorkerDiedError(
             f"Ray worker {k} of {self.num_workers} (copies [{a}, {b}), host "
@@ -460,8 +461,13 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._stop_serving()
         refs = [getattr(w, method).remote(*a) for w, a in zip(self._workers, args, strict=True)]
         out = []
+        task_error: BaseException | None = None  # raised once every reply is read
         for k, ref in enumerate(refs):
-            ok, value = self._get(k, ref, method)
+            try:
+                ok, value = self._get(k, ref, method)
+            except Exception as err:  # noqa: BLE001 - the task's own error, re-raised below
+                task_error = task_error or err
+                continue
             if not ok:
                 if not self.restart:
                     raise self._died(k, value, method)
@@ -474,6 +480,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 else:
                     value = self._retry(k, method, args[k])
             out.append(value)
+        if task_error is not None:
+            raise task_error
         if retry_dead:  # every copy's state was just set: nothing held is owed any more
             self._held.clear()
         return out

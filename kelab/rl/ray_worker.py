@@ -130,12 +130,26 @@ class EnvWorker:
         if cpu is not None and hasattr(os, "sched_setaffinity"):
             allowed = sorted(os.sched_getaffinity(0))
             os.sched_setaffinity(0, {allowed[cpu % len(allowed)]})
-        self.env = LearningEnv(
-            task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
-        )
+        # an error building the env is kept and raised by describe(), the driver's first
+        # call: Ray then hands the driver the exception itself (its type, its message),
+        # where an error raised here would kill the actor and reach the driver as text
+        self._build_error: Exception | None = None
+        try:
+            self.env = LearningEnv(
+                task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
+            )
+        except Exception as err:  # noqa: BLE001 - re-raised by describe()
+            self._build_error = err
 
     def describe(self) -> WorkerDescription:
-        """What the driver needs: spaces, metadata, timing, layout, host, pid, node."""
+        """What the driver needs: spaces, metadata, timing, layout, host, pid, node.
+
+        Raises:
+            Exception: Whatever building the worker's LearningEnv raised (the task's
+                ``build``, a bad keyword argument...), as that exception.
+        """
+        if self._build_error is not None:
+            raise self._build_error
         env = self.env
         try:
             import ray

@@ -46,8 +46,11 @@ def test_overrides_apply_the_same_way_to_both_environments():
         env = make(timing=timing, physics_steps_per_action=2)  # overrides beat timing
         assert (env.timing.sim_dt, env.timing.decimation) == (1 / 240, 2)
         env.close()
-        with pytest.raises(ValueError, match="decimation"):
+        # named as passed (not as the config's field)
+        with pytest.raises(ValueError, match=r"^physics_steps_per_action must be an int in"):
             make(physics_steps_per_action=0)
+        with pytest.raises(ValueError, match=r"^dt must be a finite .* pass dt=1/120$"):
+            make(dt=-1.0)
         with pytest.raises(ValueError, match="timing must be"):
             make(timing=(1 / 120, 2))
 

@@ -547,3 +547,20 @@ def test_a_task_error_in_every_worker_raises_the_first_and_reads_every_reply(loc
             env.step(np.zeros((6, 1), np.float32))  # the same task error, not a stale reply
     finally:
         env.close()
+
+
+def test_a_worker_env_that_cannot_be_built_raises_its_own_error(local_ray):
+    """An error building a worker's LearningEnv reaches the caller as itself (type and
+    message, with a note naming the worker), not as a dead worker's Ray text."""
+
+    class NeedsAsset(CartPoleTask):  # defined here: Ray ships it by value
+        def build(self, scene):
+            raise FileNotFoundError("cartpole.json is not on this node")
+
+    with pytest.raises(FileNotFoundError, match="cartpole.json is not on this node") as err:
+        RayLearningEnv(NeedsAsset(), 4, 2, seed=0, cpus_per_worker=CPUS)
+    assert "Ray worker 0, which holds copies [0, 2)" in "".join(err.value.__notes__)
+    with pytest.raises(ValueError, match=r"^physics_steps_per_action must be an int in"):
+        RayLearningEnv(
+            CartPoleTask(), 4, 2, seed=0, cpus_per_worker=CPUS, physics_steps_per_action=0
+        )
