@@ -171,7 +171,8 @@ def _friction_model(scene: Scene, dynamic: np.ndarray, groups: np.ndarray, needs
     shapes carry friction and elasticity 1.0, so a contact of a moving shape with them
     uses the moving shape's value alone: the Box2D combination with that material,
     ``sqrt(mu_a * mu_b)`` of the static or the dynamic coefficients (the regime is chosen
-    per moving body after every step, see World._update_friction) and ``max(e_a, e_b)``.
+    per moving body after every step, see _contacts.Contacts.update_friction) and
+    ``max(e_a, e_b)``.
     Contacts that this cannot express (two moving shapes, a moving shape and a static
     shape of another material) keep the ``pre_solve`` callback, registered for those
     collision-type pairs only.

@@ -1,0 +1,303 @@
+"""The held controls of a World's copies and the forces they make (kelab.sim internal).
+
+:class:`Controls` holds what the writers set and every physics step applies until it is
+changed: joint efforts (clipped to each actuator's limit), PD position targets and
+external body forces. It validates new values (:meth:`Controls.command`,
+:meth:`Controls.set_body_forces`) and turns the held values into the per-body forces of
+a step (:meth:`Controls.forces`: actuators, PD, rolling resistance, external forces).
+The World logs what it returns (docs/world.md, "Snapshots") and hands the forces to its
+backend; nothing here reads pymunk.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from kelab.sim._compile import Layout
+from kelab.sim._values import float_array
+from kelab.sim.kinematics import cog_world, joint_state
+from kelab.sim.replay_log import Kind
+
+
+class Controls:
+    """Held efforts, PD targets and external forces of every copy, with their limits.
+
+    Args:
+        layout: The compiled scene.
+        num_envs: Copies.
+    """
+
+    def __init__(self, layout: Layout, num_envs: int) -> None:
+        self.layout = layout
+        self.n = num_envs
+        self.nb = nb = len(layout.body_paths)
+        self.nj = nj = len(layout.joint_paths)
+        self.efforts = np.zeros((num_envs, nj))
+        self.targets = np.zeros((num_envs, nj))
+        self.external = np.zeros((num_envs, nb, 3))  # held external fx, fy, torque
+        self.external_any = False
+        #: The held values changed since the forces were last handed to the backend.
+        self.dirty = True
+        act = [j.actuator for j in layout.joints]
+        self._pd = np.array([a == "pd" for a in act], dtype=bool)
+        self._limit = np.array([j.limit for j in layout.joints], dtype=np.float64)
+        self._kp = np.array([j.kp for j in layout.joints], dtype=np.float64)
+        self._kd = np.array([j.kd for j in layout.joints], dtype=np.float64)
+        self._actuated = np.array([a != "none" for a in act], dtype=bool)
+        self._cols = np.arange(nj)
+        self._bounds: tuple[np.ndarray, np.ndarray] | None = None
+        self._any_pd = bool(self._pd.any())
+        #: Whether the forces depend on the body states (PD actuators, sliders between
+        #: two bodies): then they are computed again before every step.
+        self.state_dependent = self._any_pd or any(
+            j.kind == "prismatic" and j.parent >= 0 and j.actuator != "none" for j in layout.joints
+        )
+        #: Whether some body has rolling resistance (its torque needs the contacts).
+        self.rolling = bool((layout.roll_radius > 0).any())
+        # effort -> force terms of state-independent actuators: (joint, body, component,
+        # coefficient), applied in joint order as out[:, body, component] += e * coefficient
+        self._terms: list[tuple[int, int, int, float]] = []
+        for k, jl in enumerate(layout.joints):
+            if jl.actuator == "none":
+                continue
+            if jl.kind == "revolute":
+                self._terms.append((k, jl.child, 2, 1.0))
+                if jl.parent >= 0:
+                    self._terms.append((k, jl.parent, 2, -1.0))
+            elif jl.kind == "prismatic" and jl.parent < 0:
+                # a zero component adds only +-0.0 to +0.0: left out (the same +0.0)
+                for comp in (0, 1):
+                    if jl.axis[comp] != 0.0:
+                        self._terms.append((k, jl.child, comp, jl.axis[comp]))
+
+    def clip_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Effort bounds as contiguous ``(num_envs, n_joints)`` arrays (-limit, limit).
+
+        A joint without an actuator gets [+0.0, +0.0]: its effort is always +0.0.
+        """
+        if self._bounds is None:
+            limit = np.where(self._actuated, self._limit, 0.0)  # no actuator: [0, 0]
+            hi = np.ascontiguousarray(np.broadcast_to(limit, (self.n, self.nj)))
+            self._bounds = (np.where(self._actuated, -hi, 0.0), hi)
+        return self._bounds
+
+    def command(
+        self,
+        kind: Kind,
+        values: npt.ArrayLike,
+        joint_ids: np.ndarray | None,
+        ids: np.ndarray,
+        every_copy: bool,
+    ) -> np.ndarray:
+        """Hold new efforts (clipped) or PD targets; return the rows now held for ``ids``.
+
+        Args:
+            kind: ``Kind.EFFORTS`` or ``Kind.TARGETS``.
+            values: ``(len(ids), len(joint_ids))``, broadcastable.
+            joint_ids: Checked World joint indices (the columns of ``values``); None:
+                every joint.
+            ids: Checked copy indices.
+            every_copy: ``ids`` is the World's every-copy array (whole-array writes).
+
+        Returns:
+            ``(len(ids), n_joints)``: every joint's held value for those copies, as the
+            replay log records it.
+
+        Raises:
+            ValueError: On a wrong shape or non-finite values.
+        """
+        ncols = self.nj if joint_ids is None else np.size(joint_ids)
+        vals = float_array(values, "joint commands")
+        try:
+            if vals.shape != (ids.size, ncols):
+                vals = np.broadcast_to(vals, (ids.size, ncols))
+        except ValueError:
+            raise ValueError(
+                f"values must have shape ({ids.size}, {ncols}) (copies, joints), got {vals.shape}"
+            ) from None
+        # a finite sum means every value is finite (one pass); else look closer (overflow)
+        if not (math.isfinite(vals.sum()) or np.isfinite(vals).all()):
+            raise ValueError("joint commands must be finite numbers")
+        target = self.efforts if kind == Kind.EFFORTS else self.targets
+        if joint_ids is not None and ncols == self.nj and every_copy:
+            cols = np.asarray(joint_ids, np.int64).reshape(-1)
+            if len(set(cols.tolist())) == self.nj and 0 <= cols.min() and cols.max() < ncols:
+                # every joint, in another order: put the columns in joint order (no
+                # fancy indexing of rows below)
+                ordered = np.empty((ids.size, self.nj))
+                ordered[:, cols] = vals
+                vals, joint_ids = ordered, None
+        every = joint_ids is None and every_copy
+        if not every:
+            cols = np.asarray(self._cols if joint_ids is None else joint_ids, np.int64)
+            cols = cols.reshape(-1)
+        if kind == Kind.EFFORTS:
+            if every:  # the common case: all copies, all joints (no fancy indexing)
+                # limits broadcast to the full shape once: a (nj,) operand would make
+                # numpy loop over rows of nj elements (same values as np.clip); the
+                # bounds of joints without an actuator are [0, 0]: their effort is 0
+                lo, hi = self.clip_bounds()
+                full = np.maximum(vals, lo)
+                np.minimum(full, hi, out=full)
+            else:
+                full = target[ids]
+                lim = self._limit[cols]
+                full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
+        elif every:
+            full = np.array(vals)
+        else:
+            full = target[ids]
+            full[:, cols] = vals
+        if every:
+            target[...] = full
+        else:
+            target[ids] = full
+        self.dirty = True
+        return full
+
+    def set_body_forces(
+        self,
+        ids: np.ndarray,
+        forces: npt.ArrayLike,
+        torques: npt.ArrayLike | None,
+    ) -> np.ndarray:
+        """Hold external forces of copies ``ids``; return the ``(len(ids), nb, 3)`` held.
+
+        Static bodies get zeros (they ignore forces).
+
+        Raises:
+            ValueError: On a wrong shape (naming the argument, the shape seen and the
+                shape expected) or non-finite values.
+        """
+        f = float_array(forces, "set_body_forces: forces")
+        want = (ids.size, self.nb, 2)
+        if f.shape != want:
+            raise ValueError(
+                f"set_body_forces: forces must have shape {want} (copies, bodies, fx/fy), "
+                f"got {f.shape}"
+            )
+        if torques is None:
+            t = np.zeros(want[:2])
+        else:
+            t = float_array(torques, "set_body_forces: torques")
+            if t.shape != want[:2]:
+                raise ValueError(
+                    f"set_body_forces: torques must have shape {want[:2]} (copies, bodies), "
+                    f"got {t.shape}"
+                )
+        if not (np.isfinite(f).all() and np.isfinite(t).all()):
+            raise ValueError("set_body_forces: forces and torques must be finite numbers")
+        full = np.empty((ids.size, self.nb, 3))
+        full[:, :, 0:2] = f
+        full[:, :, 2] = t
+        full[:, ~self.layout.dynamic] = 0.0
+        self.external[ids] = full
+        self.external_any = bool(self.external.any())
+        self.dirty = True
+        return full
+
+    def held(self, ids: np.ndarray) -> list[tuple[Kind, np.ndarray]]:
+        """Copies of the efforts, targets and external forces held by copies ``ids``."""
+        return [
+            (Kind.EFFORTS, self.efforts[ids].copy()),
+            (Kind.TARGETS, self.targets[ids].copy()),
+            (Kind.FORCES, self.external[ids].copy()),
+        ]
+
+    def hold(self, kind: Kind, ids: np.ndarray, values: np.ndarray) -> None:
+        """Write held values of ``kind`` (efforts, targets or forces) for copies ``ids``.
+
+        Checked values only: a replay of the log or a rebase puts back what was held.
+        """
+        if kind == Kind.EFFORTS:
+            self.efforts[ids] = values
+        elif kind == Kind.TARGETS:
+            self.targets[ids] = values
+        else:
+            self.external[ids] = values
+            self.external_any = bool(self.external.any())
+        self.dirty = True
+
+    def clear(self, ids: np.ndarray) -> None:
+        """Zero the held controls of copies ``ids`` (a reset)."""
+        self.efforts[ids] = 0.0
+        self.targets[ids] = 0.0
+        self.external[ids] = 0.0
+        self.external_any = bool(self.external_any and self.external.any())
+        self.dirty = True
+
+    def forces(
+        self, ids: np.ndarray, raw: np.ndarray, normals: np.ndarray, dt: float
+    ) -> np.ndarray:
+        """Per-body forces ``(len(ids), nb, 3)`` (fx, fy, torque) for the next step.
+
+        Args:
+            ids: Copies to step.
+            raw: ``(num_envs, nb, 6)`` body states, fresh for ``ids`` where the forces
+                depend on them (:attr:`state_dependent`, :attr:`rolling`).
+            normals: ``(num_envs, nb)`` normal contact force sums of the last step
+                (rolling resistance).
+            dt: The step size (rolling resistance never reverses a spin within a step).
+        """
+        lay = self.layout
+        out = np.zeros((ids.size, self.nb, 3))
+        all_ids = ids.size == self.n
+        effort = self.efforts if all_ids else self.efforts[ids]
+        rows = None
+        if self.state_dependent or self.rolling:
+            rows = raw if all_ids else raw[ids]
+        if self._any_pd:
+            assert rows is not None
+            pos, vel = joint_state(lay, rows)
+            pd = self._kp * (self.targets[ids] - pos) - self._kd * vel
+            effort = effort.copy()
+            effort[:, self._pd] = np.clip(pd, -self._limit, self._limit)[:, self._pd]
+        terms = self._terms
+        t = 0
+        for k, jl in enumerate(lay.joints):
+            if jl.actuator == "none":
+                continue
+            e = effort[:, k]
+            if not (jl.kind == "prismatic" and jl.parent >= 0):
+                # constant directions (precomputed terms, applied in joint order)
+                while t < len(terms) and terms[t][0] == k:
+                    _, b, comp, coef = terms[t]
+                    if coef == 1.0:
+                        out[:, b, comp] += e
+                    elif coef == -1.0:
+                        out[:, b, comp] -= e
+                    else:
+                        out[:, b, comp] += e * coef
+                    t += 1
+                continue
+            if jl.kind == "prismatic":
+                assert rows is not None
+                pa = rows[:, jl.parent, 2]
+                ca, sa = np.cos(pa), np.sin(pa)
+                ax = ca * jl.axis[0] - sa * jl.axis[1]
+                ay = sa * jl.axis[0] + ca * jl.axis[1]
+                fx, fy = e * ax, e * ay
+                out[:, jl.child, 0] += fx
+                out[:, jl.child, 1] += fy
+                if jl.parent >= 0:
+                    cc = cog_world(rows[:, jl.child], lay.cog[jl.child])
+                    pc = cog_world(rows[:, jl.parent], lay.cog[jl.parent])
+                    rx, ry = cc[:, 0] - pc[:, 0], cc[:, 1] - pc[:, 1]
+                    out[:, jl.parent, 0] -= fx
+                    out[:, jl.parent, 1] -= fy
+                    out[:, jl.parent, 2] -= rx * fy - ry * fx
+        if self.rolling:
+            assert rows is not None
+            round_ = lay.roll_radius > 0
+            w = rows[:, round_, 5]
+            cap = np.abs(w) * lay.moment[round_] / dt
+            tau = np.minimum(
+                lay.roll_mu[round_] * normals[ids][:, round_] * lay.roll_radius[round_], cap
+            )
+            out[:, round_, 2] -= np.sign(w) * tau
+        if self.external_any:
+            out += self.external[ids]
+        return out

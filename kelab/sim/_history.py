@@ -1,0 +1,304 @@
+"""A World's history: the replay log, what rebuilds copies, snapshots and replay (internal).
+
+A snapshot stores the physics as the replay log since each copy's last rebuild
+(docs/world.md, "Snapshots"). :class:`History` keeps that log and each copy's epoch (its
+last rebuild, an index into the log), rebuilds copies (resets, state writes) and rebases
+copies that have run ``max_log_steps`` steps so the log stays bounded. :func:`take`
+assembles a snapshot from the World's held arrays (:data:`SNAPSHOT_ARRAYS`), the log,
+the sensor pipelines and the Generators; restoring validates it (kelab/sim/_restore.py)
+and :meth:`History.replay` rebuilds every copy and re-simulates the log in the order
+:func:`schedule` gives (:class:`Advance`, :class:`Start`, :class:`Write` events).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from fractions import Fraction
+from typing import NamedTuple
+
+import numpy as np
+
+from kelab.sim._backend import Backend
+from kelab.sim._contacts import Contacts
+from kelab.sim._controls import Controls
+from kelab.sim._states import BodyStates
+from kelab.sim.replay_log import Kind, LogEntry, ReplayLog
+from kelab.sim.sensors import SensorPipeline
+from kelab.sim.snapshot import Snapshot, rng_state
+
+#: What a snapshot saves besides the replay log, the sensor pipelines and the meta (rng,
+#: time, dt): snapshot array name and field of the parsed snapshot (``_restore.Restore``)
+#: that restore writes back. Saved in this order (the bytes of a snapshot depend on it).
+SNAPSHOT_ARRAYS = (
+    ("controls/efforts", "efforts"),
+    ("controls/targets", "targets"),
+    ("controls/external", "external"),
+    ("copies/epoch", "epoch"),
+    ("imu/v_prev", "v_prev"),
+)
+
+
+def take(
+    fingerprint: str,
+    step_count: int,
+    time: Fraction,
+    dt: float | None,
+    held: Mapping[str, np.ndarray],
+    log: ReplayLog,
+    pipelines: Mapping[str, SensorPipeline],
+    rngs: Sequence[np.random.Generator],
+) -> Snapshot:
+    """A snapshot of a World (its arrays copied; nothing of the World changes).
+
+    Args:
+        fingerprint: The scene's fingerprint.
+        step_count: Physics steps taken since the World was built.
+        time: Exact simulated time.
+        dt: The step size in effect (None: no step yet).
+        held: The World's arrays by field name of :data:`SNAPSHOT_ARRAYS`.
+        log: The replay log.
+        pipelines: The sensor pipelines by sensor name.
+        rngs: One Generator per copy.
+    """
+    arrays = {name: held[field].copy() for name, field in SNAPSHOT_ARRAYS}
+    arrays.update(log.encode())
+    for name, p in pipelines.items():
+        for key, value in p.get_state().items():
+            arrays[f"sensor/{name}/{key}"] = value
+    meta = {
+        "rng": [rng_state(g) for g in rngs],
+        "time": [time.numerator, time.denominator],
+        "dt": dt,
+        "num_envs": len(rngs),
+    }
+    return Snapshot(fingerprint, step_count, float(time), arrays, meta)
+
+
+class Advance(NamedTuple):
+    """One physics step of ``dt`` for the copies ``ids`` whose log has started."""
+
+    ids: np.ndarray
+    dt: float
+
+
+class Start(NamedTuple):
+    """A logged rebuild: copies ``start`` begin their replay here (fresh).
+
+    ``ids`` are all the copies the entry rebuilt; each loses its held controls.
+    """
+
+    start: np.ndarray
+    ids: np.ndarray
+
+
+class Write(NamedTuple):
+    """A logged write of ``kind`` for copies ``ids`` of an entry; ``sel`` picks their rows.
+
+    ``ids`` are the entry's copies whose log has started, ``sel`` the mask of them among
+    the entry's copies (rows of ``a`` and ``b``).
+    """
+
+    kind: Kind
+    ids: np.ndarray
+    sel: np.ndarray
+    a: np.ndarray | None
+    b: np.ndarray | None
+
+
+def schedule(
+    log: Sequence[LogEntry], epoch: np.ndarray, end_step: int
+) -> Iterator[Advance | Start | Write]:
+    """The events that re-simulate ``log`` up to ``end_step``, in order.
+
+    A copy starts at its last rebuild (``epoch``: an index into ``log`` per copy) and steps
+    from there on; the dt in effect comes from the log's dt entries.
+    """
+    active = np.zeros(epoch.size, dtype=bool)
+    dt = None
+    step = log[0][0] if log else end_step
+    for index, (at, kind, ids, a, b) in enumerate(log):
+        while step < at:
+            yield from _advance(active, dt)
+            step += 1
+        if kind == Kind.DT:
+            assert a is not None
+            dt = float(a[0])
+            continue
+        if kind == Kind.BUILD:
+            start = ids[epoch[ids] == index]
+            yield Start(start, ids)
+            active[start] = True
+            continue
+        sel = active[ids]
+        yield Write(kind, ids[sel], sel, a, b)
+    while step < end_step:
+        yield from _advance(active, dt)
+        step += 1
+
+
+def _advance(active: np.ndarray, dt: float | None) -> Iterator[Advance]:
+    ids = np.flatnonzero(active)
+    if ids.size and dt is not None:
+        yield Advance(ids, dt)
+
+
+class History:
+    """The replay log of a World's copies and everything that rebuilds a copy.
+
+    A rebuild makes copies fresh in the backend (no contact or joint history) and is
+    logged: a copy's log starts at its last one (its epoch), entries older than every
+    copy's epoch are dropped.
+
+    Args:
+        max_log: Steps a copy runs before it is rebased (``World(max_log_steps=...)``).
+        backend: The World's layout.
+        states: The World's body-state cache.
+        controls: The World's held controls (a rebuild clears them).
+        contacts: The World's contact bookkeeping (a rebuild forgets it).
+    """
+
+    def __init__(
+        self,
+        max_log: int,
+        backend: Backend,
+        states: BodyStates,
+        controls: Controls,
+        contacts: Contacts,
+    ) -> None:
+        self.backend = backend
+        self.states = states
+        self.controls = controls
+        self.contacts = contacts
+        self.every = every = states.every
+        n = every.size
+        self.log = ReplayLog()  # docs/world.md, "Snapshots"
+        #: Each copy's last rebuild, an index into :attr:`log`.
+        self.epoch = np.zeros(n, dtype=np.int64)
+        self.log.append(0, Kind.BUILD, every.copy())
+        # rebasing: the step of each copy's last rebuild, and when the oldest reaches the bound
+        self.max_log = max_log
+        self.epoch_step = np.zeros(n, dtype=np.int64)
+        #: The step count at which the oldest copy is rebased.
+        self.rebase_at = max_log
+        #: Copies stepped since their last rebuild (a replay rebuilds those again).
+        self.touched = np.zeros(n, dtype=bool)
+
+    def rebuild(self, ids: np.ndarray, step: int, place: bool = True) -> None:
+        """Rebuild copies ``ids`` fresh at step ``step`` and start their logs there.
+
+        ``place``: at their initial poses (False: a state write follows).
+        """
+        self.backend.rebuild(ids, place)
+        self.forget(ids, ids)
+        self.contacts.normals[ids] = 0.0
+        self.log.append(step, Kind.BUILD, ids.copy())
+        self.epoch[ids] = len(self.log) - 1
+        if ids.size:
+            self.epoch_step[ids] = step
+            self.rebase_at = int(self.epoch_step.min()) + self.max_log
+        self.contacts.sums = None
+        if self.epoch.min() > 0:
+            self.log.prune(self.epoch)
+
+    def forget(self, rebuilt: np.ndarray, zeroed: np.ndarray) -> None:
+        """The World's side of a rebuild (live resets and replays alike).
+
+        Copies ``rebuilt`` were just rebuilt by the backend: their friction regimes stick
+        again (the rebuilt shapes carry their sticking values), they have not stepped, no
+        arbiters are cached and their state must be read. Copies ``zeroed`` lose their held
+        controls (efforts, targets, external forces), as a reset's do.
+        """
+        self.contacts.rebuilt(rebuilt)
+        self.touched[rebuilt] = False
+        self.states.valid[rebuilt] = False
+        self.controls.clear(zeroed)
+
+    def set_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray, step: int) -> None:
+        """Rebuild copies ``ids`` and write their checked body states (logged)."""
+        self.rebuild(ids, step, place=False)  # every moving body's state is written next
+        self._write_states(ids, poses, vels)
+        self.log.append(step, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
+
+    def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+        self.backend.write_states(ids, poses, vels)
+        self.states.valid[ids] = False
+
+    def rebase(self, step: int) -> None:
+        """Rebase the copies that have run ``max_log`` steps since their last rebuild.
+
+        Each is reset to its own present state, as ``World.set_body_states`` would
+        (rebuilt: no contact or joint warm starts, friction regimes sticking; its poses and
+        velocities written back), but its held controls carry over and its sensors and
+        IMU history are left alone. Logged as a rebuild, a state write and the controls,
+        so a replay from there reproduces it bit for bit, and the rebuild ends the copy's
+        log (entries older than every copy's last rebuild are dropped).
+
+        Raises:
+            FloatingPointError: If a copy to rebase holds a state that is not finite.
+        """
+        ids = np.flatnonzero(step - self.epoch_step >= self.max_log)
+        if ids.size == 0:
+            self.rebase_at = int(self.epoch_step.min()) + self.max_log
+            return
+        contacts = self.contacts.forces()  # the step's contacts stay readable after
+        stale = ids[~self.states.valid[ids]]
+        if stale.size:
+            self.states.read_quiet(stale)  # a read of the World's own (never changes physics)
+        self.states.check_finite(step, ids)
+        raw = self.states.raw[ids]
+        poses, vels = raw[:, :, 0:3].copy(), raw[:, :, 3:6].copy()
+        held = self.controls.held(ids)
+        self.set_states(ids, poses, vels, step)
+        for kind, values in held:
+            if values.any():  # a rebuild zeroes them: only non-zero ones are logged
+                self.controls.hold(kind, ids, values)
+                self.log.append(step, kind, ids.copy(), values, None)
+        self.controls.external_any = bool(self.controls.external.any())
+        self.controls.dirty = True
+        self.contacts.sums = contacts
+
+    def replay(
+        self,
+        log: Sequence[LogEntry],
+        epoch: np.ndarray,
+        end_step: int,
+        advance: Callable[[float, np.ndarray], None],
+    ) -> None:
+        """Rebuild every copy and re-simulate its logged history up to ``end_step``.
+
+        A copy starts at its last rebuild (``epoch``). The packed layout steps the copies
+        that have not started yet too (they share a space); each is rebuilt fresh at its
+        start, which makes it exactly the copy the live World rebuilt there. ``advance``
+        takes one replayed physics step of ``dt`` for copies ``ids``. The log itself is
+        left to :meth:`restored`.
+        """
+        every, controls = self.every, self.controls
+        self.backend.rebuild(every)
+        self.forget(every, every)
+        self.contacts.normals[:] = 0.0
+        self.contacts.last_dt = None
+        for event in schedule(log, epoch, end_step):
+            if isinstance(event, Advance):
+                advance(event.dt, event.ids)
+            elif isinstance(event, Start):
+                again = event.start[self.touched[event.start]]
+                if again.size:
+                    self.backend.rebuild(again)
+                self.forget(again, event.ids)
+            else:
+                kind, live, sel, a, b = event
+                assert a is not None
+                if kind == Kind.STATES:
+                    if live.size:
+                        assert b is not None
+                        self._write_states(live, a[sel], b[sel])
+                else:
+                    controls.hold(kind, live, a[sel])
+                controls.dirty = True
+        controls.dirty = True
+
+    def restored(self, log: Sequence[LogEntry], epoch_step: np.ndarray) -> None:
+        """Take a restored snapshot's log and epoch steps (:attr:`epoch` is a held array)."""
+        self.log = ReplayLog(log)
+        self.epoch_step = epoch_step.astype(np.int64)
+        self.rebase_at = int(self.epoch_step.min()) + self.max_log
