@@ -7,16 +7,17 @@ exactly :class:`~kelab.rl.env.LearningEnv`'s contract. Its copies live in
 from the global copy index and the whole is bit-identical to one ``LearningEnv`` of the
 same size and seed (docs/scale.md says when). Each ``step`` sends every worker its rows
 of the actions at once and joins their replies; the learner stays in the calling
-process; workers on the same machine exchange each step's arrays through shared memory
-(:mod:`kelab.rl.ray_channel`), the others through Ray. ``ray`` is an optional
-dependency (``pip install kelab[ray]``), imported only when a ``RayLearningEnv`` is made.
+process. This module keeps ``LearningEnv``'s contract (the joined arrays and info, the
+episode counters, snapshots); :mod:`kelab.rl.ray_pool` the actors, their transport
+(shared memory for workers on this machine, :mod:`kelab.rl.ray_channel`; Ray for the
+others) and their faults. ``ray`` is an optional dependency (``pip install kelab[ray]``),
+imported only when a ``RayLearningEnv`` is made.
 """
 
 from __future__ import annotations
 
-import select
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -27,15 +28,10 @@ from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
 from kelab.rl._core import RAY_SNAPSHOT_KIND
-from kelab.rl.ray_channel import (
-    OK,
-    ChannelClosedError,
-    EndsJoin,
-    StepChannel,
-    channel_supported,
-)
-from kelab.rl.ray_start import start_ray, wait_for_workers
-from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, split_copies
+from kelab.rl.ray_channel import EndsJoin
+from kelab.rl.ray_pool import Reply, WorkerDiedError, WorkerPool
+from kelab.rl.ray_start import start_ray
+from kelab.rl.ray_worker import split_copies
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
@@ -44,7 +40,6 @@ from kelab.timing.config import SimulationTimingConfig
 
 if TYPE_CHECKING:  # ray is optional: imported when an env is made
     from ray import ObjectRef
-    from ray.actor import ActorHandle
 
 __all__ = [
     "RayLearningEnv",
@@ -57,24 +52,6 @@ SNAPSHOT_KIND = RAY_SNAPSHOT_KIND
 
 _RESTART_STREAM = 0xFA17  # spawn-key tag of the seeds of copies restarted after a fault
 _RESERVED = ("num_envs", "seed", "copy_offset", "render_mode", "run_config", "pacer")
-
-
-class WorkerDiedError(RuntimeError):
-    """A Ray worker of a :class:`RayLearningEnv` died (process killed, node lost).
-
-    Attributes:
-        worker: Index of the worker.
-        copies: ``(first, end)``: the global copy indices ``[first, end)`` it held.
-        host: Host name and address of the node it ran on.
-        pid: Its process id.
-    """
-
-    def __init__(self, message: str, worker: int, copies: tuple[int, int], host: str, pid: int):
-        super().__init__(message)
-        self.worker = worker
-        self.copies = copies
-        self.host = host
-        self.pid = pid
 
 
 class RayLearningEnv(gymnasium.vector.VectorEnv):
@@ -159,7 +136,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     ) -> None:
         self.closed = True  # until the workers exist (close() is then a no-op)
         self._owns_ray = False
-        self._workers: list[ActorHandle] = []
+        self._pool: WorkerPool | None = None
+        self._restarts_closed = 0  # restarts once the pool is gone
         validate_task_class(task)
         if "env" in task.__dict__:
             raise ValueError(
@@ -229,46 +207,28 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.render_mode = None
         self.device = "cpu"
         self.ranges = split_copies(num_envs, num_workers)
-        self._sizes = [b - a for a, b in self.ranges]
         self._env_kwargs = dict(env_kwargs)
-        self._restarts = 0
-        actor = ray.remote(EnvWorker).options(
-            num_cpus=float(cpus_per_worker),
-            max_restarts=-1 if restart else 0,
-            max_task_retries=0,
-            scheduling_strategy="SPREAD",
-        )
-        self._workers = [
-            actor.remote(task, b - a, seed, a, self._env_kwargs, k if pin_workers else None)
-            for k, (a, b) in enumerate(self.ranges)
-        ]
-        # per worker: a Ray step's ObjectRef, or None when it steps through its channel
-        self._pending: list[ObjectRef | None] | None = None
-        self._channels: list[StepChannel | None] = [None] * num_workers
-        self._serving: list[ObjectRef | None] = [None] * num_workers  # each channel's serve() call
-        self._send_order = list(range(num_workers))  # step_wait sets it (last reply first)
-        self.closed = False
-        self._hosts = ["(starting)"] * num_workers
-        self._pids = [-1] * num_workers
-        self._held: dict[int, tuple] = {}  # restarted workers' results, for the next step
+        self._pending: list[ObjectRef | None] | None = None  # the step in flight
         try:
-            refs = [w.describe.remote() for w in self._workers]
-            needs = f"each needs cpus_per_worker={cpus_per_worker} CPUs"
-            late = wait_for_workers(ray, refs, float(start_timeout_s), needs)
-            if late:
-                raise TimeoutError(
-                    f"RayLearningEnv: Ray did not start workers {late} of {num_workers} within "
-                    f"{start_timeout_s} s; each needs cpus_per_worker={cpus_per_worker} CPUs and "
-                    f"the cluster has {ray.available_resources().get('CPU', 0)} free of "
-                    f"{ray.cluster_resources().get('CPU', 0)}: lower cpus_per_worker, close "
-                    "other envs, or add nodes"
-                )
-            described = self._call_all("describe", retry_dead=False)
+            self._pool = WorkerPool(
+                ray,
+                task,
+                self.ranges,
+                seed,
+                self._env_kwargs,
+                restart=restart,
+                cpus_per_worker=cpus_per_worker,
+                start_timeout_s=start_timeout_s,
+                # a driver connected through Ray Client (ray://) is not on the workers' node
+                shared_memory=shared_memory and not str(address).startswith("ray://"),
+                pin_workers=pin_workers,
+            )
         except BaseException:
-            self.close()  # no actors left behind
+            self.close_extras()  # the pool closed its actors; the local Ray this env started
             raise
-        self._describe(described)
-        d = described[0]
+        self._pool.cut_short = self._cut_short
+        self.closed = False
+        d = self._pool.described[0]
         self.single_observation_space = d["single_observation_space"]
         self.single_action_space = d["single_action_space"]
         self.observation_space = batch_space(self.single_observation_space, num_envs)
@@ -286,19 +246,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._returns = np.zeros(num_envs, dtype=np.float64)
         self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
         self._obs: np.ndarray | None = None  # the last observation returned
-        self._start_timeout_s = start_timeout_s
         self._condition_names: tuple[str, ...] = ()
-        # workers on this machine step through shared memory (see kelab/rl/ray_channel.py)
-        local = shared_memory and channel_supported() and not str(address).startswith("ray://")
-        here = node_id() if local else ""
-        obs_dim = self.single_observation_space.shape[0]
-        act_dim = self.single_action_space.shape[0]
-        for k, (d, (a, b)) in enumerate(zip(described, self.ranges, strict=True)):
-            if here and d["node_id"] == here:
-                try:
-                    self._channels[k] = StepChannel(b - a, obs_dim, act_dim)
-                except OSError:  # no memfd or Unix sockets here (a sandbox): through Ray
-                    pass
 
     # ------------------------------------------------------------------ properties
     @property
@@ -325,7 +273,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def success_rule(self, rule: SuccessRule | None) -> None:
         if rule is not None and not isinstance(rule, SuccessRule):
             raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
-        self._call_all("set_success_rule", [(rule,)] * self.num_workers, retry_dead=False)
+        self._call_all("set_success_rule", [(rule,)] * self.num_workers)
         self._success_rule = rule
 
     @property
@@ -346,8 +294,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ``steps_through`` is ``"shared memory"`` (a worker on this machine) or ``"ray"``
         (Ray's object store: a worker on another machine, or ``shared_memory=False``).
         """
-        if self.closed:
-            raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        pool = self._live_pool()
         return [
             {
                 "worker": k,
@@ -357,14 +304,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 "steps_through": "shared memory" if c is not None else "ray",
             }
             for k, (r, h, p, c) in enumerate(
-                zip(self.ranges, self._hosts, self._pids, self._channels, strict=True)
+                zip(self.ranges, pool.hosts, pool.pids, pool.channels, strict=True)
             )
         ]
 
     @property
     def restarts(self) -> int:
         """Worker restarts seen so far (``restart=True``)."""
-        return self._restarts
+        return self._restarts_closed if self._pool is None else self._pool.restarts
 
     def worker_cpu_seconds(self) -> list[float]:
         """CPU seconds each worker process has used so far (``time.process_time``).
@@ -374,184 +321,22 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         busy machine) set the pace (benchmarks/scale_throughput.py uses it).
         """
         self._drain()
-        return [float(x) for x in self._call_all("cpu_seconds", retry_dead=False)]
+        return [float(x) for x in self._call_all("cpu_seconds")]
 
     # ------------------------------------------------------------------ plumbing
-    def _describe(self, described: list[WorkerDescription]) -> None:
-        for k, d in enumerate(described):
-            self._hosts[k], self._pids[k] = d["host"], d["pid"]
-
-    def _died(self, k: int, err: BaseException, doing: str) -> WorkerDiedError:
-        a, b = self.ranges[k]
-        hint = (
-            "Ray could not restart it; check the node's logs (/tmp/ray/session_latest/logs)"
-            if self.restart
-            else "pass restart=True to RayLearningEnv to restart dead workers and go on"
-        )
-        detail = ""
-        if self._pids[k] < 0:  # it never answered: it could not unpack its task, or crashed
-            # its last lines, without the caret rows under Python's traceback lines
-            text = [line.strip() for line in str(err).strip().splitlines()]
-            text = [line for line in text if line.strip("^~ ")]
-            detail = " (Ray says: " + " | ".join(text[-6:]) + ")"
-            hint = (
-                "the worker failed to start: most likely the task class cannot be imported "
-                "on the node (install your package there, or pass "
-                "ray_init={'runtime_env': ...}); an error building its LearningEnv would "
-                "have been raised as itself"
-            )
-        return WorkerDiedError(
-            f"Ray worker {k} of {self.num_workers} (copies [{a}, {b}), host "
-            f"{self._hosts[k]}, pid {self._pids[k]}) died during {doing}: "
-            f"{type(err).__name__}{detail}; {hint}",
-            k,
-            (a, b),
-            self._hosts[k],
-            self._pids[k],
-        )
-
-    def _raise_cause(self, k: int, err: BaseException) -> None:
-        """Re-raise an exception the worker's LearningEnv raised, saying where."""
-        cause = getattr(err, "cause", None)
-        if not isinstance(cause, BaseException):
-            raise err
-        a, b = self.ranges[k]
-        note = (
-            f"(raised in Ray worker {k}, which holds copies [{a}, {b}): its copy j is "
-            f"copy {a} + j of this RayLearningEnv)"
-        )
-        if hasattr(cause, "add_note"):
-            cause.add_note(note)
-        raise cause from None
-
-    def _get(self, k: int, ref: ObjectRef, doing: str) -> tuple[bool, Any]:
-        """``(True, value)``, or ``(False, error)`` when the actor died."""
-        ray = self._ray
-        try:
-            return True, ray.get(ref)
-        except (
-            ray.exceptions.RayActorError,  # the process died (killed, crashed, node lost)
-            ray.exceptions.OutOfMemoryError,  # Ray's memory monitor killed it
-            ray.exceptions.WorkerCrashedError,
-        ) as err:
-            return False, err
-        except ray.exceptions.RayTaskError as err:
-            self._raise_cause(k, err)
-            raise  # unreachable: _raise_cause always raises
+    def _live_pool(self) -> WorkerPool:
+        if self.closed or self._pool is None:
+            raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        return self._pool
 
     def _call_all(
-        self,
-        method: str,
-        args: Sequence[tuple] | None = None,
-        retry_dead: bool = False,
+        self, method: str, args: Sequence[tuple] | None = None, sets_state: bool = False
     ) -> list[Any]:
-        """Call ``method`` on every worker at once and return the replies in order.
-
-        A dead worker raises WorkerDiedError unless ``restart``: with ``retry_dead``
-        (reset, restore: the call sets every copy's state) the call is repeated on the
-        restarted actor; otherwise the restarted actor's copies first start fresh
-        episodes, reported as cut short by the next step (as a death in a step is), and
-        then the call is repeated.
-        """
-        if self.closed:
-            raise RuntimeError("this RayLearningEnv is closed; create a new one")
+        """Call ``method`` on every worker at once (:meth:`WorkerPool.call_all`)."""
+        pool = self._live_pool()
         if self._pending is not None:
             raise RuntimeError(f"a step is in flight: call step_wait() before {method}")
-        args = args or [()] * self.num_workers
-        self._stop_serving()
-        refs = [getattr(w, method).remote(*a) for w, a in zip(self._workers, args, strict=True)]
-        out = []
-        task_error: BaseException | None = None  # raised once every reply is read
-        for k, ref in enumerate(refs):
-            try:
-                ok, value = self._get(k, ref, method)
-            except Exception as err:  # noqa: BLE001 - the task's own error, re-raised below
-                task_error = task_error or err
-                continue
-            if not ok:
-                if not self.restart:
-                    raise self._died(k, value, method)
-                if not retry_dead and self._obs is not None and k not in self._held:
-                    self._held[k] = self._restarted(k)  # resets the restarted actor's copies
-                    call = getattr(self._workers[k], method).remote(*args[k])
-                    ok, value = self._get(k, call, method)
-                    if not ok:
-                        raise self._died(k, value, f"{method} after a restart")
-                else:
-                    value = self._retry(k, method, args[k])
-            out.append(value)
-        if task_error is not None:
-            raise task_error
-        if retry_dead:  # every copy's state was just set: nothing held is owed any more
-            self._held.clear()
-        return out
-
-    def _retry(self, k: int, method: str, args: tuple, timeout_s: float = 120.0) -> Any:
-        """Call ``method`` on worker ``k`` until its restarted actor answers."""
-        deadline = time.monotonic() + timeout_s
-        err: BaseException | None = None
-        while time.monotonic() < deadline:
-            ok, value = self._get(k, getattr(self._workers[k], method).remote(*args), method)
-            if ok:
-                self._restarts += 1
-                ok, d = self._get(k, self._workers[k].describe.remote(), "describe")
-                if ok:
-                    self._hosts[k], self._pids[k] = d["host"], d["pid"]
-                return value
-            err = value
-            time.sleep(0.1)
-        raise self._died(k, err or TimeoutError(), f"{method} after a restart")
-
-    def _stop_serving(self) -> None:
-        """End every worker's serve() loop, so its next Ray call runs (calls run in order)."""
-        for k, channel in enumerate(self._channels):
-            if channel is not None and channel.connected:
-                channel.disconnect(quit_worker=True)
-            self._serving[k] = None
-
-    def _arrivals(self, ks: list[int]) -> Iterator[int]:
-        """Workers ``ks`` (steps sent through their channels) in the order they reply."""
-        if len(ks) <= 1:
-            yield from ks
-            return
-        poller = select.poll()
-        waiting = {}
-        for k in ks:
-            channel = self._channels[k]
-            assert channel is not None
-            fd = channel.fileno()
-            waiting[fd] = k
-            poller.register(fd, select.POLLIN)
-        while waiting:
-            for fd, _ in poller.poll():
-                k = waiting.pop(fd, None)
-                if k is not None:
-                    poller.unregister(fd)  # before receive() may close it
-                    yield k
-
-    def _serve(self, k: int) -> bool:
-        """Start worker ``k``'s serve() loop on its channel; False if it could not attach.
-
-        A worker that died returns False (this step goes through Ray, which reports it);
-        one that cannot reach the channel (OSError: another container on the same node)
-        steps through Ray from now on.
-        """
-        channel = self._channels[k]
-        assert channel is not None
-        ref = self._workers[k].serve.remote(channel.address)
-        ray = self._ray
-        if channel.connect(lambda: bool(ray.wait([ref], timeout=0)[0]), self._start_timeout_s):
-            self._serving[k] = ref
-            return True
-        try:
-            ray.get(ref)
-        except ray.exceptions.RayTaskError as err:
-            if isinstance(getattr(err, "cause", None), OSError):
-                channel.close()
-                self._channels[k] = None
-        except ray.exceptions.RayError:
-            pass  # died: the Ray step reports it
-        return False
+        return pool.call_all(method, args, sets_state=sets_state)
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(
@@ -583,7 +368,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                     f"reset(seed=[...]) needs one seed per copy: {self.num_envs}, got {len(seeds)}"
                 )
             args = [(seeds[a:b],) for a, b in self.ranges]
-        parts = self._call_all("reset", args, retry_dead=True)
+        parts = self._call_all("reset", args, sets_state=True)
         self._ebuf[:] = 0
         self._returns[:] = 0.0
         self._wall_start[:] = time.perf_counter()
@@ -625,20 +410,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._pending is not None:
             raise RuntimeError("a step is in flight: call step_wait() before the next step")
         a = self._check_actions(actions)
-        pending: list[ObjectRef | None] = [None] * self.num_workers
-        for k in self._send_order:
-            if k in self._held:  # restarted outside a step: this step reports its copies
-                continue
-            lo, hi = self.ranges[k]
-            channel = self._channels[k]
-            if channel is not None and (channel.connected or self._serve(k)):
-                try:
-                    channel.send_step(a[lo:hi])
-                    continue
-                except ChannelClosedError:  # died since its last step: Ray says how
-                    channel.disconnect()
-            pending[k] = self._workers[k].step.remote(a[lo:hi])
-        self._pending = pending
+        self._pending = self._live_pool().send(a)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Collect the step sent by :meth:`step_async` (see the class docstring).
@@ -649,17 +421,15 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """
         if self._pending is None:
             raise RuntimeError("no step in flight: call step_async(actions) first")
-        refs, self._pending = self._pending, None
-        ray = self._ray
+        pending, self._pending = self._pending, None
         n = self.num_envs
         obs = np.empty((n, self.single_observation_space.shape[0]), dtype=np.float32)
         rewards = np.empty(n, dtype=np.float32)
         terminated = np.empty(n, dtype=bool)
         truncated = np.empty(n, dtype=bool)
         join = EndsJoin(n, obs.shape[1])
-        got = [False] * self.num_workers
 
-        def put(k: int, part: tuple) -> None:  # one worker's results into the step's
+        def put(k: int, part: Reply) -> None:  # one worker's results into the step's
             lo, hi = self.ranges[k]
             obs[lo:hi] = part[0]
             rewards[lo:hi] = part[1]
@@ -667,63 +437,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             truncated[lo:hi] = part[3]
             if part[4]:
                 join.add(lo, part[4])
-            got[k] = True
 
-        # every channel's reply first, failed or not, each joined as it arrives (while
-        # the slower workers still step); the results are views of the shared memory
-        for k in list(self._held):  # restarted since the last step (see _call_all)
-            put(k, self._held.pop(k))
-        arrived: list[int] = []
-        channel_steps = [k for k, ref in enumerate(refs) if ref is None and not got[k]]
-        for k in self._arrivals(channel_steps):
-            arrived.append(k)
-            channel = self._channels[k]
-            assert channel is not None
-            try:
-                status, ends = channel.receive()
-            except ChannelClosedError:
-                continue
-            if status == OK:
-                r = channel.arrays
-                put(k, (r.obs, r.rewards, r.terminated, r.truncated, ends))
-        through_ray = [k for k, ref in enumerate(refs) if ref is not None]
-        if through_ray:
-            try:  # one call for every Ray reply (the common case)
-                for k, value in zip(
-                    through_ray, ray.get([refs[k] for k in through_ray]), strict=True
-                ):
-                    put(k, value)
-            except ray.exceptions.RayError:
-                pass  # found and reported below, worker by worker
-        # a task error is raised once every worker's reply is read (an unread failed call
-        # is echoed by Ray as an "Unhandled error"): the first worker's, noting where
-        task_error: BaseException | None = None
-        for k in range(self.num_workers):
-            if got[k]:
-                continue
-            try:
-                if refs[k] is None:  # its serve() call says what happened
-                    serving, self._serving[k] = self._serving[k], None
-                    ok, value = self._get(k, serving, "step")
-                    if ok:  # the loop ended without an error: its process is going away
-                        ok, value = False, ChannelClosedError("the worker's step channel closed")
-                else:
-                    ok, value = self._get(k, refs[k], "step")
-            except Exception as err:  # noqa: BLE001 - the task's own error, re-raised below
-                task_error = task_error or err
-                continue
-            if ok:
-                put(k, value)
-                continue
-            if not self.restart:
-                raise self._died(k, value, "step") from None
-            put(k, self._restarted(k))
-        if task_error is not None:
-            raise task_error
-        # the next step goes first to the worker that replied last: its CPU has just
-        # gone idle, so the OS wakes it there and the others where they ran, rather than
-        # swapping workers between CPUs (each swap starts a step with cold caches)
-        self._send_order = arrived[::-1] + [k for k in range(self.num_workers) if k not in arrived]
+        self._live_pool().collect(pending, put)
         info = join.info()
         self._ebuf += 1
         self._returns += rewards
@@ -751,28 +466,23 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def _drain(self) -> None:
         """Wait for a step in flight (its results are dropped)."""
         if self._pending is not None:
-            refs, self._pending = self._pending, None
-            for k, ref in enumerate(refs):
-                channel = self._channels[k]
-                if ref is None and channel is not None:
-                    try:
-                        channel.receive()
-                    except ChannelClosedError:
-                        pass
-            through_ray = [ref for ref in refs if ref is not None]
-            if through_ray:
-                self._ray.wait(through_ray, num_returns=len(through_ray))
+            pending, self._pending = self._pending, None
+            self._live_pool().drain(pending)
 
-    def _restarted(self, k: int) -> tuple:
-        """Worker ``k`` died in a step: reset its restarted actor, report its copies cut short."""
+    def _cut_short(self, k: int) -> Reply | None:
+        """The reply of worker ``k``'s copies after Ray restarted it (None before a reset).
+
+        Resets its copies (fresh episodes, seeded from the seed, the worker and the restart
+        count) and reports their episodes cut short.
+        """
+        if self._obs is None:
+            return None
+        pool = self._live_pool()
         a, b = self.ranges[k]
         n = b - a
-        seq = np.random.SeedSequence(
-            self.seed_value, spawn_key=(_RESTART_STREAM, self._restarts, k)
-        )
+        seq = np.random.SeedSequence(self.seed_value, spawn_key=(_RESTART_STREAM, pool.restarts, k))
         seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
-        obs = self._retry(k, "reset", (seeds,))
-        assert self._obs is not None
+        obs = pool.retry(k, "reset", (seeds,))
         ends: dict[str, Any] = {  # compact_ends's form; the join zeroes these counters
             "ids": np.arange(n),
             "final_obs": self._obs[a:b].copy(),
@@ -806,9 +516,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 reported by the next step (``restart=True``): step or reset first.
         """
         self._drain()
-        blobs = self._call_all("snapshot", retry_dead=False)
-        if self._held:
-            restarted = sorted(self._held)
+        blobs = self._call_all("snapshot")
+        held = self._live_pool().held
+        if held:
+            restarted = sorted(held)
             raise RuntimeError(
                 f"Ray workers {restarted} died and were restarted; their copies start fresh "
                 "episodes, which the next step reports as cut short: call step() (or reset()) "
@@ -827,7 +538,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             "task": type(self.task).__name__,
             "num_envs": self.num_envs,
             "ranges": [list(r) for r in self.ranges],
-            "restarts": self._restarts,
+            "restarts": self.restarts,
         }
         return Snapshot(self.fingerprint, first.step_count, first.sim_time, arrays, meta)
 
@@ -852,7 +563,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             )
         self._drain()
         blobs = [snap.arrays[f"worker/{k:04d}"].tobytes() for k in range(self.num_workers)]
-        self._call_all("restore", [(b,) for b in blobs], retry_dead=True)
+        self._call_all("restore", [(b,) for b in blobs], sets_state=True)
         self._ebuf[:] = snap.arrays["driver/episode_length_buf"]
         self._returns[:] = snap.arrays["driver/returns"]
         obs = snap.arrays.get("driver/obs")
@@ -862,16 +573,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Stop the workers (and the local Ray this env started)."""
         ray = getattr(self, "_ray", None)
-        for channel in getattr(self, "_channels", []):
-            if channel is not None:
-                channel.close()
-        self._channels = []
-        for w in self._workers:
-            try:
-                ray.kill(w, no_restart=True)
-            except Exception:  # noqa: BLE001 - already dead
-                pass
-        self._workers = []
+        pool, self._pool = getattr(self, "_pool", None), None
+        if pool is not None:
+            self._restarts_closed = pool.restarts
+            pool.close()
         if self._owns_ray and ray is not None and ray.is_initialized():
             ray.shutdown()
         self._owns_ray = False

@@ -256,7 +256,7 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
         assert env.layout == ref.world.layout == "packed"
         # worker 2 cannot reach its channel (as from another container): it falls back to
         # Ray by itself, and the mixed step (2 through shared memory, 1 through Ray) is exact
-        env._channels[2].address = "\0kelab-test-no-such-socket"
+        env._pool.channels[2].address = "\0kelab-test-no-such-socket"
         rng = np.random.default_rng(7)
         ended = run_side_by_side(env, ref, 90, rng)
         assert ended > 0
