@@ -5,9 +5,10 @@ A snapshot stores the physics as the replay log since each copy's last rebuild
 last rebuild, an index into the log), rebuilds copies (resets, state writes) and rebases
 copies that have run ``max_log_steps`` steps so the log stays bounded. :func:`take`
 assembles a snapshot from the World's held arrays (:data:`SNAPSHOT_ARRAYS`), the log,
-the sensor pipelines and the Generators; restoring validates it (kelab/sim/_restore.py)
-and :meth:`History.replay` rebuilds every copy and re-simulates the log in the order
-:func:`schedule` gives (:class:`Advance`, :class:`Start`, :class:`Write` events).
+the sensor pipelines and the Generators. A restore validates it first
+(kelab/sim/_restore.py); :meth:`History.restore` then rebuilds every copy and
+re-simulates the log (:meth:`History.replay`) in the order :func:`schedule` gives
+(:class:`Advance`, :class:`Start`, :class:`Write` events).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from kelab.sim._backend import Backend
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
+from kelab.sim._restore import Restore
 from kelab.sim._states import BodyStates
 from kelab.sim.replay_log import Kind, LogEntry, ReplayLog
 from kelab.sim.sensors import SensorPipeline
@@ -270,7 +272,7 @@ class History:
         that have not started yet too (they share a space); each is rebuilt fresh at its
         start, which makes it exactly the copy the live World rebuilt there. ``advance``
         takes one replayed physics step of ``dt`` for copies ``ids``. The log itself is
-        left to :meth:`restored`.
+        left to :meth:`restore`.
         """
         every, controls = self.every, self.controls
         self.backend.rebuild(every)
@@ -297,8 +299,24 @@ class History:
                 controls.dirty = True
         controls.dirty = True
 
-    def restored(self, log: Sequence[LogEntry], epoch_step: np.ndarray) -> None:
-        """Take a restored snapshot's log and epoch steps (:attr:`epoch` is a held array)."""
-        self.log = ReplayLog(log)
-        self.epoch_step = epoch_step.astype(np.int64)
+    def restore(
+        self,
+        plan: Restore,
+        held: Mapping[str, np.ndarray],
+        advance: Callable[[float, np.ndarray], None],
+    ) -> None:
+        """Re-simulate a validated snapshot and take its log and held arrays.
+
+        Args:
+            plan: The parsed snapshot (``_restore.check_snapshot``).
+            held: The World's arrays by field name of :data:`SNAPSHOT_ARRAYS` (written
+                in place; :attr:`epoch` is one of them).
+            advance: As in :meth:`replay`.
+        """
+        self.replay(plan.log, plan.epoch, plan.step_count, advance)
+        self.log = ReplayLog(plan.log)
+        self.epoch_step = plan.epoch_step.astype(np.int64)
         self.rebase_at = int(self.epoch_step.min()) + self.max_log
+        for _, field in SNAPSHOT_ARRAYS:
+            held[field][...] = getattr(plan, field)
+        self.controls.external_any = bool(self.controls.external.any())

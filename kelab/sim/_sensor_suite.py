@@ -9,7 +9,7 @@ step on. The World reads the states and hands them in (kelab.sim internal).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,42 @@ class SensorSuite:
             s.name: SensorPipeline(s.config, self.n, SENSOR_WIDTH[s.kind], dt, self.rngs)
             for s in self.sensors
         }
+
+    def pipelines_for(self, dt: float, current_dt: float | None) -> dict[str, SensorPipeline]:
+        """The installed pipelines when they run at ``dt`` (``current_dt``), else new ones."""
+        if self.pipelines and current_dt == dt:
+            return self.pipelines
+        return self.new_pipelines(dt)
+
+    def restore(
+        self,
+        pipelines: dict[str, SensorPipeline],
+        states: Mapping[str, Mapping[str, np.ndarray]],
+    ) -> None:
+        """Install a restored snapshot's pipelines with their checked states."""
+        self.pipelines = pipelines
+        for name, p in pipelines.items():
+            p.set_state(states[name])
+
+    def read(
+        self, name: str, every: np.ndarray, fresh: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """What sensor ``name`` reports now, ``(num_envs, k)`` (``World.read_sensor``).
+
+        Before the first step (no pipelines yet) the ideal present value, from the body
+        states ``fresh(every)`` gives.
+
+        Raises:
+            KeyError: If no sensor has that name (the message lists the known ones).
+        """
+        spec = self.specs.get(name)
+        if spec is None:
+            raise KeyError(f"no sensor {name!r}; known sensors: {sorted(self.specs)}")
+        pipe = self.pipelines.get(name)
+        if pipe is None:  # no step yet (the pipelines need dt): the ideal present value
+            ideals = self.ideals(every, fresh(every), after_step=False)
+            return np.array(ideals[name], dtype=np.float64)
+        return pipe.read()
 
     def prime(self, ids: np.ndarray, raw: np.ndarray) -> None:
         """Reset the pipelines of copies ``ids`` primed with their present ideal values.

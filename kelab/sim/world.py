@@ -4,8 +4,8 @@ See docs/world.md. Two layouts share this class: "isolated" (one ``pymunk.Space`
 copy, kelab/sim/_isolated.py) and "packed" (all copies of a thread shard in one space,
 kelab/sim/_packed.py). Reading and writing go through ``pymunk.batch`` iterators, never
 Python loops over bodies. This module is the facade: the public API, the construction
-and the stepping loop. The other jobs live beside it, each a helper that takes the
-backend and arrays, never the World:
+and the stepping loop. The other jobs live beside it, in helpers built from the
+compiled scene, the backend and arrays (never the World, no reference cycle):
 
 - _args.py: argument checks of the writers (copy and joint ids, body states);
 - _states.py: which copies' body states are fresh, reading them, the finiteness check;
@@ -23,25 +23,20 @@ pymunk's internals (_chipmunk.py).
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import partial
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
-from kelab._validate import (
-    check_copies,
-    check_int,
-    check_number,
-    check_positive,
-    must,
-)
+from kelab._validate import check_copies, check_int, check_number, check_positive, must
 from kelab.sim._args import body_states, env_indices, index_arg, joint_columns
 from kelab.sim._backend import Backend
 from kelab.sim._compile import JointLayout, Layout, make_layout
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
-from kelab.sim._history import SNAPSHOT_ARRAYS, History, take
+from kelab.sim._history import History, take
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
 from kelab.sim._restore import WorldSpec, check_snapshot
@@ -52,7 +47,6 @@ from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene import Scene
-from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 #: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
@@ -590,7 +584,8 @@ class World:
         if self._states.read_in_step.size:  # a state read during the step: checked before use
             self._states.check_finite(self._steps, self._states.read_in_step)
         if self._has_sensors:
-            self._update_sensors(dt)
+            raw = self._states.fresh(self._all)  # read now if the step did not
+            self._sensors.update(self._all, raw, dt, self._contacts.forces)
         if self._steps >= self._history.rebase_at:
             self._history.rebase(self._steps)
 
@@ -674,10 +669,6 @@ class World:
         if self._sensors.pipelines and ids.size:
             self._sensors.prime(ids, self._states.fresh(ids))
 
-    def _update_sensors(self, dt: float) -> None:
-        raw = self._states.fresh(self._all)
-        self._sensors.update(self._all, raw, dt, self._contacts.forces)
-
     def read_sensor(self, name: str) -> np.ndarray:
         """Return what sensor ``name`` reports now, shape ``(num_envs, k)``.
 
@@ -687,14 +678,7 @@ class World:
         Raises:
             KeyError: If no sensor has that name (the message lists the known ones).
         """
-        spec = self._sensors.specs.get(name)
-        if spec is None:
-            raise KeyError(f"no sensor {name!r}; known sensors: {sorted(self._sensors.specs)}")
-        pipe = self._sensors.pipelines.get(name)
-        if pipe is None:  # no step yet (the pipelines need dt): the ideal present value
-            ideals = self._sensors.ideals(self._all, self._states.fresh(self._all), False)
-            return np.array(ideals[name], dtype=np.float64)
-        return pipe.read()
+        return self._sensors.read(name, self._all, self._states.fresh)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> Snapshot:
@@ -726,34 +710,19 @@ class World:
         snap.check_fingerprint(self._fingerprint)
         plan = check_snapshot(snap, self._restore_spec())
         # nothing below can fail on the snapshot's content
-        self._history.replay(plan.log, plan.epoch, plan.step_count, self._replay_step)
-        self._history.restored(plan.log, plan.epoch_step)
-        for _, field in SNAPSHOT_ARRAYS:
-            self._held[field][...] = getattr(plan, field)
-        self._ctl.external_any = bool(self._ctl.external.any())
+        self._history.restore(plan, self._held, partial(self._advance, replay=True))
         self._steps = plan.step_count
         self._time = plan.time
         self._dt = plan.dt
-        self._sensors.pipelines = plan.pipelines
-        for name, p in plan.pipelines.items():
-            p.set_state(plan.sensor_states[name])
+        self._sensors.restore(plan.pipelines, plan.sensor_states)
         for g, st in zip(self._rngs, plan.rng_states, strict=True):
             set_rng_state(g, st)
         self._contacts.sums = None
         self._state_valid[:] = False
 
-    def _replay_step(self, dt: float, ids: np.ndarray) -> None:
-        self._advance(dt, ids, replay=True)
-
     def _restore_spec(self) -> WorldSpec:
         """What a snapshot must match to be restored here (see ``_restore.check_snapshot``)."""
         lo, hi = self._ctl.clip_bounds()
-
-        def pipelines(dt: float) -> dict[str, SensorPipeline]:
-            if self._sensors.pipelines and self._dt == dt:
-                return self._sensors.pipelines
-            return self._sensors.new_pipelines(dt)
-
         return WorldSpec(
             num_envs=self._n,
             n_bodies=self._nb,
@@ -762,7 +731,7 @@ class World:
             dynamic=self._layout.dynamic,
             max_log_steps=self._history.max_log,
             rng_types=tuple(type(g.bit_generator) for g in self._rngs),
-            pipelines=pipelines,
+            pipelines=partial(self._sensors.pipelines_for, current_dt=self._dt),
         )
 
     # ------------------------------------------------------------------ robots
