@@ -6,6 +6,7 @@ Everything here works on whole arrays of shapes at once; no per-vertex Python ma
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -19,7 +20,10 @@ __all__ = [
     "feathered_polygons",
     "feathered_rings",
     "inset_polygons",
+    "PolygonRing",
+    "polygon_ring",
     "ring_triangles",
+    "span_outlines",
     "thick_line_quads",
     "transform_points",
     "unit_circle",
@@ -255,6 +259,130 @@ def inset_polygons(
         to_centroid = np.abs(np.add.reduce(z, axis=1, keepdims=True) / k - z)
         m *= np.minimum(1.0, to_centroid / np.maximum(np.abs(m), 1e-12))
     return (z + m)[..., None].view(np.float64)
+
+
+class PolygonRing(NamedTuple):
+    """How the vertices of polygons stored one after another link up (for :func:`span_outlines`)."""
+
+    starts: np.ndarray  # (N + 1,) polygon p is vertices starts[p]:starts[p + 1]
+    pair: np.ndarray  # (2, P) each vertex and the next vertex of its polygon (its edge)
+    owner: np.ndarray  # (P,) each vertex's polygon
+    last: np.ndarray  # (N,) each polygon's last vertex
+
+
+def polygon_ring(starts: np.ndarray) -> PolygonRing:
+    """The :class:`PolygonRing` of polygons stored one after another.
+
+    Args:
+        starts: ``(N + 1,)`` int: polygon ``p`` is vertices ``starts[p]:starts[p + 1]``
+            (at least 2 each).
+
+    Returns:
+        The links, to pass to :func:`span_outlines` for any vertices of that layout.
+    """
+    starts = np.asarray(starts, dtype=np.intp)
+    count = int(starts[-1]) if len(starts) else 0
+    last = starts[1:] - 1
+    nxt = np.arange(1, count + 1)
+    nxt[last] = starts[:-1]
+    owner = np.repeat(np.arange(len(starts) - 1), np.diff(starts))
+    return PolygonRing(starts, np.stack((np.arange(count), nxt)), owner, last)
+
+
+def span_outlines(
+    x: np.ndarray, y: np.ndarray, ring: PolygonRing, size: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Whole-pixel outlines that cover exactly the pixels whose centres are inside polygons.
+
+    Pixel ``(i, j)`` has its centre at ``(i, j)`` here (the canvas's pixel space shifted
+    by -0.5). A rasteriser that takes whole-pixel vertices and fills each row between
+    its two crossings, both ends included (``pygame.draw.polygon``, which truncates
+    sub-pixel vertices, so a polygon handed to it directly comes out up to a pixel off
+    on each side), fills exactly those pixels from these outlines: each convex polygon
+    becomes the staircase of its rows' spans ``[ceil(x_left), floor(x_right)]`` (one
+    vertex per row and side, collinear steps merged). A row with no pixel centre inside
+    (the tips of a shape, thin slanted shapes) gets both its ends at ``x = width``, off
+    the frame, so it fills nothing there and the rows around it stay exact.
+
+    All polygons at once: each edge yields its crossings of the pixel rows (half-open
+    in y, so each side of a convex polygon crosses each of its rows once) in the
+    polygon's cyclic order, which is already the staircase's order; the other side's
+    crossing of the same row is found by its position in that order.
+
+    Args:
+        x: ``(P,)`` vertex x of convex polygons, one polygon after another (either winding).
+        y: ``(P,)`` vertex y.
+        ring: :func:`polygon_ring` of the layout (at least 2 vertices per polygon).
+        size: ``(width, height)`` of the target: rows outside it are left out and x is
+            clipped to ``[-1, width]``.
+
+    Returns:
+        ``(verts, bounds)``: ``(V, 2)`` int outline vertices; polygon ``p``'s outline is
+        ``verts[bounds[p]:bounds[p + 1]]`` (empty when none of its rows is in the frame,
+        2 vertices for a single row).
+    """
+    w, h = size
+    n = len(ring.starts) - 1
+    if n <= 0 or x.shape[0] == 0:
+        return np.zeros((0, 2), dtype=np.intp), np.zeros(max(n, 0) + 1, dtype=np.intp)
+    ex, ey = x[ring.pair], y[ring.pair]  # (2, P): each edge's two ends
+    r = ey.clip(0.0, h)
+    np.ceil(r, out=r)  # edge e crosses the rows between ceil(y0) and ceil(y1), half-open
+    d = r[1] - r[0]
+    step = np.sign(d)  # an edge going up crosses its rows bottom first
+    cnt = np.abs(d).astype(np.intp)
+    first = r[0] + 0.5 * (step - 1.0)  # the row of its first crossing
+    dy = ey[1] - ey[0]
+    dy[cnt == 0] = 1.0  # (no crossings: any slope)
+    slope = (ex[1] - ex[0]) / dy
+    x0 = ex[0] + (first - ey[0]) * slope  # x at the first crossing
+    cum = cnt.cumsum()
+    total = int(cum[-1])
+    ends = cum[ring.last]  # polygon p's crossings: c0[p] <= g < ends[p]
+    c0 = np.zeros(n, dtype=np.intp)
+    c0[1:] = ends[:-1]
+    owner = ring.owner
+    g0 = cum - cnt  # each edge's first crossing
+    # In a polygon's cyclic order one side descends its rows and the other climbs them,
+    # so the other side's crossing of the row of crossing g is c0 + (turn - g) mod (its
+    # crossings), with turn = 2 g0 - c0 - step (1 + 2 (first - top row)).
+    top = np.minimum.reduceat(np.minimum(r[0], r[1]), ring.starts[:-1])
+    start = c0[owner]
+    turn = (2 * g0 - start) - step * (1.0 + 2.0 * (first - top[owner]))
+    crossings = (ends - c0)[owner]
+    edge = np.repeat(np.arange(x.shape[0]), cnt)
+    g = np.arange(total, dtype=np.float64)
+    k = g - g0[edge]
+    xc = x0[edge] + (step * slope)[edge] * k
+    row = first[edge] + step[edge] * k
+    other = (turn[edge] - g) % crossings[edge]
+    other += start[edge]
+    xp = xc[other.astype(np.intp)]
+    left = np.minimum(xc, xp)
+    right = np.maximum(xc, xp)
+    np.ceil(left, out=left)
+    np.floor(right, out=right)
+    v = np.where(xc > xp, right, left)
+    v[left > right] = w  # no pixel centre on this row: both ends off the frame
+    v.clip(-1.0, w, out=v)
+    bounds = np.empty(n + 1, dtype=np.intp)
+    bounds[:-1] = c0
+    bounds[-1] = total
+    if total > 2:  # merge collinear steps (each polygon's first and last vertex stay)
+        key = row * (4.0 * (w + 2)) + v  # one number per vertex: same steps, same deltas
+        dk = key[1:] - key[:-1]
+        keep = np.empty(total, dtype=bool)
+        keep[0] = keep[-1] = True
+        np.not_equal(dk[1:], dk[:-1], out=keep[1:-1])
+        keep[np.minimum(c0, total - 1)] = True
+        keep[np.maximum(ends - 1, 0)] = True
+        idx = np.flatnonzero(keep)
+        v, row = v[idx], row[idx]
+        bounds = idx.searchsorted(bounds)
+    verts = np.empty((v.shape[0], 2), dtype=np.intp)
+    verts[:, 0] = v
+    verts[:, 1] = row
+    return verts, bounds
 
 
 def convex_widths(polys: np.ndarray) -> np.ndarray:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import NamedTuple
 
 import numpy as np
 import pygame
@@ -12,7 +13,14 @@ import pygame
 from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
 from kelab.render.events import InputEvent, modifier_names
-from kelab.render.geometry import circle_polygons, inset_polygons, thick_line_quads
+from kelab.render.geometry import (
+    PolygonRing,
+    circle_polygons,
+    inset_polygons,
+    polygon_ring,
+    span_outlines,
+    thick_line_quads,
+)
 from kelab.render.plan import DrawPlan, Primitive
 from kelab.render.renderer import Renderer, require_display
 from kelab.render.text import TextCache
@@ -25,16 +33,21 @@ _LITTLE = sys.byteorder == "little"
 class PygameCanvas(Canvas):
     """Canvas drawing on a pygame Surface.
 
-    Fills are drawn with ``pygame.draw`` (exact colours) and their edges antialiased
-    with ``aalines``, which blend only along the boundary, so interiors keep
-    the exact requested colour. pygame fills both end pixels of every span and
-    samples pixel corners, while the canvas (like OpenGL) covers pixels whose centres are
-    inside; so geometry is shifted by half a pixel and polygons are inset by half a
-    pixel, which makes both backends agree to within the antialiased edge. Discs are
-    tessellated like in the GL backend (pygame's own circles snap to whole pixels).
+    Fills cover exactly the pixels whose centres are inside the shape (like OpenGL) in
+    the exact colour; with ``antialias`` the shape is inset by half a pixel first and
+    its edges are drawn with ``aalines`` along the inset outline, whose two-pixel
+    ramp gives a pixel whose centre is ``d`` pixels outside the true edge about
+    ``0.5 - d`` of the colour (the box-filtered coverage, as the GL backend's fringes).
+    ``pygame.draw.polygon`` truncates its vertices to whole pixels (and then fills both
+    end pixels of every row), so it is never handed the shape itself: each polygon is
+    turned into the staircase of its rows' pixel spans
+    (:func:`kelab.render.geometry.span_outlines`, all polygons of a call at once), whose
+    whole-pixel vertices it fills exactly. Geometry is shifted by half a pixel, so that
+    pixel centres sit at whole coordinates as ``aalines`` expects. Discs are tessellated
+    like in the GL backend (pygame's own circles snap to whole pixels).
 
     ``draw_world`` uses compiled plans whose polygons are inset once per zoom in the
-    body frame, so a frame costs one numpy transform plus the pygame calls.
+    body frame, so a frame costs one numpy transform, one span pass and the pygame calls.
 
     Args:
         camera: The view.
@@ -50,6 +63,7 @@ class PygameCanvas(Canvas):
         self.antialias = antialias
         self._texts = TextCache()
         self._gradients: dict[tuple[object, ...], pygame.Surface] = {}
+        self._rings: dict[tuple[int, int], PolygonRing] = {}  # per (polygons, vertices each)
         # the renderer swaps frame surfaces instead of copying them: until the first
         # drawing call, ``surface`` still has to be given the previous frame's pixels
         self._restore_from: pygame.Surface | None = None
@@ -63,42 +77,64 @@ class PygameCanvas(Canvas):
         self._restore_from = None  # painted over entirely: nothing to restore
         self.surface.fill(color)
 
+    def _plan_style(self) -> Hashable:
+        return ("aa" if self.antialias else "hard",)
+
     def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
         local: list[np.ndarray] = []
         instance: list[int] = []
         commands: list[tuple[bool, int, int, Color]] = []
+        fill_rows: list[np.ndarray] = []  # the plan's rows of every filled polygon
+        fill_counts: list[int] = []
         row = 0
         for prim in primitives:
-            pts = inset_polygons(prim.points[None], 0.5)[0] if prim.fill else prim.points
+            pts = prim.points
+            if prim.fill:
+                if self.antialias:
+                    pts = inset_polygons(pts[None], 0.5)[0]
+                fill_rows.append(np.arange(row, row + len(pts)))
+                fill_counts.append(len(pts))
             local.append(pts)
             instance.extend([prim.instance] * len(pts))
             commands.append((prim.fill, row, row + len(pts), prim.color))
             row += len(pts)
+        fills = _PlanFills(
+            np.concatenate(fill_rows) if fill_rows else np.zeros(0, dtype=np.intp),
+            polygon_ring(np.concatenate(([0], np.cumsum(fill_counts, dtype=np.intp)))),
+        )
         return DrawPlan(
             local=np.concatenate(local) if local else np.zeros((0, 2)),
             instance=np.array(instance, dtype=np.intp),
-            data=commands,
+            data=(commands, fills),
         )
 
     def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
         if self._restore_from is not None:
             self._sync()
-        pts = np.column_stack((xs, ys)).tolist()
+        commands, fills = plan.data
         surf, aa = self.surface, self.antialias
         polygon, aalines, aaline = pygame.draw.polygon, pygame.draw.aalines, pygame.draw.aaline
-        for fill, start, stop, color in plan.data:
+        verts, bounds = span_outlines(xs[fills.rows], ys[fills.rows], fills.ring, surf.get_size())
+        outlines, ends = verts.tolist(), bounds.tolist()
+        pts = np.column_stack((xs, ys)).tolist() if aa or len(fills.rows) < len(xs) else []
+        i = 0
+        for fill, start, stop, color in commands:
             if fill:
-                poly = pts[start:stop]
-                polygon(surf, color, poly)
+                outline = outlines[ends[i] : ends[i + 1]]
+                i += 1
+                if len(outline) > 2:
+                    polygon(surf, color, outline)
+                elif outline:  # a single row: pygame wants three points
+                    polygon(surf, color, outline + outline)
                 if aa:
-                    aalines(surf, color, True, poly)
+                    aalines(surf, color, True, pts[start:stop])
             else:
                 aaline(surf, color, pts[start], pts[start + 1])
 
     def _fill_polygons(
         self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
     ) -> None:
-        self._draw_inset(inset_polygons(polys, 0.5), color)
+        self._draw_inset(inset_polygons(polys, 0.5) if self.antialias else polys, color)
 
     def _vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
@@ -142,23 +178,45 @@ class PygameCanvas(Canvas):
         self.surface.blit(image, (0, 0))  # same pixel format: a plain copy
 
     def _draw_inset(self, polys: np.ndarray, color: Color) -> None:
-        """Fill polygons already inset by half a pixel (and outline them when antialiased)."""
+        """Fill polygons already inset by half a pixel when antialiased (and outline them)."""
         if self._restore_from is not None:
             self._sync()
+        if not polys.shape[0]:
+            return
         surf, aa = self.surface, self.antialias
-        for poly in (polys - 0.5).tolist():
-            pygame.draw.polygon(surf, color, poly)
+        polys = polys - 0.5
+        n, k = polys.shape[:2]
+        ring = self._rings.get((n, k))
+        if ring is None:
+            if len(self._rings) > 32:
+                self._rings.clear()
+            ring = self._rings[(n, k)] = polygon_ring(np.arange(0, n * k + 1, k))
+        verts, bounds = span_outlines(
+            polys[..., 0].ravel(), polys[..., 1].ravel(), ring, surf.get_size()
+        )
+        outlines, ends = verts.tolist(), bounds.tolist()
+        for i, poly in enumerate(polys.tolist() if aa else [None] * n):
+            outline = outlines[ends[i] : ends[i + 1]]
+            if len(outline) > 2:
+                pygame.draw.polygon(surf, color, outline)
+            elif outline:  # a single row: pygame wants three points
+                pygame.draw.polygon(surf, color, outline + outline)
             if aa:
                 pygame.draw.aalines(surf, color, True, poly)
 
     def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        if not self.antialias:
+            self._draw_inset(thick_line_quads(a, b, width), color)
+            return
         # inset by half a pixel like _fill_polygons, as the rectangles themselves
         widths = np.minimum(width, np.hypot(*(b - a).T))
         self._draw_inset(thick_line_quads(a, b, width, -np.minimum(0.5, 0.5 * widths)), color)
 
     def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
         # tessellated like the GL backend: sub-pixel centres and radii, same silhouette
-        self._draw_inset(circle_polygons(centers, np.maximum(radii, 0.5), inset=0.5), color)
+        radii = np.maximum(radii, 0.5)
+        inset = 0.5 if self.antialias else 0.0
+        self._draw_inset(circle_polygons(centers, radii, inset=inset), color)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
         if self._restore_from is not None:
@@ -314,6 +372,13 @@ class PygameRenderer(Renderer):
             self._window = None
             pygame.display.quit()
             PygameRenderer._window_owner = None
+
+
+class _PlanFills(NamedTuple):
+    """Where a pygame plan's filled polygons are: their rows and polygon bounds."""
+
+    rows: np.ndarray  # (P,) rows of the plan's points, polygon after polygon
+    ring: PolygonRing  # how those points make up the polygons
 
 
 def _rgb_surface(size: tuple[int, int]) -> pygame.Surface:

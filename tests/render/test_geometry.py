@@ -100,3 +100,48 @@ def test_feathered_lines_and_grown_quads_equal_the_general_insets() -> None:
         np.testing.assert_allclose(alpha, want_alpha, atol=1e-12)
         grown = thick_line_quads(a, b, width, 0.7)
         np.testing.assert_allclose(grown, inset_polygons(quads, -0.7, clamp=False), atol=1e-9)
+
+
+def test_span_outlines_fill_exactly_the_pixels_whose_centres_are_inside():
+    import pygame
+
+    from kelab.render.geometry import polygon_ring, span_outlines
+
+    rng = np.random.default_rng(3)
+    w, h = 48, 40
+    polys = []
+    for i in range(120):
+        kind = i % 3
+        if kind == 0:  # rotated rectangles, some slivers thinner than a pixel, some clipped
+            length, thick, a = rng.uniform(1, 70), rng.uniform(0.2, 8), rng.uniform(0, np.pi)
+            rot = np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+            corners = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [length / 2, thick / 2]
+            pts = corners @ rot.T + rng.uniform([-5, -5], [w + 5, h + 5])
+        elif kind == 1:  # discs
+            pts = circle_polygons(rng.uniform(0, w, (1, 2)), rng.uniform(0.3, 25, 1))[0]
+        else:  # convex polygons of either winding
+            t = np.sort(rng.uniform(0, 2 * np.pi, rng.integers(3, 8)))
+            pts = np.stack([np.cos(t), np.sin(t)], 1) * rng.uniform(1, 25) + rng.uniform(0, w, 2)
+            pts = pts[::-1] if i % 2 else pts
+        polys.append(pts)
+    starts = np.cumsum([0] + [len(p) for p in polys])
+    flat = np.concatenate(polys)
+    verts, bounds = span_outlines(flat[:, 0], flat[:, 1], polygon_ring(starts), (w, h))
+    surf = pygame.Surface((w, h), 0, 24)
+    ys, xs = np.mgrid[0:h, 0:w].astype(float)  # pixel centres at whole coordinates here
+    for i, pts in enumerate(polys):
+        surf.fill((0, 0, 0))
+        outline = verts[bounds[i] : bounds[i + 1]].tolist()
+        if outline:
+            pygame.draw.polygon(surf, (255, 255, 255), outline + outline[-1:])
+        filled = pygame.surfarray.array3d(surf)[..., 0].T > 0
+        nxt = np.roll(pts, -1, axis=0)
+        side = np.sign(np.sum(pts[:, 0] * nxt[:, 1] - nxt[:, 0] * pts[:, 1]))
+        cross = [
+            side * ((x1 - x0) * (ys - y0) - (y1 - y0) * (xs - x0))
+            for (x0, y0), (x1, y1) in zip(pts, nxt, strict=True)
+        ]
+        inside = np.all([c > 1e-9 for c in cross], axis=0)
+        on_or_in = np.all([c >= -1e-9 for c in cross], axis=0)
+        assert np.all(filled[inside]), i  # every pixel whose centre is inside
+        assert not np.any(filled & ~on_or_in), i  # and none whose centre is outside
