@@ -327,36 +327,40 @@ def span_outlines(
         return np.zeros((0, 2), dtype=np.intp), np.zeros(max(n, 0) + 1, dtype=np.intp)
     ex, ey = x[ring.pair], y[ring.pair]  # (2, P): each edge's two ends
     r = ey.clip(0.0, h)
-    np.ceil(r, out=r)  # edge e crosses the rows between ceil(y0) and ceil(y1), half-open
+    np.ceil(r, out=r)  # edge e crosses the rows from ceil(y0) to ceil(y1), half-open
     d = r[1] - r[0]
-    step = np.sign(d)  # an edge going up crosses its rows bottom first
     cnt = np.abs(d).astype(np.intp)
-    first = r[0] + 0.5 * (step - 1.0)  # the row of its first crossing
+    cum = cnt.cumsum()
+    total = int(cum[-1])
+    ends = cum[ring.last]  # polygon p's crossings: ends[p - 1] <= g < ends[p]
+    c0 = ends - np.add.reduceat(cnt, ring.starts[:-1])
+    owner = ring.owner
+    # Crossing g of edge e: row = base + step g, x = x_at + slope_g g (an edge going up
+    # crosses its rows bottom first). In a polygon's cyclic order one side descends its
+    # rows and the other climbs them, so the other side's crossing of the same row is
+    # c0 + (turn - g) mod (the polygon's crossings), turn = 2 g0 - c0 - step (1 + 2 (row0
+    # - top row)), g0 and row0 the edge's first crossing and its row.
+    e = np.empty((7, x.shape[0]))
+    step, base, x_at, slope_g, turn, count, start = e
+    np.sign(d, out=step)
+    g0 = cum - cnt
+    row0 = r[0] + 0.5 * (step - 1.0)
+    np.subtract(row0, step * g0, out=base)
     dy = ey[1] - ey[0]
     dy[cnt == 0] = 1.0  # (no crossings: any slope)
     slope = (ex[1] - ex[0]) / dy
-    x0 = ex[0] + (first - ey[0]) * slope  # x at the first crossing
-    cum = cnt.cumsum()
-    total = int(cum[-1])
-    ends = cum[ring.last]  # polygon p's crossings: c0[p] <= g < ends[p]
-    c0 = np.zeros(n, dtype=np.intp)
-    c0[1:] = ends[:-1]
-    owner = ring.owner
-    g0 = cum - cnt  # each edge's first crossing
-    # In a polygon's cyclic order one side descends its rows and the other climbs them,
-    # so the other side's crossing of the row of crossing g is c0 + (turn - g) mod (its
-    # crossings), with turn = 2 g0 - c0 - step (1 + 2 (first - top row)).
+    np.multiply(step, slope, out=slope_g)
+    np.subtract(ex[0] + (row0 - ey[0]) * slope, slope_g * g0, out=x_at)
     top = np.minimum.reduceat(np.minimum(r[0], r[1]), ring.starts[:-1])
-    start = c0[owner]
-    turn = (2 * g0 - start) - step * (1.0 + 2.0 * (first - top[owner]))
-    crossings = (ends - c0)[owner]
-    edge = np.repeat(np.arange(x.shape[0]), cnt)
+    start[:] = c0[owner]
+    np.subtract(2 * g0 - start, step * (1.0 + 2.0 * (row0 - top[owner])), out=turn)
+    count[:] = (ends - c0)[owner]
+    step, base, x_at, slope_g, turn, count, start = e.repeat(cnt, axis=1)
     g = np.arange(total, dtype=np.float64)
-    k = g - g0[edge]
-    xc = x0[edge] + (step * slope)[edge] * k
-    row = first[edge] + step[edge] * k
-    other = (turn[edge] - g) % crossings[edge]
-    other += start[edge]
+    row = base + step * g
+    xc = x_at + slope_g * g
+    other = (turn - g) % count
+    other += start
     xp = xc[other.astype(np.intp)]
     left = np.minimum(xc, xp)
     right = np.maximum(xc, xp)
@@ -365,10 +369,8 @@ def span_outlines(
     v = np.where(xc > xp, right, left)
     v[left > right] = w  # no pixel centre on this row: both ends off the frame
     v.clip(-1.0, w, out=v)
-    bounds = np.empty(n + 1, dtype=np.intp)
-    bounds[:-1] = c0
-    bounds[-1] = total
-    if total > 2:  # merge collinear steps (each polygon's first and last vertex stay)
+    bounds = np.append(c0, total)
+    if total > 64:  # merge collinear steps (each polygon's first and last vertex stay)
         key = row * (4.0 * (w + 2)) + v  # one number per vertex: same steps, same deltas
         dk = key[1:] - key[:-1]
         keep = np.empty(total, dtype=bool)

@@ -186,6 +186,18 @@ class PygameCanvas(Canvas):
         surf, aa = self.surface, self.antialias
         polys = polys - 0.5
         n, k = polys.shape[:2]
+        if k == 4 and _axis_aligned(polys):  # e.g. ground ticks: whole-pixel rectangles
+            lo = np.ceil(polys.min(axis=1))
+            hi = polys.max(axis=1)
+            hi[:, 0] = np.floor(hi[:, 0]) + 1.0  # columns whose centres are inside
+            hi[:, 1] = np.ceil(hi[:, 1])  # rows likewise, half-open as span_outlines
+            size = np.maximum(hi - lo, 0.0)
+            rects = np.concatenate((lo, size), axis=1).astype(np.intp).tolist()
+            for i, poly in enumerate(polys.tolist() if aa else [None] * n):
+                surf.fill(color, rects[i])
+                if aa:
+                    pygame.draw.aalines(surf, color, True, poly)
+            return
         ring = self._rings.get((n, k))
         if ring is None:
             if len(self._rings) > 32:
@@ -379,6 +391,12 @@ class _PlanFills(NamedTuple):
 
     rows: np.ndarray  # (P,) rows of the plan's points, polygon after polygon
     ring: PolygonRing  # how those points make up the polygons
+
+
+def _axis_aligned(quads: np.ndarray) -> bool:
+    """Whether ``(N, 4, 2)`` quads are all rectangles with horizontal and vertical sides."""
+    e = quads - np.roll(quads, 1, axis=1)
+    return bool(np.all((e[..., 0] == 0.0) | (e[..., 1] == 0.0)))
 
 
 def _rgb_surface(size: tuple[int, int]) -> pygame.Surface:
