@@ -87,12 +87,22 @@ def env_indices(
     return ids
 
 
-def joint_columns(joint_ids: npt.ArrayLike | None, nj: int) -> np.ndarray | None:
-    """World joint indices from ``joint_ids`` (None stays None: every joint).
+def joint_columns(
+    joint_ids: npt.ArrayLike | None,
+    nj: int,
+    *,
+    what: str = "joint indices",
+    where: str = "",
+    hint: str = "find them with joint_names.index(path)",
+) -> np.ndarray | None:
+    """Joint indices from ``joint_ids`` (None stays None: every joint).
 
     Args:
         joint_ids: What the caller passed: one int or a 1-D list of ints.
-        nj: Joints per copy.
+        nj: Joints there are (indices are in ``[0, nj)``).
+        what: What the indices are, for messages ("local joint indices" for a robot's).
+        where: Appended to the range message (" for robot 'biped'").
+        hint: How to find valid indices, for messages.
 
     Raises:
         ValueError: For non-integers, a bool, indices out of range or repeats.
@@ -102,13 +112,13 @@ def joint_columns(joint_ids: npt.ArrayLike | None, nj: int) -> np.ndarray | None
     cols = None if is_bool(joint_ids) else np.asarray(joint_ids)
     if cols is None or (cols.dtype.kind not in "iu" and cols.size) or cols.ndim > 1:
         raise ValueError(
-            f"joint_ids must be joint indices (ints in [0, {nj})) as one int or a 1-D "
-            f"list, got {short(joint_ids)}; find them with joint_names.index(path)"
+            f"joint_ids must be {what} (ints in [0, {nj})) as one int or a 1-D "
+            f"list, got {short(joint_ids)}; {hint}"
         )
     cols = cols.reshape(-1).astype(np.int64)
     listed = cols.tolist()
     if listed and (min(listed) < 0 or max(listed) >= nj):
-        raise ValueError(f"joint_ids must be in [0, {nj}), got {listed}")
+        raise ValueError(f"joint_ids must be in [0, {nj}){where}, got {listed}")
     if len(set(listed)) != len(listed):
         raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
     return cols

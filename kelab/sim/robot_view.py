@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from kelab.sim._values import float_array, short
+from kelab.sim._args import joint_columns
+from kelab.sim._values import float_array
 from kelab.sim.kinematics import cross
 
 if TYPE_CHECKING:
@@ -101,21 +102,14 @@ class RobotView:
         Raises:
             ValueError: For floats, strings, bools, repeats or indices out of range.
         """
-        n = self.num_joints
-        cols = None if isinstance(joint_ids, (bool, np.bool_)) else np.asarray(joint_ids)
-        if cols is not None and cols.size == 0 and cols.ndim == 1:
-            return cols.astype(np.int64)
-        if cols is None or cols.dtype.kind not in "iu" or cols.ndim > 1:
-            raise ValueError(
-                f"joint_ids must be local joint indices (ints in [0, {n})) as one int or a "
-                f"1-D list, got {short(joint_ids)}; find them with find_joints(names)"
-            )
-        cols = cols.reshape(-1).astype(np.int64)
-        listed = cols.tolist()
-        if listed and (min(listed) < 0 or max(listed) >= n):
-            raise ValueError(f"joint_ids must be in [0, {n}) for robot {self.path!r}, got {listed}")
-        if len(set(listed)) != len(listed):
-            raise ValueError(f"joint_ids must be unique, got {listed}; list each joint once")
+        cols = joint_columns(
+            joint_ids,
+            self.num_joints,
+            what="local joint indices",
+            where=f" for robot {self.path!r}",
+            hint="find them with find_joints(names)",
+        )
+        assert cols is not None  # the caller handles None
         return cols
 
     @property
