@@ -393,10 +393,13 @@ class _PlanFills(NamedTuple):
     ring: PolygonRing  # how those points make up the polygons
 
 
+_NEXT_CORNER = np.array([1, 2, 3, 0])
+
+
 def _axis_aligned(quads: np.ndarray) -> bool:
     """Whether ``(N, 4, 2)`` quads are all rectangles with horizontal and vertical sides."""
-    e = quads - np.roll(quads, 1, axis=1)
-    return bool(np.all((e[..., 0] == 0.0) | (e[..., 1] == 0.0)))
+    e = quads[:, _NEXT_CORNER] - quads
+    return not np.any(e[..., 0] * e[..., 1])
 
 
 def _rgb_surface(size: tuple[int, int]) -> pygame.Surface:
