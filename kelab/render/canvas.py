@@ -69,6 +69,25 @@ def validate_color(color: object, name: str = "color") -> Color:
     return (int(channels[0]), int(channels[1]), int(channels[2]))
 
 
+def _finite_xy(value: object, name: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """``value`` as float64 coordinates; a clear error for non-numbers or NaN/inf.
+
+    A shape whose position is not a number cannot be drawn (and, unchecked, fails deep in
+    a backend); the caller skips it or fixes what produced it.
+    """
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(must(name, "numbers in metres", value)) from None
+    if shape is not None and arr.shape != shape:
+        raise ValueError(must(name, f"an array of shape {shape}", f"shape {arr.shape}"))
+    if not np.isfinite(arr).all():
+        raise ValueError(
+            must(name, "finite", value, "skip drawing a shape whose position is not known")
+        )
+    return arr
+
+
 class Canvas(ABC):
     """Draws shapes, text and whole Worlds, in world units through a :class:`Camera`.
 
@@ -124,7 +143,7 @@ class Canvas(ABC):
         r = check_number(radius, "Canvas.circle: radius", low=0.0)
         w = check_number(width, "Canvas.circle: width", low=0.0)
         cam = self._camera
-        c = cam.world_to_screen_batch(np.asarray(center, dtype=np.float64).reshape(1, 2))
+        c = cam.world_to_screen_batch(_finite_xy(center, "Canvas.circle: center", (2,))[None])
         r_px = np.array([r * cam.zoom])
         if w == 0.0 or w >= r:
             self._fill_circles(c, r_px, rgb)
@@ -141,7 +160,7 @@ class Canvas(ABC):
         """
         rgb = validate_color(color)
         w = check_number(width, "Canvas.polygon: width", low=0.0)
-        pts = np.asarray(points, dtype=np.float64)
+        pts = _finite_xy(points, "Canvas.polygon: points")
         if pts.ndim != 2 or pts.shape[1] != 2 or pts.shape[0] < 3:
             raise ValueError(
                 f"points must be at least three (x, y) pairs, got an array of shape {pts.shape}"
@@ -166,7 +185,8 @@ class Canvas(ABC):
         """
         rgb = validate_color(color)
         w = check_number(width, "Canvas.line: width", low=0.0)
-        pts = self._camera.world_to_screen_batch(np.array([a, b], dtype=np.float64))
+        ab = (_finite_xy(a, "Canvas.line: a", (2,)), _finite_xy(b, "Canvas.line: b", (2,)))
+        pts = self._camera.world_to_screen_batch(np.array(ab))
         self._thick_lines(pts[:1], pts[1:], w * self._camera.zoom, rgb, False)
 
     def screen_rect(self, rect: Sequence[float], color: Color) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from kelab._validate import check_copies, check_number, check_seed, is_int
+from kelab._validate import check_copies, check_int, check_number, check_seed, is_int
 from kelab.rl._seeding import pcg64_states
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
@@ -28,7 +28,13 @@ from kelab.rl.terminations import (
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 from kelab.sim.world import MAX_LOG_STEPS, World
-from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
+from kelab.timing.config import (
+    MAX_DECIMATION,
+    SIM_DT_RANGE,
+    RunMode,
+    SimulationRunConfig,
+    SimulationTimingConfig,
+)
 from kelab.timing.pacer import SimulationPacer
 
 if TYPE_CHECKING:
@@ -86,7 +92,7 @@ def resolve_timing(
 
     Raises:
         ValueError: For a ``timing`` that is not a ``SimulationTimingConfig``, or a ``dt`` /
-            ``physics_steps_per_action`` out of range (the config's own message).
+            ``physics_steps_per_action`` out of the config's ranges (named as passed).
     """
     if timing is None:
         timing = SimulationTimingConfig(
@@ -96,19 +102,21 @@ def resolve_timing(
         raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
     elif timing.episode_length_s is None:
         timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
-    overrides = (
-        ("dt", "sim_dt", dt),
-        ("physics_steps_per_action", "decimation", physics_steps_per_action),
-    )
-    for arg, field, value in overrides:
-        if value is None:
-            continue
-        try:
-            timing = dataclasses.replace(timing, **{field: value})
-        except ValueError as err:  # the config's own rule, named as the caller passed it
-            own, text = f"SimulationTimingConfig.{field}", str(err)
-            text = text.replace(own, arg, 1) if own in text else f"{arg}: {text}"
-            raise ValueError(text.replace(f"{field}=", f"{arg}=")) from None
+    if dt is not None:  # checked under the caller's name, by the config's own rule
+        lo, hi = SIM_DT_RANGE
+        dt = check_number(
+            dt, "dt", low=lo, high=hi, unit="seconds", fix="for 120 Hz physics pass dt=1/120"
+        )
+        timing = dataclasses.replace(timing, sim_dt=dt)
+    if physics_steps_per_action is not None:
+        steps = check_int(
+            physics_steps_per_action,
+            "physics_steps_per_action",
+            low=1,
+            high=MAX_DECIMATION,
+            fix="it counts physics steps per environment step",
+        )
+        timing = dataclasses.replace(timing, decimation=steps)
     return timing
 
 

@@ -102,6 +102,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ImportError: When Ray is not installed (``pip install kelab[ray]``).
         ConnectionError: For a ``host:port`` address nothing answers on.
         TimeoutError: When Ray cannot place every worker within ``start_timeout_s``.
+        Exception: An error building a worker's ``LearningEnv`` (the task's ``build``, a
+            bad keyword argument), as itself, with a note naming the worker.
 
     Example (starts Ray: seconds; docs/scale.md runs a complete one):
         >>> import numpy as np, kelab as ke  # doctest: +SKIP

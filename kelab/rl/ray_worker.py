@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import gymnasium
 import numpy as np
@@ -22,6 +22,9 @@ from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import SimulationTimingConfig
+
+if TYPE_CHECKING:
+    from kelab.rl.env import LearningEnv
 
 __all__ = ["EnvWorker", "WorkerDescription", "batch_scheduling", "node_id", "split_copies"]
 
@@ -77,15 +80,22 @@ def batch_scheduling() -> bool:
     started a step up to ~0.5 ms apart, and the driver sent its last command ~1 ms late;
     a batch thread does not preempt on waking, so every worker starts within ~50 us.
     Its share of the CPU is unchanged. Threads it starts afterwards inherit the policy.
-    Needs no privilege; a no-op (False) where the OS has no such policy.
+    Needs no privilege. Only a thread under the default policy is changed: one its
+    operator started otherwise (``chrt --idle`` to use spare cycles, a real-time policy)
+    keeps it; a no-op (False) there and where the OS has no such policy.
 
     Returns:
-        True when the policy was set.
+        True when the thread is now a batch thread.
     """
     policy = getattr(os, "SCHED_BATCH", None)
     if policy is None:
         return False
     try:
+        now = os.sched_getscheduler(0)
+        if now == policy:
+            return True
+        if now != os.SCHED_OTHER:  # the operator's choice
+            return False
         os.sched_setscheduler(0, policy, os.sched_param(0))
     except OSError:  # a sandbox that forbids it: stay as we were
         return False
@@ -130,26 +140,38 @@ class EnvWorker:
         if cpu is not None and hasattr(os, "sched_setaffinity"):
             allowed = sorted(os.sched_getaffinity(0))
             os.sched_setaffinity(0, {allowed[cpu % len(allowed)]})
-        # an error building the env is kept and raised by describe(), the driver's first
-        # call: Ray then hands the driver the exception itself (its type, its message),
-        # where an error raised here would kill the actor and reach the driver as text
+        # an error building the env is kept and raised by every call (describe() is the
+        # driver's first): Ray then hands the driver the exception itself (its type, its
+        # message), where an error raised here would kill the actor and reach the driver
+        # as text. A restarted actor builds again, and may fail again: the same holds.
+        self._env: LearningEnv | None = None
         self._build_error: Exception | None = None
         try:
-            self.env = LearningEnv(
+            self._env = LearningEnv(
                 task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
             )
-        except Exception as err:  # noqa: BLE001 - re-raised by describe()
+        except Exception as err:  # noqa: BLE001 - raised by every call (env)
             self._build_error = err
+
+    @property
+    def env(self) -> LearningEnv:
+        """The worker's LearningEnv.
+
+        Raises:
+            Exception: Whatever building it raised (the task's ``build``, a bad keyword
+                argument...), as that exception.
+        """
+        if self._env is None:
+            assert self._build_error is not None
+            raise self._build_error
+        return self._env
 
     def describe(self) -> WorkerDescription:
         """What the driver needs: spaces, metadata, timing, layout, host, pid, node.
 
         Raises:
-            Exception: Whatever building the worker's LearningEnv raised (the task's
-                ``build``, a bad keyword argument...), as that exception.
+            Exception: Whatever building the worker's LearningEnv raised, as itself.
         """
-        if self._build_error is not None:
-            raise self._build_error
         env = self.env
         try:
             import ray
@@ -238,5 +260,6 @@ class EnvWorker:
         return time.process_time()
 
     def close(self) -> None:
-        """Close the env."""
-        self.env.close()
+        """Close the env (if it was built)."""
+        if self._env is not None:
+            self._env.close()

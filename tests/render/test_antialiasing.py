@@ -95,6 +95,7 @@ def test_hard_edges_cover_the_pixels_whose_centres_are_inside_in_both_backends(d
         for b in BACKENDS
     ]
     centres = _exact_coverage(poly, ss=1)  # one sample per pixel, at its centre
-    for img in images:
+    for backend, img in zip(BACKENDS, images, strict=True):
         assert set(np.unique(img)) <= {0.0, 1.0}
-        assert (img != centres).sum() <= 2  # (float32 rounding on the GPU side)
+        # pygame's spans are exact; gl may differ by float32 rounding on the GPU side
+        assert (img != centres).sum() <= (0 if backend == "pygame" else 2), backend

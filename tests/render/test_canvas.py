@@ -87,6 +87,22 @@ def test_sizes_are_checked_with_the_field_and_value(headless, bad):
     headless.canvas.circle((0, 0), np.float32(0.1), RED, width=np.float64(0.02))  # numpy: fine
 
 
+def test_positions_must_be_finite_numbers(headless):
+    """A NaN or inf position is named at the call (it used to fail deep in a backend)."""
+    headless.begin_frame()
+    c = headless.canvas
+    with pytest.raises(ValueError, match=r"^Canvas.polygon: points must be finite, got .*nan"):
+        c.polygon([(0, 0), (math.nan, 1), (1, 1)], RED)
+    with pytest.raises(ValueError, match=r"^Canvas.circle: center must be finite, got \(inf, 0"):
+        c.circle((math.inf, 0), 0.1, RED)
+    with pytest.raises(ValueError, match=r"^Canvas.line: b must be finite"):
+        c.line((0, 0), (1, -math.inf), RED, width=0.05)
+    with pytest.raises(ValueError, match=r"^Canvas.line: a must be an array of shape \(2,\)"):
+        c.line((0, 0, 0), (1, 1), RED)
+    with pytest.raises(ValueError, match=r"^Canvas.circle: center must be numbers in metres"):
+        c.circle("origin", 0.1, RED)
+
+
 def test_camera_zoom_is_a_positive_number() -> None:
     cam = ke.Camera()
     cam.zoom = np.float32(50.0)

@@ -76,11 +76,19 @@ def test_batch_scheduling_marks_only_the_calling_thread():
     def body() -> None:
         assert batch_scheduling() is True
         seen.append(os.sched_getscheduler(0))
+        assert batch_scheduling() is True  # already a batch thread
+        seen.append(os.sched_getscheduler(0))
 
-    thread = threading.Thread(target=body)
-    thread.start()
-    thread.join()
-    assert seen == [os.SCHED_BATCH]
+    def idle_body() -> None:  # a thread its operator made idle keeps its policy
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        assert batch_scheduling() is False
+        seen.append(os.sched_getscheduler(0))
+
+    for target in (body, idle_body):
+        thread = threading.Thread(target=target)
+        thread.start()
+        thread.join()
+    assert seen == [os.SCHED_BATCH, os.SCHED_BATCH, os.SCHED_IDLE]
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this (the test's) thread unchanged
 
 
@@ -428,11 +436,32 @@ def test_a_death_seen_outside_a_step_restarts_the_worker_and_the_next_step_repor
         env.restore(snap)
         same(env.step(a)[0], first)
         assert env.restarts == 1
+        kill(env, 1)  # seen by a reset: repeated on the restarted worker, nothing owed after
+        seeds = list(range(40, 46))
+        same(env.reset(seed=seeds)[0], ref.reset(seed=seeds)[0])
+        assert env.restarts == 2
+        a = actions(rng, 6, 6)
+        got, want = env.step(a), ref.step(a)
+        for i in range(4):  # no copy reported cut short: the reset set every copy
+            same(got[i], want[i], f"item {i} after the reset")
     finally:
         env.close()
         ref.close()
+    assert env.restarts == 2  # still counted once closed
     with pytest.raises(RuntimeError, match="this RayLearningEnv is closed"):
         _ = env.workers
+
+
+def test_a_death_before_the_first_reset_is_restarted_by_the_reset(local_ray):
+    env = RayLearningEnv(CartPoleTask(), 4, 2, seed=0, restart=True, cpus_per_worker=CPUS)
+    try:
+        kill(env, 0)
+        obs, _ = env.reset(seed=0)  # no episode to cut short: the reset is repeated
+        assert env.restarts == 1 and obs.shape == (4, 4)
+        obs, *_ = env.step(np.zeros((4, 1), np.float32))
+        assert np.isfinite(obs).all()
+    finally:
+        env.close()
 
 
 def test_ray_init_options_override_the_local_defaults_and_a_dead_address_is_refused_fast():
@@ -557,9 +586,17 @@ def test_a_worker_env_that_cannot_be_built_raises_its_own_error(local_ray):
         def build(self, scene):
             raise FileNotFoundError("cartpole.json is not on this node")
 
+    import ray
+
+    free = ray.available_resources().get("CPU", 0.0)
     with pytest.raises(FileNotFoundError, match="cartpole.json is not on this node") as err:
         RayLearningEnv(NeedsAsset(), 4, 2, seed=0, cpus_per_worker=CPUS)
     assert "Ray worker 0, which holds copies [0, 2)" in "".join(err.value.__notes__)
+    for _ in range(100):  # the failed env's actors are gone (Ray frees their CPUs soon after)
+        if ray.available_resources().get("CPU", 0.0) >= free:
+            break
+        time.sleep(0.1)
+    assert ray.available_resources().get("CPU", 0.0) >= free
     with pytest.raises(ValueError, match=r"^physics_steps_per_action must be an int in"):
         RayLearningEnv(
             CartPoleTask(), 4, 2, seed=0, cpus_per_worker=CPUS, physics_steps_per_action=0
