@@ -542,7 +542,6 @@ class World:
             ValueError: On wrong shapes or non-finite values.
         """
         ids = self._ids(env_ids)
-        ids = self._ids(env_ids)
         poses, vels = body_states(ids.size, self._nb, poses, velocities)
         self._history.set_states(ids, poses, vels, self._steps)
         self._after_reset(ids)
