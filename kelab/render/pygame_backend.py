@@ -63,7 +63,9 @@ class PygameCanvas(Canvas):
         self.antialias = antialias
         self._texts = TextCache()
         self._gradients: dict[tuple[object, ...], pygame.Surface] = {}
-        self._rings: dict[tuple[int, int], PolygonRing] = {}  # per (polygons, vertices each)
+        # per queued batch's shapes: ((polygons, vertices each), ...)
+        self._rings: dict[tuple[tuple[int, ...], ...], PolygonRing] = {}
+        self._queue: list[tuple[np.ndarray, Color]] = []  # fills not yet drawn (_flush)
         # the renderer swaps frame surfaces instead of copying them: until the first
         # drawing call, ``surface`` still has to be given the previous frame's pixels
         self._restore_from: pygame.Surface | None = None
@@ -75,6 +77,7 @@ class PygameCanvas(Canvas):
 
     def _clear(self, color: Color) -> None:
         self._restore_from = None  # painted over entirely: nothing to restore
+        self._queue.clear()  # (what was queued is painted over too)
         self.surface.fill(color)
 
     def _plan_style(self) -> Hashable:
@@ -109,8 +112,7 @@ class PygameCanvas(Canvas):
         )
 
     def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
-        if self._restore_from is not None:
-            self._sync()
+        self._prepare()
         commands, fills = plan.data
         surf, aa = self.surface, self.antialias
         polygon, aalines, aaline = pygame.draw.polygon, pygame.draw.aalines, pygame.draw.aaline
@@ -139,8 +141,7 @@ class PygameCanvas(Canvas):
     def _vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:
-        if self._restore_from is not None:
-            self._sync()
+        self._prepare()
         x0, y0, x1, y1 = (int(round(v)) for v in rect)
         w, h = x1 - x0, y1 - y0
         if w <= 0 or h <= 0:
@@ -159,6 +160,7 @@ class PygameCanvas(Canvas):
 
     def _backdrop(self, top: Color, bottom: Color) -> None:
         self._restore_from = None  # painted over entirely: nothing to restore
+        self._queue.clear()  # (what was queued is painted over too)
         w, h = self.surface.get_size()
         key = ("backdrop", w, h, top, bottom)
         image = self._gradients.get(key)
@@ -178,43 +180,73 @@ class PygameCanvas(Canvas):
         self.surface.blit(image, (0, 0))  # same pixel format: a plain copy
 
     def _draw_inset(self, polys: np.ndarray, color: Color) -> None:
-        """Fill polygons already inset by half a pixel when antialiased (and outline them)."""
+        """Fill polygons already inset by half a pixel when antialiased (and outline them).
+
+        Queued, not drawn: consecutive fills (each ``circle``, ``polygon`` or thick
+        ``line`` call is one) are drawn together by :meth:`_flush`, so their staircases
+        cost one :func:`span_outlines` pass instead of one each (its ~50 numpy calls are
+        most of a small shape's cost). Anything else that draws, and the frame's end,
+        flushes first, so the order of the calls is the order on the frame.
+        """
+        if polys.shape[0]:
+            self._queue.append((polys - 0.5, color))
+
+    def _prepare(self) -> None:
+        """Bring the surface up to date before drawing on it directly (or reading it)."""
         if self._restore_from is not None:
             self._sync()
-        if not polys.shape[0]:
-            return
+        if self._queue:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Draw the queued fills in order (:meth:`_draw_inset`)."""
+        queue, self._queue = self._queue, []
+        if self._restore_from is not None:
+            self._sync()
         surf, aa = self.surface, self.antialias
-        polys = polys - 0.5
-        n, k = polys.shape[:2]
-        if k == 4 and _axis_aligned(polys):  # e.g. ground ticks: whole-pixel rectangles
-            lo = np.ceil(polys.min(axis=1))
-            hi = polys.max(axis=1)
-            hi[:, 0] = np.floor(hi[:, 0]) + 1.0  # columns whose centres are inside
-            hi[:, 1] = np.ceil(hi[:, 1])  # rows likewise, half-open as span_outlines
-            size = np.maximum(hi - lo, 0.0)
-            rects = np.concatenate((lo, size), axis=1).astype(np.intp).tolist()
-            for i, poly in enumerate(polys.tolist() if aa else [None] * n):
-                surf.fill(color, rects[i])
+        # whole-pixel rectangles (ground ticks) are filled directly, the rest in one pass
+        rects = [p.shape[1] == 4 and _axis_aligned(p) for p, _ in queue]
+        stairs = [p for (p, _), rect in zip(queue, rects, strict=True) if not rect]
+        outlines: list[list[int]] = []
+        ends: list[int] = [0]
+        if stairs:
+            shape = tuple(p.shape[:2] for p in stairs)
+            ring = self._rings.get(shape)
+            if ring is None:
+                if len(self._rings) > 32:
+                    self._rings.clear()
+                sizes = np.concatenate([np.full(n, k, dtype=np.intp) for n, k in shape])
+                starts = np.concatenate(([0], np.cumsum(sizes)))
+                ring = self._rings[shape] = polygon_ring(starts)
+            x = np.concatenate([p[..., 0].ravel() for p in stairs])
+            y = np.concatenate([p[..., 1].ravel() for p in stairs])
+            verts, bounds = span_outlines(x, y, ring, surf.get_size())
+            outlines, ends = verts.tolist(), bounds.tolist()
+        i = 0  # the next polygon's staircase
+        for (polys, color), rect in zip(queue, rects, strict=True):
+            n = polys.shape[0]
+            corners = polys.tolist() if aa else [None] * n
+            if rect:
+                lo = np.ceil(polys.min(axis=1))
+                hi = polys.max(axis=1)
+                hi[:, 0] = np.floor(hi[:, 0]) + 1.0  # columns whose centres are inside
+                hi[:, 1] = np.ceil(hi[:, 1])  # rows likewise, half-open as span_outlines
+                size = np.maximum(hi - lo, 0.0)
+                boxes = np.concatenate((lo, size), axis=1).astype(np.intp).tolist()
+                for box, poly in zip(boxes, corners, strict=True):
+                    surf.fill(color, box)
+                    if aa:
+                        pygame.draw.aalines(surf, color, True, poly)
+                continue
+            for poly in corners:
+                outline = outlines[ends[i] : ends[i + 1]]
+                i += 1
+                if len(outline) > 2:
+                    pygame.draw.polygon(surf, color, outline)
+                elif outline:  # a single row: pygame wants three points
+                    pygame.draw.polygon(surf, color, outline + outline)
                 if aa:
                     pygame.draw.aalines(surf, color, True, poly)
-            return
-        ring = self._rings.get((n, k))
-        if ring is None:
-            if len(self._rings) > 32:
-                self._rings.clear()
-            ring = self._rings[(n, k)] = polygon_ring(np.arange(0, n * k + 1, k))
-        verts, bounds = span_outlines(
-            polys[..., 0].ravel(), polys[..., 1].ravel(), ring, surf.get_size()
-        )
-        outlines, ends = verts.tolist(), bounds.tolist()
-        for i, poly in enumerate(polys.tolist() if aa else [None] * n):
-            outline = outlines[ends[i] : ends[i + 1]]
-            if len(outline) > 2:
-                pygame.draw.polygon(surf, color, outline)
-            elif outline:  # a single row: pygame wants three points
-                pygame.draw.polygon(surf, color, outline + outline)
-            if aa:
-                pygame.draw.aalines(surf, color, True, poly)
 
     def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
         if not self.antialias:
@@ -231,21 +263,18 @@ class PygameCanvas(Canvas):
         self._draw_inset(circle_polygons(centers, radii, inset=inset), color)
 
     def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
-        if self._restore_from is not None:
-            self._sync()
+        self._prepare()
         w = max(1, int(round(width)))
         for c, r in zip((centers - 0.5).tolist(), radii.tolist(), strict=True):
             pygame.draw.aacircle(self.surface, color, c, r, w)
 
     def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
-        if self._restore_from is not None:
-            self._sync()
+        self._prepare()
         for p, q in zip((a - 0.5).tolist(), (b - 0.5).tolist(), strict=True):
             pygame.draw.aaline(self.surface, color, p, q)
 
     def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
-        if self._restore_from is not None:
-            self._sync()
+        self._prepare()
         self.surface.blit(self._texts.surface(string, color, size), pos)
 
 
@@ -317,8 +346,7 @@ class PygameRenderer(Renderer):
 
     def _end(self) -> None:
         canvas = self._canvas
-        if canvas._restore_from is not None:
-            canvas._sync()  # nothing drawn this frame: it repeats the previous one
+        canvas._prepare()  # queued fills drawn; nothing drawn: it repeats the previous one
         if self.overlay is not None:  # e.g. the App's settings panel, over the frame
             self.overlay(self._target)
         if self._window is not None:
@@ -375,6 +403,7 @@ class PygameRenderer(Renderer):
             self._target = _rgb_surface(size)
             self._canvas.surface = self._target
             self._canvas._restore_from = None  # a new, blank frame of the new size
+            self._canvas._queue.clear()  # (fills queued for the old one go with it)
             self._resized(size)
             return InputEvent("resize", size=size)
         return None

@@ -303,3 +303,33 @@ def test_compiled_world_follows_zoom_copies_and_scene_changes(headless):
     other = make_world([(prop(ke.Box(0.2, 0.2), color=BLUE), "/Block")])
     img = frame(headless, lambda c: c.draw_world(other))
     assert rows_of(img, RED).size == 0 and tuple(img[75, 100]) == BLUE
+
+
+def test_fills_keep_the_order_of_the_calls(headless):
+    """Fills are drawn in call order, interleaved with lines, text and clears (pygame
+    queues consecutive fills and draws them in one pass before anything else)."""
+    red, blue = (255, 0, 0), (0, 0, 255)
+    c = headless.canvas
+    headless.begin_frame()
+    c.clear((0, 0, 0))
+    c.circle((0.7, 0.5), 0.1, red)  # cleared next: never seen
+    c.clear((0, 0, 0))
+    c.polygon([(-0.8, -0.3), (-0.1, -0.3), (-0.1, 0.3), (-0.8, 0.3)], red)
+    c.line((-0.9, 0.0), (0.9, 0.0), (0, 255, 0))  # a hairline over the red square
+    c.polygon([(-0.3, -0.3), (0.3, -0.3), (0.3, 0.3), (-0.3, 0.3)], blue)  # over both
+    c.text((2, 2), "K", (255, 255, 255), screen_space=True)
+    c.circle((0.0, 0.0), 0.05, red)  # over the blue square
+    headless.end_frame()
+    img = headless.read_rgb_pixels()
+    assert headless.canvas.camera.zoom == 100.0 and img.shape[:2] == (150, 200)
+
+    def px(x: float, y: float) -> tuple[int, ...]:  # the pixel at world (x, y)
+        return tuple(int(v) for v in img[int(75 - 100 * y), int(100 + 100 * x)])
+
+    assert px(-0.6, 0.15) == red  # the first square alone
+    line = img[74:76, 40]  # the (antialiased) line over it
+    assert line[:, 1].max() > 100 and line[:, 2].max() == 0
+    assert px(0.15, 0.15) == blue  # the second square over the line
+    assert all(tuple(int(v) for v in p) == blue for p in img[74:76, 115])
+    assert px(0.0, 0.0) == red  # the last circle on top
+    assert px(0.7, 0.5) == (0, 0, 0)  # nothing of the cleared circle
