@@ -235,6 +235,7 @@ class WorkerPool:
         refs = [getattr(w, method).remote(*a) for w, a in zip(self.actors, args, strict=True)]
         out = []
         task_error: BaseException | None = None  # raised once every reply is read
+        dead: WorkerDiedError | None = None  # likewise (restart=False)
         for k, ref in enumerate(refs):
             try:
                 ok, value = self.get(k, ref)
@@ -242,8 +243,9 @@ class WorkerPool:
                 task_error = task_error or err
                 continue
             if not ok:
-                if not self.restart:
-                    raise self.died(k, value, method)
+                if not self.restart:  # raised once every reply is read, before task errors
+                    dead = dead or self.died(k, value, method)
+                    continue
                 held = None
                 if not sets_state and k not in self.held and self.cut_short is not None:
                     held = self.cut_short(k)  # resets the restarted actor's copies
@@ -255,6 +257,8 @@ class WorkerPool:
                 else:
                     value = self.retry(k, method, args[k])
             out.append(value)
+        if dead is not None:
+            raise dead
         if task_error is not None:
             raise task_error
         if sets_state:  # every copy's state was just set: nothing held is owed any more
@@ -393,6 +397,7 @@ class WorkerPool:
         # a task error is raised once every worker's reply is read (an unread failed call
         # is echoed by Ray as an "Unhandled error"): the first worker's, noting where
         task_error: BaseException | None = None
+        dead: WorkerDiedError | None = None
         for k in range(len(self)):
             if got[k]:
                 continue
@@ -411,9 +416,12 @@ class WorkerPool:
                 give(k, value)
                 continue
             reply = self.cut_short(k) if self.restart and self.cut_short is not None else None
-            if reply is None:
-                raise self.died(k, value, "step") from None
+            if reply is None:  # raised once every reply is read, before task errors
+                dead = dead or self.died(k, value, "step")
+                continue
             give(k, reply)
+        if dead is not None:
+            raise dead
         if task_error is not None:
             raise task_error
         # the next step goes first to the worker that replied last: its CPU has just
