@@ -25,7 +25,7 @@ import socket
 import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,6 +33,7 @@ __all__ = [
     "ChannelClosedError",
     "EndsJoin",
     "StepChannel",
+    "StepReply",
     "channel_supported",
     "WorkerChannel",
     "compact_ends",
@@ -45,6 +46,17 @@ STEP, QUIT = b"S", b"Q"  # the driver's commands (one byte each)
 OK, FAILED = 0, 1  # a reply's status: the step's results, or the step raised (see serve)
 _REPLY = struct.Struct("<BII")  # status, header bytes, array bytes (then the two payloads)
 _RECV_SIZE = 1 << 16  # a reply of up to this many bytes is read in one recv
+
+
+class StepReply(NamedTuple):
+    """One worker's part of a step: its copies' arrays and the rows of those that ended."""
+
+    obs: np.ndarray
+    rewards: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    ends: dict[str, Any] | None
+    """:func:`compact_ends` of the step (None when no copy ended)."""
 
 
 class ChannelClosedError(ConnectionError):

@@ -28,8 +28,8 @@ from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
 from kelab.rl._core import RAY_SNAPSHOT_KIND
-from kelab.rl.ray_channel import EndsJoin
-from kelab.rl.ray_pool import Reply, WorkerDiedError, WorkerPool
+from kelab.rl.ray_channel import EndsJoin, StepReply
+from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
 from kelab.rl.ray_start import start_ray
 from kelab.rl.ray_worker import split_copies
 from kelab.rl.success import SuccessRule
@@ -431,14 +431,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         truncated = np.empty(n, dtype=bool)
         join = EndsJoin(n, obs.shape[1])
 
-        def put(k: int, part: Reply) -> None:  # one worker's results into the step's
+        def put(k: int, part: StepReply) -> None:  # one worker's results into the step's
             lo, hi = self.ranges[k]
-            obs[lo:hi] = part[0]
-            rewards[lo:hi] = part[1]
-            terminated[lo:hi] = part[2]
-            truncated[lo:hi] = part[3]
-            if part[4]:
-                join.add(lo, part[4])
+            obs[lo:hi] = part.obs
+            rewards[lo:hi] = part.rewards
+            terminated[lo:hi] = part.terminated
+            truncated[lo:hi] = part.truncated
+            if part.ends:
+                join.add(lo, part.ends)
 
         self._live_pool().collect(pending, put)
         info = join.info()
@@ -471,7 +471,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             pending, self._pending = self._pending, None
             self._live_pool().drain(pending)
 
-    def _cut_short(self, k: int) -> Reply | None:
+    def _cut_short(self, k: int) -> StepReply | None:
         """The reply of worker ``k``'s copies after Ray restarted it (None before a reset).
 
         Resets its copies (fresh episodes, seeded from the seed, the worker and the restart
@@ -497,7 +497,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if self._success_rule is not None:
             ends["is_success"] = np.zeros(n, dtype=bool)
             ends["checks"] = {}
-        return (
+        return StepReply(
             obs,
             np.zeros(n, dtype=np.float32),
             np.zeros(n, dtype=bool),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, channel_supported
+from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, StepReply, channel_supported
 from kelab.rl.ray_start import wait_for_workers
 from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id
 from kelab.rl.task import Task
@@ -32,8 +32,6 @@ if TYPE_CHECKING:  # ray is optional: imported when an env is made
     from ray.actor import ActorHandle
 
 __all__ = ["WorkerDiedError", "WorkerPool"]
-
-Reply = tuple  # (obs, rewards, terminated, truncated, compact ends or None) of one worker
 
 
 class WorkerDiedError(RuntimeError):
@@ -114,10 +112,10 @@ class WorkerPool:
         self.hosts = ["(starting)"] * n
         self.pids = [-1] * n
         #: Replies owed by workers restarted outside a step (the next step reports them).
-        self.held: dict[int, Reply] = {}
+        self.held: dict[int, StepReply] = {}
         #: ``cut_short(k)``: the reply of worker ``k``'s copies after Ray restarted it, or
         #: None before any episode (the env sets it; it resets the worker via :meth:`retry`).
-        self.cut_short: Callable[[int], Reply | None] | None = None
+        self.cut_short: Callable[[int], StepReply | None] | None = None
         try:
             refs = [w.describe.remote() for w in self.actors]
             needs = f"each needs cpus_per_worker={cpus_per_worker} CPUs"
@@ -354,7 +352,9 @@ class WorkerPool:
                     poller.unregister(fd)  # before receive() may close it
                     yield k
 
-    def collect(self, pending: list[ObjectRef | None], put: Callable[[int, Reply], None]) -> None:
+    def collect(
+        self, pending: list[ObjectRef | None], put: Callable[[int, StepReply], None]
+    ) -> None:
         """Hand every worker's reply to the step :meth:`send` sent to ``put(k, reply)``.
 
         Held replies first, then each channel's as it arrives (``put`` joins it while
@@ -366,7 +366,7 @@ class WorkerPool:
         ray = self.ray
         got = [False] * len(self)
 
-        def give(k: int, reply: Reply) -> None:
+        def give(k: int, reply: StepReply) -> None:
             put(k, reply)
             got[k] = True
 
@@ -384,7 +384,7 @@ class WorkerPool:
                 continue
             if status == OK:
                 r = channel.arrays
-                give(k, (r.obs, r.rewards, r.terminated, r.truncated, ends))
+                give(k, StepReply(r.obs, r.rewards, r.terminated, r.truncated, ends))
         through_ray = [k for k, ref in enumerate(pending) if ref is not None]
         if through_ray:
             try:  # one call for every Ray reply (the common case)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 import gymnasium
 import numpy as np
 
-from kelab.rl.ray_channel import STEP, WorkerChannel, compact_ends
+from kelab.rl.ray_channel import STEP, StepReply, WorkerChannel, compact_ends
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task
 from kelab.sim.snapshot import Snapshot
@@ -198,12 +198,10 @@ class EnvWorker:
         """``LearningEnv.reset``'s observations."""
         return self.env.reset(seed=seed)[0]
 
-    def step(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any] | None]:
+    def step(self, actions: np.ndarray) -> StepReply:
         """One step through Ray: the arrays and the ended rows (:func:`compact_ends`)."""
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        return obs, rewards, terminated, truncated, compact_ends(info)
+        return StepReply(obs, rewards, terminated, truncated, compact_ends(info))
 
     def serve(self, address: str) -> None:
         """Step through a same-machine :class:`StepChannel` until the driver says stop.
