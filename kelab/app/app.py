@@ -43,9 +43,7 @@ from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
 from kelab.render.renderer import Renderer, create_renderer
-from kelab.render.scenery import (
-    find_ground_top,
-)
+from kelab.render.scenery import Ground, find_ground
 from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
@@ -149,7 +147,7 @@ class App:
         self.view = ViewController(cfg.follow)
         """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
         self._last_draw_wall: float | None = None
-        self._ground_y: float | None = None
+        self._ground: Ground | None = None
         self.background = cfg.background
         self.recording_dir = cfg.recording_dir
         self.drag_frequency_hz = cfg.drag_frequency_hz
@@ -658,7 +656,7 @@ class App:
         self.renderer.canvas.outlines = True  # bodies get a darker edge
         self.view.remember_home(cam)
         if self.world is not None:
-            self._ground_y = find_ground_top(self.world.scene)
+            self._ground = find_ground(self.world.scene)
         self._camera = None
         self._in_frame = True
         try:
@@ -772,7 +770,7 @@ class App:
             self._alpha,
             self._prev_poses,
             background=self.background,
-            ground_y=self._ground_y,
+            ground=self._ground,
             show_contacts=self.show_contacts,
             show_joints=self.show_joints,
         )

@@ -8,7 +8,9 @@ import numpy as np
 
 from kelab.app.view import lift_color
 from kelab.render.scenery import (
+    Ground,
     draw_backdrop,
+    draw_below_ground,
     draw_contact_forces,
     draw_ground_marks,
     draw_joints,
@@ -45,7 +47,7 @@ def draw_scene(
     prev_poses: np.ndarray | None,
     *,
     background: tuple[int, int, int],
-    ground_y: float | None,
+    ground: Ground | None,
     show_contacts: bool,
     show_joints: bool,
 ) -> None:
@@ -57,7 +59,8 @@ def draw_scene(
         alpha: Interpolation fraction of a fixed step.
         prev_poses: The poses before the last step.
         background: The backdrop's lower colour (the upper half shades to a paler sky).
-        ground_y: Height of the ground's top for the metre marks (None: no marks).
+        ground: The scene's ground, filled down to the frame's bottom and marked every
+            metre (None: no ground).
         show_contacts: Draw contact-force arrows.
         show_joints: Mark revolute joint pivots.
     """
@@ -65,8 +68,9 @@ def draw_scene(
     if world is None:
         return
     canvas.draw_world(world, alpha, prev_poses)
-    if ground_y is not None:
-        draw_ground_marks(canvas, ground_y)
+    if ground is not None:
+        draw_below_ground(canvas, ground)
+        draw_ground_marks(canvas, ground.top)
     if show_contacts:
         draw_contact_forces(canvas, world)
     if show_joints:

@@ -8,11 +8,12 @@ half metre so motion along the ground is visible even when the camera follows a 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from kelab.render.canvas import Canvas, Color
+from kelab.render.plan import OUTLINE_PX
 
 if TYPE_CHECKING:
     from kelab.sim.scene import Scene
@@ -20,10 +21,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PALETTE",
+    "Ground",
     "draw_backdrop",
+    "draw_below_ground",
     "draw_contact_forces",
     "draw_ground_marks",
     "draw_joints",
+    "find_ground",
     "find_ground_top",
     "joint_anchors",
 ]
@@ -62,18 +66,37 @@ def draw_backdrop(
     canvas.backdrop(top, bottom)
 
 
-def find_ground_top(scene: Scene) -> float | None:
-    """The top surface (world y) of the scene's ground, or None when it has none.
+class Ground(NamedTuple):
+    """A scene's ground box in world units (:func:`find_ground`) and its colour."""
+
+    top: float
+    bottom: float
+    left: float
+    right: float
+    color: Color
+
+
+def find_ground(scene: Scene) -> Ground | None:
+    """The scene's ground, or None when it has none.
 
     The ground is the widest static box at least 20 m wide that is shared by every copy
     (``ke.Terrain.plane`` makes one).
 
     Args:
         scene: A built scene (``world.scene``).
+
+    Example:
+        >>> import kelab as ke
+        >>> from kelab.render.scenery import find_ground
+        >>> scene = ke.SceneBuilder()
+        >>> _ = scene.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+        >>> g = find_ground(scene.build())
+        >>> (g.top, g.bottom)
+        (0.0, -1.0)
     """
     from kelab.sim.shapes import Box
 
-    best: tuple[float, float] | None = None
+    best: Ground | None = None
     for inst in getattr(scene, "bodies", ()):
         spec = inst.spec
         if spec.body_type != "static" or not spec.render.visible:
@@ -81,10 +104,51 @@ def find_ground_top(scene: Scene) -> float | None:
         for shape in spec.shapes:
             if not isinstance(shape, Box) or shape.width < 20.0 or shape.offset.angle != 0.0:
                 continue
-            top = inst.pose.y + shape.offset.y + 0.5 * shape.height
-            if best is None or shape.width > best[0]:
-                best = (shape.width, top)
-    return None if best is None else best[1]
+            if best is not None and shape.width <= best.right - best.left:
+                continue
+            y = inst.pose.y + shape.offset.y
+            x = inst.pose.x + shape.offset.x
+            best = Ground(
+                top=y + 0.5 * shape.height,
+                bottom=y - 0.5 * shape.height,
+                left=x - 0.5 * shape.width,
+                right=x + 0.5 * shape.width,
+                color=spec.render.color,
+            )
+    return best
+
+
+def find_ground_top(scene: Scene) -> float | None:
+    """The top surface (world y) of the scene's ground (:func:`find_ground`), or None.
+
+    Args:
+        scene: A built scene (``world.scene``).
+    """
+    ground = find_ground(scene)
+    return None if ground is None else ground.top
+
+
+def draw_below_ground(canvas: Canvas, ground: Ground) -> None:
+    """Fill the frame under the ground's box with its colour.
+
+    A ground box is a metre or so deep: zoomed in, the frame showed its lower edge and a
+    strip of sky under it. Drawn after the World (it covers the box's bottom outline);
+    nothing is drawn where the box does not reach.
+
+    Args:
+        canvas: The frame's canvas.
+        ground: The scene's ground (:func:`find_ground`).
+    """
+    cam = canvas.camera
+    w, h = cam.size
+    cx, cy = cam.center
+    zoom = cam.zoom
+    # from just above the box's bottom outline (OUTLINE_PX wide, its edge antialiased)
+    top = (cy - ground.bottom) * zoom + 0.5 * h - (OUTLINE_PX + 1.0)
+    x0 = max(0.0, (ground.left - cx) * zoom + 0.5 * w)
+    x1 = min(float(w), (ground.right - cx) * zoom + 0.5 * w)
+    if top < h and x1 > x0:
+        canvas.screen_rect((x0, max(0.0, top), x1, float(h)), ground.color)
 
 
 def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> None:

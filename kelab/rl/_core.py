@@ -39,6 +39,7 @@ from kelab.timing.pacer import SimulationPacer
 
 if TYPE_CHECKING:
     from kelab.render.renderer import Renderer
+    from kelab.render.scenery import Ground
     from kelab.rl.direct import DirectRLEnv
     from kelab.rl.env import LearningEnv
 
@@ -647,7 +648,7 @@ class Presenter:
         self.title = title
         self.backend = backend
         self.renderer: Renderer | None = None
-        self._ground_y: float | None = None
+        self._ground: Ground | None = None
         self._final: np.ndarray | None = None  # OFFSCREEN_FAST: an ended episode's last frame
         self._rendering = False  # render() was called since the last reset
         self._error: BaseException | None = None  # raised by episode_ended, for after_step
@@ -740,8 +741,9 @@ class Presenter:
         from kelab.render.scenery import (
             PALETTE,
             draw_backdrop,
+            draw_below_ground,
             draw_ground_marks,
-            find_ground_top,
+            find_ground,
         )
 
         core, task, world = self.core, self.core.task, self.core.world
@@ -764,7 +766,7 @@ class Presenter:
                 title=self.title,
                 headless=headless,
             )
-            self._ground_y = find_ground_top(world.scene)
+            self._ground = find_ground(world.scene)
             self.renderer.canvas.outlines = True  # bodies get a darker edge
         r = self.renderer
         if r.closed:
@@ -786,8 +788,9 @@ class Presenter:
         canvas = r.canvas
         draw_backdrop(canvas)
         canvas.draw_world(world, env_ids=ids)
-        if self._ground_y is not None:
-            draw_ground_marks(canvas, self._ground_y)
+        if self._ground is not None:
+            draw_below_ground(canvas, self._ground)
+            draw_ground_marks(canvas, self._ground.top)
         task.draw(canvas, ids, origins[ids])
         step = int(core.episode_length_buf[0])
         canvas.text(

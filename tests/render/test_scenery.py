@@ -9,10 +9,13 @@ from render_helpers import BACKENDS
 import kelab as ke
 from kelab.render.scenery import (
     PALETTE,
+    Ground,
     draw_backdrop,
+    draw_below_ground,
     draw_contact_forces,
     draw_ground_marks,
     draw_joints,
+    find_ground,
     find_ground_top,
     joint_anchors,
 )
@@ -67,4 +70,35 @@ def test_backdrop_marks_joints_and_contacts_draw(backend):
         assert (np.abs(ring - PALETTE["joint"]).max(axis=1) < 40).any()
         red = np.abs(img - PALETTE["contact"]).max(axis=2) < 30
         assert red.sum() > 20  # the feet push on the ground
+    world.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_frame_under_a_thin_ground_is_ground_not_sky(backend):
+    """A 0.3 m deep, 40 m wide ground seen zoomed in ends in no strip of sky; beyond its
+    end (zoomed out) nothing is drawn under it."""
+    b = ke.SceneBuilder()
+    b.add(
+        ke.Terrain.plane(height=0.0, thickness=0.3, half_width=20.0), at="/", per_environment=False
+    )
+    world = ke.World(b.build(), num_envs=1)
+    ground = find_ground(world.scene)
+    assert ground is not None and ground[:4] == pytest.approx((0.0, -0.3, -20.0, 20.0))
+    assert isinstance(ground, Ground) and find_ground_top(world.scene) == 0.0
+    with ke.create_renderer(backend, size=(320, 240), headless=True) as r:
+        r.canvas.outlines = True  # the box's bottom edge gets a dark outline, covered too
+        for center, zoom in (((0.0, 0.0), 100.0), ((19.0, 0.0), 20.0)):
+            r.camera.center, r.camera.zoom = center, zoom
+            r.begin_frame()
+            draw_backdrop(r.canvas)
+            r.canvas.draw_world(world)
+            draw_below_ground(r.canvas, ground)
+            r.end_frame()
+            img = r.read_rgb_pixels().astype(int)
+            x_end = int(r.camera.world_to_screen((20.0, 0.0))[0])
+            _, gy = (int(v) for v in r.camera.world_to_screen((0.0, 0.0)))
+            below = img[gy + 2 :, : min(x_end - 3, 320)].reshape(-1, 3)  # (its end: outlined)
+            assert (np.abs(below - ground.color).max(axis=1) <= 1).all(), (backend, zoom)
+            if x_end < 318:  # zoomed out: the sky beyond the ground's end stays sky
+                assert tuple(img[-1, -1]) == pytest.approx(PALETTE["sky_bottom"], abs=2)
     world.close()
