@@ -199,10 +199,8 @@ class PygameCanvas(Canvas):
             self._flush()
 
     def _flush(self) -> None:
-        """Draw the queued fills in order (:meth:`_draw_inset`)."""
+        """Draw the queued fills in order (:meth:`_draw_inset`); via :meth:`_prepare`."""
         queue, self._queue = self._queue, []
-        if self._restore_from is not None:
-            self._sync()
         surf, aa = self.surface, self.antialias
         # whole-pixel rectangles (ground ticks) are filled directly, the rest in one pass
         rects = [p.shape[1] == 4 and _axis_aligned(p) for p, _ in queue]

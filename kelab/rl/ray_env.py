@@ -209,7 +209,6 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.render_mode = None
         self.device = "cpu"
         self.ranges = split_copies(num_envs, num_workers)
-        self._env_kwargs = dict(env_kwargs)
         self._pending: list[ObjectRef | None] | None = None  # the step in flight
         try:
             self._pool = WorkerPool(
@@ -217,7 +216,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 task,
                 self.ranges,
                 seed,
-                self._env_kwargs,
+                env_kwargs,
                 restart=restart,
                 cpus_per_worker=cpus_per_worker,
                 start_timeout_s=start_timeout_s,
