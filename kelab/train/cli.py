@@ -445,6 +445,7 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
                 result = player.play(
                     episodes=episodes,
                     video=args.video,
+                    seed=args.seed,  # the first episode's reset (the player's own is 0)
                     interactive=args.interactive,
                     on_episode=report if args.interactive else None,
                 )

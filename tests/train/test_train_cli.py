@@ -338,3 +338,26 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_saves_latest(tmp_path):
     assert "interrupted" in out and "Traceback" not in err
     latest = load_checkpoint(f"{run_dir}:latest")
     assert 1 <= latest.meta["iteration"] < 1000
+
+
+def _play_returns(capsys, spec: str, video: Path, seed: str) -> list[str]:
+    args = ["play", "CartPole-v0", "--checkpoint", spec, "--episodes", "2",
+            "--video", str(video), "--seed", seed]  # fmt: skip
+    assert main(args) == 0
+    return re.findall(r"episode \d: return (-?[\d.]+), (\d+) steps", capsys.readouterr().out)
+
+
+def test_play_and_eval_seed_sets_the_episodes(trained_run, tmp_path, capsys):
+    # --seed was ignored by play: the player reset with its own seed 0 whatever was given
+    spec = f"{trained_run['dir']}:best"
+    first = _play_returns(capsys, spec, tmp_path / "a.gif", "0")
+    other = _play_returns(capsys, spec, tmp_path / "b.gif", "5")
+    again = _play_returns(capsys, spec, tmp_path / "c.gif", "5")
+    assert len(first) == 2 and other == again and other != first
+
+    def report(seed: str) -> dict:
+        args = ["eval", "CartPole-v0", "--checkpoint", spec, "--episodes", "4", "--json"]
+        assert main([*args, "--seed", seed]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    assert report("5") == report("5") and report("5") != report("6")
