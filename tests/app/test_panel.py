@@ -253,6 +253,17 @@ def test_settings_round_trip(tmp_path):
         ('{"runners": "fast"}', "runners must be"),
         ('{"surprise": 1}', "surprise must be one of the known fields"),
         ("[]", "must be a JSON object"),
+        # issue 25.9: numbers past Python's int-digit limit, and nesting past its recursion
+        ('{"runners": [{"name": "Robot", "hz": 1' + "0" * 5000 + "}]}", "runners[0].hz"),
+        ('{"runners": [{"name": "Robot", "hz": "1' + "0" * 5000 + '/3"}]}', "runners[0].hz"),
+        (
+            '{"bindings": {"fixed_update": {"runner": "Robot", "phase": "CONTROL", '
+            '"priority": -1' + "0" * 5000 + "}}}",
+            "bindings.fixed_update.priority",
+        ),
+        ('{"version": 1' + "0" * 5000 + "}", "version must be 1"),
+        ("[" * 200_000, "nested at most"),
+        ('{"plots": ' + "[" * 200_000, "nested at most"),
     ],
 )
 def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_path, text, field):
@@ -370,3 +381,13 @@ def test_subsystems_list_the_worlds_sensors_and_actuators(tmp_path):
 
     app = _app(tmp_path, ke.App, world=ke.World(cartpole_scene()))
     assert ("/World/Robot/slider_to_cart", "EffortActuator") in app.panel.world_systems()
+
+
+def test_a_settings_path_that_is_a_folder_warns_and_the_app_keeps_its_defaults(tmp_path):
+    folder = tmp_path / "scene.kelab.json"
+    folder.mkdir()
+    app = _app(tmp_path, settings=folder)
+    with pytest.warns(UserWarning, match="the file must be readable, got IsADirectoryError"):
+        _run(app, 2)
+    assert app.clock.steps == 2 and folder.is_dir()
+    app.close()

@@ -599,13 +599,19 @@ class PanelModel:
             True when a file was applied.
         """
         p = Path(path) if path is not None else self.settings_path
-        if not p.is_file():
+        if not p.exists():
             return False
         try:
             settings = load_settings(p)
             self.apply(settings, source=p)
         except SettingsError as exc:
             self.settings_error = self.message = str(exc)
+            return False
+        except (ValueError, RecursionError, OSError) as exc:  # never stops the App
+            self.settings_error = self.message = (
+                f"settings file {p}: the file must be readable settings, got "
+                f"{type(exc).__name__} ({exc}); fix it or delete the file"
+            )
             return False
         self.settings_error = None
         self.dirty = False

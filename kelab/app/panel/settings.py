@@ -49,6 +49,24 @@ class SettingsError(ValueError):
     """A settings file that cannot be used; the message names the field and the fix."""
 
 
+_MAX_DIGITS = 100  # no field holds a longer integer (rates <= 1000, priorities <= 1e6)
+
+
+class _HugeNumber:
+    """A JSON integer too long to be any field's value (kept out of Python's int())."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"<a number of {self.digits} digits>"
+
+
+def _parse_int(text: str) -> int | _HugeNumber:
+    """``json``'s integer hook: Python's int-digit limit never raises from the parser."""
+    return int(text) if len(text) <= _MAX_DIGITS else _HugeNumber(text)
+
+
 @dataclass(frozen=True)
 class BindingSettings:
     """Where one callback runs.
@@ -219,7 +237,7 @@ class _Reader:
                 rate = None
             else:
                 rate = Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
-        elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*/\s*\d+\s*", value):
+        elif isinstance(value, str) and re.fullmatch(r"\s*\d{1,30}\s*/\s*\d{1,30}\s*", value):
             num, den = (int(x) for x in value.split("/"))
             rate = Fraction(num, den) if den else None
         if rate is None or not MIN_HZ <= rate <= MAX_HZ:
@@ -242,16 +260,30 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
         FileNotFoundError: When there is no file.
     """
     p = Path(path)
-    size = p.stat().st_size
     r = _Reader(p)
-    if size > _MAX_FILE_BYTES:
-        raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", f"{size} bytes")
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        size = p.stat().st_size
+        if size > _MAX_FILE_BYTES:
+            raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", f"{size} bytes")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:  # a folder, no permission, an I/O error
+        raise SettingsError(
+            f"settings file {p}: the file must be readable, got {type(exc).__name__} "
+            f"({exc.strerror or exc}); fix its permissions or delete it"
+        ) from None
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_int=_parse_int)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SettingsError(
             f"settings file {p}: the file must be JSON, got a parse error ({exc}); fix it or "
             "delete the file to start from the defaults"
+        ) from None
+    except RecursionError:
+        raise SettingsError(
+            f"settings file {p}: the file must be JSON nested at most a few hundred levels "
+            "deep, got deeper nesting; fix it or delete the file to start from the defaults"
         ) from None
     top = r.obj(
         doc,
