@@ -245,3 +245,23 @@ def test_keys_go_to_the_panel_only_while_a_text_field_is_edited(tmp_path):
     app.renderFrameOnce()
     assert not app.panel_open
     app.close()
+
+
+def test_the_footer_says_saved_only_for_a_file_that_exists(tmp_path):
+    app = _app(tmp_path, panel=True)
+    path = tmp_path / "s.kelab.json"
+    app.renderFrameOnce()
+    ui = app.panel_window.host.ui
+    assert not path.exists()
+    assert app.panel.settings_status() == "not saved yet"
+    assert ui.footer == "s.kelab.json (not saved yet)"
+    assert app.panel.set_runner_hz("Capture", 25)
+    app.renderFrameOnce()
+    assert ui.footer == "s.kelab.json (unsaved changes)"
+    app.panel.save()
+    app.renderFrameOnce()
+    assert path.exists() and ui.footer == "s.kelab.json (saved)"
+    path.unlink()  # deleted behind the App's back: the next frame says so
+    app.renderFrameOnce()
+    assert ui.footer == "s.kelab.json (not saved yet)"
+    app.close()

@@ -204,6 +204,19 @@ class PanelModel:
         self.page = page
         return True
 
+    def settings_status(self) -> str:
+        """The settings file's state, as the panel's footer says it.
+
+        Returns:
+            ``"not used (see above)"`` after a bad file, ``"unsaved changes"``, ``"not
+            saved yet"`` when there is no file, else ``"saved"``.
+        """
+        if self.settings_error:
+            return "not used (see above)"
+        if self.dirty:
+            return "unsaved changes"
+        return "saved" if self.settings_path.is_file() else "not saved yet"
+
     # ------------------------------------------------------------------ time runners
     @property
     def time_mode(self) -> TimeMode:

@@ -57,6 +57,8 @@ class PanelUI:
         self._plot_data: dict[str, Any] = {}
         self._stats_text = ""
         self._new_name = ""
+        self.footer = ""
+        """The footer's file line as drawn last frame (``name (saved)``...)."""
 
     # ------------------------------------------------------------------ change
     def shown_key(self) -> tuple[Any, ...]:
@@ -67,7 +69,7 @@ class PanelUI:
         """
         m = self.model
         page = m.page
-        common = (page, m.message, m.dirty, m.settings_error, m.settings_path)
+        common = (page, m.message, m.settings_status(), m.settings_error, m.settings_path)
         shown: tuple[Any, ...]
         if page == "Time Runners":
             shown = (m.time_mode, m.app.disable_viewport_rendering, tuple(m.runner_rows()))
@@ -126,8 +128,8 @@ class PanelUI:
         if m.message:
             imgui.text_colored(_RED, m.message)
         else:
-            saved = "unsaved changes" if m.dirty else "saved"
-            imgui.text_colored(_GREY, f"{m.settings_path.name} ({saved})")
+            self.footer = f"{m.settings_path.name} ({m.settings_status()})"
+            imgui.text_colored(_GREY, self.footer)
             imgui.same_line()
             if imgui.small_button("Save"):
                 try:
