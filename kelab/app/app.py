@@ -181,6 +181,7 @@ class App:
         self._drawn = 0
         self._alpha = 1.0
         self._prev_poses: np.ndarray | None = None
+        self._physics_dt: float | None = None
         self._last_pixels: np.ndarray | None = None
         self._events: list[InputEvent] = []
         self._pacer: SimulationPacer | None = None
@@ -343,6 +344,11 @@ class App:
     def dropped_wall_time(self) -> float:
         """Wall seconds cut from over-long frames by `max_frame_delta` (never simulated)."""
         return self.clock.dropped_wall_time
+
+    @property
+    def physics_dt(self) -> float | None:
+        """The ``dt`` the App last stepped the World with (None before its first step)."""
+        return self._physics_dt
 
     @property
     def recorders(self) -> tuple[Recorder, ...]:
@@ -749,6 +755,7 @@ class App:
     def _physics(self, ts: float) -> None:
         self._prev_poses = self.world.body_poses
         self.world.step(ts)
+        self._physics_dt = ts
 
     # -- drawing ----------------------------------------------------------------------------
     def _draw(self) -> None:

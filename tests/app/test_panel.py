@@ -13,7 +13,8 @@ import pytest
 from app_helpers import FakeClock, ball_scene, make_app
 
 import kelab as ke
-from kelab.app.panel import SettingsError, load_settings
+from kelab.app.panel import PanelSettings, SettingsError, load_settings
+from kelab.app.panel.settings import BindingSettings
 
 HIGH = ke.TimeMode.SIM_HIGH_PERF
 
@@ -390,4 +391,52 @@ def test_a_settings_path_that_is_a_folder_warns_and_the_app_keeps_its_defaults(t
     with pytest.warns(UserWarning, match="the file must be readable, got IsADirectoryError"):
         _run(app, 2)
     assert app.clock.steps == 2 and folder.is_dir()
+    app.close()
+
+
+def _sensor_world():
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    bot = ke.Prop(ke.Box(0.3, 0.3), mass=1.0, initial_pose=ke.Pose(0.0, 1.0))
+    b.add(bot, at="/World/Bot")
+    b.imu("imu", bot, ke.SensorConfig(delay=0.04, cutoff_hz=5.0))
+    return ke.World(b.build())
+
+
+def test_a_panel_edit_that_would_change_a_sensor_worlds_dt_is_refused_and_the_app_runs(tmp_path):
+    app = _app(tmp_path, ke.App, world=_sensor_world())
+    _run(app, 3)
+    p = app.panel
+    assert not p.set_binding("world.step", runner="Capture")  # 30 Hz: another dt
+    assert "world.step" in p.message and "imu" in p.message and "0.02 s" in p.message
+    assert p.binding("world.step").runner == "Robot"
+    assert not p.set_runner_hz("Robot", 25)  # the runner world.step is on
+    assert "imu" in p.message and app.timeline.runner("Robot").hz == 50
+    moved = PanelSettings(bindings={"world.step": BindingSettings("Capture", ke.Phase.PHYSICS, 0)})
+    with pytest.raises(SettingsError, match=r"sensors \(imu\) run at a fixed dt of 0.02 s"):
+        p.apply(moved)  # a settings file is checked the same way
+    assert p.binding("world.step").runner == "Robot"
+    assert p.set_runner_hz("Capture", 50)  # the same period: the sensors keep their dt
+    assert p.set_binding("world.step", runner="Capture") and p.message == ""
+    _run(app, 5)
+    assert not app.should_close() and app.world.step_count == 8
+    assert p.set_runner_hz("Robot", 25)  # world.step is not on Robot any more
+    assert not p.set_runner_hz("Capture", 10)
+    _run(app, 5)
+    assert not app.should_close()
+    app.close()
+
+
+def test_any_exception_from_a_panel_edit_becomes_a_panel_message(tmp_path, monkeypatch):
+    app = _app(tmp_path)
+    _run(app, 1)
+
+    def broken(*args):
+        raise TypeError("broken add_runner")
+
+    monkeypatch.setattr(app.timeline, "add_runner", broken)
+    assert not app.panel.add_runner()
+    assert app.panel.message == "broken add_runner"
+    _run(app, 2)
+    assert app.clock.steps == 3
     app.close()

@@ -41,6 +41,7 @@ from kelab.timing.timeline import (
     Binding,
     ExecutionOrderRow,
     Phase,
+    to_fraction,
 )
 
 if TYPE_CHECKING:
@@ -188,9 +189,9 @@ class PanelModel:
     def _do(self, fn: Callable[..., object], *args: object) -> bool:
         try:
             fn(*args)
-        except (ValueError, KeyError, RuntimeError, OSError) as exc:
+        except Exception as exc:  # any refused or failed edit: a message, never a crash
             text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            self.message = str(text)
+            self.message = str(text) or type(exc).__name__
             return False
         self.message = ""
         self.dirty = True
@@ -264,11 +265,56 @@ class PanelModel:
             rows.append(RunnerRow(name, runner.hz_float, len(bound), not why, why))
         return rows
 
+    def _physics_binding(self) -> Binding | None:
+        for b in self.app.timeline.bindings:
+            if b.name == "world.step" and self._is_subsystem(b):
+                return b
+        return None
+
+    def _check_physics_dt(self, runner: str, hz: object, what: str) -> None:
+        """Refuse a change that would step a World with sensors at another ``dt``.
+
+        The sensor pipelines count their delay, filter and sample interval in whole steps
+        of the ``dt`` the World first stepped with, so the World refuses another one
+        (``World.step: dt changed``) and the App would stop at its next step.
+
+        Raises:
+            ValueError: Naming the change, the sensors and the fixed ``dt``.
+        """
+        world = self.app.world
+        if world is None or not world.scene.sensors:
+            return
+        fixed = self.app.physics_dt
+        step = self._physics_binding()
+        if fixed is None and step is not None and world.step_count > 0:
+            fixed = self.app.timeline.runner(step.runner).ts  # stepped before the App
+        if fixed is None:
+            return
+        try:
+            ts = float(1 / to_fraction(hz, f"runner {runner!r} hz"))
+        except (ValueError, ZeroDivisionError, TypeError):
+            return  # not a rate: the change itself raises its own error
+        if ts != fixed:
+            names = ", ".join(s.name for s in world.scene.sensors)
+            raise ValueError(
+                f"{what} would step the World at dt = {ts:.6g} s, but its sensors ({names}) "
+                f"run at a fixed dt of {fixed:.6g} s (their delay and filter are counted in "
+                f"steps); keep world.step on a runner of {1 / fixed:.6g} Hz"
+            )
+
     def set_runner_hz(self, name: str, hz: float | Fraction) -> bool:
-        """Set a runner's rate (`TimeRunner.hz`: from its next boundary, exact)."""
+        """Set a runner's rate (`TimeRunner.hz`: from its next boundary, exact).
+
+        Refused when ``world.step`` runs on that runner and the World has sensors (their
+        ``dt`` is fixed, see `_check_physics_dt`).
+        """
 
         def apply() -> None:
-            self.app.timeline.runner(name).hz = hz
+            runner = self.app.timeline.runner(name)
+            step = self._physics_binding()
+            if step is not None and step.runner == name and hz != runner.hz:
+                self._check_physics_dt(name, hz, f"runner {name!r} at {hz} Hz with world.step")
+            runner.hz = hz
 
         return self._do(apply)
 
@@ -355,6 +401,9 @@ class PanelModel:
             b = self.binding(binding_id)
             if enabled is not None:
                 check_bool(enabled, f"binding {b.name!r} enabled")
+            if runner is not None and b is self._physics_binding() and runner != b.runner:
+                hz = self.app.timeline.runner(runner).hz
+                self._check_physics_dt(runner, hz, f"world.step on runner {runner!r} ({hz} Hz)")
             if runner is not None or phase is not None or priority is not None:
                 b.rebind(runner=runner, phase=phase, priority=priority)
             if enabled is not None:
@@ -659,6 +708,16 @@ class PanelModel:
                     f"{where}: recorders.{kind}.runner must be one of the runners {names}, "
                     f"got {r.runner!r}; fix it or delete the file"
                 )
+        step = self._physics_binding()
+        if step is not None:  # a World with sensors keeps its dt
+            step_set = s.bindings.get("world.step")
+            runner = step_set.runner if step_set is not None else step.runner
+            rates = dict(s.runners)
+            hz = rates[runner] if runner in rates else timeline.runner(runner).hz
+            try:
+                self._check_physics_dt(runner, hz, f"world.step on runner {runner!r} ({hz} Hz)")
+            except ValueError as exc:
+                raise SettingsError(f"{where}: {exc}; the defaults were kept") from None
         undo = self._snapshot()
         try:
             if s.time_mode is not None and s.time_mode is not self.app.time_mode:
