@@ -3,7 +3,8 @@
 Use this when another system owns the main loop (a notebook, a GUI toolkit, a test).
 ``renderFrameOnce()`` runs one whole frame: input, the fixed steps that are due, and
 drawing. Between frames the loop may do anything except run inside a fixed step. Here
-the loop makes the camera follow the balls and, every 2 s of simulated time, kicks them.
+the loop makes the camera follow the balls and, every 2 s of simulated time, kicks them
+back towards their places (`Kicker`), so they hop about in view for as long as it runs.
 
     python demos/manual_loop.py
     python demos/manual_loop.py --headless --frames 200 --out manual.png
@@ -16,6 +17,8 @@ from demo_common import app_options, parse_args, world_options
 
 import kelab as ke
 
+BALL_RADIUS = 0.25
+
 
 def build_scene(balls: int = 5) -> ke.Scene:
     b = ke.SceneBuilder()
@@ -24,7 +27,7 @@ def build_scene(balls: int = 5) -> ke.Scene:
     for i in range(balls):
         b.add(
             ke.Prop(
-                ke.Circle(0.25),
+                ke.Circle(BALL_RADIUS),
                 mass=1.0,
                 material=ke.Material(restitution=0.7),
                 initial_pose=ke.Pose(-2.0 + i, 0.6 + 0.5 * i),
@@ -47,27 +50,61 @@ class Manual(ke.App):
         )
 
 
+class Kicker:
+    """What the loop does between frames: follow the balls, kick them every 2 s.
+
+    Each kick throws every ball up (a hop of about 0.6 m) and sends it, spinning as if
+    rolling, back towards where it started by the next kick, give or take a little
+    random speed: the balls hop about their places for as long as the loop runs and stay
+    in view (kicks that only added random speed scattered them off the screen within
+    seconds).
+
+    Args:
+        world: The World the App steps.
+        seed: Seeds the kicks' Generator.
+    """
+
+    PERIOD_S = 2.0
+    HOP_SPEED = 3.5  # m/s up: a hop of about 0.6 m
+    SPREAD = 0.2  # m/s: the random part of each kick
+
+    def __init__(self, world: ke.World, seed: int = 7) -> None:
+        self.world = world
+        self.rng = np.random.default_rng(seed)
+        self.next_kick = 1.0
+        self.home = world.body_poses[0, :, 0].copy()  # each ball's starting x
+
+    def __call__(self, app: ke.App) -> None:
+        """Run between two frames: move the camera, kick when a kick is due."""
+        world = self.world
+        poses = world.body_poses[0]
+        cam = app.camera
+        cam.center = (0.9 * cam.center[0] + 0.1 * float(poses[1:, 0].mean()), cam.center[1])
+        if app.sim_time < self.next_kick:
+            return
+        self.next_kick += self.PERIOD_S
+        vels = world.body_velocities[:1]
+        balls = len(poses) - 1  # body 0 is the ground
+        noise = self.rng.normal(0.0, self.SPREAD, size=(balls, 2))
+        # back home within one kick period, plus noise; up at HOP_SPEED, plus noise
+        vels[0, 1:, 0] = (self.home[1:] - poses[1:, 0]) / self.PERIOD_S + noise[:, 0]
+        vels[0, 1:, 1] = self.HOP_SPEED + noise[:, 1]
+        vels[0, 1:, 2] = -vels[0, 1:, 0] / BALL_RADIUS  # spin to roll on where it lands
+        world.set_body_states([0], world.body_poses[:1], vels)
+
+
 def main() -> None:
     args = parse_args("KELab manual loop driven by renderFrameOnce()", default_frames=200)
     world = ke.World(build_scene(), **world_options(args))
     app = Manual(title="KELab manual loop", world=world, **app_options(args))
-    rng = np.random.default_rng(7)
-    next_kick = 1.0
+    between_frames = Kicker(world)
     try:
         while args.frames is None or app.frame_count < args.frames:
             if args.headless:
                 args.frame_clock.advance()
             if not app.renderFrameOnce():  # one frame: input, fixed steps, drawing
                 break
-            # between frames: anything but pacing or nested frames
-            poses = world.body_poses[0]
-            cam = app.camera
-            cam.center = (0.9 * cam.center[0] + 0.1 * float(poses[:, 0].mean()), cam.center[1])
-            if app.sim_time >= next_kick:
-                next_kick += 2.0
-                vels = world.body_velocities[:1]
-                vels[0, 1:, :2] += rng.normal(0.0, 2.5, size=(len(poses) - 1, 2)) + (0.0, 4.0)
-                world.set_body_states([0], world.body_poses[:1], vels)
+            between_frames(app)  # between frames: anything but pacing or nested frames
     finally:
         app.close()
     if args.out:

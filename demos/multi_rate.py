@@ -2,7 +2,9 @@
 
 The strip at the bottom shows the last 200 ms of boundaries: Robot (top row) every 20 ms,
 Capture (bottom row) every 33.3 ms, and the shared steps (every 100 ms, red) where both
-fire in one phase-interleaved step. A DataRecorder (CSV) and a VideoRecorder (MP4) run on
+fire in one phase-interleaved step. The Robot runner balances the pole with a linear-quadratic
+regulator (`balance_force`): it stays up, the cart mid-track, for as long as the demo runs
+(drag the pole or the cart to knock it). A DataRecorder (CSV) and a VideoRecorder (MP4) run on
 the Capture runner in the ACQUISITION phase, so they record the state the controller is
 about to react to; the execution order table is printed at start, and the Settings panel
 (F2) opens on its Execution Order page.
@@ -23,6 +25,72 @@ import kelab as ke
 
 WINDOW_S = 0.2  # seconds of timeline shown
 STRIP_PX = 100  # height of the timeline strip at the bottom (below the ground line)
+FORCE_LIMIT = 100.0  # the cartpole's slider actuator limit (N)
+
+
+def lqr_gains(dt: float) -> np.ndarray:
+    """State-feedback gains ``K`` (force = ``-K @ (x, x_dot, theta, theta_dot)``) for the cartpole.
+
+    The cartpole (``kelab/robot/cartpole:v1``: cart 1 kg, pole 0.1 kg and 1 m, angle CCW
+    from upright) linearised about upright, held constant over each control period ``dt``
+    (the controller runner's step), and the discrete Riccati equation iterated to its fixed
+    point: a linear-quadratic regulator that keeps the pole up and brings the cart back to
+    the middle of the track.
+
+    Args:
+        dt: The control period in seconds (the runner that calls the controller).
+
+    Returns:
+        The gains, shape ``(4,)``.
+    """
+    cart_m, pole_m, half, g = 1.0, 0.1, 0.5, 9.81
+    inertia = pole_m * (2 * half) ** 2 / 12.0 + pole_m * half**2  # about the hinge
+    # (M + m) x'' - m l th'' = F ;  I th'' - m l x'' = m g l th   (th CCW: tips towards -x)
+    mass = np.array([[cart_m + pole_m, -pole_m * half], [-pole_m * half, inertia]])
+    stiff = np.linalg.solve(mass, np.array([[0.0, 0.0], [0.0, pole_m * g * half]]))
+    push = np.linalg.solve(mass, np.array([1.0, 0.0]))
+    a = np.zeros((4, 4))
+    a[0, 1] = a[2, 3] = 1.0
+    a[1, [0, 2]], a[3, [0, 2]] = stiff[0], stiff[1]
+    b = np.array([0.0, push[0], 0.0, push[1]])
+    # zero-order hold: exp([[A, B], [0, 0]] dt) by a Taylor series (the block is small)
+    m = np.zeros((5, 5))
+    m[:4, :4], m[:4, 4] = a * dt, b * dt
+    term, expm = np.eye(5), np.eye(5)
+    for k in range(1, 30):
+        term = term @ m / k
+        expm = expm + term
+    ad, bd = expm[:4, :4], expm[:4, 4:]
+    q, r = np.diag([1.0, 0.1, 10.0, 0.1]), np.array([[0.01]])
+    p = q.copy()
+    for _ in range(5000):
+        k_gain = np.linalg.solve(r + bd.T @ p @ bd, bd.T @ p @ ad)
+        p_next = q + ad.T @ p @ (ad - bd @ k_gain)
+        if np.allclose(p_next, p, rtol=1e-12, atol=1e-12):
+            break
+        p = p_next
+    return k_gain[0]
+
+
+_GAINS: dict[float, np.ndarray] = {}
+
+
+def balance_force(q: np.ndarray, qd: np.ndarray, dt: float) -> float:
+    """The balance controller: the cart force (N) for one control period.
+
+    Args:
+        q: Joint positions ``(cart x, pole angle)`` of one copy.
+        qd: Joint velocities ``(cart x_dot, pole theta_dot)``.
+        dt: The control period in seconds.
+
+    Returns:
+        The force, within the actuator's ±100 N.
+    """
+    gains = _GAINS.get(dt)
+    if gains is None:
+        gains = _GAINS[dt] = lqr_gains(dt)
+    state = np.array([q[0], qd[0], q[1], qd[1]])
+    return float(np.clip(-gains @ state, -FORCE_LIMIT, FORCE_LIMIT))
 
 
 def build_scene() -> ke.Scene:
@@ -60,11 +128,14 @@ class MultiRate(ke.App):
         print(self.execution_order())
 
     def fixed_update(self, ts: float) -> None:
-        # a simple PD balance controller on the Robot runner (50 Hz)
-        pole = self.world.joint_positions[0, 1], self.world.joint_velocities[0, 1]
-        cart = self.world.joint_positions[0, 0], self.world.joint_velocities[0, 0]
-        force = 40.0 * pole[0] + 8.0 * pole[1] + 1.0 * cart[0] + 2.0 * cart[1]
+        # the balance controller, on the Robot runner (50 Hz): state feedback u = -K s
+        force = balance_force(self.world.joint_positions[0], self.world.joint_velocities[0], ts)
         self.robot.set_joint_effort_target(np.full((1, 1), force), self.slider)
+
+    def late_update(self, ts: float) -> None:
+        now = self.timeline.time_s  # keep the boundary lists short (also when not drawn)
+        for name in self.boundaries:
+            self.boundaries[name] = [t for t in self.boundaries[name] if t >= now - 2 * WINDOW_S]
 
     def render(self, canvas, alpha: float) -> None:
         cam = self.camera
@@ -116,8 +187,6 @@ class MultiRate(ke.App):
             16,
             screen_space=True,
         )
-        for name in self.boundaries:  # keep the lists short
-            self.boundaries[name] = [t for t in self.boundaries[name] if t >= now - 2 * WINDOW_S]
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+import kelab as ke
 
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 CASES = [
@@ -49,3 +52,94 @@ def test_demo_runs_headless_and_draws(tmp_path, demo, backend, frames):
         assert data.shape[0] == 50 and data[1, 0] == pytest.approx(1 / 30)  # 30 Hz rows
         frames_mp4 = iio.imread(tmp_path / "rec" / "multi_rate.mp4")
         assert frames_mp4.shape[0] == 50  # one frame per Capture step
+
+
+def _demo_module(monkeypatch, name: str):
+    """Import a demo script as a module (its folder on sys.path, as when it runs)."""
+    monkeypatch.syspath_prepend(str(DEMOS))
+    return importlib.import_module(name)
+
+
+def _fast_app(cls, world, **settings):
+    """The demo's App, headless, stepping many fixed steps per frame without drawing."""
+    return cls(
+        world=world,
+        headless=True,
+        time_mode=ke.TimeMode.SIM_HIGH_PERF,
+        render_hz=None,
+        disable_viewport_rendering=True,
+        **settings,
+    )
+
+
+def test_multi_rate_controller_balances_for_minutes_and_recovers_from_a_knock(monkeypatch):
+    """The balance controller keeps the pole up and the cart mid-track: 1 min, knock, 2 min."""
+    mr = _demo_module(monkeypatch, "multi_rate")
+    world = ke.World(mr.build_scene())
+    app = _fast_app(mr.MultiRate, world, steps_per_frame=250)  # 5 s per frame
+    states: list[np.ndarray] = []
+    app.timeline.bind(
+        lambda ts: states.append(world.joint_positions[0].copy()),
+        runner="Robot",
+        phase=ke.Phase.VALIDATION,
+        priority=10,
+        name="probe",
+    )
+    try:
+        for _ in range(12):
+            app.renderFrameOnce()
+        calm = np.array(states)  # (x, theta) every 20 ms for a minute
+        assert len(calm) == 3000
+        assert np.abs(calm[:, 1]).max() < 0.05, "the pole left upright"
+        assert np.abs(calm[:, 0]).max() < 0.1, "the cart left the middle"
+        # knock it: the pole 0.3 rad over, the cart 1 m right of the middle
+        names = world.body_names
+        cart, pole = names.index("/World/Robot/cart"), names.index("/World/Robot/pole")
+        poses = world.body_poses[:1]
+        theta, x = 0.3, 1.0
+        poses[0, cart, 0] = x
+        poses[0, pole, :] = (
+            x - 0.5 * np.sin(theta),
+            poses[0, cart, 1] + 0.1 + 0.5 * np.cos(theta),
+            theta,
+        )
+        world.set_body_states([0], poses)
+        states.clear()
+        for _ in range(24):
+            app.renderFrameOnce()
+    finally:
+        app.close()
+    knocked = np.array(states)
+    assert len(knocked) == 6000
+    assert np.abs(knocked[:, 1]).max() < 0.5 and np.abs(knocked[:, 0]).max() < 2.0
+    settled = knocked[500:]  # from 10 s after the knock to 2 min
+    assert np.abs(settled[:, 1]).max() < 0.01 and np.abs(settled[:, 0]).max() < 0.05
+
+
+def test_manual_loop_keeps_every_ball_in_view_for_minutes(monkeypatch):
+    """Five simulated minutes of the loop (kicks every 2 s): every ball stays wholly on screen."""
+    ml = _demo_module(monkeypatch, "manual_loop")
+    world = ke.World(ml.build_scene())
+    app = _fast_app(ml.Manual, world)  # one 20 ms step per frame (the demo: 0.83 at 60 fps)
+    between_frames = ml.Kicker(world)
+    r = ml.BALL_RADIUS
+    worst, top = np.inf, 0.0
+    try:
+        for _ in range(15000):
+            app.renderFrameOnce()
+            between_frames(app)
+            left, _, right, upper = app.camera.visible_world_rect()
+            balls = world.body_poses[0, 1:]
+            worst = min(
+                worst,
+                float((balls[:, 0] - r - left).min()),
+                float((right - balls[:, 0] - r).min()),
+                float((upper - balls[:, 1] - r).min()),
+            )
+            if app.sim_time > 240.0:
+                top = max(top, float(balls[:, 1].max()))
+    finally:
+        app.close()
+    assert app.sim_time == pytest.approx(300.0)
+    assert worst > 0.0, f"a ball left the view by {-worst:.2f} m"
+    assert top > 0.6, "the balls stopped hopping"
