@@ -12,7 +12,6 @@ push it. See docs/training.md.
 from __future__ import annotations
 
 import os
-import re
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from kelab._validate import check_int, check_seed
+from kelab._validate import check_int, check_seed, must
 from kelab.train._deps import require_training_extra
 
 require_training_extra()
@@ -39,30 +38,70 @@ if TYPE_CHECKING:
     from kelab.rl.ray_env import RayLearningEnv
     from kelab.rl.task import Task
 
-__all__ = ["RLPlayer", "task_from_checkpoint"]
-
-_CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*$")
+__all__ = ["RLPlayer"]
 
 
-def task_from_checkpoint(checkpoint: Checkpoint) -> Task:
-    """A new instance of the task class a checkpoint names (``"module:Class"``).
+def _class_path(cls: type) -> str:
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def _named_task(task: str | type[Task] | Task) -> Task:
+    """The task the user named (never one a checkpoint names)."""
+    from kelab.rl.task import Task
+
+    if isinstance(task, Task):
+        return task
+    if isinstance(task, type) and issubclass(task, Task):
+        return task()
+    if isinstance(task, str):
+        from kelab.tasks.registry import resolve_task, task_class
+
+        return task_class(resolve_task(task)[1])()
+    raise ValueError(
+        must(
+            "RLPlayer task",
+            "a built-in id ('CartPole-v0'), 'module:TaskClass', a ke.Task subclass or a ke.Task",
+            task,
+            "name the task the checkpoint was trained on",
+        )
+    )
+
+
+def _builtin_task(checkpoint: Checkpoint) -> Task:
+    """The built-in task a checkpoint was trained on, from KELab's own id -> class table.
+
+    Nothing the checkpoint names is imported: only an id of :data:`kelab.tasks.TASK_IDS`
+    is accepted, and the class comes from that table, not from the JSON.
 
     Raises:
-        CheckpointError: When the class path is malformed, does not import or is not a
-            ke.Task subclass.
+        CheckpointError: For a checkpoint of any other task, saying to pass the task.
     """
-    path = checkpoint.meta["task"].get("class")
-    if not isinstance(path, str) or not _CLASS_PATH.match(path):
-        raise CheckpointError(
-            f"{checkpoint.path}: task.class must be 'module:TaskClass', got {path!r}"
-        )
+    from kelab.tasks import TASK_IDS
     from kelab.tasks.registry import task_class
 
-    try:
-        cls = task_class(path)
-    except ValueError as err:
-        raise CheckpointError(f"{checkpoint.path}: {err} (or pass env= with the task)") from None
-    return cls()
+    task_meta = checkpoint.meta["task"]
+    env_id = task_meta.get("id")
+    if isinstance(env_id, str) and env_id in TASK_IDS:
+        return task_class(TASK_IDS[env_id])()
+    recorded = task_meta.get("class") or env_id
+    raise CheckpointError(
+        f"{checkpoint.path} was trained on task {recorded!r}, not a built-in one; KELab never "
+        "imports code a checkpoint names: pass the task, RLPlayer(..., task='module:TaskClass') "
+        "or `kelab play module:TaskClass --checkpoint ...`"
+    )
+
+
+def _trained_on(recorded: str, task_type: type) -> bool:
+    """Whether ``task_type`` is the class ``recorded`` names, or a subclass of it.
+
+    Compared by name (nothing is imported); a class trained from a script is recorded as
+    ``__main__:Name`` and matches a class of that name in any module.
+    """
+    module, _, name = recorded.partition(":")
+    for cls in task_type.__mro__:
+        if _class_path(cls) == recorded or (module == "__main__" and cls.__qualname__ == name):
+            return True
+    return False
 
 
 def _require_direct_env(env: object) -> None:
@@ -89,19 +128,25 @@ class RLPlayer:
         checkpoint: A spec (``RUN_DIR:best``, ``RUN_DIR:latest``, a checkpoint .json) or a
             loaded :class:`~kelab.train.checkpoint.Checkpoint`.
         env: The env ``play()`` steps: a DirectRLEnv (its render mode is used as is); any
-            other env is refused. None builds the checkpoint's task in a DirectRLEnv with
-            ``render_mode``, at the timing it was trained at. For a LearningEnv make the
-            player without ``env`` and run ``ke.evaluate(env, player.policy, ...)``
+            other env is refused. None builds ``task`` in a DirectRLEnv with
+            ``render_mode``, at the timing the checkpoint was trained at. For a LearningEnv
+            make the player without ``env`` and run ``ke.evaluate(env, player.policy, ...)``
             (``act`` and ``policy`` take a batch of observations from any env).
         render_mode: ``"human"`` (PACED window), ``"rgb_array"`` (offscreen, for video) or
             None; used only when ``env`` is None.
         seed: Seed of the env built when ``env`` is None (an int >= 0).
+        task: The task to build when ``env`` is None: a built-in id (``"CartPole-v0"``),
+            ``"module:TaskClass"``, a ke.Task subclass or a ke.Task. None: the built-in
+            task the checkpoint was trained on. Nothing a checkpoint names is ever imported,
+            so a checkpoint of your own task needs ``task=``; the checkpoint's task and sizes
+            must match it.
 
     Raises:
         ValueError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
             the env's (naming both), ``env`` is not a DirectRLEnv, ``checkpoint`` names the
             ``.safetensors`` weights file instead of the checkpoint's ``.json``, the
-            checkpoint cannot be loaded (CheckpointError), or ``seed`` is not an int >= 0.
+            checkpoint cannot be loaded (CheckpointError), ``seed`` is not an int >= 0, or
+            both ``env`` and ``task`` are given.
     """
 
     def __init__(
@@ -111,8 +156,13 @@ class RLPlayer:
         render_mode: str | None = "human",
         *,
         seed: int = 0,
+        task: str | type[Task] | Task | None = None,
     ) -> None:
         self.seed = check_seed(seed)
+        if env is not None and task is not None:
+            raise ValueError(
+                "RLPlayer takes the task of the env it plays: pass env= or task=, not both"
+            )
         if env is not None:
             _require_direct_env(env)
         self.checkpoint = (
@@ -120,6 +170,9 @@ class RLPlayer:
         )
         self._policy = CheckpointPolicy(self.checkpoint)
         self.render_mode = render_mode
+        self._task = None if task is None else _named_task(task)
+        if self._task is not None:  # refused now, before any window opens
+            self._check_task(self._task, self._task.observation_dim, self._task.action_dim)
         self._env = env
         self._own_env = False
         if env is not None:
@@ -155,7 +208,21 @@ class RLPlayer:
         base = getattr(env, "unwrapped", env)
         space = getattr(base, "single_observation_space", None) or base.observation_space
         act_space = getattr(base, "single_action_space", None) or base.action_space
-        obs_dim, act_dim = int(space.shape[-1]), int(act_space.shape[-1])
+        self._check_task(base.task, int(space.shape[-1]), int(act_space.shape[-1]))
+        fingerprint = self.checkpoint.meta.get("scene_fingerprint")
+        world = getattr(base, "world", None)
+        scene_differs = bool(fingerprint and world is not None and world.fingerprint != fingerprint)
+        self._warn_differences(
+            base.task,
+            "the env's scene (its robots' bodies, joints, actuators or materials) differs "
+            f"from the one it was trained in (scene fingerprint {world.fingerprint[:12]} "
+            f"against {str(fingerprint)[:12]})"
+            if scene_differs
+            else None,
+        )
+
+    def _check_task(self, task: Task, obs_dim: int, act_dim: int) -> None:
+        """Refuse a task of other sizes, or of a class the checkpoint was not trained on."""
         if (obs_dim, act_dim) != (self.observation_dim, self.action_dim):
             task_meta = self.checkpoint.meta.get("task")
             trained = (
@@ -166,24 +233,31 @@ class RLPlayer:
             raise ValueError(
                 f"checkpoint {self.checkpoint.path}{f' (trained on {trained})' if trained else ''} "
                 f"has observation_dim={self.observation_dim}, "
-                f"action_dim={self.action_dim}, but the env's task {type(base.task).__name__} "
+                f"action_dim={self.action_dim}, but the env's task {type(task).__name__} "
                 f"has observation_dim={obs_dim}, action_dim={act_dim}; use a checkpoint "
                 "trained on this task"
             )
+        recorded = self._recorded_class()
+        if recorded and not _trained_on(recorded, type(task)):
+            raise CheckpointError(
+                f"checkpoint {self.checkpoint.path} was trained on task {recorded!r}, not on "
+                f"{_class_path(type(task))}; play it with the task it was trained on (or a "
+                "subclass of it), or train a policy for this task"
+            )
+
+    def _recorded_class(self) -> str | None:
         task_meta = self.checkpoint.meta.get("task")
         recorded = task_meta.get("class") if isinstance(task_meta, dict) else None
-        actual = f"{type(base.task).__module__}:{type(base.task).__qualname__}"
+        return recorded if isinstance(recorded, str) and recorded else None
+
+    def _warn_differences(self, task: Task, scene: str | None) -> None:
+        """Warn (once, naming both) when the task is a subclass or the scene differs."""
+        recorded, actual = self._recorded_class(), _class_path(type(task))
         differences = []
         if recorded and recorded != actual:
             differences.append(f"it was trained on the task {recorded}, the env's is {actual}")
-        fingerprint = self.checkpoint.meta.get("scene_fingerprint")
-        world = getattr(base, "world", None)
-        if fingerprint and world is not None and world.fingerprint != fingerprint:
-            differences.append(
-                "the env's scene (its robots' bodies, joints, actuators or materials) differs "
-                f"from the one it was trained in (scene fingerprint {world.fingerprint[:12]} "
-                f"against {str(fingerprint)[:12]})"
-            )
+        if scene is not None:
+            differences.append(scene)
         if differences:
             warnings.warn(
                 f"checkpoint {self.checkpoint.path}: {'; '.join(differences)}; the policy may "
@@ -192,11 +266,16 @@ class RLPlayer:
             )
 
     def make_env(self, render_mode: str | None = None, seed: int | None = None) -> DirectRLEnv:
-        """A DirectRLEnv of the checkpoint's task at its training timing."""
+        """A DirectRLEnv of the player's task (see ``task``) at the checkpoint's timing.
+
+        Raises:
+            CheckpointError: When no task was named and the checkpoint's is not built in.
+            ValueError: When the task does not fit the checkpoint (see :meth:`check_env`).
+        """
         from kelab.rl.direct import DirectRLEnv
         from kelab.timing.config import SimulationTimingConfig
 
-        task = task_from_checkpoint(self.checkpoint)
+        task = _builtin_task(self.checkpoint) if self._task is None else self._task
         timing_meta = self.checkpoint.meta.get("timing") or {}
         timing = None
         try:

@@ -153,3 +153,96 @@ def test_a_checkpoint_played_on_another_robot_says_both_task_and_scene_differ():
     with pytest.warns(UserWarning, match=r"scene fingerprint [0-9a-f]{12} against [0-9a-f]{12}"):
         ke.RLPlayer(spec, env=env)
     env.close()
+
+
+def _policy_copy(tmp_path, source: str, task: dict) -> object:
+    """A copy of a shipped policy in ``tmp_path`` whose JSON names ``task``."""
+    import json
+    import shutil
+
+    src = shipped_policy(source)
+    meta = json.loads(src.read_text())
+    meta["task"] = task
+    shutil.copy(src.parent / meta["weights"]["file"], tmp_path / meta["weights"]["file"])
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps(meta))
+    return path
+
+
+def _hostile_module(tmp_path) -> object:
+    """``evil_task.py`` beside a checkpoint: importing it writes a marker file."""
+    marker = tmp_path / "IMPORTED"
+    (tmp_path / "evil_task.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
+        "from kelab.tasks.cartpole import CartPoleTask\n\n\n"
+        "class EvilTask(CartPoleTask):\n    pass\n"
+    )
+    return marker
+
+
+def test_a_module_a_checkpoint_names_is_never_imported(tmp_path, monkeypatch):
+    import sys
+
+    from kelab.train.checkpoint import CheckpointError
+
+    path = _policy_copy(
+        tmp_path, "kelab.tasks.cartpole:CartPoleTask", {"id": None, "class": "evil_task:EvilTask"}
+    )
+    marker = _hostile_module(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "evil_task", raising=False)
+    with pytest.raises(
+        CheckpointError,
+        match=r"trained on task 'evil_task:EvilTask', not a built-in one; KELab never "
+        r"imports code a checkpoint names: pass the task, RLPlayer\(\.\.\., task=",
+    ):
+        with ke.RLPlayer(path, render_mode=None) as player:
+            player.play(episodes=1)
+    with pytest.raises(CheckpointError, match="never imports code a checkpoint names"):
+        ke.RLPlayer(path, render_mode=None).play(episodes=1, interactive=True, max_frames=1)
+    assert not marker.exists() and "evil_task" not in sys.modules
+    # the task named by the user plays it; a task it was not trained on is an error
+    with pytest.raises(
+        ValueError,
+        match=r"was trained on task 'evil_task:EvilTask', not on .*CartPoleTask; play it with "
+        r"the task it was trained on",
+    ):
+        ke.RLPlayer(path, render_mode=None, task="CartPole-v0")
+    assert not marker.exists()
+
+
+def test_the_player_builds_the_task_the_user_names(tmp_path):
+    with ke.RLPlayer(
+        shipped_policy("kelab.tasks.cartpole:CartPoleTask"), render_mode=None, task="CartPole-v0"
+    ) as player:
+        assert player.play(episodes=1)["episodes"] == 1
+        assert type(player.env.task) is CartPoleTask
+    with pytest.raises(ValueError, match=r"has observation_dim=4, action_dim=1, but the env's"):
+        ke.RLPlayer(  # refused when made, before any env or window
+            shipped_policy("kelab.tasks.cartpole:CartPoleTask"), render_mode=None,
+            task=BallToGoalTask,
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="pass env= or task=, not both"):
+        ke.RLPlayer(
+            shipped_policy("kelab.tasks.cartpole:CartPoleTask"),
+            env=ke.DirectRLEnv(CartPoleTask()),
+            task="CartPole-v0",
+        )
+
+
+def test_kelab_play_never_imports_the_module_a_checkpoint_names(tmp_path, monkeypatch, capsys):
+    import sys
+
+    from kelab.cli import main
+
+    path = _policy_copy(
+        tmp_path, "kelab.tasks.cartpole:CartPoleTask", {"id": None, "class": "evil_task:EvilTask"}
+    )
+    marker = _hostile_module(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "evil_task", raising=False)
+    code = main(["eval", "CartPole-v0", "--checkpoint", str(path), "--episodes", "2"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "was trained on task 'evil_task:EvilTask'" in err
+    assert not marker.exists() and "evil_task" not in sys.modules
