@@ -34,6 +34,7 @@ from kelab.app.hotkeys import HOTKEYS, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import PickedBody
+from kelab.app.overlays import OverlayLayout
 from kelab.app.panel.model import PanelModel
 from kelab.app.panel_window import PanelWindow, require_imgui
 from kelab.app.recorders import Recorder, VideoRecorder
@@ -60,6 +61,14 @@ if TYPE_CHECKING:
     from kelab.sim.world import World
 
 __all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
+
+#: Wall seconds between the frames drawn while the viewport is off: (panel hidden, shown).
+VIEWPORT_OFF_PERIOD_S = (0.5, 1 / 30)
+#: What the window says while the viewport is off.
+VIEWPORT_OFF_TEXT = (
+    "Viewport rendering is off (Sim High Perf.): the World runs undrawn.",
+    "Pause (Enter) to see it, or untick Disable Viewport Rendering (F2).",
+)
 
 
 class App:
@@ -182,6 +191,10 @@ class App:
         self._alpha = 1.0
         self._prev_poses: np.ndarray | None = None
         self._physics_dt: float | None = None
+        self._last_off_frame: float | None = None
+        self.overlays = OverlayLayout()
+        """This frame's overlays: place your own with ``app.overlays.place(canvas, box)``
+        in `render`; the App's (Settings panel, notices, HUD, REC badge) keep clear."""
         self._last_pixels: np.ndarray | None = None
         self._events: list[InputEvent] = []
         self._pacer: SimulationPacer | None = None
@@ -679,6 +692,8 @@ class App:
             self._run_fixed_steps()
             if self._draws():
                 self._draw()
+            else:
+                self._draw_viewport_off()
             self._frames += 1
             self._stats.add(
                 self._wall(),
@@ -781,12 +796,45 @@ class App:
             show_contacts=self.show_contacts,
             show_joints=self.show_joints,
         )
+        self.overlays.begin_frame(self.panel_window.rects(renderer.size))
         call_hook("render", self.render, canvas, self._alpha)
         self.dragging.draw(canvas)
-        hud = draw_hud(canvas, self.stats) if self.hud_visible else None
-        self.recordings.draw_badge(canvas, [hud] if hud else [])
+        self._draw_overlays(canvas)
         if self.panel.open:
             self.panel_window.frame(renderer)  # sample the plots, build the ImGui frame
         renderer.end_frame()
         self._drawn += 1
         call_hook("post_render", self.post_render)
+
+    def _draw_overlays(self, canvas: Canvas) -> None:
+        """The App's own text, each placed clear of the rest (`OverlayLayout`)."""
+        lay = self.overlays
+        notice = self.panel_window.notice()
+        if notice is not None:
+            lay.notice(canvas, [notice], (255, 200, 120))
+        if self.hud_visible:
+            lay.add(draw_hud(canvas, self.stats, lay.rects))
+        self.recordings.draw_badge(canvas, lay.rects)
+
+    def _draw_viewport_off(self) -> None:
+        """With the viewport off: a plain frame saying so, the App's overlays and the panel.
+
+        Drawn at most every `VIEWPORT_OFF_PERIOD_S` wall seconds (30 Hz while the
+        Settings panel is open, so it keeps answering clicks), never the World.
+        """
+        now = self._wall()
+        period = VIEWPORT_OFF_PERIOD_S[self.panel.open]
+        if self._last_off_frame is not None and now - self._last_off_frame < period:
+            return
+        self._last_off_frame = now
+        renderer = self.renderer
+        assert renderer is not None
+        renderer.begin_frame()
+        canvas = renderer.canvas
+        canvas.clear(self.background)
+        self.overlays.begin_frame(self.panel_window.rects(renderer.size))
+        self.overlays.notice(canvas, list(VIEWPORT_OFF_TEXT), (255, 200, 120))
+        self._draw_overlays(canvas)
+        if self.panel.open:
+            self.panel_window.frame(renderer)
+        renderer.end_frame()

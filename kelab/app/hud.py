@@ -6,10 +6,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kelab.app.overlays import Rect, draw_notice, free_corner
+
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
 
-__all__ = ["AppStats", "FrameStats", "draw_hud", "draw_recording_badge", "free_corner"]
+__all__ = [
+    "AppStats",
+    "FrameStats",
+    "Rect",
+    "draw_hud",
+    "draw_recording_badge",
+    "free_corner",
+]
 
 
 @dataclass(frozen=True)
@@ -86,77 +95,26 @@ class FrameStats:
         return fps, (s1 - s0) / span, rates
 
 
-Rect = tuple[int, int, int, int]
-
-
-def _overlap(a: Rect, b: Rect) -> int:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    return max(w, 0) * max(h, 0)
-
-
-def free_corner(
-    size: tuple[int, int], box: tuple[int, int], avoid: list[Rect], margin: int = 6
+def draw_hud(
+    canvas: Canvas, stats: AppStats, avoid: list[Rect] | None = None, size: int = 14
 ) -> Rect:
-    """Place a ``box`` (w, h) in the frame corner that overlaps ``avoid`` the least.
+    """Draw the stats as text over a dark panel placed by the overlay rule.
 
-    Corners are tried top-right, top-left, bottom-right, bottom-left; the first with no
-    overlap wins, else the one with the least overlapping area.
-
-    Args:
-        size: Frame ``(width, height)`` in pixels.
-        box: ``(width, height)`` of the thing to place.
-        avoid: Rectangles ``(x0, y0, x1, y1)`` to keep clear (e.g. ``canvas.text_boxes()``).
-        margin: Pixels from the frame edges.
-
-    Returns:
-        The placed rectangle ``(x0, y0, x1, y1)``.
-    """
-    fw, fh = size
-    w, h = box
-    xs = (fw - margin - w, margin)
-    ys = (margin, fh - margin - h)
-    best: tuple[int, Rect] | None = None
-    for y in ys:
-        for x in xs:
-            rect = (x, y, x + w, y + h)
-            cost = sum(_overlap(rect, r) for r in avoid)
-            if cost == 0:
-                return rect
-            if best is None or cost < best[0]:
-                best = (cost, rect)
-    assert best is not None
-    return best[1]
-
-
-def draw_hud(canvas: Canvas, stats: AppStats, size: int = 14) -> Rect:
-    """Draw the stats as text over a dark panel in a corner free of the frame's text.
-
-    The App draws the HUD after the user's ``render``: the panel goes to the first corner
-    (top-right, top-left, bottom-right, bottom-left) where it covers none of the text
-    drawn so far this frame (``canvas.text_boxes()``).
+    The App draws the HUD after the user's ``render``: the panel goes to the first free
+    corner (top-right, top-left, bottom-right, bottom-left), else stacked past what is
+    there (`kelab.app.overlays.free_corner`), clear of the text drawn so far this frame
+    (``canvas.text_boxes()``) and of ``avoid`` (the Settings panel, other overlays).
 
     Args:
         canvas: The frame's canvas.
         stats: What to show.
+        avoid: Rectangles to keep clear besides the frame's text.
         size: Font size in pixels.
 
     Returns:
         The panel's screen rectangle ``(x0, y0, x1, y1)``.
     """
-    from kelab.render.scenery import PALETTE
-
-    lines = stats.lines()
-    line_h = size + 3
-    pad = 6
-    widths = [canvas.text_size(s, size)[0] for s in lines]
-    box = (max(widths) + 2 * pad, pad + line_h * len(lines) + pad // 2)
-    rect = free_corner(canvas.camera.size, box, canvas.text_boxes())
-    canvas.screen_rect(rect, PALETTE["panel"])
-    for i, text in enumerate(lines):
-        pos = (rect[0] + pad, rect[1] + pad // 2 + 2 + i * line_h)
-        canvas.text(pos, text, PALETTE["panel_text"], size=size, screen_space=True)
-    return rect
+    return draw_notice(canvas, stats.lines(), list(avoid or []), size=size)
 
 
 def draw_recording_badge(

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from kelab._validate import check_bool
+from kelab.app.overlays import Rect, panel_rect
 
 if TYPE_CHECKING:
     from kelab.app.app import App
@@ -32,6 +33,8 @@ __all__ = ["PanelWindow", "require_imgui"]
 
 #: How to get the Settings panel's toolkit (appended to the errors that need it).
 INSTALL_HINT = "install it with pip install 'kelab[panel]'"
+#: Seconds the window shows the notice after F2 without imgui-bundle.
+NOTICE_S = 6.0
 
 
 def require_imgui(what: str) -> None:
@@ -64,6 +67,7 @@ class PanelWindow:
         """The panel's model (the App's ``panel``)."""
         self._host: PanelHost | None = None
         self._wall: float | None = None
+        self._notice_since: float | None = None
 
     @property
     def host(self) -> PanelHost | None:
@@ -83,16 +87,41 @@ class PanelWindow:
         self.model.open = value
 
     def toggle(self) -> None:
-        """Show or hide the panel (F2); a missing imgui-bundle is a warning, not an error."""
+        """Show or hide the panel (F2).
+
+        A missing imgui-bundle is a warning and, for `NOTICE_S` seconds, a one-line
+        notice in the window (`notice`) naming the install command; never an error.
+        """
         try:
             self.open = not self.model.open
         except RuntimeError as exc:
             warnings.warn(str(exc), stacklevel=3)
+            self._notice_since = self._wall_clock()
+
+    def notice(self) -> str | None:
+        """The notice the window shows now (after F2 without imgui-bundle), or None."""
+        since = self._notice_since
+        if since is None or self._wall_clock() - since >= NOTICE_S:
+            return None
+        return "The Settings panel (F2) needs imgui-bundle: pip install 'kelab[panel]'"
 
     def load(self) -> None:
         """Apply the settings file (when the window opens); a bad file is a warning."""
         if not self.model.load() and self.model.settings_error:
             warnings.warn(self.model.settings_error, stacklevel=4)
+
+    def rects(self, display: tuple[int, int]) -> list[Rect]:
+        """The panel's window as an overlay to keep clear (none while it is hidden).
+
+        Its last drawn rectangle (the user may have moved it), else where it opens.
+        """
+        if not self.model.open:
+            return []
+        if self._host is not None:
+            x, y, w, h = self._host.ui.rect
+            if w > 0 and h > 0:
+                return [(x, y, x + w, y + h)]
+        return [panel_rect(display)]
 
     def feed(self, event: InputEvent) -> bool:
         """Offer an input event to the panel; True if the panel consumed it."""

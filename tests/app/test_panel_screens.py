@@ -265,3 +265,51 @@ def test_the_footer_says_saved_only_for_a_file_that_exists(tmp_path):
     app.renderFrameOnce()
     assert ui.footer == "s.kelab.json (not saved yet)"
     app.close()
+
+
+def _click(app, clock, pos, frames=3):
+    """A real click at ``pos``: move, press, release, each in its own frame."""
+    for kind in ("mouse_move", "mouse_down", "mouse_up"):
+        app.inject_event(ke.InputEvent(kind, button=None if kind == "mouse_move" else 1, pos=pos))
+        clock.advance(0.05)
+        app.renderFrameOnce()
+    for _ in range(frames):
+        clock.advance(0.05)
+        app.renderFrameOnce()
+
+
+@pytest.mark.parametrize("backend", ["gl", "pygame"])
+def test_with_the_viewport_off_the_panel_still_answers_and_the_window_says_so(
+    tmp_path, backend, real_window
+):
+    clock = FakeClock()
+    app = make_app(
+        clock,
+        backend=backend,
+        headless=False,
+        world=ke.World(ball_scene(2)),
+        panel=True,
+        size=(800, 500),
+        time_mode=HIGH,
+        settings=tmp_path / "s.kelab.json",
+    )
+    clock.advance(0.05)
+    app.renderFrameOnce()
+    assert app.panel.set_disable_viewport_rendering(True)
+    drawn = app.drawn_frames
+    tab = app.panel_window.host.ui.tabs["Scripts"]
+    _click(app, clock, ((tab[0] + tab[2]) // 2, (tab[1] + tab[3]) // 2))
+    assert app.panel.page == "Scripts"  # the click reached the panel
+    assert app.drawn_frames == drawn and app.clock.steps >= 7  # the World ran undrawn
+    img = app.read_rgb_pixels()
+    (panel,) = app.panel_window.rects((800, 500))
+    notice = app.overlays.rects[1]
+    assert not (notice[2] > panel[0] and notice[0] < panel[2] and notice[3] > panel[1])
+    x0, y0, x1, y1 = notice
+    assert len(np.unique(img[y0:y1, x0:x1].reshape(-1, 3), axis=0)) > 4  # its text
+    rest = np.ones(img.shape[:2], dtype=bool)
+    for r in (panel, notice):
+        rest[r[1] : r[3], r[0] : r[2]] = False
+    assert (img[rest] == app.background).all()  # no World drawn: the plain background
+    app.write_pixels_png(tmp_path.parent / f"viewport_off_{backend}.png")
+    app.close()

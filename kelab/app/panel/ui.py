@@ -11,6 +11,7 @@ from typing import Any
 
 from imgui_bundle import imgui, implot
 
+from kelab.app.overlays import panel_rect
 from kelab.app.panel.model import FRAME_SIGNALS, BindingRow, PanelModel, signal_groups
 from kelab.app.panel.settings import PAGES, RECORDER_KINDS
 from kelab.timing.config import TimeMode
@@ -57,6 +58,8 @@ class PanelUI:
         self._plot_data: dict[str, Any] = {}
         self._stats_text = ""
         self._new_name = ""
+        self.tabs: dict[str, tuple[int, int, int, int]] = {}
+        """Each page tab's screen rectangle ``(x0, y0, x1, y1)`` as drawn last frame."""
         self.footer = ""
         """The footer's file line as drawn last frame (``name (saved)``...)."""
 
@@ -100,11 +103,10 @@ class PanelUI:
         """Draw the panel window for this frame."""
         m = self.model
         # top right, about 60 % of the height: the scene stays visible on the left
-        w = min(self.width, max(120, display[0] - 16))
-        h = min(display[1] - 16, max(300, int(0.62 * display[1])))
+        x0, y0, x1, y1 = panel_rect(display, self.width)
         first = imgui.Cond_.first_use_ever.value
-        imgui.set_next_window_pos(imgui.ImVec2(max(8, display[0] - w - 8), 8), first)
-        imgui.set_next_window_size(imgui.ImVec2(w, max(120, h)), first)
+        imgui.set_next_window_pos(imgui.ImVec2(x0, y0), first)
+        imgui.set_next_window_size(imgui.ImVec2(x1 - x0, y1 - y0), first)
         flags = imgui.WindowFlags_.no_collapse.value
         imgui.begin("Settings (F2)", None, flags)
         pos, size = imgui.get_window_pos(), imgui.get_window_size()
@@ -119,6 +121,8 @@ class PanelUI:
                 imgui.same_line()
             if imgui.selectable(page, m.page == page, 0, imgui.ImVec2(col, 0))[0]:
                 m.set_page(page)
+            lo, hi = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+            self.tabs[page] = (int(lo.x), int(lo.y), int(hi.x), int(hi.y))
         imgui.separator()
         page = m.page
         self.rows[page] = []
