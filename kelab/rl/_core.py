@@ -8,7 +8,6 @@ docs/rl.md on batched numpy; ``Presenter`` renders and paces according to the ru
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_copies, check_int, check_number, check_seed, is_int
+from kelab.rl._contract import (
+    EpisodeBook,
+    check_actions,
+    check_reset_seed,
+    check_success_rule,
+    copies_text,
+)
 from kelab.rl._seeding import pcg64_states
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
@@ -27,7 +33,7 @@ from kelab.rl.terminations import (
 )
 from kelab.sim.scene import Robot, SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
-from kelab.sim.world import MAX_LOG_STEPS, World
+from kelab.sim.world import MAX_EPISODE_LOG_STEPS, MAX_LOG_STEPS, World
 from kelab.timing.config import (
     MAX_DECIMATION,
     SIM_DT_RANGE,
@@ -179,12 +185,6 @@ def _world_rng_sequences(seed: int | Sequence[int], n: int, offset: int = 0) -> 
     return _seed_sequences(seed, n, (), offset)
 
 
-def _copies(mask: np.ndarray, limit: int = 10) -> str:
-    ids = np.flatnonzero(mask).tolist()
-    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
-    return f"{ids[:limit]}{more}"
-
-
 class EnvCore:
     """Builds the World of a task and runs the step order on ``num_envs`` copies.
 
@@ -226,10 +226,7 @@ class EnvCore:
         num_envs, seed, num_threads, layout = check_copies(num_envs, seed, num_threads, layout)
         env_spacing = check_number(env_spacing, "env_spacing", low=0.0, unit="metres")
         self.copy_offset = check_seed(copy_offset, "copy_offset")
-        if success_rule is not None and not isinstance(success_rule, SuccessRule):
-            raise ValueError(
-                f"success must be a rule marked with @ke.success, got {success_rule!r}"
-            )
+        success_rule = check_success_rule(success_rule, "success")
         self.task = task
         self.num_envs = n = num_envs
         self.timing = timing
@@ -248,15 +245,18 @@ class EnvCore:
             seed=seed,
             num_threads=num_threads,
             layout=layout,
-            # an episode never outlasts the replay log, so no copy is rebased mid-episode
-            max_log_steps=max(MAX_LOG_STEPS, (self.max_episode_length + 1) * timing.decimation),
+            # episodes up to MAX_EPISODE_LOG_STEPS physics steps are never rebased midway;
+            # longer ones are, so the log stays bounded (issue #25.6)
+            max_log_steps=min(
+                MAX_EPISODE_LOG_STEPS,
+                max(MAX_LOG_STEPS, (self.max_episode_length + 1) * timing.decimation),
+            ),
         )
         self.robots = self._bind_robots()
 
-        self.episode_length_buf = np.zeros(n, dtype=np.int64)
-        self.returns = np.zeros(n, dtype=np.float64)
-        #: wall clock (time.perf_counter) at each copy's episode start, for info["episode"]["t"]
-        self.episode_start_wall = np.full(n, time.perf_counter())
+        #: the episode counters and whether the env is in step (kelab/rl/_contract.py)
+        self.book = EpisodeBook(n)
+        self.episode_length_buf = self.book.episode_length_buf  # the task's reference too
         self.task_rngs = [
             np.random.default_rng(s) for s in _task_rng_sequences(seed, n, self.copy_offset)
         ]
@@ -267,7 +267,6 @@ class EnvCore:
                 set_rng_state(gen, rng_state(np.random.default_rng(seq)))
         self.all_ids = np.arange(n, dtype=np.int64)
         self.validator = TerminationValidator(n)
-        self.started = False
         self.on_episode_end: Callable[[], None] | None = None
         """Called in a step where an episode ended, before its copy restarts: the World
         still shows the finished episode (DirectRLEnv draws its last frame there)."""
@@ -333,64 +332,15 @@ class EnvCore:
             set_rng_state(self.task_rngs[i], rng_state(np.random.default_rng(task_seqs[i])))
             set_rng_state(self.world.rngs[i], rng_state(np.random.default_rng(world_seqs[i])))
 
-    #: Why the last step() failed (None: it did not); step() refuses until reset().
-    _failure: str | None = None
+    @property
+    def started(self) -> bool:
+        """Whether every copy is in step (reset, and no step or reset raised since)."""
+        return self.book.started
 
     # ------------------------------------------------------------------ checks
     def check_actions(self, actions: Any, single: bool = False) -> np.ndarray:
-        """Return the task's own float32 copy of the actions, clipped to [-1, 1].
-
-        Args:
-            actions: ``(num_envs, action_dim)`` real numbers (bool, int or float arrays).
-            single: Check one copy's ``(action_dim,)`` action (DirectRLEnv); the result
-                is still ``(1, action_dim)``.
-
-        Raises:
-            ValueError: For strings, complex numbers or other non-reals, a wrong shape,
-                NaN/infinite values, or finite values beyond float32's range (naming the
-                copies).
-        """
-        shape = (self.act_dim,) if single else (self.num_envs, self.act_dim)
-        what = "action" if single else "actions"
-        src = actions
-        if not isinstance(src, np.ndarray):
-            try:
-                src = np.asarray(actions)
-            except (TypeError, ValueError):
-                src = None
-        if src is None or isinstance(actions, (str, bytes)) or src.dtype.kind not in "biuf":
-            if isinstance(actions, (str, bytes, complex)):
-                got = f"the {type(actions).__name__} {actions!r:.80}"
-            else:
-                got = describe_array(src if src is not None else actions)
-            raise ValueError(
-                f"{what} must be real numbers (a float array) of shape {shape}, got {got}"
-            )
-        if src.shape != shape:
-            extra = "" if single else " (copies, action_dim)"
-            raise ValueError(f"{what} must have shape {shape}{extra}, got {src.shape}")
-        with np.errstate(over="ignore"):
-            a = src.astype(np.float32).reshape(-1, self.act_dim)  # a copy: the task owns it
-        if not np.isfinite(a).all():
-            bad = ~np.isfinite(a).all(axis=1)
-            src_rows = np.asarray(src, dtype=np.float64).reshape(-1, self.act_dim)
-            nonfinite = ~np.isfinite(src_rows).all(axis=1)
-            where = "" if single else " for copies "
-            if nonfinite.any():
-                ids = "" if single else _copies(nonfinite)
-                raise ValueError(
-                    f"{what} contain{'s' if single else ''} NaN or infinite values{where}{ids}; "
-                    f"{what} must be finite"
-                )
-            big = float(np.abs(src_rows[bad]).max())
-            ids = "" if single else _copies(bad)
-            raise ValueError(
-                f"{what} out of float32 range{where}{ids} (largest magnitude {big:.3g} > "
-                f"{float(np.finfo(np.float32).max):.3g}); {what} are clipped to [-1, 1], so "
-                "scale them into that range"
-            )
-        np.clip(a, -1.0, 1.0, out=a)
-        return a
+        """The task's own float32 copy of the actions, clipped to [-1, 1] (`check_actions`)."""
+        return check_actions(actions, self.num_envs, self.act_dim, single)
 
     def _float_batch(self, value: Any, method: str, shape: tuple[int, ...]) -> np.ndarray:
         if not isinstance(value, np.ndarray) or value.dtype.kind not in "fiub":
@@ -410,7 +360,7 @@ class EnvCore:
                 finite = finite.all(axis=1)
             raise TaskError(
                 f"{type(self.task).__name__}.{method} returned NaN or infinite values for "
-                f"copies {_copies(~finite)}"
+                f"copies {copies_text(~finite)}"
             )
         return out
 
@@ -421,25 +371,27 @@ class EnvCore:
 
     # ------------------------------------------------------------------ the step order
     def reset(self, seed: int | Sequence[int] | None = None) -> np.ndarray:
-        """Start a new episode in every copy: reset_idx(all), then get_observations()."""
-        self.started = False  # until this reset completes
-        self._failure = None
+        """Start a new episode in every copy: reset_idx(all), then get_observations().
+
+        Args:
+            seed: None continues every copy's streams; an int or one seed per copy
+                re-seeds them (checked before anything changes: `check_reset_seed`).
+        """
+        seed = check_reset_seed(seed, self.num_envs)
+        self.book.begin_reset(None)  # out of step until this reset completes
         if seed is not None:
             self.reseed(seed)
         self.world.reset_envs(None)
-        self.episode_length_buf[:] = 0
-        self.returns[:] = 0.0
-        self.episode_start_wall[:] = time.perf_counter()
         self.task.reset_idx(self.all_ids.copy())
         obs = self.observe()
-        self.started = True
+        self.book.reset_done()
         return obs
 
     def reset_some(self, ids: np.ndarray, seed: int | Sequence[int] | None = None) -> np.ndarray:
         """Start a new episode in the copies ``ids`` only; the others go on untouched.
 
         Args:
-            ids: Sorted, distinct int64 copy indices (validated by the caller).
+            ids: Sorted, distinct int64 copy indices (validated by the caller: `reset_ids`).
             seed: None continues the copies' streams; an int or one seed per copy re-seeds
                 the listed copies exactly as a full ``reset(seed)`` would.
 
@@ -450,22 +402,14 @@ class EnvCore:
             RuntimeError: Before the first full reset, or after a failed step (the copies
                 are out of step: only a full reset repairs that).
         """
-        if not self.started:
-            raise RuntimeError(
-                (self._failure or "call reset() before a partial reset")
-                + "; a partial reset needs every copy in step: call reset() without options"
-            )
+        seed = check_reset_seed(seed, self.num_envs)
+        self.book.begin_reset(ids)  # refused unless in step; a hook that raises: out of step
         if seed is not None:
             self.reseed(seed, ids)
         self.world.reset_envs(ids)
-        self.episode_length_buf[ids] = 0
-        self.returns[ids] = 0.0
-        self.episode_start_wall[ids] = time.perf_counter()
-        self.started = False  # a hook that raises leaves the copies out of step
-        self._failure = "a partial reset raised; call reset() before step()"
         self.task.reset_idx(ids.copy())
         obs = self.observe()
-        self.started, self._failure = True, None
+        self.book.reset_done()
         return obs
 
     def step(
@@ -477,20 +421,12 @@ class EnvCore:
             ``(obs, rewards, terminated, truncated, ends)``: ``ends`` is empty when no
             episode ended, else it describes the finished episodes (see ``_ends``).
         """
-        if not self.started:
-            raise RuntimeError(self._failure or "call reset() before step()")
+        self.book.check_step()
         acts = self.check_actions(actions)  # refused actions change nothing
         try:
             return self._advance(acts)
         except BaseException as exc:
-            # The World may have advanced while the episode counters did not: the copies
-            # are out of step. Refuse to go on until reset() (or restore()).
-            self.started = False
-            self._failure = (
-                f"the last step() raised {type(exc).__name__}: {exc}; the World may have "
-                "advanced without the episode counters, so the environment is out of step: "
-                "call reset() (or restore() a snapshot) before step()"
-            )
+            self.book.failed(exc)  # refuse to go on until reset() (or restore())
             raise
 
     def _advance(
@@ -506,8 +442,7 @@ class EnvCore:
         names, conditions, task_truncated = self.validator(task.get_dones())
         rewards = self._float_batch(task.get_rewards(), "get_rewards()", (n,))
         obs = self.observe()
-        self.episode_length_buf += 1
-        self.returns += rewards
+        self.book.count(rewards)
         time_up = self.episode_length_buf >= self.max_episode_length
         terminated = conditions.any(axis=0) if names else np.zeros(n, dtype=bool)
         truncated = task_truncated | time_up
@@ -519,9 +454,7 @@ class EnvCore:
             if self.on_episode_end is not None:
                 self.on_episode_end()
             task.reset_idx(ids.copy())
-            self.episode_length_buf[ids] = 0
-            self.returns[ids] = 0.0
-            self.episode_start_wall[ids] = time.perf_counter()
+            self.book.restart(ids)
             obs = self.observe()
         return obs, rewards, terminated, truncated, ends
 
@@ -549,9 +482,7 @@ class EnvCore:
             "mask": done.copy(),
             "final_obs": final_obs,
             "ended_by": ended_by,
-            "episode_return": self.returns.copy(),
-            "episode_length": self.episode_length_buf.copy(),
-            "episode_wall_s": np.round(time.perf_counter() - self.episode_start_wall, 6),
+            **self.book.ended(),
             "names": names,
         }
         if self.success_rule is not None:
@@ -567,14 +498,14 @@ class EnvCore:
         wsnap = self.world.snapshot()
         arrays = {f"world/{k}": v for k, v in wsnap.arrays.items()}
         arrays["env/episode_length_buf"] = self.episode_length_buf.copy()
-        arrays["env/returns"] = self.returns.copy()
+        arrays["env/returns"] = self.book.returns.copy()
         for key, value in self.task.state_dict().items():
             arrays[f"task/{key}"] = value
         meta = {
             "world": wsnap.meta,
             "task_rngs": [rng_state(g) for g in self.task_rngs],
             "condition_names": None if self.validator.names is None else list(self.validator.names),
-            "started": self.started,
+            "started": self.book.started,
         }
         return Snapshot(wsnap.fingerprint, wsnap.step_count, wsnap.sim_time, arrays, meta)
 
@@ -603,7 +534,7 @@ class EnvCore:
         )
         self.world.restore(wsnap)
         self.episode_length_buf[:] = arrays["env/episode_length_buf"]
-        self.returns[:] = arrays["env/returns"]
+        self.book.returns[:] = arrays["env/returns"]
         self.task.load_state_dict(
             {k[len("task/") :]: np.array(v) for k, v in arrays.items() if k.startswith("task/")}
         )
@@ -611,8 +542,8 @@ class EnvCore:
             set_rng_state(gen, state)
         names = snap.meta["condition_names"]
         self.validator.names = None if names is None else tuple(names)
-        self.started = bool(snap.meta["started"])
-        self._failure = None
+        self.book.started = bool(snap.meta["started"])
+        self.book.failure = None
 
     def close(self) -> None:
         """Release the world's threads."""
@@ -834,9 +765,7 @@ class CoreBackedEnv:
 
     @success_rule.setter
     def success_rule(self, rule: SuccessRule | None) -> None:
-        if rule is not None and not isinstance(rule, SuccessRule):
-            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
-        self._core.success_rule = rule
+        self._core.success_rule = check_success_rule(rule)
 
     @property
     def condition_names(self) -> tuple[str, ...]:

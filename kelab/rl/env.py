@@ -7,7 +7,7 @@ same step (``AutoresetMode.SAME_STEP``). See docs/rl.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium
@@ -15,7 +15,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab._validate import check_bool, check_seed, is_int
+from kelab._validate import check_bool, is_int
+from kelab.rl._contract import check_reset_seed, reset_ids
 from kelab.rl._core import (
     CoreBackedEnv,
     EnvCore,
@@ -25,8 +26,7 @@ from kelab.rl._core import (
     resolve_timing,
 )
 from kelab.rl.success import SuccessRule
-from kelab.rl.task import Task, check_env_ids, validate_task_class
-from kelab.rl.terminations import describe_array
+from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
 from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
@@ -262,12 +262,16 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
             ``(obs, {})``.
 
         Raises:
-            ValueError: For options that are not a dict, or env_ids / reset_mask that are
-                not valid copies (floats, strings, repeats, out of range, no copy).
+            ValueError: For options that are not a dict, env_ids / reset_mask that are
+                not valid copies (floats, strings, repeats, out of range, no copy), or a
+                seed that is not None, an int >= 0 or one per copy; nothing changes then.
+            RuntimeError: For a partial reset before the first reset or after a failed
+                step (only a full reset puts every copy back in step).
         """
-        ids = self._partial_ids(options)
+        ids = reset_ids(options, self.num_envs)
+        seed = check_reset_seed(seed, self.num_envs)
         if is_int(seed):
-            super().reset(seed=check_seed(seed))
+            super().reset(seed=seed)
         if ids is not None:
             obs = self._core.reset_some(ids, seed)
             self._presenter.after_reset()
@@ -276,32 +280,18 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         self._presenter.after_reset()
         return obs, {}
 
-    def _partial_ids(self, options: object) -> np.ndarray | None:
-        """The sorted copies a ``reset(options=...)`` names, or None for every copy."""
-        if options is None:
-            return None
-        if not isinstance(options, Mapping):
-            raise ValueError(f"reset(options=...) must be None or a dict, got {options!r:.80}")
-        if "env_ids" in options and "reset_mask" in options:
-            raise ValueError("reset(options=...): give env_ids or reset_mask, not both")
-        n = self.num_envs
-        if "env_ids" in options:
-            where = "reset(options={'env_ids': ...})"
-            ids = check_env_ids(options["env_ids"], n, where)
-        elif "reset_mask" in options:
-            mask = options["reset_mask"]
-            if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (n,):
-                raise ValueError(
-                    f"reset(options={{'reset_mask': ...}}) must be a numpy bool array of shape "
-                    f"({n},), got {describe_array(mask)}"
-                )
-            ids = np.flatnonzero(mask).astype(np.int64)
-            where = "reset(options={'reset_mask': ...})"
-        else:
-            return None
-        if ids.size == 0:
-            raise ValueError(f"{where} names no copy; name at least one, or pass options=None")
-        return np.sort(ids)
+    def observations(self) -> np.ndarray:
+        """Every copy's observation now, as ``reset()`` and ``step()`` return them.
+
+        Calls the task's ``get_observations()`` (checked as in a step) and changes nothing
+        else; what a partial reset returns for the copies it leaves alone.
+        ``ke.RayLearningEnv``'s partial reset asks it of the workers none of whose
+        copies are reset, so their tasks are called exactly as in one LearningEnv.
+
+        Raises:
+            TaskError: When the task returns invalid observations.
+        """
+        return self._core.observe()
 
     def step(
         self, actions: Any

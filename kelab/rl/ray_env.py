@@ -16,7 +16,6 @@ imported only when a ``RayLearningEnv`` is made.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,13 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
+from kelab.rl._contract import (
+    EpisodeBook,
+    check_actions,
+    check_reset_seed,
+    check_success_rule,
+    reset_ids,
+)
 from kelab.rl._core import RAY_SNAPSHOT_KIND
 from kelab.rl.ray_channel import EndsJoin, StepReply
 from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
@@ -188,6 +194,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         )
         if ray_init is not None and not isinstance(ray_init, Mapping):
             raise ValueError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
+        rule = check_success_rule(env_kwargs.get("success"), "success")
 
         try:
             import ray  # the optional dependency
@@ -241,11 +248,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.timing: SimulationTimingConfig = d["timing"]
         self.layout: str = d["layout"]
         self.fingerprint: str = d["fingerprint"]
-        rule = env_kwargs.get("success")
+        self._act_dim = int(self.single_action_space.shape[0])
         self._success_rule: SuccessRule | None = rule if rule is not None else task.success_rule
-        self._ebuf = np.zeros(num_envs, dtype=np.int64)
-        self._returns = np.zeros(num_envs, dtype=np.float64)
-        self._wall_start = np.zeros(num_envs, dtype=np.float64)  # episode starts (perf_counter)
+        #: the episode counters and whether the env is in step, kept as LearningEnv keeps
+        #: them (kelab/rl/_contract.py), from the workers' joined replies
+        self._book = EpisodeBook(num_envs)
         self._obs: np.ndarray | None = None  # the last observation returned
         self._condition_names: tuple[str, ...] = ()
 
@@ -263,7 +270,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     @property
     def episode_length_buf(self) -> np.ndarray:
         """Steps taken in each copy's current episode (int64 ``(num_envs,)``)."""
-        return self._ebuf
+        return self._book.episode_length_buf
 
     @property
     def success_rule(self) -> SuccessRule | None:
@@ -272,8 +279,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
 
     @success_rule.setter
     def success_rule(self, rule: SuccessRule | None) -> None:
-        if rule is not None and not isinstance(rule, SuccessRule):
-            raise ValueError(f"success_rule must be marked with @ke.success, got {rule!r}")
+        check_success_rule(rule)
         self._call_all("set_success_rule", [(rule,)] * self.num_workers)
         self._success_rule = rule
 
@@ -346,53 +352,44 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         seed: int | Sequence[int] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start a new episode in every copy (same seeding as ``LearningEnv.reset``).
+        """Start a new episode in every copy, or only in some: ``LearningEnv.reset`` exactly.
 
         Args:
             seed: None continues every copy's random stream; an int re-seeds all copies
                 (copy ``i`` from ``(seed, i)``, ``i`` the global index); a list gives one
-                seed per copy.
-            options: Unused (accepted for Gymnasium compatibility).
+                seed per copy. With a partial reset only the reset copies are re-seeded,
+                exactly as a full reset would re-seed them.
+            options: None, or a dict; ``{"env_ids": [i, ...]}`` (distinct ints in
+                ``[0, num_envs)``) or ``{"reset_mask": bool array (num_envs,)}`` reset
+                only those copies (in whichever workers hold them; the others go on
+                untouched, and their observations are returned as they are).
 
         Returns:
             ``(obs, {})``.
+
+        Raises:
+            ValueError: For bad options or seeds, in ``LearningEnv``'s words; nothing
+                changes then.
+            RuntimeError: For a partial reset before the first reset or after a failed
+                step, or while the env is closed.
         """
+        n = self.num_envs
+        ids = reset_ids(options, n)
+        seed = check_reset_seed(seed, n)
+        self._live_pool()
+        self._book.begin_reset(ids)  # refuses a partial reset out of step
         self._drain()
-        if seed is None or is_int(seed):
-            if seed is not None:
-                super().reset(seed=int(seed))
-            args: list[tuple] = [(None if seed is None else int(seed),)] * self.num_workers
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError(
-                    f"reset(seed=[...]) needs one seed per copy: {self.num_envs}, got {len(seeds)}"
-                )
-            args = [(seeds[a:b],) for a, b in self.ranges]
-        parts = self._call_all("reset", args, sets_state=True)
-        self._ebuf[:] = 0
-        self._returns[:] = 0.0
-        self._wall_start[:] = time.perf_counter()
+        if is_int(seed):
+            super().reset(seed=seed)
+        seeds = [seed[a:b] if isinstance(seed, list) else seed for a, b in self.ranges]
+        if ids is None:
+            parts = self._call_all("reset", [(s, None) for s in seeds], sets_state=True)
+        else:  # each worker resets its own copies of ids (local indices); the others observe
+            local = [(ids[(ids >= a) & (ids < b)] - a).tolist() for a, b in self.ranges]
+            parts = self._call_all("reset", list(zip(seeds, local, strict=True)))
+        self._book.reset_done()
         self._obs = np.concatenate(parts, axis=0)
         return self._obs, {}
-
-    def _check_actions(self, actions: npt.ArrayLike) -> np.ndarray:
-        shape = (self.num_envs, self.single_action_space.shape[0])
-        try:
-            a = np.asarray(actions, dtype=np.float32)
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"actions must be numbers of shape {shape}, got {type(actions).__name__}"
-            ) from None
-        if a.shape != shape:
-            raise ValueError(f"actions must have shape {shape} (copies, action_dim), got {a.shape}")
-        if not np.isfinite(a).all():
-            bad = np.flatnonzero(~np.isfinite(a).all(axis=1)).tolist()
-            raise ValueError(
-                f"actions contain NaN or infinite values for copies {bad[:10]}"
-                f"{' and more' if len(bad) > 10 else ''}; actions must be finite"
-            )
-        return a
 
     def step_async(self, actions: npt.ArrayLike) -> None:
         """Send every worker its rows of ``actions`` and return at once.
@@ -406,11 +403,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """
         if self.closed:
             raise RuntimeError("this RayLearningEnv is closed; create a new one")
-        if self._obs is None:
-            raise RuntimeError("call reset() before step()")
         if self._pending is not None:
             raise RuntimeError("a step is in flight: call step_wait() before the next step")
-        a = self._check_actions(actions)
+        self._book.check_step()
+        a = check_actions(actions, self.num_envs, self._act_dim)  # LearningEnv's check
         self._pending = self._live_pool().send(a)
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
@@ -439,15 +435,15 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             if part.ends:
                 join.add(lo, part.ends)
 
-        self._live_pool().collect(pending, put)
+        try:
+            self._live_pool().collect(pending, put)
+        except BaseException as exc:
+            self._book.failed(exc)  # as LearningEnv: refuse to go on until reset()
+            raise
         info = join.info()
-        self._ebuf += 1
-        self._returns += rewards
+        self._book.count(rewards)
         if info:
-            done = info["_ended_by"]
-            self._ebuf[done] = 0
-            self._returns[done] = 0.0
-            self._wall_start[done] = time.perf_counter()
+            self._book.restart(np.flatnonzero(info["_ended_by"]))
         self._obs = obs
         return obs, rewards, terminated, truncated, info
 
@@ -483,15 +479,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         n = b - a
         seq = np.random.SeedSequence(self.seed_value, spawn_key=(_RESTART_STREAM, pool.restarts, k))
         seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
-        obs = pool.retry(k, "reset", (seeds,))
+        obs = pool.retry(k, "reset", (seeds, None))
+        # the step never completed: the episode ends where the last reply left it
+        counters = {k: v[a:b] for k, v in self._book.ended().items()}
         ends: dict[str, Any] = {  # compact_ends's form; the join zeroes these counters
             "ids": np.arange(n),
             "final_obs": self._obs[a:b].copy(),
             "ended_by": [CUT_SHORT] * n,
-            # the step never completed: the episode ends where the last reply left it
-            "episode_return": self._returns[a:b].copy(),
-            "episode_length": self._ebuf[a:b].copy(),
-            "episode_wall_s": np.round(time.perf_counter() - self._wall_start[a:b], 6),
+            **counters,
         }
         if self._success_rule is not None:
             ends["is_success"] = np.zeros(n, dtype=bool)
@@ -530,8 +525,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         arrays = {
             f"worker/{k:04d}": np.frombuffer(blob, dtype=np.uint8) for k, blob in enumerate(blobs)
         }
-        arrays["driver/episode_length_buf"] = self._ebuf.copy()
-        arrays["driver/returns"] = self._returns.copy()
+        arrays["driver/episode_length_buf"] = self._book.episode_length_buf.copy()
+        arrays["driver/returns"] = self._book.returns.copy()
         if self._obs is not None:
             arrays["driver/obs"] = self._obs
         meta = {
@@ -540,6 +535,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             "num_envs": self.num_envs,
             "ranges": [list(r) for r in self.ranges],
             "restarts": self.restarts,
+            "started": self._book.started,
         }
         return Snapshot(self.fingerprint, first.step_count, first.sim_time, arrays, meta)
 
@@ -565,10 +561,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._drain()
         blobs = [snap.arrays[f"worker/{k:04d}"].tobytes() for k in range(self.num_workers)]
         self._call_all("restore", [(b,) for b in blobs], sets_state=True)
-        self._ebuf[:] = snap.arrays["driver/episode_length_buf"]
-        self._returns[:] = snap.arrays["driver/returns"]
+        self._book.episode_length_buf[:] = snap.arrays["driver/episode_length_buf"]
+        self._book.returns[:] = snap.arrays["driver/returns"]
         obs = snap.arrays.get("driver/obs")
         self._obs = None if obs is None else np.array(obs)
+        self._book.started = bool(snap.meta.get("started", obs is not None))
+        self._book.failure = None
 
     # ------------------------------------------------------------------ closing
     def close_extras(self, **kwargs: Any) -> None:

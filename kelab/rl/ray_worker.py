@@ -194,9 +194,21 @@ class EnvWorker:
             node_id=node_id(),
         )
 
-    def reset(self, seed: int | list[int] | None) -> np.ndarray:
-        """``LearningEnv.reset``'s observations."""
-        return self.env.reset(seed=seed)[0]
+    def reset(self, seed: int | list[int] | None, env_ids: list[int] | None) -> np.ndarray:
+        """``LearningEnv.reset``'s observations: of a full reset, or a partial one.
+
+        Args:
+            seed: The seed (this worker's part of a per-copy list), checked by the driver.
+            env_ids: None resets every copy; a list resets those (local) copies only, and
+                an empty one none: this worker's copies are then only observed, as one
+                LearningEnv's partial reset observes the copies it leaves alone.
+        """
+        env = self.env
+        if env_ids is None:
+            return env.reset(seed=seed)[0]
+        if not env_ids:
+            return env.observations()
+        return env.reset(seed=seed, options={"env_ids": env_ids})[0]
 
     def step(self, actions: np.ndarray) -> StepReply:
         """One step through Ray: the arrays and the ended rows (:func:`compact_ends`)."""

@@ -324,6 +324,73 @@ def test_snapshot_restore_across_workers(humanoid2):
         env.restore(ke.Snapshot("x", 0, 0.0))
 
 
+BAD_OPTIONS = [
+    {"env_ids": [0.7]},
+    {"env_ids": "1"},
+    {"env_ids": [1, 1]},
+    {"env_ids": [7]},
+    {"env_ids": [-1]},
+    {"env_ids": []},
+    {"reset_mask": [True] * 7},
+    {"reset_mask": np.zeros(7, bool)},
+    {"reset_mask": np.ones(6, bool)},
+    {"env_ids": [0], "reset_mask": np.ones(7, bool)},
+    "env_ids",
+]
+BAD_ACTIONS = [
+    "0.5",
+    np.zeros((7, 6), np.complex64),
+    np.zeros((6, 6), np.float32),
+    np.full((7, 6), np.nan, np.float32),
+    np.where(np.arange(7)[:, None] == 3, 1e39, 0.0) * np.ones((7, 6)),
+]
+
+
+def raised(call, *args, **kwargs) -> str:
+    """The error ``call(*args, **kwargs)`` raises (asserting it raises one), as text."""
+    with pytest.raises((ValueError, RuntimeError)) as err:
+        call(*args, **kwargs)
+    return f"{type(err.value).__name__}: {err.value}"
+
+
+def test_reset_options_seeds_and_action_checks_are_learning_envs(humanoid2):
+    """Partial resets (env_ids / reset_mask, with and without seeds) reset only those copies,
+    bit for bit as one LearningEnv; bad options, seeds and actions raise its very errors and
+    change nothing."""
+    env = humanoid2
+    ref = ke.LearningEnv(HumanoidTask(), num_envs=7, seed=2, layout="isolated")
+    try:
+        same(env.reset(seed=5)[0], ref.reset(seed=5)[0])
+        rng = np.random.default_rng(3)
+        resets = {
+            4: dict(options={"env_ids": [5, 1]}),  # copies of both workers
+            9: dict(seed=11, options={"env_ids": np.array([2])}),  # worker 0 only
+            14: dict(options={"reset_mask": np.arange(7) >= 4}),  # worker 1 only
+            19: dict(seed=list(range(40, 47)), options={"env_ids": [0, 6]}),
+        }
+        for t in range(24):
+            if t in resets:
+                same(env.reset(**resets[t])[0], ref.reset(**resets[t])[0], f"reset {t}")
+                same(env.episode_length_buf, ref.episode_length_buf, f"reset {t} counters")
+                assert (env.episode_length_buf > 0).any()  # not every copy was reset
+            a = actions(rng, 7, 6)
+            for i, (x, y) in enumerate(zip(env.step(a), ref.step(a), strict=True)):
+                same(x, y, f"step {t} item {i}")
+        buf = env.episode_length_buf.copy()
+        for bad in BAD_OPTIONS:
+            assert raised(env.reset, options=bad) == raised(ref.reset, options=bad), bad
+        for bad in ([1, 2], "7", -1, [0] * 6 + [-3]):
+            assert raised(env.reset, seed=bad) == raised(ref.reset, seed=bad), bad
+        for bad in BAD_ACTIONS:
+            assert raised(env.step, bad) == raised(ref.step, bad)
+        same(env.episode_length_buf, buf)  # nothing was reset or stepped
+        a = actions(rng, 7, 6) * 3  # clipped alike
+        for i, (x, y) in enumerate(zip(env.step(a), ref.step(a), strict=True)):
+            same(x, y, f"after the refusals, item {i}")
+    finally:
+        ref.close()
+
+
 def kill(env, worker):
     os.kill(env.workers[worker]["pid"], signal.SIGKILL)
     time.sleep(0.5)  # let Ray notice the process is gone
@@ -352,9 +419,13 @@ def test_task_errors_and_a_dead_worker_are_named(local_ray):
         ) as err:
             env.step(a)
         assert "Ray worker 1, which holds copies [3, 6)" in "".join(err.value.__notes__)
+        with pytest.raises(RuntimeError, match=r"last step\(\) raised TaskError.*reset\(\)"):
+            env.step(np.zeros((6, 1), np.float32))  # out of step, as one LearningEnv is
+        with pytest.raises(RuntimeError, match=r"reset\(\) without options"):
+            env.reset(options={"env_ids": [0]})
+        env.reset()
         with pytest.raises(ValueError, match=r"actions must have shape \(6, 1\)"):
             env.step(np.zeros((3, 1), np.float32))
-        env.reset()
         env.step(np.zeros((6, 1), np.float32))
         host = env.workers[1]["host"]
         kill(env, 1)

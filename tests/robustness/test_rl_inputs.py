@@ -347,3 +347,26 @@ def test_task_class_attributes_out_of_range_are_refused(attr, value):
     task_cls = type("Huge", (BallTask,), {attr: value})
     with pytest.raises(ke.TaskError, match=f"Huge.{attr} must be"):
         ke.LearningEnv(task_cls())
+
+
+@pytest.mark.parametrize(
+    "seed, match",
+    [
+        ("7", r"reset\(seed=\.\.\.\) must be None, an int >= 0, or a list of 3 ints"),
+        (np.array(7), r"reset\(seed=\.\.\.\) must be None"),
+        ([1, 2], r"one seed per copy: 3, got 2"),
+        ([1, -2, 3], r"reset\(seed=\[\.\.\.\]\)\[1\] must be an int >= 0, got -2"),
+        ([1, 2.5, 3], r"reset\(seed=\[\.\.\.\]\)\[1\] must be an int >= 0, got 2.5"),
+    ],
+)
+def test_bad_reset_seeds_are_refused_before_anything_changes(env, seed, match):
+    """A refused seed leaves the env in step: it steps on as if the reset was never asked."""
+    env.reset(seed=0)
+    env.step(np.zeros((3, 2), np.float32))
+    steps, buf = env.world.step_count, env.episode_length_buf.copy()
+    for options in (None, {"env_ids": [1]}):
+        with pytest.raises(ValueError, match=match):
+            env.reset(seed=seed, options=options)
+    assert env.world.step_count == steps and np.array_equal(env.episode_length_buf, buf)
+    env.step(np.zeros((3, 2), np.float32))  # still in step
+    assert (env.episode_length_buf == buf + 1).all()
