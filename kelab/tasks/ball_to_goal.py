@@ -19,6 +19,8 @@ goal"`` (success) and ``"ball left the table"`` (more than 3 m from the centre).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from kelab.rl.success import DwellTimer, success
@@ -39,7 +41,10 @@ from kelab.sim.scene import (
 from kelab.sim.sensors import SensorConfig
 from kelab.train.config import TrainConfig
 
-__all__ = ["BallToGoalTask", "SENSOR", "stayed_at_goal"]
+if TYPE_CHECKING:
+    from kelab.render.canvas import Canvas
+
+__all__ = ["BallToGoalTask", "SENSOR", "draw_table", "stayed_at_goal"]
 
 BALL_RADIUS = 0.08
 BALL_MASS = 0.5
@@ -107,7 +112,7 @@ class BallToGoalTask(Task):
     sim_dt = 1.0 / 120.0
     decimation = 2
     success_rule = stayed_at_goal
-    render_zoom = 72.0  # the whole 3 m table (6.4 m across with its rim) in 480 px
+    render_zoom = 68.0  # the whole table (6.24 m across with its frame) in 480 px, HUD clear
     training_config = TrainConfig(
         num_envs=256,
         num_steps_per_env=24,
@@ -235,15 +240,82 @@ class BallToGoalTask(Task):
         """The table centre."""
         return (0.0, 0.0)
 
-    def draw(self, canvas: object, env_ids: np.ndarray, origins: np.ndarray) -> None:
-        """The table (its edge is where "ball left the table" ends the episode) and goals.
+    def draw(self, canvas: Canvas, env_ids: np.ndarray, origins: np.ndarray) -> None:
+        """Draw the scene as seen from above: floor, table, goal, ball (see `draw_table`)."""
+        poses = self.world.body_poses
+        draw_table(
+            canvas,
+            origins,
+            self.goal_pos[env_ids],
+            poses[env_ids, self._ball, :2],
+            self.dwell.done[env_ids],
+        )
 
-        The ball is drawn before this by the world; the table is drawn as a thin rim so
-        it never hides the ball.
-        """
-        for k in range(len(env_ids)):
-            canvas.circle(origins[k], TABLE_RADIUS, (120, 128, 140), width=0.03)  # type: ignore[attr-defined]
-        for k, i in enumerate(env_ids.tolist()):
-            color = (60, 170, 80) if self.dwell.done[i] else (90, 140, 220)
-            center = self.goal_pos[i] + origins[k]
-            canvas.circle(center, GOAL_RADIUS, color, width=0.02)  # type: ignore[attr-defined]
+
+# the top-down look: a light floor, a green felt table in a wooden frame, a steel band on
+# the edge (where "ball left the table" ends the episode), a target for the goal
+FLOOR = (226, 221, 212)
+TABLE_FRAME = (133, 94, 62)
+TABLE_FRAME_WIDTH = 0.12  # m beyond the edge
+TABLE_EDGE = (120, 128, 140)  # the steel band on the edge, 3 cm wide
+FELT = (46, 112, 84)
+FELT_LINES = (58, 126, 97)  # a 1 m grid on the felt, so motion shows
+GOAL_COLOR = (96, 156, 236)  # the goal zone: a ball centre inside it counts as there
+GOAL_DONE_COLOR = (250, 212, 70)  # the goal once the ball has stayed
+GOAL_MARK = (244, 246, 250)
+BALL_COLOR = (236, 104, 36)
+BALL_EDGE = (96, 36, 10)
+BALL_SHADOW = (30, 76, 56)
+BALL_HALO = (246, 170, 110)
+
+
+def draw_table(
+    canvas: Canvas,
+    origins: np.ndarray,
+    goals: np.ndarray,
+    balls: np.ndarray,
+    done: np.ndarray,
+) -> None:
+    """Draw BallToGoal copies from above: the floor, then per copy its table, goal and ball.
+
+    The floor covers the whole frame, the World's own drawing of the ball too: the ball
+    is drawn again here, on the table, with a shadow and a dark edge so that its 11 px
+    show, and a thin orange halo twice its size finds it at a glance. The goal is a
+    target: the goal zone (``GOAL_RADIUS``, where the ball's centre must stay) filled, a
+    white ring and cross around it, and the word "goal" beside it; the zone turns yellow
+    once the ball has stayed.
+
+    Args:
+        canvas: The frame's canvas.
+        origins: ``(n, 2)`` world offsets of the copies drawn.
+        goals: ``(n, 2)`` goal positions (copy frame).
+        balls: ``(n, 2)`` ball positions (copy frame).
+        done: ``(n,)`` whether each ball has stayed at its goal.
+    """
+    w, h = canvas.camera.size
+    canvas.screen_rect((0, 0, w, h), FLOOR)
+    for origin in origins:
+        canvas.circle(origin, TABLE_RADIUS + TABLE_FRAME_WIDTH, TABLE_FRAME)
+        canvas.circle(origin, TABLE_RADIUS, FELT)
+        for k in range(-2, 3):  # grid lines every metre, cut at the edge
+            half = float(np.sqrt(TABLE_RADIUS**2 - k * k))
+            canvas.line(origin + (k, -half), origin + (k, half), FELT_LINES, width=0.02)
+            canvas.line(origin + (-half, k), origin + (half, k), FELT_LINES, width=0.02)
+        canvas.circle(origin, TABLE_RADIUS, TABLE_EDGE, width=0.03)
+    for origin, goal, ball, stayed in zip(origins, goals, balls, done, strict=True):
+        g = origin + goal
+        canvas.circle(g, 2.2 * GOAL_RADIUS, GOAL_MARK, width=0.025)
+        for d in ((1.0, 0.0), (0.0, 1.0)):
+            step = np.array(d)
+            for sign in (-1.0, 1.0):
+                a, b = g + sign * 1.4 * GOAL_RADIUS * step, g + sign * 2.8 * GOAL_RADIUS * step
+                canvas.line(a, b, GOAL_MARK, width=0.015)
+        canvas.circle(g, GOAL_RADIUS, GOAL_DONE_COLOR if stayed else GOAL_COLOR)
+        canvas.circle(g, GOAL_RADIUS, GOAL_MARK, width=0.012)
+        canvas.text(g + (2.4 * GOAL_RADIUS, 2.4 * GOAL_RADIUS), "goal", GOAL_MARK, 14)
+        b = origin + ball
+        canvas.circle(b, 2.0 * BALL_RADIUS, BALL_HALO, width=0.028)  # finds the ball at a glance
+        canvas.circle(b + (0.02, -0.02), BALL_RADIUS, BALL_SHADOW)
+        canvas.circle(b, BALL_RADIUS, BALL_COLOR)
+        canvas.circle(b, BALL_RADIUS, BALL_EDGE, width=0.015)
+        canvas.circle(b + (-0.025, 0.025), 0.022, (252, 196, 150))  # a highlight

@@ -184,3 +184,66 @@ def test_shipped_locomotion_policies_reach_their_evaluation_figures(target, epis
         assert {k: v for k, v in report.ended_by.items() if v} == recorded["ended_by"]
     else:
         assert report.success_rate == recorded["success_rate"] == 1.0, report.table()
+
+
+@pytest.mark.parametrize("backend", ["pygame", "gl"])
+def test_ball_to_goal_frame_shows_a_table_a_visible_ball_and_a_marked_goal(backend, monkeypatch):
+    """Top down: a floor (no sky), green felt, the ball drawn big enough, a labelled target."""
+    from kelab.tasks import ball_to_goal as btg
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = ke.DirectRLEnv(btg.BallToGoalTask(), render_mode="rgb_array", seed=0)
+    env._presenter.backend = backend
+    try:
+        env.reset(seed=3)
+        for _ in range(20):  # under way towards the goal
+            env.step(np.full(2, 0.3, np.float32))
+        frame = env.render().astype(int)
+        cam = env._presenter.renderer.camera
+        texts = env._presenter.renderer.canvas.text_boxes()
+        task = env.task
+        ball = task.world.body_poses[0, task._ball, :2]
+        goal = task.goal_pos[0]
+    finally:
+        env.close()
+    h, w = frame.shape[:2]
+
+    def near(pixels, color, tol=10):
+        return np.abs(np.asarray(pixels).reshape(-1, 3) - color).max(axis=1) <= tol
+
+    def ring_hits(center, radius_px, color):
+        """Of 16 rays, how many cross a pixel of ``color`` within 2 px of the radius."""
+        hits = 0
+        for ang in np.linspace(0, 2 * np.pi, 16, endpoint=False):
+            ray = [
+                frame[
+                    int(round(center[1] - r * np.sin(ang))), int(round(center[0] + r * np.cos(ang)))
+                ]
+                for r in np.linspace(radius_px - 2, radius_px + 1, 7)
+            ]
+            hits += bool(near(ray, color, tol=30).any())
+        return hits
+
+    # a floor all round, the same colour at the top and the bottom: no sky gradient
+    corners = [frame[h - 4, 3], frame[h - 4, w - 4], frame[3, w - 4]]
+    assert near(corners, btg.FLOOR).all(), corners
+    # felt inside the table, a wooden frame just outside its edge
+    fx, fy = (int(round(v)) for v in cam.world_to_screen((-1.5, -1.5)))
+    assert near(frame[fy - 2 : fy + 3, fx - 2 : fx + 3], btg.FELT).mean() > 0.8
+    rx, ry = (int(round(v)) for v in cam.world_to_screen((0.0, -btg.TABLE_RADIUS - 0.06)))
+    assert near(frame[ry, rx], btg.TABLE_FRAME).all()
+    # the ball: most of its disc in the ball's colour, and an orange halo around it
+    bx, by = cam.world_to_screen(ball)
+    yy, xx = np.mgrid[0:h, 0:w]
+    dist = np.hypot(xx - bx, yy - by)
+    r_px = btg.BALL_RADIUS * cam.zoom
+    assert r_px >= 5.0
+    disc = frame[dist <= 0.8 * r_px]
+    assert near(disc, btg.BALL_COLOR, tol=30).mean() > 0.6
+    assert ring_hits((bx, by), 2.0 * r_px, btg.BALL_HALO) >= 14
+    # the goal: its zone filled in the goal colour, a white ring, and the word "goal"
+    gx, gy = cam.world_to_screen(goal)
+    gdist = np.hypot(xx - gx, yy - gy)
+    assert near(frame[gdist <= 0.7 * btg.GOAL_RADIUS * cam.zoom], btg.GOAL_COLOR).mean() > 0.9
+    assert ring_hits((gx, gy), 2.2 * btg.GOAL_RADIUS * cam.zoom, btg.GOAL_MARK) >= 14
+    assert any(abs(x0 - gx) < 60 and abs(y0 - gy) < 40 for x0, y0, _, _ in texts), texts
