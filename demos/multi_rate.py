@@ -171,22 +171,25 @@ class MultiRate(ke.App):
                         width=3.0 / cam.zoom,
                     )
                 canvas.circle(world((x, y)), 5.0 / cam.zoom, (245, 80, 61) if shared else color)
-        for rec in self.recorders:
-            what = f"{rec.path.name}: {getattr(rec, 'rows', getattr(rec, 'frames', 0))}"
-            canvas.text(
-                (12, 10 + 20 * self.recorders.index(rec)),
-                what,
-                (220, 225, 235),
-                16,
-                screen_space=True,
-            )
-        canvas.text(
-            (w - 260, 10),
-            f"t = {now:7.3f} s   red: shared step",
-            (220, 225, 235),
-            16,
-            screen_space=True,
-        )
+        # the legend and the recorders' counts are overlays: each takes a free corner (or
+        # stacks), clear of the Settings panel and the strip; the HUD then keeps clear too
+        self.overlays.add((0, top, w, h))
+        legend = [f"t = {now:7.3f} s   red: shared step"]
+        counts = [
+            f"{rec.path.name}: {getattr(rec, 'rows', getattr(rec, 'frames', 0))}"
+            for rec in self.recorders
+        ]
+        for lines in (legend, counts):
+            if lines:
+                self._overlay_text(canvas, lines)
+
+    def _overlay_text(self, canvas, lines: list[str]) -> None:
+        size, pad = 16, 4
+        width = max(canvas.text_size(s, size)[0] for s in lines) + 2 * pad
+        x0, y0, _, _ = self.overlays.place(canvas, (width, 20 * len(lines) + pad))
+        for i, text in enumerate(lines):
+            pos = (x0 + pad, y0 + pad + 20 * i)
+            canvas.text(pos, text, (220, 225, 235), size, screen_space=True)
 
 
 def main() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from app_helpers import FakeClock, ball_scene, make_app
@@ -28,6 +30,7 @@ class Picker(ke.App):
 def _app(tmp_path, backend="pygame", headless=True, panel=False, **kw):
     kw.setdefault("world", ke.World(ball_scene(2)))
     kw.setdefault("cls", ke.App)
+    kw.setdefault("size", (640, 360))
     cls = kw.pop("cls")
     return make_app(
         FakeClock(),
@@ -35,7 +38,6 @@ def _app(tmp_path, backend="pygame", headless=True, panel=False, **kw):
         backend=backend,
         headless=headless,
         panel=panel,
-        size=(640, 360),
         time_mode=HIGH,
         settings=tmp_path / "s.kelab.json",
         **kw,
@@ -312,4 +314,72 @@ def test_with_the_viewport_off_the_panel_still_answers_and_the_window_says_so(
         rest[r[1] : r[3], r[0] : r[2]] = False
     assert (img[rest] == app.background).all()  # no World drawn: the plain background
     app.write_pixels_png(tmp_path.parent / f"viewport_off_{backend}.png")
+    app.close()
+
+
+def _overlap(a, b):
+    return min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+
+
+def _check_nothing_covers_anything(app):
+    """The open panel, every overlay and every text: none covers another (issue 24.6)."""
+    rects = app.overlays.rects
+    assert rects[0] == app.panel_window.rects(app.renderer.size)[0]  # the panel, first
+    for i, a in enumerate(rects):
+        for b in rects[i + 1 :]:
+            assert not _overlap(a, b), f"overlays {a} and {b} overlap"
+    canvas = app.renderer.canvas
+    for box, text in zip(canvas.text_boxes(), canvas._frame_texts, strict=True):
+        if re.fullmatch(r"-?\d+ m", text[2]):
+            continue  # the ground's metre marks: the scene, which the panel may cover
+        hit = [r for r in rects if _overlap(box, r)]
+        inside = [r for r in hit if r[0] <= box[0] and r[2] >= box[2] and r[1] <= box[1]]
+        assert len(hit) <= 1 and hit == inside, f"text {box} is covered by {hit}"
+
+
+class Titled(ke.App):
+    def render(self, canvas, alpha):  # the user's own text, top left
+        canvas.text((10, 10), "my scene title", (255, 255, 255), 16, screen_space=True)
+
+
+@pytest.mark.parametrize("size", [(800, 500), (640, 360)])
+def test_hud_badge_and_notices_never_cover_the_panel_or_each_other(tmp_path, size):
+    app = _app(tmp_path, "gl", panel=True, cls=Titled, show_hud=True, size=size)
+    app.start_video_recording(tmp_path / "v.mp4")
+    for _ in range(4):
+        app.renderFrameOnce()
+    assert len(app.overlays.rects) == 2  # the panel, the HUD (the REC badge comes last)
+    assert any(t[2].startswith("REC") for t in app.renderer.canvas._frame_texts)
+    _check_nothing_covers_anything(app)
+    app.write_pixels_png(tmp_path.parent / f"overlays_{size[0]}x{size[1]}.png")
+    app.close()
+
+
+def test_the_multi_rate_legend_is_never_under_the_panel(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "demos"))
+    import multi_rate
+
+    app = _app(
+        tmp_path,
+        "gl",
+        panel=True,
+        cls=multi_rate.MultiRate,
+        world=ke.World(multi_rate.build_scene()),
+        show_hud=True,
+        size=(960, 540),
+    )
+    app.add_recorder(ke.DataRecorder(tmp_path / "multi_rate.csv"))
+    app.panel.set_page("Execution Order")
+    for _ in range(6):
+        app.renderFrameOnce()
+    texts = [t[2] for t in app.renderer.canvas._frame_texts]
+    assert any("red: shared step" in t for t in texts)
+    # the panel, the strip, the legend, the counts, the HUD (stacked under the legend)
+    assert len(app.overlays.rects) == 5
+    hud = app.overlays.rects[-1]
+    assert hud[0] < 100 and hud[3] < 540 - 100  # top left, clear of the timeline strip
+    _check_nothing_covers_anything(app)
+    app.write_pixels_png(tmp_path.parent / "multi_rate_overlays.png")
     app.close()
