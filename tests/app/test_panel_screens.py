@@ -383,3 +383,35 @@ def test_the_multi_rate_legend_is_never_under_the_panel(tmp_path, monkeypatch):
     _check_nothing_covers_anything(app)
     app.write_pixels_png(tmp_path.parent / "multi_rate_overlays.png")
     app.close()
+
+
+def test_f2_without_imgui_shows_a_one_line_notice_in_the_window(tmp_path, monkeypatch):
+    import sys
+
+    from kelab.app.panel_window import NOTICE_S
+
+    monkeypatch.setitem(sys.modules, "imgui_bundle", None)  # `import imgui_bundle` fails
+    with pytest.raises(ImportError):
+        import imgui_bundle  # noqa: F401
+    clock = FakeClock()
+    app = make_app(clock, size=(640, 360), settings=tmp_path / "s.kelab.json", show_hud=True)
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("key_down", key="f2"))
+    with pytest.warns(UserWarning, match="needs imgui-bundle"):
+        app.renderFrameOnce()
+    assert not app.panel_open
+    texts = [t[2] for t in app.renderer.canvas._frame_texts]
+    notice = [t for t in texts if "pip install 'kelab[panel]'" in t]
+    assert notice == ["The Settings panel (F2) needs imgui-bundle: pip install 'kelab[panel]'"]
+    _check_nothing_covers_anything_but_no_panel(app)
+    app.write_pixels_png(tmp_path.parent / "f2_without_imgui.png")
+    clock.advance(NOTICE_S)
+    app.renderFrameOnce()
+    assert not [t for t in app.renderer.canvas._frame_texts if "kelab[panel]" in t[2]]
+    app.close()
+
+
+def _check_nothing_covers_anything_but_no_panel(app):
+    rects = app.overlays.rects
+    assert len(rects) == 2  # the notice, the HUD
+    assert not _overlap(*rects)
