@@ -19,14 +19,34 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from typing import TypeVar
 
-from kelab._validate import check_int, check_positive, check_seed
+from kelab._validate import check_int, check_positive, check_seed, must
 
-__all__ = ["converter", "positive_float", "positive_int", "seed_int"]
+__all__ = [
+    "COUNT_MAX",
+    "NUM_ENVS_MAX",
+    "SEED_MAX",
+    "converter",
+    "folder_path",
+    "positive_float",
+    "positive_int",
+    "seed_int",
+]
 
 T = TypeVar("T")
+
+SEED_MAX = 2**64 - 1
+"""The largest ``--seed``: torch's generators take 64-bit seeds (larger ones overflow)."""
+
+COUNT_MAX = 10**9
+"""The largest count option (``--iterations``, ``--episodes``, ``--frames``...)."""
+
+NUM_ENVS_MAX = 10**6
+"""The largest ``--num-envs``: more copies than any World holds (its own, finer check
+says how many fit; far above it, allocating them would take minutes before failing)."""
 
 
 def converter(
@@ -59,14 +79,56 @@ def converter(
     return convert
 
 
-def positive_int(name: str, fix: str = "") -> Callable[[str], int]:
-    """``type=`` for an integer option that must be >= 1 (``--episodes``, ``--num-envs``).
+def _int_in(value: object, name: str, low: int, high: int, fix: str, why: str) -> int:
+    """``value`` as an int in ``[low, high]``: ``check_int``'s words, plus the top bound."""
+    number = check_int(value, name, low=low, fix=fix)
+    if number > high:
+        digits = str(number)  # as typed (show() would abbreviate a long one)
+        seen = digits if len(digits) <= 40 else f"{digits[:12]}...({len(digits)} digits)"
+        raise ValueError(f"{name} must be an int <= {high} ({why}), got {seen}" + (
+            f"; {fix}" if fix else ""))  # fmt: skip
+    return number
+
+
+def positive_int(
+    name: str, fix: str = "", high: int = COUNT_MAX, why: str = "the most this command takes"
+) -> Callable[[str], int]:
+    """``type=`` for an integer option in ``[1, high]`` (``--episodes``, ``--num-envs``).
+
+    Every integer option has a top bound, so a huge value is refused on the command line
+    before anything is built or created (not by an overflow deep inside).
 
     Args:
         name: The option's name in the message.
         fix: What to do instead, appended to the message.
+        high: The largest value (default :data:`COUNT_MAX`).
+        why: Why ``high`` is the limit, for the message.
     """
-    return converter(name, int, lambda value: check_int(value, name, low=1, fix=fix))
+    return converter(name, int, lambda value: _int_in(value, name, 1, high, fix, why))
+
+
+def folder_path(name: str) -> Callable[[str], str]:
+    """``type=`` for a folder option (``--run-dir``): not empty, not an existing file.
+
+    Args:
+        name: The option's name in the message.
+    """
+
+    def check(value: object) -> str:
+        text = str(value)
+        if not text.strip():
+            raise ValueError(
+                must(name, "a folder path", value, "name a folder, e.g. runs/my-run (an "
+                     "empty path would write into the current folder)")
+            )  # fmt: skip
+        if os.path.exists(text) and not os.path.isdir(text):
+            raise ValueError(
+                f"{name} must be a folder, got the file {text!r}; name a new folder (or the "
+                "run being resumed) instead of a file"
+            )
+        return text
+
+    return converter(name, str, check)
 
 
 def positive_float(name: str, fix: str = "") -> Callable[[str], float]:
@@ -79,5 +141,9 @@ def positive_float(name: str, fix: str = "") -> Callable[[str], float]:
     return converter(name, float, lambda value: check_positive(value, name, fix=fix))
 
 
-seed_int: Callable[[str], int] = converter("seed", int, check_seed)
-"""``type=`` for ``--seed``: an int >= 0 (`kelab._validate.check_seed`)."""
+seed_int: Callable[[str], int] = converter(
+    "seed",
+    int,
+    lambda value: _int_in(check_seed(value), "seed", 0, SEED_MAX, "", "torch's seeds are 64-bit"),
+)
+"""``type=`` for ``--seed``: an int in ``[0, SEED_MAX]`` (`kelab._validate.check_seed`)."""

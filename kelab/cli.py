@@ -4,7 +4,7 @@
 by a state-feedback controller on the Robot runner (50 Hz), physics at 120 Hz, and a
 30 Hz Capture runner sampling the state, all on one exact timeline.
 ``kelab preview`` lives in `kelab.cli_preview`; ``train``/``play``/``eval`` register
-themselves from `kelab.train.cli`.
+themselves from `kelab.train.cli`, ``plot`` from `kelab.train.curve`.
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-from kelab._cli_args import positive_float, positive_int, seed_int  # noqa: E402
+from kelab._cli_args import NUM_ENVS_MAX, positive_float, positive_int, seed_int  # noqa: E402
 
 
 class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -184,7 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds", type=positive_float("seconds"), default=10.0, help="simulated seconds (> 0)"
     )
     demo.add_argument(
-        "--num-envs", type=positive_int("num-envs"), default=4, help="cartpole copies (>= 1)"
+        "--num-envs",
+        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
+        default=4,
+        help="cartpole copies (>= 1)",
     )
     demo.add_argument("--seed", type=seed_int, default=0, help="seed of the world, an int >= 0")
     demo.set_defaults(func=_demo_main)
@@ -194,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kelab.train.cli import add_training_parsers  # train/play/eval (torch loads lazily)
 
     add_training_parsers(sub)
+    from kelab.train.curve import add_plot_parser  # matplotlib loads when a figure is drawn
+
+    add_plot_parser(sub)
     return parser
 
 

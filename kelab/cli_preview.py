@@ -46,12 +46,14 @@ def load_task_class(task_id: str) -> type[Task]:
     """Return the Task class of a built-in id or a ``"module:TaskClass"``.
 
     Raises:
-        ValueError: For an unknown id, a module that does not import, a missing class or
-            something that is not a ``ke.Task`` subclass; the message says what to fix.
+        ValueError: For an unknown id, a module that does not import (or raises while it
+            is imported), a missing class or something that is not a ``ke.Task``
+            subclass; the message says what to fix.
     """
-    from kelab.tasks.registry import resolve_task, task_class
+    from kelab.tasks.registry import resolve_task
+    from kelab.train.cli import import_task_class
 
-    return task_class(resolve_task(task_id)[1])
+    return import_task_class(resolve_task(task_id)[1])
 
 
 def check_out_path(out: str | os.PathLike[str]) -> Path:

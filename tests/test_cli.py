@@ -1,3 +1,4 @@
+import argparse
 import os
 import subprocess
 import sys
@@ -333,3 +334,32 @@ def test_demo_scripts_refuse_zero_frames_and_directory_out(tmp_path, args, expec
             cwd=tmp_path,
         )
         assert proc.returncode == 2 and msg in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _options():
+    from kelab.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in sub.choices.items():
+        for action in command._actions:
+            if action.option_strings and not isinstance(action, argparse._HelpAction):
+                yield name, action
+
+
+def test_every_integer_option_has_a_top_bound():
+    # the command refuses a huge value on its line, before an overflow deep inside (or an
+    # allocation that runs for minutes) after a run folder was created
+    checked = []
+    for command, action in _options():
+        if action.type is None:
+            continue
+        try:
+            value = action.type("99999999999999999999")
+        except argparse.ArgumentTypeError as err:
+            checked.append((command, action.dest))
+            assert "must be an int <=" in str(err) or "number" in str(err), (command, err)
+            continue
+        assert not isinstance(value, int), f"kelab {command} {action.option_strings[0]}"
+    assert ("train", "seed") in checked and ("eval", "episodes") in checked
+    assert ("demo", "num_envs") in checked and ("preview", "seed") in checked

@@ -12,7 +12,12 @@ INSTALL_HINT = (
     "https://download.pytorch.org/whl/cpu)"
 )
 
-_MODULES = {"torch": "torch", "rsl_rl": "rsl-rl-lib", "safetensors": "safetensors"}
+_MODULES = {
+    "torch": "torch",
+    "rsl_rl": "rsl-rl-lib",
+    "safetensors": "safetensors",
+    "matplotlib": "matplotlib",  # training_curve.png: said before training, not after it
+}
 
 
 def missing_training_packages() -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from kelab._cli_args import positive_float, positive_int, seed_int
+from kelab._cli_args import NUM_ENVS_MAX, folder_path, positive_float, positive_int, seed_int
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "POLICY_DIR",
     "add_training_parsers",
+    "import_task_class",
     "resolve_task",
     "run_eval",
     "run_play",
@@ -74,10 +75,33 @@ def _start(args: argparse.Namespace, out: TextIO | None, err: TextIO | None) -> 
     out, err = out or sys.stdout, err or sys.stderr
     if _missing_extra(err):
         return None
+    task_id, class_path = resolve_task(args.task)
+    return _Command(out, err, task_id, class_path, import_task_class(class_path))
+
+
+def import_task_class(class_path: str) -> type[Task]:
+    """The task class of ``"module:Class"`` for a command (``train``/``play``/``eval``/``preview``).
+
+    :func:`kelab.tasks.registry.task_class`, except that a module that raises while it is
+    imported (its own bug) is one line naming the module and its error, not a traceback.
+
+    Raises:
+        ValueError: ``cannot import module 'broken' of task 'broken:Task': RuntimeError:
+            boom`` (``--debug`` shows the module's traceback: it is the cause).
+    """
     from kelab.tasks.registry import task_class
 
-    task_id, class_path = resolve_task(args.task)
-    return _Command(out, err, task_id, class_path, task_class(class_path))
+    try:
+        return task_class(class_path)
+    except ValueError:
+        raise  # already worded for the command line (a missing module, a bad name...)
+    except Exception as err:  # the module's own code failed while importing
+        module = class_path.partition(":")[0]
+        what = " ".join(f"{type(err).__name__}: {err}".split())
+        raise ValueError(
+            f"cannot import module {module!r} of task {class_path!r}: {what}; fix the "
+            f"error in {module} (kelab --debug ... shows where it was raised)"
+        ) from err
 
 
 def shipped_policy(class_path: str) -> Path | None:
@@ -540,7 +564,7 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
     train.add_argument(
         "--num-envs",
-        type=positive_int("num-envs"),
+        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
         default=None,
         metavar="N",
         help="copies run side by side (default: the task's training config)",
@@ -554,6 +578,7 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
     train.add_argument(
         "--run-dir",
+        type=folder_path("run-dir"),
         default=None,
         metavar="D",
         help="the run directory, where checkpoints land; D:best plays the best (default: "
@@ -567,7 +592,7 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
     train.add_argument(
         "--workers",
-        type=positive_int("workers"),
+        type=positive_int("workers", high=NUM_ENVS_MAX, why="a worker per copy at most"),
         default=None,
         metavar="K",
         help="run the copies in K Ray worker processes (needs kelab[ray]; docs/scale.md)",
@@ -637,7 +662,7 @@ def add_training_parsers(sub: argparse._SubParsersAction) -> None:
     )
     ev.add_argument(
         "--num-envs",
-        type=positive_int("num-envs"),
+        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
         default=100,
         metavar="N",
         help="copies run in parallel (at most --episodes)",

@@ -82,9 +82,9 @@ def claim_run_dir(
         ``(path, claim)``: release the claim when the trainer closes.
 
     Raises:
-        ValueError: When another trainer holds ``run_dir``, when it already holds a run
-            that is not being resumed, or when the resumed checkpoint is older than that
-            run's ``latest`` (which it would overwrite).
+        ValueError: When ``run_dir`` is empty or a file, when another trainer holds it,
+            when it already holds a run that is not being resumed, or when the resumed
+            checkpoint is older than that run's ``latest`` (which it would overwrite).
     """
     if run_dir is None:
         base = Path.cwd() / "runs" / task_name / _utc_stamp()
@@ -97,7 +97,7 @@ def claim_run_dir(
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
         return path, RunDirClaim(path)
-    path = Path(run_dir)
+    path = _run_dir_path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
     taken_before = (path / _CLAIM).exists()  # by a trainer that has closed, or still runs
     claim = RunDirClaim(path)  # refuses a run directory another trainer holds
@@ -107,6 +107,24 @@ def claim_run_dir(
         claim.release()
         raise
     return path, claim
+
+
+def _run_dir_path(run_dir: str | os.PathLike[str]) -> Path:
+    """``run_dir`` as a Path, refused when empty (the current folder) or a file."""
+    text = os.fspath(run_dir)
+    if not str(text).strip():
+        raise ValueError(
+            f"run_dir must be a folder path, got {text!r}; name a folder (e.g. runs/my-run), "
+            "or give None for runs/<TaskClass>/<UTC time> (an empty path would train into "
+            "the current folder)"
+        )
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise ValueError(
+            f"run_dir must be a folder, got the file {str(path)!r}; name a new folder (or "
+            "the run being resumed) instead of a file"
+        )
+    return path
 
 
 def _check_run_dir(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,6 +66,8 @@ class RunLog:
         self.enabled = bool(enabled)
         self.history: list[tuple[int, float, float | None]] = []
         self.evaluations: list[tuple[int, float]] = []
+        self.wall_times: list[float | None] = []  # wall_time_s per row: the curve's top axis
+        self._drawn_at: float | None = None  # time.monotonic() of the last curve
         self._steps_at: dict[int, int] = {}  # iteration -> env steps, to place verdicts
         self._file: IO[str] | None = None
         self._csv: Any = None
@@ -73,6 +76,8 @@ class RunLog:
     def open(self) -> None:
         """Open ``metrics.csv`` for appending (and TensorBoard); a no-op when open."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self._drawn_at is None:  # draw_curve's min_interval_s counts from here
+            self._drawn_at = time.monotonic()
         if not self.enabled or self._file is not None:
             return
         path = self.run_dir / "metrics.csv"
@@ -111,13 +116,27 @@ class RunLog:
                 if value is not None and math.isfinite(value):
                     self._writer.add_scalar(f"train/{key}", value, row["env_steps"])
 
-    def draw_curve(self) -> None:
-        """Write ``training_curve.png`` from the rows so far (atomically)."""
+    def draw_curve(self, min_interval_s: float = 0.0) -> None:
+        """Write ``training_curve.png`` from the rows so far (atomically).
+
+        Args:
+            min_interval_s: Skip the drawing when the last one (or :meth:`open`) was this
+                recent: a figure costs matplotlib a few tenths of a second, so the
+                trainer's periodic redraws stay rare.
+        """
         if not self.enabled or not self.history:
             return
-        from kelab.train.curve import write_training_curve
+        now = time.monotonic()
+        if self._drawn_at is not None and now - self._drawn_at < min_interval_s:
+            return
+        self._drawn_at = now
+        from kelab.train.curve import run_details, write_training_curve
 
-        write_training_curve(self.run_dir / "training_curve.png", self.history, self.evaluations)
+        path = self.run_dir / "training_curve.png"
+        details = run_details(self.run_dir)  # the target and title, from latest.json
+        write_training_curve(
+            path, self.history, self.evaluations, wall_times=self.wall_times, **details
+        )
 
     def flush(self) -> None:
         """Flush the TensorBoard events (the CSV is flushed at every row)."""
@@ -140,6 +159,7 @@ class RunLog:
         self.history.append(
             (steps, math.nan if ret is None else float(ret), row.get("success_rate"))
         )
+        self.wall_times.append(row.get("wall_time_s"))
         if row.get("iteration") is not None:
             self._steps_at[int(row["iteration"])] = steps
         judged, rate = row.get("eval_iteration"), row.get("eval_success_rate")

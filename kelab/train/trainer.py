@@ -162,6 +162,10 @@ class RLTrainer:
                 f"lockstep), got {env!r}"
             )
         seed = check_seed(seed)
+        if seed > 2**64 - 1:  # before the run dir is claimed: torch takes 64-bit seeds
+            raise ValueError(
+                f"seed must be an int <= {2**64 - 1} (torch's seeds are 64-bit), got {seed}"
+            )
         if config is not None and not isinstance(config, TrainConfig):
             raise ValueError(f"config must be a kelab.train.TrainConfig or None, got {config!r}")
         self.env = env
@@ -661,7 +665,7 @@ class RLTrainer:
                 if self.iteration % cfg.checkpoint_every == 0:
                     self._flush_best()
                     self.save("latest", row)
-                    self._runlog.draw_curve()
+                    self._runlog.draw_curve(min_interval_s=30.0)  # matplotlib: ~0.3 s
                 if callback is not None and callback(row) is True:
                     called_off = True
                     break

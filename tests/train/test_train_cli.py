@@ -361,3 +361,91 @@ def test_play_and_eval_seed_sets_the_episodes(trained_run, tmp_path, capsys):
         return json.loads(capsys.readouterr().out)
 
     assert report("5") == report("5") and report("5") != report("6")
+
+
+def _argument_error(capsys, *args: str) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def test_run_dir_naming_a_file_says_it_must_be_a_folder(tmp_path, capsys):
+    # was "kelab: error: File exists: ..." (the trainer's mkdir)
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    line = _argument_error(capsys, "train", "CartPole-v0", "--run-dir", str(file))
+    assert line == (
+        f"kelab train: error: argument --run-dir: run-dir must be a folder, got the file "
+        f"'{file}'; name a new folder (or the run being resumed) instead of a file; see "
+        "kelab train --help"
+    )
+    assert file.read_text() == "mine"
+
+
+def test_an_empty_run_dir_is_refused_not_the_current_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # '' trained into the current folder
+    line = _argument_error(capsys, "train", "CartPole-v0", "--run-dir", "", "--iterations", "1")
+    assert "argument --run-dir: run-dir must be a folder path, got ''" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_task_module_that_raises_on_import_is_one_line(tmp_path, monkeypatch, capsys):
+    (tmp_path / "kelab_broken_task.py").write_text("raise RuntimeError('boom at import')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for command in ("train", "eval", "preview"):  # was a 31-line traceback
+        assert main([command, "kelab_broken_task:Task"]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err == [
+            "kelab: error: cannot import module 'kelab_broken_task' of task "
+            "'kelab_broken_task:Task': RuntimeError: boom at import; fix the error in "
+            "kelab_broken_task (kelab --debug ... shows where it was raised)"
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kelab_broken_task.py"]
+
+
+HUGE = "99999999999999999999"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("train", "CartPole-v0", "--seed", HUGE), "seed must be an int <= 18446744073709551615"),
+        (("train", "CartPole-v0", "--iterations", HUGE), "iterations must be an int <= 1000000000"),
+        (("train", "CartPole-v0", "--num-envs", HUGE), "num-envs must be an int <= 1000000 "),
+        (("eval", "CartPole-v0", "--episodes", HUGE), "episodes must be an int <= 1000000000"),
+        (("play", "CartPole-v0", "--seed", HUGE), "seed must be an int <= 18446744073709551615"),
+    ],
+)
+def test_integer_options_out_of_range_fail_before_anything_is_created(
+    tmp_path, monkeypatch, capsys, args, message
+):
+    # --seed 10**20 said "Overflow when unpacking long long" and left an empty run folder
+    monkeypatch.chdir(tmp_path)
+    line = _argument_error(capsys, *args)
+    assert message in line and f"got {HUGE}" in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_trainer_refuses_a_seed_torch_cannot_take_before_claiming(tmp_path):
+    import kelab as ke
+    from kelab.tasks.cartpole import CartPoleTask
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=0)
+    try:
+        with pytest.raises(ValueError, match=r"^seed must be an int <= 18446744073709551615"):
+            ke.RLTrainer(env, seed=2**64, run_dir=tmp_path / "run")
+        assert not (tmp_path / "run").exists()
+        for bad, words in (
+            ("", "must be a folder path, got ''"),
+            (tmp_path / "f", "must be a folder, got the file"),
+        ):
+            if bad:
+                bad.write_text("x")
+            with pytest.raises(ValueError, match=f"^run_dir {words}"):
+                ke.RLTrainer(env, run_dir=bad)
+    finally:
+        env.close()

@@ -1,0 +1,279 @@
+"""Training curves a person can read (matplotlib) and ``kelab plot`` comparing runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kelab.cli import main
+from kelab.train.curve import (
+    RunCurve,
+    curve_figure,
+    draw_curves,
+    read_run,
+    write_training_curve,
+)
+from kelab.train.runlog import RunLog
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _run(steps=8, walls=True, evals=((3, 4, 0.25), (7, 8, 1.0))):
+    """A RunCurve as read from a log: 1000 env steps per iteration."""
+    it = np.arange(1, steps + 1)
+    return RunCurve(
+        label="a",
+        env_steps=it * 1000.0,
+        mean_return=it * 12.5,
+        success_rate=it / (2.0 * steps),
+        wall_time_s=it * 2.5 if walls else np.full(steps, np.nan),
+        eval_steps=np.array([e[1] * 1000.0 for e in evals]),
+        eval_rates=np.array([e[2] for e in evals]),
+        target=0.95,
+        title="kelab/CartPole-v0 · run a, seed 1",
+    )
+
+
+def _write_log(run_dir: Path, rows, target=0.95, seed=1):
+    """A run directory as the trainer leaves it: metrics.csv (RunLog) and latest.json."""
+    log = RunLog(run_dir, enabled=True)
+    log.open()
+    for row in rows:
+        log.record(row)
+    log.close()
+    (run_dir / "latest.json").write_text(
+        json.dumps(
+            {
+                "task": {"id": "kelab/CartPole-v0", "class": "kelab.tasks.cartpole:CartPoleTask"},
+                "seed": seed,
+                "train_config": {"success_target": target},
+            }
+        )
+    )
+    return run_dir
+
+
+def _rows(n=6, scale=1.0):
+    return [
+        {
+            "iteration": i,
+            "env_steps": 1024 * i,
+            "wall_time_s": 0.5 * i,
+            "mean_return": scale * 10.0 * i,
+            "success_rate": min(1.0, i / n),
+            "eval_success_rate": 0.5 if i == 4 else None,
+            "eval_iteration": 3 if i == 4 else None,
+        }
+        for i in range(1, n + 1)
+    ]
+
+
+def test_the_curve_has_ticks_grids_two_panels_evaluations_target_and_wall_clock():
+    fig = curve_figure([_run()])
+    returns, success = fig.axes[:2]
+    assert returns.get_ylabel() == "mean return" and success.get_ylabel() == "success rate"
+    assert success.get_xlabel() == "env steps"
+    # ticks along every axis, not just labels at the ends
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    assert len([t for t in success.get_xticklabels() if t.get_text()]) >= 4
+    assert len([t for t in returns.get_yticklabels() if t.get_text()]) >= 4
+    assert [t.get_text() for t in success.get_yticklabels() if t.get_text()][-1] == "100%"
+    assert all(line.get_visible() for line in returns.get_xgridlines())
+    # the return on its own axes, the success rates on theirs (0..1)
+    np.testing.assert_array_equal(returns.lines[0].get_ydata(), _run().mean_return)
+    assert success.get_ylim()[0] < 0 < 1 < success.get_ylim()[1]
+    # evaluations as marked points, the target as a horizontal line
+    marked = [ln for ln in success.lines if ln.get_marker() == "o" and ln.get_linestyle() == "None"]
+    assert len(marked) == 1
+    np.testing.assert_array_equal(marked[0].get_xdata(), [4000.0, 8000.0])
+    target = [ln for ln in success.lines if list(ln.get_ydata()) == [0.95, 0.95]]
+    assert len(target) == 1
+    # wall-clock time as a second x axis, mapped from env steps through the run's times
+    (top,) = [c for c in returns.child_axes if c.get_xlabel()]
+    assert top.get_xlabel() == "wall-clock time (s)"
+    lo, hi = returns.get_xlim()  # env steps: 2.5 s per 1000 here
+    np.testing.assert_allclose(top.get_xlim(), [2.5 + (lo - 1000) / 400, 2.5 + (hi - 1000) / 400])
+    # a key that names the series, outside the data
+    texts = [t.get_text() for t in success.get_legend().get_texts()]
+    assert texts == [
+        "training episodes (with exploration noise)",
+        "evaluated (deterministic policy)",
+        "target 95%",
+    ]
+    assert fig.get_suptitle() == "kelab/CartPole-v0 · run a, seed 1"
+
+
+def test_no_wall_clock_axis_without_times_and_no_success_panel_without_a_rule():
+    fig = curve_figure([_run(walls=False)])
+    assert not [c for c in fig.axes[0].child_axes if c.get_xlabel()]
+    bare = RunCurve("b", np.arange(1.0, 5.0), np.arange(4.0), np.full(4, np.nan), np.arange(4.0))
+    fig = curve_figure([bare])
+    assert len(fig.axes) == 1 and fig.axes[0].get_xlabel() == "env steps"
+
+
+def test_several_runs_share_a_figure_with_a_legend_naming_them():
+    runs = [_run(), replace(_run(), label="b", target=0.9)]
+    fig = curve_figure(runs)
+    returns, success = fig.axes[:2]
+    assert [t.get_text() for t in returns.get_legend().get_texts()] == ["a", "b"]
+    assert returns.lines[0].get_color() != returns.lines[1].get_color()
+    assert "target 90%, 95%" in [t.get_text() for t in success.get_legend().get_texts()]
+    assert not [c for c in returns.child_axes if c.get_xlabel()]  # wall clocks differ
+    assert fig.get_suptitle() == "kelab/CartPole-v0: 2 runs"
+
+
+def test_the_png_is_written_atomically_replacing_a_symlink_not_following_it(tmp_path):
+    real = tmp_path / "elsewhere.png"
+    real.write_bytes(b"keep me")
+    out = tmp_path / "curve.png"
+    out.symlink_to(real)
+    written = write_training_curve(out, [(100, 1.0, 0.0), (200, 2.0, 0.5)], [(200, 1.0)])
+    assert written == out and not out.is_symlink()
+    assert out.read_bytes()[:8] == PNG and real.read_bytes() == b"keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["curve.png", "elsewhere.png"]
+
+
+def test_draw_curves_refuses_no_runs(tmp_path):
+    with pytest.raises(ValueError, match="runs must hold at least one RunCurve, got none"):
+        draw_curves(tmp_path / "x.png", [])
+
+
+def test_a_real_run_is_read_back_with_its_target_title_and_evaluations(trained_run):
+    run = read_run(trained_run["dir"])
+    steps = [int(s) for s in run.env_steps]
+    assert steps == [128, 256, 384]  # 16 copies x 8 steps, 3 iterations
+    assert run.target == 0.95 and run.title.startswith("kelab/CartPole-v0 · run ")
+    assert run.title.endswith(", seed 3") and np.isfinite(run.wall_time_s).all()
+    png = (trained_run["dir"] / "training_curve.png").read_bytes()
+    assert png[:8] == PNG
+
+
+def test_the_trainer_redraws_the_curve_at_most_as_often_as_asked(tmp_path):
+    log = RunLog(tmp_path, enabled=True)
+    log.open()
+    log.record({"iteration": 1, "env_steps": 64, "wall_time_s": 0.1, "mean_return": 2.0})
+    log.draw_curve(min_interval_s=3600.0)  # periodic: the log opened just now
+    assert not (tmp_path / "training_curve.png").exists()
+    log.draw_curve()  # the end of train(): always
+    assert (tmp_path / "training_curve.png").read_bytes()[:8] == PNG
+    log.close()
+
+
+def test_kelab_plot_compares_runs_on_one_figure(tmp_path, capsys):
+    a = _write_log(tmp_path / "a", _rows(), seed=1)
+    b = _write_log(tmp_path / "b", _rows(8, scale=0.8), seed=2)
+    out = tmp_path / "cmp.png"
+    assert main(["plot", str(a), str(b), "--out", str(out)]) == 0
+    assert capsys.readouterr().out == f"wrote {out} (2 runs)\n"
+    assert out.read_bytes()[:8] == PNG
+    assert [r.label for r in (read_run(a), read_run(b))] == ["a, seed 1", "b, seed 2"]
+    # runs in folders of one name are told apart by their paths
+    c = _write_log(tmp_path / "x" / "a", _rows())
+    assert main(["plot", str(a), str(c), "--out", str(out)]) == 0
+
+
+def test_kelab_plot_reads_evaluations_at_the_judged_iteration(tmp_path):
+    run = read_run(_write_log(tmp_path / "a", _rows()))
+    np.testing.assert_array_equal(run.eval_steps, [3 * 1024])  # judged 3, arrived at 4
+    np.testing.assert_array_equal(run.eval_rates, [0.5])
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        (lambda d: d.rename(d.with_name("gone")), "RUN_DIR must be a run directory, got"),
+        (lambda d: (d / "metrics.csv").unlink(), "RUN_DIR must hold a metrics.csv"),
+        (
+            lambda d: (d / "metrics.csv").write_bytes((d / "metrics.csv").read_bytes()[:-9]),
+            "line 7 must end with a newline, got a row cut short",
+        ),
+        (
+            lambda d: (d / "metrics.csv").write_text(
+                (d / "metrics.csv").read_text().replace("\n3,", "\n3,oops,", 1)
+            ),
+            "line 4 must hold 15 values like its header, got 16",
+        ),
+        (
+            lambda d: (d / "metrics.csv").write_text(
+                (d / "metrics.csv").read_text().replace("\n3,3072,", "\n3,3x72,", 1)
+            ),
+            "line 4: env_steps must be a number, got '3x72'",
+        ),
+        (lambda d: (d / "metrics.csv").write_bytes(b"\xff\xfe garbage\n"), "must be UTF-8"),
+        (
+            lambda d: (d / "metrics.csv").write_text("iteration,env_steps,mean_return\n"),
+            "must hold at least one iteration's row, got only the header",
+        ),
+        (
+            lambda d: (d / "metrics.csv").write_text("steps,return\n1,2\n"),
+            "must start with a header naming env_steps and mean_return",
+        ),
+    ],
+    ids=[
+        "missing-dir",
+        "no-log",
+        "truncated",
+        "extra-field",
+        "bad-number",
+        "binary",
+        "header-only",
+        "foreign-header",
+    ],  # fmt: skip
+)
+def test_kelab_plot_gives_one_line_for_a_bad_run(tmp_path, capsys, damage, says):
+    run = _write_log(tmp_path / "run", _rows())
+    damage(run)
+    out = tmp_path / "cmp.png"
+    assert main(["plot", str(run), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("kelab: error: ") and says in err, err
+    assert err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_kelab_plot_wants_a_png_name(tmp_path, capsys):
+    run = _write_log(tmp_path / "run", _rows())
+    assert main(["plot", str(run), "--out", str(tmp_path / "c.jpg")]) == 2
+    assert "--out must be a .png file, got" in capsys.readouterr().err
+
+
+def test_matplotlib_loads_only_when_a_curve_is_drawn_and_never_pyplot(tmp_path):
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import kelab.cli, kelab.train.curve, kelab.train.trainer, kelab.train.runlog
+        kelab.cli.build_parser()
+        assert "matplotlib" not in sys.modules, "imported before a curve is drawn"
+        kelab.train.curve.write_training_curve({str(tmp_path / "c.png")!r}, [(1, 1.0, None)])
+        assert "matplotlib" in sys.modules
+        assert "matplotlib.pyplot" not in sys.modules
+        print("ok")
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.stdout == "ok\n", proc.stderr[-2000:]
+
+
+def test_kelab_train_says_up_front_that_matplotlib_is_missing(monkeypatch):
+    import importlib.util
+
+    from kelab.train import _deps
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    assert _deps.missing_training_packages() == ["matplotlib"]
