@@ -36,7 +36,7 @@ from kelab.rl._contract import (
 from kelab.rl._core import RAY_SNAPSHOT_KIND
 from kelab.rl.ray_channel import EndsJoin, StepReply
 from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
-from kelab.rl.ray_start import start_ray
+from kelab.rl.ray_start import check_room, owns_local_ray, start_ray
 from kelab.rl.ray_worker import split_copies
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
@@ -88,7 +88,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         restart: Restart dead workers (True) or raise :class:`WorkerDiedError` (False).
         cpus_per_worker: CPUs Ray reserves for each actor (> 0; fractions allowed).
         start_timeout_s: Seconds to wait for every worker to start (a worker Ray cannot
-            place, for want of CPUs, is an error after this long).
+            place, for want of CPUs, is an error after this long; in this process's own
+            local Ray, which cannot grow, workers that do not fit are refused at once).
         ray_init: Extra keyword arguments for ``ray.init`` (e.g. ``runtime_env``) when
             this env starts or joins Ray; they override the local Ray's defaults
             (``num_cpus``, ``include_dashboard``; :func:`kelab.rl.ray_start.start_ray`).
@@ -107,7 +108,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ValueError: For out-of-range arguments.
         ImportError: When Ray is not installed (``pip install kelab[ray]``).
         ConnectionError: For a ``host:port`` address nothing answers on.
-        TimeoutError: When Ray cannot place every worker within ``start_timeout_s``.
+        ValueError: When this process's own local Ray (no autoscaler) has too few CPUs
+            for the workers: at once, naming the CPUs needed and free.
+        TimeoutError: When a Ray that can grow (one joined by address) does not place
+            every worker within ``start_timeout_s``.
         Exception: An error building a worker's ``LearningEnv`` (the task's ``build``, a
             bad keyword argument), as itself, with a note naming the worker.
 
@@ -218,6 +222,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.ranges = split_copies(num_envs, num_workers)
         self._pending: list[ObjectRef | None] | None = None  # the step in flight
         try:
+            # this process's own local Ray cannot grow: refuse workers it can never place
+            local = (address is None and self._owns_ray) or owns_local_ray()
+            check_room(ray, num_workers, cpus_per_worker, can_grow=not local)
             self._pool = WorkerPool(
                 ray,
                 task,

@@ -2,6 +2,13 @@
 
 Kept apart from :mod:`kelab.rl.ray_env` (the env's stepping and faults): what happens
 before the first worker answers. ``ray`` is passed in (an optional dependency).
+
+Whether to wait for workers Ray cannot place yet: a cluster that can grow (an autoscaler
+may add nodes, or an operator may join one) is waited for up to ``start_timeout_s``; this
+process's own local Ray (``ray.init()`` without an address, here or by the env) has no
+autoscaler and no other machine joins it, so workers that do not fit its CPUs are refused
+at once (:func:`check_room`). The rule: a Ray is this process's own when its GCS server is
+a child process of this one (:func:`owns_local_ray`); every other Ray can grow.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["probe_address", "start_ray", "wait_for_workers"]
+__all__ = ["check_room", "owns_local_ray", "probe_address", "start_ray", "wait_for_workers"]
 
 PROBE_TIMEOUT_S = 10.0
 """How long a ``host:port`` address may take to accept a connection before it is refused."""
@@ -96,3 +103,68 @@ def wait_for_workers(
         )
         _, waiting = ray.wait(list(refs), num_returns=len(refs), timeout=timeout_s - first)
     return [k for k, r in enumerate(refs) if r in waiting]
+
+
+def owns_local_ray() -> bool:
+    """Whether the Ray this process uses is its own local one (``ray.init()`` started it).
+
+    Ray started locally by ``ray.init()`` runs its GCS server as a child process of the
+    caller; a Ray joined by address (``ray start --head`` elsewhere, a cluster with an
+    autoscaler) does not. Reads ``/proc`` (Linux); elsewhere False (unknown: the caller
+    then keeps waiting, as for a cluster that can grow).
+    """
+    me = str(os.getpid()).encode()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # the process ended meanwhile
+            continue
+        head, _, tail = stat.rpartition(b")")  # "pid (comm) state ppid ..."
+        fields = tail.split()
+        if len(fields) > 1 and fields[1] == me and head.endswith(b"(gcs_server"):
+            return True
+    return False
+
+
+def check_room(ray: ModuleType, num_workers: int, cpus_per_worker: float, can_grow: bool) -> None:
+    """Refuse workers a Ray that cannot grow could never place (see the module docstring).
+
+    Each alive node holds ``floor(node CPUs / cpus_per_worker)`` workers; when a Ray that
+    cannot grow holds fewer than ``num_workers`` in all, waiting would never end. A Ray
+    that can grow, or one whose CPUs are only busy now (other actors may end), is left
+    to :func:`wait_for_workers`.
+
+    Raises:
+        ValueError: Naming the CPUs needed, the Ray's CPUs and free CPUs, and what to do.
+    """
+    if can_grow:
+        return
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    cpus = [float(n.get("Resources", {}).get("CPU", 0.0)) for n in nodes]
+    fit = sum(math.floor(c / cpus_per_worker + 1e-9) for c in cpus)
+    if fit >= num_workers:
+        return
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    free = float(ray.available_resources().get("CPU", 0.0))
+    need = num_workers * cpus_per_worker
+    most = max(cpus, default=0.0)
+    hint = (
+        f"lower num_workers or cpus_per_worker (cpus_per_worker="
+        f"{math.floor(100 * most / num_workers) / 100:g} fits)"
+        if len(cpus) == 1 and most >= num_workers / 100
+        else "lower num_workers or cpus_per_worker"
+    )
+    raise ValueError(
+        f"RayLearningEnv: num_workers x cpus_per_worker must fit this process's local Ray "
+        f"({total:g} CPUs, {free:g} free; it has no autoscaler and cannot grow), got "
+        f"{num_workers} x {cpus_per_worker:g} = {need:g} CPUs; {hint}, start Ray with more "
+        f"CPUs (ray.init(num_cpus={math.ceil(need)}), or ray_init={{'num_cpus': "
+        f"{math.ceil(need)}}} when this env starts it), or join a cluster with address=..."
+    )

@@ -560,6 +560,51 @@ def test_ray_init_options_override_the_local_defaults_and_a_dead_address_is_refu
         probe_address("127.0.0.1:1", timeout_s=5.0)
 
 
+def test_workers_a_local_ray_can_never_place_are_refused_at_once(local_ray, monkeypatch):
+    """The module's Ray is this process's own (ray.init(num_cpus=2) here): it has no
+    autoscaler, so 3 workers of 1 CPU can never be placed; no worker is started, and the
+    error names the CPUs needed and free (it used to wait start_timeout_s=300 s)."""
+    from kelab.rl import ray_env
+    from kelab.rl.ray_start import owns_local_ray
+
+    assert owns_local_ray()
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("no worker may be started")
+
+    monkeypatch.setattr(ray_env, "WorkerPool", no_pool)
+    with pytest.raises(
+        ValueError,
+        match=r"RayLearningEnv: num_workers x cpus_per_worker must fit this process's local Ray "
+        r"\(2 CPUs, 2 free; .*cannot grow\), got 3 x 1 = 3 CPUs; .*cpus_per_worker=0\.66",
+    ):
+        RayLearningEnv(CartPoleTask(), 6, 3)
+
+
+def test_a_cluster_that_can_grow_keeps_the_wait():
+    """Only a Ray that cannot grow is refused: one this process did not start (joined by
+    address: an autoscaler or an operator may add nodes) keeps the start_timeout_s wait."""
+    from kelab.rl.ray_start import check_room
+
+    class FakeRay:
+        def nodes(self):
+            return [{"Alive": True, "Resources": {"CPU": 2.0}}, {"Alive": False, "Resources": {}}]
+
+        def cluster_resources(self):
+            return {"CPU": 2.0}
+
+        def available_resources(self):
+            return {"CPU": 1.0}
+
+    fake = FakeRay()
+    check_room(fake, 3, 1.0, can_grow=True)  # no error: Ray waits for new nodes
+    check_room(fake, 4, 0.5, can_grow=False)  # fits (1 CPU busy now: waited for, as before)
+    with pytest.raises(ValueError, match=r"2 CPUs, 1 free.*got 3 x 1 = 3 CPUs"):
+        check_room(fake, 3, 1.0, can_grow=False)
+    with pytest.raises(ValueError, match=r"got 2 x 1.5 = 3 CPUs"):  # 1.5 fits only once
+        check_room(fake, 2, 1.5, can_grow=False)
+
+
 def test_rltrainer_trains_on_ray_workers_exactly_as_on_one_env(local_ray, tmp_path):
     """RLTrainer takes a RayLearningEnv unchanged; packed cartpoles are exact, so the same
     seed gives the same PPO run as on one in-process LearningEnv."""
@@ -609,12 +654,12 @@ def test_kelab_train_workers(local_ray, tmp_path, capsys):
     assert (run / "latest.json").exists()
     assert main(["train", "CartPole-v0", "--ray-address", "auto"]) == 2
     assert "--ray-address needs --workers K" in capsys.readouterr().err
-    # 3 workers of 1 CPU on the 2-CPU test cluster are never placed: given up after 1 s
+    # 3 workers of 1 CPU never fit the 2-CPU test cluster (this process's own): refused
     args = ["train", "CartPole-v0", "--num-envs", "6", "--workers", "3",
-            "--ray-start-timeout", "1", "--run-dir", str(tmp_path / "late")]  # fmt: skip
+            "--run-dir", str(tmp_path / "late")]  # fmt: skip
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "did not start workers" in err and "within 1.0 s" in err, err
+    assert "got 3 x 1 = 3 CPUs" in err and "cannot grow" in err, err
 
 
 def test_more_workers_than_copies_and_a_task_class_get_the_fix_in_the_message(capsys):
