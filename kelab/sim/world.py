@@ -51,6 +51,11 @@ from kelab.sim.snapshot import Snapshot, set_rng_state
 
 #: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
 MAX_LOG_STEPS = 7200
+#: Most ``max_log_steps`` an RL env gives its World (docs/world.md, "Snapshots"): it keeps
+#: whole episodes of up to this many physics steps in the log (every built-in task's; the
+#: longest, Pi-Locomotion's, is 10,020) and rebases longer ones inside, so no episode
+#: length makes the log, a snapshot or a restore grow with the run.
+MAX_EPISODE_LOG_STEPS = 2**14
 
 
 class World:
