@@ -34,6 +34,9 @@ __all__ = [
     "CheckpointError",
     "atomic_write_bytes",
     "load_checkpoint",
+    "check_networks",
+    "network_shapes",
+    "read_header",
     "refuse_weights_file",
     "resolve_spec",
     "save_checkpoint",
@@ -57,6 +60,11 @@ _REQUIRED = {
 
 
 _KINDS = {str: "a string", int: "an integer", dict: "a JSON object"}
+_MAX_HEADER_BYTES = 16 * 1024 * 1024
+_DTYPE_BYTES = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
+    "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
 
 
 class CheckpointError(ValueError):
@@ -253,15 +261,188 @@ def _read_json(path: Path) -> dict[str, Any]:
     return meta
 
 
-def load_checkpoint(spec: str | os.PathLike[str]) -> Checkpoint:
-    """Load a checkpoint from a spec (see :func:`resolve_spec`): JSON and safetensors only.
+def read_header(blob: bytes, where: str | os.PathLike[str]) -> dict[str, tuple[int, ...]]:
+    """The tensor names and shapes of a safetensors file, checked against its bytes.
+
+    Reads only the header (an 8-byte little-endian length, then JSON): every tensor must
+    have a known dtype, a shape of ints >= 0 and data offsets inside the file whose span
+    is exactly its shape's size, so nothing sized from it can be larger than the file.
+
+    Args:
+        blob: The whole file.
+        where: The file's path, for the messages.
 
     Raises:
-        CheckpointError: For a missing file, invalid JSON, a weights file whose SHA-256
-            does not match the JSON, or a file that is not safetensors.
+        CheckpointError: ``"<where> is not a valid safetensors file: <what is wrong>"``.
+
+    Example:
+        >>> import json
+        >>> head = json.dumps({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})
+        >>> read_header(len(head).to_bytes(8, "little") + head.encode() + bytes(8), "w.st")
+        {'w': (2,)}
+    """
+
+    def bad(what: str) -> CheckpointError:
+        return CheckpointError(f"{where} is not a valid safetensors file: {what}")
+
+    if len(blob) < 8:
+        raise bad(f"{len(blob)} bytes, shorter than the 8-byte header length")
+    size = int.from_bytes(blob[:8], "little")
+    if size > len(blob) - 8 or size > _MAX_HEADER_BYTES:
+        raise bad(f"its header claims {size} bytes, but the file has {len(blob) - 8} after it")
+    try:
+        header = json.loads(blob[8 : 8 + size].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise bad(f"its header is not JSON ({err})") from None
+    if not isinstance(header, dict):
+        raise bad("its header is not a JSON object")
+    data = len(blob) - 8 - size
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        entry = entry if isinstance(entry, dict) else {}
+        dtype, shape, span = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if (
+            dtype not in _DTYPE_BYTES
+            or not isinstance(shape, list)
+            or not all(is_int(n) and n >= 0 for n in shape)
+            or not isinstance(span, list)
+            or len(span) != 2
+            or not all(is_int(n) for n in span)
+        ):
+            raise bad(f"tensor {name!r} has no valid dtype, shape and data_offsets")
+        count = 1
+        for n in shape:
+            count *= n
+        begin, end = span
+        if not 0 <= begin <= end <= data or end - begin != count * _DTYPE_BYTES[dtype]:
+            raise bad(
+                f"tensor {name!r} ({dtype} {shape}) does not fit its data_offsets {span} "
+                f"in {data} bytes of data"
+            )
+        shapes[name] = tuple(shape)
+    return shapes
+
+
+def network_shapes(
+    prefix: str,
+    obs_dim: int,
+    out_dim: int,
+    hidden_dims: tuple[int, ...] | list[int],
+    obs_normalization: bool,
+    *,
+    actor: bool,
+) -> dict[str, tuple[int, ...]]:
+    """The tensors of a policy network as KELab saves it: name -> shape.
+
+    rsl-rl-lib's MLP model: ``mlp.<2k>.weight``/``.bias`` for each linear layer, the
+    observation normaliser's statistics when it normalises, and the actor's action std.
+
+    Example:
+        >>> network_shapes("actor", 4, 1, [8], False, actor=True)["actor.mlp.2.weight"]
+        (1, 8)
+    """
+    dims = [obs_dim, *hidden_dims, out_dim]
+    shapes: dict[str, tuple[int, ...]] = {}
+    for k, (n_in, n_out) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
+        shapes[f"{prefix}.mlp.{2 * k}.weight"] = (n_out, n_in)
+        shapes[f"{prefix}.mlp.{2 * k}.bias"] = (n_out,)
+    if obs_normalization:
+        for stat in ("_mean", "_var", "_std"):
+            shapes[f"{prefix}.obs_normalizer.{stat}"] = (1, obs_dim)
+        shapes[f"{prefix}.obs_normalizer.count"] = ()
+    if actor:
+        shapes[f"{prefix}.distribution.std_param"] = (out_dim,)
+    return shapes
+
+
+def _dims_text(dims: tuple[int, ...]) -> str:
+    shown = ", ".join(str(n) for n in dims[:3])
+    return f"[{shown}, ...] ({len(dims)} layers)" if len(dims) > 3 else f"[{shown}]"
+
+
+def check_networks(path: Path, meta: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> None:
+    """Refuse a checkpoint whose JSON sizes networks its weights do not hold.
+
+    The actor (and the critic, when the weights hold one) must have exactly the tensors
+    and shapes that ``observation_dim``, ``action_dim`` and ``train_config`` describe, so
+    nothing is built from the JSON's sizes alone (an ``observation_dim`` of 10**9 or 300
+    layers of 4096 units are refused here, not allocated).
+
+    Args:
+        path: The checkpoint's JSON, for the messages.
+        meta: Its JSON object.
+        shapes: Tensor name -> shape, from :func:`read_header` (or loaded tensors).
+
+    Raises:
+        CheckpointError: One line naming the JSON's field and the tensor that disagree.
+    """
+    from kelab.train.config import TrainConfig
+
+    try:
+        config = TrainConfig.from_dict(meta["train_config"])
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"{path}: bad train_config ({err})") from None
+    obs_dim, act_dim = int(meta["observation_dim"]), int(meta["action_dim"])
+    nets = [("actor", act_dim, config.actor_hidden_dims, True)]
+    if any(name.startswith("critic.") for name in shapes):
+        nets.append(("critic", 1, config.critic_hidden_dims, False))
+    for prefix, out_dim, hidden, actor in nets:
+        want = network_shapes(
+            prefix, obs_dim, out_dim, hidden, config.obs_normalization, actor=actor
+        )
+        have = {k: v for k, v in shapes.items() if k.startswith(prefix + ".")}
+        if want == have:
+            continue
+        sizes = (
+            f"observation_dim={obs_dim}, action_dim={act_dim}, train_config."
+            f"{prefix}_hidden_dims={_dims_text(tuple(hidden))}, obs_normalization="
+            f"{config.obs_normalization}"
+        )
+        wrong = [k for k in want if k in have and want[k] != have[k]]
+        if wrong:
+            key = wrong[0]
+            detail = f"{key} of shape {have[key]}, not {want[key]}"
+        else:
+            missing = sorted(set(want) - set(have))
+            extra = sorted(set(have) - set(want))
+            detail = "; ".join(
+                f"{label} {', '.join(keys[:3])}" + (f" (+{len(keys) - 3} more)" * (len(keys) > 3))
+                for label, keys in (("missing", missing), ("unexpected", extra))
+                if keys
+            )
+            detail = f"no such {prefix}: {detail}"
+        raise CheckpointError(
+            f"{path}: its JSON sizes the {prefix} as {sizes}, but its weights file holds "
+            f"{detail}; the checkpoint is damaged or was changed: use another checkpoint"
+        )
+
+
+def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> Checkpoint:
+    """Load a checkpoint from a spec (see :func:`resolve_spec`): JSON and safetensors only.
+
+    Everything is checked before any tensor is made: the weights file's size against the
+    one recorded, its SHA-256, its safetensors header against its bytes, and the networks
+    the JSON describes against the header's shapes (:func:`check_networks`).
+
+    Args:
+        spec: The checkpoint.
+        arrays: ``"torch"`` (CPU tensors) or ``"numpy"`` (arrays; needs no torch).
+
+    Raises:
+        CheckpointError: For a missing file, invalid JSON, a weights file whose size or
+            SHA-256 does not match the JSON, a file that is not safetensors, or sizes in
+            the JSON that the weights do not hold.
     """
     from safetensors import SafetensorError
-    from safetensors.torch import load as st_load
+
+    if arrays == "numpy":
+        from safetensors.numpy import load as st_load
+    elif arrays == "torch":
+        from safetensors.torch import load as st_load
+    else:
+        raise ValueError(must("load_checkpoint arrays", "'torch' or 'numpy'", arrays))
 
     path = resolve_spec(spec)
     meta = _read_json(path)
@@ -275,6 +456,13 @@ def load_checkpoint(spec: str | os.PathLike[str]) -> Checkpoint:
     weights_path = path.parent / file
     if not weights_path.is_file():
         raise CheckpointError(f"{path} names weights file {file!r}, which is missing")
+    recorded = weights.get("bytes")
+    size = weights_path.stat().st_size
+    if recorded is not None and recorded != size:
+        raise CheckpointError(
+            f"weights file {weights_path} is {size} bytes, but {path} recorded {recorded!r}: "
+            "it was changed or damaged after saving; use another checkpoint or retrain"
+        )
     blob = weights_path.read_bytes()
     actual = hashlib.sha256(blob).hexdigest()
     if actual != digest:
@@ -283,6 +471,7 @@ def load_checkpoint(spec: str | os.PathLike[str]) -> Checkpoint:
             f"(recorded {digest[:16]}..., file {actual[:16]}...): it was changed or damaged "
             "after saving; use another checkpoint or retrain"
         )
+    check_networks(path, meta, read_header(blob, weights_path))
     try:
         tensors = st_load(blob)
     except (SafetensorError, ValueError, RuntimeError) as err:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kelab.train.checkpoint import Checkpoint, CheckpointError
+from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
 from kelab.train.config import TrainConfig
 from kelab.train.ppo import build_actor, deterministic_actions
 
@@ -147,6 +147,8 @@ class CheckpointPolicy:
             config = TrainConfig.from_dict(checkpoint.meta["train_config"])
         except ValueError as err:
             raise CheckpointError(f"{checkpoint.path}: bad train_config ({err})") from None
+        shapes = {k: tuple(v.shape) for k, v in checkpoint.tensors.items()}
+        check_networks(checkpoint.path, checkpoint.meta, shapes)  # before building anything
         self.config = config
         self.observation_dim = checkpoint.observation_dim
         self.action_dim = checkpoint.action_dim

@@ -15,12 +15,19 @@ from kelab.train.checkpoint import CheckpointError, load_checkpoint, save_checkp
 
 
 def _save(directory, value: float, name: str = "best"):
-    tensors = {"actor.w": torch.full((3, 2), value)}
+    """An actor of 2 observations -> 3 hidden units -> 3 actions, its first layer all ``value``."""
+    tensors = {
+        "actor.mlp.0.weight": torch.full((3, 2), value),
+        "actor.mlp.0.bias": torch.zeros(3),
+        "actor.mlp.2.weight": torch.zeros(3, 3),
+        "actor.mlp.2.bias": torch.zeros(3),
+        "actor.distribution.std_param": torch.ones(3),
+    }
     meta = {
         "task": {"id": None, "class": "x:Y"},
         "observation_dim": 2,
         "action_dim": 3,
-        "train_config": {},
+        "train_config": {"actor_hidden_dims": [3], "obs_normalization": False},
         "iteration": int(value),
         "env_steps": 0,
     }
@@ -31,7 +38,7 @@ def test_save_and_load_round_trip_and_specs(tmp_path):
     path = _save(tmp_path, 1.0)
     assert path == tmp_path / "best.json"
     for spec in (f"{tmp_path}:best", tmp_path, path, str(path)):
-        assert load_checkpoint(spec).tensors["actor.w"].tolist() == [[1.0, 1.0]] * 3
+        assert load_checkpoint(spec).tensors["actor.mlp.0.weight"].tolist() == [[1.0, 1.0]] * 3
     _save(tmp_path, 2.0)  # replaces: the old weights file is gone
     assert len(list(tmp_path.glob("best-*.safetensors"))) == 1
     assert load_checkpoint(tmp_path).meta["iteration"] == 2
@@ -63,7 +70,7 @@ def test_a_crash_mid_save_leaves_the_previous_checkpoint(tmp_path, monkeypatch, 
         _save(tmp_path, 2.0)
     monkeypatch.setattr(os, "replace", real_replace)
     ckpt = load_checkpoint(f"{tmp_path}:best")
-    assert ckpt.meta["iteration"] == 1 and ckpt.tensors["actor.w"][0, 0] == 1.0
+    assert ckpt.meta["iteration"] == 1 and ckpt.tensors["actor.mlp.0.weight"][0, 0] == 1.0
     assert not list(tmp_path.glob(".*.tmp"))  # the temp file was removed
 
 
@@ -108,7 +115,7 @@ def test_a_pickle_in_place_of_the_weights_never_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(shutil, "rmtree", lambda *a, **k: calls.append(a))
     meta = json.loads(path.read_text())
     (tmp_path / meta["weights"]["file"]).write_bytes(payload)
-    meta["weights"]["sha256"] = hashlib.sha256(payload).hexdigest()
+    meta["weights"].update(sha256=hashlib.sha256(payload).hexdigest(), bytes=len(payload))
     path.write_text(json.dumps(meta))
     with pytest.raises(CheckpointError, match="not a valid safetensors file"):
         load_checkpoint(tmp_path)
@@ -121,3 +128,82 @@ def test_the_weights_file_as_a_spec_names_its_json(trained_run):
     with pytest.raises(CheckpointError, match=r"pass the checkpoint's \.json") as err:
         load_checkpoint(weights)
     assert str(run / "best.json") in str(err.value)
+
+
+def _shipped_copy(tmp_path, **changes):
+    """The shipped CartPole policy copied to ``tmp_path`` with JSON fields changed."""
+    from kelab.train.cli import shipped_policy
+
+    src = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    meta = json.loads(src.read_text())
+    shutil.copy(src.parent / meta["weights"]["file"], tmp_path / meta["weights"]["file"])
+    for key, value in changes.items():
+        if key in meta["train_config"]:
+            meta["train_config"][key] = value
+        else:
+            meta[key] = value
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps(meta))
+    return path
+
+
+def test_json_sizes_that_the_weights_do_not_hold_are_refused_before_building(tmp_path):
+    path = _shipped_copy(tmp_path, observation_dim=10**9)
+    with pytest.raises(
+        CheckpointError,
+        match=r"observation_dim=1000000000, .* but its weights file holds actor\.mlp\.0\.weight "
+        r"of shape \(64, 4\)",
+    ) as err:
+        load_checkpoint(path)
+    assert "\n" not in str(err.value)
+    _shipped_copy(tmp_path, actor_hidden_dims=[4096] * 300)
+    with pytest.raises(
+        CheckpointError,
+        match=r"train_config\.actor_hidden_dims=\[4096, 4096, 4096, \.\.\.\] \(300 layers\), "
+        r".* actor\.mlp\.0\.weight of shape \(64, 4\), not \(4096, 4\)",
+    ):
+        load_checkpoint(path)
+    _shipped_copy(tmp_path, action_dim=3)
+    with pytest.raises(CheckpointError, match=r"action_dim=3, .* actor\.mlp\.4\.weight of shape"):
+        load_checkpoint(path)
+
+
+def test_a_weights_file_of_another_size_than_recorded_is_refused_unread(tmp_path, monkeypatch):
+    path = _save(tmp_path, 1.0)
+    meta = json.loads(path.read_text())
+    meta["weights"]["bytes"] += 1
+    path.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match=r"is \d+ bytes, but .* recorded \d+"):
+        load_checkpoint(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"\xff" * 8,  # a header longer than the file
+        (40).to_bytes(8, "little") + b'{"actor.x": {"dtype": "F32", "shape": [1000000000],',
+        None,  # offsets past the end of the data
+    ],
+)
+def test_a_safetensors_header_that_does_not_fit_its_file_is_refused(tmp_path, header):
+    path = _save(tmp_path, 1.0)
+    meta = json.loads(path.read_text())
+    if header is None:
+        entry = {"dtype": "F32", "shape": [10**9], "data_offsets": [0, 4 * 10**9]}
+        text = json.dumps({"actor.mlp.0.weight": entry}).encode()
+        header = len(text).to_bytes(8, "little") + text
+    blob = header + b"\0" * 64
+    (tmp_path / meta["weights"]["file"]).write_bytes(blob)
+    meta["weights"].update(sha256=hashlib.sha256(blob).hexdigest(), bytes=len(blob))
+    path.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="is not a valid safetensors file: "):
+        load_checkpoint(tmp_path)
+
+
+def test_kelab_eval_refuses_a_checkpoint_sized_past_its_weights_in_one_line(tmp_path, capsys):
+    from kelab.cli import main
+
+    path = _shipped_copy(tmp_path, actor_hidden_dims=[4096] * 300)
+    assert main(["eval", "CartPole-v0", "--checkpoint", str(path), "--episodes", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "300 layers" in err, err
