@@ -257,11 +257,18 @@ def run_preview(
 
 
 def _main(args: argparse.Namespace) -> int:
+    from kelab.cli import KelabUsageError
     from kelab.render.renderer import DisplayUnavailableError, display_available
 
     if args.out is not None:
         check_out_path(args.out)
     load_task_class(args.task)  # a bad task id is the first thing to report
+    if args.headless and args.out is None:  # it would simulate, draw, and keep nothing
+        raise KelabUsageError(
+            f"--headless needs --out to keep what it draws; add --out preview.png (the last "
+            f"frame) or --out preview.mp4 (every step): kelab preview {args.task} --headless "
+            "--out preview.png"
+        )
     mode = "rgb_array" if args.headless else "human"
     if mode == "human" and not display_available(args.backend):
         raise DisplayUnavailableError(
@@ -306,7 +313,9 @@ def add_preview_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=seed_int, default=0)
     p.add_argument(
-        "--headless", action="store_true", help="draw offscreen, no window or display needed"
+        "--headless",
+        action="store_true",
+        help="draw offscreen, no window or display needed (needs --out: what to keep)",
     )
     p.add_argument("--out", default=None, help="write the last frame (.png) or a video (.mp4/.gif)")
     p.add_argument("--backend", choices=("pygame", "gl"), default="pygame")

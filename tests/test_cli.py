@@ -363,3 +363,17 @@ def test_every_integer_option_has_a_top_bound():
         assert not isinstance(value, int), f"kelab {command} {action.option_strings[0]}"
     assert ("train", "seed") in checked and ("eval", "episodes") in checked
     assert ("demo", "num_envs") in checked and ("preview", "seed") in checked
+
+
+def test_headless_preview_without_out_is_refused_naming_out(tmp_path, monkeypatch, capsys):
+    # it simulated 5 s, exited 0 and wrote nothing
+    monkeypatch.chdir(tmp_path)
+    assert main(["preview", "CartPole-v0", "--headless"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # refused before anything ran
+    assert captured.err.splitlines() == [
+        "kelab: error: --headless needs --out to keep what it draws; add --out preview.png "
+        "(the last frame) or --out preview.mp4 (every step): kelab preview CartPole-v0 "
+        "--headless --out preview.png"
+    ]
+    assert list(tmp_path.iterdir()) == []
