@@ -415,3 +415,41 @@ def _check_nothing_covers_anything_but_no_panel(app):
     rects = app.overlays.rects
     assert len(rects) == 2  # the notice, the HUD
     assert not _overlap(*rects)
+
+
+def test_panel_text_wraps_or_is_shortened_with_the_full_text_on_hover(tmp_path):
+    """Issue 24.7: no text is cut at the panel's edge; long names show in full on hover."""
+    app = _app(tmp_path, "gl", panel=True, size=(640, 400))
+    long_name = "DataRecorder(multi_rate_with_a_rather_long_file_name.csv)"
+    for k in range(4):
+        app.timeline.bind(lambda ts: None, runner="Capture", name=f"{long_name}#{k}")
+    app.timeline.add_runner("A runner with a very long name indeed", 10)
+    app.add_recorder(ke.DataRecorder(tmp_path / f"{'long_' * 12}recording.csv"))
+    app.renderFrameOnce()
+    host = app.panel_window.host
+    ui = host.ui
+    assert not app.panel.remove_runner("Capture")  # a long refusal
+    assert len(app.panel.message) > 200
+    for page in PAGES:
+        app.panel.set_page(page)
+        app.renderFrameOnce()
+        assert ui.overflow == [], f"{page}: text past the panel's edge"
+        assert ui.footer == "s.kelab.json (not saved yet)"  # the message does not replace it
+        if page == "Time Runners":
+            app.write_pixels_png(tmp_path.parent / "panel_long_message.png")
+    app.panel.message = ""
+    app.panel.set_page("Execution Order")
+    app.renderFrameOnce()
+    assert f"{long_name}#0" in ui.elided.values() or f"{long_name}#0" in ui.rows["Execution Order"]
+    full = next(t for t in ui.elided.values() if t.startswith("DataRecorder(multi"))
+    x0, y0, x1, y1 = ui.elided_rects[full]
+    app.inject_event(ke.InputEvent("mouse_move", pos=((x0 + x1) // 2, (y0 + y1) // 2)))
+    app.renderFrameOnce()
+    assert ui.tooltip == full
+    app.renderFrameOnce()  # a new tooltip window shows from its second frame
+    app.write_pixels_png(tmp_path.parent / "panel_execution_order_hover.png")
+    app.panel.set_page("Recorder")
+    app.renderFrameOnce()
+    assert ui.overflow == [] and any("long_long" in t for t in ui.elided.values())
+    app.write_pixels_png(tmp_path.parent / "panel_recorder_long.png")
+    app.close()

@@ -58,6 +58,14 @@ class PanelUI:
         self._plot_data: dict[str, Any] = {}
         self._stats_text = ""
         self._new_name = ""
+        self.elided: dict[str, str] = {}
+        """Texts shown shortened last frame (shown -> full text, which hovering shows)."""
+        self.elided_rects: dict[str, tuple[int, int, int, int]] = {}
+        """Where each elided text was drawn ``(x0, y0, x1, y1)`` (full text -> rect)."""
+        self.overflow: list[str] = []
+        """Texts drawn past the panel's edge last frame (always empty: a check for tests)."""
+        self.tooltip = ""
+        """The tooltip shown last frame ("" for none)."""
         self.tabs: dict[str, tuple[int, int, int, int]] = {}
         """Each page tab's screen rectangle ``(x0, y0, x1, y1)`` as drawn last frame."""
         self.footer = ""
@@ -126,21 +134,79 @@ class PanelUI:
         imgui.separator()
         page = m.page
         self.rows[page] = []
-        imgui.begin_child("page", imgui.ImVec2(0, -28))
+        self.elided, self.elided_rects, self.overflow, self.tooltip = {}, {}, [], ""
+        # the footer (a wrapped message above the file line) keeps the room it needs
+        footer_h = imgui.get_frame_height_with_spacing() + 4
+        if m.message:
+            wrap = imgui.get_content_region_avail().x
+            footer_h += imgui.calc_text_size(m.message, False, wrap).y
+            footer_h += imgui.get_style().item_spacing.y
+        imgui.begin_child("page", imgui.ImVec2(0, -footer_h))
         getattr(self, "_" + page.lower().replace(" ", "_"))()
         imgui.end_child()
         if m.message:
-            imgui.text_colored(_RED, m.message)
-        else:
-            self.footer = f"{m.settings_path.name} ({m.settings_status()})"
-            imgui.text_colored(_GREY, self.footer)
-            imgui.same_line()
-            if imgui.small_button("Save"):
-                try:
-                    m.save()
-                except OSError as exc:
-                    m.message = f"could not save {m.settings_path}: {exc}"
+            self._wrapped(m.message, _RED)
+        self.footer = f"{m.settings_path.name} ({m.settings_status()})"
+        imgui.align_text_to_frame_padding()
+        self._fit(self.footer, _GREY, reserve=imgui.calc_text_size("Save").x + 24)
+        imgui.same_line()
+        if imgui.small_button("Save"):
+            try:
+                m.save()
+            except OSError as exc:
+                m.message = f"could not save {m.settings_path}: {exc}"
         imgui.end()
+
+    # ------------------------------------------------------------------ text that fits
+    def _check_edge(self, text: str, right: float) -> None:
+        if imgui.get_item_rect_max().x > right + 1.0:
+            self.overflow.append(text)
+
+    def _wrapped(self, text: str, color: imgui.ImVec4 | None = None) -> None:
+        """Text wrapped at the panel's edge (messages)."""
+        right = imgui.get_cursor_screen_pos().x + imgui.get_content_region_avail().x
+        imgui.push_text_wrap_pos(0.0)
+        if color is None:
+            imgui.text(text)
+        else:
+            imgui.text_colored(color, text)
+        imgui.pop_text_wrap_pos()
+        self._check_edge(text, right)
+
+    def _fit(self, text: str, color: imgui.ImVec4 | None = None, reserve: float = 0.0) -> None:
+        """Text on one line, shortened with "..." when it does not fit (full on hover)."""
+        avail = imgui.get_content_region_avail().x - reserve
+        right = imgui.get_cursor_screen_pos().x + avail
+        shown = text
+        if imgui.calc_text_size(text).x > avail:
+            lo, hi = 0, len(text)
+            while lo < hi:  # the longest prefix that fits with the "..."
+                mid = (lo + hi + 1) // 2
+                if imgui.calc_text_size(text[:mid] + "...").x <= avail:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            shown = text[:lo] + "..."
+            self.elided[shown] = text
+        if color is None:
+            imgui.text(shown)
+        else:
+            imgui.text_colored(color, shown)
+        if shown is not text:
+            lo_, hi_ = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+            self.elided_rects[text] = (int(lo_.x), int(lo_.y), int(hi_.x), int(hi_.y))
+            if imgui.is_item_hovered():
+                self._tooltip(text)
+        self._check_edge(shown, right)
+
+    def _tooltip(self, text: str) -> None:
+        """A tooltip wrapped at about the panel's width."""
+        self.tooltip = text
+        imgui.begin_tooltip()
+        imgui.push_text_wrap_pos(imgui.get_font_size() * 30)
+        imgui.text(text)
+        imgui.pop_text_wrap_pos()
+        imgui.end_tooltip()
 
     def _row(self, label: str) -> None:
         self.rows[self.model.page].append(label)
@@ -177,8 +243,9 @@ class PanelUI:
             self._row(f"Runner {i}: {row.name}")
             imgui.push_id(f"runner{i}")
             imgui.align_text_to_frame_padding()
-            imgui.text(f"Runner {i}: {row.name}")
-            imgui.same_line(170)
+            start = imgui.get_cursor_pos_x()  # the label column: 156 px, shortened to fit
+            self._fit(f"Runner {i}: {row.name}", reserve=imgui.get_content_region_avail().x - 156)
+            imgui.same_line(start + 162)
             imgui.set_next_item_width(80)
             changed, hz = imgui.input_float("Hz", row.hz, 0.0, 0.0, "%.2f", _ENTER)
             if changed:
@@ -186,10 +253,14 @@ class PanelUI:
             imgui.same_line()
             imgui.text_colored(_GREY, f"{1000.0 / row.hz:5.1f} ms")
             imgui.same_line()
+            imgui.begin_disabled(not row.removable)
             if imgui.small_button("Remove"):
                 m.remove_runner(row.name)
-            if not row.removable:
-                imgui.set_item_tooltip(f"cannot be removed: {row.why_not}")
+            imgui.end_disabled()
+            if not row.removable and imgui.is_item_hovered(
+                imgui.HoveredFlags_.allow_when_disabled.value
+            ):
+                self._tooltip(f"{row.name} cannot be removed: {row.why_not}")
             imgui.pop_id()
         n = len(m.app.timeline.runners)
         if imgui.button(f"Add Time Runner ({n}/{MAX_RUNNERS})"):
@@ -200,9 +271,11 @@ class PanelUI:
         for row in rows:
             self._row(row.label)
             imgui.push_id(row.id)
-            changed, on = imgui.checkbox(row.label, row.enabled)
+            changed, on = imgui.checkbox("##on", row.enabled)
             if changed:
                 m.set_binding(row.id, enabled=on)
+            imgui.same_line()
+            self._fit(row.label)
             imgui.indent()
             imgui.set_next_item_width(120)
             runner = self._runner_combo("TimeRunner", row.runner)
@@ -269,7 +342,7 @@ class PanelUI:
                     m.start_recorder(kind)
             imgui.same_line()
             last = m.last_files.get(kind)
-            imgui.text_colored(_GREY, "recording..." if running else f"last file: {last or '-'}")
+            self._fit("recording..." if running else f"last file: {last or '-'}", _GREY)
             imgui.pop_id()
         rows = m.recorder_rows()
         if rows:
@@ -277,30 +350,35 @@ class PanelUI:
             for r in rows:
                 label = f"{r.kind}: {r.path}"
                 self._row(label)
-                imgui.bullet_text(f"{label}  [{r.runner}, {r.phase.name}] {r.count}")
+                imgui.bullet()
+                self._fit(f"{label}  [{r.runner}, {r.phase.name}] {r.count}")
 
     def _execution_order(self) -> None:
         flags = (imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h).value
         if imgui.begin_table("order", 5, flags):
             fixed = imgui.TableColumnFlags_.width_fixed.value
             stretch = imgui.TableColumnFlags_.width_stretch.value
-            for h, flag, width in (
-                ("Phase", fixed, 90.0),
-                ("Prio", fixed, 45.0),
-                ("System", stretch, 1.0),
-                ("Runner", fixed, 70.0),
-                ("Hz", fixed, 40.0),
-            ):
-                imgui.table_setup_column(h, flag, width)
+            rows = self.model.execution_order()
+            cells = [
+                (r.phase.name.capitalize(), str(r.priority), r.name, r.runner, f"{r.hz:g}")
+                for r in rows
+            ]
+            # the narrow columns fit their content (a long runner name is shortened at a
+            # third of the panel); the System column takes the rest, names shortened to fit
+            third = imgui.get_content_region_avail().x / 3
+            for k, h in enumerate(("Phase", "Prio", "System", "Runner", "Hz")):
+                if h == "System":
+                    imgui.table_setup_column(h, stretch, 1.0)
+                    continue
+                width = max(imgui.calc_text_size(c[k]).x for c in [(h,) * 5, *cells])
+                imgui.table_setup_column(h, fixed, min(width + 10, third))
             imgui.table_headers_row()
-            for r in self.model.execution_order():
+            for r, row in zip(rows, cells, strict=True):
                 self._row(r.name)
                 imgui.table_next_row()
-                for cell in (r.phase.name.capitalize(), str(r.priority), r.name, r.runner):
+                for cell in row:
                     imgui.table_next_column()
-                    imgui.text(cell)
-                imgui.table_next_column()
-                imgui.text(f"{r.hz:g}")
+                    self._fit(cell)
             imgui.end_table()
 
     def _plots(self) -> None:
