@@ -442,6 +442,15 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
     if args.video and args.interactive:
         raise ValueError("--video and --interactive cannot be combined; pick one")
+    if args.interactive and not display_available():  # the App's advice is for Python
+        from kelab.render.renderer import DisplayUnavailableError
+
+        raise DisplayUnavailableError(
+            "--interactive needs a display for its window (DISPLAY and WAYLAND_DISPLAY are "
+            f"unset); record the episodes offscreen instead (kelab play {args.task} --video "
+            f"play.mp4), or run under a virtual display (xvfb-run -a kelab play {args.task} "
+            "--interactive)"
+        )
     with warnings.catch_warnings():
         if render_mode == "human" and not display_available():
             # one warning that says what to do here, instead of the env's generic one

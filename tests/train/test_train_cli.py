@@ -449,3 +449,16 @@ def test_the_trainer_refuses_a_seed_torch_cannot_take_before_claiming(tmp_path):
                 ke.RLTrainer(env, run_dir=bad)
     finally:
         env.close()
+
+
+def test_interactive_play_without_a_display_gives_command_line_advice(monkeypatch, capsys):
+    # was the App's "pass headless=True for offscreen rendering" (advice for Python)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["play", "CartPole-v0", "--interactive"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "kelab: error: --interactive needs a display for its window (DISPLAY and "
+        "WAYLAND_DISPLAY are unset); record the episodes offscreen instead (kelab play "
+        "CartPole-v0 --video play.mp4), or run under a virtual display (xvfb-run -a kelab "
+        "play CartPole-v0 --interactive)"
+    ]
