@@ -1,4 +1,5 @@
-"""Gymnasium conventions: check_env without a display, episode statistics, real bounds."""
+"""Gymnasium conventions: check_env without a display, episode statistics, real bounds;
+other libraries' trainers (Stable-Baselines3) on KELab tasks, unchanged."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -128,3 +130,67 @@ def test_bad_observation_bounds_name_the_task_and_the_fix():
 
     with pytest.raises(TaskError, match=r"Bad.observation_bounds must hold observation_dim=4"):
         DirectRLEnv(Bad(), seed=0)
+
+
+@pytest.fixture
+def one_torch_thread():
+    """SB3's small MLP runs fastest on one torch thread (more only contend on 2 cores)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _sb3_ppo(seed, n_steps):
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+
+    import kelab  # noqa: F401 - registers the kelab/... ids
+
+    env = gym.make("kelab/CartPole-v0")
+    return PPO("MlpPolicy", env, n_steps=n_steps, batch_size=128, n_epochs=2, seed=seed,
+               device="cpu")  # fmt: skip
+
+
+def test_stable_baselines3_ppo_trains_on_a_kelab_task_unchanged(one_torch_thread):
+    import gymnasium as gym
+    from stable_baselines3.common.env_checker import check_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    import kelab  # noqa: F401
+
+    env = gym.make("kelab/CartPole-v0")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(env)  # SB3's own checker: spaces, dtypes, reset/step signatures
+    assert [str(w.message) for w in caught] == []
+    env.close()
+    model = _sb3_ppo(seed=0, n_steps=512)
+    model.learn(total_timesteps=2048)  # four rollouts and updates: the API, not a solve
+    assert model.num_timesteps == 2048
+    episodes = list(model.ep_info_buffer)  # SB3's Monitor saw KELab's episodes end
+    assert len(episodes) >= 10
+    assert all(ep["l"] >= 1 and np.isfinite(ep["r"]) for ep in episodes)
+    vec = model.get_env()
+    obs = vec.reset()
+    action, _ = model.predict(obs, deterministic=True)
+    assert action.shape == (1, 1) and np.all(np.abs(action) <= 1.0)
+    mean, _ = evaluate_policy(model, vec, n_eval_episodes=2, deterministic=True)
+    assert np.isfinite(mean) and mean > 0  # CartPole pays per step upright
+    vec.close()
+
+
+def test_stable_baselines3_ppo_on_a_kelab_task_is_reproducible(one_torch_thread):
+    import torch
+
+    def weights(seed):
+        model = _sb3_ppo(seed, n_steps=256)
+        model.learn(total_timesteps=512)
+        model.get_env().close()
+        return [p.detach().clone() for p in model.policy.parameters()]
+
+    first, again, other = weights(0), weights(0), weights(1)
+    assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))  # bit-identical
+    assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
