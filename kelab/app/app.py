@@ -34,7 +34,7 @@ from kelab.app.hotkeys import HOTKEYS, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import PickedBody
-from kelab.app.overlays import OverlayLayout
+from kelab.app.overlays import VIEWPORT_OFF_PERIOD_S, OverlayLayout, draw_viewport_off
 from kelab.app.panel.model import PanelModel
 from kelab.app.panel_window import PanelWindow, require_imgui
 from kelab.app.recorders import Recorder, VideoRecorder
@@ -61,14 +61,6 @@ if TYPE_CHECKING:
     from kelab.sim.world import World
 
 __all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
-
-#: Wall seconds between the frames drawn while the viewport is off: (panel hidden, shown).
-VIEWPORT_OFF_PERIOD_S = (0.5, 1 / 30)
-#: What the window says while the viewport is off.
-VIEWPORT_OFF_TEXT = (
-    "Viewport rendering is off (Sim High Perf.): the World runs undrawn.",
-    "Pause (Enter) to see it, or untick Disable Viewport Rendering (F2).",
-)
 
 
 class App:
@@ -806,6 +798,15 @@ class App:
         self._drawn += 1
         call_hook("post_render", self.post_render)
 
+    def _draw_viewport_off(self) -> None:
+        now = self._wall()  # a plain frame saying so, now and then (`draw_viewport_off`)
+        last, period = self._last_off_frame, VIEWPORT_OFF_PERIOD_S[self.panel.open]
+        if self.renderer is None or (last is not None and now - last < period):
+            return
+        self._last_off_frame = now
+        lay, bg = self.overlays, self.background
+        draw_viewport_off(self.renderer, lay, bg, self.panel_window, self._draw_overlays)
+
     def _draw_overlays(self, canvas: Canvas) -> None:
         """The App's own text, each placed clear of the rest (`OverlayLayout`)."""
         lay = self.overlays
@@ -815,26 +816,3 @@ class App:
         if self.hud_visible:
             lay.add(draw_hud(canvas, self.stats, lay.rects))
         self.recordings.draw_badge(canvas, lay.rects)
-
-    def _draw_viewport_off(self) -> None:
-        """With the viewport off: a plain frame saying so, the App's overlays and the panel.
-
-        Drawn at most every `VIEWPORT_OFF_PERIOD_S` wall seconds (30 Hz while the
-        Settings panel is open, so it keeps answering clicks), never the World.
-        """
-        now = self._wall()
-        period = VIEWPORT_OFF_PERIOD_S[self.panel.open]
-        if self._last_off_frame is not None and now - self._last_off_frame < period:
-            return
-        self._last_off_frame = now
-        renderer = self.renderer
-        assert renderer is not None
-        renderer.begin_frame()
-        canvas = renderer.canvas
-        canvas.clear(self.background)
-        self.overlays.begin_frame(self.panel_window.rects(renderer.size))
-        self.overlays.notice(canvas, list(VIEWPORT_OFF_TEXT), (255, 200, 120))
-        self._draw_overlays(canvas)
-        if self.panel.open:
-            self.panel_window.frame(renderer)
-        renderer.end_frame()

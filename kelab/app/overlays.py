@@ -11,18 +11,34 @@ Settings panel's window while it is open, and the text drawn so far.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from kelab.app.panel_window import PanelWindow
     from kelab.render.canvas import Canvas
+    from kelab.render.renderer import Renderer
 
-__all__ = ["OverlayLayout", "Rect", "draw_notice", "free_corner", "panel_rect"]
+__all__ = [
+    "OverlayLayout",
+    "Rect",
+    "draw_notice",
+    "draw_viewport_off",
+    "free_corner",
+    "panel_rect",
+]
 
 Rect = tuple[int, int, int, int]
 """A screen rectangle ``(x0, y0, x1, y1)`` in pixels."""
 
 GAP = 4  # pixels between stacked overlays
+#: Wall seconds between the frames drawn while the viewport is off: (panel hidden, shown).
+VIEWPORT_OFF_PERIOD_S = (0.5, 1 / 30)
+#: What the window says while the viewport is off.
+VIEWPORT_OFF_TEXT = (
+    "Viewport rendering is off (Sim High Perf.): the World runs undrawn.",
+    "Pause (Enter) to see it, or untick Disable Viewport Rendering (F2).",
+)
 PANEL_WIDTH = 440  # the Settings panel's width when the window allows
 
 
@@ -202,3 +218,33 @@ class OverlayLayout:
         """Remember a rectangle drawn elsewhere (the HUD), if any."""
         if rect is not None:
             self.rects.append(rect)
+
+
+def draw_viewport_off(
+    renderer: Renderer,
+    layout: OverlayLayout,
+    background: tuple[int, int, int],
+    panel_window: PanelWindow,
+    draw_overlays: Callable[[Canvas], None],
+) -> None:
+    """With the viewport off: a plain frame saying so, the App's overlays and the panel.
+
+    The App draws one at most every `VIEWPORT_OFF_PERIOD_S` wall seconds (30 Hz while
+    the Settings panel is open, so it keeps answering clicks), never the World.
+
+    Args:
+        renderer: The App's renderer.
+        layout: The App's `OverlayLayout`.
+        background: The frame's colour.
+        panel_window: The App's Settings panel window (drawn when open).
+        draw_overlays: Draws the App's notices, HUD and REC badge.
+    """
+    renderer.begin_frame()
+    canvas = renderer.canvas
+    canvas.clear(background)
+    layout.begin_frame(panel_window.rects(renderer.size))
+    layout.notice(canvas, list(VIEWPORT_OFF_TEXT), (255, 200, 120))
+    draw_overlays(canvas)
+    if panel_window.open:
+        panel_window.frame(renderer)
+    renderer.end_frame()
