@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab.sim._compile import Layout
-from kelab.sim._values import float_array
+from kelab.sim._values import float_array, forces_error
 from kelab.sim.kinematics import cog_world, joint_state
 from kelab.sim.replay_log import Kind
 
@@ -170,7 +170,7 @@ class Controls:
 
         Raises:
             ValueError: On a wrong shape (naming the argument, the shape seen and the
-                shape expected) or non-finite values.
+                shape expected), non-finite values or values beyond ``±FORCE_MAX``.
         """
         f = float_array(forces, "set_body_forces: forces")
         want = (ids.size, self.nb, 2)
@@ -188,11 +188,15 @@ class Controls:
                     f"set_body_forces: torques must have shape {want[:2]} (copies, bodies), "
                     f"got {t.shape}"
                 )
-        if not (np.isfinite(f).all() and np.isfinite(t).all()):
-            raise ValueError("set_body_forces: forces and torques must be finite numbers")
         full = np.empty((ids.size, self.nb, 3))
         full[:, :, 0:2] = f
         full[:, :, 2] = t
+        problem = forces_error(full)
+        if problem is not None:
+            raise ValueError(
+                f"set_body_forces: forces and torques {problem}; hold forces a scene's "
+                "bodies can take (a larger one flings any body out of the world's limits)"
+            )
         full[:, ~self.layout.dynamic] = 0.0
         self.external[ids] = full
         self.external_any = bool(self.external.any())

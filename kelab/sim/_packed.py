@@ -81,6 +81,9 @@ CAPACITY = 2.0**16
 #: Category bit of shared ground shapes; copies use bits 0..30.
 GROUND_BIT = 1 << 31
 _ALL = 0xFFFFFFFF
+#: Smallest spatial hash cell (m): 2**31 cells of it span 134e6 m, far beyond every
+#: coordinate a step can reach from within the World's limits (_values.STATE_LIMITS).
+MIN_CELL = 2.0**-4
 #: Hash ids of static shapes start here (far from every moving shape's id).
 _STATIC_IDS = 1 << 56
 
@@ -244,7 +247,9 @@ class _Plan:
                 sizes.append(float(np.ptp(pts, axis=0).max()) + 2.0 * r)
         size = float(np.mean(sizes)) if sizes else 1.0
         cell = 2.0 ** math.ceil(math.log2(max(4.0 * size, 1e-9)))
-        self.cell = float(min(max(cell, 0.25), spacing / 2))
+        # never below MIN_CELL: the hash's cell indices are C ints, and every body
+        # within the World's limits must stay below 2**31 cells (see _values.py)
+        self.cell = float(max(min(max(cell, 0.25), spacing / 2), MIN_CELL))
         self.cells = max(1000, 4 * num_envs * max(self.moving_shapes, 1))
 
     def copy_filter(self, c: int, body: int) -> pymunk.ShapeFilter:

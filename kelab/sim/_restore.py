@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_int, check_number_or_none
-from kelab.sim._values import body_states_error, forces_error
+from kelab.sim._values import DT_MAX, body_states_error, forces_error
 from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
@@ -211,7 +211,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         raise _fail(f"snapshot sim_time {snap.sim_time!r} must equal its exact time {time}")
     dt = meta.get("dt")
     dt = check_number_or_none(
-        dt, "World.restore: snapshot meta 'dt'", low=0.0, low_open=True, fix=_FIX
+        dt, "World.restore: snapshot meta 'dt'", low=0.0, low_open=True, high=DT_MAX, fix=_FIX
     )
     if (step_count == 0) != (time == 0):
         raise _fail(f"snapshot time {time} s is inconsistent with step_count {step_count}")
@@ -257,8 +257,8 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             raise _fail(f"{where}: copy ids must be unique, got {ids.tolist()}")
         a = b = None
         if kind == DT:
-            if ids.size or vals.size != 1 or not vals[0] > 0:
-                raise _fail(f"{where}: must hold one dt > 0 and no copies")
+            if ids.size or vals.size != 1 or not 0 < vals[0] <= DT_MAX:
+                raise _fail(f"{where}: must hold one dt in (0, {DT_MAX:g}] s and no copies")
             a = vals.copy()
             last_dt = (at, float(vals[0]))
         else:

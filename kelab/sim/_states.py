@@ -10,11 +10,19 @@ the physics.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from kelab.sim._backend import Backend
 from kelab.sim._compile import Layout
+from kelab.sim._values import STATE_LIMITS, STATE_POSITION_MAX, STATE_SPEED_MAX
 from kelab.sim.kinematics import JointCache, joint_state
+
+#: Name and unit of each body state column, for messages.
+_COLUMNS = (("x", "m"), ("y", "m"), ("angle", "rad"), ("vx", "m/s"), ("vy", "m/s"), ("w", "rad/s"))
+#: One bound that every column of a state within the limits stays under (the fast check).
+_BOUND = min(STATE_POSITION_MAX, STATE_SPEED_MAX)
 
 
 class BodyStates:
@@ -43,8 +51,12 @@ class BodyStates:
         # right after the step that is expected to be read; never changes results)
         self.since_read = 0
         self.read_period = 0
-        #: Copies the last step's threads read (their finiteness is checked after it).
+        #: Copies the last step's threads read (their limits are checked after it).
         self.read_in_step = every[:0]
+        #: Copies whose state left the limits (or is not finite): no step until reset.
+        self.halted = np.zeros(n, dtype=bool)
+        self.halted_any = False
+        self.halted_step = 0
 
     @property
     def raw(self) -> np.ndarray:
@@ -101,6 +113,90 @@ class BodyStates:
             jc.valid[rows] = True
         return jc.pos, jc.vel
 
+    def out_of_limits(self, ids: np.ndarray) -> tuple[list[int], list[str], bool] | None:
+        """Copies ``ids`` (just read) whose bodies left the limits, or None if none did.
+
+        One pass (a min and a max over the rows) when every value is within ``_BOUND``;
+        only otherwise are the columns compared with their own limits
+        (``_values.STATE_LIMITS``; the angle is free but must be finite).
+
+        Returns:
+            ``(copies, bodies, finite)``: the copies out, ``"'path' in copy c (y = -1e+08
+            m)"`` for each body out (its largest excess), and whether every value is finite.
+        """
+        if ids.size == 0:
+            return None
+        all_rows = ids.size == self.n
+        sub = self.backend.raw if all_rows else self.backend.raw[ids]
+        if -_BOUND <= sub.min() and sub.max() <= _BOUND:  # False for NaN
+            return None
+        with np.errstate(invalid="ignore"):
+            excess = np.abs(sub) / STATE_LIMITS  # > 1: out; NaN: not finite
+        excess[..., 2] = np.where(np.isfinite(sub[..., 2]), 0.0, np.nan)
+        bad = ~(excess <= 1.0)
+        out = bad.any(axis=2)
+        if not out.any():
+            return None  # only angles beyond _BOUND: they are free
+        rows = self.every if all_rows else ids
+        names = self.layout.body_paths
+        bodies = []
+        for k, b in zip(*np.nonzero(out), strict=True):
+            col = int(np.argmax(np.nan_to_num(excess[k, b], nan=np.inf)))
+            name, unit = _COLUMNS[col]
+            bodies.append(f"{names[b]!r} in copy {rows[k]} ({name} = {sub[k, b, col]:g} {unit})")
+        return rows[out.any(axis=1)].tolist(), bodies, bool(np.isfinite(sub).all())
+
+    def check_limits(self, step: int, ids: np.ndarray) -> None:
+        """Raise if a body of copies ``ids`` (just read after step ``step``) left the limits.
+
+        Those copies are halted: :meth:`refuse` raises the same error before any further
+        step, until they are reset (:meth:`release`). A body out there would hang the
+        packed layout's next step in C (see ``_values.STATE_POSITION_MAX``), and the
+        isolated layout steps the same way.
+
+        Raises:
+            FloatingPointError: Naming the copies and bodies, their values and the fix.
+        """
+        found = self.out_of_limits(ids)
+        if found is None:
+            return
+        copies, bodies, finite = found
+        self.halt(copies, step)
+        if not finite:
+            self.check_finite(step, ids)
+        shown = ", ".join(bodies[:6]) + (f" and {len(bodies) - 6} more" if len(bodies) > 6 else "")
+        raise FloatingPointError(
+            f"World: body state must stay within the world's limits (|x|, |y| <= "
+            f"{STATE_POSITION_MAX:g} m; |vx|, |vy| <= {STATE_SPEED_MAX:g} m/s; |w| <= "
+            f"{STATE_SPEED_MAX:g} rad/s), got {shown} after step {step} in copies "
+            f"{copies[:20]}{'...' if len(copies) > 20 else ''}; the simulation ran away (huge "
+            "forces or efforts, a body falling with no ground): reset those copies "
+            "(reset_envs / set_body_states) before stepping again (World.step refuses "
+            "until then: a body that far would hang the physics)"
+        )
+
+    def halt(self, copies: list[int], step: int) -> None:
+        """Refuse steps until ``copies`` are reset: they left the limits at ``step``."""
+        self.halted_step = step
+        self.halted[copies] = True
+        self.halted_any = True
+
+    def refuse(self) -> None:
+        """Raise the error of the halted copies again (before a step; see check_limits).
+
+        Raises:
+            FloatingPointError: As :meth:`check_limits` did.
+        """
+        if self.halted_any:
+            self.check_limits(self.halted_step, np.flatnonzero(self.halted))
+            self.release(self.every)  # cannot happen: the halted rows are unchanged
+
+    def release(self, ids: np.ndarray) -> None:
+        """Copies ``ids`` were reset: they may step again."""
+        if self.halted_any:
+            self.halted[ids] = False
+            self.halted_any = bool(self.halted.any())
+
     def check_finite(self, step: int, ids: np.ndarray | None = None) -> None:
         """Raise if the state just read (copies ``ids``, None: all) holds NaN or inf.
 
@@ -128,3 +224,43 @@ class BodyStates:
             "diverged (extreme masses, sizes, forces or dt): reset those copies "
             "(reset_envs / set_body_states) before reading or stepping them again"
         )
+
+
+class ReplayLimits:
+    """Ends a snapshot's replay at the first step that leaves the limits (restore).
+
+    The steps after it are skipped (they could hang in C). A World stops at such a step
+    (``World.step`` refuses the next one), so one at the snapshot's last step is the
+    state it was taken in, and one before it means no World took it.
+
+    Args:
+        states: The World's body states (halted where the last step left the limits).
+        advance: One replayed physics step ``advance(dt, ids)``.
+    """
+
+    def __init__(self, states: BodyStates, advance: Callable[[float, np.ndarray], None]) -> None:
+        self._states = states
+        self._step = advance
+        self._found: tuple[list[int], list[str], bool] | None = None
+        self._skipped = 0
+        states.release(states.every)
+
+    def advance(self, dt: float, ids: np.ndarray) -> None:
+        """Replay one step unless an earlier one left the limits; check it."""
+        if self._found is not None:
+            self._skipped += 1
+            return
+        self._step(dt, ids)
+        self._found = self._states.out_of_limits(self._states.read_in_step)
+
+    def finish(self, step: int) -> tuple[list[int], list[str], bool] | None:
+        """After the replay to ``step``: what left the limits before the last step, or None.
+
+        Returns:
+            ``BodyStates.out_of_limits``'s answer for the step that left them early; at
+            the last step those copies are halted instead and None is returned.
+        """
+        if self._found is not None and not self._skipped:
+            self._states.halt(self._found[0], step)
+            return None
+        return self._found

@@ -43,11 +43,20 @@ def vec2(value: Any, name: str) -> np.ndarray:
 
 
 STATE_POSITION_MAX = 1e7
-"""Largest ``|x|``, ``|y|`` (m) a written body state may hold: 100x the scene coordinate
-range (``shapes.COORD_MAX``). Farther out, the packed layout's spatial hash would walk
-an astronomical number of cells (a restore of a doctored snapshot hung there)."""
+"""Largest ``|x|``, ``|y|`` (m) a body may have: written (set_body_states, a snapshot's
+log) or after a step (World.step raises past it). 100x the scene coordinate range
+(``shapes.COORD_MAX``). Chipmunk's spatial hash (the packed layout's index) turns a
+coordinate into a C ``int`` cell index: past ``2**31`` cells (``2**31 * cell`` m, 134e6 m
+for the smallest cell) the index wraps and the hash walks ~2**32 cells, a step that never
+returns. A body within these limits cannot get there in one step of at most ``DT_MAX``."""
 STATE_SPEED_MAX = 1e7
-"""Largest ``|vx|``, ``|vy|`` (m/s) and ``|w|`` (rad/s) a written body state may hold."""
+"""Largest ``|vx|``, ``|vy|`` (m/s) and ``|w|`` (rad/s) a body may have, written or after
+a step (see ``STATE_POSITION_MAX``)."""
+DT_MAX = 1.0
+"""Largest physics step (s) World.step takes: a body at ``STATE_SPEED_MAX`` then moves at
+most ``1e7`` m in a step, which keeps every body inside the spatial hash's range."""
+STATE_LIMITS = np.array([STATE_POSITION_MAX] * 2 + [np.inf] + [STATE_SPEED_MAX] * 3)
+"""Bound of each body state column (x, y, angle, vx, vy, w); the angle is unbounded."""
 
 
 def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
@@ -64,10 +73,10 @@ def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
 
 
 FORCE_MAX = 1e9
-"""Largest ``|fx|``, ``|fy|`` (N) and ``|torque|`` (N·m) of a held external force a
-snapshot may carry: far beyond any scene's weights (masses <= 1e6 kg). A doctored 1e300 N
-force in a replayed log hung the packed layout's step; forces set through the API stay
-merely finite (a divergence they cause is detected and named where the state is read)."""
+"""Largest ``|fx|``, ``|fy|`` (N) and ``|torque|`` (N·m) of a held external force, set
+through the API or carried by a snapshot: far beyond any scene's weights (masses <= 1e6
+kg). A body that a force within it still flings past the state limits is named by the
+step that does it (World.step's limits check)."""
 
 
 def forces_error(forces: np.ndarray) -> str | None:

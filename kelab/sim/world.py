@@ -39,9 +39,10 @@ from kelab.sim._controls import Controls
 from kelab.sim._history import History, take
 from kelab.sim._isolated import IsolatedBackend
 from kelab.sim._packed import PackedBackend
-from kelab.sim._restore import WorldSpec, check_snapshot
+from kelab.sim._restore import Restore, WorldSpec, check_snapshot
 from kelab.sim._sensor_suite import SensorSuite
-from kelab.sim._states import BodyStates
+from kelab.sim._states import BodyStates, ReplayLimits
+from kelab.sim._values import DT_MAX
 from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.replay_log import Kind, ReplayLog
@@ -49,6 +50,8 @@ from kelab.sim.robot_view import RobotView
 from kelab.sim.scene import Scene
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
+#: What a refused snapshot's message suggests.
+_FIX_SNAPSHOT = "take snapshots with World.snapshot() and restore them unchanged"
 #: Default of ``World(max_log_steps=...)``: one minute at 120 Hz.
 MAX_LOG_STEPS = 7200
 #: Most ``max_log_steps`` an RL env gives its World (docs/world.md, "Snapshots"): it keeps
@@ -563,6 +566,7 @@ class World:
         self._after_reset(ids)
 
     def _after_reset(self, ids: np.ndarray) -> None:
+        self._states.release(ids)
         self._states.read(ids)
         self._sensors.v_prev[ids] = self._backend.raw[ids][:, :, 3:5]
         self._prime(ids)
@@ -574,9 +578,17 @@ class World:
         Args:
             dt: Step size in seconds, finite and > 0.
 
+        After the step every copy's bodies are checked against the world's limits
+        (docs/world.md, "Limits"): positions within ±1e7 m, speeds within ±1e7 m/s and
+        rad/s, finite. A copy out of them is named, and no step runs until it is reset.
+
         Raises:
-            ValueError: If ``dt`` is not a finite number > 0.
+            ValueError: If ``dt`` is not a finite number in (0, 1] seconds.
+            FloatingPointError: If a body left the limits in this step, or a copy that
+                left them in an earlier step has not been reset since (naming them).
         """
+        if self._states.halted_any:  # a body out there would hang the step in C
+            self._states.refuse()
         if dt.__class__ is not float or dt != self._dt:  # else: the dt checked before
             dt = self._new_dt(dt)
         self._advance(dt, self._all)
@@ -585,8 +597,8 @@ class World:
             self._time = self._time  # fold the steps taken at the old dt
             self._fdt = (dt, Fraction(dt))
         self._time_steps += 1
-        if self._states.read_in_step.size:  # a state read during the step: checked before use
-            self._states.check_finite(self._steps, self._states.read_in_step)
+        # every step reads the state: a body past the limits stops the World here
+        self._states.check_limits(self._steps, self._states.read_in_step)
         if self._has_sensors:
             raw = self._states.fresh(self._all)  # read now if the step did not
             self._sensors.update(self._all, raw, dt, self._contacts.forces)
@@ -595,7 +607,15 @@ class World:
 
     def _new_dt(self, dt: Any) -> float:
         """Check a step's ``dt`` that differs from the last one; log a change of dt."""
-        dt = check_positive(dt, "World.step: dt", unit="seconds")
+        dt = check_number(
+            dt,
+            "World.step: dt",
+            low=0.0,
+            low_open=True,
+            high=DT_MAX,
+            unit="seconds",
+            fix="a longer physics step is not simulated; take several steps",
+        )
         if dt != self._dt:
             if self._dt is not None and self._sensors.pipelines:
                 raise ValueError(
@@ -614,9 +634,10 @@ class World:
 
         The packed layout steps every copy of its shared spaces; copies outside ``ids``
         (only during a replay: not yet started) then run with zero forces. The stepping
-        threads also read the state after the step when it will be needed: before the next
-        step (state-dependent forces), by the sensors, or by a reader that has been asking
-        every ``_read_period`` steps (reading never changes the physics).
+        threads also read the state after every step (reading never changes the physics),
+        so that its limits are checked before the next step; the joint state is computed
+        from it only when a reader that has been asking every ``read_period`` steps is
+        expected.
         """
         states, valid = self._states, self._state_valid
         needs_state = self._state_dependent or self._rolling
@@ -629,15 +650,14 @@ class World:
             self._ctl.dirty = ids.size != self._n
         jc = states.joints
         if replay:
-            read = needs_state
             jc.eager = False
         else:
             states.since_read += 1
             # the joint state is computed after a step's read only for the
             # read a reader is expected to follow; other reads just invalidate it
-            jc.eager = expected = states.since_read == states.read_period
-            read = needs_state or self._has_sensors or expected
-        done = self._backend.step(dt, ids, read)
+            jc.eager = states.since_read == states.read_period
+        # every step reads the state: its limits are checked before the next step
+        done = self._backend.step(dt, ids, True)
         states.read_in_step = done
         jc.eager = True
         stepped = self._backend.stepped(ids)
@@ -706,15 +726,33 @@ class World:
 
         Raises:
             ValueError: If the snapshot comes from another scene (both fingerprints are
-                named) or from a World with another number of copies, or if anything in
-                it is malformed or inconsistent (the message names it).
+                named) or from a World with another number of copies, if anything in it
+                is malformed or inconsistent (the message names it), or if its replay
+                leaves the world's limits before its last step (World put back).
         """
         if not isinstance(snap, Snapshot):
             raise ValueError(f"World.restore: expected a ke.Snapshot, got {type(snap).__name__}")
         snap.check_fingerprint(self._fingerprint)
         plan = check_snapshot(snap, self._restore_spec())
-        # nothing below can fail on the snapshot's content
-        self._history.restore(plan, self._held, partial(self._advance, replay=True))
+        undo = self.snapshot()  # put back if the replay leaves the limits early
+        out = self._apply(plan)
+        if out is not None:
+            self._apply(check_snapshot(undo, self._restore_spec()))
+            raise ValueError(
+                f"World.restore: the snapshot's log drives body {out[1][0]} out of the world's "
+                f'limits (docs/world.md, "Limits") before its last step, where a World '
+                f"stops (copies {out[0][:20]}); {_FIX_SNAPSHOT}"
+            )
+
+    def _apply(self, plan: Restore) -> tuple[list[int], list[str], bool] | None:
+        """Restore a validated snapshot; return where its replay left the limits early.
+
+        See ``_states.ReplayLimits``: at the snapshot's last step those copies are
+        halted (as in the World that took it); earlier, the caller puts the World back.
+        """
+        guard = ReplayLimits(self._states, partial(self._advance, replay=True))
+        self._history.restore(plan, self._held, guard.advance)
+        early = guard.finish(plan.step_count)
         self._steps = plan.step_count
         self._time = plan.time
         self._dt = plan.dt
@@ -723,6 +761,7 @@ class World:
             set_rng_state(g, st)
         self._contacts.sums = None
         self._state_valid[:] = False
+        return early
 
     def _restore_spec(self) -> WorldSpec:
         """What a snapshot must match to be restored here (see ``_restore.check_snapshot``)."""
