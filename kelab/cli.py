@@ -189,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=4,
         help="cartpole copies (>= 1)",
     )
-    demo.add_argument("--seed", type=seed_int, default=0, help="seed of the world, an int >= 0")
+    demo.add_argument(
+        "--seed", type=seed_int, default=0, help="seed of the world, an int from 0 to 2**64 - 1"
+    )
     demo.set_defaults(func=_demo_main)
     from kelab.cli_preview import add_preview_parser
 

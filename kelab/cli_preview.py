@@ -304,20 +304,35 @@ def add_preview_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--headless --out preview.png (last frame) or --out preview.mp4 (every step).",
     )
     p.add_argument("task", help="task id, e.g. CartPole-v0, Humanoid-v0, BallToGoal-v0")
-    p.add_argument("--actions", choices=("zero", "random"), default="zero")
+    p.add_argument(
+        "--actions",
+        choices=("zero", "random"),
+        default="zero",
+        help="zero: every action 0 (the task left alone); random: uniform in [-1, 1], seeded",
+    )
     p.add_argument(
         "--seconds",
         type=positive_float("seconds", fix="give the simulated seconds to run, e.g. --seconds 5"),
         default=None,
         help=f"simulated seconds (default: until closed; headless {HEADLESS_DEFAULT_S:g})",
     )
-    p.add_argument("--seed", type=seed_int, default=0)
+    p.add_argument(
+        "--seed",
+        type=seed_int,
+        default=0,
+        help="seed of the env and of the random actions, an int from 0 to 2**64 - 1",
+    )
     p.add_argument(
         "--headless",
         action="store_true",
         help="draw offscreen, no window or display needed (needs --out: what to keep)",
     )
     p.add_argument("--out", default=None, help="write the last frame (.png) or a video (.mp4/.gif)")
-    p.add_argument("--backend", choices=("pygame", "gl"), default="pygame")
+    p.add_argument(
+        "--backend",
+        choices=("pygame", "gl"),
+        default="pygame",
+        help="renderer: pygame (software drawing) or gl (moderngl, drawn on the GPU)",
+    )
     p.set_defaults(func=_main)
     return p

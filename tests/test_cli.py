@@ -295,7 +295,7 @@ def test_help_shows_defaults_and_every_option_of_demo(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert exc.value.code == 0
     assert "(default: 10.0)" in text and "(default: 4)" in text
-    assert "seed of the world, an int >= 0 (default: 0)" in text
+    assert "seed of the world, an int from 0 to 2**64 - 1 (default: 0)" in text
 
 
 def test_version():
@@ -377,3 +377,25 @@ def test_headless_preview_without_out_is_refused_naming_out(tmp_path, monkeypatc
         "--headless --out preview.png"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_every_option_of_every_subcommand_has_help_with_its_default():
+    from kelab.cli import build_parser
+
+    parser = build_parser()
+    formatter = parser.formatter_class(prog="kelab")
+    missing = []
+    for command, action in _options():
+        where = f"kelab {command} {action.option_strings[-1]}"
+        text = formatter._expand_help(action) if action.help else ""
+        if not text.strip():
+            missing.append(f"{where}: no help")
+            continue
+        has_default = action.default not in (None, False, argparse.SUPPRESS)
+        if has_default and "default" not in formatter._get_help_string(action):
+            missing.append(f"{where}: its default {action.default!r} is not shown")
+        if action.choices and not all(str(c) in text for c in action.choices):
+            missing.append(f"{where}: the choices are not named")
+    assert missing == []
+    for action in parser._actions:  # the top-level ones too
+        assert action.help or not action.option_strings, action.option_strings

@@ -1,8 +1,9 @@
 """``kelab train``, ``kelab play`` and ``kelab eval`` (registered by ``kelab/cli.py``).
 
 ``<Task>`` is a built-in id with or without ``kelab/`` (``CartPole-v0``), or
-``module:TaskClass`` of your own task. Torch is imported only when a command runs; without
-the train extra each command says in one line how to install it (exit status 2).
+``module:TaskClass`` of your own task. ``train`` needs the train extra (torch), imported
+only when it runs; without it, it says in one line how to install it (exit status 2).
+``play`` and ``eval`` run the policy in numpy and need no extra.
 """
 
 from __future__ import annotations
@@ -70,10 +71,15 @@ class _Command:
         return self.task_id or self.class_path
 
 
-def _start(args: argparse.Namespace, out: TextIO | None, err: TextIO | None) -> _Command | None:
-    """The shared start of a subcommand: None (after saying so) without the train extra."""
+def _start(
+    args: argparse.Namespace, out: TextIO | None, err: TextIO | None, *, extra: bool = True
+) -> _Command | None:
+    """The shared start of a subcommand: None (after saying so) without the train extra.
+
+    ``extra=False`` (play, eval): the policy runs in numpy, no extra is needed.
+    """
     out, err = out or sys.stdout, err or sys.stderr
-    if _missing_extra(err):
+    if extra and _missing_extra(err):
         return None
     task_id, class_path = resolve_task(args.task)
     return _Command(out, err, task_id, class_path, import_task_class(class_path))
@@ -406,17 +412,6 @@ def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
     return str(shipped)
 
 
-def _small_network_threads() -> None:
-    """Run a policy's small network on one torch thread.
-
-    More threads only add hand-offs per call: 2 made a 100 x 64 layer 2-3x slower on a busy
-    2-core machine.
-    """
-    import torch
-
-    torch.set_num_threads(1)
-
-
 def _print_episode(
     out: TextIO, i: int, ret: float, length: int, end: object, ok: bool | None
 ) -> None:
@@ -430,7 +425,7 @@ def _print_episode(
 
 def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
-    cmd = _start(args, out, err)
+    cmd = _start(args, out, err, extra=False)
     if cmd is None:
         return 2
     spec = _checkpoint_spec(args, cmd.class_path)
@@ -438,7 +433,6 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     from kelab.rl.direct import DirectRLEnv
     from kelab.train.player import RLPlayer
 
-    _small_network_threads()
     render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
     if args.video and args.interactive:
         raise ValueError("--video and --interactive cannot be combined; pick one")
@@ -503,14 +497,13 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
 
 def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel)."""
-    cmd = _start(args, out, err)
+    cmd = _start(args, out, err, extra=False)
     if cmd is None:
         return 2
     spec = _checkpoint_spec(args, cmd.class_path)
     import kelab as ke
     from kelab.train.player import RLPlayer
 
-    _small_network_threads()
     player = RLPlayer(spec, render_mode=None)
     env = ke.LearningEnv(cmd.cls(), num_envs=min(args.episodes, args.num_envs), seed=args.seed)
     try:
@@ -548,7 +541,9 @@ def _subcommand(
         help="built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass of your own "
         "task (imported from the current folder or PYTHONPATH)",
     )
-    p.add_argument("--seed", type=seed_int, default=seed, help=f"{seed_help}, an int >= 0")
+    p.add_argument(
+        "--seed", type=seed_int, default=seed, help=f"{seed_help}, an int from 0 to 2**64 - 1"
+    )
     if name != "train":
         p.add_argument(
             "--checkpoint",
