@@ -10,21 +10,30 @@ scan per step:
 - ``.csv``: a header ``time,step,<beam>`` (``env<i>:<beam>`` with several copies) and one
   line per scan, 17 significant digits.
 
-Scans stream to disk as they come (memory stays flat over long runs); the file appears
-complete at its path when the recorder closes (written next to it, then renamed).
+Scans stream to ``<path>.partial`` as they come, like a `DataRecorder`'s rows (memory
+stays flat over long runs): CSV text, or for ``.npz`` a row spool whose columns are
+``time``, ``step`` and the beam names. They are handed to the operating system every
+``flush_every`` scans and at least every ``flush_interval_s`` seconds of wall time, so a
+kill (SIGKILL) loses at most the last ``flush_every - 1`` scans and `load_recording`
+reads what it left (``complete=False``). `close` fsyncs the file and publishes it at its
+path (renamed; for ``.npz`` rewritten into the layout above). `load_recording` reads a
+closed recording too (its columns ``time``, ``step``, then one per beam and copy).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._files import atomic_file, fsync_dir, temp_beside
+from kelab._files import atomic_file
+from kelab._validate import check_int, check_number
 from kelab.app.recorders import FrameSource, Recorder, check_copy_indices
+from kelab.app.recording_files import SPOOL_MAGIC, load_partial
 from kelab.timing.timeline import Phase
 
 if TYPE_CHECKING:
@@ -43,6 +52,8 @@ class LidarRecorder(Recorder):
         runner: The runner whose steps are recorded (default ``"Capture"``).
         phase: The phase (default ``ACQUISITION``).
         priority: Order inside the phase.
+        flush_every: Scans buffered at most before they are written (an int >= 1).
+        flush_interval_s: Wall seconds a buffered scan waits at most (> 0).
 
     Example:
         >>> import kelab as ke, tempfile, os
@@ -68,7 +79,17 @@ class LidarRecorder(Recorder):
         runner: str = "Capture",
         phase: Phase | str = Phase.ACQUISITION,
         priority: int = 0,
+        flush_every: int = 16,
+        flush_interval_s: float = 0.5,
     ) -> None:
+        check_int(flush_every, "LidarRecorder.flush_every", low=1)
+        check_number(
+            flush_interval_s,
+            "LidarRecorder.flush_interval_s",
+            low=0.0,
+            low_open=True,
+            unit="seconds",
+        )
         super().__init__(path, runner=runner, phase=phase, priority=priority)
         if sensors is not None and (
             isinstance(sensors, str) or not all(isinstance(s, str) for s in sensors)
@@ -84,9 +105,13 @@ class LidarRecorder(Recorder):
         self.beams: tuple[str, ...] = ()
         self.angles = np.zeros(0)
         self.max_range = np.zeros(0)
+        self.flush_every = flush_every
+        self.flush_interval_s = float(flush_interval_s)
         self._world: World | None = None
-        self._tmp: Any = None  # open temp file the scans stream into
-        self._tmp_path: Path | None = None
+        self._file: Any = None  # the open <path>.partial the scans stream into
+        self._pending: list[np.ndarray] = []
+        self._last_flush = time.monotonic()
+        self._csv = self.path.suffix.lower() == ".csv"
 
     def _prepare(self, world: World | None, frame_source: FrameSource | None) -> None:
         if world is None:
@@ -119,59 +144,72 @@ class LidarRecorder(Recorder):
         self.angles = np.array([param(n, "angle") for n in names])
         self.max_range = np.array([param(n, "max_range") for n in names])
         self._world = world
-        self._tmp_path = temp_beside(self.path, suffix=".part")
-        if self.path.suffix.lower() == ".csv":
-            self._tmp = open(self._tmp_path, "w", encoding="utf-8", newline="")
-            many = self.env_ids.size > 1
-            cols = ["time", "step"] + [
-                f"env{e}:{b}" if many else b for e in self.env_ids.tolist() for b in names
-            ]
-            self._tmp.write(",".join(cols) + "\n")
+        many = self.env_ids.size > 1
+        columns = ["time", "step"] + [
+            f"env{e}:{b}" if many else b for e in self.env_ids.tolist() for b in names
+        ]
+        if self._csv:
+            self._file = open(self.partial_path, "w", encoding="utf-8", newline="")
+            self._file.write(",".join(columns) + "\n")
         else:
-            self._tmp = open(self._tmp_path, "wb")
+            self._file = open(self.partial_path, "wb")
+            header = {"columns": columns, "dtype": "<f8"}
+            self._file.write(SPOOL_MAGIC + json.dumps(header).encode("utf-8") + b"\n")
+        self._file.flush()  # a kill before the first scan still leaves the beam names
+        self._last_flush = time.monotonic()
 
     def record(self, ts: float) -> None:
         """Read every beam and append one scan (the timeline calls this)."""
-        if self._closed or self._tmp is None:
+        if self._closed or self._file is None:
             return
         w, ids = self._world, self.env_ids
         scan = np.empty((ids.size, len(self.beams)))
         for k, name in enumerate(self.beams):
             scan[:, k] = np.asarray(w.read_sensor(name), dtype=np.float64)[ids, 0]
         now = self._timeline.time_s if self._timeline is not None else 0.0
-        row = np.concatenate(([now, float(self.scans)], scan.reshape(-1)))
-        if self.path.suffix.lower() == ".csv":
-            np.savetxt(self._tmp, row[None], fmt="%.17g", delimiter=",")
-        else:
-            self._tmp.write(row.astype("<f8").tobytes())
+        self._pending.append(np.concatenate(([now, float(self.scans)], scan.reshape(-1))))
         self.scans += 1
+        if (
+            len(self._pending) >= self.flush_every
+            or time.monotonic() - self._last_flush >= self.flush_interval_s
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand buffered scans to the operating system now (they survive a process kill)."""
+        if self._pending and self._file is not None:
+            block = np.vstack(self._pending)
+            if self._csv:
+                np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
+            else:
+                self._file.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
+            self._pending.clear()
+        if self._file is not None:
+            self._file.flush()
+        self._last_flush = time.monotonic()
 
     def _finish(self) -> None:
-        tmp, self._tmp = self._tmp, None
-        if tmp is None or self._tmp_path is None:
+        if self._file is None:
             return
-        part = self._tmp_path
         try:
-            tmp.flush()
-            os.fsync(tmp.fileno())
-            tmp.close()
-            if self.path.suffix.lower() == ".csv":
-                os.replace(part, self.path)
-                fsync_dir(self.path.parent)
-                return
-            width = 2 + self.env_ids.size * len(self.beams)
-            rows = np.fromfile(part, dtype="<f8").reshape(-1, width)
-            with atomic_file(self.path) as fh:
-                np.savez(
-                    fh,
-                    time=rows[:, 0].copy(),
-                    step=rows[:, 1].astype(np.int64),
-                    ranges=rows[:, 2:].reshape(-1, self.env_ids.size, len(self.beams)),
-                    beams=np.array(self.beams, dtype=str),
-                    angles=self.angles,
-                    max_range=self.max_range,
-                    env_ids=self.env_ids.astype(np.int64),
-                )
+            self.flush()
+            os.fsync(self._file.fileno())
         finally:
-            if part.exists():
-                part.unlink()
+            self._file.close()
+            self._file = None
+        if self._csv:
+            self._publish()
+            return
+        rows = load_partial(self.path).data
+        with atomic_file(self.path) as fh:
+            np.savez(
+                fh,
+                time=rows[:, 0].copy(),
+                step=rows[:, 1].astype(np.int64),
+                ranges=rows[:, 2:].reshape(-1, self.env_ids.size, len(self.beams)),
+                beams=np.array(self.beams, dtype=str),
+                angles=self.angles,
+                max_range=self.max_range,
+                env_ids=self.env_ids.astype(np.int64),
+            )
+        self.partial_path.unlink()

@@ -12,7 +12,7 @@ import math
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -28,6 +28,7 @@ __all__ = [
     "Recording",
     "check_destination",
     "fsync_dir",
+    "load_partial",
     "load_recording",
     "partial_path",
     "spool_to_npz",
@@ -105,11 +106,12 @@ class Recording:
 
 
 def load_recording(path: str | os.PathLike[str]) -> Recording:
-    """Read a `DataRecorder` file: the closed ``path``, else its ``<path>.partial``.
+    """Read a `DataRecorder` or `LidarRecorder` file: the closed ``path``, else its ``.partial``.
 
     A ``.partial`` file is what a recorder that never closed left behind: every row
     flushed before the process died, an incomplete last row or line dropped. Nothing is
-    unpickled.
+    unpickled. A closed `LidarRecorder` ``.npz`` reads as the columns ``time``, ``step``,
+    then one per beam (``env<i>:<beam>`` with several copies), as its spool did.
 
     Args:
         path: The recorder's ``*.csv`` or ``*.npz`` path.
@@ -122,17 +124,46 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
         ValueError: For a file that is not a recording (naming what is wrong).
     """
     final = Path(path)
-    suffix = final.suffix.lower()
-    if suffix not in (".csv", ".npz"):
-        raise ValueError(f"load_recording: path must end in .csv or .npz, got {str(path)!r}")
-    complete = final.exists()
-    source = final if complete else partial_path(final)
+    _check_suffix(final)
+    if final.exists():
+        return _read(final, complete=True)
+    source = partial_path(final)
     if not source.exists():
         raise FileNotFoundError(f"load_recording: neither {str(final)!r} nor {str(source)!r} exist")
+    return _read(source, complete=False, suffix=final.suffix.lower())
+
+
+def load_partial(path: str | os.PathLike[str]) -> Recording:
+    """Read only ``<path>.partial``, the file a recorder streams into until it closes.
+
+    Args:
+        path: The recorder's ``*.csv`` or ``*.npz`` path (not the ``.partial`` one).
+
+    Raises:
+        FileNotFoundError: When there is no ``.partial`` file.
+        ValueError: For a file that is not a recording.
+    """
+    final = Path(path)
+    _check_suffix(final)
+    return _read(partial_path(final), complete=False, suffix=final.suffix.lower())
+
+
+def _check_suffix(final: Path) -> None:
+    if final.suffix.lower() not in (".csv", ".npz"):
+        raise ValueError(
+            f"load_recording: path must end in .csv or .npz, got {str(final)!r}; give the "
+            "recorder's path"
+        )
+
+
+def _read(source: Path, complete: bool, suffix: str | None = None) -> Recording:
+    suffix = suffix or source.suffix.lower()
     if suffix == ".csv":
         return _read_csv(source, complete)
     if complete:
         with np.load(source, allow_pickle=False) as z:
+            if "ranges" in z and "beams" in z and "time" in z and "step" in z:  # LidarRecorder
+                return _lidar_npz(z, source)
             if "columns" not in z or "data" not in z:
                 raise ValueError(f"load_recording: {str(source)!r} has no columns/data arrays")
             columns = tuple(str(c) for c in z["columns"])
@@ -145,6 +176,29 @@ def load_recording(path: str | os.PathLike[str]) -> Recording:
     rows = len(raw) // width if width else 0
     data = np.frombuffer(raw[: rows * width], dtype="<f8").astype(np.float64)
     return Recording(columns, data.reshape(rows, len(columns)), False)
+
+
+def _lidar_npz(z: Mapping[str, np.ndarray], source: Path) -> Recording:
+    """A closed LidarRecorder file as the columns its spool had."""
+    beams = [str(b) for b in z["beams"]]
+    ranges = np.asarray(z["ranges"], dtype=np.float64)
+    env_ids = [int(e) for e in z["env_ids"]] if "env_ids" in z else [0]
+    if ranges.ndim != 3 or ranges.shape[1:] != (len(env_ids), len(beams)):
+        raise ValueError(
+            f"load_recording: {str(source)!r} ranges must have shape (scans, {len(env_ids)}, "
+            f"{len(beams)}), got {ranges.shape}"
+        )
+    many = len(env_ids) > 1
+    columns = ("time", "step", *(f"env{e}:{b}" if many else b for e in env_ids for b in beams))
+    n = ranges.shape[0]
+    data = np.column_stack(
+        [
+            np.asarray(z["time"], np.float64),
+            np.asarray(z["step"], np.float64),
+            ranges.reshape(n, -1),
+        ]
+    )
+    return Recording(columns, data.reshape(n, len(columns)), True)
 
 
 def _read_csv(source: Path, complete: bool) -> Recording:

@@ -283,3 +283,83 @@ def test_a_signal_returning_a_non_number_is_a_clear_error(tmp_path, bad):
     with pytest.raises(ValueError, match=r"signals\['odd'\] must return a real number"):
         timeline.advance(0.0)
     rec.close()
+
+
+LIDAR_CHILD = textwrap.dedent(
+    """
+    import sys
+    import kelab as ke
+    from kelab.app.lidar_recorder import LidarRecorder
+
+    out = sys.argv[1]
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    b.add(ke.Prop(ke.Circle(0.2), mass=1.0, initial_pose=ke.Pose(0.0, 3.0)), at="/World/Bot")
+    for k, angle in enumerate((-2.0, -1.57, -1.1)):
+        b.rangefinder(f"beam{k}", "/World/Bot", angle=angle, max_range=50.0)
+    world = ke.World(b.build())
+    tl = ke.Timeline()
+    tl.bind(world.step, runner="Robot", phase=ke.Phase.PHYSICS, name="world.step")
+    recs = [LidarRecorder(f"{out}/scan{s}", flush_interval_s=60.0) for s in (".npz", ".csv")]
+    for r in recs:
+        r.attach(tl, world=world)
+    while True:  # the ball falls: the beams shorten scan by scan; record until killed
+        tl.advance(1 / 30)
+        print(recs[0].scans, recs[1].scans, flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv"])
+def test_sigkill_leaves_a_lidar_recording_that_load_recording_reads(tmp_path, suffix):
+    proc = subprocess.Popen(
+        [sys.executable, "-c", LIDAR_CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        scans = 0
+        for line in proc.stdout:
+            scans = min(int(v) for v in line.split())
+            if scans >= 40:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL and scans >= 40
+    assert not (tmp_path / f"scan{suffix}").exists()
+    rec = load_recording(tmp_path / f"scan{suffix}")  # <path>.partial, with the beam names
+    assert not rec.complete
+    assert rec.columns == ("time", "step", "beam0", "beam1", "beam2")
+    n = rec.data.shape[0]
+    assert scans - 15 <= n <= scans + 16  # all but the last flush_every - 1 = 15 scans
+    assert np.array_equal(rec.step, np.arange(n))
+    np.testing.assert_allclose(rec.time, np.arange(n) / 30, rtol=0, atol=1e-9)
+    beams = rec.data[:, 2:]
+    assert np.isfinite(beams).all() and (beams > 0).all()
+    assert beams[:, 1].min() < beams[0, 1] - 1.0  # scans of the falling ball, not one repeated
+
+
+def test_closed_lidar_npz_reads_back_with_load_recording_like_its_spool(tmp_path):
+    from kelab.app.lidar_recorder import LidarRecorder
+
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    b.add(ke.Prop(ke.Circle(0.2), mass=1.0, initial_pose=ke.Pose(0.0, 3.0)), at="/World/Bot")
+    b.rangefinder("down", "/World/Bot", angle=-1.57, max_range=50.0)
+    world = ke.World(b.build(), num_envs=2)
+    tl = ke.Timeline()
+    tl.bind(world.step, runner="Capture", phase=ke.Phase.PHYSICS, name="world.step")
+    rec = LidarRecorder(tmp_path / "s.npz", env_ids=(0, 1))
+    rec.attach(tl, world=world)
+    tl.advance(1.0)
+    live = load_recording(tmp_path / "s.npz")
+    rec.close()
+    done = load_recording(tmp_path / "s.npz")
+    assert not live.complete and done.complete and not rec.partial_path.exists()
+    assert done.columns == live.columns == ("time", "step", "env0:down", "env1:down")
+    assert done.data.shape == (31, 4) and np.array_equal(done.data[: len(live.data)], live.data)
+    with np.load(tmp_path / "s.npz") as z:
+        assert z["ranges"].shape == (31, 2, 1) and z["beams"].tolist() == ["down"]
