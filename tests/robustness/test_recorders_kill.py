@@ -363,3 +363,79 @@ def test_closed_lidar_npz_reads_back_with_load_recording_like_its_spool(tmp_path
     assert done.data.shape == (31, 4) and np.array_equal(done.data[: len(live.data)], live.data)
     with np.load(tmp_path / "s.npz") as z:
         assert z["ranges"].shape == (31, 2, 1) and z["beams"].tolist() == ["down"]
+
+
+MP4_CHILD = textwrap.dedent(
+    """
+    import sys
+    import numpy as np
+    from kelab.app.recorders import VideoRecorder
+    from kelab.timing.timeline import Timeline
+
+    tl = Timeline()
+    k = [0]
+    def frame():
+        k[0] += 1
+        img = np.zeros((48, 64, 3), np.uint8)
+        img[:, :, 0] = (k[0] * 7) % 256
+        return img
+    video = VideoRecorder(sys.argv[1] + "/clip.mp4")
+    video.attach(tl, frame_source=frame)
+    while True:  # record until killed
+        tl.advance(1 / 30)
+        print(video.frames, flush=True)
+    """
+)
+
+
+def _read_mp4_when_done(path: Path) -> np.ndarray:
+    """The frames of an mp4 that ffmpeg may still be finishing (poll up to 20 s)."""
+    import imageio.v3 as iio
+
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return iio.imread(path)
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+@pytest.mark.parametrize("victim", ["process group", "ffmpeg too"])
+def test_mp4_after_a_process_group_kill(tmp_path, victim):
+    """ffmpeg runs in a process group of its own (imageio-ffmpeg's setpgrp): a SIGKILL to
+    the recording's whole process group leaves it running to finish a readable mp4; only a
+    kill that reaches ffmpeg itself leaves an unreadable file (docs/recorders.md)."""
+    import imageio.v3 as iio
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MP4_CHILD, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a shell job or a service
+    )
+    try:
+        assert proc.stdout is not None
+        frames = 0
+        for line in proc.stdout:
+            frames = int(line)
+            if frames >= 90:
+                break
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+        assert len(kids) == 1 and os.getpgid(int(kids[0])) != os.getpgid(proc.pid)
+        if victim == "ffmpeg too":
+            os.kill(int(kids[0]), signal.SIGKILL)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == -signal.SIGKILL and frames >= 90
+    if victim == "process group":
+        assert _read_mp4_when_done(tmp_path / "clip.mp4").shape[0] >= frames - 1
+    else:
+        time.sleep(0.5)
+        with pytest.raises(Exception, match="meta information|moov|Invalid data"):
+            iio.imread(tmp_path / "clip.mp4")
