@@ -208,7 +208,10 @@ def curve_figure(runs: Sequence[RunCurve], title: str | None = None) -> Figure:
         returns, success = fig.subplots(1, 1), None
     for i, run in enumerate(runs):
         colour = _RETURN if single else _RUN_COLOURS[i % len(_RUN_COLOURS)]
-        returns.plot(run.env_steps, run.mean_return, color=colour, lw=1.8, label=run.label)
+        dot = "o" if run.env_steps.size == 1 else None  # one row: a point, not a line
+        returns.plot(
+            run.env_steps, run.mean_return, color=colour, lw=1.8, marker=dot, label=run.label
+        )
     returns.set_ylabel("mean return")
     bottom = returns if success is None else success
     bottom.set_xlabel("env steps")
@@ -242,7 +245,8 @@ def _success_panel(ax: Axes, runs: list[RunCurve]) -> None:
     for i, run in enumerate(runs):
         colour = _RUN_COLOURS[i % len(_RUN_COLOURS)]
         ax.plot(run.env_steps, run.success_rate, color=_SUCCESS if single else colour,
-                lw=1.6, alpha=1.0 if single else 0.75)  # fmt: skip
+                lw=1.6, alpha=1.0 if single else 0.75,
+                marker="o" if run.env_steps.size == 1 else None)  # fmt: skip
         if run.eval_steps.size:
             ax.plot(run.eval_steps, run.eval_rates, ls="none", marker="o", ms=6,
                     color=_EVAL if single else colour, mec="white", mew=1.0,
@@ -284,14 +288,22 @@ def _shared_title(runs: list[RunCurve]) -> str:
 
 
 def _wall_clock_axis(ax: Axes, run: RunCurve) -> None:
-    """Wall-clock time along the top of ``ax``, when the run's times allow it."""
+    """Wall-clock time along the top of ``ax``, when the run's times allow it.
+
+    Needs finite times that never go back as env steps grow; rows that add no env steps
+    (``overlap_rollout``'s last, update-only row) are passed over.
+    """
     steps, walls = run.env_steps, run.wall_time_s
     if (
         steps.size < 2
         or not np.isfinite(walls).all()
-        or not (np.diff(steps) > 0).all()
-        or not (np.diff(walls) > 0).all()
+        or (np.diff(steps) < 0).any()
+        or (np.diff(walls) < 0).any()
     ):
+        return
+    keep = np.concatenate(([True], (np.diff(steps) > 0) & (np.diff(walls) > 0)))
+    steps, walls = steps[keep], walls[keep]
+    if steps.size < 2:
         return
     span = float(walls[-1])
     unit, scale = ("s", 1.0) if span < 180 else ("min", 60.0) if span < 3 * 3600 else ("h", 3600.0)

@@ -121,6 +121,22 @@ def test_no_wall_clock_axis_without_times_and_no_success_panel_without_a_rule():
     assert len(fig.axes) == 1 and fig.axes[0].get_xlabel() == "env steps"
 
 
+def test_wall_clock_skips_rows_without_new_steps_and_one_row_is_a_point():
+    run = _run()
+    steps = run.env_steps.copy()
+    steps[-1] = steps[-2]  # overlap_rollout's last row only updates: no new env steps
+    fig = curve_figure([replace(run, env_steps=steps)])
+    (top,) = [c for c in fig.axes[0].child_axes if c.get_xlabel()]
+    assert top.get_xlabel() == "wall-clock time (s)"
+    walls = run.wall_time_s.copy()
+    walls[3] = walls[2] - 1.0  # a clock that went back: no axis rather than a wrong one
+    fig = curve_figure([replace(run, wall_time_s=walls)])
+    assert not [c for c in fig.axes[0].child_axes if c.get_xlabel()]
+    one = RunCurve("c", np.array([128.0]), np.array([3.0]), np.array([0.0]), np.array([0.2]))
+    returns = curve_figure([one]).axes[0]
+    assert returns.lines[0].get_marker() == "o"
+
+
 def test_several_runs_share_a_figure_with_a_legend_naming_them():
     runs = [_run(), replace(_run(), label="b", target=0.9)]
     fig = curve_figure(runs)
