@@ -15,7 +15,6 @@ INSTALL_HINT = (
 _MODULES = {
     "torch": "torch",
     "rsl_rl": "rsl-rl-lib",
-    "safetensors": "safetensors",
     "matplotlib": "matplotlib",  # training_curve.png: said before training, not after it
 }
 

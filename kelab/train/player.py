@@ -6,7 +6,8 @@ never catches up), OFFSCREEN_FAST for ``"rgb_array"`` (as fast as it runs; ``vid
 writes the frames through a :class:`~kelab.app.recorders.VideoRecorder`).
 ``interactive=True`` plays inside a :class:`~kelab.App` window instead: the policy acts
 in ``fixed_update`` and you can pause (Space), step, and drag the robot with the mouse to
-push it. See docs/training.md.
+push it. The policy runs in numpy (:class:`~kelab.train.numpy_actor.NumpyActor`): playing
+and evaluating need no torch, only ``pip install kelab``. See docs/training.md.
 """
 
 from __future__ import annotations
@@ -21,16 +22,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_int, check_seed, must
-from kelab.train._deps import require_training_extra
-
-require_training_extra()
-
-from kelab.train.checkpoint import (  # noqa: E402
-    Checkpoint,
-    CheckpointError,
-    load_checkpoint,
-)
-from kelab.train.policy import CheckpointPolicy  # noqa: E402
+from kelab.train.checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from kelab.train.numpy_actor import NumpyActor
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
@@ -166,9 +159,11 @@ class RLPlayer:
         if env is not None:
             _require_direct_env(env)
         self.checkpoint = (
-            checkpoint if isinstance(checkpoint, Checkpoint) else load_checkpoint(checkpoint)
+            checkpoint
+            if isinstance(checkpoint, Checkpoint)
+            else load_checkpoint(checkpoint, arrays="numpy")
         )
-        self._policy = CheckpointPolicy(self.checkpoint)
+        self._policy = NumpyActor(self.checkpoint)
         self.render_mode = render_mode
         self._task = None if task is None else _named_task(task)
         if self._task is not None:  # refused now, before any window opens

@@ -1,0 +1,135 @@
+"""A checkpoint's deterministic policy in numpy: what ``kelab play`` and ``kelab eval`` run.
+
+Playing a policy needs no torch: :class:`NumpyActor` computes the same function as the
+torch actor that trained it (rsl-rl-lib's MLP model: the frozen observation normaliser,
+the linear layers with the config's hidden activation between them, the Gaussian's mean
+as the action), from the weights that :func:`~kelab.train.checkpoint.load_checkpoint`
+reads with safetensors' numpy API, and clips the actions to [-1, 1] as the player sends
+them. It agrees with :class:`kelab.train.policy.CheckpointPolicy` (torch) within 1e-5
+(``tests/train/test_numpy_actor.py``, every shipped policy).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import numpy.typing as npt
+
+from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
+from kelab.train.config import TrainConfig
+
+__all__ = ["ACTIVATIONS", "NORMALIZER_EPS", "NumpyActor"]
+
+NORMALIZER_EPS = 1e-2
+"""rsl-rl-lib's ``EmpiricalNormalization`` eps: ``(obs - mean) / (std + eps)``."""
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _elu(x: np.ndarray) -> np.ndarray:
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def _selu(x: np.ndarray) -> np.ndarray:
+    return _SELU_SCALE * np.where(x > 0, x, _SELU_ALPHA * np.expm1(np.minimum(x, 0)))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:  # torch's exact (erf) GELU
+    return (0.5 * x * (1.0 + _erf(x.astype(np.float64) / math.sqrt(2.0)))).astype(x.dtype)
+
+
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "elu": _elu,
+    "relu": lambda x: np.maximum(x, 0),
+    "tanh": np.tanh,
+    "selu": _selu,
+    "gelu": _gelu,
+}
+"""``TrainConfig.activation`` -> the same function on float32 arrays (rsl-rl-lib's)."""
+
+
+class NumpyActor:
+    """The deterministic policy of a checkpoint in numpy: observations in, clipped actions out.
+
+    Args:
+        checkpoint: A checkpoint loaded with ``load_checkpoint(spec, arrays="numpy")`` (one
+            loaded with torch tensors works too, converted to arrays).
+
+    Raises:
+        CheckpointError: When the checkpoint's JSON and weights disagree, its
+            ``train_config`` is bad, or its activation has no numpy form here.
+
+    Example:
+        >>> from kelab.train.checkpoint import load_checkpoint
+        >>> from kelab.train.cli import shipped_policy
+        >>> spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+        >>> actor = NumpyActor(load_checkpoint(spec, arrays="numpy"))
+        >>> actor(np.zeros((3, 4), np.float32)).shape
+        (3, 1)
+    """
+
+    def __init__(self, checkpoint: Checkpoint) -> None:
+        tensors = {k: np.asarray(v) for k, v in checkpoint.prefixed("actor").items()}
+        shapes = {k: tuple(v.shape) for k, v in checkpoint.tensors.items()}
+        check_networks(checkpoint.path, checkpoint.meta, shapes)  # before building anything
+        config = TrainConfig.from_dict(checkpoint.meta["train_config"])  # checked just above
+        if config.activation not in ACTIVATIONS:
+            raise CheckpointError(
+                f"{checkpoint.path}: train_config.activation must be one of "
+                f"{tuple(ACTIVATIONS)} to play without torch, got {config.activation!r}; "
+                "use kelab.train.policy.CheckpointPolicy (needs kelab[train])"
+            )
+        for key, value in tensors.items():
+            if value.dtype.kind == "f" and not np.isfinite(value).all():
+                raise CheckpointError(
+                    f"{checkpoint.path}: actor tensor {key!r} holds NaN or infinite values"
+                )
+        self.observation_dim = checkpoint.observation_dim
+        self.action_dim = checkpoint.action_dim
+        self.activation = ACTIVATIONS[config.activation]
+        count = len(config.actor_hidden_dims) + 1
+        self.layers = [
+            (
+                np.ascontiguousarray(tensors[f"mlp.{2 * k}.weight"].T, dtype=np.float32),
+                tensors[f"mlp.{2 * k}.bias"].astype(np.float32),
+            )
+            for k in range(count)
+        ]
+        self.mean: np.ndarray | None = None
+        self.scale: np.ndarray | None = None
+        if config.obs_normalization:
+            self.mean = tensors["obs_normalizer._mean"].astype(np.float32)
+            self.scale = (tensors["obs_normalizer._std"] + np.float32(NORMALIZER_EPS)).astype(
+                np.float32
+            )
+
+    def __call__(self, obs: npt.ArrayLike) -> np.ndarray:
+        """Actions for ``(N, obs_dim)`` or ``(obs_dim,)`` observations, in [-1, 1].
+
+        Raises:
+            ValueError: For observations of another size, or NaN actions.
+        """
+        x = np.asarray(obs, dtype=np.float32)
+        single = x.ndim == 1
+        if single:
+            x = x[None, :]
+        if x.ndim != 2 or x.shape[1] != self.observation_dim:
+            raise ValueError(
+                f"observations must have shape (N, {self.observation_dim}) or "
+                f"({self.observation_dim},), got {np.shape(obs)}"
+            )
+        if self.mean is not None:
+            x = (x - self.mean) / self.scale
+        last = len(self.layers) - 1
+        for k, (weight, bias) in enumerate(self.layers):
+            x = x @ weight + bias
+            if k < last:
+                x = self.activation(x)
+        out = np.clip(x, -1.0, 1.0)
+        if not math.isfinite(float(np.abs(out).sum())):
+            raise ValueError("the policy produced NaN actions (observations out of range?)")
+        return out[0] if single else out

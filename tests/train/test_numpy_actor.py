@@ -1,0 +1,124 @@
+"""Playback without torch: the numpy actor equals the torch actor; play/eval never import torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import kelab as ke
+from kelab.tasks import TASK_IDS
+from kelab.tasks.registry import task_class
+from kelab.train.checkpoint import load_checkpoint, save_checkpoint
+from kelab.train.cli import shipped_policy
+from kelab.train.config import TrainConfig
+from kelab.train.numpy_actor import NumpyActor
+from kelab.train.policy import CheckpointPolicy
+
+
+def _real_observations(target: str, policy: NumpyActor, steps: int = 60) -> np.ndarray:
+    """Observations a policy meets on its task: 8 copies, ``steps`` steps."""
+    env = ke.LearningEnv(task_class(target)(), num_envs=8, seed=7)
+    obs, _ = env.reset(seed=7)
+    seen = [obs]
+    for _ in range(steps):
+        obs, *_ = env.step(policy(obs))
+        seen.append(obs)
+    env.close()
+    return np.concatenate(seen)
+
+
+@pytest.mark.parametrize("env_id", sorted(TASK_IDS))
+def test_the_numpy_actor_gives_the_torch_actors_actions(env_id):
+    spec = shipped_policy(TASK_IDS[env_id])
+    numpy_actor = NumpyActor(load_checkpoint(spec, arrays="numpy"))
+    torch_actor = CheckpointPolicy(load_checkpoint(spec))
+    rng = np.random.default_rng(0)
+    random = rng.normal(0.0, 3.0, (512, numpy_actor.observation_dim)).astype(np.float32)
+    real = _real_observations(TASK_IDS[env_id], numpy_actor)
+    for obs in (random, real):
+        mine, theirs = numpy_actor(obs), torch_actor(obs)
+        assert mine.dtype == np.float32 and mine.shape == theirs.shape
+        assert np.abs(mine - theirs).max() <= 1e-5
+    assert np.abs(numpy_actor(real[0]) - torch_actor(real[0])).max() <= 1e-5  # one obs
+
+
+@pytest.mark.parametrize("activation", ["elu", "relu", "tanh", "selu", "gelu"])
+def test_every_activation_and_the_normaliser_match_torch(tmp_path, activation):
+    from kelab.train.ppo import build_actor
+
+    torch.manual_seed(0)
+    config = TrainConfig(actor_hidden_dims=(7, 5), activation=activation)
+    actor = build_actor(config, 3, 2)
+    with torch.no_grad():
+        for p in actor.parameters():
+            p.normal_(0.0, 1.0)
+        norm = actor.obs_normalizer
+        norm._mean.copy_(torch.tensor([[0.5, -1.0, 2.0]]))
+        norm._std.copy_(torch.tensor([[0.2, 1.5, 3.0]]))
+        norm._var.copy_(norm._std.square())
+    tensors = {f"actor.{k}": v for k, v in actor.state_dict().items()}
+    meta = {
+        "task": {"id": None, "class": "x:Y"},
+        "observation_dim": 3,
+        "action_dim": 2,
+        "train_config": config.to_dict(),
+        "iteration": 0,
+        "env_steps": 0,
+    }
+    path = save_checkpoint(tmp_path, "best", tensors, meta)
+    obs = np.random.default_rng(1).normal(0.0, 2.0, (256, 3)).astype(np.float32)
+    mine = NumpyActor(load_checkpoint(path, arrays="numpy"))(obs)
+    theirs = CheckpointPolicy(load_checkpoint(path))(obs)
+    assert np.abs(mine - theirs).max() <= 1e-5
+    assert 0 < np.abs(mine).max() <= 1.0 and np.abs(mine).max() == 1.0  # clipped, as sent
+
+
+def test_rlplayer_acts_with_the_numpy_actor():
+    player = ke.RLPlayer(shipped_policy(TASK_IDS["kelab/CartPole-v0"]), render_mode=None)
+    assert isinstance(player.policy, NumpyActor)
+    assert isinstance(player.checkpoint.tensors["actor.mlp.0.weight"], np.ndarray)
+
+
+_NO_TORCH = """
+import sys
+
+class _Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "rsl_rl", "tensordict"):
+            raise ImportError(f"{name} is blocked in this test")
+        return None
+
+sys.meta_path.insert(0, _Refuse())
+"""
+
+
+def test_import_kelab_play_and_eval_never_import_torch(tmp_path):
+    script = _NO_TORCH + textwrap.dedent(f"""
+        import kelab as ke
+        from kelab.cli import main
+
+        assert main(["eval", "CartPole-v0", "--episodes", "4"]) == 0
+        assert main(["play", "CartPole-v0", "--episodes", "1",
+                     "--video", {str(tmp_path / "v.mp4")!r}]) == 0
+        player = ke.RLPlayer("{shipped_policy(TASK_IDS["kelab/BallToGoal-v0"])}",
+                             render_mode=None)
+        assert player.play(episodes=1)["episodes"] == 1
+        leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "rsl_rl"))
+        assert not leaked, leaked
+        print("OK")
+    """)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"SDL_VIDEODRIVER": "dummy", "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
+    assert (tmp_path / "v.mp4").stat().st_size > 1000
