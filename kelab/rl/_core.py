@@ -22,6 +22,7 @@ from kelab.rl._contract import (
     check_success_rule,
     copies_text,
 )
+from kelab.rl._env_snapshot import RAY_SNAPSHOT_KIND, EnvRestorePlan, check_env_snapshot
 from kelab.rl._seeding import pcg64_states
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskError, validate_task_class
@@ -52,9 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["RAY_SNAPSHOT_KIND", "EnvCore", "Presenter", "resolve_run_config", "resolve_timing"]
 
 _TASK_STREAM = 0x5EED  # spawn-key tag of the task's per-copy Generators
-
-RAY_SNAPSHOT_KIND = "kelab.RayLearningEnv/1"
-"""``Snapshot.meta["kind"]`` of a RayLearningEnv's snapshot (its workers' snapshots)."""
 
 
 def resolve_run_config(
@@ -510,39 +508,49 @@ class EnvCore:
         return Snapshot(wsnap.fingerprint, wsnap.step_count, wsnap.sim_time, arrays, meta)
 
     def restore(self, snap: Snapshot) -> None:
-        """Return to ``snap``; stepping on is bit-identical to stepping on from there."""
-        if not isinstance(snap, Snapshot):
-            raise ValueError(f"restore() needs a snapshot from env.snapshot(), got {snap!r}")
-        if snap.meta.get("kind") == RAY_SNAPSHOT_KIND:
+        """Return to ``snap``; stepping on is bit-identical to stepping on from there.
+
+        All or nothing: the whole snapshot is checked against this env first
+        (`check_env_snapshot`; the World checks its own part), and a refused one leaves
+        the env exactly as it was.
+
+        Raises:
+            ValueError: For anything but this env's snapshot, unknown or missing keys,
+                and entries that do not fit (naming the entry).
+        """
+        plan = self._restore_plan(snap)
+        undo = self.snapshot()  # put back if the task's load_state_dict raises
+        self.world.restore(plan.world)  # all or nothing by itself
+        try:
+            self._apply(plan)
+        except Exception as err:
+            back = self._restore_plan(undo)
+            self.world.restore(back.world)
+            self._apply(back)
             raise ValueError(
-                "this snapshot comes from RayLearningEnv.snapshot(); restore it into a "
-                "RayLearningEnv with the same num_envs and num_workers"
-            )
-        snap.check_fingerprint(self.world.fingerprint)
-        if "env/episode_length_buf" not in snap.arrays:
-            raise ValueError(
-                "this snapshot comes from World.snapshot(), not env.snapshot(); restore it "
-                "with env.world.restore(...)"
-            )
-        arrays = snap.arrays
-        wsnap = Snapshot(
-            snap.fingerprint,
-            snap.step_count,
-            snap.sim_time,
-            {k[len("world/") :]: v for k, v in arrays.items() if k.startswith("world/")},
-            snap.meta["world"],
+                f"restore: {type(self.task).__name__}.load_state_dict() raised "
+                f"{type(err).__name__}: {err}; the env is as it was before restore()"
+            ) from err
+
+    def _restore_plan(self, snap: object) -> EnvRestorePlan:
+        return check_env_snapshot(
+            snap,
+            fingerprint=self.world.fingerprint,
+            num_envs=self.num_envs,
+            max_episode_length=self.max_episode_length,
+            task=self.task,
+            task_rngs=self.task_rngs,
         )
-        self.world.restore(wsnap)
-        self.episode_length_buf[:] = arrays["env/episode_length_buf"]
-        self.book.returns[:] = arrays["env/returns"]
-        self.task.load_state_dict(
-            {k[len("task/") :]: np.array(v) for k, v in arrays.items() if k.startswith("task/")}
-        )
-        for gen, state in zip(self.task_rngs, snap.meta["task_rngs"], strict=True):
+
+    def _apply(self, plan: EnvRestorePlan) -> None:
+        """Set everything but the World from a checked snapshot (the task's state first)."""
+        self.task.load_state_dict(dict(plan.task_state))
+        self.episode_length_buf[:] = plan.episode_length_buf
+        self.book.returns[:] = plan.returns
+        for gen, state in zip(self.task_rngs, plan.task_rngs, strict=True):
             set_rng_state(gen, state)
-        names = snap.meta["condition_names"]
-        self.validator.names = None if names is None else tuple(names)
-        self.book.started = bool(snap.meta["started"])
+        self.validator.names = plan.condition_names
+        self.book.started = plan.started
         self.book.failure = None
 
     def close(self) -> None:

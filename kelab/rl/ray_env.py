@@ -33,7 +33,7 @@ from kelab.rl._contract import (
     check_success_rule,
     reset_ids,
 )
-from kelab.rl._core import RAY_SNAPSHOT_KIND
+from kelab.rl._env_snapshot import RAY_SNAPSHOT_KIND, check_counters
 from kelab.rl.ray_channel import EndsJoin, StepReply
 from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
 from kelab.rl.ray_start import check_room, owns_local_ray, start_ray
@@ -56,6 +56,7 @@ __all__ = [
 SNAPSHOT_KIND = RAY_SNAPSHOT_KIND
 """``meta["kind"]`` of a RayLearningEnv snapshot (each worker's snapshot bytes inside)."""
 
+_SNAPSHOT_META = ("kind", "task", "num_envs", "ranges", "restarts", "started")
 _RESTART_STREAM = 0xFA17  # spawn-key tag of the seeds of copies restarted after a fault
 _RESERVED = ("num_envs", "seed", "copy_offset", "render_mode", "run_config", "pacer")
 
@@ -549,31 +550,82 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def restore(self, snap: Snapshot) -> None:
         """Return every worker to the moment ``snap`` was taken (see :meth:`snapshot`).
 
+        All or nothing: the driver's part and every worker's bytes are checked first, and
+        if a worker still refuses its part, every worker is put back as it was.
+
         Raises:
             ValueError: For a snapshot not from ``RayLearningEnv.snapshot()``, of another
-                scene, or taken with other copy ranges (num_envs / num_workers).
+                scene, taken with other copy ranges (num_envs / num_workers), with unknown
+                or missing keys or entries that do not fit (naming the entry).
         """
         if not isinstance(snap, Snapshot) or snap.meta.get("kind") != SNAPSHOT_KIND:
             raise ValueError(
                 "restore() needs a snapshot from RayLearningEnv.snapshot(), got "
-                f"{snap!r}; a LearningEnv snapshot restores into a LearningEnv"
+                f"{snap!r:.80}; a LearningEnv snapshot restores into a LearningEnv"
             )
         snap.check_fingerprint(self.fingerprint)
-        ranges = [tuple(r) for r in snap.meta["ranges"]]
+        blobs, lengths, returns, obs, started = self._check_snapshot(snap)
+        self._drain()
+        undo = self._call_all("snapshot")  # every worker as it is now
+        try:
+            self._call_all("restore", [(b,) for b in blobs], sets_state=True)
+        except ValueError:  # a worker refused its part: put every worker back
+            self._call_all("restore", [(b,) for b in undo], sets_state=True)
+            raise
+        self._book.episode_length_buf[:] = lengths
+        self._book.returns[:] = returns
+        self._obs = obs
+        self._book.started = started
+        self._book.failure = None
+
+    def _check_snapshot(
+        self, snap: Snapshot
+    ) -> tuple[list[bytes], np.ndarray, np.ndarray, np.ndarray | None, bool]:
+        """The driver's part of ``snap`` checked against this env, each worker's bytes read."""
+        fix = "restore a snapshot this env's snapshot() made, unchanged"
+        meta, arrays = snap.meta, snap.arrays
+        workers = [f"worker/{k:04d}" for k in range(self.num_workers)]
+        known = {*workers, "driver/episode_length_buf", "driver/returns", "driver/obs"}
+        unknown = sorted(set(arrays) - known) + [
+            f"meta {k}" for k in sorted(set(meta) - set(_SNAPSHOT_META))
+        ]
+        if unknown:
+            raise ValueError(
+                f"a RayLearningEnv snapshot must hold only the arrays {sorted(known)} and the "
+                f"meta keys {list(_SNAPSHOT_META)}, got unknown keys {unknown}; {fix}"
+            )
+        raw = meta.get("ranges")
+        try:
+            ranges = [(int(a), int(b)) for a, b in raw]  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            ranges = raw
         if ranges != self.ranges:
             raise ValueError(
                 f"snapshot copy ranges must match this env's {self.ranges}, got {ranges}; "
                 "restore into a RayLearningEnv with the same num_envs and num_workers"
             )
-        self._drain()
-        blobs = [snap.arrays[f"worker/{k:04d}"].tobytes() for k in range(self.num_workers)]
-        self._call_all("restore", [(b,) for b in blobs], sets_state=True)
-        self._book.episode_length_buf[:] = snap.arrays["driver/episode_length_buf"]
-        self._book.returns[:] = snap.arrays["driver/returns"]
-        obs = snap.arrays.get("driver/obs")
-        self._obs = None if obs is None else np.array(obs)
-        self._book.started = bool(snap.meta.get("started", obs is not None))
-        self._book.failure = None
+        missing = [w for w in workers if w not in arrays]
+        if missing:
+            raise ValueError(f"snapshot arrays {missing} must be present, got none; {fix}")
+        blobs = []
+        for w in workers:
+            blob = arrays[w]
+            if blob.dtype != np.uint8 or blob.ndim != 1:
+                raise ValueError(f"snapshot array {w!r} must be a worker's snapshot bytes; {fix}")
+            blobs.append(blob.tobytes())
+            Snapshot.from_bytes(blobs[-1])  # corrupt bytes: ValueError, before any worker
+        lengths, returns = check_counters(arrays, "driver/", self.num_envs, self.max_episode_length)
+        obs = arrays.get("driver/obs")
+        shape = (self.num_envs, self.single_observation_space.shape[0])
+        if obs is not None and (obs.dtype != np.float32 or obs.shape != shape):
+            raise ValueError(
+                f"snapshot array 'driver/obs' must be float32 {shape}, got {obs.dtype} "
+                f"{obs.shape}; {fix}"
+            )
+        started = meta.get("started", obs is not None)
+        if not isinstance(started, bool):
+            raise ValueError(f"snapshot meta 'started' must be True or False, got {started!r}")
+        return blobs, lengths, returns, None if obs is None else np.array(obs), started
 
     # ------------------------------------------------------------------ closing
     def close_extras(self, **kwargs: Any) -> None:

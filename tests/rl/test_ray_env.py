@@ -324,6 +324,64 @@ def test_snapshot_restore_across_workers(humanoid2):
         env.restore(ke.Snapshot("x", 0, 0.0))
 
 
+def test_a_refused_ray_restore_leaves_every_worker_as_it_was(humanoid2):
+    """Corrupt driver arrays, unknown keys, bad worker bytes, and a worker part that only
+    worker 1 refuses (after worker 0 restored): each raises ValueError, every worker is put
+    back, and the env steps on bit for bit as one LearningEnv that saw no restore."""
+    env = humanoid2
+    ref = ke.LearningEnv(HumanoidTask(), num_envs=7, seed=2, layout="isolated")
+    try:
+        same(env.reset(seed=6)[0], ref.reset(seed=6)[0])
+        rng = np.random.default_rng(5)
+        for _ in range(4):
+            a = actions(rng, 7, 6)
+            env.step(a)
+            ref.step(a)
+        good = env.snapshot()
+        a = actions(rng, 7, 6)
+        env.step(a)
+        ref.step(a)
+
+        def forged(arrays=None, meta=None):
+            return ke.Snapshot(
+                good.fingerprint,
+                good.step_count,
+                good.sim_time,
+                {**good.arrays, **(arrays or {})},
+                {**good.meta, **(meta or {})},
+            )
+
+        inner = ke.Snapshot.from_bytes(good.arrays["worker/0001"].tobytes())
+        refused = ke.Snapshot(  # valid bytes that worker 1's LearningEnv refuses
+            inner.fingerprint, inner.step_count, inner.sim_time, inner.arrays,
+            {**inner.meta, "started": "no"},
+        )  # fmt: skip
+        flipped = good.arrays["worker/0000"].copy()
+        flipped[40] ^= 1
+        cases = [
+            (forged({"junk": np.zeros(1)}), r"unknown keys \['junk'\]"),
+            (forged(meta={"extra": 1}), r"unknown keys \['meta extra'\]"),
+            (forged({"driver/episode_length_buf": -np.ones(7, np.int64)}), "got -1 for copy 0"),
+            (forged({"driver/returns": np.full(7, np.nan)}), "finite floats"),
+            (forged(meta={"started": "no"}), "'started' must be True or False"),
+            (forged({"worker/0000": flipped}), "checksum|snapshot"),
+            (forged({"worker/0001": np.frombuffer(refused.to_bytes(), np.uint8)}), "'started'"),
+        ]
+        for bad, match in cases:
+            before = env.snapshot().to_bytes()
+            buf = env.episode_length_buf.copy()
+            with pytest.raises(ValueError, match=match):
+                env.restore(bad)
+            assert env.snapshot().to_bytes() == before, match
+            same(env.episode_length_buf, buf)
+        for t in range(6):
+            a = actions(rng, 7, 6)
+            for i, (x, y) in enumerate(zip(env.step(a), ref.step(a), strict=True)):
+                same(x, y, f"step {t} item {i}")
+    finally:
+        ref.close()
+
+
 BAD_OPTIONS = [
     {"env_ids": [0.7]},
     {"env_ids": "1"},

@@ -370,3 +370,89 @@ def test_bad_reset_seeds_are_refused_before_anything_changes(env, seed, match):
     assert env.world.step_count == steps and np.array_equal(env.episode_length_buf, buf)
     env.step(np.zeros((3, 2), np.float32))  # still in step
     assert (env.episode_length_buf == buf + 1).all()
+
+
+# ---------------------------------------------------------------- restore: all or nothing
+def _full_state(env) -> tuple:
+    """Everything a restore could touch: the World (its snapshot bytes hold its state, log and
+    Generators), the counters, the task's attributes (arrays by value, others by identity)
+    and every Generator's state."""
+    import hashlib
+
+    snap_hash = hashlib.sha256(env.snapshot().to_bytes()).hexdigest()
+    task = {
+        k: (v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else (id(v), repr(v))
+        for k, v in vars(env.task).items()
+    }
+    rngs = [ke.rng_state(g) for g in (*env.task.rngs, *env.world.rngs)]
+    return snap_hash, task, rngs, env.episode_length_buf.tobytes(), env.world.step_count
+
+
+def _forged(snap, arrays=None, meta=None, drop=()):
+    a = {k: v for k, v in snap.arrays.items() if k not in drop}
+    m = {k: v for k, v in snap.meta.items() if k not in drop}
+    a.update(arrays or {})
+    m.update(meta or {})
+    return ke.Snapshot(snap.fingerprint, snap.step_count, snap.sim_time, a, m)
+
+
+def test_a_refused_restore_leaves_the_env_exactly_as_it_was():
+    """Each corrupted snapshot raises ValueError naming the entry, before anything changes:
+    the env's full state is identical after, and it steps on exactly like a twin env that
+    never saw the restores."""
+    import numpy as np
+
+    env = ke.LearningEnv(BallTask(), num_envs=3, seed=4)
+    twin = ke.LearningEnv(BallTask(), num_envs=3, seed=4)
+    try:
+        rng = np.random.default_rng(0)
+        for e in (env, twin):
+            e.reset(seed=1)
+        for _ in range(3):
+            a = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+            env.step(a)
+            twin.step(a)
+        good = env.snapshot()
+        assert "task/draws" in good.arrays
+        a = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+        env.step(a)  # the env has moved on from the snapshot
+        twin.step(a)
+        limit = env.max_episode_length
+        mt = ke.rng_state(np.random.Generator(np.random.MT19937(0)))
+        rngs = list(good.meta["task_rngs"])
+        cases = [
+            (_forged(good, drop=("task_rngs",)), r"meta \['task_rngs'\] must be present"),
+            (_forged(good, {"task/world": np.zeros(3)}), r"'task/world' must name the task's"),
+            (_forged(good, {"task/uniform": np.zeros(3)}), r"'task/uniform' must name"),
+            (_forged(good, {"task/episode_length_buf": np.zeros(3, np.int64)}), "unknown key"),
+            (_forged(good, {"junk/x": np.zeros(1)}), r"got unknown keys \['junk/x'\]"),
+            (_forged(good, meta={"extra": 1}), r"unknown keys \['meta extra'\]"),
+            (_forged(good, {"env/episode_length_buf": np.array([1.0, np.nan, 1.0])}), "ints"),
+            (_forged(good, {"env/episode_length_buf": np.array([1, -1, 1])}), "got -1 for copy 1"),
+            (_forged(good, {"env/episode_length_buf": np.full(3, limit)}), f"in \\[0, {limit}\\)"),
+            (_forged(good, {"env/episode_length_buf": np.zeros(2, np.int64)}), r"shape \(3,\)"),
+            (_forged(good, {"env/returns": np.array([0.0, np.inf, 0.0])}), "finite floats"),
+            (_forged(good, meta={"started": "no"}), "'started' must be True or False, got 'no'"),
+            (_forged(good, meta={"task_rngs": rngs[:2]}), "a list of 3 Generator states"),
+            (_forged(good, meta={"task_rngs": [{"bit_generator": "Nope"}] + rngs[1:]}), r"\[0\]"),
+            (_forged(good, meta={"task_rngs": rngs[:2] + [mt]}), "must be a PCG64 state"),
+            (_forged(good, meta={"condition_names": 5}), "'condition_names' must be None or"),
+            (_forged(good, meta={"world": "x"}), "'world' must be the World's meta"),
+            (_forged(good, drop=("world/log/vals",)), "'log/vals' is missing"),  # the World's
+        ]
+        assert "world/log/vals" in good.arrays
+        for bad, match in cases:
+            before = _full_state(env)
+            with pytest.raises(ValueError, match=match):
+                env.restore(bad)
+            assert _full_state(env) == before, match
+        for _ in range(30):  # and it steps on exactly as the twin
+            a = rng.uniform(-1, 1, (3, 2)).astype(np.float32)
+            for x, y in zip(env.step(a)[:4], twin.step(a)[:4], strict=True):
+                assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+        env.restore(good)  # the good snapshot still restores
+        twin.restore(good)
+        assert _full_state(env)[0] == _full_state(twin)[0]
+    finally:
+        env.close()
+        twin.close()
