@@ -25,8 +25,19 @@ from kelab._validate import check_number, is_int, must
 MAGIC = b"KESNAP1"
 """The first bytes of every serialised snapshot (format version 1)."""
 
-MAX_HEADER_BYTES = 256 * 2**20
-"""Largest JSON header ``from_bytes`` reads (256 MiB; a 16384-copy World needs ~3 MiB)."""
+MAX_HEADER_BYTES = 16 * 2**20
+"""Largest JSON header ``to_bytes`` writes and ``from_bytes`` reads (16 MiB).
+
+A header grows with the copies (their RNG states): a Humanoid LearningEnv of 4096 copies
+writes 1.23 MiB (315 bytes a copy, a World alone ~150), so 16 MiB holds ~50,000 env copies
+(13x the largest built-in setup). Parsing one costs at most ~12x its size in memory
+(docs/snapshots.md, "Untrusted bytes").
+"""
+MAX_HEADER_CONTAINERS = 4096
+"""JSON objects and lists a header may hold besides one per 32 of its bytes.
+
+A real header has one per ~75 bytes (two per RNG state); an empty ``{}`` costs ~25x its
+three bytes to parse, so dense ones are refused before parsing."""
 MAX_META_DEPTH = 32
 """Deepest nesting of ``meta`` (a World's RNG states are 5 levels deep)."""
 MAX_NDIM = 32
@@ -376,6 +387,12 @@ class Snapshot:
                 "step_count": self._step_count,
             }
         )
+        problem = _header_size_problem(header)
+        if problem:
+            raise ValueError(
+                f"Snapshot cannot be written: its header {problem}; store bulky metadata in "
+                "arrays (from_bytes would refuse this header)"
+            )
         body = b"".join([MAGIC, _LEN.pack(len(header)), header, *blobs])
         return body + hashlib.sha256(body).digest()
 
@@ -427,6 +444,12 @@ class Snapshot:
                 f"snapshot header must be at most {MAX_HEADER_BYTES} bytes, got {header_len}; "
                 "this is not a snapshot KELab writes"
             )
+        view = memoryview(data)
+        if hashlib.sha256(view[:-_DIGEST_SIZE]).digest() != data[-_DIGEST_SIZE:]:
+            raise ValueError(
+                f"snapshot is corrupt or truncated: the SHA-256 checksum of its {len(data)} "
+                "bytes does not match their content; use the bytes to_bytes() wrote, whole"
+            )
         header = _parse_header(data[fixed : fixed + header_len])
         entries = _check_header(header)
         expected = fixed + header_len + sum(n for _, n in entries) + _DIGEST_SIZE
@@ -437,9 +460,6 @@ class Snapshot:
                 f"snapshot has {len(data) - expected} unexpected trailing bytes "
                 f"(expected {expected} bytes, got {len(data)})"
             )
-        view = memoryview(data)
-        if hashlib.sha256(view[:-_DIGEST_SIZE]).digest() != data[-_DIGEST_SIZE:]:
-            raise ValueError("snapshot is corrupt: SHA-256 checksum does not match its content")
         arrays = {}
         pos = fixed + header_len
         for name, size in entries:
@@ -624,35 +644,65 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_OPEN = b"[{"
+#: every byte but the ones that matter to the nesting: quotes and brackets
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+
+
+def _header_size_problem(raw: bytes) -> str:
+    """Why a header is too big to parse ("" when it is not): bytes, containers, nesting.
+
+    Works on the raw bytes with C-speed passes that build nothing larger than them:
+    escaped backslashes and quotes are dropped, everything but quotes and brackets is
+    deleted, and the brackets outside strings (even quote parity) are counted and their
+    nesting measured, so ``json.loads`` never recurses deeper than ``MAX_META_DEPTH``
+    allows and never builds more than ``MAX_HEADER_CONTAINERS`` + one per 32 bytes.
+    """
+    if len(raw) > MAX_HEADER_BYTES:
+        return f"must be at most {MAX_HEADER_BYTES} bytes, got {len(raw)}"
+    kept = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    marks = np.frombuffer(kept, dtype=np.uint8)
+    quote = marks == ord('"')
+    outside = (np.cumsum(quote, dtype=np.uint8) & 1) == 0  # parity survives the wrap-around
+    brackets = marks[outside & ~quote].tobytes()
+    depth = 0
+    for start in range(0, len(brackets), 2**20):  # 1 MiB of brackets at a time
+        steps = np.frombuffer(brackets, np.uint8, min(2**20, len(brackets) - start), start)
+        opens = (steps == _OPEN[0]) | (steps == _OPEN[1])
+        levels = depth + np.cumsum(np.where(opens, 1, -1), dtype=np.int64)
+        if int(levels.max()) > MAX_META_DEPTH + 3:  # + the header object and its "meta"
+            return f"is nested more than {MAX_META_DEPTH} levels deep"
+        depth = int(levels[-1])
+    allowed = MAX_HEADER_CONTAINERS + len(raw) // 32
+    count = len(brackets) - brackets.count(b"]") - brackets.count(b"}")
+    if count > allowed:
+        return (
+            f"may hold at most {allowed} JSON objects and lists ({MAX_HEADER_CONTAINERS} and "
+            f"one per 32 bytes), got {count}"
+        )
+    return ""
+
+
 def _parse_header(raw: bytes) -> Any:
-    """Parse the JSON header: unique keys, finite numbers, bounded nesting; ValueError else."""
+    """Parse the JSON header: bounded size and nesting, unique keys, finite numbers."""
+    if not raw.isascii():
+        raise ValueError("snapshot header is corrupt (not valid JSON): it is not ASCII")
+    problem = _header_size_problem(raw)
+    if problem:
+        raise ValueError(f"snapshot header is corrupt: it {problem}")
     try:
-        text = raw.decode("ascii")
-        value = json.loads(
-            text,
+        return json.loads(
+            raw.decode("ascii"),
             object_pairs_hook=_unique_pairs,
             parse_constant=_no_constant,
             parse_float=_finite_float,
         )
-    except RecursionError:
+    except RecursionError:  # unreachable after the nesting bound; kept as a guard
         raise ValueError(
             f"snapshot header is corrupt: nested more than {MAX_META_DEPTH} levels deep"
         ) from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, the hooks, int digits
+    except ValueError as exc:  # JSONDecodeError, the hooks, int digits
         raise ValueError(f"snapshot header is corrupt (not valid JSON): {exc}") from None
-    # measure the depth without recursion, so that _freeze and friends never see deeper data
-    stack = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_META_DEPTH + 2:  # + header object and "meta"
-            raise ValueError(
-                f"snapshot header is corrupt: nested more than {MAX_META_DEPTH} levels deep"
-            )
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
-    return value
 
 
 def _check_header(header: Any) -> list[tuple[str, int]]:

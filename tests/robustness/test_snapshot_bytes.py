@@ -226,7 +226,103 @@ def test_header_length_is_bounded_by_the_bytes_and_a_maximum() -> None:
     data[7:15] = struct.pack("<Q", 2**63)
     with pytest.raises(ValueError, match="header says"):
         Snapshot.from_bytes(bytes(data))
-    assert MAX_HEADER_BYTES == 256 * 2**20
+    big = b"[" + b"0," * (MAX_HEADER_BYTES // 2) + b"0]"
+    with pytest.raises(ValueError, match=f"header must be at most {MAX_HEADER_BYTES} bytes"):
+        Snapshot.from_bytes(forge_raw(big))
+
+
+# ------------------------------------------------ issue 25.7: headers that exhaust memory
+FLOOD_CHECK = """
+import hashlib, resource, sys
+from kelab.sim.snapshot import MAGIC, MAX_HEADER_BYTES, Snapshot
+
+
+def forged(unit, size):
+    # a header of `size` bytes repeating `unit`, with a valid checksum, built in place
+    count = (size - 2) // len(unit)
+    body = bytearray(MAGIC) + (count * len(unit) + 1).to_bytes(8, "little") + b"["
+    body += unit * count
+    body[-1:] = b"]"  # the last unit's comma
+    body += hashlib.sha256(body).digest()
+    return body
+
+
+sys.setrecursionlimit(10**7)  # json's C recursion is bounded by this on Python < 3.12
+cases = [
+    (b"{},", MAX_HEADER_BYTES - 64),  # within the size cap: refused as too dense
+    (b'"ab",', MAX_HEADER_BYTES - 64),  # the costliest header still parsed (~12x)
+    (b"{}" + b" " * 30 + b",", MAX_HEADER_BYTES - 64),  # as dense as allowed
+    (b"[", 3 * 2**20),  # 3 Mi levels deep (a C stack overflow with a high recursion limit)
+    (b"{},", 172 * 2**20),  # the issue's: MemoryError under a 3.5 GB limit
+    (b"{},", 29 * 2**20),  # the issue's: 2 GB and 31 s
+]
+for i, (unit, size) in enumerate(cases):
+    if i == 4:  # what parsing costs at most, before the big ones are built
+        print("PEAK_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    data = forged(unit, size)
+    try:
+        Snapshot.from_bytes(data)
+    except ValueError as err:
+        print("VALUEERROR", str(err)[:200].replace(chr(10), " "), flush=True)
+    del data
+"""
+
+
+def _limited(memory: int) -> None:  # runs in the child before it starts
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+
+
+def test_forged_headers_cannot_exhaust_memory_or_time() -> None:
+    # a child with 1.5 GiB of address space and a deadline: before the fix the first case
+    # raised MemoryError (the second took 2 GB), the deep one could crash the interpreter
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FLOOD_CHECK)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        preexec_fn=lambda: _limited(3 * 2**29),
+    )
+    assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
+    lines = out.stdout.splitlines()
+    peak = lines.pop(4)
+    assert len(lines) == 6 and all(line.startswith("VALUEERROR") for line in lines), lines
+    assert "may hold at most" in lines[0] and "JSON objects and lists" in lines[0]
+    assert "expected keys" in lines[1] and "expected keys" in lines[2]  # parsed, then refused
+    assert "nested more than" in lines[3]
+    assert f"header must be at most {MAX_HEADER_BYTES} bytes" in lines[4]
+    assert f"header must be at most {MAX_HEADER_BYTES} bytes" in lines[5]
+    # the parses' peak, the interpreter (~60 MB) and 16 MiB headers included: ~12x 16 MiB
+    assert peak.startswith("PEAK_MB") and int(peak.split()[1]) < 500, peak
+
+
+def test_a_header_the_parser_would_refuse_is_never_written() -> None:
+    for meta, message in [
+        ({"text": "x" * MAX_HEADER_BYTES}, "must be at most"),
+        ({"pairs": [[i] for i in range(20_000)]}, "may hold at most"),
+    ]:
+        snap = Snapshot("s", 0, 0.0, meta=meta)
+        with pytest.raises(ValueError, match=f"cannot be written: its header {message}"):
+            snap.to_bytes()
+    # what a real env writes: ~315 bytes a copy, so >= 40,000 copies fit
+    from kelab.tasks.cartpole import CartPoleTask
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=64, seed=0)
+    env.reset()
+    data = env.snapshot().to_bytes()
+    (header_len,) = struct.unpack_from("<Q", data, len(MAGIC))
+    assert header_len / 64 * 40_000 < MAX_HEADER_BYTES
+    assert Snapshot.from_bytes(data).to_bytes() == data
+    env.close()
+
+
+def test_the_checksum_is_checked_before_the_header_is_parsed() -> None:
+    data = bytearray(REAL)
+    data[15:17] = b"[["  # the header's first bytes: no longer JSON
+    with pytest.raises(ValueError, match="corrupt or truncated: the SHA-256 checksum"):
+        Snapshot.from_bytes(bytes(data))
 
 
 # ---------------------------------------------------------------- property-based

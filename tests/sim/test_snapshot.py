@@ -240,19 +240,33 @@ def test_truncated_bytes_raise_value_error_at_every_length():
     for cut in [0, 3, 7, 10, 15, 40, len(data) // 2, len(data) - 33, len(data) - 1]:
         with pytest.raises(ValueError, match="truncated|not a KELab snapshot|corrupt"):
             Snapshot.from_bytes(data[:cut])
-    with pytest.raises(ValueError, match=r"truncated: expected \d+ bytes, got \d+"):
+    # the checksum is checked first (before the header is parsed)
+    with pytest.raises(ValueError, match=r"corrupt or truncated: the SHA-256 checksum of its"):
         Snapshot.from_bytes(data[:-1])
+    import hashlib
+
+    body = data[:-33]  # cut one array byte and give it a valid checksum: the sizes tell
+    with pytest.raises(ValueError, match=r"truncated: expected \d+ bytes, got \d+"):
+        Snapshot.from_bytes(body + hashlib.sha256(body).digest())
+
+
+def _resealed(body):
+    import hashlib
+
+    return body + hashlib.sha256(body).digest()
 
 
 @pytest.mark.parametrize(
     "mutate, message",
     [
         (lambda d: b"XESNAP1" + d[7:], "not a KELab snapshot"),
-        (lambda d: d + b"\0", "trailing"),
+        (lambda d: d + b"\0", "checksum"),
+        (lambda d: _resealed(d[:-32] + b"\0"), "trailing"),
         (lambda d: d[:-40] + bytes([d[-40] ^ 1]) + d[-39:], "checksum"),
         (lambda d: d[:-1] + bytes([d[-1] ^ 1]), "checksum"),
+        (lambda d: d[:15] + b"\xff" + d[16:], "checksum"),  # before the header is read
         (lambda d: d[:7] + struct.pack("<Q", 2**60) + d[15:], "header says"),
-        (lambda d: d[:15] + b"\xff" + d[16:], "not valid JSON"),
+        (lambda d: _resealed(d[:15] + b"\xff" + d[16:-32]), "not valid JSON"),
     ],
 )
 def test_corrupt_bytes_raise_value_error_saying_what(mutate, message):
