@@ -30,7 +30,7 @@ MAX_HEADER_BYTES = 16 * 2**20
 
 A header grows with the copies (their RNG states): a Humanoid LearningEnv of 4096 copies
 writes 1.23 MiB (315 bytes a copy, a World alone ~150), so 16 MiB holds ~50,000 env copies
-(13x the largest built-in setup). Parsing one costs at most ~12x its size in memory
+(13x the largest built-in setup). Parsing one costs at most ~20x its size in memory
 (docs/snapshots.md, "Untrusted bytes").
 """
 MAX_HEADER_CONTAINERS = 4096
