@@ -2,9 +2,9 @@
 
 Use it as ``import kelab as ke``. Every public name is listed in ``__all__`` and
 imported lazily on first use, so ``import kelab`` stays fast and does not pull in
-pymunk, pygame or moderngl until a part that needs them is touched. It does import
-Gymnasium: importing :mod:`kelab.tasks` registers the built-in ``kelab/...`` ids with
-``gymnasium.register`` (docs/tasks.md).
+pymunk, pygame, moderngl or Gymnasium until a part that needs them is touched. The
+built-in ``kelab/...`` ids are registered with ``gymnasium.register`` as soon as
+Gymnasium is imported, before or after KELab (docs/tasks.md).
 
 Example:
     >>> import kelab as ke
@@ -122,5 +122,12 @@ def __dir__() -> list[str]:
     return __all__
 
 
-# the built-in tasks: gymnasium.register of every kelab/... id (see kelab/tasks)
-import kelab.tasks  # noqa: E402, F401
+def _register_tasks() -> None:
+    importlib.import_module("kelab.tasks")  # gymnasium.register of every kelab/... id
+
+
+# the built-in tasks are registered with Gymnasium once it is imported (now, if it is
+# already), so that `import kelab.timing` loads neither Gymnasium nor the tasks
+from kelab._after_import import after_import  # noqa: E402
+
+after_import("gymnasium", _register_tasks)

@@ -6,14 +6,13 @@ num_envs=N, vectorization_mode="vector_entry_point")`` returns a
 :class:`~kelab.rl.env.LearningEnv`. Ids: ``kelab/CartPole-v0``, ``kelab/Humanoid-v0``,
 ``kelab/Pi-Locomotion-v0``, ``kelab/BallToGoal-v0``.
 
-Registration is explicit: importing this module (``import kelab`` does) calls
-:func:`register_tasks`, which calls ``gymnasium.register`` once per built-in id (so it
-imports Gymnasium; nothing else of KELab is imported until an environment is made).
-Without importing KELab first, ``gymnasium.make("kelab:kelab/CartPole-v0")`` imports it
-through Gymnasium's own ``"module:id"`` form. (Gymnasium 1.x no longer loads
-``gymnasium.envs`` entry points, so a package cannot register itself on
-``import gymnasium``.) Your own tasks register the same way with :func:`register_task`.
-See docs/tasks.md.
+Registration is explicit: importing this module calls :func:`register_tasks`, which
+calls ``gymnasium.register`` once per built-in id (nothing else of KELab is imported
+until an environment is made). ``import kelab`` imports this module when Gymnasium is
+imported, before or after KELab (``kelab/_after_import.py``), so ``import kelab`` alone
+loads neither. ``gymnasium.make("kelab:kelab/CartPole-v0")`` works without importing
+KELab first, through Gymnasium's own ``"module:id"`` form. Your own tasks register the
+same way with :func:`register_task`. See docs/tasks.md.
 
 Example:
     >>> import gymnasium
@@ -169,7 +168,7 @@ def register_task(
 
 
 def register_tasks() -> list[str]:
-    """Register every built-in task with Gymnasium (idempotent; importing kelab does it).
+    """Register every built-in task with Gymnasium (idempotent; importing this module does it).
 
     Returns:
         The ids registered by this call (empty when all were registered already).
