@@ -4,6 +4,11 @@ A bottom-layer helper (imports nothing of kelab) for every file a user cares abo
 checkpoints, settings, recordings, exported pictures and videos. A crash at any moment
 leaves either the old file or the new one, never a mix.
 
+No write follows a symbolic link: the temp file is created ``O_CREAT | O_EXCL |
+O_NOFOLLOW`` (a name that exists, a link included, is never opened) and renamed over the
+path (a link there is replaced, its target untouched); :func:`open_nofollow` opens a
+file that is written in place (a log appended to) and refuses a link.
+
 Example:
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -16,13 +21,23 @@ Example:
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["atomic_file", "atomic_write_bytes", "fsync_dir", "publish", "temp_beside"]
+__all__ = [
+    "atomic_file",
+    "atomic_write_bytes",
+    "fsync_dir",
+    "open_nofollow",
+    "publish",
+    "temp_beside",
+]
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # 0 where the platform has none (Windows)
+_TEMP_TRIES = 100
 
 
 def fsync_dir(directory: Path) -> None:
@@ -39,16 +54,49 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+def _create_temp(path: Path, suffix: str) -> tuple[int, Path]:
+    """A new temp file ``.<name>.<random><suffix>`` beside ``path``, open for writing.
+
+    Created ``O_CREAT | O_EXCL | O_NOFOLLOW`` with the usual mode (0666 less the umask):
+    never an existing file or a link planted under the name.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TEMP_TRIES):
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(5)}{suffix}"
+        try:
+            return os.open(tmp, flags, 0o666), tmp  # the umask applies, as for open()
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name beside {path} after {_TEMP_TRIES} tries")
+
+
+def open_nofollow(path: str | os.PathLike[str], append: bool = True) -> int:
+    """Open ``path`` for writing in place without following a symbolic link.
+
+    For a file written in place rather than replaced (``metrics.csv`` appended row by
+    row): created when missing (never through a dangling link), and a link at ``path``
+    is refused instead of writing into its target.
+
+    Args:
+        path: The file.
+        append: Open for appending (else for writing at the start, not truncated).
+
+    Returns:
+        The file descriptor (``os.fdopen`` it).
+
+    Raises:
+        OSError: ``ELOOP`` (errno 40 on Linux) when ``path`` is a symbolic link, or
+            another error of ``os.open``.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    return os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
 
 
 def temp_beside(path: Path, suffix: str = ".tmp") -> Path:
     """Create an empty temp file in ``path``'s folder with the usual mode (not 0600).
 
     For writers that need a file name (a video encoder); finish with :func:`publish`.
+    The file is created new (``O_EXCL | O_NOFOLLOW``), never through a link.
 
     Args:
         path: The file the temp file will become.
@@ -57,12 +105,9 @@ def temp_beside(path: Path, suffix: str = ".tmp") -> Path:
     Returns:
         The temp file's path.
     """
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual mode
-    finally:
-        os.close(fd)
-    return Path(tmp)
+    fd, tmp = _create_temp(path, suffix)
+    os.close(fd)
+    return tmp
 
 
 def publish(tmp: Path, path: Path) -> Path:
@@ -71,8 +116,11 @@ def publish(tmp: Path, path: Path) -> Path:
     Returns:
         ``path``.
     """
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
+    fd = os.open(tmp, os.O_RDONLY | _NOFOLLOW)  # fsync needs no write access
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
     os.replace(tmp, path)
     fsync_dir(path.parent)
     return path
@@ -91,10 +139,9 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _create_temp(path, ".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; the usual mode
             yield fh
             fh.flush()
             os.fsync(fh.fileno())

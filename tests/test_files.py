@@ -44,3 +44,18 @@ def test_temp_beside_and_publish_for_writers_that_need_a_name(tmp_path):
     tmp.write_bytes(b"GIF89a")
     assert publish(tmp, path) == path
     assert path.read_bytes() == b"GIF89a" and os.listdir(tmp_path) == ["clip.gif"]
+
+
+def test_the_temp_file_is_created_new_never_through_a_planted_link(tmp_path, monkeypatch):
+    # mkstemp picked a name; now the name is ours, and one that exists (a link planted
+    # under it included) is skipped: O_CREAT | O_EXCL | O_NOFOLLOW
+    import secrets
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    names = iter(["aaaaaaaaaa", "bbbbbbbbbb"])
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
+    (tmp_path / ".a.bin.aaaaaaaaaa.tmp").symlink_to(victim)
+    atomic_write_bytes(tmp_path / "a.bin", b"new")
+    assert victim.read_bytes() == b"precious" and (tmp_path / "a.bin").read_bytes() == b"new"
+    assert os.path.islink(tmp_path / ".a.bin.aaaaaaaaaa.tmp")

@@ -13,6 +13,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,11 +58,12 @@ def task_class_path(task: Task) -> str:
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # 0 where the platform has none (Windows)
 _CLAIM = ".kelab-run"
 """Written into a run directory when a trainer takes it (before any checkpoint)."""
 # what a trainer writes into its run directory: a write in progress is a temp file
 # ".<name>.<random>.tmp" beside it (kelab._files.atomic_file)
-_RUN_FILES = ("latest", "best", "metrics.csv", "training_curve.png")
+_RUN_FILES = ("latest", "best", "metrics.csv", "metrics.old.csv", "training_curve.png")
 _STALE_S = 60.0  # no save takes this long: an older temp file is a killed trainer's
 
 
@@ -99,14 +101,49 @@ def claim_run_dir(
         return path, RunDirClaim(path)
     path = _run_dir_path(run_dir)
     path.mkdir(parents=True, exist_ok=True)
-    taken_before = (path / _CLAIM).exists()  # by a trainer that has closed, or still runs
-    claim = RunDirClaim(path)  # refuses a run directory another trainer holds
+    _refuse_links(path)  # before the claim: a refused run dir is left as it was
+    claim = RunDirClaim(path, stamp=False)  # refuses a run directory another trainer holds
     try:
-        _check_run_dir(path, resume, cli_task, taken_before)
+        _check_run_dir(path, resume, cli_task, not claim.created)
+        claim.stamp()
     except BaseException:
-        claim.release()
+        claim.release(refused=True)
         raise
     return path, claim
+
+
+def _refuse_links(path: Path) -> None:
+    """Refuse a run directory with a symbolic link where the trainer writes a file.
+
+    The trainer never writes through a link (its files are opened ``O_NOFOLLOW`` or
+    renamed into place), so a link there would only fail later, or hide a run's file.
+
+    Raises:
+        ValueError: Naming the link and where it points.
+    """
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return  # the claim reports an unreadable run directory
+    links = [n for n in sorted(names) if _written_by_trainer(n) and os.path.islink(path / n)]
+    if links:
+        shown = ", ".join(f"{n} -> {os.readlink(path / n)}" for n in links[:3])
+        raise ValueError(
+            f"run_dir {str(path)!r} has a symbolic link where the trainer writes ({shown}"
+            f"{', ...' if len(links) > 3 else ''}); the trainer never writes through a "
+            "link: remove it, or choose a new run_dir"
+        )
+
+
+def _written_by_trainer(name: str) -> bool:
+    """Whether the trainer writes a file of this name into its run directory."""
+    base = name[1:] if name.startswith(".") and name.endswith(".tmp") else name  # a temp
+    stem = re.split(r"[.-]", base, maxsplit=1)[0]  # latest.json, best-<sha>.safetensors...
+    return (
+        name == _CLAIM
+        or stem in ("latest", "best", "metrics", "training_curve")
+        or name.startswith("events.out.tfevents.")  # TensorBoard's event files
+    )
 
 
 def _run_dir_path(run_dir: str | os.PathLike[str]) -> Path:
@@ -131,7 +168,7 @@ def _check_run_dir(
     path: Path, resume: Checkpoint | None, cli_task: str, taken_before: bool
 ) -> None:
     """Refuse a claimed ``path`` that holds another run (see :func:`claim_run_dir`)."""
-    held = [n for n in ("latest.json", "best.json", "metrics.csv") if (path / n).exists()]
+    held = [n for n in ("latest.json", "best.json", "metrics.csv") if os.path.lexists(path / n)]
     if taken_before:
         held.append(_CLAIM)
     if not held:
@@ -205,14 +242,26 @@ class RunDirClaim:
         ValueError: When another trainer holds the run directory (naming its claim).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, stamp: bool = True) -> None:
         self.path = path / _CLAIM
+        self.created = False  # whether this claim made the claim file
+        flags = os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:  # never through a link: O_NOFOLLOW, and O_EXCL when it is made
+                fd = os.open(self.path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                self.created = True
+            except FileExistsError:
+                fd = os.open(self.path, flags)
         except OSError as err:
+            what = (
+                "is a symbolic link"
+                if os.path.islink(self.path)
+                else "cannot be opened for writing"
+            )
             raise ValueError(
-                f"run_dir {str(path)!r} cannot be claimed: its {_CLAIM} cannot be opened "
-                f"for writing ({err.strerror or err}); choose a run_dir this user can write"
+                f"run_dir {str(path)!r} cannot be claimed: its {_CLAIM} {what} "
+                f"({err.strerror or err}); choose a run_dir this user can write, with no "
+                "link in it"
             ) from None
         try:
             if fcntl is not None:
@@ -224,12 +273,21 @@ class RunDirClaim:
                         f"({_read_claim(fd)}, per {self.path.name}); wait for it to end or "
                         "stop it, or choose a new run_dir"
                     ) from None
-            self._stamp = _utc_stamp()
-            self._write(fd, f"{self._stamp} pid={os.getpid()} host={platform.node()}")
         except BaseException:
+            if self.created:
+                self.path.unlink(missing_ok=True)
             os.close(fd)
             raise
         self._fd: int | None = fd
+        self._stamp = ""
+        if stamp:
+            self.stamp()
+
+    def stamp(self) -> None:
+        """Write when, by which process and on which host the claim was taken."""
+        assert self._fd is not None, "stamp() after release()"
+        self._stamp = _utc_stamp()
+        self._write(self._fd, f"{self._stamp} pid={os.getpid()} host={platform.node()}")
 
     @staticmethod
     def _write(fd: int, text: str) -> None:
@@ -242,13 +300,21 @@ class RunDirClaim:
         """Whether this claim still holds the run directory."""
         return self._fd is not None
 
-    def release(self) -> None:
-        """Let other trainers take the run directory (calling it again does nothing)."""
+    def release(self, refused: bool = False) -> None:
+        """Let other trainers take the run directory (calling it again does nothing).
+
+        Args:
+            refused: The run directory was refused before it was stamped: the claim file
+                is left as it was (removed when this claim made it).
+        """
         fd, self._fd = self._fd, None
         if fd is None:
             return
         try:
-            self._write(fd, self._stamp)  # the time it was taken stays; no process holds it
+            if refused and self.created:
+                self.path.unlink(missing_ok=True)  # before the lock ends: still ours
+            elif self._stamp:  # the time it was taken stays; no process holds it
+                self._write(fd, self._stamp)
         except OSError:
             pass  # a run directory deleted meanwhile: nothing to say in it
         finally:

@@ -23,9 +23,12 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import time
 from pathlib import Path
 from typing import IO, Any
+
+from kelab._files import open_nofollow
 
 __all__ = ["METRICS", "RunLog"]
 
@@ -91,7 +94,8 @@ class RunLog:
             path.replace(path.with_name("metrics.old.csv"))
             _rewrite(path, rows)
         new = not path.exists()
-        self._file = open(path, "a", newline="")  # noqa: SIM115 - closed in close()
+        # appended in place, never through a link (O_NOFOLLOW: a link raises ELOOP)
+        self._file = os.fdopen(open_nofollow(path), "a", newline="")
         self._csv = csv.writer(self._file)
         if new:
             self._csv.writerow(METRICS)

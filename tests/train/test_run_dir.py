@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import errno
 import os
 import signal
 import time
@@ -383,3 +384,101 @@ def test_heap_reuse_is_scoped_and_nests():
         assert _malloc._depth == 1
     assert _malloc._depth == 0
     assert outer is (_malloc._glibc() is not None)
+
+
+# ------------------------------------------------- no write through a symbolic link (#25.2)
+def _victim(tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious bytes\n")
+    return victim
+
+
+@pytest.mark.parametrize("name", [".kelab-run", "metrics.csv", "latest.json", "training_curve.png"])
+def test_a_link_where_the_trainer_writes_refuses_the_run_dir_untouched(tmp_path, name):
+    # a symlinked .kelab-run was opened O_CREAT and truncated (the victim's bytes replaced
+    # by the claim) before the run dir was refused; a dangling metrics.csv link was
+    # appended through, creating its target
+    victim = _victim(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / name).symlink_to(victim)
+    (run / "notes.txt").write_text("mine")
+    before = sorted(os.listdir(run))
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    try:
+        with pytest.raises(ValueError, match=rf"symbolic link where the trainer writes \({name}"):
+            ke.RLTrainer(env, run_dir=run, config=tiny_config())
+    finally:
+        env.close()
+    assert victim.read_bytes() == b"precious bytes\n"
+    assert sorted(os.listdir(run)) == before and os.readlink(run / name) == str(victim)
+    dangling = tmp_path / "not-yet.csv"
+    (run / name).unlink()
+    (run / name).symlink_to(dangling)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    try:
+        with pytest.raises(ValueError, match="symbolic link"):
+            ke.RLTrainer(env, run_dir=run, config=tiny_config())
+    finally:
+        env.close()
+    assert not dangling.exists()
+
+
+def test_the_claim_never_opens_a_link_even_past_the_check(tmp_path, monkeypatch):
+    # the link appears between the check and the claim (a race): O_NOFOLLOW refuses it
+    from kelab.train import rundir
+
+    victim = _victim(tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    monkeypatch.setattr(
+        rundir, "_refuse_links", lambda path: (path / ".kelab-run").symlink_to(victim)
+    )
+    with pytest.raises(ValueError, match=r"its .kelab-run is a symbolic link"):
+        rundir.claim_run_dir(run, "CartPoleTask", None)
+    assert victim.read_bytes() == b"precious bytes\n"
+    assert os.readlink(run / ".kelab-run") == str(victim)
+
+
+def test_a_refused_run_dir_keeps_its_claim_file_as_it_was(trained_run, tmp_path):
+    # refused because it holds a run: the claim was rewritten (stamped) before the check
+    claim = trained_run["dir"] / ".kelab-run"
+    before = claim.read_bytes()
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    try:
+        with pytest.raises(ValueError, match="already holds a run"):
+            ke.RLTrainer(env, run_dir=trained_run["dir"], config=tiny_config())
+        # a new folder with a run's file but no claim: refused, and no claim left behind
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "metrics.csv").write_text("iteration\n")
+        with pytest.raises(ValueError, match="already holds the start of a run"):
+            ke.RLTrainer(env, run_dir=other, config=tiny_config())
+    finally:
+        env.close()
+    assert claim.read_bytes() == before
+    assert sorted(os.listdir(other)) == ["metrics.csv"]
+
+
+def test_run_files_are_never_written_through_a_link(tmp_path):
+    from kelab._files import atomic_write_bytes, open_nofollow
+
+    victim = _victim(tmp_path)
+    log = tmp_path / "log"
+    log.mkdir()
+    logged = tmp_path / "logged.csv"  # a file that reads as a run log: it was appended to
+    logged.write_text(",".join(METRICS) + "\n")
+    (log / "metrics.csv").symlink_to(logged)
+    with pytest.raises(OSError) as exc:
+        RunLog(log, enabled=True).open()
+    assert exc.value.errno == errno.ELOOP
+    assert logged.read_text() == ",".join(METRICS) + "\n"
+    (log / "metrics.csv").unlink()
+    (log / "metrics.csv").symlink_to(victim)
+    with pytest.raises(OSError):
+        open_nofollow(log / "metrics.csv")
+    # a checkpoint, curve or settings file: renamed over the link, the target untouched
+    (log / "best.json").symlink_to(victim)
+    atomic_write_bytes(log / "best.json", b"{}")
+    assert not os.path.islink(log / "best.json") and (log / "best.json").read_bytes() == b"{}"
+    assert victim.read_bytes() == b"precious bytes\n"
