@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     from kelab.train.curve import add_plot_parser  # matplotlib loads when a figure is drawn
 
     add_plot_parser(sub)
+    from kelab.train.export import add_export_parser  # onnx loads when a file is written
+
+    add_export_parser(sub)
     return parser
 
 

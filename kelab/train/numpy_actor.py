@@ -90,6 +90,7 @@ class NumpyActor:
                 )
         self.observation_dim = checkpoint.observation_dim
         self.action_dim = checkpoint.action_dim
+        self.activation_name = config.activation
         self.activation = ACTIVATIONS[config.activation]
         count = len(config.actor_hidden_dims) + 1
         self.layers = [
