@@ -17,10 +17,21 @@ from kelab._validate import check_positive, must
 if TYPE_CHECKING:
     from kelab.sim.scene import CameraSpec
 
-__all__ = ["Camera"]
+__all__ = ["Camera", "check_size"]
 
 
-def _check_size(size: Sequence[int]) -> tuple[int, int]:
+def check_size(size: Sequence[int]) -> tuple[int, int]:
+    """Return a frame size as ``(width, height)`` positive ints (Camera's and renderers').
+
+    Args:
+        size: ``(width, height)`` in pixels; integral floats and numpy ints are accepted.
+
+    Returns:
+        The size as plain ints.
+
+    Raises:
+        ValueError: If it is not two positive whole numbers.
+    """
     try:
         w, h = (int(v) for v in size)
         ok = all(float(v) == int(v) for v in size)
@@ -108,7 +119,7 @@ class Camera:
 
     @size.setter
     def size(self, value: Sequence[int]) -> None:
-        self._size = _check_size(value)
+        self._size = check_size(value)
 
     # -- mapping -------------------------------------------------------------------------
     def world_to_screen(self, point: Sequence[float]) -> tuple[float, float]:

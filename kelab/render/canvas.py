@@ -119,6 +119,21 @@ class Canvas(ABC):
         """The camera that maps world units to this canvas's pixels."""
         return self._camera
 
+    @camera.setter
+    def camera(self, camera: Camera) -> None:
+        if not isinstance(camera, Camera):
+            raise ValueError(must("Canvas.camera", "a kelab Camera", camera))
+        self._camera = camera
+
+    @property
+    def frame_texts(self) -> tuple[tuple[int, int, str, int], ...]:
+        """The texts drawn this frame, ``(x, y, string, size)`` in pixels, oldest first."""
+        return tuple(self._frame_texts)
+
+    def start_frame(self) -> None:
+        """Forget the previous frame's texts (``Renderer.begin_frame`` calls it)."""
+        self._frame_texts.clear()
+
     # -- public primitives (world units) ---------------------------------------------------
     def clear(self, color: Color) -> None:
         """Fill the whole frame with one colour.

@@ -22,7 +22,7 @@ import numpy as np
 
 from kelab.render.events import InputEvent, glfw_key_names, modifier_names
 from kelab.render.gl_canvas import GLCanvas
-from kelab.render.renderer import Renderer, require_display
+from kelab.render.renderer_base import Renderer, require_display
 
 __all__ = ["GLCanvas", "GLRenderer"]
 

@@ -22,7 +22,7 @@ from kelab.render.geometry import (
     thick_line_quads,
 )
 from kelab.render.plan import DrawPlan, Primitive
-from kelab.render.renderer import Renderer, require_display
+from kelab.render.renderer_base import Renderer, require_display
 from kelab.render.text import TextCache
 
 __all__ = ["PygameCanvas", "PygameRenderer"]
@@ -191,6 +191,27 @@ class PygameCanvas(Canvas):
         if polys.shape[0]:
             self._queue.append((polys - 0.5, color))
 
+    def finish_pending(self) -> None:
+        """Bring :attr:`surface` up to date: restore the previous frame, draw queued fills.
+
+        The renderer calls it when a frame ends, before the surface is shown or read.
+        """
+        self._prepare()
+
+    def set_target(self, surface: pygame.Surface, previous: pygame.Surface | None) -> None:
+        """Draw on ``surface`` from now on.
+
+        Args:
+            surface: The new target, as large as the frame.
+            previous: The surface whose pixels ``surface`` must start with (copied lazily,
+                at the first drawing call); None for a blank frame, which also drops the
+                fills queued for the old target.
+        """
+        self.surface = surface
+        self._restore_from = previous
+        if previous is None:
+            self._queue.clear()
+
     def _prepare(self) -> None:
         """Bring the surface up to date before drawing on it directly (or reading it)."""
         if self._restore_from is not None:
@@ -344,7 +365,7 @@ class PygameRenderer(Renderer):
 
     def _end(self) -> None:
         canvas = self._canvas
-        canvas._prepare()  # queued fills drawn; nothing drawn: it repeats the previous one
+        canvas.finish_pending()  # queued fills drawn; nothing drawn: it repeats the last one
         if self.overlay is not None:  # e.g. the App's settings panel, over the frame
             self.overlay(self._target)
         if self._window is not None:
@@ -355,8 +376,7 @@ class PygameRenderer(Renderer):
         self._finished, self._target = self._target, self._finished
         if self._target.get_size() != self._finished.get_size():
             self._target = _rgb_surface(self._finished.get_size())
-        canvas.surface = self._target
-        canvas._restore_from = self._finished
+        canvas.set_target(self._target, self._finished)
 
     def _read_top_first(self) -> np.ndarray:
         surf = self._finished
@@ -399,9 +419,7 @@ class PygameRenderer(Renderer):
             if size == self.size:
                 return None
             self._target = _rgb_surface(size)
-            self._canvas.surface = self._target
-            self._canvas._restore_from = None  # a new, blank frame of the new size
-            self._canvas._queue.clear()  # (fills queued for the old one go with it)
+            self._canvas.set_target(self._target, None)  # a new, blank frame of the new size
             self._resized(size)
             return InputEvent("resize", size=size)
         return None

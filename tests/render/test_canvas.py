@@ -333,3 +333,20 @@ def test_fills_keep_the_order_of_the_calls(headless):
     assert all(tuple(int(v) for v in p) == blue for p in img[74:76, 115])
     assert px(0.0, 0.0) == red  # the last circle on top
     assert px(0.7, 0.5) == (0, 0, 0)  # nothing of the cleared circle
+
+
+def test_frame_texts_and_camera_are_the_canvas_public_protocol(headless):
+    canvas = headless.canvas
+    headless.begin_frame()
+    canvas.clear(BG)
+    canvas.text((5, 5), "KELab", (255, 255, 255), size=12, screen_space=True)
+    assert canvas.frame_texts == ((5, 5, "KELab", 12),)
+    headless.end_frame()
+    headless.begin_frame()  # a new frame starts with no texts
+    assert canvas.frame_texts == ()
+    headless.end_frame()
+    cam = ke.Camera(center=(1.0, 2.0), zoom=5.0, size=headless.size)
+    canvas.camera = cam
+    assert canvas.camera is cam
+    with pytest.raises(ValueError, match="Canvas.camera must be a kelab Camera"):
+        canvas.camera = "camera"

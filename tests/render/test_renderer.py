@@ -98,3 +98,58 @@ def test_window_without_display_explains_the_fix(monkeypatch):
     for backend in ("pygame", "gl"):
         with pytest.raises(RuntimeError, match="headless=True"):
             ke.create_renderer(backend, size=(32, 32))
+
+
+def _kelab_imports(module: str) -> set[tuple[str, str]]:
+    """``(module, name)`` for every kelab import in ``module``'s source, wherever it sits
+    (top level, TYPE_CHECKING blocks, functions); ``name`` is "" for ``import x``."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    assert spec is not None and spec.origin is not None, module
+    out: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(open(spec.origin, encoding="utf-8").read())):
+        if isinstance(node, ast.Import):
+            out |= {(a.name, "") for a in node.names if a.name.startswith("kelab")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kelab"):
+            assert node.level == 0, f"{module} uses a relative import"
+            out |= {(node.module, a.name) for a in node.names}
+    return out
+
+
+def test_render_modules_import_downward_and_no_private_names():
+    import pkgutil
+
+    import kelab.render
+
+    names = [f"kelab.render.{m.name}" for m in pkgutil.iter_modules(kelab.render.__path__)]
+    edges: dict[str, set[str]] = {}
+    for mod in names:
+        edges[mod] = set()
+        for target, name in _kelab_imports(mod):
+            sub = f"{target}.{name}"
+            to = sub if sub in names else target
+            if to in names and to != mod:
+                edges[mod].add(to)
+            if target != mod and name.startswith("_") and not name.startswith("__"):
+                pytest.fail(f"{mod} imports the private name {target}.{name}")
+    # no circle: repeatedly drop the modules that import no remaining module
+    left = dict(edges)
+    while left:
+        leaves = [m for m, deps in left.items() if not deps & left.keys()]
+        assert leaves, f"import circle among {sorted(left)}"
+        for m in leaves:
+            del left[m]
+
+
+def test_backends_are_one_registry_of_module_paths():
+    from kelab.render import renderer
+
+    assert renderer.BACKENDS == tuple(renderer.BACKEND_CLASSES) == ("pygame", "gl")
+    for name, where in renderer.BACKEND_CLASSES.items():
+        with ke.create_renderer(name, size=(8, 8), headless=True) as r:
+            assert f"{type(r).__module__}:{type(r).__qualname__}" == where
+            assert r.backend == name
+    with pytest.raises(ValueError, match=r"backend must be one of \('pygame', 'gl'\)"):
+        ke.create_renderer("vulkan", headless=True)
