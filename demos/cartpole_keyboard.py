@@ -73,7 +73,7 @@ class CartpoleKeys(ke.App):
 
     def render(self, canvas, alpha: float) -> None:
         if not self.interpolate:  # redraw the raw physics state over the interpolated one
-            canvas.clear(self.background)
+            canvas.clear(self.live.background)
             canvas.draw_world(self.world, 1.0)
         self.alpha_history = (self.alpha_history + [alpha])[-120:]
         stats = self.stats

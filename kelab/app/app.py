@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab._validate import check_int, must
-from kelab.app.config import AppConfig
+from kelab.app.config import AppConfig, LiveSettings
 from kelab.app.dragging import DRAG_PRIORITY, Dragging
 from kelab.app.hooks import call_hook, name_in_message
 from kelab.app.hotkeys import HOTKEYS, apply_hotkey
@@ -128,35 +128,20 @@ class App:
         if cfg.panel:
             require_imgui("App(panel=True)")
         self.config = cfg
-        """The `AppConfig` the App was made with (live values are on the App)."""
-        self.title = cfg.title
-        self.size = cfg.size
-        self.backend = cfg.backend
-        self.headless = cfg.headless
-        self.vsync = cfg.vsync
+        """The `AppConfig` the App was made with (never changed: the live values are in
+        `live` and `clock`)."""
+        self.live = LiveSettings(cfg)
+        """The settings that change while the App runs (`LiveSettings`: ``render_hz``,
+        ``show_hud``, ``hotkeys``, ``show_joints``...); the hotkeys and the panel edit them."""
         self.world = world
-        self.render_hz = cfg.render_hz
-        self.disable_viewport_rendering = cfg.disable_viewport_rendering
-        self.hotkeys = cfg.hotkeys
-        self.hud_visible = cfg.show_hud
-        self.interaction = cfg.interaction
-        self.escape_quits = cfg.escape_quits
-        self.show_joints = False
-        """Mark revolute joint pivots over the bodies (J toggles it)."""
-        self.show_contacts = False
-        """Draw each body's contact force as an arrow (K toggles it)."""
         self.view = ViewController(cfg.follow)
         """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
         self._last_draw_wall: float | None = None
         self._ground: Ground | None = None
-        self.background = cfg.background
-        self.recording_dir = cfg.recording_dir
-        self.drag_frequency_hz = cfg.drag_frequency_hz
         self.input = Input()
         """Keyboard and mouse state (`Input`)."""
         self._owns_timeline = timeline is None
         self.timeline = timeline if timeline is not None else Timeline()
-        self.main_runner = cfg.runner
         self.timeline.runner(cfg.runner)  # KeyError naming the runners
         self._wall = clock
         self._sleep = sleep
@@ -170,8 +155,10 @@ class App:
             time_scale=cfg.time_scale,
             max_frame_delta=cfg.max_frame_delta,
         )
-        """The `FixedStepClock` (one fixed step = one period of the main runner, which it
-        follows when that runner's rate changes; it clamps long frames)."""
+        """The `FixedStepClock`, the home of the time settings (``time_scale``,
+        ``max_frame_delta``, ``last_frame_steps``...): one fixed step = one period of the
+        main runner, which it follows when that runner's rate changes; it clamps long
+        frames. Change its mode with `set_time_mode`."""
         self._camera = camera
         self.renderer: Renderer | None = None
         """The renderer, once the window is open (`setup` and later)."""
@@ -300,55 +287,22 @@ class App:
 
     @property
     def sim_time(self) -> float:
-        """Simulated seconds (fixed steps times the step, plus GAME_REALTIME skips)."""
+        """Simulated seconds: ``app.clock.sim_time``, kept for scripts that draw it."""
         return self.clock.sim_time
 
     @property
     def paused(self) -> bool:
-        """Whether simulated time is paused."""
+        """Whether simulated time is paused: ``app.clock.paused``, kept for scripts."""
         return self.clock.paused
 
-    @property
-    def time_scale(self) -> float:
-        """Simulated seconds per wall second (> 0)."""
-        return self.clock.time_scale
+    def set_time_mode(self, mode: TimeMode) -> None:
+        """Switch the clock's `TimeMode` while running; the clock restarts from now.
 
-    @time_scale.setter
-    def time_scale(self, value: float) -> None:
-        self.clock.time_scale = value
-
-    @property
-    def time_mode(self) -> TimeMode:
-        """The clock's `TimeMode` (may be changed while running)."""
-        return self.clock.time_mode
-
-    @time_mode.setter
-    def time_mode(self, mode: TimeMode) -> None:
+        Raises:
+            ValueError: ``mode`` is not a TimeMode (the clock's error; nothing changed).
+        """
         self.clock.time_mode = mode  # the clock's setter validates it
         self.clock.reset()
-
-    @property
-    def max_steps_per_frame(self) -> int:
-        """The most fixed steps one frame runs in the real-time modes (the clock's)."""
-        return self.clock.max_steps_per_frame
-
-    @max_steps_per_frame.setter
-    def max_steps_per_frame(self, value: int) -> None:
-        self.clock.max_steps_per_frame = value
-
-    @property
-    def max_frame_delta(self) -> float | None:
-        """Longest wall time one frame may add to the clock (None: no clamp; the clock's)."""
-        return self.clock.max_frame_delta
-
-    @max_frame_delta.setter
-    def max_frame_delta(self, value: float | None) -> None:
-        self.clock.max_frame_delta = value
-
-    @property
-    def dropped_wall_time(self) -> float:
-        """Wall seconds cut from over-long frames by `max_frame_delta` (never simulated)."""
-        return self.clock.dropped_wall_time
 
     @property
     def physics_dt(self) -> float | None:
@@ -394,7 +348,7 @@ class App:
             paused=self.clock.paused,
             time_scale=self.clock.time_scale,
             time_mode=self.clock.time_mode.name,
-            dropped_wall_time=self.dropped_wall_time,
+            dropped_wall_time=self.clock.dropped_wall_time,
             runner_hz={r.name: r.hz_float for r in runners},
             runner_rates={r.name: v for r, v in zip(runners, rates, strict=False)},
         )
@@ -642,25 +596,27 @@ class App:
             self._close_after_error()
 
     def __repr__(self) -> str:
+        cfg = self.config
         state = "closed" if self._closed else ("open" if self._opened else "new")
         return (
-            f"<{type(self).__name__} {self.title!r} {self.backend} "
-            f"{'headless' if self.headless else 'window'} {state} frames={self._frames}>"
+            f"<{type(self).__name__} {cfg.title!r} {cfg.backend} "
+            f"{'headless' if cfg.headless else 'window'} {state} frames={self._frames}>"
         )
 
     # ================================================================ internals
     def _default_camera(self) -> Camera:
         cams = getattr(getattr(self.world, "scene", None), "cameras", ()) if self.world else ()
         if cams:
-            return Camera.from_spec(cams[0], self.size)
-        return Camera(center=(0.0, 1.0), zoom=100.0, size=self.size)
+            return Camera.from_spec(cams[0], self.config.size)
+        return Camera(center=(0.0, 1.0), zoom=100.0, size=self.config.size)
 
     def _open(self) -> None:
         if self._opened:
             return
         self._opened = True
+        c = self.config
         self.renderer = create_renderer(
-            self.backend, size=self.size, title=self.title, headless=self.headless, vsync=self.vsync
+            c.backend, size=c.size, title=c.title, headless=c.headless, vsync=c.vsync
         )
         cam = self._camera if self._camera is not None else self._default_camera()
         self.renderer.camera = cam
@@ -700,16 +656,17 @@ class App:
             self._in_frame = False
 
     def _pace(self) -> None:
-        if self.render_hz is None or self.clock.time_mode is TimeMode.SIM_HIGH_PERF:
+        hz = self.live.render_hz
+        if hz is None or self.clock.time_mode is TimeMode.SIM_HIGH_PERF:
             self._pacer = None
             return
-        if self._pacer is None or self._pacer.step_dt != 1.0 / self.render_hz:
-            self._pacer = SimulationPacer(1.0 / self.render_hz, clock=self._wall, sleep=self._sleep)
+        if self._pacer is None or self._pacer.step_dt != 1.0 / hz:
+            self._pacer = SimulationPacer(1.0 / hz, clock=self._wall, sleep=self._sleep)
         self._pacer.wait()
 
     def _draws(self) -> bool:
         return not (
-            self.disable_viewport_rendering
+            self.live.disable_viewport_rendering
             and self.clock.time_mode is TimeMode.SIM_HIGH_PERF
             and not self.clock.paused
         )
@@ -731,7 +688,7 @@ class App:
                 continue  # a zoom or a pan, not a click
             if ev.kind == "quit":
                 self.request_close()
-            elif ev.kind == "key_down" and self.hotkeys:
+            elif ev.kind == "key_down" and self.live.hotkeys:
                 apply_hotkey(self, ev.key)
             elif ev.kind in ("mouse_down", "mouse_up", "mouse_move"):
                 self._update_mouse_world()
@@ -783,10 +740,10 @@ class App:
             self.world,
             self._alpha,
             self._prev_poses,
-            background=self.background,
+            background=self.live.background,
             ground=self._ground,
-            show_contacts=self.show_contacts,
-            show_joints=self.show_joints,
+            show_contacts=self.live.show_contacts,
+            show_joints=self.live.show_joints,
         )
         self.overlays.begin_frame(self.panel_window.rects(renderer.size))
         call_hook("render", self.render, canvas, self._alpha)
@@ -804,7 +761,7 @@ class App:
         if self.renderer is None or (last is not None and now - last < period):
             return
         self._last_off_frame = now
-        lay, bg = self.overlays, self.background
+        lay, bg = self.overlays, self.live.background
         draw_viewport_off(self.renderer, lay, bg, self.panel_window, self._draw_overlays)
 
     def _draw_overlays(self, canvas: Canvas) -> None:
@@ -813,6 +770,6 @@ class App:
         notice = self.panel_window.notice()
         if notice is not None:
             lay.notice(canvas, [notice], (255, 200, 120))
-        if self.hud_visible:
+        if self.live.show_hud:
             lay.add(draw_hud(canvas, self.stats, lay.rects))
         self.recordings.draw_badge(canvas, lay.rects)

@@ -5,9 +5,12 @@ is the shorthand: the keywords build an `AppConfig` (the same fields, the same c
 The objects an App works with rather than settings (the ``world``, a ``camera``, a
 ``timeline``, the ``clock`` and ``sleep`` functions) are passed to `App` itself.
 
-The config is what the App starts with; live values (``app.time_scale``,
-``app.render_hz``, ``app.hud_visible``...) are on the App and its clock and may change
-while it runs.
+The config is what the App starts with (``app.config``, never changed). Each value that
+may change while the App runs has one live home: the time settings (``time_mode``,
+``time_scale``, ``max_steps_per_frame``, ``max_frame_delta``, ``steps_per_frame``) are the
+App's clock's (``app.clock``), the drawing and interaction ones (`LIVE_SETTINGS`:
+``render_hz``, ``show_hud``, ``hotkeys``...) are `LiveSettings` (``app.live``), checked
+on every change with the same errors as the config.
 
 Example:
     >>> from kelab.app.config import AppConfig
@@ -18,12 +21,17 @@ Example:
     Traceback (most recent call last):
     ...
     ValueError: App.render_hz must be a finite number > 0 or None, got 0
+    >>> live = LiveSettings(cfg)
+    >>> live.show_hud = True
+    >>> live.show_hud, live.render_hz
+    (True, None)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +48,7 @@ from kelab.render.renderer import BACKENDS
 from kelab.timing.clock import MAX_TIME_SCALE
 from kelab.timing.config import TimeMode
 
-__all__ = ["AppConfig"]
+__all__ = ["LIVE_SETTINGS", "AppConfig", "LiveSettings"]
 
 _BOOLS = (
     "headless",
@@ -61,6 +69,32 @@ def _positive_or_none(value: object, name: str) -> float | None:
         return check_positive(value, name)
     except ValueError:
         raise ValueError(must(name, "a finite number > 0 or None", value)) from None
+
+
+def _colour(value: object, name: str) -> tuple[int, int, int]:
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 3
+        or not all(is_int(c) and 0 <= c <= 255 for c in value)
+    ):
+        raise ValueError(must(name, "three ints 0..255 (r, g, b)", value))
+    return (int(value[0]), int(value[1]), int(value[2]))
+
+
+#: The settings that may change while an App runs (`LiveSettings`, ``app.live``), each
+#: with its check (the same as `AppConfig`'s, so the errors read alike).
+LIVE_SETTINGS: dict[str, Callable[[object, str], object]] = {
+    "render_hz": _positive_or_none,
+    "disable_viewport_rendering": check_bool,
+    "hotkeys": check_bool,
+    "show_hud": check_bool,
+    "interaction": check_bool,
+    "escape_quits": check_bool,
+    "background": _colour,
+    "drag_frequency_hz": check_positive,
+    "show_joints": check_bool,
+    "show_contacts": check_bool,
+}
 
 
 @dataclass(frozen=True)
@@ -155,14 +189,7 @@ class AppConfig:
         )
         if self.follow is not None and not isinstance(self.follow, str):
             raise ValueError(must("App.follow", "a body path (str) or None", self.follow))
-        colour = self.background
-        if (
-            not isinstance(colour, (tuple, list))
-            or len(colour) != 3
-            or not all(is_int(c) and 0 <= c <= 255 for c in colour)
-        ):
-            raise ValueError(must("App.background", "three ints 0..255 (r, g, b)", colour))
-        put(self, "background", tuple(int(c) for c in colour))
+        put(self, "background", _colour(self.background, "App.background"))
         if not isinstance(self.runner, str) or not self.runner:
             raise ValueError(must("App.runner", "a runner name (a non-empty str)", self.runner))
         if not isinstance(self.recording_dir, (str, os.PathLike)):
@@ -204,3 +231,59 @@ class AppConfig:
     def field_names(cls) -> tuple[str, ...]:
         """The names of the settings (what ``App(**settings)`` accepts besides objects)."""
         return tuple(f.name for f in dataclasses.fields(cls))
+
+
+class LiveSettings:
+    """The App's settings that may change while it runs (``app.live``; see docs/app.md).
+
+    Made from the `AppConfig` the App starts with; every assignment is checked as the
+    config checks that field (a bad value raises and changes nothing). The F1, J and K
+    hotkeys and the Settings panel change them here, and the App reads them here.
+
+    Args:
+        config: The starting values.
+
+    Raises:
+        AttributeError: Assigning a name that is not a live setting (`LIVE_SETTINGS`).
+        ValueError: A bad value, naming the setting.
+    """
+
+    __slots__ = tuple(LIVE_SETTINGS)
+
+    render_hz: float | None
+    """Target frame rate (None: uncapped). Not applied in SIM_HIGH_PERF."""
+    disable_viewport_rendering: bool
+    """In SIM_HIGH_PERF, skip drawing the World while running."""
+    hotkeys: bool
+    """The default hotkeys (``kelab.app.hotkeys.HOTKEYS``) are on."""
+    show_hud: bool
+    """The HUD (F1) is shown."""
+    interaction: bool
+    """Pick and drag bodies with the left mouse button."""
+    escape_quits: bool
+    """Escape closes the App."""
+    background: tuple[int, int, int]
+    """Backdrop colour (three ints 0..255)."""
+    drag_frequency_hz: float
+    """Natural frequency of the drag spring (Hz > 0), used by the next drag."""
+    show_joints: bool
+    """Mark revolute joint pivots over the bodies (J toggles it; starts off)."""
+    show_contacts: bool
+    """Draw each body's contact force as an arrow (K toggles it; starts off)."""
+
+    def __init__(self, config: AppConfig) -> None:
+        for name in LIVE_SETTINGS:
+            object.__setattr__(self, name, getattr(config, name, False))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        check = LIVE_SETTINGS.get(name)
+        if check is None:
+            raise AttributeError(
+                f"App.live has no setting {name!r}; the live settings are "
+                f"{', '.join(LIVE_SETTINGS)} (time settings are app.clock's)"
+            )
+        object.__setattr__(self, name, check(value, f"App.{name}"))
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={getattr(self, n)!r}" for n in LIVE_SETTINGS)
+        return f"LiveSettings({inner})"

@@ -64,7 +64,7 @@ class Dragging:
         return self._drag
 
     def _active(self) -> bool:
-        return self._app.interaction and self._app.world is not None
+        return self._app.live.interaction and self._app.world is not None
 
     def _tolerance(self) -> float:
         return PICK_TOLERANCE_PX / self._app.camera.zoom
@@ -82,7 +82,7 @@ class Dragging:
             return
         call_hook("on_pick", app.on_pick, body)
         if body.dynamic and self._drag is None:
-            self._drag = DragSpring(world, body, frequency_hz=app.drag_frequency_hz)
+            self._drag = DragSpring(world, body, frequency_hz=app.live.drag_frequency_hz)
             self._target = body.point
             call_hook("on_drag_begin", app.on_drag_begin, body)
 

@@ -39,18 +39,18 @@ def apply_hotkey(app: App, key: str | None) -> None:
         else:
             app.pause()
     elif key == "f1":
-        app.hud_visible = not app.hud_visible
+        app.live.show_hud = not app.live.show_hud
     elif key == "f2":
         app.toggle_panel()
     elif key == "f9":
         app.toggle_video_recording()
-    elif key == "escape" and app.escape_quits:
+    elif key == "escape" and app.live.escape_quits:
         app.request_close()
     elif key in ("home", "c") and app.renderer is not None:
         app.view.reset(app.renderer.camera)
     elif key == "f" and app.view.follow is not None:
         app.view.following = not app.view.following
     elif key == "j":
-        app.show_joints = not app.show_joints
+        app.live.show_joints = not app.live.show_joints
     elif key == "k":
-        app.show_contacts = not app.show_contacts
+        app.live.show_contacts = not app.live.show_contacts

@@ -77,7 +77,7 @@ class Recordings:
         if self._video is not None:
             raise RuntimeError(f"already recording to {self._video.path}; stop it first")
         if path is None:
-            path = default_video_path(self._app.recording_dir, self._app.title)
+            path = default_video_path(self._app.config.recording_dir, self._app.config.title)
         video = VideoRecorder(path, **kwargs)
         self.add(video)
         self._video = video

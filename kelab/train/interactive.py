@@ -70,7 +70,7 @@ def _app_class() -> type[App]:
                 if binding.name == "world.step":
                     binding.enabled = False
             # dark text on a light backdrop, light text on a dark one
-            r, g, b = self.background
+            r, g, b = self.live.background
             light = 0.299 * r + 0.587 * g + 0.114 * b >= 128
             self._text_color = PALETTE["text"] if light else (236, 240, 244)
             self.env = env

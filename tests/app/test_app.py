@@ -181,16 +181,16 @@ def test_frame_delta_clamp_adds_to_dropped_wall_time(fake_clock: FakeClock):
     fake_clock.advance(5.0)  # a window drag / debugger stop
     app.renderFrameOnce()
     assert app.log.count("fixed_update") == 5  # 0.1 s of 20 ms steps, not 250
-    assert app.dropped_wall_time == pytest.approx(4.9)
+    assert app.clock.dropped_wall_time == pytest.approx(4.9)
     fake_clock.advance(0.04)
     app.renderFrameOnce()
-    assert app.log.count("fixed_update") == 7 and app.dropped_wall_time == pytest.approx(4.9)
-    app.max_frame_delta = None
+    assert app.log.count("fixed_update") == 7 and app.clock.dropped_wall_time == pytest.approx(4.9)
+    app.clock.max_frame_delta = None
     fake_clock.advance(1.0)
     app.renderFrameOnce()
     assert app.log.count("fixed_update") == 57
     with pytest.raises(ValueError, match="max_frame_delta"):
-        app.max_frame_delta = -1.0
+        app.clock.max_frame_delta = -1.0
     app.close()
 
 
@@ -206,7 +206,7 @@ def test_pause_single_step_and_time_scale(fake_clock: FakeClock):
     app.renderFrameOnce()
     assert app.log.count("fixed_update") == 1
     app.resume()
-    app.time_scale = 0.5
+    app.clock.time_scale = 0.5
     app.renderFrameOnce()  # restarts the wall-time reference
     for _ in range(4):
         fake_clock.advance(0.04)  # 0.02 s of simulated time per frame
@@ -233,14 +233,14 @@ def test_hotkeys_pause_step_hud_and_switch_off(fake_clock: FakeClock, tmp_path):
     app.inject_event(ke.InputEvent("key_down", key="space"))  # running: pause
     app.renderFrameOnce()
     assert app.paused
-    assert not app.hud_visible
+    assert not app.live.show_hud
     app.inject_event(ke.InputEvent("key_down", key="f1"))
     app.renderFrameOnce()
-    assert app.hud_visible and app.stats.lines()[0].startswith("FPS")
-    app.hotkeys = False
+    assert app.live.show_hud and app.stats.lines()[0].startswith("FPS")
+    app.live.hotkeys = False
     app.inject_events([ke.InputEvent("key_up", key="f1"), ke.InputEvent("key_down", key="f1")])
     app.renderFrameOnce()
-    assert app.hud_visible and app.input.frame_key_pressed("f1")  # input still sees it
+    assert app.live.show_hud and app.input.frame_key_pressed("f1")  # input still sees it
     app.close()
 
 
@@ -427,7 +427,7 @@ def test_app_config_is_the_full_form_and_keywords_the_shorthand(fake_clock: Fake
     full = ke.App(config=cfg, clock=fake_clock, title="x")  # a keyword replaces a field
     short = ke.App(size=(160, 120), headless=True, render_hz=None, max_steps_per_frame=3, title="x")
     assert full.config == short.config and full.config.title == "x" and cfg.title == "KELab"
-    assert full.clock.max_steps_per_frame == 3 and full.size == (160, 120)
+    assert full.clock.max_steps_per_frame == 3 and full.config.size == (160, 120)
     with pytest.raises(TypeError, match="unknown settings \\['titel'\\]"):
         ke.App(titel="x")
     with pytest.raises(TypeError, match="only positional argument is an AppConfig"):
@@ -452,6 +452,37 @@ def test_main_runner_rate_change_moves_the_fixed_step(fake_clock: FakeClock, tmp
     class Steps(ke.App):
         def __init__(self, **kwargs):
             super().__init__(**kwargs)
+def test_live_settings_have_one_home(fake_clock: FakeClock):
+    """What changes while running lives in app.live or app.clock, never as App copies."""
+    from kelab.app.config import LIVE_SETTINGS, LiveSettings
+
+    app = make_app(fake_clock, show_hud=False, time_scale=2.0)
+    assert isinstance(app.live, LiveSettings)
+    for name in [*LIVE_SETTINGS, "time_scale", "time_mode", "max_frame_delta", "title"]:
+        assert name not in vars(app), name  # no copied field beside config/live/clock
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("key_down", key="f1"))
+    app.renderFrameOnce()
+    assert app.live.show_hud and not app.config.show_hud  # F1 edits the live home
+    app.live.render_hz = 30
+    assert app.live.render_hz == 30.0 and app.config.render_hz is None
+    with pytest.raises(ValueError, match="App.render_hz must be a finite number > 0 or None"):
+        app.live.render_hz = 0
+    with pytest.raises(ValueError, match="App.background"):
+        app.live.background = (0, 0, 300)
+    with pytest.raises(ValueError, match="App.hotkeys must be True or False, got 1"):
+        app.live.hotkeys = 1
+    with pytest.raises(AttributeError, match="App.live has no setting 'time_scale'"):
+        app.live.time_scale = 1.0
+    assert app.live.render_hz == 30.0 and app.live.background == app.config.background
+    assert app.clock.time_scale == 2.0 and not hasattr(app, "time_scale")
+    app.set_time_mode(ke.TimeMode.SIM_HIGH_PERF)
+    assert app.clock.time_mode is ke.TimeMode.SIM_HIGH_PERF
+    with pytest.raises(ValueError, match="FixedStepClock.time_mode"):
+        app.set_time_mode("fast")  # type: ignore[arg-type]
+    app.close()
+
+
             self.ts: list[float] = []
 
         def fixed_update(self, ts):

@@ -224,7 +224,7 @@ def test_settings_round_trip(tmp_path):
     again = _app(tmp_path, settings=path)
     _run(again, 1)
     t = again.timeline
-    assert again.time_mode is ke.TimeMode.GAME_REALTIME
+    assert again.clock.time_mode is ke.TimeMode.GAME_REALTIME
     assert t.runner("Slow").hz == Fraction(1000, 3) and t.runner("Capture").hz == 12.5
     b = {x.name: x for x in t.bindings}
     assert (b["fixed_update"].runner, b["fixed_update"].priority) == ("Slow", -5)
@@ -278,7 +278,7 @@ def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_
         _run(app, 3)
     assert field in app.panel.settings_error and str(path) in app.panel.settings_error
     assert any(field in str(w.message) for w in record)
-    assert app.time_mode is HIGH and app.timeline.runner("Robot").hz == 50
+    assert app.clock.time_mode is HIGH and app.timeline.runner("Robot").hz == 50
     assert list(app.timeline.runners) == ["Robot", "Capture"]
     assert app.clock.steps == 3
     with pytest.raises(SettingsError, match=field.replace("[", r"\[").replace("]", r"\]")):
@@ -302,7 +302,7 @@ def test_a_file_that_does_not_fit_is_rolled_back(tmp_path):
     app = _app(tmp_path, settings=path)
     with pytest.warns(UserWarning, match="at most 8 runners"):
         app.renderFrameOnce()
-    assert app.time_mode is HIGH and app.timeline.runner("Capture").hz == 30
+    assert app.clock.time_mode is HIGH and app.timeline.runner("Capture").hz == 30
 
 
 def test_a_panel_left_open_and_untouched_changes_nothing(tmp_path):
@@ -368,7 +368,7 @@ def test_plots_sample_world_signals_and_stay_flat(tmp_path):
 
 def test_time_mode_and_viewport_rendering(tmp_path):
     app = _app(tmp_path, time_mode=ke.TimeMode.SIM_REALTIME)
-    assert app.panel.set_time_mode(HIGH) and app.time_mode is HIGH
+    assert app.panel.set_time_mode(HIGH) and app.clock.time_mode is HIGH
     assert app.panel.set_disable_viewport_rendering(True)
     _run(app, 3)
     assert app.drawn_frames == 0

@@ -312,7 +312,7 @@ def test_with_the_viewport_off_the_panel_still_answers_and_the_window_says_so(
     rest = np.ones(img.shape[:2], dtype=bool)
     for r in (panel, notice):
         rest[r[1] : r[3], r[0] : r[2]] = False
-    assert (img[rest] == app.background).all()  # no World drawn: the plain background
+    assert (img[rest] == app.live.background).all()  # no World drawn: the plain background
     app.write_pixels_png(tmp_path.parent / f"viewport_off_{backend}.png")
     app.close()
 

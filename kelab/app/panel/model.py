@@ -167,7 +167,9 @@ class PanelModel:
     def __init__(self, app: App, settings_path: str | os.PathLike[str] | None = None) -> None:
         self.app = app
         self.settings_path = (
-            Path(settings_path) if settings_path is not None else default_settings_path(app.title)
+            Path(settings_path)
+            if settings_path is not None
+            else default_settings_path(app.config.title)
         )
         self.page: str = "Time Runners"
         self.open = False
@@ -222,7 +224,7 @@ class PanelModel:
     @property
     def time_mode(self) -> TimeMode:
         """The scene time mode."""
-        return self.app.time_mode
+        return self.app.clock.time_mode
 
     def set_time_mode(self, mode: TimeMode | str) -> bool:
         """Change the time mode (`App.time_mode`)."""
@@ -235,8 +237,8 @@ class PanelModel:
                         must("time mode", f"one of {list(TimeMode.__members__)}", mode)
                     )
                 value = TimeMode[mode.upper()]
-            if value is not self.app.time_mode:
-                self.app.time_mode = value  # type: ignore[assignment]
+            if value is not self.app.clock.time_mode:
+                self.app.set_time_mode(value)
 
         return self._do(apply)
 
@@ -244,7 +246,9 @@ class PanelModel:
         """Skip drawing while running in SIM_HIGH_PERF ("Disable Viewport Rendering")."""
 
         def apply() -> None:
-            self.app.disable_viewport_rendering = check_bool(value, "disable_viewport_rendering")
+            self.app.live.disable_viewport_rendering = check_bool(
+                value, "disable_viewport_rendering"
+            )
 
         return self._do(apply)
 
@@ -258,7 +262,7 @@ class PanelModel:
             why = ""
             if len(runners) == 1:
                 why = "the last runner cannot be removed"
-            elif name == self.app.main_runner:
+            elif name == self.app.config.runner:
                 why = "the App's main runner (its fixed steps) cannot be removed"
             elif bound:
                 why = f"still has bindings ({', '.join(bound)}); bind them elsewhere first"
@@ -470,9 +474,9 @@ class PanelModel:
         return self._do(apply)
 
     def _default_path(self, kind: str) -> Path:
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.app.title).strip("-") or "kelab"
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.app.config.title).strip("-") or "kelab"
         suffix = {"data": ".csv", "video": ".mp4", "lidar": ".npz"}[kind]
-        folder = self.app.recording_dir
+        folder = self.app.config.recording_dir
         n = 0
         while (folder / f"{slug}-{kind}-{n:03d}{suffix}").exists():
             n += 1
@@ -592,7 +596,7 @@ class PanelModel:
 
     def sample(self, frame_time_s: float, steps: int, rtf: float) -> None:
         """Sample the frame statistics and the plotted World signals (once per frame)."""
-        t = self.app.sim_time
+        t = self.app.clock.sim_time
         h = self._history
         h["frame.time_ms"].add(t, frame_time_s * 1e3)
         h["frame.steps_per_frame"].add(t, float(steps))
@@ -635,8 +639,8 @@ class PanelModel:
             if not self._is_recorder(b)
         }
         return PanelSettings(
-            time_mode=self.app.time_mode,
-            disable_viewport_rendering=self.app.disable_viewport_rendering,
+            time_mode=self.app.clock.time_mode,
+            disable_viewport_rendering=self.app.live.disable_viewport_rendering,
             runners=tuple((n, r.hz) for n, r in timeline.runners.items()),
             bindings=bindings,
             recorders=dict(self.recorder_settings),
@@ -720,10 +724,10 @@ class PanelModel:
                 raise SettingsError(f"{where}: {exc}; the defaults were kept") from None
         undo = self._snapshot()
         try:
-            if s.time_mode is not None and s.time_mode is not self.app.time_mode:
-                self.app.time_mode = s.time_mode
+            if s.time_mode is not None and s.time_mode is not self.app.clock.time_mode:
+                self.app.set_time_mode(s.time_mode)
             if s.disable_viewport_rendering is not None:
-                self.app.disable_viewport_rendering = s.disable_viewport_rendering
+                self.app.live.disable_viewport_rendering = s.disable_viewport_rendering
             for name, hz in s.runners:
                 if name in timeline.runners:
                     timeline.runner(name).hz = hz
@@ -757,8 +761,8 @@ class PanelModel:
     def _snapshot(self) -> tuple[Any, ...]:
         timeline = self.app.timeline
         return (
-            self.app.time_mode,
-            self.app.disable_viewport_rendering,
+            self.app.clock.time_mode,
+            self.app.live.disable_viewport_rendering,
             {n: r.hz for n, r in timeline.runners.items()},
             [(b, b.runner, b.phase, b.priority, b.enabled) for b in timeline.bindings],
         )
@@ -774,9 +778,9 @@ class PanelModel:
                 timeline.remove_runner(name)
         for name, hz in rates.items():
             timeline.runner(name).hz = hz
-        if self.app.time_mode is not mode:
-            self.app.time_mode = mode
-        self.app.disable_viewport_rendering = dvr
+        if self.app.clock.time_mode is not mode:
+            self.app.set_time_mode(mode)
+        self.app.live.disable_viewport_rendering = dvr
 
 
 def signal_groups(signals: Sequence[str]) -> dict[str, list[str]]:

@@ -83,7 +83,7 @@ class PanelUI:
         common = (page, m.message, m.settings_status(), m.settings_error, m.settings_path)
         shown: tuple[Any, ...]
         if page == "Time Runners":
-            shown = (m.time_mode, m.app.disable_viewport_rendering, tuple(m.runner_rows()))
+            shown = (m.time_mode, m.app.live.disable_viewport_rendering, tuple(m.runner_rows()))
         elif page == "Scripts":
             shown = tuple(m.script_rows())
         elif page == "Subsystems":
@@ -94,7 +94,7 @@ class PanelUI:
                 tuple(m.recording(k) for k in RECORDER_KINDS),
                 tuple(m.last_files.items()),
                 tuple(m.recorder_rows()),
-                str(m.app.recording_dir),
+                str(m.app.config.recording_dir),
             )
         elif page == "Execution Order":
             shown = tuple(m.execution_order())
@@ -234,7 +234,7 @@ class PanelUI:
             m.set_time_mode(modes[idx])
         if m.time_mode is TimeMode.SIM_HIGH_PERF:
             changed, value = imgui.checkbox(
-                "Disable Viewport Rendering", m.app.disable_viewport_rendering
+                "Disable Viewport Rendering", m.app.live.disable_viewport_rendering
             )
             if changed:
                 m.set_disable_viewport_rendering(value)
@@ -329,7 +329,7 @@ class PanelUI:
                 m.set_recorder(kind, phase=phase)
             text = self._paths.get(kind, cfg.path)
             imgui.set_next_item_width(-80)
-            hint = f"default: {m.app.recording_dir}/<title>-{kind}-NNN"
+            hint = f"default: {m.app.config.recording_dir}/<title>-{kind}-NNN"
             changed, text = imgui.input_text_with_hint("Output", hint, text, _ENTER)
             self._paths[kind] = text
             if changed:
