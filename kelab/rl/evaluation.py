@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     Judged = LearningEnv | RayLearningEnv | DirectRLEnv
 
-__all__ = ["EvaluationReport", "episode_quotas", "evaluate"]
+__all__ = ["EvaluationInterrupted", "EvaluationReport", "episode_quotas", "evaluate"]
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,21 @@ def episode_quotas(episodes: int, num_envs: int) -> np.ndarray:
     return np.full(num_envs, base, dtype=np.int64) + (np.arange(num_envs) < extra)
 
 
+class EvaluationInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`evaluate`: ``report`` is that of the episodes finished so far.
+
+    A ``KeyboardInterrupt``, so code that does not look for it stops as before.
+
+    Attributes:
+        report: The :class:`EvaluationReport` of the episodes judged before the interrupt
+            (``report.episodes`` of them, possibly 0).
+    """
+
+    def __init__(self, report: EvaluationReport) -> None:
+        super().__init__(f"evaluation interrupted after {report.episodes} episodes")
+        self.report = report
+
+
 def evaluate(
     env: gymnasium.Env | gymnasium.vector.VectorEnv,
     policy: Callable[[np.ndarray], npt.ArrayLike],
@@ -155,6 +170,7 @@ def evaluate(
     success: SuccessRule | None = None,
     seed: int | None = None,
     max_steps: int | None = None,
+    on_episode: Callable[[int], object] | None = None,
 ) -> EvaluationReport:
     """Run ``policy`` for ``episodes`` episodes and report how they ended.
 
@@ -178,12 +194,16 @@ def evaluate(
         success: The success rule; None uses the env's (the task's ``success_rule``).
         seed: Seed for the initial reset; None continues the env's random streams.
         max_steps: Optional bound on env steps (ValueError when reached first).
+        on_episode: Called with the number of episodes judged so far each time it grows
+            (progress of a long evaluation).
 
     Returns:
         The :class:`EvaluationReport`.
 
     Raises:
         ValueError: For a bad argument, or when ``max_steps`` pass before enough episodes.
+        EvaluationInterrupted: On Ctrl-C (a ``KeyboardInterrupt``), with the report of
+            the episodes finished so far.
     """
     episodes = check_int(episodes, "evaluate: episodes", low=1)
     if max_steps is not None:
@@ -198,15 +218,25 @@ def evaluate(
     previous = base.success_rule
     rule = success if success is not None else previous
     base.success_rule = rule
+    judged: list[tuple[int, Record]] = []  # (episode index, record), as they finish
+    progress = on_episode or (lambda count: None)
     try:
         if hasattr(base, "num_envs") and hasattr(base, "single_action_space"):
-            records = _run_vector(env, int(base.num_envs), policy, episodes, seed, max_steps)
+            _run_vector(
+                env, int(base.num_envs), policy, episodes, seed, max_steps, judged, progress
+            )
         else:
-            records = _run_single(env, policy, episodes, seed, max_steps)
-        names = base.condition_names
+            _run_single(env, policy, episodes, seed, max_steps, judged, progress)
+    except KeyboardInterrupt as interrupt:
+        if isinstance(interrupt, EvaluationInterrupted):
+            raise
+        records = [record for _, record in sorted(judged, key=lambda item: item[0])]
+        report = _report(records, rule, base.condition_names, float(base.step_dt))
+        raise EvaluationInterrupted(report) from None
     finally:
         base.success_rule = previous
-    return _report(records, rule, names, float(base.step_dt))
+    records = [record for _, record in sorted(judged, key=lambda item: item[0])]
+    return _report(records, rule, base.condition_names, float(base.step_dt))
 
 
 def _out_of_steps(done: int, episodes: int, max_steps: int) -> ValueError:
@@ -223,11 +253,12 @@ def _run_vector(
     episodes: int,
     seed: int | None,
     max_steps: int | None,
-) -> list[Record]:
-    """Step every copy until each finished its quota; the records in episode order."""
+    judged: list[tuple[int, Record]],
+    progress: Callable[[int], object],
+) -> None:
+    """Step every copy until each finished its quota, adding to ``judged`` as they end."""
     quota = episode_quotas(episodes, num_envs)
     done = np.zeros(num_envs, dtype=np.int64)
-    judged: list[tuple[int, Record]] = []  # (episode index, record)
     steps = 0
     obs, _ = env.reset(seed=seed)
     while len(judged) < episodes:
@@ -252,8 +283,7 @@ def _run_vector(
             )
             judged.append((int(done[i]) * num_envs + i, record))
         done[counted] += 1
-    judged.sort(key=lambda item: item[0])
-    return [record for _, record in judged]
+        progress(len(judged))
 
 
 def _run_single(
@@ -262,28 +292,28 @@ def _run_single(
     episodes: int,
     seed: int | None,
     max_steps: int | None,
-) -> list[Record]:
-    """Run the episodes one after the other."""
-    records: list[Record] = []
+    judged: list[tuple[int, Record]],
+    progress: Callable[[int], object],
+) -> None:
+    """Run the episodes one after the other, adding each to ``judged`` as it ends."""
     steps = 0
     obs, _ = env.reset(seed=seed)
-    while len(records) < episodes:
+    while len(judged) < episodes:
         if max_steps is not None and steps >= max_steps:
-            raise _out_of_steps(len(records), episodes, max_steps)
+            raise _out_of_steps(len(judged), episodes, max_steps)
         obs, _, terminated, truncated, info = env.step(policy(obs))
         steps += 1
         if terminated or truncated:
-            records.append(
-                (
-                    info["ended_by"],
-                    float(info["episode_return"]),
-                    int(info["episode_length"]),
-                    info.get("is_success"),
-                    dict(info.get("checks", {})),
-                )
+            record = (
+                info["ended_by"],
+                float(info["episode_return"]),
+                int(info["episode_length"]),
+                info.get("is_success"),
+                dict(info.get("checks", {})),
             )
+            judged.append((len(judged), record))
+            progress(len(judged))
             obs, _ = env.reset()
-    return records
 
 
 def _report(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POLICY_DIR",
+    "EvalProgress",
     "add_training_parsers",
     "import_task_class",
     "resolve_task",
@@ -502,24 +503,96 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         return 2
     spec = _checkpoint_spec(args, cmd.class_path)
     import kelab as ke
+    from kelab.rl.evaluation import EvaluationInterrupted
     from kelab.train.player import RLPlayer
 
     player = RLPlayer(spec, render_mode=None)
     env = ke.LearningEnv(cmd.cls(), num_envs=min(args.episodes, args.num_envs), seed=args.seed)
+    interrupted = False
     try:
         player.check_env(env)
-        report = ke.evaluate(env, player.policy, episodes=args.episodes, seed=args.seed)
+        bar = EvalProgress(args.episodes, cmd.err)
+        try:
+            report = ke.evaluate(
+                env, player.policy, episodes=args.episodes, seed=args.seed, on_episode=bar
+            )
+        except EvaluationInterrupted as stop:  # Ctrl-C: the report of the finished ones
+            report, interrupted = stop.report, True
+        finally:
+            bar.close()
     finally:
         env.close()
+    if interrupted and report.episodes == 0:
+        print("kelab: interrupted before any episode finished", file=cmd.err)
+        return 130
+    if interrupted:
+        print(
+            f"interrupted after {report.episodes:,} of {args.episodes:,} episodes; the "
+            "report of the episodes finished:",
+            file=cmd.err,
+        )
     if args.json:
         data = report.to_dict()
         data["checkpoint"] = str(player.checkpoint.path)
         data["task"] = cmd.task_name
+        if interrupted:
+            data["interrupted"] = {"episodes_asked": args.episodes}
         print(json.dumps(data, indent=2), file=cmd.out)
     else:
         print(f"{cmd.task_name}  checkpoint {player.checkpoint.path}", file=cmd.out)
         print(report.table(), file=cmd.out)
-    return 0
+    return 130 if interrupted else 0
+
+
+class EvalProgress:
+    """``kelab eval``'s progress: a live line on a terminal, a line every ~10 s otherwise.
+
+    Shows the episodes judged, their pace and the ETA, as ``train``'s progress line does;
+    a short evaluation that is not on a terminal prints nothing.
+
+    Args:
+        total: Episodes asked for.
+        out: Where the line goes (stderr).
+        clock: Seconds, monotonic (tests pass a fake one).
+    """
+
+    def __init__(
+        self, total: int, out: TextIO, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        self.total = total
+        self.out = out
+        self.clock = clock
+        self.tty = bool(getattr(out, "isatty", lambda: False)())
+        self.t0 = clock()
+        self.last_print = self.t0 if not self.tty else -math.inf
+        self._live = False  # a live line is on the terminal
+
+    def __call__(self, done: int) -> None:
+        """Show that ``done`` episodes are judged (printed when its time has come)."""
+        now = self.clock()
+        every = 0.2 if self.tty else 10.0
+        if now - self.last_print < every and not (self.tty and done == self.total):
+            return
+        self.last_print = now
+        elapsed = now - self.t0
+        pace = done / elapsed if elapsed > 0 else math.inf
+        eta = (self.total - done) / pace if done and math.isfinite(pace) else math.nan
+        text = (
+            f"eval: {done:,}/{self.total:,} episodes  {pace:,.1f} episodes/s  ETA {_fmt_time(eta)}"
+        )
+        if self.tty:
+            self.out.write("\r" + text + "\x1b[K")
+            self.out.flush()
+            self._live = True
+        else:
+            print(text, file=self.out, flush=True)
+
+    def close(self) -> None:
+        """End the live line on a terminal."""
+        if self._live:
+            self.out.write("\n")
+            self.out.flush()
+            self._live = False
 
 
 # ---------------------------------------------------------------------------- parsers

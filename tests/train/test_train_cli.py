@@ -462,3 +462,64 @@ def test_interactive_play_without_a_display_gives_command_line_advice(monkeypatc
         "CartPole-v0 --video play.mp4), or run under a virtual display (xvfb-run -a kelab "
         "play CartPole-v0 --interactive)"
     ]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_eval_shows_progress_and_ctrl_c_prints_the_finished_episodes(trained_run, monkeypatch):
+    # a long eval ran silently, and Ctrl-C printed only "kelab: interrupted"
+    from kelab.cli import build_parser
+    from kelab.rl.env import LearningEnv
+
+    real_step, steps = LearningEnv.step, [0]
+
+    def step(self, actions):
+        steps[0] += 1
+        if steps[0] == 400:  # Ctrl-C, some 20-step episodes in
+            raise KeyboardInterrupt
+        return real_step(self, actions)
+
+    monkeypatch.setattr(LearningEnv, "step", step)
+    spec = f"{trained_run['dir']}:best"
+    args = build_parser().parse_args(
+        ["eval", "CartPole-v0", "--checkpoint", spec, "--episodes", "1000000", "--num-envs", "8"]
+    )
+    out, err = io.StringIO(), _Terminal()
+    assert train_cli.run_eval(args, out, err) == 130
+    live = re.findall(
+        r"\reval: ([\d,]+)/1,000,000 episodes  [\d,.]+ episodes/s  ETA \S+", err.getvalue()
+    )
+    assert live and int(live[0].replace(",", "")) >= 1  # the first finished ones are shown
+    finished = re.search(
+        r"interrupted after ([\d,]+) of 1,000,000 episodes; the report of the episodes finished:",
+        err.getvalue(),
+    )
+    assert finished, err.getvalue()
+    count = int(finished.group(1).replace(",", ""))
+    assert count > 8
+    assert re.search(rf"episodes\s+{count}\n", out.getvalue()), out.getvalue()
+    # --json says it too
+    steps[0] = 0
+    args.json = True
+    out = io.StringIO()
+    assert train_cli.run_eval(args, out, io.StringIO()) == 130
+    data = json.loads(out.getvalue())
+    assert data["episodes"] == count and data["interrupted"] == {"episodes_asked": 1000000}
+
+
+def test_eval_progress_prints_a_line_every_10_s_off_a_terminal():
+    now = [0.0]
+    out = io.StringIO()
+    bar = train_cli.EvalProgress(1000, out, clock=lambda: now[0])
+    for done in range(1, 11):
+        now[0] += 4.0  # an episode per 4 s: lines at 12 s (3 episodes), 24 s, 36 s
+        bar(done)
+    bar.close()
+    assert out.getvalue().splitlines() == [
+        "eval: 3/1,000 episodes  0.2 episodes/s  ETA 1h06m",
+        "eval: 6/1,000 episodes  0.2 episodes/s  ETA 1h06m",
+        "eval: 9/1,000 episodes  0.2 episodes/s  ETA 1h06m",
+    ]
