@@ -54,7 +54,7 @@ def _app_class() -> type[App]:
             from kelab.timing.timeline import Timeline
 
             timeline = Timeline(default_runners=False)
-            timeline.add_runner("Robot", env.timing.control_hz)
+            timeline.add_runner("Robot", env.unwrapped.timing.control_hz)
             timeline.add_runner("Capture", 30)
             task = env.unwrapped.task
             kwargs.setdefault("size", tuple(int(v) for v in task.render_size))

@@ -26,6 +26,8 @@ from kelab.train.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from kelab.train.numpy_actor import NumpyActor
 
 if TYPE_CHECKING:
+    import gymnasium as gym
+
     from kelab.rl.direct import DirectRLEnv
     from kelab.rl.env import LearningEnv
     from kelab.rl.ray_env import RayLearningEnv
@@ -100,15 +102,11 @@ def _trained_on(recorded: str, task_type: type) -> bool:
 def _require_direct_env(env: object) -> None:
     from kelab.rl.direct import DirectRLEnv
 
-    if isinstance(env, DirectRLEnv):
-        return
-    if isinstance(getattr(env, "unwrapped", None), DirectRLEnv):
-        raise ValueError(
-            f"RLPlayer env must be a DirectRLEnv, got {type(env).__name__} (a gymnasium "
-            "wrapper); pass env.unwrapped, the DirectRLEnv inside it"
-        )
+    if isinstance(env, DirectRLEnv) or isinstance(getattr(env, "unwrapped", None), DirectRLEnv):
+        return  # a DirectRLEnv, or gymnasium wrappers around one (gym.make("kelab/..."))
     raise ValueError(
-        f"RLPlayer env must be a DirectRLEnv, got {type(env).__name__}; use "
+        f"RLPlayer env must be a DirectRLEnv (or gym.make('kelab/...'), wrapped or not), got "
+        f"{type(env).__name__}; use "
         "ke.evaluate(env, player.policy, ...) for a LearningEnv (make the player "
         "without env=)"
     )
@@ -120,8 +118,10 @@ class RLPlayer:
     Args:
         checkpoint: A spec (``RUN_DIR:best``, ``RUN_DIR:latest``, a checkpoint .json) or a
             loaded :class:`~kelab.train.checkpoint.Checkpoint`.
-        env: The env ``play()`` steps: a DirectRLEnv (its render mode is used as is); any
-            other env is refused. None builds ``task`` in a DirectRLEnv with
+        env: The env ``play()`` steps: a DirectRLEnv, or one from
+            ``gym.make("kelab/CartPole-v0")`` with any gymnasium wrappers around it (its
+            render mode is used as is; ``play()`` steps the wrappers); any other env is
+            refused. None builds ``task`` in a DirectRLEnv with
             ``render_mode``, at the timing the checkpoint was trained at. For a LearningEnv
             make the player without ``env`` and run ``ke.evaluate(env, player.policy, ...)``
             (``act`` and ``policy`` take a batch of observations from any env).
@@ -145,7 +145,7 @@ class RLPlayer:
     def __init__(
         self,
         checkpoint: str | os.PathLike[str] | Checkpoint,
-        env: DirectRLEnv | None = None,
+        env: DirectRLEnv | gym.Env | None = None,
         render_mode: str | None = "human",
         *,
         seed: int = 0,
@@ -289,7 +289,7 @@ class RLPlayer:
         return env
 
     @property
-    def env(self) -> DirectRLEnv:
+    def env(self) -> DirectRLEnv | gym.Env:
         """The env ``play()`` steps (built on first use when none was given)."""
         if self._env is None:
             self._env = self.make_env(self.render_mode)
@@ -338,6 +338,7 @@ class RLPlayer:
         if interactive:
             return self._play_interactive(episodes, seed, max_frames, on_episode)
         env = self.env
+        base = env.unwrapped  # the DirectRLEnv inside any gymnasium wrappers
         if video is not None and env.render_mode != "rgb_array":
             raise ValueError(
                 f"video= needs render_mode='rgb_array' (frames drawn offscreen), got "
@@ -349,7 +350,7 @@ class RLPlayer:
             from kelab.timing.timeline import Timeline
 
             timeline = Timeline(default_runners=False)
-            timeline.add_runner("Policy", env.timing.control_hz)
+            timeline.add_runner("Policy", base.timing.control_hz)
             recorder = VideoRecorder(video, runner="Policy")
             recorder.attach(timeline, frame_source=lambda: frame[0])
         result = _Results()
@@ -358,9 +359,10 @@ class RLPlayer:
             if recorder is not None:
                 frame[0] = env.render()
                 timeline.step()
-            while result.count < episodes and not env.window_closed:
-                obs, _, terminated, truncated, info = env.step(self.act(obs))
+            while result.count < episodes and not base.window_closed:
+                obs, reward, terminated, truncated, info = env.step(self.act(obs))
                 result.steps += 1
+                result.tally(reward)
                 if recorder is not None:
                     frame[0] = env.render()
                     timeline.step()
@@ -384,7 +386,7 @@ class RLPlayer:
     ) -> dict:
         from kelab.train.interactive import play_in_app
 
-        env = self._env if self._env is not None else self.make_env(None, seed)
+        env = self._env.unwrapped if self._env is not None else self.make_env(None, seed)
         own = self._env is None
         try:
             return play_in_app(env, self.act, episodes, seed, max_frames, on_episode)
@@ -415,16 +417,24 @@ class _Results:
         self.ended_by: list[str] = []
         self.successes: list[bool | None] = []
         self.steps = 0
+        self._return = 0.0  # the running episode's, for an ending a wrapper made
+        self._length = 0
 
     @property
     def count(self) -> int:
         return len(self.returns)
 
+    def tally(self, reward: float) -> None:
+        self._return += float(reward)
+        self._length += 1
+
     def add(self, info: dict[str, Any]) -> None:
-        self.returns.append(float(info["episode_return"]))
-        self.lengths.append(int(info["episode_length"]))
-        self.ended_by.append(str(info["ended_by"]))
+        """An episode ended: the env's own account, or (a wrapper ended it) the tallies."""
+        self.returns.append(float(info.get("episode_return", self._return)))
+        self.lengths.append(int(info.get("episode_length", self._length)))
+        self.ended_by.append(str(info.get("ended_by", "a gymnasium wrapper")))
         self.successes.append(info.get("is_success"))
+        self._return, self._length = 0.0, 0
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -88,13 +88,13 @@ def test_every_builtin_task_ships_a_policy_that_fits_it():
 
 
 def test_play_needs_a_direct_env_and_the_policy_serves_a_learning_env():
-    import gymnasium as gym
 
     spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
     env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
     with pytest.raises(
         ValueError,
-        match=r"^RLPlayer env must be a DirectRLEnv, got LearningEnv; use "
+        match=r"^RLPlayer env must be a DirectRLEnv \(or gym\.make\('kelab/\.\.\.'\), wrapped or "
+        r"not\), got LearningEnv; use "
         r"ke\.evaluate\(env, player\.policy, \.\.\.\) for a LearningEnv",
     ):
         ke.RLPlayer(spec, env=env)
@@ -102,12 +102,28 @@ def test_play_needs_a_direct_env_and_the_policy_serves_a_learning_env():
     report = ke.evaluate(env, player.policy, episodes=2, seed=4)
     assert report.episodes == 2
     env.close()
-    wrapped = gym.make("kelab/CartPole-v0")
-    with pytest.raises(ValueError, match=r"got OrderEnforcing \(a gymnasium wrapper\); pass "):
-        ke.RLPlayer(spec, env=wrapped)
-    with ke.RLPlayer(spec, env=wrapped.unwrapped) as direct:
-        assert direct.play(episodes=1)["episodes"] == 1
-    wrapped.close()
+
+
+def test_the_player_plays_a_gym_make_env_through_its_wrappers(tmp_path):
+    import gymnasium as gym
+
+    spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    made = gym.make("kelab/CartPole-v0", render_mode="rgb_array")
+    with ke.RLPlayer(spec, env=made) as player:
+        result = player.play(episodes=1, video=tmp_path / "made.mp4", seed=3)
+    assert result["ended_by"] == ["time limit"] and result["successes"] == [True]
+    assert imageio.get_reader(tmp_path / "made.mp4").count_frames() == result["steps"] + 1
+    direct = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array")
+    with ke.RLPlayer(spec, env=direct) as player:  # the same episode as the bare env
+        assert player.play(episodes=1, seed=3)["returns"] == result["returns"]
+    made.close()
+    direct.close()
+    # a wrapper that ends episodes itself: the player counts them from the rewards
+    short = gym.wrappers.TimeLimit(gym.make("kelab/CartPole-v0"), max_episode_steps=25)
+    result = ke.RLPlayer(spec, env=short).play(episodes=2)
+    assert result["lengths"] == [25, 25] and result["steps"] == 50
+    assert result["ended_by"] == ["a gymnasium wrapper"] * 2 and result["returns"][0] > 0
+    short.close()
 
 
 def test_a_checkpoint_of_another_task_class_with_the_same_sizes_warns(tmp_path):
