@@ -25,6 +25,7 @@ from kelab._files import atomic_write_bytes
 from kelab._validate import is_int, must
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
 __all__ = [
@@ -78,12 +79,13 @@ class Checkpoint:
     Attributes:
         path: The checkpoint's JSON file.
         meta: Everything but the tensors (the JSON object).
-        tensors: Name -> CPU tensor, from the safetensors file.
+        tensors: Name -> CPU tensor from the safetensors file, or numpy array when loaded
+            with ``load_checkpoint(spec, arrays="numpy")`` (no torch needed).
     """
 
     path: Path
     meta: dict[str, Any]
-    tensors: dict[str, torch.Tensor]
+    tensors: dict[str, torch.Tensor] | dict[str, np.ndarray]
 
     @property
     def observation_dim(self) -> int:
@@ -95,7 +97,7 @@ class Checkpoint:
         """Action size the policy outputs."""
         return int(self.meta["action_dim"])
 
-    def prefixed(self, prefix: str) -> dict[str, torch.Tensor]:
+    def prefixed(self, prefix: str) -> dict[str, torch.Tensor] | dict[str, np.ndarray]:
         """Tensors under ``prefix`` + ``"."``, with the prefix removed."""
         cut = len(prefix) + 1
         return {k[cut:]: v for k, v in self.tensors.items() if k.startswith(prefix + ".")}
