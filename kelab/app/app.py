@@ -762,7 +762,9 @@ class App:
             return
         self._last_off_frame = now
         lay, bg = self.overlays, self.live.background
-        draw_viewport_off(self.renderer, lay, bg, self.panel_window, self._draw_overlays)
+        win = self.panel_window
+        panel = win.frame if self.panel.open else None
+        draw_viewport_off(self.renderer, lay, bg, win.rects, self._draw_overlays, panel)
 
     def _draw_overlays(self, canvas: Canvas) -> None:
         """The App's own text, each placed clear of the rest (`OverlayLayout`)."""

@@ -3,9 +3,10 @@
 The App owns one (``app.dragging``): the App's input step calls `press`, `release` and
 `frame`; a timeline binding (main runner, CONTROL phase, priority `DRAG_PRIORITY`)
 calls `step`, which holds the drag spring's force on the body for that step's physics;
-drawing calls `draw`. It reads only the App's public state (``world``, ``input``,
-``camera``, ``interaction``, ``drag_frequency_hz``) and calls the App's hooks
-(``on_pick``, ``on_pick_hover``, ``on_drag_begin``, ``on_drag_update``, ``on_drag_end``).
+drawing calls `draw`. It sees the App only as a `kelab.app.ports.DragHost`: its
+``world``, ``input``, ``camera`` and ``live`` settings (``interaction``,
+``drag_frequency_hz``), and its hooks (``on_pick``, ``on_pick_hover``,
+``on_drag_begin``, ``on_drag_update``, ``on_drag_end``).
 Picking and the spring itself are `kelab.app.interaction`.
 """
 
@@ -17,7 +18,7 @@ from kelab.app.hooks import call_hook
 from kelab.app.interaction import DragSpring, PickedBody, pick_body
 
 if TYPE_CHECKING:
-    from kelab.app.app import App
+    from kelab.app.ports import DragHost
     from kelab.render.canvas import Canvas
 
 __all__ = ["DRAG_COLOR", "DRAG_PRIORITY", "PICK_TOLERANCE_PX", "Dragging"]
@@ -34,10 +35,10 @@ class Dragging:
     """Picks the body under the cursor and drags dynamic bodies with a spring.
 
     Args:
-        app: The App whose World, input and hooks it uses.
+        app: The App (as a `DragHost`): the World, input and hooks it uses.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: DragHost) -> None:
         self._app = app
         self._hover: PickedBody | None = None
         self._drag: DragSpring | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kelab.app.app import App
+    from kelab.app.ports import HotkeyHost
 
 __all__ = ["HOTKEYS", "apply_hotkey"]
 
@@ -24,11 +24,11 @@ HOTKEYS = {
 }
 
 
-def apply_hotkey(app: App, key: str | None) -> None:
+def apply_hotkey(app: HotkeyHost, key: str | None) -> None:
     """Do what ``key`` does in `HOTKEYS` to ``app`` (through its public API).
 
     Args:
-        app: The App.
+        app: The App (as a `kelab.app.ports.HotkeyHost`: its public controls).
         key: The pressed key's name (others are ignored).
     """
     if key == "return":

@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kelab.app.panel_window import PanelWindow
     from kelab.render.canvas import Canvas
     from kelab.render.renderer import Renderer
 
@@ -224,8 +223,9 @@ def draw_viewport_off(
     renderer: Renderer,
     layout: OverlayLayout,
     background: tuple[int, int, int],
-    panel_window: PanelWindow,
+    panel_rects: Callable[[tuple[int, int]], list[Rect]],
     draw_overlays: Callable[[Canvas], None],
+    draw_panel: Callable[[Renderer], None] | None,
 ) -> None:
     """With the viewport off: a plain frame saying so, the App's overlays and the panel.
 
@@ -236,15 +236,18 @@ def draw_viewport_off(
         renderer: The App's renderer.
         layout: The App's `OverlayLayout`.
         background: The frame's colour.
-        panel_window: The App's Settings panel window (drawn when open).
+        panel_rects: The Settings panel's window as rectangles to keep clear, for a
+            display size (``PanelWindow.rects``).
         draw_overlays: Draws the App's notices, HUD and REC badge.
+        draw_panel: Builds the Settings panel's frame (``PanelWindow.frame``); None
+            while the panel is hidden.
     """
     renderer.begin_frame()
     canvas = renderer.canvas
     canvas.clear(background)
-    layout.begin_frame(panel_window.rects(renderer.size))
+    layout.begin_frame(panel_rects(renderer.size))
     layout.notice(canvas, list(VIEWPORT_OFF_TEXT), (255, 200, 120))
     draw_overlays(canvas)
-    if panel_window.open:
-        panel_window.frame(renderer)
+    if draw_panel is not None:
+        draw_panel(renderer)
     renderer.end_frame()

@@ -23,9 +23,9 @@ from kelab._validate import check_bool
 from kelab.app.overlays import Rect, panel_rect
 
 if TYPE_CHECKING:
-    from kelab.app.app import App
     from kelab.app.panel.host import PanelHost
     from kelab.app.panel.model import PanelModel
+    from kelab.app.ports import StatsHost
     from kelab.render.events import InputEvent
     from kelab.render.renderer import Renderer
 
@@ -55,12 +55,13 @@ class PanelWindow:
     """Shows an App's `PanelModel` in the App's window (see the module docstring).
 
     Args:
-        app: The App whose clock and stats the panel's plots sample.
+        app: The App (as a `kelab.app.ports.StatsHost`): the clock and stats the plots
+            sample.
         model: The panel's model (``app.panel``).
         wall: The App's wall clock in seconds (times the plots' samples).
     """
 
-    def __init__(self, app: App, model: PanelModel, wall: Callable[[], float]) -> None:
+    def __init__(self, app: StatsHost, model: PanelModel, wall: Callable[[], float]) -> None:
         self._app = app
         self._wall_clock = wall
         self.model = model

@@ -1,8 +1,10 @@
 """Recordings: the recorders an App has attached, and its F9 video recording.
 
 The App owns one (``app.recordings``); the App's ``add_recorder``,
-``start_video_recording``... are its public face. Recorders bind to the App's timeline
-and read its World and its drawn frames; `close` closes them all (files complete).
+``start_video_recording``... are its public face, and the Settings panel uses it
+directly. It sees the App only as a `kelab.app.ports.RecordingHost` (timeline, World,
+renderer, config). Recorders bind to the App's timeline and read its World and its
+drawn frames; `close` closes them all (files complete); none can be added after.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from kelab.app.hud import Rect, draw_recording_badge
 from kelab.app.recorders import Recorder, VideoRecorder
 
 if TYPE_CHECKING:
-    from kelab.app.app import App
+    from kelab.app.ports import RecordingHost
     from kelab.render.canvas import Canvas
 
 __all__ = ["Recordings", "default_video_path"]
@@ -37,13 +39,14 @@ class Recordings:
     """The App's attached recorders and its video recording.
 
     Args:
-        app: The App whose timeline, World and frames are recorded.
+        app: The App (as a `RecordingHost`) whose timeline, World and frames are recorded.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: RecordingHost) -> None:
         self._app = app
         self._recorders: list[Recorder] = []
         self._video: VideoRecorder | None = None
+        self._closed = False
 
     @property
     def recorders(self) -> tuple[Recorder, ...]:
@@ -56,7 +59,13 @@ class Recordings:
         return self._video
 
     def add(self, recorder: Recorder) -> Recorder:
-        """Attach ``recorder`` to the App's timeline, World and frames; return it."""
+        """Attach ``recorder`` to the App's timeline, World and frames; return it.
+
+        Raises:
+            RuntimeError: After `close` (the App closed).
+        """
+        if self._closed:
+            raise RuntimeError("the App is closed; recorders can no longer be added")
         app = self._app
         recorder.attach(app.timeline, world=app.world, frame_source=self.frame_source)
         self._recorders.append(recorder)
@@ -120,6 +129,7 @@ class Recordings:
         """Close every recorder (files complete); return the errors, closing all anyway."""
         errors: list[BaseException] = []
         self._video = None
+        self._closed = True
         for rec in self._recorders:
             try:
                 rec.close()

@@ -3,17 +3,18 @@
 Both backends draw this one model (`kelab.app.panel.ui` with Dear ImGui), and tests and
 scripts drive it directly. Every change goes through the public API a script uses
 (`TimeRunner.hz`, `Binding.rebind` / ``enabled``, `Timeline.add_runner` /
-`remove_runner`, `Recorder.rebind`, `App.time_mode`...), so it is validated with the
-same errors; a refused change returns False and leaves the reason in `PanelModel.message`
-(the panel shows it). No imgui here.
+`remove_runner`, `Recorder.rebind`, `App.set_time_mode`, ``app.live``...), so it is
+validated with the same errors; a refused change returns False and leaves the reason in
+`PanelModel.message` (the panel shows it). It sees the App only as a
+`kelab.app.ports.PanelApp` (timeline, clock, live settings, World, recordings, stats):
+a new page reads and changes the App through those. No imgui here.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -33,6 +34,13 @@ from kelab.app.panel.settings import (
     load_settings,
     save_settings,
 )
+from kelab.app.panel.signals import (
+    FRAME_SIGNALS,
+    MAX_PUBLISHED,
+    SignalHistory,
+    read_signal,
+    world_signals,
+)
 from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder, check_phase
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import (
@@ -45,8 +53,7 @@ from kelab.timing.timeline import (
 )
 
 if TYPE_CHECKING:
-    from kelab.app.app import App
-    from kelab.sim.world import World
+    from kelab.app.ports import PanelApp
 
 __all__ = [
     "FRAME_SIGNALS",
@@ -57,12 +64,8 @@ __all__ = [
     "SignalHistory",
 ]
 
-#: Frame statistics always sampled while the panel exists.
-FRAME_SIGNALS = ("frame.time_ms", "frame.steps_per_frame", "frame.real_time_factor")
 #: The App's engine systems shown on the Subsystems page (binding name -> label).
 SUBSYSTEMS = {"world.step": "Physics (World.step)", "drag_spring": "Mouse drag spring"}
-HISTORY = 1200  # samples kept per signal
-MAX_PUBLISHED = 64  # app.plot() names kept
 
 
 class RunnerRow(NamedTuple):
@@ -98,39 +101,6 @@ class RecorderRow(NamedTuple):
     from_panel: bool
 
 
-class SignalHistory:
-    """A fixed-size ring of ``(x, y)`` samples (flat memory over long runs)."""
-
-    __slots__ = ("_n", "_x", "_y")
-
-    def __init__(self, capacity: int = HISTORY) -> None:
-        self._x = np.zeros(capacity)
-        self._y = np.zeros(capacity)
-        self._n = 0
-
-    def add(self, x: float, y: float) -> None:
-        """Append one sample (the oldest is dropped when full)."""
-        i = self._n % self._x.size
-        self._x[i] = x
-        self._y[i] = y
-        self._n += 1
-
-    def __len__(self) -> int:
-        return min(self._n, self._x.size)
-
-    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """The samples oldest first, as two new float64 arrays."""
-        n, cap = self._n, self._x.size
-        if n <= cap:
-            return self._x[:n].copy(), self._y[:n].copy()
-        k = n % cap
-        return np.roll(self._x, -k), np.roll(self._y, -k)
-
-    def last(self) -> float:
-        """The newest value (nan when empty)."""
-        return float(self._y[(self._n - 1) % self._x.size]) if self._n else math.nan
-
-
 @dataclass
 class _Running:
     recorder: Recorder
@@ -160,11 +130,11 @@ class PanelModel:
     """The pages of the Settings panel over one App (see the module docstring).
 
     Args:
-        app: The App it configures.
+        app: The App it configures (as a `PanelApp`).
         settings_path: The settings file (None: `default_settings_path` of the title).
     """
 
-    def __init__(self, app: App, settings_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, app: PanelApp, settings_path: str | os.PathLike[str] | None = None) -> None:
         self.app = app
         self.settings_path = (
             Path(settings_path)
@@ -430,7 +400,7 @@ class PanelModel:
     # ------------------------------------------------------------------ execution order
     def execution_order(self) -> list[ExecutionOrderRow]:
         """Every enabled system by phase and priority (`App.execution_order`)."""
-        return list(self.app.execution_order())
+        return list(self.app.timeline.execution_order())
 
     # ------------------------------------------------------------------ recorders
     def recorder_rows(self) -> list[RecorderRow]:
@@ -438,7 +408,7 @@ class PanelModel:
         mine = {id(r.recorder) for r in self._running.values()}
         return [
             RecorderRow(_kind(r), str(r.path), r.runner, r.phase, _count(r), id(r) in mine)
-            for r in self.app.recorders
+            for r in self.app.recordings.recorders
         ]
 
     def recording(self, kind: str) -> bool:
@@ -494,14 +464,14 @@ class PanelModel:
             opts = {"runner": cfg.runner, "phase": cfg.phase}
             rec: Recorder
             if kind == "video":
-                rec = self.app.start_video_recording(path, **opts)
+                rec = self.app.recordings.start_video(path, **opts)
             elif kind == "data":
                 bodies = None if self.app.world is not None else ()
-                rec = self.app.add_recorder(DataRecorder(path, bodies=bodies, **opts))
+                rec = self.app.recordings.add(DataRecorder(path, bodies=bodies, **opts))
             else:
                 from kelab.app.lidar_recorder import LidarRecorder
 
-                rec = self.app.add_recorder(LidarRecorder(path, **opts))
+                rec = self.app.recordings.add(LidarRecorder(path, **opts))
             self._running[kind] = _Running(rec, kind)
 
         return self._do(apply)
@@ -514,10 +484,10 @@ class PanelModel:
             if running is None:
                 raise RuntimeError(f"the {kind} recorder is not running")
             rec = running.recorder
-            if kind == "video" and self.app.recording:
-                self.app.stop_video_recording()
+            if kind == "video" and self.app.recordings.video is not None:
+                self.app.recordings.stop_video()
             else:
-                self.app.remove_recorder(rec)
+                self.app.recordings.remove(rec)
             self.last_files[kind] = str(rec.path)
 
         ok = self._do(apply)
@@ -526,18 +496,9 @@ class PanelModel:
     # ------------------------------------------------------------------ plots
     def available_signals(self) -> list[str]:
         """Every signal that can be plotted."""
-        out = list(FRAME_SIGNALS)
         world = self.app.world
-        if world is not None:
-            for b in world.body_names:
-                out += [f"{b}.{f}" for f in ("x", "y", "angle", "vx", "vy", "omega")]
-            for j in world.joint_names:
-                out += [f"{j}.pos", f"{j}.vel"]
-            for s in world.scene.sensors:
-                width = int(np.asarray(world.read_sensor(s.name)).shape[1])
-                out += [f"{s.name}[{k}]" for k in range(width)]
-        out += [f"app.{name}" for name in self._published]
-        return out
+        out = list(FRAME_SIGNALS) + (world_signals(world) if world is not None else [])
+        return out + [f"app.{name}" for name in self._published]
 
     def add_plot(self, signal: str) -> bool:
         """Plot a signal (see `available_signals`; ``app.NAME`` for `App.plot` values)."""
@@ -607,27 +568,9 @@ class PanelModel:
             return
         cache: dict[str, np.ndarray] = {}
         for sig in wanted:
-            value = self._read_signal(world, sig, cache)
+            value = read_signal(world, sig, cache)
             if value is not None:
                 h[sig].add(t, value)
-
-    def _read_signal(self, world: World, sig: str, cache: dict[str, np.ndarray]) -> float | None:
-        if sig.endswith("]") and "[" in sig:
-            name, k = sig[:-1].rsplit("[", 1)
-            return float(np.asarray(world.read_sensor(name))[0, int(k)])
-        base, field = sig.rsplit(".", 1)
-        if field in ("x", "y", "angle", "vx", "vy", "omega"):
-            key = "poses" if field in ("x", "y", "angle") else "vel"
-            if key not in cache:
-                cache[key] = world.body_poses if key == "poses" else world.body_velocities
-            col = ("x", "y", "angle", "vx", "vy", "omega").index(field) % 3
-            return float(cache[key][0, world.body_names.index(base), col])
-        if field in ("pos", "vel"):
-            key = "jpos" if field == "pos" else "jvel"
-            if key not in cache:
-                cache[key] = world.joint_positions if field == "pos" else world.joint_velocities
-            return float(cache[key][0, world.joint_names.index(base)])
-        return None
 
     # ------------------------------------------------------------------ settings
     def current_settings(self) -> PanelSettings:
@@ -781,21 +724,3 @@ class PanelModel:
         if self.app.clock.time_mode is not mode:
             self.app.set_time_mode(mode)
         self.app.live.disable_viewport_rendering = dvr
-
-
-def signal_groups(signals: Sequence[str]) -> dict[str, list[str]]:
-    """Group signal names for the Plots page's picker (frame, bodies, joints, sensors, app)."""
-    groups: dict[str, list[str]] = {}
-    for s in signals:
-        if s.startswith("frame."):
-            g = "Frame"
-        elif s.startswith("app."):
-            g = "Published (app.plot)"
-        elif s.endswith("]"):
-            g = "Sensors"
-        elif s.endswith((".pos", ".vel")):
-            g = "Joints"
-        else:
-            g = "Bodies"
-        groups.setdefault(g, []).append(s)
-    return groups

@@ -12,8 +12,9 @@ from typing import Any
 from imgui_bundle import imgui, implot
 
 from kelab.app.overlays import panel_rect
-from kelab.app.panel.model import FRAME_SIGNALS, BindingRow, PanelModel, signal_groups
+from kelab.app.panel.model import BindingRow, PanelModel
 from kelab.app.panel.settings import PAGES, RECORDER_KINDS
+from kelab.app.panel.signals import FRAME_SIGNALS, signal_groups
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import MAX_RUNNERS, Phase
 

@@ -1,0 +1,219 @@
+"""What the App's collaborators know of it: one narrow Protocol each, never the App.
+
+The App (`kelab.app.app.App`) owns collaborators (``app.dragging``, ``app.recordings``,
+``app.panel``, ``app.panel_window``, the hotkeys) that need a little of it. Each one
+is given the App typed as the Protocol below that lists only what it uses, so none of
+them imports `kelab.app.app` (not even for typing) and the import graph has no circle:
+``app.py`` sits on top, these ports under the collaborators, the data types under them.
+The App satisfies every Protocol as it is (structural typing; no base class).
+
+To give a collaborator more of the App, add the member to its Protocol here (a public
+member of the App), never pass it the App class. This module imports nothing of KELab
+at run time.
+
+Example:
+    >>> import kelab as ke
+    >>> from kelab.app.ports import PanelApp
+    >>> def runner_names(app: PanelApp) -> list[str]:
+    ...     return list(app.timeline.runners)
+    >>> runner_names(ke.App(headless=True))
+    ['Robot', 'Capture']
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kelab.app.config import AppConfig, LiveSettings
+    from kelab.app.hud import AppStats
+    from kelab.app.input import Input
+    from kelab.app.interaction import PickedBody
+    from kelab.app.recorders import Recorder, VideoRecorder
+    from kelab.app.view import ViewController
+    from kelab.render.camera import Camera
+    from kelab.render.renderer import Renderer
+    from kelab.sim.world import World
+    from kelab.timing.clock import FixedStepClock
+    from kelab.timing.config import TimeMode
+    from kelab.timing.timeline import Timeline
+
+__all__ = ["DragHost", "HotkeyHost", "PanelApp", "RecordingHost", "RecordingsPort", "StatsHost"]
+
+
+class DragHost(Protocol):
+    """What `kelab.app.dragging.Dragging` uses: the World, the cursor, the hooks."""
+
+    @property
+    def world(self) -> World | None:
+        """The World whose bodies are picked and dragged."""
+
+    @property
+    def input(self) -> Input:
+        """The mouse state (``mouse_world``)."""
+
+    @property
+    def live(self) -> LiveSettings:
+        """``interaction`` and ``drag_frequency_hz``."""
+
+    @property
+    def camera(self) -> Camera:
+        """The view (its zoom sets the pick tolerance)."""
+
+    def on_pick(self, body: PickedBody) -> None:
+        """The pick hook."""
+
+    def on_pick_hover(self, body: PickedBody) -> None:
+        """The hover hook."""
+
+    def on_drag_begin(self, body: PickedBody) -> None:
+        """The drag-begin hook."""
+
+    def on_drag_update(self, body: PickedBody, target: tuple[float, float]) -> None:
+        """The drag-update hook."""
+
+    def on_drag_end(self, body: PickedBody) -> None:
+        """The drag-end hook."""
+
+
+class RecordingHost(Protocol):
+    """What `kelab.app.recordings.Recordings` uses: the timeline, World and frames."""
+
+    @property
+    def timeline(self) -> Timeline:
+        """Where recorders bind."""
+
+    @property
+    def world(self) -> World | None:
+        """What data recorders read."""
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """Where video frames come from (None before the window opens)."""
+
+    @property
+    def config(self) -> AppConfig:
+        """``recording_dir`` and ``title`` (the F9 video's default path)."""
+
+
+class HotkeyHost(Protocol):
+    """What `kelab.app.hotkeys.apply_hotkey` uses: the App's public controls."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether simulated time is paused."""
+
+    @property
+    def live(self) -> LiveSettings:
+        """``show_hud``, ``escape_quits``, ``show_joints``, ``show_contacts``."""
+
+    @property
+    def view(self) -> ViewController:
+        """Follow and reset the view."""
+
+    @property
+    def renderer(self) -> Renderer | None:
+        """The window's camera (None before it opens)."""
+
+    def pause(self) -> None:
+        """Pause simulated time."""
+
+    def toggle_pause(self) -> None:
+        """Pause or resume."""
+
+    def step_once(self) -> None:
+        """One fixed step while paused."""
+
+    def toggle_panel(self) -> None:
+        """Show or hide the Settings panel."""
+
+    def toggle_video_recording(self) -> None:
+        """Start or stop the F9 video."""
+
+    def request_close(self) -> None:
+        """Stop after this frame."""
+
+
+class StatsHost(Protocol):
+    """What `kelab.app.panel_window.PanelWindow` samples: the clock and the stats."""
+
+    @property
+    def clock(self) -> FixedStepClock:
+        """``last_frame_steps``."""
+
+    @property
+    def stats(self) -> AppStats:
+        """``real_time_factor``."""
+
+
+class RecordingsPort(Protocol):
+    """The recorders an App holds, as the Settings panel starts and stops them."""
+
+    @property
+    def recorders(self) -> tuple[Recorder, ...]:
+        """The attached recorders."""
+
+    @property
+    def video(self) -> VideoRecorder | None:
+        """The video recording, while one runs."""
+
+    def add(self, recorder: Recorder) -> Recorder:
+        """Attach a recorder."""
+
+    def remove(self, recorder: Recorder) -> None:
+        """Close a recorder and forget it."""
+
+    def start_video(
+        self, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> VideoRecorder:
+        """Start the video recording."""
+
+    def stop_video(self) -> Path | None:
+        """Stop the video recording; its file."""
+
+
+class PanelApp(Protocol):
+    """The App as the Settings panel (`kelab.app.panel`) sees it; every page's home.
+
+    A page reads and changes the App only through these: the timeline (runners,
+    bindings, execution order), the clock (time mode, scale, pause and step: the
+    time settings' home), the live settings (drawing and interaction), the World
+    (read only), the recorders, and the frame statistics.
+    """
+
+    @property
+    def config(self) -> AppConfig:
+        """The start values: ``title``, ``runner`` (the main runner), ``recording_dir``."""
+
+    @property
+    def live(self) -> LiveSettings:
+        """The live settings the panel edits (``disable_viewport_rendering``...)."""
+
+    @property
+    def clock(self) -> FixedStepClock:
+        """The fixed-step clock: the home of the time settings."""
+
+    @property
+    def timeline(self) -> Timeline:
+        """Runners and bindings."""
+
+    @property
+    def world(self) -> World | None:
+        """The World (signals, sensors, actuators), if any."""
+
+    @property
+    def recordings(self) -> RecordingsPort:
+        """The attached recorders."""
+
+    @property
+    def physics_dt(self) -> float | None:
+        """The ``dt`` the World was last stepped with."""
+
+    @property
+    def stats(self) -> AppStats:
+        """Frame statistics (FPS, real-time factor...)."""
+
+    def set_time_mode(self, mode: TimeMode) -> None:
+        """Switch the time mode (the clock restarts from now)."""
