@@ -8,10 +8,6 @@ See docs/world.md, "Layouts".
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
-import sys
 import weakref
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +18,7 @@ import pymunk.batch as pbatch
 
 from kelab.sim import _chipmunk as cp
 from kelab.sim._compile import CopySpace, Layout, build_copy
+from kelab.sim._memory import check_world_memory, estimate, memory_left
 from kelab.sim.scene import Scene
 
 READ = (
@@ -52,116 +49,6 @@ ARB_ITER = cp.ARBITER_ITER
 #: The int array of every float-only batch read/write (body fields push no ints): one for
 #: the process, never grown, never freed.
 NO_INTS = cp.int_array_new(0)
-
-
-#: Copies built first and measured to estimate a World's memory before building the rest.
-PROBE_COPIES = 8
-#: Share of the available memory an isolated World may be estimated to take (the rest is
-#: left for contact buffers that grow while stepping, and for everything else).
-MEMORY_SHARE = 0.8
-#: Least bytes per copy an estimate assumes (a pymunk space with its first contact buffer
-#: and hash tables measured 170 kB or more).
-MIN_COPY_BYTES = 64 * 1024
-#: Mean bytes of a Python object block (pymalloc), measured on the copies' pymunk objects.
-_PY_BLOCK_BYTES = 80
-
-
-class _MallInfo2(ctypes.Structure):
-    _fields_ = [
-        (name, ctypes.c_size_t)
-        for name in (
-            "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost"
-        ).split()
-    ]
-
-
-def _mallinfo() -> Callable[[], int] | None:
-    """Return glibc's ``mallinfo2`` as a function returning the bytes malloc has handed out."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        fn = libc.mallinfo2
-    except (OSError, AttributeError):  # not glibc >= 2.33: resident memory is used instead
-        return None
-    fn.restype = _MallInfo2
-
-    def used() -> int:
-        info = fn()
-        return int(info.uordblks + info.hblkhd)
-
-    return used
-
-
-_HEAP_USED = _mallinfo()
-
-
-def _resident_bytes() -> int:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * 4096
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def memory_available() -> int | None:
-    """Bytes the system can give without swapping (``MemAvailable``), None if unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-class MemoryProbe:
-    """Measures the memory a few copies take as they are built (C heap and Python objects).
-
-    ``mallinfo2`` counts the bytes Chipmunk allocated (pages untouched until the first
-    contact included, which the resident set does not show yet) and the allocated Python
-    blocks count pymunk's objects; without glibc the resident set's growth is used.
-    """
-
-    def __init__(self) -> None:
-        self._heap = _HEAP_USED() if _HEAP_USED is not None else None
-        self._blocks = sys.getallocatedblocks()
-        self._rss = _resident_bytes()
-
-    def per_copy(self, copies: int, extra: int) -> int:
-        """Bytes per copy of the ``copies`` built since creation, plus ``extra`` per copy."""
-        if self._heap is not None and _HEAP_USED is not None:
-            heap = _HEAP_USED() - self._heap
-            py = (sys.getallocatedblocks() - self._blocks) * _PY_BLOCK_BYTES
-            total = max(heap, 0) + max(py, 0)
-        else:
-            total = max(_resident_bytes() - self._rss, 0)
-        return max(total // max(copies, 1), MIN_COPY_BYTES) + extra
-
-
-def check_memory(num_envs: int, per_copy: int, probe: int, available: int | None) -> None:
-    """Refuse ``num_envs`` isolated copies that would not fit in the memory available.
-
-    ``per_copy`` bytes (measured on ``probe`` copies) times ``num_envs`` may take at most
-    ``MEMORY_SHARE`` of ``available``; None (unknown) accepts everything.
-
-    Raises:
-        ValueError: Naming num_envs, the estimate, the memory available and the fix.
-    """
-    if available is None:
-        return
-    need = per_copy * num_envs
-    allowed = int(available * MEMORY_SHARE)
-    if need <= allowed:
-        return
-    most = max(allowed // per_copy, 0)
-    raise ValueError(
-        f"World: num_envs must be at most {most} for layout='isolated' on this machine, got "
-        f"num_envs={num_envs}: one pymunk space per copy takes ~{per_copy / 1e3:.0f} kB "
-        f"(measured on the first {probe} copies), ~{need / 2**30:.1f} GiB in all, and "
-        f"{available / 2**30:.1f} GiB is available (MemAvailable, of which up to "
-        f"{MEMORY_SHARE:.0%} may be used); use layout='packed' (all copies of a thread in "
-        "one space, far less memory per copy) or fewer copies"
-    )
 
 
 def _free_arrays(floats: object, ints: object) -> None:
@@ -337,21 +224,10 @@ class IsolatedBackend:
         nb = len(layout.body_paths)
         self._nb = nb
         nr = layout.n_rows
-        # the first copies are measured as they are built: refuse a World that would not
-        # fit in memory before allocating anything per copy (it would die of it later)
-        collecting = gc.isenabled()
-        gc.disable()  # garbage freed during the probe would hide the copies' memory
-        try:
-            probe = MemoryProbe()
-            first = [build_copy(scene, layout) for _ in range(min(num_envs, PROBE_COPIES))]
-        finally:
-            if collecting:
-                gc.enable()
-        if num_envs > len(first):
-            # batch rows (4 float64 matrices), their cffi structs and the World's own rows
-            rows = 8 * (nr * 15 + 8) + 1024 + 8 * nb * 6 * 6
-            per = probe.per_copy(len(first), rows)
-            check_memory(num_envs, per, len(first), memory_available())
+        # refuse a World that would not fit before allocating anything per copy
+        check_world_memory(
+            num_envs, "isolated", estimate(scene, layout, "isolated", 1), memory_left()
+        )
         self._state = BatchRows(num_envs, nr * 6, READ)
         self._force = BatchRows(num_envs, nr * 3, FORCE)
         self._angles = BatchRows(num_envs, nr, ANGLE)
@@ -363,9 +239,7 @@ class IsolatedBackend:
         self.raw[:, static, 0:3] = layout.initial[static]  # static bodies never move
         #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
-        self._copies: list[CopySpace] = first + [
-            build_copy(scene, layout) for _ in range(num_envs - len(first))
-        ]
+        self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [cp.space_ptr(c.space) for c in self._copies]
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)

@@ -72,6 +72,7 @@ from kelab.sim._isolated import (
     lookup,
     nearest_body,
 )
+from kelab.sim._memory import check_world_memory, estimate, memory_left
 from kelab.sim.scene import Box, Scene
 
 #: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
@@ -574,6 +575,10 @@ class PackedBackend:
                 f"num_envs={num_envs}; lower env_spacing or use fewer copies "
                 "(layout='isolated' has no such cap but needs far more memory per copy)"
             )
+        shards = min(num_threads, num_envs)
+        check_world_memory(
+            num_envs, "packed", estimate(scene, layout, "packed", shards), memory_left()
+        )
         self.spacing = spacing
         self._n = num_envs
         self._nb = len(layout.body_paths)

@@ -127,16 +127,17 @@ class World:
         lay = self._layout
         self._nb = len(lay.body_paths)
         self._nj = len(lay.joint_paths)
-        self._all = np.arange(num_envs)
-        self._all.flags.writeable = False  # logged and handed around without copies
         self._layout_name = layout
         self._backend: Backend
+        # first: the backends refuse copies that would not fit (memory, packed capacity)
         if layout == "packed":
             packed = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
             self._spacing = packed.spacing
             self._backend = packed
         else:
             self._backend = IsolatedBackend(scene, lay, num_envs, num_threads)
+        self._all = np.arange(num_envs)
+        self._all.flags.writeable = False  # logged and handed around without copies
         self._threads = num_threads
         self._steps = 0
         self._time_base = Fraction(0)  # exact time at the last dt change or restore

@@ -23,26 +23,27 @@ def _biped() -> ke.Scene:
 def test_isolated_world_too_large_for_memory_is_refused_before_it_is_built(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(isolated, "memory_available", lambda: 16 * 2**30)
+    monkeypatch.setattr(isolated, "memory_left", lambda: (16 * 2**30, "available (test)"))
     built = []
     real = isolated.build_copy
     monkeypatch.setattr(isolated, "build_copy", lambda *a: built.append(1) or real(*a))
     with pytest.raises(ValueError) as err:
         ke.World(_biped(), num_envs=10**6)
     msg = str(err.value)
+    assert isinstance(err.value, MemoryError)  # WorldMemoryError: both
     assert "num_envs=1000000" in msg and "layout='isolated'" in msg
-    assert "GiB in all" in msg and "16.0 GiB is available" in msg  # the estimate and memory
+    assert "327.0 GiB in all" in msg and "16.0 GiB is available (test)" in msg  # estimate, limit
     assert "layout='packed'" in msg and "fewer copies" in msg  # the fix
-    assert len(built) == isolated.PROBE_COPIES  # refused after measuring a few copies
+    assert not built  # refused from the scene alone, before any copy
     most = int(msg.split("at most ")[1].split()[0])
-    assert 10_000 < most < 200_000  # ~200 kB per biped copy: 16 GiB * 0.8 / 200 kB = 69k
+    assert 10_000 < most < 200_000  # ~350 kB per biped copy: 16 GiB * 0.8 / 350 kB = 39k
 
 
 def test_memory_estimate_follows_what_is_available(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(isolated, "memory_available", lambda: 50 * 2**20)
+    monkeypatch.setattr(isolated, "memory_left", lambda: (50 * 2**20, "available (test)"))
     with pytest.raises(ValueError, match="num_envs=1000"):
         ke.World(_biped(), num_envs=1000)
-    monkeypatch.setattr(isolated, "memory_available", lambda: None)  # unknown: no check
+    monkeypatch.setattr(isolated, "memory_left", lambda: None)  # unknown: no check
     assert ke.World(_biped(), num_envs=12).num_envs == 12
 
 

@@ -196,3 +196,82 @@ def test_a_body_within_the_limits_never_hangs_the_packed_step_even_at_a_tiny_spa
         """
     )
     assert out.strip().startswith("stepped 3 [9900000.0, -9900000.")
+
+
+# ---------------------------------------------------------------- 25.8: too many copies
+_ROBOT = """
+from kelab.sim.assets import Asset
+b = ke.SceneBuilder()
+b.add(ke.Terrain.plane(), at="/")
+b.add(ke.Robot(Asset.from_registry("kelab/robot/biped:v1")), at="/World/Robot")
+scene = b.build()
+"""
+
+
+@pytest.mark.parametrize(
+    ("layout", "num_envs", "extra"),
+    [
+        ("isolated", 10**9, ""),  # np.arange(10**9) took 7.45 GiB before any check
+        ("isolated", 10**5, ""),  # segfaulted in Space() under a 4 GB address space
+        ("packed", 5 * 10**7, ", env_spacing=2**-10"),  # within the packed cap
+    ],
+)
+def test_a_world_too_large_for_the_address_space_is_refused_in_one_line(
+    layout: str, num_envs: int, extra: str
+) -> None:
+    out = run_limited(
+        _ROBOT
+        + f"""
+try:
+    ke.World(scene, num_envs={num_envs}, layout={layout!r}{extra})
+except ValueError as e:
+    print(type(e).__name__, isinstance(e, MemoryError))
+    print(e)
+""",
+        timeout=60,
+    )
+    kind, msg = out.splitlines()[:2]
+    assert kind == "WorldMemoryError True"
+    assert msg.startswith("World: num_envs must be at most ")
+    assert f"for layout={layout!r} in this process, got num_envs={num_envs}" in msg
+    assert "kB per copy (estimated from the scene)" in msg
+    assert "left under the address-space limit (ulimit -v)" in msg  # the binding limit
+    assert "fewer copies" in msg and len(out.splitlines()) == 2
+
+
+def test_the_isolated_estimate_follows_the_limit_it_names() -> None:
+    """Under 4 GB the biped fits a few thousand isolated copies, and they build."""
+    out = run_limited(
+        _ROBOT
+        + """
+try:
+    ke.World(scene, num_envs=10**5)
+except ValueError as e:
+    most = int(str(e).split("at most ")[1].split()[0])
+    print(most)
+    w = ke.World(scene, num_envs=most // 2)
+    w.step(1 / 60)
+    print("built", w.num_envs)
+""",
+        timeout=120,
+    )
+    most, built = out.splitlines()
+    assert 2000 < int(most) < 12000, most
+    assert built == f"built {int(most) // 2}"
+
+
+def test_a_learning_env_with_a_huge_num_envs_is_refused_cleanly() -> None:
+    out = run_limited(
+        """
+from kelab.tasks.cartpole import CartPoleTask
+try:
+    ke.LearningEnv(CartPoleTask(), num_envs=10**9)
+except ValueError as e:
+    print(type(e).__name__)
+    print(e)
+""",
+        timeout=60,
+    )
+    kind, msg = out.splitlines()[:2]
+    assert kind == "WorldMemoryError" or "num_envs must be at most" in msg
+    assert "num_envs=1000000000" in msg
