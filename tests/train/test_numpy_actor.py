@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -117,7 +118,7 @@ def test_import_kelab_play_and_eval_never_import_torch(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
-        env={"SDL_VIDEODRIVER": "dummy", "PATH": "/usr/bin:/bin"},
+        env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
         cwd=tmp_path,
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
