@@ -96,3 +96,22 @@ def test_no_app_module_is_over_800_lines():
         _module(f): n for f in APP_DIR.rglob("*.py") if (n := len(f.read_text().splitlines())) > 800
     }
     assert big == {}
+
+
+def test_the_app_has_every_member_of_every_port():
+    import inspect
+
+    import kelab as ke
+    from kelab.app import ports
+
+    app = ke.App(headless=True, size=(64, 48), render_hz=None)
+    protocols = [ports.DragHost, ports.RecordingHost, ports.HotkeyHost, ports.StatsHost]
+    protocols += [ports.PanelApp]
+    for proto in protocols:
+        members = [n for n, _ in inspect.getmembers(proto) if not n.startswith("_")]
+        assert members, proto
+        missing = [n for n in members if not hasattr(app, n)]
+        assert missing == [], (proto.__name__, missing)
+    recordings = [n for n, _ in inspect.getmembers(ports.RecordingsPort) if n[0] != "_"]
+    assert [n for n in recordings if not hasattr(app.recordings, n)] == []
+    app.close()
