@@ -32,7 +32,8 @@ from kelab.rl.terminations import (
     TerminationValidator,
     describe_array,
 )
-from kelab.sim.scene import Robot, SceneBuilder
+from kelab.sim.builder import SceneBuilder
+from kelab.sim.scene import Robot
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 from kelab.sim.world import MAX_EPISODE_LOG_STEPS, MAX_LOG_STEPS, World
 from kelab.timing.config import (

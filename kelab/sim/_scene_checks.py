@@ -6,34 +6,42 @@ that exists never crashes a World (docs/scene.md, "Validation").
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
-from kelab.sim.shapes import _show
-
-if TYPE_CHECKING:
-    from kelab.sim.scene import BodyInstance, JointInstance, Scene
-
-
-def check_path(value: object, what: str = "path") -> str:
-    """Return ``value`` if it is an absolute scene path like ``'/World/Robot'``."""
-    ok = (
-        isinstance(value, str)
-        and value.startswith("/")
-        and value != "/"
-        and not value.endswith("/")
-        and value.isprintable()
-        and all(part and part == part.strip() for part in value[1:].split("/"))
-    )
-    if not ok:
-        raise ValueError(
-            f"{what} must be an absolute path like '/World/Robot' (leading '/', no empty, "
-            f"trailing, space-padded or unprintable parts), got {_show(value)}"
-        )
-    return value  # type: ignore[return-value]
+from kelab.sim.fields import check_path, short_repr
+from kelab.sim.instances import (
+    BodyInstance,
+    CameraSpec,
+    JointInstance,
+    RobotInstance,
+    SensorSpec,
+    SiteInstance,
+)
+from kelab.sim.sensor_kinds import SENSOR_KINDS
 
 
-def validate_scene(scene: Scene) -> None:
-    """Check what no single field can: unique paths and names, references, the joint graph."""
+def validate_scene(
+    *,
+    robots: Sequence[RobotInstance],
+    bodies: Sequence[BodyInstance],
+    joints: Sequence[JointInstance],
+    sensors: Sequence[SensorSpec],
+    sites: Sequence[SiteInstance],
+    cameras: Sequence[CameraSpec],
+) -> None:
+    """Check what no single field can: unique paths and names, references, the joint graph.
+
+    Args:
+        robots: A scene's robots, and so on: the fields of ``Scene``.
+        bodies: Its bodies.
+        joints: Its joints.
+        sensors: Its sensors.
+        sites: Its sites.
+        cameras: Its cameras.
+
+    Raises:
+        ValueError: Naming the first problem found.
+    """
     paths: set[str] = set()
 
     def claim(path: str, what: str) -> None:
@@ -45,28 +53,28 @@ def validate_scene(scene: Scene) -> None:
             )
         paths.add(path)
 
-    for robot in scene.robots:
+    for robot in robots:
         claim(robot.path, "robot path")
-    for body in scene.bodies:
+    for body in bodies:
         claim(body.path, "body path")
-    bodies = {b.path: b for b in scene.bodies}
-    body_paths = set(bodies)
-    for joint in scene.joints:
+    body_at = {b.path: b for b in bodies}
+    body_paths = set(body_at)
+    for joint in joints:
         claim(joint.path, "joint path")
         for ref in (joint.parent_path, joint.child_path):
             if ref is not None and ref not in body_paths:
                 raise ValueError(
                     f"joint {joint.path!r} refers to unknown body {ref!r}; use one of the "
-                    f"body paths {_show(sorted(body_paths))}"
+                    f"body paths {short_repr(sorted(body_paths))}"
                 )
-        _check_joint_bodies(joint, bodies)
-    joints = {j.path: j for j in scene.joints}
-    joint_paths = set(joints)
-    _check_robots(scene, bodies, joints)
+        _check_joint_bodies(joint, body_at)
+    joint_at = {j.path: j for j in joints}
+    joint_paths = set(joint_at)
+    _check_robots(robots, body_at, joint_at)
     for kind, items in (
-        ("sensor", scene.sensors),
-        ("site", scene.sites),
-        ("camera", scene.cameras),
+        ("sensor", sensors),
+        ("site", sites),
+        ("camera", cameras),
     ):
         seen: set[str] = set()
         for item in items:
@@ -76,18 +84,18 @@ def validate_scene(scene: Scene) -> None:
                     "rename one"
                 )
             seen.add(item.name)
-    for sensor in scene.sensors:
-        known = joint_paths if sensor.kind == "joint" else body_paths
+    for sensor in sensors:
+        known = joint_paths if SENSOR_KINDS[sensor.kind].target == "joint" else body_paths
         if sensor.target not in known:
             raise ValueError(
                 f"sensor {sensor.name!r} targets unknown path {sensor.target!r}; a "
-                f"{sensor.kind} sensor must target one of {_show(sorted(known))}"
+                f"{sensor.kind} sensor must target one of {short_repr(sorted(known))}"
             )
-    for site in scene.sites:
+    for site in sites:
         if site.body not in body_paths:
             raise ValueError(
                 f"site {site.name!r} is on unknown body {site.body!r}; use one of the body "
-                f"paths {_show(sorted(body_paths))}"
+                f"paths {short_repr(sorted(body_paths))}"
             )
 
 
@@ -128,11 +136,13 @@ def _check_joint_bodies(joint: JointInstance, bodies: dict[str, BodyInstance]) -
 
 
 def _check_robots(
-    scene: Scene, bodies: dict[str, BodyInstance], joints: dict[str, JointInstance]
+    robots: Sequence[RobotInstance],
+    bodies: dict[str, BodyInstance],
+    joints: dict[str, JointInstance],
 ) -> None:
     """Each robot lists existing bodies and joints of its own, each in one robot only."""
     owner: dict[str, str] = {}
-    for robot in scene.robots:
+    for robot in robots:
         mine = set(robot.body_paths)
         for path in robot.body_paths + robot.joint_paths:
             if path not in bodies and path not in joints:

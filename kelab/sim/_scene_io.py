@@ -1,4 +1,6 @@
-"""Scene (de)serialisation: ``Scene.to_dict`` / ``Scene.from_dict`` JSON data.
+"""Scene (de)serialisation: the JSON data of ``Scene.to_dict`` / ``Scene.from_dict``.
+
+It knows every class a scene is made of but not the Scene itself, which calls it.
 
 ``decode`` treats its input as untrusted: every object must carry exactly its class's keys,
 nesting is bounded before recursing, ints are bounded, and the constructors validate the
@@ -11,6 +13,16 @@ import dataclasses
 import math
 from typing import Any
 
+from kelab.sim.fields import short_repr
+from kelab.sim.instances import (
+    BodyInstance,
+    CameraSpec,
+    JointInstance,
+    RobotInstance,
+    SensorSpec,
+    SiteInstance,
+)
+from kelab.sim.items import BodySpec, RobotDescription, Site
 from kelab.sim.joints import (
     EffortActuator,
     FixedJoint,
@@ -19,21 +31,11 @@ from kelab.sim.joints import (
     RevoluteJoint,
     SpringJoint,
 )
-from kelab.sim.scene import (
-    MAX_DEPTH,
-    BodyInstance,
-    BodySpec,
-    CameraSpec,
-    JointInstance,
-    RobotDescription,
-    RobotInstance,
-    SensorSpec,
-    Site,
-    SiteInstance,
-)
 from kelab.sim.sensors import SensorConfig
-from kelab.sim.shapes import Box, Circle, Material, Polygon, Pose, RenderHint, Segment, _show
+from kelab.sim.shapes import Box, Circle, Material, Polygon, Pose, RenderHint, Segment
 
+MAX_DEPTH = 16
+"""Deepest nesting ``Scene.from_dict`` reads (a real scene is at most 8 levels deep)."""
 _MAX_INT = 2**53  # ints in a scene dict are colours, layers or float-exact numbers
 
 
@@ -87,13 +89,13 @@ def check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
     missing = [k for k in keys if k not in data]
     if missing:
         raise ValueError(
-            f"{owner}: {where} must have the key {missing[0]!r} (missing: {_show(missing)}); "
+            f"{owner}: {where} must have the key {missing[0]!r} (missing: {short_repr(missing)}); "
             "pass the unedited output of Scene.to_dict()"
         )
     extra = [k for k in data if k not in keys]
     if extra:
         raise ValueError(
-            f"{owner}: {where} has the unknown key {_show(extra[0])}; its keys must be "
+            f"{owner}: {where} has the unknown key {short_repr(extra[0])}; its keys must be "
             f"{keys}, so remove it"
         )
 
@@ -110,7 +112,7 @@ def decode(value: Any, where: str, depth: int) -> Any:
         cls = _CLASSES.get(name) if isinstance(name, str) else None
         if cls is None:
             raise ValueError(
-                f"Scene.from_dict: {where}: unknown type {_show(name)}; type must be one of "
+                f"Scene.from_dict: {where}: unknown type {short_repr(name)}; type must be one of "
                 f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
             )
         omitted = _OMITTED_WHEN_NONE.get(cls, frozenset())
@@ -132,7 +134,7 @@ def decode(value: Any, where: str, depth: int) -> Any:
     if isinstance(value, int):
         if abs(value) > _MAX_INT:
             raise ValueError(
-                f"Scene.from_dict: {where} must be an int within ±2**53, got {_show(value)}"
+                f"Scene.from_dict: {where} must be an int within ±2**53, got {short_repr(value)}"
             )
         return value
     raise ValueError(

@@ -10,7 +10,6 @@ step on. The World reads the states and hands them in (kelab.sim internal).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
@@ -18,10 +17,8 @@ from kelab.sim._backend import Backend
 from kelab.sim._compile import Layout
 from kelab.sim.kinematics import joint_state
 from kelab.sim.scene import Scene
+from kelab.sim.sensor_kinds import SENSOR_KINDS
 from kelab.sim.sensors import SensorPipeline
-
-#: Values each sensor kind reports per copy.
-SENSOR_WIDTH = {"imu": 4, "joint": 2, "contact": 2, "rangefinder": 1, "pose": 3}
 
 
 class SensorSuite:
@@ -51,11 +48,23 @@ class SensorSuite:
         self.v_prev = np.zeros((self.n, len(layout.body_paths), 2))
         self._body_index = {p: i for i, p in enumerate(layout.body_paths)}
         self._joint_index = {p: i for i, p in enumerate(layout.joint_paths)}
+        #: Per sensor: its kind's ideal-value function, target index and parameters.
+        self._ideal = [
+            (
+                s.name,
+                SENSOR_KINDS[s.kind].ideal,
+                (self._joint_index if SENSOR_KINDS[s.kind].target == "joint" else self._body_index)[
+                    s.target
+                ],
+                dict(s.params),
+            )
+            for s in scene.sensors
+        ]
 
     def new_pipelines(self, dt: float) -> dict[str, SensorPipeline]:
         """Fresh pipelines for a step of ``dt``, by sensor name (not installed)."""
         return {
-            s.name: SensorPipeline(s.config, self.n, SENSOR_WIDTH[s.kind], dt, self.rngs)
+            s.name: SensorPipeline(s.config, self.n, SENSOR_KINDS[s.kind].width, dt, self.rngs)
             for s in self.sensors
         }
 
@@ -134,60 +143,35 @@ class SensorSuite:
         the present state as if it had been held: zero linear acceleration (the IMU reads
         -gravity in its frame) and no contact force (nothing has touched since a rebuild).
         """
-        index, jindex = self._body_index, self._joint_index
-        jstate = None
-        g = self.gravity
-        out: dict[str, np.ndarray] = {}
-        for s in self.sensors:
-            if s.kind == "imu":
-                b = index[s.target]
-                a = raw[:, b, 2]
-                if after_step:
-                    assert dt is not None
-                    acc = (raw[:, b, 3:5] - self.v_prev[ids, b]) / dt - g
-                else:
-                    acc = np.broadcast_to(-g, (ids.size, 2))
-                ca, sa = np.cos(a), np.sin(a)
-                ideal = np.stack(
-                    [
-                        raw[:, b, 5],
-                        ca * acc[:, 0] + sa * acc[:, 1],
-                        -sa * acc[:, 0] + ca * acc[:, 1],
-                        a,
-                    ],
-                    axis=1,
-                )
-            elif s.kind == "joint":
-                if jstate is None:
-                    jstate = joint_state(self.layout, raw)
-                k = jindex[s.target]
-                ideal = np.stack([jstate[0][:, k], jstate[1][:, k]], axis=1)
-            elif s.kind == "contact":
-                if after_step:
-                    assert contacts is not None
-                    ideal = contacts()[ids, index[s.target], :]
-                else:
-                    ideal = np.zeros((ids.size, 2))
-            elif s.kind == "pose":
-                ideal = raw[:, index[s.target], 0:3]
-            else:
-                ideal = self._rangefinder(s, raw, index[s.target], ids)
-            out[s.name] = ideal
-        return out
+        inputs = _Inputs(self, ids, raw, after_step, dt, contacts)
+        return {name: ideal(inputs, k, params) for name, ideal, k, params in self._ideal}
 
-    def _rangefinder(self, s: Any, raw: np.ndarray, b: int, ids: np.ndarray) -> np.ndarray:
-        """Ray casts, one ``segment_query_first`` per copy (pymunk has no batched query)."""
-        offset = s.param("offset")
-        max_range = float(s.param("max_range"))
-        ang = float(s.param("angle"))
-        a = raw[:, b, 2]
-        ca, sa = np.cos(a), np.sin(a)
-        sx = raw[:, b, 0] + ca * offset.x - sa * offset.y
-        sy = raw[:, b, 1] + sa * offset.x + ca * offset.y
-        d = a + offset.angle + ang
-        ex = sx + max_range * np.cos(d)
-        ey = sy + max_range * np.sin(d)
-        alpha = self.backend.segment_first(
-            b, np.stack([sx, sy], axis=1), np.stack([ex, ey], axis=1), ids
-        )
-        return np.where(np.isnan(alpha), max_range, alpha * max_range)[:, None]
+
+class _Inputs:
+    """What the sensor kinds' ideal-value functions read (``sensor_kinds.SensorInputs``)."""
+
+    def __init__(
+        self,
+        suite: SensorSuite,
+        ids: np.ndarray,
+        raw: np.ndarray,
+        after_step: bool,
+        dt: float | None,
+        contacts: Callable[[], np.ndarray] | None,
+    ) -> None:
+        self.ids, self.raw, self.after_step, self.dt = ids, raw, after_step, dt
+        self.gravity = suite.gravity
+        self.v_prev = suite.v_prev
+        self._layout = suite.layout
+        self._contacts = contacts
+        self.segment_first = suite.backend.segment_first
+        self._jstate: tuple[np.ndarray, np.ndarray] | None = None
+
+    def joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._jstate is None:
+            self._jstate = joint_state(self._layout, self.raw)
+        return self._jstate
+
+    def contacts(self) -> np.ndarray:
+        assert self._contacts is not None
+        return self._contacts()

@@ -8,9 +8,19 @@ cameras by name; ``build()`` flattens everything into the immutable `Scene` of
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import Any
 
-from kelab._validate import check_bool, must
+from kelab._validate import check_bool, check_choice, must
+from kelab.sim.fields import check_path, field_number, field_positive, field_vec2
+from kelab.sim.instances import (
+    BodyInstance,
+    CameraSpec,
+    JointInstance,
+    RobotInstance,
+    SensorSpec,
+    SiteInstance,
+)
+from kelab.sim.items import Prop, Robot, Terrain
 from kelab.sim.joints import (
     WORLD,
     Joint,
@@ -18,30 +28,10 @@ from kelab.sim.joints import (
     RevoluteJoint,
     SpringJoint,
 )
-from kelab.sim.scene import (
-    BodyInstance,
-    CameraSpec,
-    JointInstance,
-    Prop,
-    Robot,
-    RobotInstance,
-    Scene,
-    SensorSpec,
-    SiteInstance,
-    Terrain,
-    _check_path,
-)
+from kelab.sim.scene import Scene
+from kelab.sim.sensor_kinds import SENSOR_KINDS
 from kelab.sim.sensors import SensorConfig
-from kelab.sim.shapes import (
-    GRAVITY_MAX,
-    Pose,
-    _number,
-    _positive,
-    _vec2,
-)
-
-if TYPE_CHECKING:
-    pass
+from kelab.sim.shapes import GRAVITY_MAX, Pose
 
 
 def _world_joint(joint: Joint, root: Pose) -> Joint:
@@ -82,7 +72,7 @@ class SceneBuilder:
     """
 
     def __init__(self, gravity: tuple[float, float] = (0.0, -9.81)) -> None:
-        self.gravity = _vec2("SceneBuilder", "gravity", gravity, limit=GRAVITY_MAX)
+        self.gravity = field_vec2("SceneBuilder", "gravity", gravity, limit=GRAVITY_MAX)
         self._bodies: list[BodyInstance] = []
         self._joints: list[JointInstance] = []
         self._sensors: list[SensorSpec] = []
@@ -126,7 +116,7 @@ class SceneBuilder:
         )
         if isinstance(item, Terrain) and at == "/":
             at = "/" + item.name
-        path = _check_path(at, "at")
+        path = check_path(at, "at")
         if isinstance(item, Robot):
             self._add_robot(item, path, per_environment)
         elif isinstance(item, (Prop, Terrain)):
@@ -218,6 +208,39 @@ class SceneBuilder:
         config = SensorConfig() if sensor is None else sensor
         self._sensors.append(SensorSpec(name, kind, target, config, params))
 
+    def add_sensor(
+        self,
+        name: str,
+        kind: str,
+        target: Prop | str,
+        sensor: SensorConfig | None = None,
+        params: tuple[tuple[str, Any], ...] = (),
+    ) -> None:
+        """Add a sensor of any kind of ``kelab.sim.sensor_kinds.SENSOR_KINDS``.
+
+        The methods below (``imu``, ``rangefinder``...) are this with their kind's
+        parameters spelled out.
+
+        Args:
+            name: Unique sensor name.
+            kind: A sensor kind, e.g. ``"imu"``.
+            target: A joint path for a joint sensor; else an added Prop or a body path.
+            sensor: Degradation settings; None means ideal.
+            params: The kind's ``(key, value)`` parameters (a rangefinder's angle,
+                max_range and offset; none for the others).
+        """
+        check_choice(kind, "SceneBuilder.add_sensor: kind", SENSOR_KINDS)
+        what = f"{kind} sensor {name!r}"
+        if SENSOR_KINDS[kind].target == "joint":
+            known = [j.path for j in self._joints]
+            if target not in known:
+                raise ValueError(
+                    f"{what}: joint {target!r} is not in the scene; use one of {known}"
+                )
+        else:
+            target = self._body_path(target, what)
+        self._sensor(name, kind, target, sensor, params)  # type: ignore[arg-type]
+
     def imu(self, name: str, body: Prop | str, sensor: SensorConfig | None = None) -> None:
         """Add an IMU (angular velocity and linear acceleration in the body frame).
 
@@ -279,8 +302,8 @@ class SceneBuilder:
         if not isinstance(offset, Pose):
             raise ValueError(must(f"rangefinder {name!r}: offset", "a Pose", offset))
         params = (
-            ("angle", _number("rangefinder", "angle", angle)),
-            ("max_range", _positive("rangefinder", "max_range", max_range)),
+            ("angle", field_number("rangefinder", "angle", angle)),
+            ("max_range", field_positive("rangefinder", "max_range", max_range)),
             ("offset", offset),
         )
         self._sensor(name, "rangefinder", target, sensor, params)

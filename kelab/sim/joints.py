@@ -13,18 +13,15 @@ import math
 from dataclasses import dataclass
 
 from kelab._validate import must
-from kelab.sim.shapes import (
-    ANGLE_MAX,
-    COORD_MAX,
-    EFFORT_MAX,
-    LENGTH_MAX,
+from kelab.sim.fields import (
     Vec2,
-    _number,
-    _positive,
-    _set,
-    _show,
-    _vec2,
+    field_number,
+    field_positive,
+    field_vec2,
+    set_field,
+    short_repr,
 )
+from kelab.sim.shapes import ANGLE_MAX, COORD_MAX, EFFORT_MAX, LENGTH_MAX
 
 WORLD = "world"
 """The special parent name: the static ground frame of an environment copy."""
@@ -42,7 +39,9 @@ class EffortActuator:
     limit: float
 
     def __post_init__(self) -> None:
-        _set(self, "limit", _positive("EffortActuator", "limit", self.limit, hi=EFFORT_MAX))
+        set_field(
+            self, "limit", field_positive("EffortActuator", "limit", self.limit, hi=EFFORT_MAX)
+        )
 
 
 @dataclass(frozen=True)
@@ -62,8 +61,12 @@ class PDActuator:
     def __post_init__(self) -> None:
         for attr in ("kp", "kd"):
             value = getattr(self, attr)
-            _set(self, attr, _positive("PDActuator", attr, value, allow_zero=True, hi=EFFORT_MAX))
-        _set(self, "limit", _positive("PDActuator", "limit", self.limit, hi=EFFORT_MAX))
+            set_field(
+                self,
+                attr,
+                field_positive("PDActuator", attr, value, allow_zero=True, hi=EFFORT_MAX),
+            )
+        set_field(self, "limit", field_positive("PDActuator", "limit", self.limit, hi=EFFORT_MAX))
 
 
 Actuator = EffortActuator | PDActuator
@@ -74,7 +77,7 @@ def _check_names(owner: str, joint: object) -> None:
         value = getattr(joint, attr)
         if not isinstance(value, str) or not value.strip() or "/" in value:
             raise ValueError(
-                f"{owner}.{attr} must be a non-empty string without '/', got {_show(value)}"
+                f"{owner}.{attr} must be a non-empty string without '/', got {short_repr(value)}"
             )
     if joint.child == WORLD:  # type: ignore[attr-defined]
         raise ValueError(
@@ -93,10 +96,10 @@ def _check_limits(
 ) -> tuple[float, float] | None:
     if limits is None:
         return None
-    lo, hi = _vec2(owner, "limits", limits, limit=bound)
+    lo, hi = field_vec2(owner, "limits", limits, limit=bound)
     if not lo < hi:
         raise ValueError(
-            f"{owner} {name!r}: limits must be (lo, hi) with lo < hi, got {_show(limits)}; "
+            f"{owner} {name!r}: limits must be (lo, hi) with lo < hi, got {short_repr(limits)}; "
             "use None for an unlimited joint"
         )
     return (lo, hi)
@@ -106,7 +109,7 @@ def _check_actuator(owner: str, name: str, actuator: object) -> None:
     if actuator is not None and not isinstance(actuator, (EffortActuator, PDActuator)):
         raise ValueError(
             f"{owner} {name!r}: actuator must be None, EffortActuator or PDActuator, "
-            f"got {_show(actuator)}"
+            f"got {short_repr(actuator)}"
         )
 
 
@@ -126,7 +129,7 @@ def _check_error_correction(owner: str, name: str, value: object) -> float | Non
         "apart under large torques"
     )
     try:
-        number = _number(owner, "error_correction", value, fix)
+        number = field_number(owner, "error_correction", value, fix)
     except ValueError as exc:
         raise ValueError(f"{owner} {name!r}: {exc}") from None
     if not MIN_ERROR_CORRECTION <= number <= 1.0:
@@ -170,11 +173,13 @@ class RevoluteJoint:
 
     def __post_init__(self) -> None:
         _check_names("RevoluteJoint", self)
-        _set(self, "anchor", _vec2("RevoluteJoint", "anchor", self.anchor, limit=COORD_MAX))
-        _set(self, "limits", _check_limits("RevoluteJoint", self.name, self.limits, ANGLE_MAX))
+        set_field(
+            self, "anchor", field_vec2("RevoluteJoint", "anchor", self.anchor, limit=COORD_MAX)
+        )
+        set_field(self, "limits", _check_limits("RevoluteJoint", self.name, self.limits, ANGLE_MAX))
         _check_actuator("RevoluteJoint", self.name, self.actuator)
         value = _check_error_correction("RevoluteJoint", self.name, self.error_correction)
-        _set(self, "error_correction", value)
+        set_field(self, "error_correction", value)
 
 
 @dataclass(frozen=True)
@@ -211,19 +216,23 @@ class PrismaticJoint:
 
     def __post_init__(self) -> None:
         _check_names("PrismaticJoint", self)
-        _set(self, "anchor", _vec2("PrismaticJoint", "anchor", self.anchor, limit=COORD_MAX))
-        ax, ay = _vec2("PrismaticJoint", "axis", self.axis, limit=COORD_MAX)
+        set_field(
+            self, "anchor", field_vec2("PrismaticJoint", "anchor", self.anchor, limit=COORD_MAX)
+        )
+        ax, ay = field_vec2("PrismaticJoint", "axis", self.axis, limit=COORD_MAX)
         norm = math.hypot(ax, ay)
         if norm < 1e-9:
             raise ValueError(
                 f"PrismaticJoint {self.name!r}: axis must be a non-zero direction, got "
-                f"{_show(self.axis)}; e.g. (1.0, 0.0) for horizontal sliding"
+                f"{short_repr(self.axis)}; e.g. (1.0, 0.0) for horizontal sliding"
             )
-        _set(self, "axis", (ax / norm + 0.0, ay / norm + 0.0))
-        _set(self, "limits", _check_limits("PrismaticJoint", self.name, self.limits, COORD_MAX))
+        set_field(self, "axis", (ax / norm + 0.0, ay / norm + 0.0))
+        set_field(
+            self, "limits", _check_limits("PrismaticJoint", self.name, self.limits, COORD_MAX)
+        )
         _check_actuator("PrismaticJoint", self.name, self.actuator)
         value = _check_error_correction("PrismaticJoint", self.name, self.error_correction)
-        _set(self, "error_correction", value)
+        set_field(self, "error_correction", value)
 
 
 @dataclass(frozen=True)
@@ -249,7 +258,7 @@ class FixedJoint:
     def __post_init__(self) -> None:
         _check_names("FixedJoint", self)
         value = _check_error_correction("FixedJoint", self.name, self.error_correction)
-        _set(self, "error_correction", value)
+        set_field(self, "error_correction", value)
 
 
 @dataclass(frozen=True)
@@ -281,14 +290,18 @@ class SpringJoint:
     def __post_init__(self) -> None:
         _check_names("SpringJoint", self)
         for attr in ("anchor_parent", "anchor_child"):
-            _set(self, attr, _vec2("SpringJoint", attr, getattr(self, attr), limit=COORD_MAX))
+            set_field(
+                self, attr, field_vec2("SpringJoint", attr, getattr(self, attr), limit=COORD_MAX)
+            )
         for attr, hi in (
             ("rest_length", LENGTH_MAX),
             ("stiffness", EFFORT_MAX),
             ("damping", EFFORT_MAX),
         ):
             value = getattr(self, attr)
-            _set(self, attr, _positive("SpringJoint", attr, value, allow_zero=True, hi=hi))
+            set_field(
+                self, attr, field_positive("SpringJoint", attr, value, allow_zero=True, hi=hi)
+            )
 
 
 Joint = RevoluteJoint | PrismaticJoint | FixedJoint | SpringJoint

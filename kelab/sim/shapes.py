@@ -7,14 +7,19 @@ equal descriptions have equal fingerprints. Re-exported by :mod:`kelab.sim.scene
 from __future__ import annotations
 
 import math
-import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kelab._validate import check_bool, check_number, is_int, must
-
-Vec2 = tuple[float, float]
+from kelab._validate import check_bool, is_int, must
+from kelab.sim.fields import (
+    Vec2,
+    field_number,
+    field_positive,
+    field_vec2,
+    set_field,
+    short_repr,
+)
 
 # ------------------------------------------------------------------ documented ranges
 # A scene is data that may come from a file, so every number is checked against a range
@@ -43,107 +48,6 @@ GRAVITY_MAX = 1e4
 LAYER_MAX = 10**6
 """Largest magnitude of a RenderHint layer."""
 
-_REPR = reprlib.Repr()
-_REPR.maxlevel = 3
-_REPR.maxstring = 80
-_REPR.maxother = 80
-_REPR.maxlong = 40
-
-
-def _show(value: object) -> str:
-    """Return a short, always-safe repr of ``value`` for error messages.
-
-    Nested, huge or self-referencing data from a file must not turn an error message into a
-    RecursionError, a ValueError about integer digits, or a megabyte of text.
-    """
-    try:
-        return _REPR.repr(value)
-    except Exception:  # noqa: BLE001 - a repr of user data may raise anything
-        if isinstance(value, int):
-            return f"<an int of {value.bit_length()} bits>"
-        return f"<{type(value).__name__} object>"
-
-
-def _number(
-    owner: str, name: str, value: object, fix: str = "", *, limit: float | None = None
-) -> float:
-    """Return ``value`` as a finite float or raise ValueError naming the field.
-
-    Args:
-        owner: Class or function the field belongs to, for the message.
-        name: Field name, for the message.
-        value: The value to check: a real number (int, float, numpy scalar; not a bool).
-        fix: What to do instead, appended to the message.
-        limit: When given, ``|value|`` must be <= limit.
-    """
-    field = f"{owner}.{name}"
-    hint = fix or "give an int or float"
-    try:
-        number = check_number(value, field, fix=hint)
-    except ValueError:
-        if is_int(value):  # a finite int fails only by its size, e.g. 10**400
-            big = f"it is beyond the range of a float: {fix or 'rescale the model'}"
-            raise ValueError(must(field, "a finite number", value, big)) from None
-        raise
-    if limit is not None and abs(number) > limit:
-        fix = fix or "rescale the model (ranges: docs/scene.md)"
-        raise ValueError(must(field, f"within ±{limit:g}", value, fix))
-    return number + 0.0  # + 0.0 turns -0.0 into 0.0 (stable fingerprints)
-
-
-def _positive(
-    owner: str,
-    name: str,
-    value: object,
-    *,
-    allow_zero: bool = False,
-    lo: float | None = None,
-    hi: float | None = None,
-    unit: str = "",
-) -> float:
-    """Return ``value`` as a float > 0 (>= 0 with ``allow_zero``), within ``[lo, hi]``.
-
-    Zero, when allowed, is exempt from ``lo`` (a zero-radius segment is a thin line).
-    """
-    number = _number(owner, name, value)
-    field = f"{owner}.{name}"
-    if number < 0.0 or (number == 0.0 and not allow_zero):
-        raise ValueError(must(field, f"a finite number {'>=' if allow_zero else '>'} 0", value))
-    if number == 0.0:
-        return number
-    if (lo is not None and number < lo) or (hi is not None and number > hi):
-        zero = "0 or " if allow_zero else ""
-        low = f"[{lo:g}" if lo is not None else "(0"
-        high = f"{hi:g}]" if hi is not None else "inf)"
-        raise ValueError(
-            must(
-                field,
-                f"{zero}in {low}, {high}{unit}",
-                value,
-                "values outside this range make the 2D physics unstable (see the ranges in "
-                "docs/scene.md), so rescale the model",
-            )
-        )
-    return number
-
-
-def _vec2(owner: str, name: str, value: object, *, limit: float | None = None) -> Vec2:
-    """Return ``value`` as a ``(float, float)`` tuple or raise ValueError naming the field."""
-    ok = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
-    if not ok or len(value) != 2:  # type: ignore[arg-type]
-        raise ValueError(
-            f"{owner}.{name} must be a pair (x, y) of finite numbers, got {_show(value)}"
-        )
-    x, y = value  # type: ignore[misc]
-    return (
-        _number(owner, f"{name}[0]", x, limit=limit),
-        _number(owner, f"{name}[1]", y, limit=limit),
-    )
-
-
-def _set(obj: object, name: str, value: object) -> None:
-    object.__setattr__(obj, name, value)
-
 
 @dataclass(frozen=True)
 class Pose:
@@ -165,7 +69,7 @@ class Pose:
 
     def __post_init__(self) -> None:
         for name, limit in (("x", COORD_MAX), ("y", COORD_MAX), ("angle", ANGLE_MAX)):
-            _set(self, name, _number("Pose", name, getattr(self, name), limit=limit))
+            set_field(self, name, field_number("Pose", name, getattr(self, name), limit=limit))
 
     @staticmethod
     def identity() -> Pose:
@@ -229,7 +133,7 @@ class Circle:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        _set(self, "radius", _size("Circle", "radius", self.radius))
+        set_field(self, "radius", _size("Circle", "radius", self.radius))
         _check_offset("Circle", self.offset)
 
     def area(self) -> float:
@@ -256,8 +160,8 @@ class Box:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        _set(self, "width", _size("Box", "width", self.width))
-        _set(self, "height", _size("Box", "height", self.height))
+        set_field(self, "width", _size("Box", "width", self.width))
+        set_field(self, "height", _size("Box", "height", self.height))
         _check_offset("Box", self.offset)
 
     def area(self) -> float:
@@ -291,15 +195,16 @@ class Polygon:
     def __post_init__(self) -> None:
         if not isinstance(self.vertices, (tuple, list, np.ndarray)):
             raise ValueError(
-                f"Polygon.vertices must be a sequence of (x, y) points, got {_show(self.vertices)}"
+                "Polygon.vertices must be a sequence of (x, y) points, got "
+                f"{short_repr(self.vertices)}"
             )
         verts = tuple(
-            _vec2("Polygon", f"vertices[{i}]", v, limit=COORD_MAX)
+            field_vec2("Polygon", f"vertices[{i}]", v, limit=COORD_MAX)
             for i, v in enumerate(self.vertices)
         )
         if len(verts) < 3:
             raise ValueError(
-                f"Polygon.vertices needs at least 3 points, got {len(verts)}: {_show(verts)}"
+                f"Polygon.vertices needs at least 3 points, got {len(verts)}: {short_repr(verts)}"
             )
         n = len(verts)
         for i in range(n):
@@ -307,7 +212,8 @@ class Polygon:
             if math.hypot(bx - ax, by - ay) < LENGTH_MIN:
                 raise ValueError(
                     f"Polygon.vertices[{i}] and [{(i + 1) % n}] must be at least {LENGTH_MIN:g} m "
-                    f"apart, got {_show(verts[i])} and {_show(verts[(i + 1) % n])}; merge them"
+                    f"apart, got {short_repr(verts[i])} and {short_repr(verts[(i + 1) % n])}; "
+                    "merge them"
                 )
         for i in range(n):
             (ax, ay), (bx, by), (cx, cy) = verts[i], verts[(i + 1) % n], verts[(i + 2) % n]
@@ -316,8 +222,8 @@ class Polygon:
                 raise ValueError(
                     f"Polygon.vertices must be convex and counter-clockwise; the turn at vertex "
                     f"{(i + 1) % n} {verts[(i + 1) % n]!r} is not a left turn (cross={cross!r}) "
-                    f"in {_show(verts)}; reverse the order if clockwise, drop collinear or concave "
-                    "points, or split a concave outline into convex pieces"
+                    f"in {short_repr(verts)}; reverse the order if clockwise, drop collinear or "
+                    "concave points, or split a concave outline into convex pieces"
                 )
         xs, ys = [v[0] for v in verts], [v[1] for v in verts]
         extent = max(max(xs) - min(xs), max(ys) - min(ys))
@@ -326,11 +232,11 @@ class Polygon:
                 f"Polygon.vertices must span at most {LENGTH_MAX:g} m, got {extent:g} m; "
                 "split a larger outline into several shapes or bodies"
             )
-        _set(self, "vertices", verts)
+        set_field(self, "vertices", verts)
         if self.area() < LENGTH_MIN**2:
             raise ValueError(
                 f"Polygon area must be at least {LENGTH_MIN**2:g} m², got {self.area():g} m² "
-                f"for {_show(verts)}; use a thicker polygon or a Segment"
+                f"for {short_repr(verts)}; use a thicker polygon or a Segment"
             )
         _check_offset("Polygon", self.offset)
 
@@ -364,12 +270,12 @@ class Segment:
     offset: Pose = field(default_factory=Pose.identity)
 
     def __post_init__(self) -> None:
-        a = _vec2("Segment", "a", self.a, limit=COORD_MAX)
-        b = _vec2("Segment", "b", self.b, limit=COORD_MAX)
+        a = field_vec2("Segment", "a", self.a, limit=COORD_MAX)
+        b = field_vec2("Segment", "b", self.b, limit=COORD_MAX)
         if a == b:
             raise ValueError(f"Segment.b must differ from Segment.a, both are {a!r}")
-        _set(self, "a", a)
-        _set(self, "b", b)
+        set_field(self, "a", a)
+        set_field(self, "b", b)
         if not LENGTH_MIN <= self.length() <= LENGTH_MAX:
             raise ValueError(
                 f"Segment length must be in [{LENGTH_MIN:g}, {LENGTH_MAX:g}] m, got "
@@ -380,7 +286,7 @@ class Segment:
                     else "move the end points apart or use a Circle"
                 )
             )
-        _set(self, "radius", _size("Segment", "radius", self.radius, allow_zero=True))
+        set_field(self, "radius", _size("Segment", "radius", self.radius, allow_zero=True))
         _check_offset("Segment", self.offset)
 
     def length(self) -> float:
@@ -400,16 +306,25 @@ Shape = Circle | Box | Polygon | Segment
 SHAPE_TYPES = (Circle, Box, Polygon, Segment)
 
 
+def field_pose(owner: str, attr: str, value: object) -> Pose:
+    """Return ``value`` if it is a Pose (a field check, worded like :mod:`kelab.sim.fields`)."""
+    if not isinstance(value, Pose):
+        raise ValueError(
+            f"{owner}.{attr} must be a Pose, got {short_repr(value)}; use ke.Pose(x, y, angle)"
+        )
+    return value
+
+
 def _check_offset(owner: str, offset: object) -> None:
     if not isinstance(offset, Pose):
         raise ValueError(
-            f"{owner}.offset must be a Pose, got {_show(offset)}; use Pose(x, y, angle)"
+            f"{owner}.offset must be a Pose, got {short_repr(offset)}; use Pose(x, y, angle)"
         )
 
 
 def _size(owner: str, name: str, value: object, *, allow_zero: bool = False) -> float:
     """Return a length in metres within [LENGTH_MIN, LENGTH_MAX] (or 0 with allow_zero)."""
-    return _positive(
+    return field_positive(
         owner, name, value, allow_zero=allow_zero, lo=LENGTH_MIN, hi=LENGTH_MAX, unit=" m"
     )
 
@@ -458,18 +373,22 @@ class Material:
     def __post_init__(self) -> None:
         for name in ("static_friction", "dynamic_friction", "rolling_friction"):
             value = getattr(self, name)
-            _set(self, name, _positive("Material", name, value, allow_zero=True, hi=FRICTION_MAX))
-        restitution = _number("Material", "restitution", self.restitution)
+            set_field(
+                self,
+                name,
+                field_positive("Material", name, value, allow_zero=True, hi=FRICTION_MAX),
+            )
+        restitution = field_number("Material", "restitution", self.restitution)
         if not 0.0 <= restitution <= 1.0:
             raise ValueError(
-                f"Material.restitution must be in [0, 1], got {_show(self.restitution)}; "
+                f"Material.restitution must be in [0, 1], got {short_repr(self.restitution)}; "
                 "use 0 for no bounce and 1 for a perfectly elastic bounce"
             )
-        _set(self, "restitution", restitution)
-        _set(
+        set_field(self, "restitution", restitution)
+        set_field(
             self,
             "density",
-            _positive("Material", "density", self.density, hi=DENSITY_MAX, unit=" kg/m²"),
+            field_positive("Material", "density", self.density, hi=DENSITY_MAX, unit=" kg/m²"),
         )
         if self.dynamic_friction > self.static_friction:
             raise ValueError(
@@ -500,8 +419,8 @@ class RenderHint:
             raise ValueError(
                 must("RenderHint.color", "three integers (r, g, b) in 0..255", self.color)
             )
-        _set(self, "color", tuple(int(c) for c in color))
+        set_field(self, "color", tuple(int(c) for c in color))
         if not (is_int(self.layer) and abs(self.layer) <= LAYER_MAX):  # type: ignore[arg-type]
             raise ValueError(must("RenderHint.layer", f"an int within ±{LAYER_MAX}", self.layer))
-        _set(self, "layer", int(self.layer))  # type: ignore[call-overload]
-        _set(self, "visible", check_bool(self.visible, "RenderHint.visible"))
+        set_field(self, "layer", int(self.layer))  # type: ignore[call-overload]
+        set_field(self, "visible", check_bool(self.visible, "RenderHint.visible"))

@@ -16,7 +16,8 @@ import numpy as np
 from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
 from kelab.sim.assets import Asset
-from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.sim.builder import SceneBuilder
+from kelab.sim.scene import Robot, Terrain
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv

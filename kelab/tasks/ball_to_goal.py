@@ -26,6 +26,7 @@ import numpy as np
 from kelab.rl.success import DwellTimer, success
 from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
+from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import (
     BodySpec,
     Box,
@@ -36,7 +37,6 @@ from kelab.sim.scene import (
     RenderHint,
     Robot,
     RobotDescription,
-    SceneBuilder,
 )
 from kelab.sim.sensors import SensorConfig
 from kelab.train.config import TrainConfig

@@ -21,7 +21,8 @@ from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
 from kelab.sim.assets import Asset
 from kelab.sim.assets.cartpole import PIVOT_Y, POLE_LENGTH
-from kelab.sim.scene import Robot, SceneBuilder, Terrain
+from kelab.sim.builder import SceneBuilder
+from kelab.sim.scene import Robot, Terrain
 from kelab.train.config import TrainConfig
 
 __all__ = ["CartPoleTask", "balanced"]

@@ -417,3 +417,132 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
         exec(compile(block, str(DOC), "exec"), {"__name__": "__docs__"})
     out = capsys.readouterr().out
     assert "/World/Robot" in out and re.search(r"\b[0-9a-f]{64}\b", out)
+
+
+# -------------------------------------------------------------- the description layer
+
+DESCRIPTION = (
+    "kelab.sim.fields", "kelab.sim.shapes", "kelab.sim.joints", "kelab.sim.sensors",
+    "kelab.sim.sensor_kinds", "kelab.sim.items", "kelab.sim.instances",
+    "kelab.sim._scene_checks", "kelab.sim._scene_io", "kelab.sim.scene", "kelab.sim.builder",
+    "kelab.sim.assets", "kelab.sim.assets.biped", "kelab.sim.assets.cartpole",
+    "kelab.sim.assets.pi",
+)  # fmt: skip
+
+
+def _kelab_imports(module: str) -> set[tuple[str, str]]:
+    """``(module, name)`` for every kelab import in ``module``'s source, wherever it sits
+    (top level, TYPE_CHECKING blocks, functions); ``name`` is "" for ``import x``."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return set()
+    out: set[tuple[str, str]] = set()
+    for node in ast.walk(ast.parse(pathlib.Path(spec.origin).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out |= {(a.name, "") for a in node.names if a.name.startswith("kelab")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kelab"):
+            assert node.level == 0, f"{module} uses a relative import"
+            out |= {(node.module, a.name) for a in node.names}
+    return out
+
+
+def test_scene_description_imports_only_itself_downward_and_no_private_names():
+    edges: dict[str, set[str]] = {}
+    for mod in DESCRIPTION:
+        edges[mod] = set()
+        for target, name in _kelab_imports(mod):
+            to = f"{target}.{name}" if f"{target}.{name}" in DESCRIPTION else target
+            if to.startswith("kelab.sim") and to not in DESCRIPTION:
+                pytest.fail(f"{mod} imports {to}: the scene description needs no runtime")
+            if to != mod and name.startswith("_") and not name.startswith("__"):
+                pytest.fail(f"{mod} imports the private name {target}.{name}")
+            if to != mod and to in DESCRIPTION:
+                edges[mod].add(to)
+    left = dict(edges)  # no circle: peel off the modules that import no remaining one
+    while left:
+        leaves = [m for m, deps in left.items() if not deps & left.keys()]
+        assert leaves, f"import circle among {sorted(left)}"
+        for m in leaves:
+            del left[m]
+
+
+# ----------------------------------------------------------------- sensor kinds registry
+
+
+def _ball_scene(add_sensors) -> ke.Scene:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/")
+    b.add(ke.Robot(_cartpole()), at="/World/Robot")
+    ball = ke.Prop(ke.Circle(0.1), mass=0.5, initial_pose=ke.Pose(0.5, 1.0))
+    b.add(ball, at="/World/Ball")
+    add_sensors(b, ball)
+    return b.build()
+
+
+def test_every_sensor_kind_reports_its_registered_width():
+    from kelab.sim.sensor_kinds import SENSOR_KINDS
+
+    def sensors(b, ball):
+        for kind in SENSOR_KINDS:
+            target = "/World/Robot/cart_to_pole" if kind == "joint" else ball
+            params = {"rangefinder": (("angle", -1.5), ("max_range", 3.0), ("offset", ke.Pose()))}
+            b.add_sensor(f"s.{kind}", kind, target, params=params.get(kind, ()))
+
+    scene = _ball_scene(sensors)
+    assert [s.kind for s in scene.sensors] == list(SENSOR_KINDS)
+    world = ke.World(scene, num_envs=2)
+    world.step(1 / 60)
+    for kind, spec in SENSOR_KINDS.items():
+        assert world.read_sensor(f"s.{kind}").shape == (2, spec.width)
+    world.close()
+
+
+def test_add_sensor_is_what_the_named_methods_do():
+    def by_method(b, ball):
+        b.imu("imu", ball)
+        b.rangefinder("rf", ball, angle=0.5, max_range=2.0)
+        b.joint_sensor("js", "/World/Robot/cart_to_pole")
+
+    def generic(b, ball):
+        b.add_sensor("imu", "imu", ball)
+        rf = (("angle", 0.5), ("max_range", 2.0), ("offset", ke.Pose()))
+        b.add_sensor("rf", "rangefinder", "/World/Ball", params=rf)
+        b.add_sensor("js", "joint", "/World/Robot/cart_to_pole")
+
+    assert _ball_scene(by_method).fingerprint == _ball_scene(generic).fingerprint
+    with pytest.raises(ValueError, match=r"SceneBuilder.add_sensor: kind must be one of"):
+        _ball_scene(lambda b, ball: b.add_sensor("x", "sonar", ball))
+    with pytest.raises(ValueError, match=r"joint sensor 'j': joint '/World/Ball' is not in"):
+        _ball_scene(lambda b, ball: b.add_sensor("j", "joint", "/World/Ball"))
+    with pytest.raises(ValueError, match=r"must have the keys \['angle', 'max_range', 'offset'\]"):
+        _ball_scene(lambda b, ball: b.add_sensor("r", "rangefinder", ball))
+
+
+def test_a_new_sensor_kind_is_one_registry_entry(monkeypatch):
+    from kelab.sim import sensor_kinds
+
+    def height(inputs, body, params):  # the body's height above y = params["floor"]
+        return inputs.raw[:, body, 1:2] - params["floor"]
+
+    kind = sensor_kinds.SensorKind(1, "height", "body", height, {"floor": lambda o, n, v: float(v)})
+    monkeypatch.setitem(sensor_kinds.SENSOR_KINDS, "height", kind)
+    floor = (("floor", 0.25),)
+    scene = _ball_scene(lambda b, ball: b.add_sensor("h", "height", ball, params=floor))
+    assert Scene.from_dict(json.loads(json.dumps(scene.to_dict()))) == scene
+    world = ke.World(scene, num_envs=2)
+    for _ in range(3):
+        world.step(1 / 60)
+    ball = world.body_names.index("/World/Ball")
+    assert (world.read_sensor("h")[:, 0] == world.body_poses[:, ball, 1] - 0.25).all()
+    world.close()
+
+
+def test_robot_takes_any_object_with_a_description():
+    class MyAsset:  # the RobotAsset protocol: ke.Asset is one, so is this
+        description = _cartpole().description
+
+    robot = ke.Robot(MyAsset())
+    assert robot.description.name == "cartpole"
