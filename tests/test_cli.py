@@ -202,6 +202,8 @@ def test_unexpected_os_errors_offer_the_traceback(monkeypatch, capsys):
     ]
 
 
+# the test raises warnings on purpose to see them printed: not errors here
+@pytest.mark.filterwarnings("default")
 def test_warnings_print_as_one_line_while_the_command_runs(monkeypatch, capsys):
     import warnings
 
@@ -309,6 +311,8 @@ def test_short_demo_explains_its_exit_1(capsys):
     assert "not balanced (exit 1)" in err and "--seconds 3" in err
 
 
+# imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
+@pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
 @pytest.mark.parametrize("out", ["shot.png", "clip.mp4"])
 def test_headless_preview_writes_a_picture_or_a_video(tmp_path, out):
     proc = _kelab(

@@ -13,6 +13,10 @@ import pytest
 
 import kelab as ke
 
+# imageio-ffmpeg (0.6) leaves ffmpeg's stdin/stdout pipes open once a read reaches the
+# end of an mp4 (read_frames closes them only while ffmpeg still runs): ignore just that
+IMAGEIO_PIPES = "ignore:unclosed file <_io.Buffered:ResourceWarning"
+
 DEMOS = Path(__file__).resolve().parents[2] / "demos"
 CASES = [
     ("physics_playground.py", "pygame", 200),
@@ -22,6 +26,7 @@ CASES = [
 ]
 
 
+@pytest.mark.filterwarnings(IMAGEIO_PIPES)
 @pytest.mark.parametrize(("demo", "backend", "frames"), CASES, ids=[c[0] for c in CASES])
 def test_demo_runs_headless_and_draws(tmp_path, demo, backend, frames):
     import imageio.v3 as iio

@@ -22,6 +22,10 @@ from PIL import Image
 import kelab as ke
 from kelab.app.recorders import load_recording
 
+# imageio-ffmpeg (0.6) leaves ffmpeg's stdin/stdout pipes open once a read reaches the
+# end of an mp4 (read_frames closes them only while ffmpeg still runs): ignore just that
+IMAGEIO_PIPES = "ignore:unclosed file <_io.Buffered:ResourceWarning"
+
 CHILD = textwrap.dedent(
     """
     import sys, time
@@ -84,6 +88,7 @@ def _run_and_kill(tmp_path: Path, mode: str, min_rows: int) -> tuple[int, int, i
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
     assert proc.returncode == -signal.SIGKILL
     assert counts[0] >= min_rows, "the child never got going"
     return counts
@@ -114,6 +119,7 @@ def _check_rows(rec, at_least: int) -> None:
     assert np.array_equal(rec.data[:, 3], rec.time) and (rec.data[:, 4] == -1.0).all()
 
 
+@pytest.mark.filterwarnings(IMAGEIO_PIPES)
 def test_sigkill_mid_run_loses_at_most_one_flush_of_rows_and_one_frame(tmp_path):
     csv_rows, npz_rows, frames = _run_and_kill(tmp_path, "running", min_rows=150)
     assert not (tmp_path / "log.csv").exists() and not (tmp_path / "log.npz").exists()
@@ -328,6 +334,7 @@ def test_sigkill_leaves_a_lidar_recording_that_load_recording_reads(tmp_path, su
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
     assert proc.returncode == -signal.SIGKILL and scans >= 40
     assert not (tmp_path / f"scan{suffix}").exists()
     rec = load_recording(tmp_path / f"scan{suffix}")  # <path>.partial, with the beam names
@@ -402,6 +409,7 @@ def _read_mp4_when_done(path: Path) -> np.ndarray:
             time.sleep(0.2)
 
 
+@pytest.mark.filterwarnings(IMAGEIO_PIPES)
 @pytest.mark.parametrize("victim", ["process group", "ffmpeg too"])
 def test_mp4_after_a_process_group_kill(tmp_path, victim):
     """ffmpeg runs in a process group of its own (imageio-ffmpeg's setpgrp): a SIGKILL to
@@ -432,6 +440,7 @@ def test_mp4_after_a_process_group_kill(tmp_path, victim):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
     assert proc.returncode == -signal.SIGKILL and frames >= 90
     if victim == "process group":
         assert _read_mp4_when_done(tmp_path / "clip.mp4").shape[0] >= frames - 1

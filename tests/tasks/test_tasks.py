@@ -13,6 +13,17 @@ import kelab as ke
 IDS = ["kelab/CartPole-v0", "kelab/Humanoid-v0", "kelab/Pi-Locomotion-v0", "kelab/BallToGoal-v0"]
 
 
+# Gymnasium's check_env warns about any infinite Box bound; the entries left infinite have
+# no hard bound (test_infinite_observation_bounds_are_the_unbounded_entries), so just
+# those two warnings are expected here, nothing else
+INFINITE_BOUND_WARNINGS = (
+    "ignore:.*A Box observation space minimum value is -infinity:UserWarning",
+    "ignore:.*A Box observation space maximum value is infinity:UserWarning",
+)
+
+
+@pytest.mark.filterwarnings(INFINITE_BOUND_WARNINGS[0])
+@pytest.mark.filterwarnings(INFINITE_BOUND_WARNINGS[1])
 @pytest.mark.parametrize("env_id", IDS)
 def test_check_env_passes(env_id, monkeypatch):
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")  # check_env also opens the "human" mode
@@ -247,3 +258,46 @@ def test_ball_to_goal_frame_shows_a_table_a_visible_ball_and_a_marked_goal(backe
     assert near(frame[gdist <= 0.7 * btg.GOAL_RADIUS * cam.zoom], btg.GOAL_COLOR).mean() > 0.9
     assert ring_hits((gx, gy), 2.2 * btg.GOAL_RADIUS * cam.zoom, btg.GOAL_MARK) >= 14
     assert any(abs(x0 - gx) < 60 and abs(y0 - gy) < 40 for x0, y0, _, _ in texts), texts
+
+
+# which entries of each task's observation have a hard bound (low, high); None: unbounded
+HARD_BOUNDS = {
+    # cart x and pole angle: soft limit / unwrapped angle; velocities
+    "kelab/CartPole-v0": [None] * 4,
+    # torso height, angle (unwrapped), velocities, joint positions (soft limits), velocities
+    "kelab/Humanoid-v0": [None] * 17,
+    "kelab/Pi-Locomotion-v0": [None] * 21 + [(0.0, 0.8)],  # ... and the command U(0, 0.8)
+    # sensed position and velocity (noisy), the goal: |start| <= 0.3 plus <= 1.5 per axis
+    "kelab/BallToGoal-v0": [None] * 4 + [(-1.81, 1.81)] * 2,
+}
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_infinite_observation_bounds_are_the_unbounded_entries(env_id):
+    """A finite bound wherever the quantity has a hard one, infinity only where it has none."""
+    env = gymnasium.make(env_id)
+    space = env.observation_space
+    env.close()
+    want = HARD_BOUNDS[env_id]
+    assert space.shape == (len(want),)
+    for k, bound in enumerate(want):
+        got = (float(space.low[k]), float(space.high[k]))
+        if bound is None:
+            assert got == (-np.inf, np.inf), (k, got)
+        else:
+            assert got == pytest.approx(bound), (k, got)
+
+
+def test_joint_limits_are_soft_so_joint_positions_keep_infinite_bounds():
+    """Full force into CartPole's +-3 m track limit carries the cart past it: no hard bound."""
+    b = ke.SceneBuilder()
+    b.add(ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    world = ke.World(b.build())
+    robot = world.robot("/World/Robot")
+    slider = robot.find_joints("slider_to_cart")
+    furthest = 0.0
+    for k in range(600):  # 100 N right for 2.5 s, then left
+        robot.set_joint_effort_target(np.full((1, 1), 100.0 if k < 300 else -100.0), slider)
+        world.step(1 / 120)
+        furthest = max(furthest, abs(float(world.joint_positions[0, 0])))
+    assert furthest > 3.05  # measured 3.19 m (2026-12-03)

@@ -99,6 +99,7 @@ def test_a_run_dir_another_trainer_holds_is_refused_as_in_use(tmp_path):
     finally:
         holder.kill()  # SIGKILL: no release, the OS drops the lock
         holder.wait()
+        holder.stdout.close()
     tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest")
     tr.close()
     # a constructor that fails after claiming holds nothing
@@ -234,7 +235,7 @@ def test_metrics_record_the_evaluations_and_the_best_rule(tmp_path):
     tr.train(6)
     tr.close()
     env.close()
-    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert tuple(rows[0]) == METRICS
     judged = [(r["iteration"], r["eval_iteration"], r["eval_success_rate"]) for r in rows]
     evaluated = [j for j in judged if j[1]]
@@ -256,7 +257,7 @@ def test_an_older_metrics_file_is_rewritten_under_the_new_columns(tmp_path):
     log.open()
     log.record({"iteration": 2, "env_steps": 128, "mean_return": 2.0, "success_rate": 0.5})
     log.close()
-    rows = list(csv.DictReader((tmp_path / "metrics.csv").open()))
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert tuple(rows[0]) == METRICS
     assert [(r["iteration"], r["env_steps"], r["mean_return"]) for r in rows] == [
         ("1", "64", "1.5"),

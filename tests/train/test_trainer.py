@@ -48,7 +48,7 @@ def test_train_returns_the_summary_and_writes_the_run(trained_run):
         assert any(k.startswith("optimizer.state.") for k in ckpt.tensors)
     latest = load_checkpoint(f"{run}:latest").meta
     assert latest["iteration"] == 3 and latest["env_steps"] == 384
-    rows = list(csv.DictReader((run / "metrics.csv").open()))
+    rows = list(csv.DictReader((run / "metrics.csv").read_text().splitlines()))
     assert [int(r["iteration"]) for r in rows] == [1, 2, 3]
     assert list(run.glob("events.out.tfevents.*"))
     assert (run / "training_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
