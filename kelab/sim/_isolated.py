@@ -267,11 +267,20 @@ class IsolatedBackend:
         state, ptrs = self._state, self._ptrs
         for c in ids.tolist():
             state.run(c, ptrs[c], GET)
-        rows = state.view.reshape(self._n, self._layout.n_rows, 6)
-        self.raw[np.ix_(ids, self._dyn)] = rows[ids, : self._nd]
+        self._store(ids)
+        return ids
+
+    def _store(self, ids: np.ndarray) -> None:
+        """Copy the batch rows just read of copies ``ids`` into ``raw``, then ``on_read``."""
+        rows = self._state.view.reshape(self._n, self._layout.n_rows, 6)
+        if ids.size == self._n and self._nd == self._nb:  # every copy and body: no gather
+            self.raw[...] = rows[:, : self._nd]
+        elif ids.size == self._n:
+            self.raw[:, self._dyn] = rows[:, : self._nd]
+        else:
+            self.raw[np.ix_(ids, self._dyn)] = rows[ids, : self._nd]
         if self.on_read is not None:
             self.on_read(ids)
-        return ids
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
         """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
@@ -299,11 +308,22 @@ class IsolatedBackend:
         # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
         # deferred add/remove and post-step callbacks, which the World never uses
         force, ptrs, step = self._force, self._ptrs, cp.space_step
+        if not read:
+            for c in ids.tolist():
+                force.run(c, ptrs[c], SET)
+                step(ptrs[c], dt)
+            return
+        # write, step and read each space in one pass (the World reads after every step)
+        each, f_arr, f_data = cp.space_each_body, force.floats, force.data
+        r_arr, r_data = self._state.floats, self._state.data
         for c in ids.tolist():
-            force.run(c, ptrs[c], SET)
-            step(ptrs[c], dt)
-        if read:
-            self.read(ids)
+            ptr = ptrs[c]
+            f_arr[c].num = 0
+            each(ptr, SET, f_data[c])
+            step(ptr, dt)
+            r_arr[c].num = 0
+            each(ptr, GET, r_data[c])
+        self._store(ids)
 
     def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
         """Make copies ``ids`` fresh (initial configuration, no history).

@@ -244,8 +244,6 @@ def test_hotkeys_pause_step_hud_and_switch_off(fake_clock: FakeClock, tmp_path):
     app.close()
 
 
-# imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
-@pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
 def test_f9_records_a_video(fake_clock: FakeClock, tmp_path):
     import imageio.v3 as iio
 
@@ -306,8 +304,6 @@ def test_renderframeonce_refused_inside_a_frame_callback(fake_clock: FakeClock):
     assert app.renderer.closed
 
 
-# imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
-@pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
 @pytest.mark.parametrize("where", ["fixed_update", "render", "setup", "late_update"])
 def test_exception_closes_window_and_recorders(fake_clock: FakeClock, tmp_path, where):
     import imageio.v3 as iio
@@ -452,10 +448,6 @@ def test_app_config_is_the_full_form_and_keywords_the_shorthand(fake_clock: Fake
     short.close()
 
 
-def test_main_runner_rate_change_moves_the_fixed_step(fake_clock: FakeClock, tmp_path):
-    class Steps(ke.App):
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
 def test_live_settings_have_one_home(fake_clock: FakeClock):
     """What changes while running lives in app.live or app.clock, never as App copies."""
     from kelab.app.config import LIVE_SETTINGS, LiveSettings
@@ -487,6 +479,10 @@ def test_live_settings_have_one_home(fake_clock: FakeClock):
     app.close()
 
 
+def test_main_runner_rate_change_moves_the_fixed_step(fake_clock: FakeClock, tmp_path):
+    class Steps(ke.App):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
             self.ts: list[float] = []
 
         def fixed_update(self, ts):
