@@ -244,6 +244,8 @@ def test_hotkeys_pause_step_hud_and_switch_off(fake_clock: FakeClock, tmp_path):
     app.close()
 
 
+# imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
+@pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
 def test_f9_records_a_video(fake_clock: FakeClock, tmp_path):
     import imageio.v3 as iio
 
@@ -304,6 +306,8 @@ def test_renderframeonce_refused_inside_a_frame_callback(fake_clock: FakeClock):
     assert app.renderer.closed
 
 
+# imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
+@pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
 @pytest.mark.parametrize("where", ["fixed_update", "render", "setup", "late_update"])
 def test_exception_closes_window_and_recorders(fake_clock: FakeClock, tmp_path, where):
     import imageio.v3 as iio
