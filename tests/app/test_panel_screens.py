@@ -329,7 +329,7 @@ def _check_nothing_covers_anything(app):
         for b in rects[i + 1 :]:
             assert not _overlap(a, b), f"overlays {a} and {b} overlap"
     canvas = app.renderer.canvas
-    for box, text in zip(canvas.text_boxes(), canvas._frame_texts, strict=True):
+    for box, text in zip(canvas.text_boxes(), canvas.frame_texts, strict=True):
         if re.fullmatch(r"-?\d+ m", text[2]):
             continue  # the ground's metre marks: the scene, which the panel may cover
         hit = [r for r in rects if _overlap(box, r)]
@@ -349,7 +349,7 @@ def test_hud_badge_and_notices_never_cover_the_panel_or_each_other(tmp_path, siz
     for _ in range(4):
         app.renderFrameOnce()
     assert len(app.overlays.rects) == 2  # the panel, the HUD (the REC badge comes last)
-    assert any(t[2].startswith("REC") for t in app.renderer.canvas._frame_texts)
+    assert any(t[2].startswith("REC") for t in app.renderer.canvas.frame_texts)
     _check_nothing_covers_anything(app)
     app.write_pixels_png(tmp_path.parent / f"overlays_{size[0]}x{size[1]}.png")
     app.close()
@@ -374,7 +374,7 @@ def test_the_multi_rate_legend_is_never_under_the_panel(tmp_path, monkeypatch):
     app.panel.set_page("Execution Order")
     for _ in range(6):
         app.renderFrameOnce()
-    texts = [t[2] for t in app.renderer.canvas._frame_texts]
+    texts = [t[2] for t in app.renderer.canvas.frame_texts]
     assert any("red: shared step" in t for t in texts)
     # the panel, the strip, the legend, the counts, the HUD (stacked under the legend)
     assert len(app.overlays.rects) == 5
@@ -400,14 +400,14 @@ def test_f2_without_imgui_shows_a_one_line_notice_in_the_window(tmp_path, monkey
     with pytest.warns(UserWarning, match="needs imgui-bundle"):
         app.renderFrameOnce()
     assert not app.panel_open
-    texts = [t[2] for t in app.renderer.canvas._frame_texts]
+    texts = [t[2] for t in app.renderer.canvas.frame_texts]
     notice = [t for t in texts if "pip install 'kelab[panel]'" in t]
     assert notice == ["The Settings panel (F2) needs imgui-bundle: pip install 'kelab[panel]'"]
     _check_nothing_covers_anything_but_no_panel(app)
     app.write_pixels_png(tmp_path.parent / "f2_without_imgui.png")
     clock.advance(NOTICE_S)
     app.renderFrameOnce()
-    assert not [t for t in app.renderer.canvas._frame_texts if "kelab[panel]" in t[2]]
+    assert not [t for t in app.renderer.canvas.frame_texts if "kelab[panel]" in t[2]]
     app.close()
 
 
