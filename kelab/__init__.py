@@ -80,6 +80,7 @@ _EXPORTS: dict[str, str] = {
     "Task": "kelab.rl.task",
     "TaskError": "kelab.rl.task",
     "TerminationSet": "kelab.rl.terminations",
+    "EnvConfig": "kelab.rl.config",
     "LearningEnv": "kelab.rl.env",
     "DirectRLEnv": "kelab.rl.direct",
     "RayLearningEnv": "kelab.rl.ray_env",  # needs the [ray] extra when created

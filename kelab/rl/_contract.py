@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_seed, is_int, must
+from kelab.rl.episode_ends import EpisodeCounters
+from kelab.rl.errors import describe_array
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import check_env_ids
-from kelab.rl.terminations import describe_array
 
 __all__ = [
     "EpisodeBook",
@@ -248,7 +249,7 @@ class EpisodeBook:
             "call reset() (or restore() a snapshot) before step()"
         )
 
-    def ended(self, now: float | None = None) -> dict[str, np.ndarray]:
+    def ended(self, now: float | None = None) -> EpisodeCounters:
         """Every copy's counters as its episode ends (``info``'s ``episode_*`` arrays).
 
         Returns:
@@ -256,8 +257,8 @@ class EpisodeBook:
             ``episode_wall_s`` (seconds since each episode began, rounded to 1 us).
         """
         now = time.perf_counter() if now is None else now
-        return {
-            "episode_return": self.returns.copy(),
-            "episode_length": self.episode_length_buf.copy(),
-            "episode_wall_s": np.round(now - self.start_wall, 6),
-        }
+        return EpisodeCounters(
+            self.returns.copy(),
+            self.episode_length_buf.copy(),
+            np.round(now - self.start_wall, 6),
+        )

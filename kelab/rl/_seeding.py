@@ -1,4 +1,9 @@
-"""Per-copy PCG64 states of ``SeedSequence(seed, spawn_key=(*stream, i))``, batched (internal).
+"""Seeding of the per-copy Generators (internal).
+
+`task_generators`, `reseed` and `place_world_streams` seed the task's and the World's
+Generators; below them, `pcg64_states` computes the per-copy PCG64 states of
+``SeedSequence(seed, spawn_key=(*stream, i))``, batched.
+
 
 A full ``reset(seed)`` re-seeds two Generators per copy. Building each one from its own
 ``SeedSequence`` and ``PCG64`` costs ~35 us per copy and stream (the sequence's hash
@@ -19,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
+from kelab._validate import check_seed, is_int
+from kelab.sim.snapshot import rng_state, set_rng_state
 
 _POOL = 4
 _INIT_A = 0x43B0D7E5
@@ -126,3 +134,80 @@ def _pcg_state(s0: int, s1: int, i0: int, i1: int) -> dict:
         "has_uint32": 0,
         "uinteger": 0,
     }
+
+
+TASK_STREAM = 0x5EED
+"""Spawn-key tag of the task's per-copy Generators (the World's have no tag)."""
+
+
+def seed_sequences(
+    seed: int | Sequence[int], n: int, stream: tuple[int, ...], offset: int = 0
+) -> list[np.random.SeedSequence]:
+    """The SeedSequence of each of ``n`` copies on ``stream``.
+
+    An int seeds copy ``i`` from ``SeedSequence(seed, spawn_key=(*stream, offset + i))``
+    (its global index, for RayLearningEnv's workers); a list gives one seed per copy.
+
+    Raises:
+        ValueError: For a list of the wrong length, or a seed out of range.
+    """
+    if is_int(seed):
+        base = check_seed(seed)
+        return [
+            np.random.SeedSequence(base, spawn_key=(*stream, i)) for i in range(offset, offset + n)
+        ]
+    seeds = list(seed)  # type: ignore[arg-type]
+    if len(seeds) != n:
+        raise ValueError(f"reset(seed=[...]) needs one seed per copy: {n}, got {len(seeds)}")
+    return [np.random.SeedSequence(check_seed(s), spawn_key=(*stream, 0)) for s in seeds]
+
+
+def task_generators(seed: int, n: int, offset: int = 0) -> list[np.random.Generator]:
+    """The task's per-copy Generators for ``seed`` (copy ``i`` as global copy ``offset + i``)."""
+    return [np.random.default_rng(s) for s in seed_sequences(seed, n, (TASK_STREAM,), offset)]
+
+
+def reseed(
+    task_rngs: list[np.random.Generator],
+    world_rngs: list[np.random.Generator],
+    seed: int | Sequence[int],
+    offset: int = 0,
+    ids: Sequence[int] | None = None,
+) -> None:
+    """Re-seed the task's and the World's per-copy Generators in place.
+
+    Copy ``i`` gets the same streams whether it is re-seeded alone or with all copies.
+
+    Args:
+        task_rngs: The task's Generators, one per copy.
+        world_rngs: The World's Generators, one per copy.
+        seed: An int (copy ``i`` from ``(seed, offset + i)``) or one seed per copy.
+        offset: Global index of copy 0.
+        ids: The copies to re-seed (None: all).
+    """
+    n = len(task_rngs)
+    sel = list(range(n)) if ids is None else list(ids)
+    pcg = np.random.PCG64
+    if is_int(seed) and all(
+        type(g.bit_generator) is pcg for gens in (task_rngs, world_rngs) for g in gens
+    ):  # numpy's own states, computed for all copies at once
+        base, at = check_seed(seed), [offset + i for i in sel]
+        task = pcg64_states(base, (TASK_STREAM,), at)
+        world = pcg64_states(base, (), at)
+        for i, ts, ws in zip(sel, task, world, strict=True):
+            task_rngs[i].bit_generator.state = ts
+            world_rngs[i].bit_generator.state = ws
+        return
+    task_seqs = seed_sequences(seed, n, (TASK_STREAM,), offset)
+    # the World seeds copy i from SeedSequence(seed).spawn(n)[i], i.e. spawn_key (i,)
+    world_seqs = seed_sequences(seed, n, (), offset)
+    for i in sel:
+        set_rng_state(task_rngs[i], rng_state(np.random.default_rng(task_seqs[i])))
+        set_rng_state(world_rngs[i], rng_state(np.random.default_rng(world_seqs[i])))
+
+
+def place_world_streams(world_rngs: list[np.random.Generator], seed: int, offset: int) -> None:
+    """Give a World's copies ``0..n-1`` the streams of global copies ``offset..offset+n-1``."""
+    seqs = seed_sequences(seed, len(world_rngs), (), offset)
+    for gen, seq in zip(world_rngs, seqs, strict=True):
+        set_rng_state(gen, rng_state(np.random.default_rng(seq)))

@@ -8,20 +8,19 @@ See docs/rl.md.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import gymnasium
 import numpy as np
 
 from kelab._validate import check_seed
-from kelab.rl._core import (
-    CoreBackedEnv,
-    EnvCore,
-    Presenter,
-    observation_bounds,
-    resolve_run_config,
-    resolve_timing,
-)
+from kelab.rl._core import EnvCore
+from kelab.rl._env_base import CoreBackedEnv
+from kelab.rl._presenter import Presenter
+from kelab.rl._spaces import action_space, observation_space
+from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.episode_ends import single_info
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
@@ -29,35 +28,6 @@ from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
 __all__ = ["DirectRLEnv", "single_info"]
-
-
-def single_info(ends: dict[str, Any]) -> dict[str, Any]:
-    """Describe copy 0's finished episode as a plain info dict ({} if it did not end).
-
-    Args:
-        ends: What ``EnvCore.step`` returned for the finished episodes.
-
-    Returns:
-        ``{"ended_by", "episode_return", "episode_length"}`` plus ``"is_success"`` and
-        ``"checks"`` when a success rule judged it.
-    """
-    if not ends or not ends["mask"][0]:
-        return {}
-    info: dict[str, Any] = {
-        # Gymnasium's RecordEpisodeStatistics layout
-        "episode": {
-            "r": float(ends["episode_return"][0]),
-            "l": int(ends["episode_length"][0]),
-            "t": float(ends["episode_wall_s"][0]),
-        },
-        "ended_by": ends["ended_by"][0],
-        "episode_return": float(ends["episode_return"][0]),
-        "episode_length": int(ends["episode_length"][0]),
-    }
-    if "is_success" in ends:
-        info["is_success"] = bool(ends["is_success"][0])
-        info["checks"] = {name: bool(v[0]) for name, v in ends["checks"].items()}
-    return info
 
 
 class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
@@ -76,22 +46,28 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
     returns an ``(H, W, 3)`` uint8 frame, never waits). ``metadata["render_fps"]`` is the
     control rate.
 
+    Every setting is one validated `EnvConfig` (``config=ke.EnvConfig(...)``, with
+    ``num_envs=1``), or its fields as keywords, which override the config's.
+
     Args:
         task: The task (a new instance per environment).
-        render_mode: None, ``"human"`` or ``"rgb_array"``.
-        run_config: Explicit run mode; must come with the render mode it requires.
-        timing: Physics step, decimation and episode length; None uses the task's
-            ``sim_dt``, ``decimation`` and ``episode_length_s`` (an explicit timing with
-            ``episode_length_s=None`` keeps the task's).
-        dt: Overrides the physics step (of the task's or ``timing``'s), as in LearningEnv.
-        physics_steps_per_action: Overrides the decimation, as in LearningEnv.
-        seed: Seed of the copy's random Generators; None means 0.
+        render_mode: ``EnvConfig.render_mode``: None, ``"human"`` or ``"rgb_array"``
+            (Gymnasium's keyword, what ``gymnasium.make`` passes).
+        run_config: Older alias of ``render_mode``: must come with the render mode it
+            requires.
+        timing: ``EnvConfig.timing``: None uses the task's ``sim_dt``, ``decimation`` and
+            ``episode_length_s`` (a timing with ``episode_length_s=None`` keeps the task's).
+        dt: Older alias: overrides the timing's physics step, as in LearningEnv.
+        physics_steps_per_action: Older alias: overrides the decimation, as in LearningEnv.
+        seed: ``EnvConfig.seed``; None keeps the config's (default 0).
         success: Success rule; None uses ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
-        layout: ``"isolated"`` (default: the one copy has its own pymunk space at the
-            origin, full precision, bit-identical to copy ``i`` of an isolated
-            LearningEnv) or ``"packed"`` (the copy sits far from the origin as in a packed
-            LearningEnv: x resolved to 2.3e-10 m; one copy gains no speed from it).
+        layout: ``EnvConfig.layout``: ``"isolated"`` (the default everywhere: the one
+            copy has its own pymunk space at the origin, full precision, bit-identical to
+            copy ``i`` of a default LearningEnv) or ``"packed"`` (the copy sits far from
+            the origin as in a packed LearningEnv: x resolved to 2.3e-10 m; one copy gains
+            no speed from it).
+        config: The `EnvConfig` (its ``num_envs`` must be 1); None: the defaults.
 
     Raises:
         ValueError: For a bad render mode/run config pair (naming the required render
@@ -122,34 +98,41 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         seed: int | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
-        layout: str = "isolated",
+        layout: str | None = None,
+        config: EnvConfig | None = None,
     ) -> None:
         validate_task_class(task)
-        config = resolve_run_config(render_mode, run_config)
-        timing = resolve_timing(task, timing, dt, physics_steps_per_action)
-        spacing = 4.0 if layout == "packed" else 0.0  # packed needs a window > 0
-        seed = 0 if seed is None else seed
-        self._core = EnvCore(
+        cfg = env_config(
             task,
-            num_envs=1,
+            config,
+            render_mode=render_mode,
+            run_config=run_config,
             timing=timing,
-            env_spacing=spacing,
+            dt=dt,
+            physics_steps_per_action=physics_steps_per_action,
             seed=seed,
-            success_rule=success,
-            env=self,
             layout=layout,
         )
-        core = self._core
+        if cfg.num_envs != 1:
+            raise ValueError(
+                f"DirectRLEnv runs one copy: config.num_envs must be 1, got {cfg.num_envs}; "
+                "use ke.LearningEnv for many copies"
+            )
+        if cfg.layout == "isolated":  # the one copy sits at the origin (spacing: display only)
+            cfg = dataclasses.replace(cfg, env_spacing=0.0)
+        self._config = cfg
+        self._core = core = EnvCore(task, cfg, success_rule=success, env=self)
         self.task = task
         self.world = core.world
-        self.timing = timing
-        self.run_config = config
-        self.render_mode = render_mode
-        self.metadata = {**type(self).metadata, "render_fps": timing.control_hz}
-        low, high = observation_bounds(task, core.obs_dim)
-        self.observation_space = gymnasium.spaces.Box(low, high, (core.obs_dim,), np.float32)
-        self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (core.act_dim,), np.float32)
-        self._presenter = Presenter(config, core, f"KELab - {type(task).__name__}", pacer)
+        self.timing = core.timing
+        self.run_config = cfg.run_config
+        self.render_mode = cfg.render_mode
+        self.metadata = {**type(self).metadata, "render_fps": self.timing.control_hz}
+        self.observation_space = observation_space(task)
+        self.action_space = action_space(task)
+        self._presenter = Presenter(
+            cfg.run_config, core, f"KELab - {type(task).__name__}", pacer, cfg.render_backend
+        )
         if self._presenter.draws:  # show how each episode ended, not the restart
             core.on_episode_end = self._presenter.episode_ended
         self._pending: np.ndarray | None = None  # first obs of an episode begun in step()
@@ -197,9 +180,9 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         self._presenter.before_step()
         obs, rewards, terminated, truncated, ends = self._core.step(a)
         info = single_info(ends)
-        if info:
+        if ends is not None and info:
             self._pending = obs
-            out = ends["final_obs"][0].copy()
+            out = ends.final_obs[0].copy()
         else:
             self._pending = None
             out = obs[0].copy()

@@ -15,79 +15,21 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab._validate import check_bool, is_int
+from kelab._validate import is_int
 from kelab.rl._contract import check_reset_seed, reset_ids
-from kelab.rl._core import (
-    CoreBackedEnv,
-    EnvCore,
-    Presenter,
-    observation_bounds,
-    resolve_run_config,
-    resolve_timing,
-)
+from kelab.rl._core import EnvCore
+from kelab.rl._env_base import CoreBackedEnv
+from kelab.rl._presenter import Presenter
+from kelab.rl._spaces import action_space, observation_space
+from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.episode_ends import vector_info
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
-from kelab.timing.config import RunMode, SimulationRunConfig, SimulationTimingConfig
+from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
-__all__ = ["LearningEnv", "vector_info"]
-
-
-def vector_info(ends: dict[str, Any], num_envs: int) -> dict[str, Any]:
-    """Turn the core's description of finished episodes into a Gymnasium vector info.
-
-    Every key has a ``_key`` bool mask (true for the copies that ended this step).
-
-    Args:
-        ends: What ``EnvCore.step`` returned for the finished episodes ({} if none).
-        num_envs: Number of copies.
-
-    Returns:
-        The info dict (empty when no episode ended).
-    """
-    if not ends:
-        return {}
-    mask = ends["mask"]
-    ids = ends["ids"]
-    final_obs = np.zeros_like(ends["final_obs"])
-    final_obs[ids] = ends["final_obs"][ids]
-    returns = np.where(mask, ends["episode_return"], 0.0)
-    lengths = np.where(mask, ends["episode_length"], 0)
-    episode: dict[str, Any] = {
-        # Gymnasium's RecordEpisodeStatistics layout (CleanRL, SB3 read it as is)
-        "episode": {
-            "r": returns.astype(np.float32),
-            "l": lengths.astype(np.int32),
-            "t": np.where(mask, ends["episode_wall_s"], 0.0).astype(np.float32),
-        },
-        "_episode": mask.copy(),
-        "ended_by": ends["ended_by"],
-        "_ended_by": mask.copy(),
-        "episode_return": returns,
-        "_episode_return": mask.copy(),
-        "episode_length": lengths,
-        "_episode_length": mask.copy(),
-    }
-    if "is_success" in ends:
-        episode["is_success"] = ends["is_success"] & mask
-        episode["_is_success"] = mask.copy()
-        checks: dict[str, Any] = {}
-        for name, value in ends["checks"].items():
-            checks[name] = value & mask
-            checks[f"_{name}"] = mask.copy()
-        episode["checks"] = checks
-        episode["_checks"] = mask.copy()
-    info: dict[str, Any] = {
-        "final_obs": final_obs,
-        "_final_obs": mask.copy(),
-        "final_info": {
-            k: (dict(v) if isinstance(v, dict) else v.copy()) for k, v in episode.items()
-        },
-        "_final_info": mask.copy(),
-    }
-    info.update(episode)
-    return info
+__all__ = ["LearningEnv", "vector_info"]  # vector_info: kelab/rl/episode_ends.py
 
 
 class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
@@ -103,39 +45,36 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
     ``episode_return``, ``episode_length`` and, with a success rule, ``is_success`` and
     ``checks``.
 
+    Every setting is one validated `EnvConfig` (``config=ke.EnvConfig(...)``, or its
+    fields as keywords, which override the config's); ``env.config`` holds the result.
+
     Args:
         task: The task (a new instance per environment).
-        num_envs: Copies run side by side (>= 1).
-        dt: Physics time step in seconds; None uses the task's ``sim_dt`` (overrides
-            ``timing``'s).
-        physics_steps_per_action: Physics steps per env step; None uses the task's
-            ``decimation`` (overrides ``timing``'s).
-        env_spacing: Metres between copy origins (``"packed"`` rounds it up to a power of
-            two; physics never mixes copies).
-        headless: No window. None (default) follows ``render_mode`` (a window only for
-            ``"human"``); an explicit True with ``"human"`` is an error.
-        seed: Seed of every per-copy random Generator (int >= 0).
-        render_mode: None, ``"rgb_array"`` or ``"human"``.
-        run_config: Explicit run mode; must match ``render_mode``.
+        num_envs: ``EnvConfig.num_envs`` (default 1).
+        dt: Older alias: overrides the timing's physics step (``sim_dt``).
+        physics_steps_per_action: Older alias: overrides the timing's ``decimation``.
+        env_spacing: ``EnvConfig.env_spacing`` (default 4.0 m).
+        headless: Older check: True refuses ``render_mode="human"`` (no window is opened
+            in every other mode anyway).
+        seed: ``EnvConfig.seed`` (default 0).
+        render_mode: ``EnvConfig.render_mode``: None, ``"rgb_array"`` or ``"human"``
+            (Gymnasium's keyword, what ``gymnasium.make_vec`` passes).
+        run_config: Older alias of ``render_mode``: must match it.
         device: Only ``"cpu"``.
-        timing: Physics step, decimation and episode length, as ``DirectRLEnv`` takes
-            them; None uses the task's ``sim_dt``, ``decimation`` and ``episode_length_s``
-            (an explicit timing with ``episode_length_s=None`` keeps the task's).
+        timing: ``EnvConfig.timing``: None uses the task's ``sim_dt``, ``decimation`` and
+            ``episode_length_s``.
         success: Success rule (``@ke.success``) judging finished episodes; None uses
             ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
-        layout: How copies map onto pymunk spaces (docs/world.md, "Layouts").
-            ``"packed"`` (default): one space per thread shard, several times faster for
-            many copies; same seed and actions give bit-identical results, snapshots
-            and resets are exact, but a copy is not bit-identical to a lone copy in
-            contact-rich scenes. ``"isolated"``: one space per copy, each copy
-            bit-identical to ``DirectRLEnv`` / a lone copy.
-        num_threads: Threads stepping the copies (results are bit-identical for every
-            value; packed layout only gains from more than one).
-        copy_offset: Global index of this env's copy 0 (int >= 0, default 0): copy ``i``
-            is seeded as copy ``copy_offset + i`` of one env with the same seed, so envs
-            of copies ``[a, b)`` together reproduce that env (``ke.RayLearningEnv``'s
-            workers; docs/scale.md). Reset seeds follow the same rule.
+        layout: ``EnvConfig.layout``: ``"isolated"`` (the default everywhere: each copy
+            bit-identical to a lone copy / ``DirectRLEnv``) or ``"packed"`` (several times
+            faster for many copies; same seed and actions still give bit-identical
+            results; docs/world.md, "Layouts").
+        num_threads: ``EnvConfig.num_threads`` (results bit-identical for every value).
+        copy_offset: ``EnvConfig.copy_offset``: copy ``i`` is seeded as copy
+            ``copy_offset + i`` of one env with the same seed (``ke.RayLearningEnv``'s
+            workers; docs/scale.md).
+        config: The `EnvConfig`; None: the defaults.
 
     Raises:
         ValueError: For a device other than "cpu", a bad render mode/run config pair, an
@@ -162,12 +101,12 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
     def __init__(
         self,
         task: Task,
-        num_envs: int = 1,
+        num_envs: int | None = None,
         dt: float | None = None,
         physics_steps_per_action: int | None = None,
-        env_spacing: float = 4.0,
+        env_spacing: float | None = None,
         headless: bool | None = None,
-        seed: int = 0,
+        seed: int | None = None,
         render_mode: str | None = None,
         run_config: SimulationRunConfig | None = None,
         device: str = "cpu",
@@ -175,58 +114,50 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         timing: SimulationTimingConfig | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
-        layout: str = "packed",
-        num_threads: int = 1,
-        copy_offset: int = 0,
+        layout: str | None = None,
+        num_threads: int | None = None,
+        copy_offset: int | None = None,
+        config: EnvConfig | None = None,
     ) -> None:
         if device != "cpu":
             raise ValueError(
                 f"device must be 'cpu' (KELab simulates on the CPU with pymunk), got {device!r}"
             )
-        if headless is not None:
-            headless = check_bool(
-                headless, "headless", fix="or leave it out (None) to follow render_mode"
-            )
-        config = resolve_run_config(render_mode, run_config)
-        if headless is None:
-            headless = config.mode is not RunMode.PACED
-        elif config.mode is RunMode.PACED and headless:
-            raise ValueError(
-                "render_mode='human' opens a window, but headless=True; leave headless out "
-                "(it follows render_mode) to watch the copies, or use render_mode='rgb_array' "
-                "for offscreen frames"
-            )
         validate_task_class(task)
-        timing = resolve_timing(task, timing, dt, physics_steps_per_action)
-        self._core = EnvCore(
+        self._config = cfg = env_config(
             task,
-            num_envs=num_envs,
+            config,
+            render_mode=render_mode,
+            run_config=run_config,
+            headless=headless,
             timing=timing,
-            env_spacing=env_spacing,
+            dt=dt,
+            physics_steps_per_action=physics_steps_per_action,
+            num_envs=num_envs,
             seed=seed,
-            success_rule=success,
-            env=self,
+            env_spacing=env_spacing,
             layout=layout,
             num_threads=num_threads,
             copy_offset=copy_offset,
         )
-        core = self._core
+        self._core = core = EnvCore(task, cfg, success_rule=success, env=self)
         self.num_envs = core.num_envs
         self.task = task
         self.world = core.world
         self.timing: SimulationTimingConfig = core.timing
-        self.run_config = config
-        self.render_mode = render_mode
-        self.headless = headless
+        self.run_config = cfg.run_config
+        self.render_mode = cfg.render_mode
+        self.headless = cfg.headless
         self.device = device
-        self.seed_value = seed
+        self.seed_value = cfg.seed
         self.metadata = {**type(self).metadata, "render_fps": self.timing.control_hz}
-        low, high = observation_bounds(task, core.obs_dim)
-        self.single_observation_space = gymnasium.spaces.Box(low, high, (core.obs_dim,), np.float32)
-        self.single_action_space = gymnasium.spaces.Box(-1.0, 1.0, (core.act_dim,), np.float32)
+        self.single_observation_space = observation_space(task)
+        self.single_action_space = action_space(task)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._presenter = Presenter(config, core, f"KELab - {type(task).__name__}", pacer)
+        self._presenter = Presenter(
+            cfg.run_config, core, f"KELab - {type(task).__name__}", pacer, cfg.render_backend
+        )
 
     # ------------------------------------------------------------------ properties
     @property

@@ -489,12 +489,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
         obs = pool.retry(k, "reset", (seeds, None))
         # the step never completed: the episode ends where the last reply left it
-        counters = {k: v[a:b] for k, v in self._book.ended().items()}
+        counters = self._book.ended().rows(a, b)
         ends: dict[str, Any] = {  # compact_ends's form; the join zeroes these counters
             "ids": np.arange(n),
             "final_obs": self._obs[a:b].copy(),
             "ended_by": [CUT_SHORT] * n,
-            **counters,
+            **counters._asdict(),
         }
         if self._success_rule is not None:
             ends["is_success"] = np.zeros(n, dtype=bool)

@@ -7,33 +7,54 @@ ended. Everything is batched numpy, one row per environment copy. See docs/rl.md
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from kelab._validate import check_int, check_number, is_int, must
+from kelab.rl.errors import TaskError
 from kelab.timing.config import MAX_EPISODE_LENGTH_S
 
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
-    from kelab.rl.direct import DirectRLEnv
-    from kelab.rl.env import LearningEnv
-    from kelab.rl.success import RuleContext, SuccessRule
+    from kelab.rl.rule_context import RuleContext
     from kelab.sim.builder import SceneBuilder
     from kelab.sim.world import World
 
-__all__ = ["MAX_DIM", "Task", "TaskError"]
+__all__ = ["MAX_DIM", "Task", "TaskEnv", "TaskError"]
 
 #: The largest observation_dim / action_dim a task may declare.
 MAX_DIM = 1_000_000
 
 
-class TaskError(ValueError):
-    """A task returned something the environment cannot use (a bad shape, NaN, a bad name).
+class TaskEnv(Protocol):
+    """What every environment that runs a task offers it (``task.env``, ``on_start(env)``).
 
-    The message names the task method, the offending condition or value, and the copies.
+    :class:`~kelab.rl.env.LearningEnv` and :class:`~kelab.rl.direct.DirectRLEnv` both
+    satisfy it; a task that needs more of its own environment annotates ``on_start`` with
+    that class (tasks sit above the environments, so they may import them).
     """
+
+    @property
+    def task(self) -> Task:
+        """The task this environment runs."""
+        ...
+
+    @property
+    def world(self) -> World:
+        """The World holding every copy."""
+        ...
+
+    @property
+    def step_dt(self) -> float:
+        """Simulated seconds per env step."""
+        ...
+
+    @property
+    def max_episode_length(self) -> int:
+        """Env steps in an episode that reaches its time limit."""
+        ...
 
 
 # names the environment binds on the task; reading one before binding gives a clear error
@@ -101,7 +122,8 @@ class Task:
     episode_length_s: float = 0.0
     sim_dt: float = 1.0 / 120.0
     decimation: int = 2
-    success_rule: SuccessRule | None = None
+    success_rule: Callable[[Task], np.ndarray] | None = None
+    """A ``@ke.success`` rule (a `kelab.rl.success.SuccessRule`), or None."""
     render_size: tuple[int, int] = (640, 480)
     render_zoom: float = 100.0
 
@@ -118,7 +140,7 @@ class Task:
     """One seeded Generator per copy (draw through :meth:`uniform` / :meth:`normal`)."""
     world: World
     """The :class:`~kelab.sim.world.World` holding every copy."""
-    env: LearningEnv | DirectRLEnv
+    env: TaskEnv
     """The environment running the task."""
     device: str
     """Where the batches live (``"cpu"``)."""
@@ -132,7 +154,7 @@ class Task:
         """
         raise NotImplementedError(f"{type(self).__name__} must implement build(scene)")
 
-    def on_start(self, env: LearningEnv | DirectRLEnv) -> None:
+    def on_start(self, env: TaskEnv) -> None:
         """Look up joint indices and anything else that needs the live world (called once).
 
         Args:

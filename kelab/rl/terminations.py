@@ -9,14 +9,11 @@ each finished episode in reports. See docs/rl.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from kelab.rl.task import TaskError
-
-if TYPE_CHECKING:
-    from kelab.rl.task import Task
+from kelab.rl.errors import TaskError, describe_array
 
 __all__ = [
     "CUT_SHORT",
@@ -27,6 +24,7 @@ __all__ = [
     "TerminationSet",
     "TerminationValidator",
     "check_condition_name",
+    "describe_array",
 ]
 
 TIME_LIMIT = "time limit"
@@ -87,13 +85,6 @@ def check_condition_name(name: object, where: str = "get_dones()") -> str:
             "condition"
         )
     return name
-
-
-def describe_array(value: object) -> str:
-    """Say what ``value`` is, for an error message: dtype and shape, or its type."""
-    if isinstance(value, np.ndarray):
-        return f"a {value.dtype} array of shape {value.shape}"
-    return f"a {type(value).__name__}"
 
 
 class TerminationValidator:
@@ -196,6 +187,13 @@ class TerminationValidator:
 Condition = Callable[[], np.ndarray]
 
 
+class TimeLimited(Protocol):
+    """What `TerminationSet` reads of its task: the time limit (a bound ``ke.Task``)."""
+
+    episode_length_buf: np.ndarray
+    max_episode_length: int
+
+
 class TerminationSet:
     """Named early-end conditions, evaluated together by :meth:`check`.
 
@@ -224,7 +222,7 @@ class TerminationSet:
 
     def __init__(
         self,
-        task: Task | None = None,
+        task: TimeLimited | None = None,
         conditions: Mapping[str, Condition] | None = None,
         truncate: Condition | None = None,
     ) -> None:

@@ -152,17 +152,41 @@ def test_snapshot_restore_answers_counterfactuals_bit_identically(layout):
 
 
 def test_layout_defaults_and_validation():
-    assert ke.LearningEnv(CartPoleTask(), num_envs=2).world.layout == "packed"
-    assert ke.DirectRLEnv(CartPoleTask()).world.layout == "isolated"
+    """One default layout (EnvConfig's "isolated") for World and every environment."""
+    default = ke.EnvConfig().layout
+    assert default == "isolated"
+    scene_builder = ke.SceneBuilder()
+    CartPoleTask().build(scene_builder)
+    assert ke.World(scene_builder.build()).layout == default
+    assert ke.LearningEnv(CartPoleTask(), num_envs=2).world.layout == default
+    assert ke.DirectRLEnv(CartPoleTask()).world.layout == default
     assert ke.DirectRLEnv(CartPoleTask(), layout="packed").world.layout == "packed"
     with pytest.raises(
         ValueError, match=r"layout must be one of \('isolated', 'packed'\), got 'tiled'"
     ):
         ke.LearningEnv(CartPoleTask(), layout="tiled")
     with pytest.raises(ValueError, match="layout must be one of"):
-        ke.DirectRLEnv(CartPoleTask(), layout=None)
+        ke.EnvConfig(layout=None)
     with pytest.raises(ValueError, match="num_threads must be an int >= 1, got 0"):
         ke.LearningEnv(CartPoleTask(), num_threads=0)
+
+
+def test_default_learning_env_copies_match_lone_copies():
+    """With the one default layout, copy i of a LearningEnv is a lone copy seeded alike."""
+    vec = ke.LearningEnv(CartPoleTask(), num_envs=3, seed=4)
+    rng = np.random.default_rng(2)
+    actions = rng.uniform(-1, 1, (60, 3, 1)).astype(np.float32)
+    obs_v = [vec.reset()[0]]
+    for a in actions:
+        obs_v.append(vec.step(a)[0])
+    vec.close()
+    for i in range(3):
+        one = ke.LearningEnv(CartPoleTask(), num_envs=1, seed=4, copy_offset=i)
+        obs_1 = [one.reset()[0]]
+        for a in actions:
+            obs_1.append(one.step(a[i : i + 1])[0])
+        one.close()
+        assert np.array_equal(np.stack(obs_v)[:, i], np.stack(obs_1)[:, 0])
 
 
 def _rollout(env, steps=90, seed=None):

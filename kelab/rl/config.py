@@ -1,0 +1,298 @@
+"""EnvConfig: one frozen, validated description of how an environment runs its task.
+
+`LearningEnv`, `DirectRLEnv` and `RayLearningEnv` take ``config=ke.EnvConfig(...)``:
+copies, seed, timing, rendering, layout and threads, checked once, with one default
+layout (``"isolated"``) everywhere. The older keywords (``dt``,
+``physics_steps_per_action``, ``headless``, ``run_config``...) still work: they are
+folded into the config here (`env_config`), so every environment resolves them in one
+place and in one way. Gymnasium's ``render_mode=`` keyword (what ``gymnasium.make``
+passes) is the config's own field. See docs/rl.md, "Environment config".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kelab._validate import (
+    check_bool,
+    check_choice,
+    check_copies,
+    check_int,
+    check_number,
+    check_seed,
+)
+from kelab.timing.config import (
+    MAX_DECIMATION,
+    SIM_DT_RANGE,
+    RunMode,
+    SimulationRunConfig,
+    SimulationTimingConfig,
+)
+
+if TYPE_CHECKING:
+    from kelab.rl.task import Task
+
+__all__ = [
+    "DEFAULT_LAYOUT",
+    "RENDER_BACKENDS",
+    "EnvConfig",
+    "env_config",
+    "resolve_run_config",
+    "resolve_timing",
+]
+
+DEFAULT_LAYOUT = "isolated"
+"""The one default World layout of every environment (and of ``ke.World``): copy ``i`` is
+bit-identical to a lone copy, so a default LearningEnv's copy ``i`` matches a default
+DirectRLEnv with the same seed. ``"packed"`` is the opt-in speed layout (TrainConfig
+chooses it for training)."""
+
+RENDER_BACKENDS = ("pygame", "gl")
+"""Renderer backends an environment can draw with."""
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """How an environment runs its task; validated when made (``ValueError`` names the field).
+
+    Example:
+        >>> import kelab as ke
+        >>> from kelab.tasks.cartpole import CartPoleTask
+        >>> cfg = ke.EnvConfig(num_envs=4, seed=1, layout="packed")
+        >>> env = ke.LearningEnv(CartPoleTask(), config=cfg)
+        >>> env.num_envs, env.world.layout, env.config.render_mode
+        (4, 'packed', None)
+        >>> env.close()
+    """
+
+    num_envs: int = 1
+    """Copies run side by side (>= 1; a DirectRLEnv runs exactly one)."""
+    seed: int = 0
+    """Seed of every per-copy random Generator (int in [0, 2**64))."""
+    timing: SimulationTimingConfig | None = None
+    """Physics step, decimation and episode length; None: the task's ``sim_dt``,
+    ``decimation`` and ``episode_length_s`` (a timing with ``episode_length_s=None`` keeps
+    the task's episode length)."""
+    render_mode: str | None = None
+    """Gymnasium's render mode, which picks the run mode: None -> HEADLESS_FAST (never
+    draws), ``"rgb_array"`` -> OFFSCREEN_FAST (``render()`` returns frames), ``"human"``
+    -> PACED (a window, real-time pacing)."""
+    layout: str = DEFAULT_LAYOUT
+    """World layout: ``"isolated"`` (one pymunk space per copy, exact against a lone copy)
+    or ``"packed"`` (copies share a space per thread shard: several times faster for many
+    copies, same-seed runs still bit-identical; docs/world.md, "Layouts")."""
+    num_threads: int = 1
+    """Threads stepping the copies (results bit-identical for every value)."""
+    env_spacing: float = 4.0
+    """Metres between copy origins along x (display only; packed rounds it up to a power
+    of two)."""
+    render_backend: str = "pygame"
+    """Renderer used when the run mode draws: ``"pygame"`` or ``"gl"``."""
+    copy_offset: int = 0
+    """Global index of copy 0: copy ``i`` draws from the streams of copy ``copy_offset + i``
+    of a larger env with the same seed (``ke.RayLearningEnv``'s workers; docs/scale.md)."""
+
+    def __post_init__(self) -> None:
+        n, seed, threads, layout = check_copies(
+            self.num_envs, self.seed, self.num_threads, self.layout
+        )
+        if self.timing is not None and not isinstance(self.timing, SimulationTimingConfig):
+            raise ValueError(
+                f"EnvConfig.timing must be a ke.SimulationTimingConfig or None, got "
+                f"{self.timing!r}; leave it None to use the task's own timing"
+            )
+        SimulationRunConfig.from_render_mode(self.render_mode)  # validates it
+        spacing = check_number(self.env_spacing, "EnvConfig.env_spacing", low=0.0, unit="metres")
+        backend = check_choice(self.render_backend, "EnvConfig.render_backend", RENDER_BACKENDS)
+        offset = check_seed(self.copy_offset, "EnvConfig.copy_offset")
+        for name, value in (
+            ("num_envs", n),
+            ("seed", seed),
+            ("num_threads", threads),
+            ("layout", layout),
+            ("env_spacing", spacing),
+            ("render_backend", backend),
+            ("copy_offset", offset),
+        ):
+            object.__setattr__(self, name, value)
+
+    @property
+    def run_config(self) -> SimulationRunConfig:
+        """The run mode ``render_mode`` picks (`SimulationRunConfig`)."""
+        return SimulationRunConfig.from_render_mode(self.render_mode)
+
+    @property
+    def headless(self) -> bool:
+        """Whether no window opens (every run mode but PACED)."""
+        return self.run_config.mode is not RunMode.PACED
+
+    def timing_for(self, task: Task) -> SimulationTimingConfig:
+        """The complete timing ``task`` runs at under this config (`resolve_timing`).
+
+        Args:
+            task: The task whose ``sim_dt``, ``decimation`` and ``episode_length_s`` fill
+                what ``timing`` leaves open.
+
+        Returns:
+            A timing with every field set.
+        """
+        return resolve_timing(task, self.timing)
+
+
+def resolve_run_config(
+    render_mode: str | None, run_config: SimulationRunConfig | None
+) -> SimulationRunConfig:
+    """Return the run config for a ``render_mode`` / ``run_config`` pair.
+
+    Without a run config the mode follows ``render_mode`` (None -> HEADLESS_FAST,
+    "human" -> PACED, "rgb_array" -> OFFSCREEN_FAST). An explicit run config must come
+    with the render mode its mode requires.
+
+    Args:
+        render_mode: Gymnasium's render mode.
+        run_config: An explicit run mode, or None.
+
+    Returns:
+        The run config.
+
+    Raises:
+        ValueError: For an unknown render mode, or a pair that does not match, saying which
+            render mode the run config requires.
+    """
+    if run_config is None:
+        return SimulationRunConfig.from_render_mode(render_mode)
+    if not isinstance(run_config, SimulationRunConfig):
+        raise ValueError(f"run_config must be a ke.SimulationRunConfig or None, got {run_config!r}")
+    SimulationRunConfig.from_render_mode(render_mode)  # validates the render mode itself
+    if run_config.render_mode != render_mode:
+        raise ValueError(
+            f"run_config mode {run_config.mode.name} requires render_mode="
+            f"{run_config.render_mode!r}, got render_mode={render_mode!r}; pass render_mode="
+            f"{run_config.render_mode!r} with it (or leave run_config=None to choose the mode "
+            "from render_mode)"
+        )
+    return run_config
+
+
+def resolve_timing(
+    task: Task,
+    timing: SimulationTimingConfig | None = None,
+    dt: float | None = None,
+    physics_steps_per_action: int | None = None,
+) -> SimulationTimingConfig:
+    """Return the timing an environment runs ``task`` at.
+
+    Defaults are the task's own ``sim_dt``, ``decimation`` and ``episode_length_s``; an
+    explicit ``timing`` replaces them (its ``episode_length_s=None`` keeps the task's), and
+    ``dt`` / ``physics_steps_per_action`` override the physics step / decimation of either.
+
+    Args:
+        task: The task.
+        timing: An explicit timing, or None.
+        dt: The older keyword for ``timing.sim_dt``, or None.
+        physics_steps_per_action: The older keyword for ``timing.decimation``, or None.
+
+    Returns:
+        A timing with every field set.
+
+    Raises:
+        ValueError: For a ``timing`` that is not a ``SimulationTimingConfig``, or a ``dt`` /
+            ``physics_steps_per_action`` out of the config's ranges (named as passed).
+    """
+    if timing is None:
+        timing = SimulationTimingConfig(
+            sim_dt=task.sim_dt, decimation=task.decimation, episode_length_s=task.episode_length_s
+        )
+    elif not isinstance(timing, SimulationTimingConfig):
+        raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
+    elif timing.episode_length_s is None:
+        timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
+    if dt is not None:  # checked under the caller's name, by the config's own rule
+        lo, hi = SIM_DT_RANGE
+        dt = check_number(
+            dt, "dt", low=lo, high=hi, unit="seconds", fix="for 120 Hz physics pass dt=1/120"
+        )
+        timing = dataclasses.replace(timing, sim_dt=dt)
+    if physics_steps_per_action is not None:
+        steps = check_int(
+            physics_steps_per_action,
+            "physics_steps_per_action",
+            low=1,
+            high=MAX_DECIMATION,
+            fix="it counts physics steps per environment step",
+        )
+        timing = dataclasses.replace(timing, decimation=steps)
+    return timing
+
+
+def env_config(
+    task: Task,
+    config: EnvConfig | None,
+    *,
+    render_mode: str | None = None,
+    run_config: SimulationRunConfig | None = None,
+    headless: bool | None = None,
+    timing: SimulationTimingConfig | None = None,
+    dt: float | None = None,
+    physics_steps_per_action: int | None = None,
+    **fields: object,
+) -> EnvConfig:
+    """Fold an environment's keywords into one `EnvConfig` with its timing resolved.
+
+    Every keyword left None keeps ``config``'s value (or EnvConfig's default). The older
+    keywords are aliases: ``run_config`` must match ``render_mode`` (it picks the same
+    run mode), ``headless`` must agree with it, ``dt`` / ``physics_steps_per_action``
+    override the timing's physics step / decimation.
+
+    Args:
+        task: The task (its timing fills what is left open).
+        config: A config, or None for the defaults.
+        render_mode: Gymnasium's render mode (what ``gymnasium.make`` passes), or None.
+        run_config: Older alias of ``render_mode``.
+        headless: Older check: True refuses ``"human"``.
+        timing: Overrides ``config.timing``.
+        dt: Overrides the timing's ``sim_dt``.
+        physics_steps_per_action: Overrides the timing's ``decimation``.
+        **fields: Other EnvConfig fields (``num_envs``, ``seed``, ``layout``...) given as
+            keywords; None keeps the config's.
+
+    Returns:
+        The config, its ``timing`` complete.
+
+    Raises:
+        ValueError: For a config that is not an EnvConfig, a render mode that disagrees
+            with ``config``, ``run_config`` or ``headless``, and any invalid field.
+    """
+    if config is None:
+        config = EnvConfig()
+    elif not isinstance(config, EnvConfig):
+        raise ValueError(f"config must be a ke.EnvConfig or None, got {config!r}")
+    if render_mode is not None and config.render_mode not in (None, render_mode):
+        raise ValueError(
+            f"render_mode={render_mode!r} disagrees with config.render_mode="
+            f"{config.render_mode!r}; give the render mode once"
+        )
+    mode = render_mode if render_mode is not None else config.render_mode
+    if run_config is not None:
+        mode = resolve_run_config(mode, run_config).render_mode
+    resolved = resolve_run_config(mode, None)
+    if headless is not None:
+        headless = check_bool(
+            headless, "headless", fix="or leave it out (None) to follow render_mode"
+        )
+        if headless and resolved.mode is RunMode.PACED:
+            raise ValueError(
+                "render_mode='human' opens a window, but headless=True; leave headless out "
+                "(it follows render_mode) to watch the copies, or use render_mode='rgb_array' "
+                "for offscreen frames"
+            )
+    given = {k: v for k, v in fields.items() if v is not None}
+    unknown = sorted(set(given) - {f.name for f in dataclasses.fields(EnvConfig)})
+    if unknown:
+        raise TypeError(f"unknown environment setting(s) {unknown}")
+    timing = resolve_timing(
+        task, timing if timing is not None else config.timing, dt, physics_steps_per_action
+    )
+    return dataclasses.replace(config, render_mode=mode, timing=timing, **given)
