@@ -184,6 +184,7 @@ def run_preview(
         ValueError: For an unknown task, action mode or ``out`` path.
     """
     from kelab.render.renderer import BACKENDS, require_display
+    from kelab.rl.config import EnvConfig
     from kelab.rl.direct import DirectRLEnv
 
     if actions not in ("zero", "random"):
@@ -200,8 +201,8 @@ def run_preview(
         require_display(backend)
     elif seconds is None:
         seconds = HEADLESS_DEFAULT_S
-    env = DirectRLEnv(cls(), render_mode=render_mode, seed=seed)
-    env._presenter.backend = backend
+    config = EnvConfig(render_mode=render_mode, render_backend=backend)
+    env = DirectRLEnv(cls(), seed=seed, config=config)
     rng = np.random.default_rng(seed)
     max_steps = None if seconds is None else max(1, round(seconds / env.step_dt))
     sink = None if out_path is None else _FrameSink(out_path, env.timing.control_hz)
@@ -218,8 +219,8 @@ def run_preview(
         if sink is None:
             return
         frame = env.render()
-        if frame is None and env._presenter.renderer is not None:  # human: the window's frame
-            frame = env._presenter.renderer.read_rgb_pixels()
+        if frame is None and env.renderer is not None:  # human: the window's frame
+            frame = env.renderer.read_rgb_pixels()
         if frame is not None:
             sink.add(frame)
 

@@ -370,3 +370,38 @@ def test_task_error_in_get_rewards_leaves_the_env_failed_until_reset():
         assert (env.episode_length_buf == 1).all()
     finally:
         env.close()
+
+
+def test_env_config_is_one_validated_description(monkeypatch):
+    """ke.EnvConfig: fields checked by name; the old keywords fold into it; env.config."""
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    with pytest.raises(ValueError, match=r"EnvConfig.render_backend must be one of"):
+        ke.EnvConfig(render_backend="vulkan")
+    with pytest.raises(ValueError, match=r"render_mode must be None, 'rgb_array' or 'human'"):
+        ke.EnvConfig(render_mode="video")
+    with pytest.raises(ValueError, match=r"EnvConfig.timing must be a ke.SimulationTimingConfig"):
+        ke.EnvConfig(timing=1 / 60)
+    with pytest.raises(ValueError, match="disagrees with config.render_mode"):
+        ke.LearningEnv(
+            CartPoleTask(), render_mode="human", config=ke.EnvConfig(render_mode="rgb_array")
+        )
+    with pytest.raises(ValueError, match="config must be a ke.EnvConfig"):
+        ke.DirectRLEnv(CartPoleTask(), config={"layout": "packed"})
+    with pytest.raises(ValueError, match="DirectRLEnv runs one copy"):
+        ke.DirectRLEnv(CartPoleTask(), config=ke.EnvConfig(num_envs=2))
+    # the old timing keywords resolve into the config's timing (one place, one way)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, dt=1 / 240, physics_steps_per_action=4)
+    cfg = env.config
+    assert (cfg.timing.sim_dt, cfg.timing.decimation) == (1 / 240, 4)
+    assert cfg.timing.episode_length_s == CartPoleTask.episode_length_s
+    assert env.timing == cfg.timing and cfg.num_envs == 2 and cfg.layout == "isolated"
+    env.close()
+    # rendering: the backend is a config field; env.renderer is the public renderer
+    env = ke.DirectRLEnv(
+        CartPoleTask(), config=ke.EnvConfig(render_mode="rgb_array", render_backend="pygame")
+    )
+    assert env.renderer is None and env.run_config.mode is ke.RunMode.OFFSCREEN_FAST
+    env.reset(seed=0)
+    frame = env.render()
+    assert env.renderer is not None and frame.shape == (*env.renderer.size[::-1], 3)
+    env.close()
