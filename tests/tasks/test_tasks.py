@@ -176,8 +176,11 @@ def test_humanoid_falls_without_control_and_pi_stands():
 )
 def test_shipped_locomotion_policies_reach_their_evaluation_figures(target, episodes):
     # the tasks share kelab/tasks/_locomotion.py; the policies trained before that must
-    # still see the same observations, rewards and endings, so their figures hold
-    pytest.importorskip("torch")
+    # still see the same observations, rewards and endings, so their figures hold. The
+    # figures were recorded with the torch actor; playback runs the numpy actor, whose
+    # float32 sums differ from torch's by <= 6e-7 an action (tests/train/test_numpy_actor.py),
+    # and a thousand steps of contacts carry that into the returns (Humanoid: 2498.9 with
+    # torch, 2503.6 with numpy). Successes and endings are exact; the mean return within 1 %.
     import json
 
     from kelab.tasks.registry import task_class
@@ -186,12 +189,13 @@ def test_shipped_locomotion_policies_reach_their_evaluation_figures(target, epis
     path = shipped_policy(target)
     recorded = json.loads(path.read_text())["evaluation"]
     player = ke.RLPlayer(path, render_mode=None)
-    env = ke.LearningEnv(task_class(target)(), num_envs=episodes, seed=1000)
+    # the figures were recorded in TrainConfig's "packed" layout (not EnvConfig's default)
+    env = ke.LearningEnv(task_class(target)(), num_envs=episodes, seed=1000, layout="packed")
     report = ke.evaluate(env, player.policy, episodes=episodes, seed=1000)
     env.close()
     if episodes == recorded["episodes"]:
         assert report.successes == recorded["successes"], report.table()
-        assert round(report.return_mean, 1) == recorded["return_mean"]
+        assert report.return_mean == pytest.approx(recorded["return_mean"], rel=0.01)
         assert {k: v for k, v in report.ended_by.items() if v} == recorded["ended_by"]
     else:
         assert report.success_rate == recorded["success_rate"] == 1.0, report.table()
