@@ -460,7 +460,8 @@ class World:
 
         Raises:
             ValueError: On a wrong shape (the message names the argument, the shape seen
-                and the shape expected), non-finite values or bad ids.
+                and the shape expected), non-finite values, values beyond ±1e9 N or
+                N·m (docs/world.md, "Limits") or bad ids.
 
         Example:
             >>> import numpy as np
