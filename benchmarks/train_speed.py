@@ -46,7 +46,7 @@ import kelab as ke  # noqa: E402
 import kelab.train._fork as _fork  # noqa: E402
 from kelab.tasks.cartpole import CartPoleTask  # noqa: E402
 from kelab.train.checkpoint import load_checkpoint  # noqa: E402
-from kelab.train.config import TrainConfig  # noqa: E402
+from kelab.train.config import TrainConfig, training_config_of  # noqa: E402
 from kelab.train.policy import CheckpointPolicy  # noqa: E402
 from kelab.train.trainer import RLTrainer  # noqa: E402
 
@@ -173,7 +173,7 @@ def overhead(
     first rollout, last update or final save and curve).
     """
     torch.set_num_threads(1)
-    config = (config or task_type.training_config).replace(stop_at_target=False, eval_every=0)
+    config = (config or training_config_of(task_type)).replace(stop_at_target=False, eval_every=0)
     n, steps = config.num_envs, config.num_steps_per_env * iterations
     bare_env = ke.LearningEnv(task_type(), num_envs=n, seed=0)
     bare_env.reset(seed=0)
@@ -234,7 +234,7 @@ def main() -> None:
         help="change a field of CartPole-v0's config (a JSON value), e.g. num_learning_epochs=2",
     )
     args = parser.parse_args()
-    cartpole = CartPoleTask.training_config
+    cartpole = training_config_of(CartPoleTask)
     for change in args.set:
         field, _, value = change.partition("=")
         cartpole = cartpole.replace(**{field: json.loads(value)})

@@ -30,8 +30,9 @@ import torch
 import kelab as ke
 from kelab.tasks.registry import resolve_task, task_class
 from kelab.train.checkpoint import load_checkpoint
+from kelab.train.config import training_config_of
 from kelab.train.policy import CheckpointPolicy
-from kelab.train.trainer import RLTrainer, training_config_of
+from kelab.train.trainer import RLTrainer
 
 GATE = 0.8
 """Fraction of the target the training success rate must reach before a check runs."""

@@ -39,7 +39,6 @@ from kelab.sim.scene import (
     RobotDescription,
 )
 from kelab.sim.sensors import SensorConfig
-from kelab.train.config import TrainConfig
 
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
@@ -113,7 +112,7 @@ class BallToGoalTask(Task):
     decimation = 2
     success_rule = stayed_at_goal
     render_zoom = 68.0  # the whole table (6.24 m across with its frame) in 480 px, HUD clear
-    training_config = TrainConfig(
+    training_config = dict(
         num_envs=256,
         num_steps_per_env=24,
         max_iterations=400,

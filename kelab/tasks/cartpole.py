@@ -23,7 +23,6 @@ from kelab.sim.assets import Asset
 from kelab.sim.assets.cartpole import PIVOT_Y, POLE_LENGTH
 from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import Robot, Terrain
-from kelab.train.config import TrainConfig
 
 __all__ = ["CartPoleTask", "balanced"]
 
@@ -51,7 +50,7 @@ class CartPoleTask(Task):
     decimation = 2
     success_rule = balanced
     render_zoom = 110.0
-    training_config = TrainConfig(
+    training_config = dict(
         num_envs=64,
         num_steps_per_env=16,
         max_iterations=400,

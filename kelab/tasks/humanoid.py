@@ -19,7 +19,6 @@ import numpy as np
 from kelab.rl.success import success
 from kelab.sim.assets.biped import TORQUE_LIMITS
 from kelab.tasks._locomotion import LocomotionTask
-from kelab.train.config import TrainConfig
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
@@ -55,7 +54,7 @@ class HumanoidTask(LocomotionTask):
     decimation = 2
     success_rule = walked_forward
     render_zoom = 140.0
-    training_config = TrainConfig(
+    training_config = dict(
         num_envs=512,
         num_steps_per_env=24,
         max_iterations=1500,

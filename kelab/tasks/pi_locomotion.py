@@ -19,7 +19,6 @@ import numpy as np
 
 from kelab.rl.success import success
 from kelab.tasks._locomotion import LocomotionTask
-from kelab.train.config import TrainConfig
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv
@@ -56,7 +55,7 @@ class PiLocomotionTask(LocomotionTask):
     decimation = 20
     success_rule = tracked_command
     render_zoom = 300.0
-    training_config = TrainConfig(
+    training_config = dict(
         num_envs=256,
         num_steps_per_env=24,
         max_iterations=1000,

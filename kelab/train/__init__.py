@@ -5,6 +5,6 @@ the player and the checkpoint loaders import it when they are used. Install the 
 with ``pip install 'kelab[train]'``. See docs/training.md.
 """
 
-from kelab.train.config import ALGORITHMS, TrainConfig
+from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of
 
-__all__ = ["ALGORITHMS", "TrainConfig"]
+__all__ = ["ALGORITHMS", "TrainConfig", "training_config_of"]

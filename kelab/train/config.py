@@ -1,22 +1,30 @@
 """``TrainConfig``: everything a PPO training run is set up with (no torch here).
 
-Each built-in task carries a tuned one as its ``training_config`` class attribute, so
-``kelab train CartPole-v0`` with no flags reaches the task's target. The config is saved
-in every checkpoint's JSON and read back with :meth:`TrainConfig.from_dict`.
+Each built-in task carries its tuned settings as plain data, a ``training_config`` class
+attribute mapping field names to values (tasks sit below train and never import it);
+:func:`training_config_of` turns them into a checked ``TrainConfig``, so ``kelab train
+CartPole-v0`` with no flags reaches the task's target. The config is saved in every
+checkpoint's JSON and read back with :meth:`TrainConfig.from_dict`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kelab._validate import check_bool, check_choice, check_int, check_layout, check_number, must
 
-__all__ = ["ALGORITHMS", "TrainConfig"]
+__all__ = ["ALGORITHMS", "TrainConfig", "training_config_of"]
 
-ALGORITHMS = ("PPO",)
-"""The algorithms ``RLTrainer`` knows."""
+ALGORITHMS: dict[str, str] = {"PPO": "kelab.train.ppo:build_algorithm"}
+"""The algorithms ``RLTrainer`` knows: name -> ``"module:builder"``, imported when used.
+
+A builder takes ``(config, obs_dim, act_dim, num_envs, device)`` and returns an object
+with the interface of :class:`kelab.train.algorithm.Algorithm`; a new algorithm is one
+module with such a builder plus one entry here (docs/training.md, "Adding an algorithm").
+"""
 
 _ACTIVATIONS = ("elu", "relu", "tanh", "selu", "gelu", "silu")
 
@@ -234,3 +242,36 @@ class TrainConfig:
         if unknown:
             raise ValueError(f"unknown training config keys {unknown}; known keys: {sorted(known)}")
         return cls(**data)
+
+
+def training_config_of(task_type: type) -> TrainConfig:
+    """The task's tuned settings as a checked ``TrainConfig`` (the defaults without any).
+
+    A task's ``training_config`` class attribute is plain data, a mapping of
+    ``TrainConfig`` field names to values (what the built-in tasks carry), or a
+    ``TrainConfig`` (a user's task may import train).
+
+    Raises:
+        ValueError: For anything else, an unknown field or a bad value, naming the task.
+
+    Example:
+        >>> class Task:
+        ...     training_config = {"num_envs": 32, "learning_rate": 3e-3}
+        >>> training_config_of(Task).num_envs, training_config_of(object).num_envs
+        (32, 256)
+    """
+    config = getattr(task_type, "training_config", None)
+    name = f"{getattr(task_type, '__name__', task_type)}.training_config"
+    if config is None:
+        return TrainConfig()
+    if isinstance(config, TrainConfig):
+        return config
+    if not isinstance(config, Mapping):
+        raise ValueError(
+            f"{name} must be a mapping of TrainConfig fields (or a kelab.train.TrainConfig), "
+            f"got {config!r}; write it as a dict, e.g. {{'num_envs': 64}}"
+        )
+    try:
+        return TrainConfig.from_dict(dict(config))
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name}: {err}") from None

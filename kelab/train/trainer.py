@@ -37,7 +37,7 @@ from kelab.train.checkpoint import (  # noqa: E402
     load_checkpoint,
     save_checkpoint,
 )
-from kelab.train.config import ALGORITHMS, TrainConfig  # noqa: E402
+from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.learner import OverlappedUpdates  # noqa: E402
 from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
@@ -61,19 +61,6 @@ if TYPE_CHECKING:
     ]
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
-
-
-def training_config_of(task_type: type) -> TrainConfig:
-    """The task's tuned ``training_config`` class attribute, else the defaults."""
-    config = getattr(task_type, "training_config", None)
-    if config is None:
-        return TrainConfig()
-    if not isinstance(config, TrainConfig):
-        raise ValueError(
-            f"{task_type.__name__}.training_config must be a kelab.train.TrainConfig, "
-            f"got {config!r}"
-        )
-    return config
 
 
 _BEST_RULES = {
@@ -150,7 +137,9 @@ class RLTrainer:
         from kelab.rl.ray_env import RayLearningEnv  # imports ray only when one is made
 
         if algorithm not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {algorithm!r}; known algorithms: {ALGORITHMS}")
+            raise ValueError(
+                f"unknown algorithm {algorithm!r}; known algorithms: {sorted(ALGORITHMS)}"
+            )
         if device != "cpu":
             raise ValueError(
                 f"device must be 'cpu' (KELab simulates on the CPU and trains there), got "

@@ -70,7 +70,7 @@ def test_a_checkpoint_directory_holds_no_pickle(trained_run):
 
 def test_unknown_algorithm_and_bad_arguments():
     env = ke.LearningEnv(CartPoleTask(), num_envs=2)
-    with pytest.raises(ValueError, match=r"unknown algorithm 'SAC'; known algorithms: \('PPO',\)"):
+    with pytest.raises(ValueError, match=r"unknown algorithm 'SAC'; known algorithms: \['PPO'\]"):
         ke.RLTrainer(env, algorithm="SAC")
     with pytest.raises(ValueError, match="device must be 'cpu'"):
         ke.RLTrainer(env, device="cuda")
