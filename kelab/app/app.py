@@ -27,8 +27,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab._validate import check_int, must
+from kelab.app.attributes import ReadOnlyAttributes
 from kelab.app.config import AppConfig, LiveSettings
 from kelab.app.dragging import DRAG_PRIORITY, Dragging
+from kelab.app.free_step import FrameDelta
 from kelab.app.hooks import call_hook, name_in_message
 from kelab.app.hotkeys import HOTKEYS, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
@@ -37,7 +39,7 @@ from kelab.app.interaction import PickedBody
 from kelab.app.overlays import VIEWPORT_OFF_PERIOD_S, OverlayLayout, draw_viewport_off
 from kelab.app.panel.model import PanelModel
 from kelab.app.panel_window import PanelWindow, require_imgui
-from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.app.recording_controls import RecordingControls
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
 from kelab.app.view import ViewController
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
 __all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
 
 
-class App:
+class App(RecordingControls, ReadOnlyAttributes):
     """An interactive simulation: a window, a fixed-step clock driving a Timeline, a World.
 
     Subclass it and override the lifecycle hooks: `setup` (once, after the window and
@@ -104,6 +106,11 @@ class App:
         >>> app.steps, app.frame_count
         (10, 10)
     """
+
+    _read_only = frozenset(
+        "config live world view input timeline clock renderer overlays dragging recordings "
+        "panel panel_window".split()
+    )
 
     def __init__(
         self,
@@ -178,6 +185,7 @@ class App:
         self._events: list[InputEvent] = []
         self._pacer: SimulationPacer | None = None
         self._stats = FrameStats()
+        self._frame_dt = FrameDelta()
         self.dragging = Dragging(self)
         """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
         self.recordings = Recordings(self)
@@ -219,6 +227,14 @@ class App:
 
         Args:
             ts: The runner's step in seconds.
+        """
+
+    def free_update(self, dt: float) -> None:
+        """Called once per frame after its fixed steps, when `free_step_scripts` is on.
+
+        Args:
+            dt: This frame's own, variable step: its wall time (at most
+                ``max_frame_delta``) times the time scale; 0.0 first and while paused.
         """
 
     def pre_render(self) -> None:
@@ -305,19 +321,18 @@ class App:
         self.clock.reset()
 
     @property
+    def free_step_scripts(self) -> bool:
+        """Whether `free_update` runs every frame (settable; ``app.live`` holds it)."""
+        return self.live.free_step_scripts
+
+    @free_step_scripts.setter
+    def free_step_scripts(self, value: bool) -> None:
+        self.live.free_step_scripts = value
+
+    @property
     def physics_dt(self) -> float | None:
         """The ``dt`` the App last stepped the World with (None before its first step)."""
         return self._physics_dt
-
-    @property
-    def recorders(self) -> tuple[Recorder, ...]:
-        """The attached recorders."""
-        return self.recordings.recorders
-
-    @property
-    def recording(self) -> bool:
-        """Whether the F9 video recording is on."""
-        return self.recordings.video is not None
 
     @property
     def hovered(self) -> PickedBody | None:
@@ -420,44 +435,6 @@ class App:
         """Queue several synthetic events, oldest first."""
         for event in events:
             self.inject_event(event)
-
-    # ================================================================ recorders
-    def add_recorder(self, recorder: Recorder) -> Recorder:
-        """Attach a recorder (bound to its runner and phase); the App closes it when it stops.
-
-        Returns:
-            The recorder.
-        """
-        if self._closed:
-            raise RuntimeError("the App is closed; recorders can no longer be added")
-        return self.recordings.add(recorder)
-
-    def remove_recorder(self, recorder: Recorder) -> None:
-        """Close a recorder and forget it (its file is complete)."""
-        self.recordings.remove(recorder)
-
-    def start_video_recording(
-        self, path: str | os.PathLike[str] | None = None, **kwargs: Any
-    ) -> VideoRecorder:
-        """Start recording the drawn frames to a video (what F9 does).
-
-        Args:
-            path: ``.mp4`` or ``.gif``; default ``recording_dir/<title>-NNN.mp4`` (the
-                first free number).
-            **kwargs: More `VideoRecorder` options (runner, phase, fps...).
-
-        Returns:
-            The recorder.
-        """
-        return self.recordings.start_video(path, **kwargs)
-
-    def stop_video_recording(self) -> Path | None:
-        """Stop the video recording; return its file (None if none was running)."""
-        return self.recordings.stop_video()
-
-    def toggle_video_recording(self) -> None:
-        """Start or stop the video recording (F9), saying where the file goes."""
-        self.recordings.toggle_video()
 
     # ================================================================ pixels
     def read_rgb_pixels(self, flip_y: bool = True) -> np.ndarray:
@@ -615,7 +592,7 @@ class App:
             return
         self._opened = True
         c = self.config
-        self.renderer = create_renderer(
+        self.__dict__["renderer"] = create_renderer(
             c.backend, size=c.size, title=c.title, headless=c.headless, vsync=c.vsync
         )
         cam = self._camera if self._camera is not None else self._default_camera()
@@ -638,6 +615,9 @@ class App:
             self._process_input()
             call_hook("pre_update", self.pre_update)
             self._run_fixed_steps()
+            dt = self._frame_dt.next(self._wall(), self.clock)
+            if self.live.free_step_scripts:
+                call_hook("free_update", self.free_update, dt)
             if self._draws():
                 self._draw()
             else:

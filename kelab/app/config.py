@@ -59,6 +59,7 @@ _BOOLS = (
     "interaction",
     "escape_quits",
     "panel",
+    "free_step_scripts",
 )
 
 
@@ -94,6 +95,7 @@ LIVE_SETTINGS: dict[str, Callable[[object, str], object]] = {
     "drag_frequency_hz": check_positive,
     "show_joints": check_bool,
     "show_contacts": check_bool,
+    "free_step_scripts": check_bool,
 }
 
 
@@ -152,6 +154,11 @@ class AppConfig:
     panel: bool = False
     """Show the Settings panel from the start (F2 toggles it; needs imgui-bundle:
     ``pip install kelab[panel]``)."""
+    free_step_scripts: bool = False
+    """Run the App's ``free_update(dt)`` once per frame with the frame's variable ``dt``
+    (the Scripts page's "Enable Free Step Update Scripts"; live: ``app.live``)."""
+    menu_bar: bool | None = None
+    """The window's menu bar (Edit -> Settings...); None: shown in a window, not headless."""
     settings: Path | None = None
     """The panel's settings file (None: ``<title>.kelab.json`` next to the script);
     applied after ``setup``, saved when the App closes if the panel changed something."""
@@ -196,6 +203,8 @@ class AppConfig:
             raise ValueError(must("App.recording_dir", "a folder path", self.recording_dir))
         put(self, "recording_dir", Path(self.recording_dir))
         check_positive(self.drag_frequency_hz, "App.drag_frequency_hz")
+        if self.menu_bar is not None:
+            check_bool(self.menu_bar, "App.menu_bar", fix="or None: shown in a window only")
         if self.settings is not None:
             if not isinstance(self.settings, (str, os.PathLike)):
                 raise ValueError(must("App.settings", "a file path or None", self.settings))
@@ -270,6 +279,8 @@ class LiveSettings:
     """Mark revolute joint pivots over the bodies (J toggles it; starts off)."""
     show_contacts: bool
     """Draw each body's contact force as an arrow (K toggles it; starts off)."""
+    free_step_scripts: bool
+    """Run ``App.free_update(dt)`` once per frame (off by default)."""
 
     def __init__(self, config: AppConfig) -> None:
         for name in LIVE_SETTINGS:

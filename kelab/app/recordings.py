@@ -47,6 +47,13 @@ class Recordings:
         self._recorders: list[Recorder] = []
         self._video: VideoRecorder | None = None
         self._closed = False
+        app.timeline.add_rename_hook(self._runner_renamed)
+
+    def _runner_renamed(self, old: str, new: str) -> None:
+        """A renamed runner: the attached recorders' ``runner`` follows (their bindings do)."""
+        for rec in self._recorders:
+            if rec.runner == old:
+                rec.runner = new
 
     @property
     def recorders(self) -> tuple[Recorder, ...]:

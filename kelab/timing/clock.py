@@ -31,7 +31,14 @@ import time
 from collections.abc import Callable
 from fractions import Fraction
 
-from kelab._validate import check_int, check_number, check_number_or_none, is_number, must
+from kelab._validate import (
+    check_bool,
+    check_int,
+    check_number,
+    check_number_or_none,
+    is_number,
+    must,
+)
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
@@ -112,11 +119,11 @@ class FixedStepClock:
         self._timeline_step_start: Fraction | None = None  # its next fixed step's start
         self._follow_runner: str | None = None  # for_timeline: the runner whose rate we follow
         self._pending_single_steps = 0
-        self.paused = False
-        self.steps = 0
-        self.frames = 0
-        self.alpha = 0.0
-        self.last_frame_steps = 0
+        self._paused = False
+        self._steps = 0
+        self._frames = 0
+        self._alpha = 0.0
+        self._last_frame_steps = 0
         # Times before the last step change, and the step count then (the step can change).
         self._time0 = Fraction(0)
         self._steps0 = 0
@@ -137,7 +144,50 @@ class FixedStepClock:
         """
         clock = cls(1 / timeline.runner(runner).hz, **kwargs)  # type: ignore[arg-type]
         clock._follow_runner = runner
+        timeline.add_rename_hook(clock._runner_renamed)
         return clock
+
+    def _runner_renamed(self, old: str, new: str) -> None:
+        if self._follow_runner == old:
+            self._follow_runner = new
+
+    @property
+    def runner(self) -> str | None:
+        """The runner whose period is the fixed step (`for_timeline`; follows renames)."""
+        return self._follow_runner
+
+    # -- outputs (read-only: the clock counts them) -----------------------------------------
+    @property
+    def paused(self) -> bool:
+        """Whether simulated time is stopped (settable: True pauses, False resumes)."""
+        return self._paused
+
+    @paused.setter
+    def paused(self, value: bool) -> None:
+        if check_bool(value, "FixedStepClock.paused"):
+            self.pause()
+        else:
+            self.resume()
+
+    @property
+    def steps(self) -> int:
+        """Fixed steps run so far."""
+        return self._steps
+
+    @property
+    def frames(self) -> int:
+        """Ticks (frames) so far."""
+        return self._frames
+
+    @property
+    def alpha(self) -> float:
+        """The leftover fraction of a step after the last tick (interpolation), in [0, 1)."""
+        return self._alpha
+
+    @property
+    def last_frame_steps(self) -> int:
+        """Fixed steps the last tick ran."""
+        return self._last_frame_steps
 
     # -- settings (each validated by its setter) --------------------------------------------
     @property
@@ -261,15 +311,15 @@ class FixedStepClock:
         self._set_units()
         self._acc = self._acc * step.denominator // old.denominator
         if not (self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF):
-            self.alpha = min(1.0, self._acc / self._step_units)
+            self._alpha = min(1.0, self._acc / self._step_units)
 
     def pause(self) -> None:
         """Stop simulated time: ticks run no steps until `resume()` (or `step_once()`)."""
-        self.paused = True
+        self._paused = True
 
     def resume(self) -> None:
         """Resume simulated time from now; the paused wall time is not simulated."""
-        self.paused = False
+        self._paused = False
         self._last_ns = None  # the next tick restarts the wall-time reference
 
     def step_once(self) -> None:
@@ -280,7 +330,7 @@ class FixedStepClock:
         """Forget accumulated wall time; the next tick starts the clock again."""
         self._last_ns = None
         self._acc = 0
-        self.alpha = 0.0
+        self._alpha = 0.0
 
     @property
     def sim_time(self) -> float:
@@ -313,7 +363,7 @@ class FixedStepClock:
                 beyond +-`MAX_CLOCK_S` (nothing is counted then).
         """
         now_ns = self._read_ns()
-        self.frames += 1
+        self._frames += 1
         if self._last_ns is None:  # the first tick only starts the clock
             self._last_ns = now_ns
             elapsed = 0
@@ -354,12 +404,12 @@ class FixedStepClock:
         return round(value * _NS_PER_S)
 
     def _finish(self, run: int) -> int:
-        self.steps += run
-        self.last_frame_steps = run
+        self._steps += run
+        self._last_frame_steps = run
         if self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF:
-            self.alpha = 0.0
+            self._alpha = 0.0
         else:
-            self.alpha = self._acc / self._step_units
+            self._alpha = self._acc / self._step_units
         return run
 
     def tick(self, fixed_update: Callable[[float], object]) -> int:
@@ -436,7 +486,7 @@ class FixedStepClock:
             return False
         if left and not (self.paused or self._time_mode is TimeMode.SIM_HIGH_PERF):
             self._acc += left * self._step_units
-            self.steps -= left
-            self.last_frame_steps -= left
+            self._steps -= left
+            self._last_frame_steps -= left
         self._set_step(1 / hz)
         return True

@@ -84,8 +84,12 @@ class TimeRunner:
     boundary on the runner steps every ``1/hz`` seconds and its callbacks receive the new
     ``ts``. The timeline stays exact (the change only rebases its integer ticks).
 
+    Setting `name` renames the runner (validated: a non-empty string that no other
+    runner of its timeline has); every binding on it follows, and so do the rename hooks
+    of its timeline (`Timeline.add_rename_hook`: the App's clock, recorders and panel).
+
     Attributes:
-        name: Unique runner name.
+        name: Unique runner name (settable).
         hz: Exact rate as a Fraction (settable: a float, int or Fraction, 0.01 to 1000).
         ts: The runner's own step in float seconds (what its callbacks receive).
         steps: How many times this runner has fired.
@@ -93,25 +97,48 @@ class TimeRunner:
 
     __slots__ = (
         "_hz",
+        "_name",
         "_next_tick",
         "_origin",
         "_period_ticks",
+        "_steps",
         "_timeline",
-        "name",
-        "steps",
-        "ts",
+        "_ts",
     )
 
     def __init__(self, name: str, hz: Fraction) -> None:
-        self.name = name
+        self._name = _check_name(name)
         self._hz = hz
-        self.ts = float(1 / hz)
-        self.steps = 0
+        self._ts = float(1 / hz)
+        self._steps = 0
         self._period_ticks = 0
         self._next_tick = 0
         # exact time (s) of one boundary: boundaries are origin + k / hz
         self._origin = Fraction(0)
         self._timeline: Timeline | None = None
+
+    @property
+    def name(self) -> str:
+        """The runner's unique name; set it to rename the runner (bindings follow)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        new = _check_name(value)
+        if self._timeline is None:
+            self._name = new
+        else:
+            self._timeline._rename(self, new)
+
+    @property
+    def ts(self) -> float:
+        """The runner's own step in float seconds (read-only: set `hz`)."""
+        return self._ts
+
+    @property
+    def steps(self) -> int:
+        """How many times this runner has fired (read-only)."""
+        return self._steps
 
     @property
     def hz(self) -> Fraction:
@@ -123,7 +150,7 @@ class TimeRunner:
         rate = _check_rate(self.name, value)
         if self._timeline is None:
             self._hz = rate
-            self.ts = float(1 / rate)
+            self._ts = float(1 / rate)
         else:
             self._timeline._set_rate(self, rate)
 
@@ -139,6 +166,13 @@ class TimeRunner:
 
     def __repr__(self) -> str:
         return f"TimeRunner({self.name!r}, hz={float(self._hz):g})"
+
+
+def _check_name(name: object) -> str:
+    """Validate a runner name: a non-empty string."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(must("runner name", "a non-empty string", name, "e.g. 'Camera'"))
+    return name
 
 
 def _check_rate(name: str, hz: object) -> Fraction:
@@ -163,14 +197,14 @@ class Binding:
     """
 
     __slots__ = (
+        "_callback",
         "_enabled",
+        "_name",
+        "_order",
         "_phase",
         "_priority",
         "_runner",
         "_timeline",
-        "callback",
-        "name",
-        "order",
     )
 
     def __init__(
@@ -183,14 +217,43 @@ class Binding:
         order: int,
         _timeline: Timeline | None = None,
     ) -> None:
-        self.callback = callback
+        self._callback = callback
         self._runner = runner
         self._phase = phase
         self._priority = priority
-        self.name = name
-        self.order = order
+        self._name = name
+        self._order = order
         self._timeline = _timeline
         self._enabled = True
+
+    @property
+    def callback(self) -> Callable[[float], object]:
+        """The function called with ``ts`` (settable: another callable, from the next step)."""
+        return self._callback
+
+    @callback.setter
+    def callback(self, value: Callable[[float], object]) -> None:
+        if not callable(value):
+            raise ValueError(must(f"binding {self._name!r} callback", "callable", value))
+        self._callback = value
+        if self._timeline is not None:
+            self._timeline._plans.clear()
+
+    @property
+    def name(self) -> str:
+        """The name shown in `Timeline.execution_order` and errors (settable, non-empty)."""
+        return self._name
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(must("binding name", "a non-empty string", value))
+        self._name = value
+
+    @property
+    def order(self) -> int:
+        """The binding's rank among equal priorities (read-only: binding order)."""
+        return self._order
 
     def __repr__(self) -> str:
         state = "" if self._enabled else ", disabled"
@@ -344,6 +407,7 @@ class Timeline:
         self._done_ticks = -1  # last executed boundary (-1: none yet)
         self._plans: dict[tuple[str, ...], tuple[tuple[Callable, float, Binding], ...]] = {}
         self._current: Binding | None = None
+        self._rename_hooks: list[Callable[[str, str], object]] = []
         if default_runners:
             self.add_runner("Robot", 50)
             self.add_runner("Capture", 30)
@@ -378,8 +442,7 @@ class Timeline:
             ValueError: When there are already 8 runners, the name is taken or empty, or
                 ``hz`` is out of range.
         """
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(must("runner name", "a non-empty string", name))
+        _check_name(name)
         if name in self._runners:
             raise ValueError(f"runner names must be unique: {name!r} already exists")
         if len(self._runners) >= MAX_RUNNERS:
@@ -416,6 +479,40 @@ class Timeline:
         self._rebase()
         self._plans.clear()
 
+    def add_rename_hook(self, hook: Callable[[str, str], object]) -> None:
+        """Call ``hook(old, new)`` after every runner rename (`TimeRunner.name`).
+
+        For whatever keeps a runner's name outside the bindings (a clock's main runner,
+        a recorder's ``runner``, the panel's settings); bindings follow by themselves.
+        """
+        if not callable(hook):
+            raise ValueError(must("rename hook", "callable", hook))
+        self._rename_hooks.append(hook)
+
+    def remove_rename_hook(self, hook: Callable[[str, str], object]) -> None:
+        """Stop calling ``hook`` on renames (idempotent)."""
+        if hook in self._rename_hooks:
+            self._rename_hooks.remove(hook)
+
+    def _rename(self, runner: TimeRunner, new: str) -> None:
+        """Rename ``runner`` in place (its position kept), moving its bindings with it."""
+        old = runner._name
+        if new == old:
+            return
+        if new in self._runners:
+            raise ValueError(
+                f"runner names must be unique: cannot rename {old!r} to {new!r}, another "
+                f"runner is called {new!r}; choose another name"
+            )
+        self._runners = {(new if n == old else n): r for n, r in self._runners.items()}
+        runner._name = new
+        for b in self._bindings:
+            if b._runner == old:
+                b._runner = new
+        self._plans.clear()
+        for hook in list(self._rename_hooks):
+            hook(old, new)
+
     def _set_rate(self, runner: TimeRunner, rate: Fraction) -> None:
         """Change ``runner``'s rate: its scheduled boundary stays, then the new period."""
         if rate == runner._hz:
@@ -423,7 +520,7 @@ class Timeline:
         # the scheduled boundary becomes the runner's origin: boundaries are origin + k/hz
         runner._origin = Fraction(runner._next_tick, self._tick_hz)
         runner._hz = rate
-        runner.ts = float(1 / rate)
+        runner._ts = float(1 / rate)
         self._rebase()
         self._plans.clear()
 
@@ -667,7 +764,7 @@ class Timeline:
         self._done_ticks = tick
         for r in stepping:
             r._next_tick += r._period_ticks
-            r.steps += 1
+            r._steps += 1
         names = tuple(r.name for r in stepping)
         plan = self._plans.get(names)
         if plan is None:

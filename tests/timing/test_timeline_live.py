@@ -122,3 +122,64 @@ def test_disabled_binding_does_not_run_but_still_holds_its_runner():
     tl.advance(Fraction(1, 10))
     assert len(calls) == 3
     assert tl.bindings == (b,)
+
+
+def test_renaming_a_runner_moves_its_bindings_and_keeps_its_place():
+    tl = ke.Timeline()
+    log = []
+    b = tl.bind(_logger(tl, log, "c"), runner="Capture")
+    heard = []
+    tl.add_rename_hook(lambda old, new: heard.append((old, new)))
+    tl.advance(Fraction(1, 10))
+    tl.runner("Capture").name = "Camera"
+    assert list(tl.runners) == ["Robot", "Camera"] and b.runner == "Camera"
+    assert tl.runner("Camera").name == "Camera" and heard == [("Capture", "Camera")]
+    with pytest.raises(KeyError, match="no time runner named 'Capture'"):
+        tl.runner("Capture")
+    tl.advance(Fraction(1, 10))  # still steps at 30 Hz, on its exact grid
+    assert [t for _, t, _ in log] == [Fraction(k, 30) for k in range(7)]
+    assert tl.execution_order()[0].runner == "Camera"
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("Robot", "cannot rename 'Capture' to 'Robot', another runner is called 'Robot'"),
+        ("", "runner name must be a non-empty string, got ''"),
+        ("  ", "runner name must be a non-empty string"),
+        (7, "runner name must be a non-empty string, got 7"),
+    ],
+)
+def test_a_bad_runner_name_is_refused_and_changes_nothing(name, error):
+    tl = ke.Timeline()
+    b = tl.bind(lambda ts: None, runner="Capture")
+    with pytest.raises(ValueError, match=error):
+        tl.runner("Capture").name = name
+    assert list(tl.runners) == ["Robot", "Capture"] and b.runner == "Capture"
+
+
+def test_the_app_clock_follows_a_renamed_main_runner():
+    tl = ke.Timeline()
+    clock = ke.FixedStepClock.for_timeline(tl, "Robot", time_mode=ke.TimeMode.SIM_HIGH_PERF)
+    tl.runner("Robot").name = "Main"
+    assert clock.runner == "Main"
+    tl.runner("Main").hz = 25  # followed under its new name
+    clock.tick_timeline(tl)
+    clock.tick_timeline(tl)
+    assert clock.step_dt == 0.04
+
+
+def test_runner_ts_and_steps_are_read_only_and_binding_order_too():
+    tl = ke.Timeline()
+    runner = tl.runner("Robot")
+    for attr in ("ts", "steps"):
+        with pytest.raises(AttributeError):
+            setattr(runner, attr, 1)
+    b = tl.bind(lambda ts: None)
+    with pytest.raises(AttributeError):
+        b.order = 5
+    calls = []
+    tl.step()
+    b.callback = calls.append  # a new callback runs from the next step (plans rebuilt)
+    tl.step()
+    assert calls == [0.02]

@@ -13,16 +13,16 @@ a new page reads and changes the App through those. No imgui here.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from kelab._validate import check_bool, check_choice, check_number, must
+from kelab._validate import check_bool, check_number, must
+from kelab.app.attributes import ReadOnlyAttributes
+from kelab.app.panel.recorder_page import RecorderPage, RecorderRow, RunningRecorder
 from kelab.app.panel.settings import (
     PAGES,
     RECORDER_KINDS,
@@ -41,7 +41,7 @@ from kelab.app.panel.signals import (
     read_signal,
     world_signals,
 )
-from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder, check_phase
+from kelab.app.recorders import Recorder
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import (
     DEFAULT_NEW_RUNNER_HZ,
@@ -49,6 +49,7 @@ from kelab.timing.timeline import (
     Binding,
     ExecutionOrderRow,
     Phase,
+    TimeRunner,
     to_fraction,
 )
 
@@ -90,49 +91,15 @@ class BindingRow(NamedTuple):
     ts: float
 
 
-class RecorderRow(NamedTuple):
-    """One attached recorder on the Recorder page."""
-
-    kind: str
-    path: str
-    runner: str
-    phase: Phase
-    count: int
-    from_panel: bool
-
-
-@dataclass
-class _Running:
-    recorder: Recorder
-    kind: str
-
-
-def _kind(rec: Recorder) -> str:
-    name = type(rec).__name__
-    if isinstance(rec, VideoRecorder):
-        return "video"
-    if isinstance(rec, DataRecorder):
-        return "data"
-    if name == "LidarRecorder":
-        return "lidar"
-    return name
-
-
-def _count(rec: Recorder) -> int:
-    for attr in ("frames", "scans", "rows"):
-        value = getattr(rec, attr, None)
-        if isinstance(value, int):
-            return value
-    return 0
-
-
-class PanelModel:
+class PanelModel(RecorderPage, ReadOnlyAttributes):
     """The pages of the Settings panel over one App (see the module docstring).
 
     Args:
         app: The App it configures (as a `PanelApp`).
         settings_path: The settings file (None: `default_settings_path` of the title).
     """
+
+    _read_only = frozenset({"app", "settings_path", "plots", "recorder_settings", "last_files"})
 
     def __init__(self, app: PanelApp, settings_path: str | os.PathLike[str] | None = None) -> None:
         self.app = app
@@ -141,7 +108,7 @@ class PanelModel:
             if settings_path is not None
             else default_settings_path(app.config.title)
         )
-        self.page: str = "Time Runners"
+        self._page = "Time Runners"
         self.open = False
         self.message = ""
         """Why the last change was refused ("" after a change that worked)."""
@@ -153,9 +120,17 @@ class PanelModel:
             k: RecorderSettings() for k in RECORDER_KINDS
         }
         self.last_files: dict[str, str] = {}
-        self._running: dict[str, _Running] = {}
+        self._running: dict[str, RunningRecorder] = {}
         self._history: dict[str, SignalHistory] = {s: SignalHistory() for s in FRAME_SIGNALS}
         self._published: dict[str, SignalHistory] = {}
+        self._script_names: dict[TimeRunner, str] = {}
+        """Each runner's name as the script made it (a settings file renames from it)."""
+        self._note_script_names()
+        app.timeline.add_rename_hook(self._recorder_renamed)
+
+    def _note_script_names(self) -> None:
+        for name, runner in self.app.timeline.runners.items():
+            self._script_names.setdefault(runner, name)
 
     # ------------------------------------------------------------------ helpers
     def _do(self, fn: Callable[..., object], *args: object) -> bool:
@@ -169,8 +144,19 @@ class PanelModel:
         self.dirty = True
         return True
 
+    @property
+    def page(self) -> str:
+        """The page shown (settable: one of `PAGES`, else a ValueError)."""
+        return self._page
+
+    @page.setter
+    def page(self, page: str) -> None:
+        if page not in PAGES:
+            raise ValueError(must("panel page", f"one of {list(PAGES)}", page))
+        self._page = page
+
     def set_page(self, page: str) -> bool:
-        """Show ``page`` (one of `PAGES`)."""
+        """Show ``page`` (one of `PAGES`); False with a message for another."""
         if page not in PAGES:
             self.message = f"page must be one of {list(PAGES)}, got {page!r}"
             return False
@@ -222,6 +208,14 @@ class PanelModel:
 
         return self._do(apply)
 
+    def set_free_step_scripts(self, value: bool) -> bool:
+        """Run the App's ``free_update(dt)`` every frame ("Enable Free Step Update Scripts")."""
+
+        def apply() -> None:
+            self.app.live.free_step_scripts = check_bool(value, "free_step_scripts")
+
+        return self._do(apply)
+
     def runner_rows(self) -> list[RunnerRow]:
         """One row per runner: name, rate, bindings, and whether it can be removed."""
         timeline = self.app.timeline
@@ -232,7 +226,7 @@ class PanelModel:
             why = ""
             if len(runners) == 1:
                 why = "the last runner cannot be removed"
-            elif name == self.app.config.runner:
+            elif name == (self.app.clock.runner or self.app.config.runner):
                 why = "the App's main runner (its fixed steps) cannot be removed"
             elif bound:
                 why = f"still has bindings ({', '.join(bound)}); bind them elsewhere first"
@@ -291,6 +285,14 @@ class PanelModel:
             runner.hz = hz
 
         return self._do(apply)
+
+    def rename_runner(self, old: str, new: str) -> bool:
+        """Rename a runner (`TimeRunner.name`): every binding and recorder follows.
+
+        Refused (False, with the reason in `message`) for an unknown runner, an empty
+        name or one another runner has.
+        """
+        return self._do(lambda: setattr(self.app.timeline.runner(old), "name", new))
 
     def add_runner(self, name: str | None = None, hz: float = DEFAULT_NEW_RUNNER_HZ) -> bool:
         """Add a runner at 60 Hz, up to eight (the "Add Time Runner" button)."""
@@ -402,97 +404,6 @@ class PanelModel:
         """Every enabled system by phase and priority (`App.execution_order`)."""
         return list(self.app.timeline.execution_order())
 
-    # ------------------------------------------------------------------ recorders
-    def recorder_rows(self) -> list[RecorderRow]:
-        """Every recorder attached to the App."""
-        mine = {id(r.recorder) for r in self._running.values()}
-        return [
-            RecorderRow(_kind(r), str(r.path), r.runner, r.phase, _count(r), id(r) in mine)
-            for r in self.app.recordings.recorders
-        ]
-
-    def recording(self, kind: str) -> bool:
-        """Whether the panel's recorder of this kind runs."""
-        return kind in self._running
-
-    def set_recorder(
-        self,
-        kind: str,
-        *,
-        runner: str | None = None,
-        phase: Phase | str | None = None,
-        path: str | None = None,
-    ) -> bool:
-        """Set a recorder kind's runner, phase and output path.
-
-        A running recorder of that kind moves to the new runner and phase at once
-        (`Recorder.rebind`); a new path applies at the next start.
-        """
-
-        def apply() -> None:
-            check_choice(kind, "recorder kind", RECORDER_KINDS)
-            old = self.recorder_settings[kind]
-            new_runner = old.runner if runner is None else runner
-            self.app.timeline.runner(new_runner)
-            new_phase = old.phase if phase is None else check_phase(phase)
-            new_path = old.path if path is None else str(path)
-            running = self._running.get(kind)
-            if running is not None and (runner is not None or phase is not None):
-                running.recorder.rebind(runner=new_runner, phase=new_phase)
-            self.recorder_settings[kind] = RecorderSettings(new_runner, new_phase, new_path)
-
-        return self._do(apply)
-
-    def _default_path(self, kind: str) -> Path:
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", self.app.config.title).strip("-") or "kelab"
-        suffix = {"data": ".csv", "video": ".mp4", "lidar": ".npz"}[kind]
-        folder = self.app.config.recording_dir
-        n = 0
-        while (folder / f"{slug}-{kind}-{n:03d}{suffix}").exists():
-            n += 1
-        return folder / f"{slug}-{kind}-{n:03d}{suffix}"
-
-    def start_recorder(self, kind: str) -> bool:
-        """Start the panel's recorder of this kind (video, data or lidar)."""
-
-        def apply() -> None:
-            check_choice(kind, "recorder kind", RECORDER_KINDS)
-            if kind in self._running:
-                raise RuntimeError(f"the {kind} recorder already runs; stop it first")
-            cfg = self.recorder_settings[kind]
-            path = Path(cfg.path) if cfg.path else self._default_path(kind)
-            opts = {"runner": cfg.runner, "phase": cfg.phase}
-            rec: Recorder
-            if kind == "video":
-                rec = self.app.recordings.start_video(path, **opts)
-            elif kind == "data":
-                bodies = None if self.app.world is not None else ()
-                rec = self.app.recordings.add(DataRecorder(path, bodies=bodies, **opts))
-            else:
-                from kelab.app.lidar_recorder import LidarRecorder
-
-                rec = self.app.recordings.add(LidarRecorder(path, **opts))
-            self._running[kind] = _Running(rec, kind)
-
-        return self._do(apply)
-
-    def stop_recorder(self, kind: str) -> bool:
-        """Stop the panel's recorder of this kind; its file is complete (`last_files`)."""
-
-        def apply() -> None:
-            running = self._running.pop(kind, None)
-            if running is None:
-                raise RuntimeError(f"the {kind} recorder is not running")
-            rec = running.recorder
-            if kind == "video" and self.app.recordings.video is not None:
-                self.app.recordings.stop_video()
-            else:
-                self.app.recordings.remove(rec)
-            self.last_files[kind] = str(rec.path)
-
-        ok = self._do(apply)
-        return ok
-
     # ------------------------------------------------------------------ plots
     def available_signals(self) -> list[str]:
         """Every signal that can be plotted."""
@@ -584,7 +495,13 @@ class PanelModel:
         return PanelSettings(
             time_mode=self.app.clock.time_mode,
             disable_viewport_rendering=self.app.live.disable_viewport_rendering,
+            free_step_scripts=self.app.live.free_step_scripts,
             runners=tuple((n, r.hz) for n, r in timeline.runners.items()),
+            renamed=tuple(
+                (self._script_names[r], n)
+                for n, r in timeline.runners.items()
+                if self._script_names.get(r, n) != n
+            ),
             bindings=bindings,
             recorders=dict(self.recorder_settings),
             plots=tuple(self.plots),
@@ -608,6 +525,7 @@ class PanelModel:
             True when a file was applied.
         """
         p = Path(path) if path is not None else self.settings_path
+        self._note_script_names()  # the runners setup() added keep their script names
         if not p.exists():
             return False
         try:
@@ -636,7 +554,9 @@ class PanelModel:
         where = f"settings file {source}" if source else "settings"
         timeline = self.app.timeline
         current = timeline.runners
-        names = list(current) + [n for n, _ in s.runners if n not in current]
+        renames = self._renames(s, current, where)
+        kept = [renames.get(n, n) for n in current]
+        names = kept + [n for n, _ in s.runners if n not in kept]
         if len(names) > MAX_RUNNERS:
             raise SettingsError(
                 f"{where}: runners must hold at most {MAX_RUNNERS} runners with the App's own, "
@@ -671,6 +591,10 @@ class PanelModel:
                 self.app.set_time_mode(s.time_mode)
             if s.disable_viewport_rendering is not None:
                 self.app.live.disable_viewport_rendering = s.disable_viewport_rendering
+            if s.free_step_scripts is not None:
+                self.app.live.free_step_scripts = s.free_step_scripts
+            for old, new in renames.items():
+                timeline.runner(old).name = new
             for name, hz in s.runners:
                 if name in timeline.runners:
                     timeline.runner(name).hz = hz
@@ -686,7 +610,7 @@ class PanelModel:
             self._restore(undo)
             raise SettingsError(f"{where}: {exc}; the defaults were kept") from None
         self.recorder_settings.update(s.recorders)
-        self.plots = [p for p in s.plots if p.startswith("app.") or p in self._plottable()]
+        self.plots[:] = [p for p in s.plots if p.startswith("app.") or p in self._plottable()]
         for p in self.plots:
             if not p.startswith("app."):
                 self._history.setdefault(p, SignalHistory())
@@ -694,6 +618,24 @@ class PanelModel:
             self.page = s.page
         if s.open is not None:
             self.open = s.open
+
+    def _renames(self, s: PanelSettings, current: dict[str, Any], where: str) -> dict[str, str]:
+        """The renames of ``s`` that apply to this App: current name -> new name."""
+        by_script = {self._script_names.get(r, n): n for n, r in current.items()}
+        out = {}
+        for source, new in s.renamed:
+            name = by_script.get(source)
+            if name is None or name == new:
+                continue  # the script no longer makes that runner, or it has the name
+            if new in current and current[new] is not current[name]:
+                raise SettingsError(
+                    f"{where}: runners: cannot rename {source!r} to {new!r}, the App already "
+                    f"has a runner {new!r}; fix the file or delete it"
+                )
+            out[name] = new
+        if len(set(out.values())) < len(out):
+            raise SettingsError(f"{where}: runners: two runners renamed to one name; fix it")
+        return out
 
     def _plottable(self) -> set[str]:
         try:
@@ -705,22 +647,31 @@ class PanelModel:
         timeline = self.app.timeline
         return (
             self.app.clock.time_mode,
-            self.app.live.disable_viewport_rendering,
+            (self.app.live.disable_viewport_rendering, self.app.live.free_step_scripts),
             {n: r.hz for n, r in timeline.runners.items()},
-            [(b, b.runner, b.phase, b.priority, b.enabled) for b in timeline.bindings],
+            {r: n for n, r in timeline.runners.items()},
+            [
+                (b, timeline.runner(b.runner), b.phase, b.priority, b.enabled)
+                for b in timeline.bindings
+            ],
         )
 
     def _restore(self, undo: tuple[Any, ...]) -> None:
-        mode, dvr, rates, bindings = undo
+        mode, dvr, rates, names, bindings = undo
         timeline = self.app.timeline
-        for b, runner, phase, priority, enabled in bindings:
-            b.rebind(runner=runner, phase=phase, priority=priority)
+        for b, runner, phase, priority, enabled in bindings:  # runner: the TimeRunner
+            b.rebind(runner=runner.name, phase=phase, priority=priority)
             b.enabled = enabled
-        for name in list(timeline.runners):
-            if name not in rates:
-                timeline.remove_runner(name)
+        for runner in timeline.runners.values():
+            if runner not in names:
+                timeline.remove_runner(runner.name)
+        for runner, name in names.items():  # the old names back (via free ones: a swap)
+            if runner.name != name:
+                runner.name = f"\0{name}"
+        for runner, name in names.items():
+            runner.name = name
         for name, hz in rates.items():
             timeline.runner(name).hz = hz
         if self.app.clock.time_mode is not mode:
             self.app.set_time_mode(mode)
-        self.app.live.disable_viewport_rendering = dvr
+        self.app.live.disable_viewport_rendering, self.app.live.free_step_scripts = dvr

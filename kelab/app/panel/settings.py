@@ -107,6 +107,9 @@ class PanelSettings:
         time_mode: The scene time mode.
         disable_viewport_rendering: Skip drawing while running in SIM_HIGH_PERF.
         runners: ``(name, hz)`` in order; rates are exact Fractions.
+        renamed: ``(script name, name)`` of each runner renamed from the name the
+            script gave it (saved as the runner's ``renamed_from``).
+        free_step_scripts: Run the App's ``free_update(dt)`` once per frame.
         bindings: Callback id -> where it runs.
         recorders: Recorder kind -> its settings.
         plots: Plotted signal names.
@@ -117,6 +120,8 @@ class PanelSettings:
     time_mode: TimeMode | None = None
     disable_viewport_rendering: bool | None = None
     runners: tuple[tuple[str, Fraction], ...] = ()
+    renamed: tuple[tuple[str, str], ...] = ()
+    free_step_scripts: bool | None = None
     bindings: dict[str, BindingSettings] = field(default_factory=dict)
     recorders: dict[str, RecorderSettings] = field(default_factory=dict)
     plots: tuple[str, ...] = ()
@@ -153,7 +158,13 @@ def settings_to_json(s: PanelSettings) -> dict[str, Any]:
         out["time_mode"] = s.time_mode.name
     if s.disable_viewport_rendering is not None:
         out["disable_viewport_rendering"] = s.disable_viewport_rendering
-    out["runners"] = [{"name": n, "hz": _hz_to_json(hz)} for n, hz in s.runners]
+    if s.free_step_scripts is not None:
+        out["free_step_scripts"] = s.free_step_scripts
+    sources = {new: old for old, new in s.renamed}
+    out["runners"] = [
+        {"name": n, "hz": _hz_to_json(hz)} | ({"renamed_from": sources[n]} if n in sources else {})
+        for n, hz in s.runners
+    ]
     out["bindings"] = {
         k: {"runner": b.runner, "phase": b.phase.name, "priority": b.priority, "enabled": b.enabled}
         for k, b in s.bindings.items()
@@ -293,6 +304,7 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
             "scene",
             "time_mode",
             "disable_viewport_rendering",
+            "free_step_scripts",
             "runners",
             "bindings",
             "recorders",
@@ -313,7 +325,11 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
     dvr = None
     if "disable_viewport_rendering" in top:
         dvr = r.boolean(top["disable_viewport_rendering"], "disable_viewport_rendering")
+    free = None
+    if "free_step_scripts" in top:
+        free = r.boolean(top["free_step_scripts"], "free_step_scripts")
     runners: list[tuple[str, Fraction]] = []
+    renamed: list[tuple[str, str]] = []
     raw_runners = top.get("runners", [])
     if not isinstance(raw_runners, list):
         raise r.fail("runners", "a list of {name, hz} objects", raw_runners)
@@ -321,13 +337,18 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
         raise r.fail("runners", f"at most {MAX_RUNNERS} runners", f"{len(raw_runners)} runners")
     for i, item in enumerate(raw_runners):
         where = f"runners[{i}]"
-        obj = r.obj(item, where, ("name", "hz"))
+        obj = r.obj(item, where, ("name", "hz", "renamed_from"))
         if "name" not in obj or "hz" not in obj:
             raise r.fail(where, "an object with 'name' and 'hz'", item)
         name = r.string(obj["name"], f"{where}.name")
         if any(name == n for n, _ in runners):
             raise r.fail(f"{where}.name", "unique", name, "rename or remove the duplicate")
         runners.append((name, r.hz(obj["hz"], f"{where}.hz")))
+        if "renamed_from" in obj:
+            source = r.string(obj["renamed_from"], f"{where}.renamed_from")
+            if any(source == old for old, _ in renamed):
+                raise r.fail(f"{where}.renamed_from", "unique", source, "remove the duplicate")
+            renamed.append((source, name))
     bindings: dict[str, BindingSettings] = {}
     raw_bindings = r.obj(top.get("bindings", {}), "bindings", tuple(top.get("bindings", {}) or ()))
     for key, item in raw_bindings.items():
@@ -367,6 +388,8 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
         time_mode=time_mode,
         disable_viewport_rendering=dvr,
         runners=tuple(runners),
+        renamed=tuple(renamed),
+        free_step_scripts=free,
         bindings=bindings,
         recorders=recorders,
         plots=tuple(dict.fromkeys(plots)),

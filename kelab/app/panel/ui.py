@@ -59,6 +59,11 @@ class PanelUI:
         self._plot_data: dict[str, Any] = {}
         self._stats_text = ""
         self._new_name = ""
+        self._names: dict[str, str] = {}  # runner names being edited
+        self.checkbox_rects: dict[str, tuple[int, int, int, int]] = {}
+        """Where the page's own checkboxes were drawn (setting -> rect), for tests."""
+        self.name_rects: dict[str, tuple[int, int, int, int]] = {}
+        """Each runner's name field ``(x0, y0, x1, y1)`` on the Time Runners page."""
         self.elided: dict[str, str] = {}
         """Texts shown shortened last frame (shown -> full text, which hovering shows)."""
         self.elided_rects: dict[str, tuple[int, int, int, int]] = {}
@@ -86,7 +91,7 @@ class PanelUI:
         if page == "Time Runners":
             shown = (m.time_mode, m.app.live.disable_viewport_rendering, tuple(m.runner_rows()))
         elif page == "Scripts":
-            shown = tuple(m.script_rows())
+            shown = (m.app.live.free_step_scripts, tuple(m.script_rows()))
         elif page == "Subsystems":
             shown = (tuple(m.subsystem_rows()), tuple(m.world_systems()), m.app.world is None)
         elif page == "Recorder":
@@ -209,6 +214,11 @@ class PanelUI:
         imgui.pop_text_wrap_pos()
         imgui.end_tooltip()
 
+    @staticmethod
+    def _item_rect() -> tuple[int, int, int, int]:
+        lo, hi = imgui.get_item_rect_min(), imgui.get_item_rect_max()
+        return (int(lo.x), int(lo.y), int(hi.x), int(hi.y))
+
     def _row(self, label: str) -> None:
         self.rows[self.model.page].append(label)
 
@@ -244,8 +254,22 @@ class PanelUI:
             self._row(f"Runner {i}: {row.name}")
             imgui.push_id(f"runner{i}")
             imgui.align_text_to_frame_padding()
-            start = imgui.get_cursor_pos_x()  # the label column: 156 px, shortened to fit
-            self._fit(f"Runner {i}: {row.name}", reserve=imgui.get_content_region_avail().x - 156)
+            start = imgui.get_cursor_pos_x()  # "Runner i", then the name, editable (Enter)
+            imgui.text(f"Runner {i}")
+            imgui.same_line(start + 62)
+            imgui.set_next_item_width(94)
+            text = self._names.get(row.name, row.name)
+            changed, text = imgui.input_text("##name", text, _ENTER)
+            self.name_rects[row.name] = self._item_rect()
+            if changed:
+                self._names.pop(row.name, None)
+                m.rename_runner(row.name, text)
+            elif imgui.is_item_active():
+                self._names[row.name] = text
+            else:
+                self._names.pop(row.name, None)
+            if imgui.is_item_hovered() and not imgui.is_item_active():
+                self._tooltip(f"{row.name}: click to rename, Enter to apply")
             imgui.same_line(start + 162)
             imgui.set_next_item_width(80)
             changed, hz = imgui.input_float("Hz", row.hz, 0.0, 0.0, "%.2f", _ENTER)
@@ -297,7 +321,17 @@ class PanelUI:
             imgui.pop_id()
 
     def _scripts(self) -> None:
-        self._binding_rows(self.model.script_rows())
+        m = self.model
+        changed, on = imgui.checkbox(
+            "Enable Free Step Update Scripts", m.app.live.free_step_scripts
+        )
+        self.checkbox_rects["free_step_scripts"] = self._item_rect()
+        if changed:
+            m.set_free_step_scripts(on)
+        if imgui.is_item_hovered():
+            self._tooltip("free_update(dt): once per frame, with the frame's own dt")
+        imgui.separator()
+        self._binding_rows(m.script_rows())
 
     def _subsystems(self) -> None:
         m = self.model

@@ -1,0 +1,131 @@
+"""No public attribute of KELab's main classes is silently ignored when set (#27.1).
+
+Every public data attribute of the App, its panel model, the Timeline, TimeRunner,
+Binding, FixedStepClock, LiveSettings and AppConfig is set here: either it is in the
+table of writable attributes below, whose effect is checked, or setting it raises. A new
+public attribute that can be set and is not in the table fails this test.
+"""
+
+from __future__ import annotations
+
+import inspect
+from fractions import Fraction
+
+import pytest
+from app_helpers import FakeClock, ball_scene, make_app
+
+import kelab as ke
+from kelab.app.config import LIVE_SETTINGS, AppConfig
+
+
+def _app(tmp_path):
+    app = make_app(FakeClock(), world=ke.World(ball_scene(1)), settings=tmp_path / "s.kelab.json")
+    app.renderFrameOnce()
+    return app
+
+
+def _data_attributes(obj) -> list[str]:
+    names = []
+    for name in dir(obj):
+        if name.startswith("_"):
+            continue
+        static = inspect.getattr_static(obj, name)
+        if inspect.isroutine(static) or isinstance(static, (classmethod, staticmethod)):
+            continue
+        if isinstance(getattr(type(obj), name, None), type):
+            continue  # a nested class
+        names.append(name)
+    return names
+
+
+def _effects(app):
+    """Writable attribute -> (object, new value, check that the change took effect)."""
+    tl, clock, panel = app.timeline, app.clock, app.panel
+    runner = tl.runner("Capture")
+    binding = next(b for b in tl.bindings if b.name == "late_update")
+    seen = []
+    return {
+        ("App", "panel_open"): (app, False, lambda: not app.panel_window.open),
+        ("App", "free_step_scripts"): (app, True, lambda: app.live.free_step_scripts),
+        ("PanelModel", "page"): (panel, "Scripts", lambda: panel.page == "Scripts"),
+        ("PanelModel", "open"): (panel, False, lambda: not app.panel_open),
+        ("PanelModel", "message"): (panel, "hi", lambda: panel.message == "hi"),
+        ("PanelModel", "settings_error"): (
+            panel,
+            "bad",
+            lambda: panel.settings_status() == "not used (see above)",
+        ),
+        ("PanelModel", "dirty"): (
+            panel,
+            True,
+            lambda: panel.settings_status() == "unsaved changes",
+        ),
+        ("TimeRunner", "name"): (runner, "Camera", lambda: "Camera" in tl.runners),
+        ("TimeRunner", "hz"): (runner, 25, lambda: runner.ts == 0.04),
+        ("Binding", "runner"): (binding, "Camera", lambda: binding.runner == "Camera"),
+        ("Binding", "phase"): (binding, "EXPORT", lambda: binding.phase is ke.Phase.EXPORT),
+        ("Binding", "priority"): (binding, 7, lambda: binding.priority == 7),
+        ("Binding", "enabled"): (binding, False, lambda: "late_update" not in {r.name for r in tl.execution_order()}),
+        ("Binding", "name"): (binding, "late", lambda: binding.name == "late"),
+        ("Binding", "callback"): (binding, seen.append, lambda: binding.callback == seen.append),
+        ("FixedStepClock", "step_dt"): (clock, Fraction(1, 25), lambda: clock.step_exact == Fraction(1, 25)),
+        ("FixedStepClock", "time_mode"): (clock, ke.TimeMode.GAME_REALTIME, lambda: clock.time_mode is ke.TimeMode.GAME_REALTIME),
+        ("FixedStepClock", "max_steps_per_frame"): (clock, 3, lambda: clock.max_steps_per_frame == 3),
+        ("FixedStepClock", "steps_per_frame"): (clock, 2, lambda: clock.steps_per_frame == 2),
+        ("FixedStepClock", "max_frame_delta"): (clock, 0.5, lambda: clock.max_frame_delta == 0.5),
+        ("FixedStepClock", "time_scale"): (clock, 0.5, lambda: clock.time_scale == 0.5),
+        ("FixedStepClock", "paused"): (clock, True, lambda: app.paused),
+    } | {
+        ("LiveSettings", name): (app.live, None, None) for name in LIVE_SETTINGS
+    }  # fmt: skip
+
+
+def test_every_public_attribute_either_takes_effect_or_refuses(tmp_path):
+    app = _app(tmp_path)
+    effects = _effects(app)
+    runner = app.timeline.runner("Capture")
+    binding = next(b for b in app.timeline.bindings if b.name == "late_update")
+    objects = [
+        app,
+        app.panel,
+        app.timeline,
+        runner,
+        binding,
+        app.clock,
+        app.live,
+        app.config,
+    ]
+    checked = set()
+    for obj in objects:
+        cls = type(obj).__name__
+        for name in _data_attributes(obj):
+            key = (cls, name)
+            if key in effects:
+                target, value, check = effects[key]
+                if check is None:  # a live setting: checked like the config, read back
+                    value = getattr(obj, name)
+                    setattr(obj, name, value)
+                    assert getattr(obj, name) == value
+                else:
+                    setattr(target, name, value)
+                    assert check(), f"{cls}.{name} = {value!r} was ignored"
+                checked.add(key)
+                continue
+            with pytest.raises((AttributeError, ValueError)):
+                setattr(obj, name, getattr(obj, name))
+                pytest.fail(f"{cls}.{name} can be set but nothing checks that it takes effect")
+    assert checked == set(effects), set(effects) - checked
+    app.close()
+
+
+def test_replacing_an_app_collaborator_is_refused_with_a_clear_error(tmp_path):
+    app = _app(tmp_path)
+    with pytest.raises(AttributeError, match="App.timeline is set for the object's life"):
+        app.timeline = ke.Timeline()
+    with pytest.raises(AttributeError, match="App.world is set"):
+        app.world = None
+    with pytest.raises(ValueError, match="panel page must be one of"):
+        app.panel.page = "Nope"
+    with pytest.raises(AttributeError):
+        AppConfig().title = "x"
+    app.close()
