@@ -38,6 +38,10 @@ def _data_attributes(obj) -> list[str]:
     return names
 
 
+def _names(timeline):
+    return {r.name for r in timeline.execution_order()}
+
+
 def _effects(app):
     """Writable attribute -> (object, new value, check that the change took effect)."""
     tl, clock, panel = app.timeline, app.clock, app.panel
@@ -65,19 +69,29 @@ def _effects(app):
         ("Binding", "runner"): (binding, "Camera", lambda: binding.runner == "Camera"),
         ("Binding", "phase"): (binding, "EXPORT", lambda: binding.phase is ke.Phase.EXPORT),
         ("Binding", "priority"): (binding, 7, lambda: binding.priority == 7),
-        ("Binding", "enabled"): (binding, False, lambda: "late_update" not in {r.name for r in tl.execution_order()}),
+        ("Binding", "enabled"): (binding, False, lambda: "late_update" not in _names(tl)),
         ("Binding", "name"): (binding, "late", lambda: binding.name == "late"),
         ("Binding", "callback"): (binding, seen.append, lambda: binding.callback == seen.append),
-        ("FixedStepClock", "step_dt"): (clock, Fraction(1, 25), lambda: clock.step_exact == Fraction(1, 25)),
-        ("FixedStepClock", "time_mode"): (clock, ke.TimeMode.GAME_REALTIME, lambda: clock.time_mode is ke.TimeMode.GAME_REALTIME),
-        ("FixedStepClock", "max_steps_per_frame"): (clock, 3, lambda: clock.max_steps_per_frame == 3),
+        ("FixedStepClock", "step_dt"): (
+            clock,
+            Fraction(1, 25),
+            lambda: clock.step_exact == Fraction(1, 25),
+        ),
+        ("FixedStepClock", "time_mode"): (
+            clock,
+            ke.TimeMode.GAME_REALTIME,
+            lambda: clock.time_mode.name == "GAME_REALTIME",
+        ),
+        ("FixedStepClock", "max_steps_per_frame"): (
+            clock,
+            3,
+            lambda: clock.max_steps_per_frame == 3,
+        ),
         ("FixedStepClock", "steps_per_frame"): (clock, 2, lambda: clock.steps_per_frame == 2),
         ("FixedStepClock", "max_frame_delta"): (clock, 0.5, lambda: clock.max_frame_delta == 0.5),
         ("FixedStepClock", "time_scale"): (clock, 0.5, lambda: clock.time_scale == 0.5),
         ("FixedStepClock", "paused"): (clock, True, lambda: app.paused),
-    } | {
-        ("LiveSettings", name): (app.live, None, None) for name in LIVE_SETTINGS
-    }  # fmt: skip
+    } | {("LiveSettings", name): (app.live, None, None) for name in LIVE_SETTINGS}
 
 
 def test_every_public_attribute_either_takes_effect_or_refuses(tmp_path):
