@@ -36,12 +36,14 @@ from kelab.app.hotkeys import HOTKEYS, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import PickedBody
+from kelab.app.menu import MenuBar
 from kelab.app.overlays import VIEWPORT_OFF_PERIOD_S, OverlayLayout, draw_viewport_off
 from kelab.app.panel.model import PanelModel
 from kelab.app.panel_window import PanelWindow, require_imgui
 from kelab.app.recording_controls import RecordingControls
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
+from kelab.app.sync import SYNC_HZ, SYNC_RUNNER, SyncPoints
 from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -52,6 +54,7 @@ from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
 from kelab.timing.pacer import SimulationPacer, precise_sleep
 from kelab.timing.timeline import (
+    MAX_RUNNERS,
     ON_UPDATE_PRIORITY,
     ExecutionOrder,
     Phase,
@@ -109,7 +112,7 @@ class App(RecordingControls, ReadOnlyAttributes):
 
     _read_only = frozenset(
         "config live world view input timeline clock renderer overlays dragging recordings "
-        "panel panel_window".split()
+        "panel panel_window sync menu".split()
     )
 
     def __init__(
@@ -202,6 +205,17 @@ class App(RecordingControls, ReadOnlyAttributes):
                 b(self._drag_step, runner, Phase.CONTROL, DRAG_PRIORITY, name="drag_spring"),
                 b(self._physics, runner, Phase.PHYSICS, 0, name="world.step"),
             ]
+        self.sync = SyncPoints(self)
+        """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
+        tl = self.timeline
+        self._added_sync = SYNC_RUNNER not in tl.runners and len(tl.runners) < MAX_RUNNERS
+        if self._added_sync:
+            tl.add_runner(SYNC_RUNNER, SYNC_HZ)
+        sync_runner = SYNC_RUNNER if SYNC_RUNNER in tl.runners else runner
+        self._bindings.append(b(self.sync.run, sync_runner, Phase.EXPORT, 0, name="sync_point"))
+        shown = cfg.menu_bar if cfg.menu_bar is not None else not cfg.headless
+        self.menu = MenuBar(self, shown)
+        """The window's menu bar: Edit -> Settings (F2), pause, step, record... (`MenuBar`)."""
         self.panel = PanelModel(self, cfg.settings)
         """The Settings panel's model: its pages and changes (F2 shows it; docs/app.md)."""
         self.panel.open = cfg.panel
@@ -542,11 +556,14 @@ class App(RecordingControls, ReadOnlyAttributes):
                 self.dragging.release()
             except Exception as exc:  # keep closing; report after
                 errors.append(exc)
+        self.sync.close()
         errors += self.recordings.close()
         errors += self.panel_window.close()  # the settings file saved if changed
         if not self._owns_timeline:  # the caller's timeline outlives the App: unbind ours
             for binding in self._bindings:
                 binding.unbind()
+            if self._added_sync and SYNC_RUNNER in self.timeline.runners:
+                self.timeline.remove_runner(SYNC_RUNNER)
         if self.renderer is not None:
             try:
                 if not self.renderer.closed and self.renderer.frame_count:
@@ -661,7 +678,7 @@ class App(RecordingControls, ReadOnlyAttributes):
             events = events + self._events
             self._events = []
         for ev in events:
-            if self.panel_window.feed(ev):
+            if self.menu.feed(ev) or self.panel_window.feed(ev):
                 continue  # the Settings panel consumed it
             inp.handle(ev)
             if self.view.handle(ev, self.renderer.camera, self.dragging.hovered is not None):
@@ -725,7 +742,9 @@ class App(RecordingControls, ReadOnlyAttributes):
             show_contacts=self.live.show_contacts,
             show_joints=self.live.show_joints,
         )
-        self.overlays.begin_frame(self.panel_window.rects(renderer.size))
+        self.overlays.begin_frame(
+            self.panel_window.rects(renderer.size) + self.menu.rects(renderer.size)
+        )
         call_hook("render", self.render, canvas, self._alpha)
         self.dragging.draw(canvas)
         self._draw_overlays(canvas)
@@ -749,6 +768,7 @@ class App(RecordingControls, ReadOnlyAttributes):
     def _draw_overlays(self, canvas: Canvas) -> None:
         """The App's own text, each placed clear of the rest (`OverlayLayout`)."""
         lay = self.overlays
+        self.menu.draw(canvas)
         notice = self.panel_window.notice()
         if notice is not None:
             lay.notice(canvas, [notice], (255, 200, 120))

@@ -17,7 +17,7 @@ Example:
     >>> def runner_names(app: PanelApp) -> list[str]:
     ...     return list(app.timeline.runners)
     >>> runner_names(ke.App(headless=True))
-    ['Robot', 'Capture']
+    ['Robot', 'Capture', 'Sync']
 """
 
 from __future__ import annotations
@@ -40,7 +40,17 @@ if TYPE_CHECKING:
     from kelab.timing.config import TimeMode
     from kelab.timing.timeline import Timeline
 
-__all__ = ["DragHost", "HotkeyHost", "PanelApp", "RecordingHost", "RecordingsPort", "StatsHost"]
+__all__ = [
+    "DragHost",
+    "HotkeyHost",
+    "MenuHost",
+    "PanelApp",
+    "RecordingHost",
+    "RecordingsPort",
+    "StatsHost",
+    "SyncHost",
+    "SyncPort",
+]
 
 
 class DragHost(Protocol):
@@ -136,6 +146,71 @@ class HotkeyHost(Protocol):
         """Stop after this frame."""
 
 
+class SyncHost(Protocol):
+    """What `kelab.app.sync.SyncPoints` uses: what submitted calls get, what it publishes."""
+
+    @property
+    def timeline(self) -> Timeline:
+        """The time of each sync point."""
+
+    @property
+    def clock(self) -> FixedStepClock:
+        """``steps``."""
+
+    @property
+    def world(self) -> World | None:
+        """The body states published."""
+
+
+class SyncPort(Protocol):
+    """The App's sync points (`kelab.app.sync.SyncPoints`) as the panel sees them."""
+
+    @property
+    def pending(self) -> int:
+        """Calls waiting for the next sync point."""
+
+    def run(self, ts: float) -> None:
+        """One sync point (the bound system)."""
+
+
+class MenuHost(Protocol):
+    """What `kelab.app.menu.MenuBar` uses: the App's controls and state."""
+
+    @property
+    def config(self) -> AppConfig:
+        """``recording_dir`` and ``title`` (the screenshot's path)."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether simulated time is paused."""
+
+    @property
+    def panel_open(self) -> bool:
+        """Whether the Settings panel is shown."""
+
+    @property
+    def recording(self) -> bool:
+        """Whether the video recording is on."""
+
+    def toggle_panel(self) -> None:
+        """Show or hide the Settings panel."""
+
+    def toggle_pause(self) -> None:
+        """Pause or resume."""
+
+    def step_once(self) -> None:
+        """One fixed step while paused."""
+
+    def toggle_video_recording(self) -> None:
+        """Start or stop the video."""
+
+    def write_pixels_png(self, path: str | os.PathLike[str]) -> Path:
+        """Save the last frame."""
+
+    def request_close(self) -> None:
+        """Stop after this frame."""
+
+
 class StatsHost(Protocol):
     """What `kelab.app.panel_window.PanelWindow` samples: the clock and the stats."""
 
@@ -210,6 +285,10 @@ class PanelApp(Protocol):
     @property
     def physics_dt(self) -> float | None:
         """The ``dt`` the World was last stepped with."""
+
+    @property
+    def sync(self) -> SyncPort:
+        """The sync points (their binding is a subsystem)."""
 
     @property
     def stats(self) -> AppStats:

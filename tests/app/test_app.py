@@ -103,6 +103,7 @@ def test_execution_order_table_and_extra_bindings(fake_clock: FakeClock):
         ("CONTROL", 0, "capture_ctrl", "Robot")[:3] + ("Capture",),
         ("PHYSICS", 0, "world.step", "Robot"),
         ("VALIDATION", 0, "late_update", "Robot"),
+        ("EXPORT", 0, "sync_point", "Sync"),
     ]
     assert "fixed_update" in str(order)
     app.renderFrameOnce()

@@ -136,7 +136,7 @@ def test_rebinding_a_script_equals_the_code_and_ts_follows_the_runner(tmp_path):
 def test_subsystems_page_moves_the_physics_step(tmp_path):
     app = _app(tmp_path, ke.App, world=ke.World(ball_scene()))
     rows = {r.id: r for r in app.panel.subsystem_rows()}
-    assert set(rows) == {"world.step", "drag_spring"}
+    assert set(rows) == {"world.step", "drag_spring", "sync_point"}
     assert rows["world.step"][2:4] == ("Robot", ke.Phase.PHYSICS)
     assert "world.step" not in {r.id for r in app.panel.script_rows()}
     app.panel.set_runner_hz("Capture", 100)
@@ -151,10 +151,10 @@ def test_subsystems_page_moves_the_physics_step(tmp_path):
 def test_add_and_remove_runner_rules(tmp_path):
     app = _app(tmp_path)
     panel = app.panel
-    for _ in range(6):
+    for _ in range(5):  # Robot, Capture and the sync points' Sync are there
         assert panel.add_runner()
     names = list(app.timeline.runners)
-    assert len(names) == 8 and names[2] == "Runner 2"
+    assert len(names) == 8 and names[3] == "Runner 3"
     assert app.timeline.runner("Runner 7").hz == 60
     assert not panel.add_runner()
     assert "at most 8 runners" in panel.message
@@ -166,12 +166,17 @@ def test_add_and_remove_runner_rules(tmp_path):
     assert panel.remove_runner("Runner 7")
     assert "Runner 7" not in app.timeline.runners and panel.message == ""
     rows = {r.name: r for r in panel.runner_rows()}
-    assert rows["Runner 2"].removable and not rows["Capture"].removable
+    assert rows["Runner 3"].removable and not rows["Capture"].removable
     solo = ke.Timeline(default_runners=False)
     solo.add_runner("Only", 10)
     app2 = _app(tmp_path, ke.App, timeline=solo, runner="Only")
     assert not app2.panel.remove_runner("Only")
-    assert "the last runner cannot be removed" in app2.panel.message
+    assert "main runner" in app2.panel.message  # the App added Sync beside it
+    app2.timeline.runner("Sync")
+    app2.close()  # the caller's timeline is given back as it was
+    assert list(solo.runners) == ["Only"]
+    with pytest.raises(ValueError, match="the last runner cannot be removed"):
+        solo.remove_runner("Only")
 
 
 def test_recorder_phase_and_runner_equal_the_code(tmp_path):
@@ -219,7 +224,7 @@ def test_settings_round_trip(tmp_path):
     assert p.add_plot("frame.time_ms") and p.set_page("Execution Order")
     app.close()  # saves: the panel changed something
     doc = json.loads(path.read_text())
-    assert doc["runners"][2] == {"name": "Slow", "hz": "1000/3"}
+    assert doc["runners"][3] == {"name": "Slow", "hz": "1000/3"}
     assert doc["bindings"]["fixed_update"]["runner"] == "Slow"
     again = _app(tmp_path, settings=path)
     _run(again, 1)
@@ -233,7 +238,7 @@ def test_settings_round_trip(tmp_path):
     assert again.panel.plots == ["frame.time_ms"] and again.panel.page == "Execution Order"
     assert again.panel.settings_error is None and not again.panel.dirty
     again.close()
-    assert load_settings(path).runners[2][1] == Fraction(1000, 3)
+    assert load_settings(path).runners[3][1] == Fraction(1000, 3)
 
 
 @pytest.mark.parametrize(
@@ -279,7 +284,7 @@ def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_
     assert field in app.panel.settings_error and str(path) in app.panel.settings_error
     assert any(field in str(w.message) for w in record)
     assert app.clock.time_mode is HIGH and app.timeline.runner("Robot").hz == 50
-    assert list(app.timeline.runners) == ["Robot", "Capture"]
+    assert list(app.timeline.runners) == ["Robot", "Capture", "Sync"]
     assert app.clock.steps == 3
     with pytest.raises(SettingsError, match=field.replace("[", r"\[").replace("]", r"\]")):
         p = load_settings(path)

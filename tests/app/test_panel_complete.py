@@ -39,7 +39,7 @@ def test_rename_runner_in_code_moves_bindings_recorders_and_the_panel_settings(t
     _run(app, 1)
     rec = app.add_recorder(ke.DataRecorder(tmp_path / "d.csv", runner="Capture"))
     app.timeline.runner("Capture").name = "Camera"  # was silently ignored
-    assert list(app.timeline.runners) == ["Robot", "Camera"]
+    assert list(app.timeline.runners) == ["Robot", "Camera", "Sync"]
     assert rec.runner == "Camera" and app.panel.recorder_settings["video"].runner == "Camera"
     b = {x.name: x for x in app.timeline.bindings}
     assert b["capture_cb"].runner == "Camera"
@@ -62,7 +62,7 @@ def test_rename_runner_in_the_panel_is_validated_and_refusals_say_why(tmp_path):
     assert not p.rename_runner("Camera", "")
     assert "runner name must be a non-empty string" in p.message
     assert not p.rename_runner("Nope", "X") and "no time runner named 'Nope'" in p.message
-    assert list(app.timeline.runners) == ["Robot", "Camera"]
+    assert list(app.timeline.runners) == ["Robot", "Camera", "Sync"]
     app.close()
 
 
@@ -78,11 +78,12 @@ def test_runner_names_round_trip_through_the_settings_file(tmp_path):
     assert doc["runners"] == [
         {"name": "Robot", "hz": 50},
         {"name": "Camera", "hz": 25, "renamed_from": "Capture"},
+        {"name": "Sync", "hz": 10},
         {"name": "Scan", "hz": 10},  # the panel made it: no script name to rename from
     ]
     again = _app(tmp_path, settings=path)
     _run(again, 1)
-    assert list(again.timeline.runners) == ["Robot", "Camera", "Scan"]
+    assert list(again.timeline.runners) == ["Robot", "Camera", "Sync", "Scan"]
     assert again.timeline.runner("Camera").hz == 25
     assert {b.name: b.runner for b in again.timeline.bindings}["capture_cb"] == "Camera"
     assert again.panel.settings_error is None and not again.panel.dirty
@@ -115,7 +116,9 @@ def test_a_bad_runner_name_in_the_file_warns_and_keeps_the_defaults(tmp_path, ru
     with pytest.warns(UserWarning, match="settings file"):
         _run(app, 2)
     assert field in app.panel.settings_error
-    assert list(app.timeline.runners) == ["Robot", "Capture"] and app.clock.time_mode is HIGH
+    assert (
+        list(app.timeline.runners) == ["Robot", "Capture", "Sync"] and app.clock.time_mode is HIGH
+    )
     app.close()
     assert path.read_text() == text  # never overwritten
 
@@ -179,3 +182,60 @@ def test_free_step_scripts_in_the_panel_and_the_settings_file(tmp_path):
     assert bad.free_step_scripts is False
     bad.close()
     assert path.read_text() == '{"free_step_scripts": "on"}'
+
+
+# ---------------------------------------------------------------------------- 3: sync points
+def test_other_threads_submit_calls_that_run_on_the_app_thread_at_sync_points(tmp_path):
+    import threading
+
+    app = _app(tmp_path, ke.App, world=ke.World(ball_scene(1)))
+    app_thread = threading.get_ident()
+    results = {}
+
+    def client():
+        ok = app.sync.submit(lambda a: (threading.get_ident(), a.clock.steps, a.timeline.time))
+        bad = app.sync.submit(lambda a: 1 / 0)
+        results["ok"] = ok.result(timeout=30)
+        results["bad"] = bad.exception(timeout=30)
+        state = app.sync.latest()  # no lock: an immutable state swapped in whole
+        results["state"] = state
+
+    t = threading.Thread(target=client)
+    t.start()
+    while t.is_alive():
+        app.renderFrameOnce()
+    thread, steps, time = results["ok"]
+    assert thread == app_thread  # ran on the App's thread
+    assert time * 10 == int(time * 10)  # at a 10 Hz boundary
+    assert isinstance(results["bad"], ZeroDivisionError)  # into the future, not the loop
+    state = results["state"]
+    assert state.body_names == tuple(app.world.body_names)
+    assert state.body_poses.shape == app.world.body_poses.shape
+    with pytest.raises(ValueError):
+        state.body_poses[0, 0, 0] = 1.0  # read-only
+    # a panel rebinding like any system: EXPORT of Robot, every step
+    assert app.panel.set_binding("sync_point", runner="Robot")
+    fut = app.sync.submit(lambda a: a.clock.steps)
+    app.renderFrameOnce()
+    assert fut.result(timeout=0) == app.clock.steps
+    waiting = app.sync.submit(lambda a: None)
+    app.close()
+    assert isinstance(waiting.exception(timeout=0), RuntimeError)
+    with pytest.raises(RuntimeError, match="the App is closed"):
+        app.sync.submit(lambda a: None)
+
+
+def test_sync_points_do_not_change_the_simulation(tmp_path):
+    def run(with_calls):
+        app = _app(tmp_path, ke.App, world=ke.World(ball_scene(2)))
+        for k in range(40):
+            if with_calls and k % 3 == 0:
+                app.sync.submit(lambda a: a.world.body_poses.sum())
+            app.renderFrameOnce()
+        poses = app.world.body_poses.copy()
+        app.close()
+        return poses
+
+    import numpy as np
+
+    assert np.array_equal(run(False), run(True))

@@ -104,5 +104,5 @@ def test_closing_and_reopening_rebuilds(tmp_path):
     clock.advance(0.01)
     app.renderFrameOnce()
     assert built == [1]
-    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
+    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 3: Runner 3"
     app.close()

@@ -98,7 +98,7 @@ def test_each_page_renders_its_rows(tmp_path):
         app.renderFrameOnce()
         shown[page] = app.panel_window.host.ui.rows[page]
     p = app.panel
-    assert shown["Time Runners"] == ["Runner 0: Robot", "Runner 1: Capture"]
+    assert shown["Time Runners"] == ["Runner 0: Robot", "Runner 1: Capture", "Runner 2: Sync"]
     assert (
         shown["Scripts"]
         == [r.label for r in p.script_rows()]
@@ -108,7 +108,11 @@ def test_each_page_renders_its_rows(tmp_path):
             "logger",
         ]
     )
-    assert shown["Subsystems"] == ["Mouse drag spring", "Physics (World.step)"]
+    assert shown["Subsystems"] == [
+        "Mouse drag spring",
+        "Physics (World.step)",
+        "Sync points (app.sync)",
+    ]
     assert shown["Recorder"] == ["data recorder", "video recorder", "lidar recorder"]
     assert shown["Execution Order"] == [r.name for r in app.execution_order()]
     assert shown["Plots"] == [
@@ -121,7 +125,7 @@ def test_each_page_renders_its_rows(tmp_path):
     p.add_runner()
     p.set_page("Time Runners")
     app.renderFrameOnce()
-    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 2: Runner 2"
+    assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 3: Runner 3"
     app.close()
 
 

@@ -66,7 +66,11 @@ __all__ = [
 ]
 
 #: The App's engine systems shown on the Subsystems page (binding name -> label).
-SUBSYSTEMS = {"world.step": "Physics (World.step)", "drag_spring": "Mouse drag spring"}
+SUBSYSTEMS = {
+    "world.step": "Physics (World.step)",
+    "drag_spring": "Mouse drag spring",
+    "sync_point": "Sync points (app.sync)",
+}
 
 
 class RunnerRow(NamedTuple):
@@ -329,7 +333,8 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         return isinstance(getattr(b.callback, "__self__", None), Recorder)
 
     def _is_subsystem(self, b: Binding) -> bool:
-        return b.name in SUBSYSTEMS and getattr(b.callback, "__self__", None) is self.app
+        owner = getattr(b.callback, "__self__", None)
+        return b.name in SUBSYSTEMS and (owner is self.app or owner is self.app.sync)
 
     def _row(self, bid: str, b: Binding, label: str) -> BindingRow:
         ts = self.app.timeline.runner(b.runner).ts
