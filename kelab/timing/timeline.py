@@ -480,19 +480,10 @@ class Timeline:
         self._plans.clear()
 
     def add_rename_hook(self, hook: Callable[[str, str], object]) -> None:
-        """Call ``hook(old, new)`` after every runner rename (`TimeRunner.name`).
-
-        For whatever keeps a runner's name outside the bindings (a clock's main runner,
-        a recorder's ``runner``, the panel's settings); bindings follow by themselves.
-        """
+        """Call ``hook(old, new)`` after each rename, for names kept outside the bindings."""
         if not callable(hook):
             raise ValueError(must("rename hook", "callable", hook))
         self._rename_hooks.append(hook)
-
-    def remove_rename_hook(self, hook: Callable[[str, str], object]) -> None:
-        """Stop calling ``hook`` on renames (idempotent)."""
-        if hook in self._rename_hooks:
-            self._rename_hooks.remove(hook)
 
     def _rename(self, runner: TimeRunner, new: str) -> None:
         """Rename ``runner`` in place (its position kept), moving its bindings with it."""

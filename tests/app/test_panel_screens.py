@@ -314,7 +314,7 @@ def test_with_the_viewport_off_the_panel_still_answers_and_the_window_says_so(
     x0, y0, x1, y1 = notice
     assert len(np.unique(img[y0:y1, x0:x1].reshape(-1, 3), axis=0)) > 4  # its text
     rest = np.ones(img.shape[:2], dtype=bool)
-    for r in (panel, notice):
+    for r in (panel, notice, *app.menu.rects((800, 500))):  # the window's menu bar too
         rest[r[1] : r[3], r[0] : r[2]] = False
     assert (img[rest] == app.live.background).all()  # no World drawn: the plain background
     app.write_pixels_png(tmp_path.parent / f"viewport_off_{backend}.png")
