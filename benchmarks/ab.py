@@ -1,0 +1,214 @@
+"""A/B: the current tree against a named commit, interleaved in one run.
+
+    python benchmarks/ab.py --against 01ecdfb [--rounds 5] [--cases world,humanoid,...]
+    python benchmarks/ab.py --against 01ecdfb --cases states      # bit-identity only
+
+The commit's ``kelab/`` is exported once (``git archive``, into ``/tmp/kelab-ab/<sha>``;
+the repository and its working tree are not touched) and every measurement runs in a
+fresh child process whose ``PYTHONPATH`` puts either that export or this tree first (the
+child checks which ``kelab`` it imported). The measuring code is always this tree's
+(``world_throughput.py``, ``env_throughput.py``), so both sides run the same loop. Each
+round runs every case once for each side, the side that goes first alternating between
+rounds (so a slow spell or a warm cache hits both); the table gives the median per side,
+the median of the per-round ratios B/A, and the load average before and after.
+
+Cases (``--cases``, comma separated):
+
+- ``world``: 1024 cartpoles, packed World, 1 thread, and the bare ``pymunk.batch`` loop
+  in the same child (world_throughput.py); the row is the World's env-steps/s and its
+  ratio to the bare loop of the same child. ``world2``: the same with 2 threads.
+- ``humanoid``: LearningEnv kelab/Humanoid-v0, 256 copies, packed, random actions (a
+  copy falls and resets every few dozen steps: the reset-heavy loop), 1 thread;
+  ``humanoid2``: 2 threads.
+- ``cartpole``: LearningEnv kelab/CartPole-v0, 1024 copies, packed, the LQR balancing
+  policy (no resets before the 5 s limit: the reset-free loop).
+- ``train-cartpole`` / ``train-humanoid``: the whole ``python -m kelab train TASK``
+  command with its defaults, wall seconds (imports, environment start, training to the
+  task's stopping rule).
+- ``states``: no timing; a SHA-256 of the packed Humanoid env's observations, rewards and
+  dones over 300 random-action steps (hundreds of resets), so "bit-identical" is checked
+  against the commit in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+
+CHILD = r"""
+import json, sys, time, hashlib
+case, steps, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+import kelab
+assert kelab.__file__.startswith(root), (kelab.__file__, root)
+import importlib, importlib.util
+OLD = "kelab.sim." + "assets"  # the asset package before the sim subpackages (kept apart
+NEW = "kelab.sim.scene." + "assets"  # so that a tree-wide rename leaves these two alone)
+if importlib.util.find_spec(OLD) is not None:
+    sys.modules[NEW] = importlib.import_module(OLD)
+    importlib.import_module(OLD + ".cartpole")
+import gymnasium, numpy as np
+from world_throughput import bare_loop, world_loop, start_clock
+from env_throughput import kelab_cartpole
+
+def env_rate(task, n, steps, threads, act_dim):
+    env = gymnasium.make_vec(task, num_envs=n, vectorization_mode="vector_entry_point",
+                             layout="packed", num_threads=threads)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    acts = [rng.uniform(-1, 1, (n, act_dim)).astype(np.float32) for _ in range(steps)]
+    ends = 0
+    t0 = start_clock()
+    for a in acts:
+        _, _, term, trunc, _ = env.step(a)
+        ends += int((term | trunc).sum())
+    rate = n * steps / (time.perf_counter() - t0)
+    env.close()
+    return {"rate": rate, "resets": ends / (n * steps)}
+
+if case in ("world", "world2"):
+    k = 2 if case == "world2" else 1
+    bare = bare_loop(1024, steps)
+    world = world_loop(1024, steps, k, "packed")
+    out = {"rate": world, "bare": bare, "vs_bare": world / bare}
+elif case in ("humanoid", "humanoid2"):
+    out = env_rate("kelab/Humanoid-v0", 256, steps, 2 if case == "humanoid2" else 1, 6)
+elif case == "cartpole":
+    rate, ends = kelab_cartpole(1024, steps, "packed")
+    out = {"rate": rate, "resets": ends}
+elif case == "states":
+    env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=64,
+                             vectorization_mode="vector_entry_point", layout="packed")
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    h = hashlib.sha256(np.ascontiguousarray(obs).tobytes())
+    ends = 0
+    for _ in range(steps):
+        obs, rew, term, trunc, _ = env.step(rng.uniform(-1, 1, (64, 6)).astype(np.float32))
+        ends += int((term | trunc).sum())
+        for a in (obs, rew, term, trunc):
+            h.update(np.ascontiguousarray(a).tobytes())
+    out = {"hash": h.hexdigest()[:16], "resets": ends}
+else:
+    raise SystemExit(f"unknown case {case!r}")
+print("AB-RESULT " + json.dumps(out))
+"""
+
+DEFAULT_STEPS = {"world": 200, "world2": 200, "humanoid": 200, "humanoid2": 200,
+                 "cartpole": 200, "states": 300}  # fmt: skip
+TRAIN_TASKS = {"train-cartpole": "CartPole-v0", "train-humanoid": "Humanoid-v0"}
+
+
+def export(commit: str) -> tuple[str, Path]:
+    """The commit's tree under /tmp/kelab-ab/<sha> (made once): its full sha and path."""
+    sha = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{commit}^{{commit}}"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if sha.returncode != 0:
+        raise SystemExit(f"--against must name a commit of {ROOT}, got {commit!r}")
+    full = sha.stdout.strip()
+    dest = Path(tempfile.gettempdir()) / "kelab-ab" / full
+    if not (dest / "kelab" / "__init__.py").exists():
+        dest.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", full], cwd=ROOT, capture_output=True, check=True
+        )
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    return full, dest
+
+
+def run_case(case: str, root: Path, steps: int) -> dict:
+    """One measurement in a fresh child with ``root``'s kelab first on the path."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(HERE)]))
+    env.setdefault("SDL_VIDEODRIVER", "dummy")
+    if case in TRAIN_TASKS:
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "kelab", "train", TRAIN_TASKS[case], "--run-dir",
+                 str(Path(tmp) / "run")],
+                cwd=tmp, env=env, capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            wall = time.perf_counter() - t0
+        if done.returncode != 0:
+            raise SystemExit(f"{case} failed under {root}:\n{done.stderr[-2000:]}")
+        return {"seconds": wall, "tail": done.stdout.strip().splitlines()[-1:]}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, case, str(steps), str(root)],
+        cwd=HERE, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    for line in done.stdout.splitlines():
+        if line.startswith("AB-RESULT "):
+            return json.loads(line[len("AB-RESULT ") :])
+    raise SystemExit(f"{case} failed under {root}:\n{done.stderr[-3000:]}")
+
+
+def load() -> str:
+    """The 1/5/15-minute load averages."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--against", required=True, help="commit to compare with (side A)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds (median per side)")
+    ap.add_argument("--cases", default="world,humanoid,cartpole", help="comma separated")
+    ap.add_argument("--steps", type=int, default=0, help="steps per case (0: its default)")
+    args = ap.parse_args()
+    cases = [c for c in args.cases.split(",") if c]
+    for c in cases:
+        if c not in DEFAULT_STEPS and c not in TRAIN_TASKS:
+            raise SystemExit(f"--cases: unknown case {c!r}; pick from "
+                             f"{sorted([*DEFAULT_STEPS, *TRAIN_TASKS])}")  # fmt: skip
+    if args.rounds < 1:
+        raise SystemExit(f"--rounds must be >= 1, got {args.rounds}")
+    full, tree_a = export(args.against)
+    sides = {"A": tree_a, "B": ROOT}
+    print(f"A = {args.against} ({full[:12]}, exported to {tree_a}); B = this tree ({ROOT})")
+    print(f"load average before: {load()}")
+    got: dict[tuple[str, str], list[dict]] = {}
+    for r in range(args.rounds):
+        order = ("A", "B") if r % 2 == 0 else ("B", "A")
+        for case in cases:
+            steps = args.steps or DEFAULT_STEPS.get(case, 0)
+            for side in order:
+                got.setdefault((case, side), []).append(run_case(case, sides[side], steps))
+        print(f"  round {r + 1}/{args.rounds} done, load {load()}", file=sys.stderr)
+    print(f"load average after: {load()}\n")
+    print(f"| case | A {args.against} | B this tree | B/A (median of rounds) | rounds |")
+    print("|---|---:|---:|---:|---:|")
+    for case in cases:
+        a, b = got[(case, "A")], got[(case, "B")]
+        if case == "states":
+            same = all(x["hash"] == b[0]["hash"] for x in a + b)
+            verdict = "identical" if same else "DIFFERENT"
+            print(f"| states (sha256 of the steps, {a[0]['resets']} resets) | {a[0]['hash']} | "
+                  f"{b[0]['hash']} | {verdict} | {len(a)} |")  # fmt: skip
+            continue
+        key = "seconds" if case in TRAIN_TASKS else "rate"
+        ratios = [y[key] / x[key] for x, y in zip(a, b, strict=True)]
+        ma, mb = statistics.median(x[key] for x in a), statistics.median(y[key] for y in b)
+        unit = " s" if key == "seconds" else "/s"
+        extra = ""
+        if "vs_bare" in a[0]:
+            va = statistics.median(x["vs_bare"] for x in a)
+            vb = statistics.median(y["vs_bare"] for y in b)
+            extra = f" (vs bare: A {va:.2f}x, B {vb:.2f}x)"
+        if "resets" in a[0]:
+            extra = f" ({100 * a[0]['resets']:.1f} % / {100 * b[0]['resets']:.1f} % resets)"
+        print(f"| {case}{extra} | {ma:,.1f}{unit} | {mb:,.1f}{unit} | "
+              f"{statistics.median(ratios):.3f} | {len(a)} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
