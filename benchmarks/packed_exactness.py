@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 import kelab as ke
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
 

@@ -17,8 +17,8 @@ import pymunk
 import pymunk.batch as pb
 
 import kelab as ke
-from kelab.sim.assets import Asset
-from kelab.sim.assets import cartpole as cp
+from kelab.sim.scene.assets import Asset
+from kelab.sim.scene.assets import cartpole as cp
 
 DT = 1 / 120
 DECIMATION = 2

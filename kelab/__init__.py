@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "ExecutionOrder": "kelab.timing.timeline",
     # sim: scene description
     "Scene": "kelab.sim.scene",
-    "SceneBuilder": "kelab.sim.builder",
+    "SceneBuilder": "kelab.sim.scene.builder",
     "Pose": "kelab.sim.scene",
     "Circle": "kelab.sim.scene",
     "Box": "kelab.sim.scene",
@@ -63,7 +63,7 @@ _EXPORTS: dict[str, str] = {
     "SiteInstance": "kelab.sim.scene",
     "RobotInstance": "kelab.sim.scene",
     "CameraSpec": "kelab.sim.scene",
-    "Asset": "kelab.sim.assets",
+    "Asset": "kelab.sim.scene.assets",
     # sim: runtime
     "SensorConfig": "kelab.sim.sensors",
     "SensorPipeline": "kelab.sim.sensors",

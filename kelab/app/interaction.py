@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_number, check_positive, must
-from kelab.sim.shapes import Box, Circle, Polygon, Segment, Shape
+from kelab.sim.scene.shapes import Box, Circle, Polygon, Segment, Shape
 
 if TYPE_CHECKING:
     from kelab.sim.scene import BodySpec, Scene

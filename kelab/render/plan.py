@@ -29,7 +29,7 @@ from kelab.render.geometry import (
 if TYPE_CHECKING:
     from kelab.render.camera import Camera
     from kelab.sim.scene import BodyInstance, Scene
-    from kelab.sim.shapes import Shape
+    from kelab.sim.scene.shapes import Shape
 
 __all__ = ["DrawPlan", "Primitive", "WorldLayout"]
 
@@ -105,7 +105,7 @@ def _shape_parts(
     are drawn as a darker shape with the body colour inset by :data:`OUTLINE_PX` on top
     (the plan is compiled once per zoom, so this costs only the extra points per frame).
     """
-    from kelab.sim.shapes import Box, Circle, Polygon, Segment
+    from kelab.sim.scene.shapes import Box, Circle, Polygon, Segment
 
     off = shape.offset
     c, s = np.cos(off.angle), np.sin(off.angle)

@@ -94,7 +94,7 @@ def find_ground(scene: Scene) -> Ground | None:
         >>> (g.top, g.bottom)
         (0.0, -1.0)
     """
-    from kelab.sim.shapes import Box
+    from kelab.sim.scene.shapes import Box
 
     best: Ground | None = None
     for inst in getattr(scene, "bodies", ()):
@@ -203,7 +203,7 @@ def draw_ground_marks(canvas: Canvas, ground_y: float, label_size: int = 12) -> 
 
 def _revolute_joints(scene: Scene, body_names: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """Parent body column (-1: the copy's ground frame) and anchor of each revolute joint."""
-    from kelab.sim.joints import RevoluteJoint
+    from kelab.sim.scene.joints import RevoluteJoint
 
     index = {name: i for i, name in enumerate(body_names)}
     parents, anchors = [], []

@@ -29,8 +29,8 @@ from kelab.rl.errors import TaskError, describe_array
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskEnv, validate_task_class
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
-from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import Robot
+from kelab.sim.scene.builder import SceneBuilder
 from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
 from kelab.sim.world import MAX_EPISODE_LOG_STEPS, MAX_LOG_STEPS, World
 

@@ -19,7 +19,7 @@ from kelab.timing.config import MAX_EPISODE_LENGTH_S
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
     from kelab.rl.rule_context import RuleContext
-    from kelab.sim.builder import SceneBuilder
+    from kelab.sim.scene.builder import SceneBuilder
     from kelab.sim.world import World
 
 __all__ = ["MAX_DIM", "Task", "TaskEnv", "TaskError"]

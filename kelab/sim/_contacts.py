@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kelab.sim._backend import Backend
-from kelab.sim._compile import SLIDE_SPEED_THRESHOLD, STATIC_SPEED_THRESHOLD, Layout
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import SLIDE_SPEED_THRESHOLD, STATIC_SPEED_THRESHOLD, Layout
 
 
 class Contacts:

@@ -16,9 +16,9 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from kelab.sim._compile import Layout
 from kelab.sim._values import float_array, forces_error
 from kelab.sim.kinematics import cog_world, joint_state
+from kelab.sim.physics._compile import Layout
 from kelab.sim.replay_log import Kind
 
 

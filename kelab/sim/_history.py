@@ -19,11 +19,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kelab.sim._backend import Backend
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
 from kelab.sim._restore import Restore
 from kelab.sim._states import BodyStates
+from kelab.sim.physics._backend import Backend
 from kelab.sim.replay_log import Kind, LogEntry, ReplayLog
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state

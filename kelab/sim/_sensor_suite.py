@@ -13,11 +13,11 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from kelab.sim._backend import Backend
-from kelab.sim._compile import Layout
 from kelab.sim.kinematics import joint_state
-from kelab.sim.scene import Scene
-from kelab.sim.sensor_kinds import SENSOR_KINDS
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import Layout
+from kelab.sim.scene.scene import Scene
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
 from kelab.sim.sensors import SensorPipeline
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kelab.sim._backend import Backend
-from kelab.sim._compile import Layout
 from kelab.sim._values import STATE_LIMITS, STATE_POSITION_MAX, STATE_SPEED_MAX
 from kelab.sim.kinematics import JointCache, joint_state
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import Layout
 
 #: Name and unit of each body state column, for messages.
 _COLUMNS = (("x", "m"), ("y", "m"), ("angle", "rad"), ("vx", "m/s"), ("vy", "m/s"), ("w", "rad/s"))

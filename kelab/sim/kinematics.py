@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab.sim._compile import JointLayout, Layout
+from kelab.sim.physics._compile import JointLayout, Layout
 
 if TYPE_CHECKING:
-    from kelab.sim._backend import Backend
+    from kelab.sim.physics._backend import Backend
 
 
 def cross(w: np.ndarray, r: np.ndarray) -> np.ndarray:

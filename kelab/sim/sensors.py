@@ -1,52 +1,23 @@
 """Sensor pipeline: ideal signal -> sample-and-hold -> low-pass -> noise -> delay.
 
-All times are simulation seconds. See docs/sensors.md.
+All times are simulation seconds. See docs/sensors.md. The settings, :class:`SensorConfig`,
+are part of the scene description (:mod:`kelab.sim.scene.sensor_config`); this module
+applies them and re-exports the class, so ``from kelab.sim.sensors import SensorConfig``
+works.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from kelab._validate import check_int, check_number_or_none, check_positive, must
+from kelab._validate import check_int, check_positive, must
+from kelab.sim.scene.sensor_config import SensorConfig
 
-
-@dataclass(frozen=True)
-class SensorConfig:
-    """How a sensor degrades its ideal signal, in simulation time.
-
-    Attributes:
-        sample_interval: Seconds between samples (sample-and-hold); None samples every step.
-        cutoff_hz: Cutoff of a first-order low-pass filter in Hz; None disables it.
-        noise: Standard deviation of additive Gaussian noise, in the signal's units.
-        delay: Seconds between a sample being taken and the sensor reporting it.
-
-    Example:
-        >>> SensorConfig(sample_interval=1 / 120, cutoff_hz=20, noise=0.005, delay=0.016)
-        SensorConfig(sample_interval=0.008333333333333333, cutoff_hz=20, noise=0.005, delay=0.016)
-
-    """
-
-    sample_interval: float | None = None
-    cutoff_hz: float | None = None
-    noise: float = 0.0
-    delay: float = 0.0
-
-    def __post_init__(self) -> None:
-        for name in ("sample_interval", "cutoff_hz", "noise", "delay"):
-            value = getattr(self, name)
-            field = f"SensorConfig.{name}"
-            if name in ("sample_interval", "cutoff_hz"):
-                number = check_number_or_none(value, field, low=0.0, low_open=True)
-            else:
-                number = check_positive(value, field, allow_zero=True)
-            if not isinstance(value, (int, float, type(None))):  # numpy scalars, Fractions
-                object.__setattr__(self, name, number)
-
+__all__ = ["SensorConfig", "SensorPipeline", "StateDict"]
 
 StateDict = dict[str, np.ndarray]
 

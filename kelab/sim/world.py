@@ -1,8 +1,8 @@
 """World: a Scene compiled into pymunk, N independent copies, batched numpy state.
 
 See docs/world.md. Two layouts share this class: "isolated" (one ``pymunk.Space`` per
-copy, kelab/sim/_isolated.py) and "packed" (all copies of a thread shard in one space,
-kelab/sim/_packed.py). Reading and writing go through ``pymunk.batch`` iterators, never
+copy, kelab/sim/physics/_isolated.py) and "packed" (all copies of a thread shard in one space,
+kelab/sim/physics/_packed.py). Reading and writing go through ``pymunk.batch`` iterators, never
 Python loops over bodies. This module is the facade: the public API, the construction
 and the stepping loop. The other jobs live beside it, in helpers built from the
 compiled scene, the backend and arrays (never the World, no reference cycle):
@@ -32,22 +32,22 @@ import numpy.typing as npt
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
 from kelab._validate import check_copies, check_int, check_number, check_positive, must
 from kelab.sim._args import body_states, env_indices, index_arg, joint_columns
-from kelab.sim._backend import Backend
-from kelab.sim._compile import JointLayout, Layout, make_layout
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
 from kelab.sim._history import History, take
-from kelab.sim._isolated import IsolatedBackend
-from kelab.sim._packed import PackedBackend
 from kelab.sim._restore import Restore, WorldSpec, check_snapshot
 from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._states import BodyStates, ReplayLimits
 from kelab.sim._values import DT_MAX
 from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import cog_world as _cog_world
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import JointLayout, Layout, make_layout
+from kelab.sim.physics._isolated import IsolatedBackend
+from kelab.sim.physics._packed import PackedBackend
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
-from kelab.sim.scene import Scene
+from kelab.sim.scene.scene import Scene
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 #: What a refused snapshot's message suggests.

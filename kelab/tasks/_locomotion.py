@@ -15,9 +15,9 @@ import numpy as np
 
 from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
-from kelab.sim.assets import Asset
-from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import Robot, Terrain
+from kelab.sim.scene.assets import Asset
+from kelab.sim.scene.builder import SceneBuilder
 
 if TYPE_CHECKING:
     from kelab.rl.direct import DirectRLEnv

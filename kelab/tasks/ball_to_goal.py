@@ -26,7 +26,6 @@ import numpy as np
 from kelab.rl.success import DwellTimer, success
 from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
-from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import (
     BodySpec,
     Box,
@@ -38,6 +37,7 @@ from kelab.sim.scene import (
     Robot,
     RobotDescription,
 )
+from kelab.sim.scene.builder import SceneBuilder
 from kelab.sim.sensors import SensorConfig
 
 if TYPE_CHECKING:

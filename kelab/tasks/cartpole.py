@@ -19,10 +19,10 @@ import numpy as np
 from kelab.rl.success import success
 from kelab.rl.task import Task
 from kelab.rl.terminations import TerminationSet
-from kelab.sim.assets import Asset
-from kelab.sim.assets.cartpole import PIVOT_Y, POLE_LENGTH
-from kelab.sim.builder import SceneBuilder
 from kelab.sim.scene import Robot, Terrain
+from kelab.sim.scene.assets import Asset
+from kelab.sim.scene.assets.cartpole import PIVOT_Y, POLE_LENGTH
+from kelab.sim.scene.builder import SceneBuilder
 
 __all__ = ["CartPoleTask", "balanced"]
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kelab.rl.success import success
-from kelab.sim.assets.biped import TORQUE_LIMITS
+from kelab.sim.scene.assets.biped import TORQUE_LIMITS
 from kelab.tasks._locomotion import LocomotionTask
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import pytest
 from render_helpers import BACKENDS
 
 from kelab.rl.direct import DirectRLEnv
-from kelab.sim.shapes import Box, Circle
+from kelab.sim.scene.shapes import Box, Circle
 from kelab.tasks.ball_to_goal import TABLE_RADIUS, BallToGoalTask
 from kelab.tasks.pi_locomotion import PiLocomotionTask
 

@@ -20,7 +20,7 @@ _CHILD = r"""
 import gc, sys
 import numpy as np
 import kelab as ke
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 
 
 def rss():

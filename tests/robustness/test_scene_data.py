@@ -32,7 +32,7 @@ from kelab.sim.scene import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.shapes import LENGTH_MAX, LENGTH_MIN, MASS_MAX, MASS_MIN
+from kelab.sim.scene.shapes import LENGTH_MAX, LENGTH_MIN, MASS_MAX, MASS_MIN
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILTINS = (
@@ -428,7 +428,7 @@ CORNERS = """
 import itertools, json
 import numpy as np
 import kelab as ke
-from kelab.sim.shapes import LENGTH_MIN, LENGTH_MAX, MASS_MIN, MASS_MAX
+from kelab.sim.scene.shapes import LENGTH_MIN, LENGTH_MAX, MASS_MIN, MASS_MAX
 bad = []
 for kind, size, mass in itertools.product(
     ("circle", "box"), (LENGTH_MIN, 1.0, LENGTH_MAX), (MASS_MIN, MASS_MAX)

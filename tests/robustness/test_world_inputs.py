@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kelab as ke
-import kelab.sim._isolated as isolated
-from kelab.sim.assets import Asset
+import kelab.sim.physics._isolated as isolated
+from kelab.sim.scene.assets import Asset
 
 
 def _biped() -> ke.Scene:

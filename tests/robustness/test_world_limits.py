@@ -200,7 +200,7 @@ def test_a_body_within_the_limits_never_hangs_the_packed_step_even_at_a_tiny_spa
 
 # ---------------------------------------------------------------- 25.8: too many copies
 _ROBOT = """
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 b = ke.SceneBuilder()
 b.add(ke.Terrain.plane(), at="/")
 b.add(ke.Robot(Asset.from_registry("kelab/robot/biped:v1")), at="/World/Robot")

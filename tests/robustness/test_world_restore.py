@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kelab as ke
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
 LAYOUTS = ("isolated", "packed")

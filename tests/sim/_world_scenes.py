@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 import kelab as ke
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
 LAYOUTS = ("isolated", "packed")

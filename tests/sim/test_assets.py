@@ -6,7 +6,7 @@ import math
 import pytest
 
 import kelab as ke
-from kelab.sim.shapes import shape_lowest_point
+from kelab.sim.scene.shapes import shape_lowest_point
 
 BUILTINS = (
     "kelab/robot/cartpole:v1", "kelab/robot/biped:v1", "kelab/robot/biped:v2", "kelab/robot/pi:v1",

@@ -1,4 +1,4 @@
-"""Both layouts implement the World's Backend protocol (kelab/sim/_backend.py)."""
+"""Both layouts implement the World's Backend protocol (kelab/sim/physics/_backend.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import kelab as ke
-from kelab.sim._backend import Backend
-from kelab.sim._compile import make_layout
-from kelab.sim._isolated import IsolatedBackend, friction_contacts
-from kelab.sim._packed import PackedBackend
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import make_layout
+from kelab.sim.physics._isolated import IsolatedBackend, friction_contacts
+from kelab.sim.physics._packed import PackedBackend
 
 METHODS = [
     name for name, value in vars(Backend).items() if callable(value) and not name.startswith("_")

@@ -1,7 +1,7 @@
-"""What kelab/sim/_chipmunk.py relies on in pymunk's private internals, checked loudly.
+"""What kelab/sim/physics/_chipmunk.py relies on in pymunk's private internals, checked loudly.
 
 If one of these fails after a pymunk upgrade, pymunk changed something kelab.sim drives
-directly: fix kelab/sim/_chipmunk.py (and only it), then widen the bound in
+directly: fix kelab/sim/physics/_chipmunk.py (and only it), then widen the bound in
 pyproject.toml and ``_chipmunk.PYMUNK_VERSIONS``.
 """
 
@@ -16,7 +16,7 @@ import pymunk.batch as pbatch
 import pytest
 from pymunk._chipmunk_cffi import ffi, lib
 
-from kelab.sim import _chipmunk as cp
+from kelab.sim.physics import _chipmunk as cp
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,7 +98,7 @@ def test_pymunk_version_is_within_the_checked_bound() -> None:
     low, high = cp.PYMUNK_VERSIONS
     version = tuple(int(x) for x in pymunk.version.split(".")[:2])
     assert low <= version < high, (
-        f"pymunk {pymunk.version} is outside {low}..{high} that kelab/sim/_chipmunk.py was "
+        f"pymunk {pymunk.version} is outside {low}..{high} that kelab/sim/physics/_chipmunk.py was "
         "checked against"
     )
     text = (ROOT / "pyproject.toml").read_text()

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import kelab as ke
-from kelab.sim import _chipmunk as cp
-from kelab.sim.assets import Asset
+from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
 LAYOUTS = ("isolated", "packed")

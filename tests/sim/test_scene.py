@@ -422,11 +422,12 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 # -------------------------------------------------------------- the description layer
 
 DESCRIPTION = (
-    "kelab.sim.fields", "kelab.sim.shapes", "kelab.sim.joints", "kelab.sim.sensors",
-    "kelab.sim.sensor_kinds", "kelab.sim.items", "kelab.sim.instances",
-    "kelab.sim._scene_checks", "kelab.sim._scene_io", "kelab.sim.scene", "kelab.sim.builder",
-    "kelab.sim.assets", "kelab.sim.assets.biped", "kelab.sim.assets.cartpole",
-    "kelab.sim.assets.pi",
+    "kelab.sim.scene.fields", "kelab.sim.scene.shapes", "kelab.sim.scene.joints",
+    "kelab.sim.scene.sensor_config", "kelab.sim.scene.sensor_kinds", "kelab.sim.scene.items",
+    "kelab.sim.scene.instances", "kelab.sim.scene._checks", "kelab.sim.scene._io",
+    "kelab.sim.scene.scene", "kelab.sim.scene", "kelab.sim.scene.builder",
+    "kelab.sim.scene.assets", "kelab.sim.scene.assets.biped", "kelab.sim.scene.assets.cartpole",
+    "kelab.sim.scene.assets.pi",
 )  # fmt: skip
 
 
@@ -483,7 +484,7 @@ def _ball_scene(add_sensors) -> ke.Scene:
 
 
 def test_every_sensor_kind_reports_its_registered_width():
-    from kelab.sim.sensor_kinds import SENSOR_KINDS
+    from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
 
     def sensors(b, ball):
         for kind in SENSOR_KINDS:
@@ -522,7 +523,7 @@ def test_add_sensor_is_what_the_named_methods_do():
 
 
 def test_a_new_sensor_kind_is_one_registry_entry(monkeypatch):
-    from kelab.sim import sensor_kinds
+    from kelab.sim.scene import sensor_kinds
 
     def height(inputs, body, params):  # the body's height above y = params["floor"]
         return inputs.raw[:, body, 1:2] - params["floor"]

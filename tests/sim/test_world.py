@@ -10,7 +10,7 @@ import pytest
 from _world_scenes import DT, LAYOUTS, busy_scene, drive
 
 import kelab as ke
-from kelab.sim.assets import Asset
+from kelab.sim.scene.assets import Asset
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,9 @@ import pytest
 from _world_scenes import DT, LAYOUTS, busy_scene, drive
 
 import kelab as ke
-from kelab.sim.assets import Asset
 from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.kinematics import point_state as _point
+from kelab.sim.scene.assets import Asset
 
 
 def _walls() -> ke.Scene:

@@ -9,11 +9,11 @@ import pytest
 from _world_scenes import DT, drive
 
 import kelab as ke
-from kelab.sim._compile import JointLayout
-from kelab.sim._packed import CAPACITY, ShardWorkers, packed_spacing
-from kelab.sim.assets import Asset
 from kelab.sim.kinematics import joint_state as _joint_state
 from kelab.sim.kinematics import point_state as _point
+from kelab.sim.physics._compile import JointLayout
+from kelab.sim.physics._packed import CAPACITY, ShardWorkers, packed_spacing
+from kelab.sim.scene.assets import Asset
 
 
 def _cartpole(ground: bool = False) -> ke.Scene:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import kelab as ke
-from kelab.sim._compile import MOVING_TYPE, OTHER_STATIC_TYPE, make_layout
-from kelab.sim.assets import Asset
+from kelab.sim.physics._compile import MOVING_TYPE, OTHER_STATIC_TYPE, make_layout
+from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
 LAYOUTS = ("isolated", "packed")

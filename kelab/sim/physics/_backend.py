@@ -1,8 +1,8 @@
 """The contract between the World and a layout (kelab.sim internal).
 
 A layout maps the World's copies onto pymunk spaces: ``"isolated"``
-(:class:`kelab.sim._isolated.IsolatedBackend`, one space per copy) and ``"packed"``
-(:class:`kelab.sim._packed.PackedBackend`, one space per thread shard). The World only
+(:class:`kelab.sim.physics._isolated.IsolatedBackend`, one space per copy) and ``"packed"``
+(:class:`kelab.sim.physics._packed.PackedBackend`, one space per thread shard). The World only
 talks to them through :class:`Backend`; nothing in the World asks which layout it has.
 Rows ``c * n_bodies + b`` name body ``b`` of copy ``c``.
 """

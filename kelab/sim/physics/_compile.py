@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import pymunk
 
-from kelab.sim import _chipmunk as cp
-from kelab.sim.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
-from kelab.sim.scene import Box, Circle, Polygon, Pose, Scene, Segment
-from kelab.sim.shapes import Material
+from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.scene.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
+from kelab.sim.scene.scene import Box, Circle, Polygon, Pose, Scene, Segment
+from kelab.sim.scene.shapes import Material
 
 #: Tangential sliding speed (m/s) below which a sliding body sticks again (static friction).
 STATIC_SPEED_THRESHOLD = 0.01
@@ -362,7 +362,7 @@ class CopySpace:
     a fresh Space in their initial state (the same Chipmunk calls as the first build, on
     bodies put back to a new body's state, constraints re-initialised in place), so a
     rebuilt copy is bit-identical to a new one. Everything goes through Chipmunk directly
-    (kelab.sim._chipmunk): pymunk's own ``Space.add``/``remove`` bookkeeping is never
+    (kelab.sim.physics._chipmunk): pymunk's own ``Space.add``/``remove`` bookkeeping is never
     used for these objects, so their pymunk ``space`` attributes stay None.
     """
 

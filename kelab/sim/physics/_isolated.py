@@ -16,10 +16,10 @@ import numpy as np
 import pymunk
 import pymunk.batch as pbatch
 
-from kelab.sim import _chipmunk as cp
-from kelab.sim._compile import CopySpace, Layout, build_copy
-from kelab.sim._memory import check_world_memory, estimate, memory_left
-from kelab.sim.scene import Scene
+from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.physics._compile import CopySpace, Layout, build_copy
+from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
+from kelab.sim.scene.scene import Scene
 
 READ = (
     pbatch.BodyFields.POSITION

@@ -14,8 +14,8 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
-from kelab.sim._compile import Layout
-from kelab.sim.scene import Scene
+from kelab.sim.physics._compile import Layout
+from kelab.sim.scene.scene import Scene
 
 #: Share of the memory left that a World may be estimated to take (the rest is left for
 #: buffers that grow while stepping, and for everything else).

@@ -47,8 +47,8 @@ from functools import partial
 import numpy as np
 import pymunk
 
-from kelab.sim import _chipmunk as cp
-from kelab.sim._compile import (
+from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.physics._compile import (
     Layout,
     apply_values,
     constraint_calls,
@@ -61,7 +61,7 @@ from kelab.sim._compile import (
     register_callbacks,
     reinit_call,
 )
-from kelab.sim._isolated import (
+from kelab.sim.physics._isolated import (
     FORCE,
     GET,
     NO_INTS,
@@ -72,8 +72,8 @@ from kelab.sim._isolated import (
     lookup,
     nearest_body,
 )
-from kelab.sim._memory import check_world_memory, estimate, memory_left
-from kelab.sim.scene import Box, Scene
+from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
+from kelab.sim.scene.scene import Box, Scene
 
 #: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
 BASE_X = 1.5 * 2.0**20

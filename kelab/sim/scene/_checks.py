@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kelab.sim.fields import check_path, short_repr
-from kelab.sim.instances import (
+from kelab.sim.scene.fields import check_path, short_repr
+from kelab.sim.scene.instances import (
     BodyInstance,
     CameraSpec,
     JointInstance,
@@ -17,7 +17,7 @@ from kelab.sim.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
 
 
 def validate_scene(

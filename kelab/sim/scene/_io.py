@@ -13,8 +13,8 @@ import dataclasses
 import math
 from typing import Any
 
-from kelab.sim.fields import short_repr
-from kelab.sim.instances import (
+from kelab.sim.scene.fields import short_repr
+from kelab.sim.scene.instances import (
     BodyInstance,
     CameraSpec,
     JointInstance,
@@ -22,8 +22,8 @@ from kelab.sim.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.items import BodySpec, RobotDescription, Site
-from kelab.sim.joints import (
+from kelab.sim.scene.items import BodySpec, RobotDescription, Site
+from kelab.sim.scene.joints import (
     EffortActuator,
     FixedJoint,
     PDActuator,
@@ -31,8 +31,8 @@ from kelab.sim.joints import (
     RevoluteJoint,
     SpringJoint,
 )
-from kelab.sim.sensors import SensorConfig
-from kelab.sim.shapes import Box, Circle, Material, Polygon, Pose, RenderHint, Segment
+from kelab.sim.scene.sensor_config import SensorConfig
+from kelab.sim.scene.shapes import Box, Circle, Material, Polygon, Pose, RenderHint, Segment
 
 MAX_DEPTH = 16
 """Deepest nesting ``Scene.from_dict`` reads (a real scene is at most 8 levels deep)."""

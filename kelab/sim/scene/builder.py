@@ -11,8 +11,8 @@ import dataclasses
 from typing import Any
 
 from kelab._validate import check_bool, check_choice, must
-from kelab.sim.fields import check_path, field_number, field_positive, field_vec2
-from kelab.sim.instances import (
+from kelab.sim.scene.fields import check_path, field_number, field_positive, field_vec2
+from kelab.sim.scene.instances import (
     BodyInstance,
     CameraSpec,
     JointInstance,
@@ -20,18 +20,18 @@ from kelab.sim.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.items import Prop, Robot, Terrain
-from kelab.sim.joints import (
+from kelab.sim.scene.items import Prop, Robot, Terrain
+from kelab.sim.scene.joints import (
     WORLD,
     Joint,
     PrismaticJoint,
     RevoluteJoint,
     SpringJoint,
 )
-from kelab.sim.scene import Scene
-from kelab.sim.sensor_kinds import SENSOR_KINDS
-from kelab.sim.sensors import SensorConfig
-from kelab.sim.shapes import GRAVITY_MAX, Pose
+from kelab.sim.scene.scene import Scene
+from kelab.sim.scene.sensor_config import SensorConfig
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.shapes import GRAVITY_MAX, Pose
 
 
 def _world_joint(joint: Joint, root: Pose) -> Joint:
@@ -216,7 +216,7 @@ class SceneBuilder:
         sensor: SensorConfig | None = None,
         params: tuple[tuple[str, Any], ...] = (),
     ) -> None:
-        """Add a sensor of any kind of ``kelab.sim.sensor_kinds.SENSOR_KINDS``.
+        """Add a sensor of any kind of ``kelab.sim.scene.sensor_kinds.SENSOR_KINDS``.
 
         The methods below (``imu``, ``rangefinder``...) are this with their kind's
         parameters spelled out.

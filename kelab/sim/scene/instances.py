@@ -2,10 +2,10 @@
 
 One instance per item, each at its path.
 
-``SceneBuilder.build`` turns what a task added (:mod:`kelab.sim.items`) into these, and a
+``SceneBuilder.build`` turns what a task added (:mod:`kelab.sim.scene.items`) into these, and a
 :class:`~kelab.sim.scene.Scene` holds them in order; each validates its own fields
 (paths, types, ranges), and ``Scene`` checks how they refer to one another
-(:mod:`kelab.sim._scene_checks`). Re-exported by :mod:`kelab.sim.scene`.
+(:mod:`kelab.sim.scene._checks`). Re-exported by :mod:`kelab.sim.scene`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kelab._validate import check_choice
-from kelab.sim.fields import (
+from kelab.sim.scene.fields import (
     Vec2,
     check_path,
     field_flag,
@@ -26,11 +26,11 @@ from kelab.sim.fields import (
     set_field,
     short_repr,
 )
-from kelab.sim.items import BodySpec
-from kelab.sim.joints import JOINT_TYPES, WORLD, Joint
-from kelab.sim.sensor_kinds import SENSOR_KINDS, check_params
-from kelab.sim.sensors import SensorConfig
-from kelab.sim.shapes import COORD_MAX, Pose, field_pose
+from kelab.sim.scene.items import BodySpec
+from kelab.sim.scene.joints import JOINT_TYPES, WORLD, Joint
+from kelab.sim.scene.sensor_config import SensorConfig
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS, check_params
+from kelab.sim.scene.shapes import COORD_MAX, Pose, field_pose
 
 __all__ = [
     "ZOOM_MAX",

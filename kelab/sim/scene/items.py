@@ -2,9 +2,9 @@
 
 These frozen dataclasses are the authoring vocabulary, each validating its own fields in
 ``__post_init__``: :class:`BodySpec`, :class:`Site` and :class:`RobotDescription` describe
-a robot (the assets in :mod:`kelab.sim.assets` are made of them); :class:`Robot`,
+a robot (the assets in :mod:`kelab.sim.scene.assets` are made of them); :class:`Robot`,
 :class:`Prop` and :class:`Terrain` are what ``SceneBuilder.add`` places at a path. The
-flattened form a built Scene holds is in :mod:`kelab.sim.instances`. All re-exported by
+flattened form a built Scene holds is in :mod:`kelab.sim.scene.instances`. All re-exported by
 :mod:`kelab.sim.scene`; see docs/scene.md.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kelab._validate import check_choice
-from kelab.sim.fields import (
+from kelab.sim.scene.fields import (
     field_flag,
     field_name,
     field_number,
@@ -23,8 +23,8 @@ from kelab.sim.fields import (
     set_field,
     short_repr,
 )
-from kelab.sim.joints import JOINT_TYPES, WORLD, Joint
-from kelab.sim.shapes import (
+from kelab.sim.scene.joints import JOINT_TYPES, WORLD, Joint
+from kelab.sim.scene.shapes import (
     MASS_MAX,
     MASS_MIN,
     SHAPE_TYPES,

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from kelab._validate import must
-from kelab.sim.fields import (
+from kelab.sim.scene.fields import (
     Vec2,
     field_number,
     field_positive,
@@ -21,7 +21,7 @@ from kelab.sim.fields import (
     set_field,
     short_repr,
 )
-from kelab.sim.shapes import ANGLE_MAX, COORD_MAX, EFFORT_MAX, LENGTH_MAX
+from kelab.sim.scene.shapes import ANGLE_MAX, COORD_MAX, EFFORT_MAX, LENGTH_MAX
 
 WORLD = "world"
 """The special parent name: the static ground frame of an environment copy."""

@@ -1,18 +1,13 @@
 """The immutable scene: a flattened, fingerprinted description a World is built from.
 
-A :class:`SceneBuilder` (:mod:`kelab.sim.builder`) collects items at absolute paths
+A :class:`SceneBuilder` (:mod:`kelab.sim.scene.builder`) collects items at absolute paths
 (``"/World/Robot"``) and ``build()`` returns a :class:`Scene`: frozen dataclasses all the
 way down, the ordered bodies, joints, sensors, sites and cameras that the World and the
 renderer consume, JSON-round-trippable and fingerprinted. See docs/scene.md.
 
-The vocabulary is layered, each module importing only those above it in this list:
-:mod:`~kelab.sim.fields` (field checks), :mod:`~kelab.sim.shapes` (poses, shapes,
-materials), :mod:`~kelab.sim.joints`, :mod:`~kelab.sim.sensors` (pipeline settings),
-:mod:`~kelab.sim.sensor_kinds` (the sensor kinds), :mod:`~kelab.sim.items` (what a task
-adds), :mod:`~kelab.sim.instances` (the flattened form), the cross-item checks
-(``_scene_checks``) and the JSON codec (``_scene_io``), then this module; the builder and
-the assets sit on top. This module re-exports the vocabulary, so ``from kelab.sim.scene
-import BodySpec, Circle`` works.
+The vocabulary lives in the modules beside this one (the package docstring,
+:mod:`kelab.sim.scene`, lists them bottom to top); this module re-exports it, and the
+package re-exports this module, so ``from kelab.sim.scene import BodySpec, Circle`` works.
 
 Example:
     >>> import kelab as ke
@@ -35,10 +30,10 @@ from functools import cached_property
 from typing import Any
 
 from kelab._validate import is_int, must
-from kelab.sim._scene_checks import validate_scene
-from kelab.sim._scene_io import MAX_DEPTH, check_keys, decode, encode
-from kelab.sim.fields import Vec2, field_tuple, field_vec2, set_field, short_repr
-from kelab.sim.instances import (
+from kelab.sim.scene._checks import validate_scene
+from kelab.sim.scene._io import MAX_DEPTH, check_keys, decode, encode
+from kelab.sim.scene.fields import Vec2, field_tuple, field_vec2, set_field, short_repr
+from kelab.sim.scene.instances import (
     ZOOM_MAX,
     ZOOM_MIN,
     BodyInstance,
@@ -48,8 +43,8 @@ from kelab.sim.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.items import BodySpec, Prop, Robot, RobotDescription, Site, Terrain
-from kelab.sim.joints import (
+from kelab.sim.scene.items import BodySpec, Prop, Robot, RobotDescription, Site, Terrain
+from kelab.sim.scene.joints import (
     WORLD,
     Actuator,
     EffortActuator,
@@ -60,8 +55,8 @@ from kelab.sim.joints import (
     RevoluteJoint,
     SpringJoint,
 )
-from kelab.sim.sensor_kinds import SENSOR_KINDS
-from kelab.sim.shapes import (
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.shapes import (
     GRAVITY_MAX,
     Box,
     Circle,

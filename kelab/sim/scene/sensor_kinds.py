@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kelab.sim.fields import field_number, field_positive, field_tuple, short_repr
-from kelab.sim.shapes import ANGLE_MAX, LENGTH_MAX, LENGTH_MIN, field_pose
+from kelab.sim.scene.fields import field_number, field_positive, field_tuple, short_repr
+from kelab.sim.scene.shapes import ANGLE_MAX, LENGTH_MAX, LENGTH_MIN, field_pose
 
 __all__ = ["SENSOR_KINDS", "SensorInputs", "SensorKind", "check_params"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kelab._validate import check_bool, is_int, must
-from kelab.sim.fields import (
+from kelab.sim.scene.fields import (
     Vec2,
     field_number,
     field_positive,
@@ -307,7 +307,7 @@ SHAPE_TYPES = (Circle, Box, Polygon, Segment)
 
 
 def field_pose(owner: str, attr: str, value: object) -> Pose:
-    """Return ``value`` if it is a Pose (a field check, worded like :mod:`kelab.sim.fields`)."""
+    """Return ``value`` if it is a Pose (a field check, worded like :mod:`~.fields`)."""
     if not isinstance(value, Pose):
         raise ValueError(
             f"{owner}.{attr} must be a Pose, got {short_repr(value)}; use ke.Pose(x, y, angle)"

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kelab.sim.assets import biped, cartpole, pi
-from kelab.sim.scene import RobotDescription
+from kelab.sim.scene.assets import biped, cartpole, pi
+from kelab.sim.scene.scene import RobotDescription
 
 _BUILTINS: dict[str, Callable[[], RobotDescription]] = {
     "kelab/robot/cartpole:v1": cartpole.description,

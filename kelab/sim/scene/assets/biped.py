@@ -19,7 +19,7 @@ as it was, so tasks built on it keep their dynamics (and their scene fingerprint
 
 from __future__ import annotations
 
-from kelab.sim.scene import (
+from kelab.sim.scene.scene import (
     BodySpec,
     Box,
     EffortActuator,

@@ -9,7 +9,7 @@ track limits ±3 m, effort actuator ±100 N. ``cart_to_pole``: passive revolute 
 
 from __future__ import annotations
 
-from kelab.sim.scene import (
+from kelab.sim.scene.scene import (
     BodySpec,
     Box,
     Circle,

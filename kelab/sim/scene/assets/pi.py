@@ -12,7 +12,7 @@ N·m); the gains are explicit-integration stable at 120 Hz for these inertias.
 
 from __future__ import annotations
 
-from kelab.sim.scene import (
+from kelab.sim.scene.scene import (
     BodySpec,
     Box,
     Circle,
