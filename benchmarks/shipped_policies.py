@@ -21,7 +21,7 @@ import numpy as np
 import kelab as ke
 from kelab.tasks import TASK_IDS
 from kelab.tasks.registry import task_class
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 
 
 def main() -> None:

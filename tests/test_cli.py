@@ -247,7 +247,7 @@ def test_python_m_kelab_is_the_kelab_command(tmp_path):
 def test_import_kelab_leaves_warnings_alone():
     code = (
         "import warnings; before = warnings.showwarning\n"
-        "import kelab, kelab.cli, kelab.train.cli\n"
+        "import kelab, kelab.cli, kelab.train.shipped\n"
         "assert warnings.showwarning is before\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
@@ -403,3 +403,94 @@ def test_every_option_of_every_subcommand_has_help_with_its_default():
     assert missing == []
     for action in parser._actions:  # the top-level ones too
         assert action.help or not action.option_strings, action.option_strings
+
+
+# ---------------------------------------------------------------- the command line is the top layer
+KELAB_DIR = Path(ke.__file__).resolve().parent
+
+
+def _imports(path: Path) -> set[str]:
+    """Every kelab module ``path`` imports, at its top or inside a function."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    package = ".".join(path.relative_to(KELAB_DIR.parent).with_suffix("").parts)
+    if path.name == "__init__.py":
+        package += ".__init__"
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: -node.level]
+                base = ".".join([*parent, base] if base else parent)
+            names.add(base)
+            names.update(f"{base}.{a.name}" for a in node.names)
+    return {n for n in names if n == "kelab" or n.startswith("kelab.")}
+
+
+def _is_command_line(module: str) -> bool:
+    """A module of the command line: kelab.cli and below, or any ``cli``-named module."""
+    return any(part.startswith(("cli", "_cli")) for part in module.split(".")[1:])
+
+
+def test_nothing_below_the_command_line_imports_it():
+    # kelab.train.export imported kelab.train.cli (for shipped_policy), kelab.train.cli
+    # imported kelab._cli_args: the command line was spread over three layers
+    wrong = []
+    for path in sorted(KELAB_DIR.rglob("*.py")):
+        rel = path.relative_to(KELAB_DIR)
+        if rel.parts[0] == "cli" or rel == Path("__main__.py"):
+            continue
+        wrong += [f"{rel} imports {m}" for m in sorted(_imports(path)) if _is_command_line(m)]
+        module = "kelab." + ".".join(rel.with_suffix("").parts)
+        assert not _is_command_line(module), f"{rel} is a command-line module outside kelab/cli/"
+    assert wrong == []
+
+
+def test_the_command_line_modules_import_no_circle():
+    # kelab.cli imported kelab.cli_preview, which imported kelab.cli back
+    graph: dict[str, set[str]] = {}
+    for path in sorted(KELAB_DIR.rglob("*.py")):
+        parts = path.relative_to(KELAB_DIR.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if _is_command_line(module):
+            graph[module] = {m for m in _imports(path) if _is_command_line(m) and m != module}
+    assert "kelab.cli" in graph and len(graph) > 1
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    assert [m for m in graph if reaches(m, m, {m})] == []
+
+
+def test_help_and_demo_import_no_heavy_package():
+    # `kelab --help`, every subcommand's --help and `kelab demo` stay cheap: torch, rsl_rl,
+    # ray, onnx and matplotlib load only when a subcommand that needs them runs
+    code = (
+        "import argparse, contextlib, io, sys\n"
+        "from kelab.cli import build_parser, main\n"
+        "sub = next(a for a in build_parser()._actions\n"
+        "           if isinstance(a, argparse._SubParsersAction))\n"
+        "names = list(sub.choices)\n"
+        "assert {'demo', 'preview', 'train', 'play', 'eval', 'export', 'plot'} <= set(names)\n"
+        "for args in [['--help']] + [[name, '--help'] for name in names]:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()):\n"
+        "        try:\n"
+        "            main(args)\n"
+        "        except SystemExit as exit:\n"
+        "            assert exit.code == 0, (args, exit.code)\n"
+        "quiet = contextlib.redirect_stdout(io.StringIO())\n"
+        "with quiet, contextlib.redirect_stderr(io.StringIO()):\n"
+        "    main(['demo', '--seconds', '0.1', '--num-envs', '1'])\n"
+        "heavy = ('torch', 'rsl_rl', 'ray', 'onnx', 'matplotlib', 'tensordict')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

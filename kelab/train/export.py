@@ -168,7 +168,7 @@ def export_onnx(
 
     if checkpoint is None:
         from kelab.tasks.registry import resolve_task
-        from kelab.train.cli import shipped_policy
+        from kelab.train.shipped import shipped_policy
 
         if isinstance(task, str):
             class_path = resolve_task(task)[1]

@@ -65,7 +65,7 @@ class NumpyActor:
 
     Example:
         >>> from kelab.train.checkpoint import load_checkpoint
-        >>> from kelab.train.cli import shipped_policy
+        >>> from kelab.train.shipped import shipped_policy
         >>> spec = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
         >>> actor = NumpyActor(load_checkpoint(spec, arrays="numpy"))
         >>> actor(np.zeros((3, 4), np.float32)).shape

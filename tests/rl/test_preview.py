@@ -4,7 +4,7 @@ import argparse
 
 import pytest
 
-from kelab.cli_preview import add_preview_parser, run_preview
+from kelab.cli.preview import add_preview_parser, run_preview
 
 
 def test_preview_runs_a_task_and_reports_episodes():

@@ -184,7 +184,7 @@ def test_shipped_locomotion_policies_reach_their_evaluation_figures(target, epis
     import json
 
     from kelab.tasks.registry import task_class
-    from kelab.train.cli import shipped_policy
+    from kelab.train.shipped import shipped_policy
 
     path = shipped_policy(target)
     recorded = json.loads(path.read_text())["evaluation"]

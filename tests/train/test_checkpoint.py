@@ -132,7 +132,7 @@ def test_the_weights_file_as_a_spec_names_its_json(trained_run):
 
 def _shipped_copy(tmp_path, **changes):
     """The shipped CartPole policy copied to ``tmp_path`` with JSON fields changed."""
-    from kelab.train.cli import shipped_policy
+    from kelab.train.shipped import shipped_policy
 
     src = shipped_policy("kelab.tasks.cartpole:CartPoleTask")
     meta = json.loads(src.read_text())

@@ -16,7 +16,7 @@ from kelab.cli import main
 from kelab.tasks import TASK_IDS
 from kelab.tasks.registry import task_class
 from kelab.train.checkpoint import save_checkpoint
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 from kelab.train.config import TrainConfig
 from kelab.train.export import export_onnx
 

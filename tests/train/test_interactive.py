@@ -7,7 +7,7 @@ import pytest
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 from kelab.train.interactive import policy_app
 
 

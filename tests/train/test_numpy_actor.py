@@ -15,7 +15,7 @@ import kelab as ke
 from kelab.tasks import TASK_IDS
 from kelab.tasks.registry import task_class
 from kelab.train.checkpoint import load_checkpoint, save_checkpoint
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 from kelab.train.config import TrainConfig
 from kelab.train.numpy_actor import NumpyActor
 from kelab.train.policy import CheckpointPolicy

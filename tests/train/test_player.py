@@ -9,7 +9,7 @@ import pytest
 import kelab as ke
 from kelab.tasks.ball_to_goal import BallToGoalTask
 from kelab.tasks.cartpole import CartPoleTask
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 
 
 def test_act_and_policy(trained_run):

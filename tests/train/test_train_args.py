@@ -10,7 +10,7 @@ import pytest
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.train.checkpoint import CheckpointError, load_checkpoint
-from kelab.train.cli import shipped_policy
+from kelab.train.shipped import shipped_policy
 
 
 def test_player_seed_and_episodes():

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kelab.cli import main
-from kelab.train import cli as train_cli
+from kelab.cli import main, progress
+from kelab.cli import play as play_cli
+from kelab.cli.train import summary_line
+from kelab.train import shipped as shipped_policies
 from kelab.train.checkpoint import load_checkpoint
 
 
@@ -119,7 +121,7 @@ def test_a_wrong_case_task_id_gets_a_suggestion(capsys):
 
 
 def test_the_weights_file_as_checkpoint_says_to_pass_the_json(capsys):
-    shipped = train_cli.shipped_policy("kelab.tasks.cartpole:CartPoleTask")
+    shipped = shipped_policies.shipped_policy("kelab.tasks.cartpole:CartPoleTask")
     weights = shipped.parent / json.loads(shipped.read_text())["weights"]["file"]
     for command in ("eval", "play"):
         assert main([command, "CartPole-v0", "--checkpoint", str(weights)]) == 2
@@ -139,7 +141,7 @@ def test_the_progress_shows_the_last_iteration_when_the_run_ends_early():
     # not a terminal: a line every ~10 s, so a run stopped at its target (or interrupted)
     # after 3 of 400 planned iterations printed only iteration 1 before close()
     out = io.StringIO()
-    bar = train_cli.ProgressBar(400, 0, out)
+    bar = progress.ProgressBar(400, 0, out)
     for it in (1, 2, 3):
         bar(_row(it))
     assert [line.split("]")[1].split("  return")[0] for line in out.getvalue().splitlines()] == [
@@ -156,7 +158,7 @@ def test_the_progress_shows_the_last_iteration_when_the_run_ends_early():
             return True
 
     tty = Terminal()
-    bar = train_cli.ProgressBar(400, 0, tty)
+    bar = progress.ProgressBar(400, 0, tty)
     for it in (1, 2, 3):
         bar(_row(it))
     bar.close()
@@ -171,12 +173,12 @@ def test_the_progress_line_fits_a_narrow_terminal(monkeypatch):
 
     monkeypatch.setenv("COLUMNS", "60")  # shutil.get_terminal_size reads it first: no bar
     tty = Terminal()
-    bar = train_cli.ProgressBar(400, 0, tty)
+    bar = progress.ProgressBar(400, 0, tty)
     bar(_row(1))
     bar.close()
     monkeypatch.setenv("COLUMNS", "80")
     wide = Terminal()
-    bar = train_cli.ProgressBar(400, 0, wide)
+    bar = progress.ProgressBar(400, 0, wide)
     bar.evaluated = 0.95
     bar(_row(2))
     assert wide.getvalue().split("\r")[-1].endswith("ETA 0s\x1b[K")  # nothing cut off
@@ -188,15 +190,15 @@ def test_the_summary_rounds_and_says_why_a_number_is_missing():
     stats = {"iterations": 12, "env_steps": 9600, "wall_time_s": 3.21, "env_steps_per_s": 2990.6,
              "last_reward": 97.96035585950536, "success_rate": 0.02, "episodes": 40,
              "interrupted": False}  # fmt: skip
-    assert train_cli._summary(stats) == (
+    assert summary_line(stats) == (
         "done: 12 iterations, 9,600 env steps in 3.2 s (2,991 steps/s); mean return 98.0, "
         "success rate 2% (training episodes, with exploration noise)"
     )
     no_rule = {**stats, "success_rate": None, "iterations": 1, "interrupted": True}
-    assert train_cli._summary(no_rule).startswith("interrupted: 1 iteration, ")
-    assert "success rate n/a (the task has no success rule)" in train_cli._summary(no_rule)
+    assert summary_line(no_rule).startswith("interrupted: 1 iteration, ")
+    assert "success rate n/a (the task has no success rule)" in summary_line(no_rule)
     resumed = {**stats, "last_reward": None, "success_rate": None, "episodes": 0}
-    assert train_cli._summary(resumed, start_iteration=11) == (
+    assert summary_line(resumed, start_iteration=11) == (
         "done: 1 iteration (resumed at iteration 11, now 12), 9,600 env steps in 3.2 s in all "
         "(2,991 steps/s since the resume); mean return n/a, success rate n/a (no training "
         "episode ended in this run)"
@@ -249,7 +251,7 @@ def test_a_task_module_in_the_current_folder_imports_like_python_m(tmp_path):
     # the `kelab` console script does not put the current folder on sys.path; -P does the
     # same to `python -c`, so this runs the command as the console script would
     (tmp_path / "mytask.py").write_text(MY_TASK)
-    shipped = str(train_cli.shipped_policy("kelab.tasks.cartpole:CartPoleTask"))
+    shipped = str(shipped_policies.shipped_policy("kelab.tasks.cartpole:CartPoleTask"))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-P", "-c", "import sys; from kelab.cli import main; "
                "assert sys.path[0] != ''; sys.exit(main())"]  # fmt: skip
@@ -286,7 +288,7 @@ def test_without_the_extra_train_says_how_to_install(monkeypatch, capsys):
 
 
 def test_play_without_checkpoint_uses_the_shipped_policy(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(train_cli, "POLICY_DIR", tmp_path)  # a task with no shipped policy
+    monkeypatch.setattr(shipped_policies, "POLICY_DIR", tmp_path)  # a task with no shipped policy
     assert main(["play", "CartPole-v0", "--video", str(tmp_path / "x.gif")]) == 2
     assert "ships no policy for CartPole-v0" in capsys.readouterr().err
 
@@ -297,7 +299,7 @@ def test_kelab_the_app_and_the_envs_never_import_torch():
         "from kelab.tasks.cartpole import CartPoleTask\n"
         "env = ke.LearningEnv(CartPoleTask(), num_envs=2); env.reset(); env.close()\n"
         "ke.DirectRLEnv(CartPoleTask()).close()\n"
-        "ke.App; import kelab.train, kelab.train.cli, kelab.tasks.humanoid\n"
+        "ke.App; import kelab.train, kelab.train.shipped, kelab.tasks.humanoid\n"
         "from kelab.cli import build_parser; build_parser()\n"
         "bad = [m for m in ('torch', 'rsl_rl', 'tensordict', 'safetensors') if m in sys.modules]\n"
         "assert not bad, bad\n"
@@ -488,7 +490,7 @@ def test_eval_shows_progress_and_ctrl_c_prints_the_finished_episodes(trained_run
         ["eval", "CartPole-v0", "--checkpoint", spec, "--episodes", "1000000", "--num-envs", "8"]
     )
     out, err = io.StringIO(), _Terminal()
-    assert train_cli.run_eval(args, out, err) == 130
+    assert play_cli.run_eval(args, out, err) == 130
     live = re.findall(
         r"\reval: ([\d,]+)/1,000,000 episodes  [\d,.]+ episodes/s  ETA \S+", err.getvalue()
     )
@@ -505,7 +507,7 @@ def test_eval_shows_progress_and_ctrl_c_prints_the_finished_episodes(trained_run
     steps[0] = 0
     args.json = True
     out = io.StringIO()
-    assert train_cli.run_eval(args, out, io.StringIO()) == 130
+    assert play_cli.run_eval(args, out, io.StringIO()) == 130
     data = json.loads(out.getvalue())
     assert data["episodes"] == count and data["interrupted"] == {"episodes_asked": 1000000}
 
@@ -513,7 +515,7 @@ def test_eval_shows_progress_and_ctrl_c_prints_the_finished_episodes(trained_run
 def test_eval_progress_prints_a_line_every_10_s_off_a_terminal():
     now = [0.0]
     out = io.StringIO()
-    bar = train_cli.EvalProgress(1000, out, clock=lambda: now[0])
+    bar = progress.EvalProgress(1000, out, clock=lambda: now[0])
     for done in range(1, 11):
         now[0] += 4.0  # an episode per 4 s: lines at 12 s (3 episodes), 24 s, 36 s
         bar(done)

@@ -1,0 +1,260 @@
+"""``kelab train``: build the envs, train with PPO, save checkpoints, print the summary.
+
+``train`` needs the train extra (torch, rsl-rl-lib), imported only when it runs; without
+it, it says in one line how to install it (exit status 2). ``--workers K`` runs the
+copies in K Ray workers (docs/scale.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any, TextIO
+
+from kelab.cli.args import NUM_ENVS_MAX, folder_path, positive_float, positive_int
+from kelab.cli.progress import ProgressBar
+from kelab.cli.tasks import add_task_subcommand, start_command
+
+__all__ = ["add_train_parser", "run_train", "summary_line"]
+
+
+def _sigterm_stops_like_ctrl_c() -> None:
+    """``kill`` (SIGTERM) and Ctrl-C both save ``latest`` and end the run cleanly."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if callable(signal.getsignal(signal.SIGINT)):
+            signal.raise_signal(signal.SIGINT)  # as Ctrl-C: train() stops at a safe point
+        else:  # SIGINT ignored or set to the default by the program running this
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started with `&` by a shell
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def run_train(
+    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """``kelab train``: build the env, train, save checkpoints, print the summary."""
+    cmd = start_command(args, out, err)
+    if cmd is None:
+        return 2
+    out, err, cls = cmd.out, cmd.err, cmd.cls
+    import kelab as ke
+    from kelab.train.trainer import RLTrainer, training_config_of
+
+    config = training_config_of(cls)
+    if args.num_envs is not None:
+        config = config.replace(num_envs=args.num_envs)
+    iterations = config.max_iterations if args.iterations is None else args.iterations
+    if args.stop_at_target is not None:
+        config = config.replace(stop_at_target=args.stop_at_target)
+    _sigterm_stops_like_ctrl_c()
+    workers = getattr(args, "workers", None)
+    address = getattr(args, "ray_address", None)
+    start_timeout = getattr(args, "ray_start_timeout", None)
+    if workers is None and (address is not None or start_timeout is not None):
+        flag = "--ray-address" if address is not None else "--ray-start-timeout"
+        print(f"kelab: {flag} needs --workers K (Ray workers to start)", file=err)
+        return 2
+    if workers is not None:  # the copies in K Ray actors (docs/scale.md)
+        import importlib.util
+
+        # a Ray driver does not fork: the evaluations run in this process
+        config = config.replace(eval_process=False)
+
+        if importlib.util.find_spec("ray") is None:
+            print("kelab: --workers needs Ray; pip install 'kelab[ray]'", file=err)
+            return 2
+        if workers > config.num_envs:
+            print(
+                f"kelab: --workers must be <= the {config.num_envs} copies (--num-envs), got "
+                f"{workers}; every worker needs at least one copy: lower --workers or raise "
+                "--num-envs",
+                file=err,
+            )
+            return 2
+        env = ke.RayLearningEnv(
+            cls(),
+            config.num_envs,
+            workers,
+            seed=args.seed,
+            address=address,
+            start_timeout_s=300.0 if start_timeout is None else start_timeout,
+            layout=config.layout,
+            num_threads=config.num_threads,
+        )
+    else:
+        try:
+            env = ke.LearningEnv(
+                cls(),
+                num_envs=config.num_envs,
+                seed=args.seed,
+                layout=config.layout,
+                num_threads=config.num_threads,
+            )
+        except ValueError as err:
+            cap = re.search(r"num_envs must be at most (\d+)", str(err))
+            if cap is None:
+                raise
+            raise ValueError(
+                f"--num-envs {config.num_envs} is more copies than {cmd.task_name} fits "
+                f"here; pass --num-envs {cap.group(1)} or fewer ({err})"
+            ) from None
+    try:
+        trainer = RLTrainer(
+            env,
+            seed=args.seed,
+            run_dir=args.run_dir,
+            config=config,
+            resume=args.resume,
+            task_id=cmd.task_id,
+        )
+        with trainer:
+            print(
+                f"training {cmd.task_name}: {env.num_envs} copies"
+                f"{f' in {workers} Ray worker(s)' if workers else ''} x "
+                f"{trainer.config.num_steps_per_env} steps per iteration, "
+                f"{'up to ' if trainer.config.stop_at_target else ''}"
+                f"{_plural(iterations, 'iteration')}"
+                f"{' (stops at the target)' if trainer.config.stop_at_target else ''}, "
+                f"seed {args.seed}; run dir {trainer.run_dir}",
+                file=out,
+                flush=True,
+            )
+            bar = ProgressBar(iterations, trainer.iteration, err)
+            try:
+                stats = trainer.train(iterations, callback=bar)
+            finally:
+                bar.close()
+    finally:
+        env.close()
+    print(summary_line(stats, start_iteration=bar.start_iteration), file=out)
+    if stats["eval_success_rate"] is not None:
+        print(
+            f"last evaluation (deterministic policy): success rate "
+            f"{_percent(stats['eval_success_rate'])}",
+            file=out,
+        )
+    if stats["stopped_at_target"]:
+        judged = trainer.best_iteration
+        by = f" (by the policy of iteration {judged}, saved as best)" if judged else ""
+        print(f"target met at iteration {stats['target_reached_at']}{by}", file=out)
+    print(f"best:   {stats['checkpoints']['best']}", file=out)
+    print(f"latest: {stats['checkpoints']['latest']}", file=out)
+    print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
+    return 130 if stats["interrupted"] else 0
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _percent(rate: float) -> str:
+    return f"{100 * rate:.0f}%"
+
+
+def summary_line(stats: dict[str, Any], start_iteration: int = 0) -> str:
+    """The ``done:`` line of ``kelab train``: rounded numbers, ``n/a`` with its reason.
+
+    Example:
+        ``done: 12 iterations, 9,600 env steps in 3.2 s (3,000 steps/s); mean return
+        98.0, success rate 2% (training episodes, with exploration noise)``
+    """
+    total = int(stats["iterations"])
+    ran = total - start_iteration
+    iterations = _plural(ran, "iteration")
+    if start_iteration:
+        iterations += f" (resumed at iteration {start_iteration}, now {total})"
+    if stats.get("episodes"):
+        ret = stats["last_reward"]
+        mean = "n/a (no finite return)" if ret is None else f"{ret:.1f}"
+        rate = stats["success_rate"]
+        success = "n/a (the task has no success rule)" if rate is None else _percent(rate)
+        episodes = (
+            f"mean return {mean}, success rate {success} "
+            "(training episodes, with exploration noise)"
+        )
+    else:
+        episodes = "mean return n/a, success rate n/a (no training episode ended in this run)"
+    return (
+        f"{'interrupted' if stats['interrupted'] else 'done'}: {iterations}, "
+        f"{stats['env_steps']:,} env steps in {stats['wall_time_s']:.1f} s"
+        f"{' in all' if start_iteration else ''} ({stats['env_steps_per_s']:,.0f} steps/s"
+        f"{' since the resume' if start_iteration else ''}); "
+        f"{episodes}"
+    )
+
+
+def add_train_parser(sub: argparse._SubParsersAction) -> None:
+    """Add ``train`` to the ``kelab`` command's subparsers."""
+    train = add_task_subcommand(
+        sub,
+        "train",
+        "train a policy for a task with PPO (rsl-rl-lib)",
+        run_train,
+        seed=42,
+        seed_help="seed of the envs and of PPO",
+    )
+    train.add_argument(
+        "--num-envs",
+        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
+        default=None,
+        metavar="N",
+        help="copies run side by side (default: the task's training config)",
+    )
+    train.add_argument(
+        "--iterations",
+        type=positive_int("iterations"),
+        default=None,
+        metavar="N",
+        help="PPO iterations (default: the task's max_iterations)",
+    )
+    train.add_argument(
+        "--run-dir",
+        type=folder_path("run-dir"),
+        default=None,
+        metavar="D",
+        help="the run directory, where checkpoints land; D:best plays the best (default: "
+        "runs/<TaskClass>/<UTC time>)",
+    )
+    train.add_argument(
+        "--resume",
+        default=None,
+        metavar="SPEC",
+        help="go on from a checkpoint: RUN_DIR:latest, RUN_DIR:best or a checkpoint .json",
+    )
+    train.add_argument(
+        "--workers",
+        type=positive_int("workers", high=NUM_ENVS_MAX, why="a worker per copy at most"),
+        default=None,
+        metavar="K",
+        help="run the copies in K Ray worker processes (needs kelab[ray]; docs/scale.md)",
+    )
+    train.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="A",
+        help="join the Ray cluster at A ('auto', 'ray://head:10001'); default: a local Ray",
+    )
+    train.add_argument(
+        "--ray-start-timeout",
+        type=positive_float("ray-start-timeout"),
+        default=None,
+        metavar="S",
+        help="seconds to wait for Ray to place the workers before giving up (default: 300)",
+    )
+    train.add_argument(
+        "--stop-at-target",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="stop once the task's success target is met (by an evaluation of the "
+        "deterministic policy when the config has eval_every, else by the recent training "
+        "episodes); --no-stop-at-target trains all the iterations (default: the task's "
+        "training config)",
+    )
