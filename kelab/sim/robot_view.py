@@ -1,14 +1,16 @@
 """RobotView: Isaac-Lab style access to one robot of a World, and its forward kinematics.
 
 Uses only the World's public API (joint state, held controls, body states, resets,
-:attr:`~kelab.sim.world.World.joint_layouts` and the mass properties).
+:attr:`~kelab.sim.world.World.joint_layouts` and the mass properties), named by the
+:class:`WorldAccess` protocol below; the World satisfies it and builds views with
+:meth:`~kelab.sim.world.World.robot`, so this module never imports the World (no circle).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -18,8 +20,102 @@ from kelab.sim._values import float_array
 from kelab.sim.kinematics import cross
 
 if TYPE_CHECKING:
+    from kelab.sim.physics._compile import JointLayout
     from kelab.sim.scene import RobotInstance
-    from kelab.sim.world import World
+
+
+class WorldAccess(Protocol):
+    """What a :class:`RobotView` reads and writes of its World (the World's public API)."""
+
+    @property
+    def body_names(self) -> tuple[str, ...]:
+        """Every body's path, in World order."""
+        ...
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Every joint's path, in World order."""
+        ...
+
+    @property
+    def body_poses(self) -> np.ndarray:
+        """``(num_envs, n_bodies, 3)`` x, y, angle in copy frames."""
+        ...
+
+    @property
+    def body_velocities(self) -> np.ndarray:
+        """``(num_envs, n_bodies, 3)`` vx, vy, omega."""
+        ...
+
+    @property
+    def joint_positions(self) -> np.ndarray:
+        """``(num_envs, n_joints)`` joint positions."""
+        ...
+
+    @property
+    def joint_velocities(self) -> np.ndarray:
+        """``(num_envs, n_joints)`` joint velocities."""
+        ...
+
+    @property
+    def joint_efforts(self) -> np.ndarray:
+        """``(num_envs, n_joints)`` held efforts."""
+        ...
+
+    @property
+    def joint_position_targets(self) -> np.ndarray:
+        """``(num_envs, n_joints)`` held PD targets."""
+        ...
+
+    @property
+    def body_centers_of_gravity(self) -> np.ndarray:
+        """``(n_bodies, 2)`` centers of gravity in body frames."""
+        ...
+
+    @property
+    def initial_body_poses(self) -> np.ndarray:
+        """``(n_bodies, 3)`` the scene's initial poses."""
+        ...
+
+    @property
+    def joint_layouts(self) -> tuple[JointLayout, ...]:
+        """Each joint's compiled geometry."""
+        ...
+
+    def body_state(self, body_index: int) -> np.ndarray:
+        """``(num_envs, 6)`` pose and velocity of one body."""
+        ...
+
+    def env_indices(self, env_ids: npt.ArrayLike | None, repeats: bool = False) -> np.ndarray:
+        """Copy indices as every writer reads ``env_ids`` (None: every copy)."""
+        ...
+
+    def set_joint_efforts(
+        self,
+        efforts: npt.ArrayLike,
+        env_ids: npt.ArrayLike | None = None,
+        joint_ids: npt.ArrayLike | None = None,
+    ) -> None:
+        """Hold joint efforts until changed."""
+        ...
+
+    def set_joint_position_targets(
+        self,
+        targets: npt.ArrayLike,
+        env_ids: npt.ArrayLike | None = None,
+        joint_ids: npt.ArrayLike | None = None,
+    ) -> None:
+        """Hold PD position targets until changed."""
+        ...
+
+    def set_body_states(
+        self,
+        env_ids: npt.ArrayLike | None,
+        poses: npt.ArrayLike,
+        velocities: npt.ArrayLike | None = None,
+    ) -> None:
+        """Reset copies to the given body poses and velocities."""
+        ...
 
 
 class RobotView:
@@ -28,11 +124,11 @@ class RobotView:
     Indices returned by :meth:`find_joints` are local to this robot.
 
     Args:
-        world: The World.
+        world: The World (anything with the :class:`WorldAccess` members).
         robot: The scene's RobotInstance.
     """
 
-    def __init__(self, world: World, robot: RobotInstance) -> None:
+    def __init__(self, world: WorldAccess, robot: RobotInstance) -> None:
         self._world = world
         self._robot = robot
         self.path: str = robot.path
