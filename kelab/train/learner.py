@@ -50,7 +50,7 @@ from kelab.train._ctrl_c import uninterrupted
 from kelab.train._fork import HelperProcess, can_fork
 from kelab.train._malloc import heap_reuse
 from kelab.train.checkpoint import CheckpointError
-from kelab.train.policy import load_optimizer_state, training_state
+from kelab.train.weights import load_optimizer_state, training_state
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection

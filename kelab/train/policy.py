@@ -1,7 +1,8 @@
-"""Weights in and out of plain tensors, and the deterministic policy of a checkpoint.
+"""The deterministic policy of a checkpoint, and policy-only copies of checkpoints.
 
 Models load only from the tensors of a :class:`~kelab.train.checkpoint.Checkpoint`
-(safetensors) and the optimizer's settings from its JSON; nothing here unpickles.
+(safetensors); nothing here unpickles. The weight helpers live in
+:mod:`kelab.train.weights` (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ import torch
 from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
 from kelab.train.config import TrainConfig
 from kelab.train.ppo import build_actor, deterministic_actions
+from kelab.train.weights import (
+    load_model_state,
+    load_optimizer_state,
+    optimizer_state,
+    training_state,
+)
 
 __all__ = [
     "CheckpointPolicy",
@@ -25,112 +32,6 @@ __all__ = [
     "optimizer_state",
     "training_state",
 ]
-
-
-def load_model_state(
-    model: torch.nn.Module, tensors: dict[str, torch.Tensor], path: Path, what: str
-) -> None:
-    """Load ``tensors`` into ``model`` strictly (every key, every shape).
-
-    Raises:
-        CheckpointError: Naming the missing, unexpected or mis-shaped tensors.
-    """
-    own = model.state_dict()
-    missing = sorted(set(own) - set(tensors))
-    extra = sorted(set(tensors) - set(own))
-    wrong = sorted(
-        k for k in own if k in tensors and tuple(own[k].shape) != tuple(tensors[k].shape)
-    )
-    if missing or extra or wrong:
-        detail = []
-        if missing:
-            detail.append(f"missing {missing[:5]}")
-        if extra:
-            detail.append(f"unexpected {extra[:5]}")
-        if wrong:
-            detail.append(
-                "shape " + ", ".join(f"{k} {tuple(tensors[k].shape)} != {tuple(own[k].shape)}"
-                                     for k in wrong[:5])
-            )  # fmt: skip
-        raise CheckpointError(
-            f"{path}: the {what} tensors do not fit the network its train_config describes "
-            f"({'; '.join(detail)}); the checkpoint is damaged or was changed"
-        )
-    for key, value in tensors.items():
-        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-            raise CheckpointError(f"{path}: {what} tensor {key!r} holds NaN or infinite values")
-    model.load_state_dict(tensors, strict=True)
-
-
-def optimizer_state(
-    optimizer: torch.optim.Optimizer,
-) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """Split an optimizer's state into JSON settings and named tensors."""
-    state = optimizer.state_dict()
-    tensors: dict[str, torch.Tensor] = {}
-    scalars: dict[str, dict[str, Any]] = {}
-    for index, entry in state["state"].items():
-        for name, value in entry.items():
-            if torch.is_tensor(value):
-                tensors[f"state.{index}.{name}"] = value
-            else:
-                scalars.setdefault(str(index), {})[name] = value
-    groups = []
-    for group in state["param_groups"]:
-        groups.append({k: (list(v) if isinstance(v, tuple) else v) for k, v in group.items()})
-    return {"type": type(optimizer).__name__, "param_groups": groups, "scalars": scalars}, tensors
-
-
-def training_state(
-    actor: torch.nn.Module, critic: torch.nn.Module, optimizer: torch.optim.Optimizer
-) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """What a checkpoint, or the learner process's reply, holds of training.
-
-    The networks' and the optimizer's tensors, named ``actor.*``, ``critic.*`` and
-    ``optimizer.*`` (the networks' own tensors, not copies), and the optimizer's JSON
-    settings.
-    """
-    tensors: dict[str, torch.Tensor] = {}
-    for prefix, model in (("actor", actor), ("critic", critic)):
-        for key, value in model.state_dict().items():
-            tensors[f"{prefix}.{key}"] = value
-    opt_meta, opt_tensors = optimizer_state(optimizer)
-    tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
-    return tensors, opt_meta
-
-
-def load_optimizer_state(
-    optimizer: torch.optim.Optimizer,
-    meta: dict[str, Any],
-    tensors: dict[str, torch.Tensor],
-    path: Path,
-) -> None:
-    """Restore an optimizer from :func:`optimizer_state`'s two parts.
-
-    Raises:
-        CheckpointError: When the saved state does not fit this optimizer.
-    """
-    try:
-        if meta.get("type") != type(optimizer).__name__:
-            raise ValueError(f"optimizer type {meta.get('type')!r} != {type(optimizer).__name__}")
-        groups = []
-        for group in meta["param_groups"]:
-            g = dict(group)
-            if isinstance(g.get("betas"), list):
-                g["betas"] = tuple(g["betas"])
-            groups.append(g)
-        state: dict[int, dict[str, Any]] = {}
-        for key, value in tensors.items():
-            _, index, name = key.split(".", 2)
-            state.setdefault(int(index), {})[name] = value
-        for index, values in meta.get("scalars", {}).items():
-            state.setdefault(int(index), {}).update(values)
-        optimizer.load_state_dict({"state": state, "param_groups": groups})
-    except (KeyError, ValueError, TypeError, RuntimeError) as err:
-        raise CheckpointError(
-            f"{path}: the optimizer state does not fit this network ({err}); the checkpoint "
-            "is damaged, or resume with a config matching the checkpoint's"
-        ) from None
 
 
 class CheckpointPolicy:

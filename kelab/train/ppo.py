@@ -20,7 +20,7 @@ hand (:mod:`kelab.train.backprop`), and steps a fused Adam; :class:`ELU`
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from rsl_rl.algorithms import PPO
@@ -32,6 +32,10 @@ from kelab.train.activations import ELU
 from kelab.train.adapter import OBS_GROUP
 from kelab.train.backprop import network_pass
 from kelab.train.config import TrainConfig
+from kelab.train.weights import load_model_state, load_optimizer_state, training_state
+
+if TYPE_CHECKING:
+    from kelab.train.checkpoint import Checkpoint
 
 __all__ = [
     "ELU",
@@ -170,6 +174,28 @@ class FinalObsPPO(PPO):
         # The same Adam, its update fused into one kernel (rsl-rl's loops over the tensors).
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=True)
+
+    def start_rollout(self) -> None:
+        """Empty the rollout storage (a rollout cut short starts over)."""
+        self.storage.clear()
+
+    def deterministic_actions(self, obs: torch.Tensor) -> torch.Tensor:
+        """The actor's deterministic actions (the Gaussian's mean) for raw observations."""
+        return deterministic_actions(self.actor, obs)
+
+    def training_state(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """``actor.*``, ``critic.*`` and ``optimizer.*`` tensors, and the optimizer's JSON."""
+        return training_state(self.actor, self.critic, self.optimizer)
+
+    def load_training_state(self, checkpoint: Checkpoint) -> None:
+        """Continue from ``checkpoint``'s networks, optimizer and learning rate."""
+        path = checkpoint.path
+        load_model_state(self.actor, checkpoint.prefixed("actor"), path, "actor")
+        load_model_state(self.critic, checkpoint.prefixed("critic"), path, "critic")
+        load_optimizer_state(
+            self.optimizer, checkpoint.meta["optimizer"], checkpoint.prefixed("optimizer"), path
+        )
+        self.learning_rate = float(self.optimizer.param_groups[0]["lr"])
 
     def action_std(self) -> torch.Tensor:
         """The Gaussian's standard deviation, clamped as rsl-rl's distribution clamps it."""
@@ -398,7 +424,10 @@ class FinalObsPPO(PPO):
 def build_algorithm(
     config: TrainConfig, obs_dim: int, act_dim: int, num_envs: int, device: str = "cpu"
 ) -> FinalObsPPO:
-    """Actor, critic, rollout storage and the PPO update, as ``config`` says."""
+    """Actor, critic, rollout storage and the PPO update, as ``config`` says.
+
+    The builder :data:`kelab.train.config.ALGORITHMS` names for ``"PPO"``.
+    """
     actor = build_actor(config, obs_dim, act_dim)
     critic = build_critic(config, obs_dim)
     storage = RolloutStorage(

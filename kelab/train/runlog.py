@@ -12,10 +12,11 @@ Example:
     >>> d = Path(tempfile.mkdtemp())
     >>> log = RunLog(d, enabled=True)
     >>> log.open()
-    >>> log.record({"iteration": 1, "env_steps": 64, "mean_return": 2.5, "success_rate": 0.0})
+    >>> from kelab.train.records import IterationRow
+    >>> log.record(IterationRow(1, 64, 0.5, 2.5, 0.0, 3, 128.0, 256.0, 1e-3, 1.0, 0.1, 0.0, 1.4))
     >>> log.close()
     >>> (d / "metrics.csv").read_text().splitlines()[1].split(",")[:5]
-    ['1', '64', '', '2.5', '0']
+    ['1', '64', '0.5', '2.5', '0']
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kelab._files import open_nofollow
+from kelab.train.records import IterationRow
 
 __all__ = ["METRICS", "RunLog"]
 
@@ -106,8 +108,9 @@ class RunLog:
         except ImportError:  # tensorboard is part of the train extra; tolerate its absence
             self._writer = None
 
-    def record(self, row: dict[str, Any]) -> None:
-        """Add one iteration's row (keys of :data:`METRICS`; missing ones stay empty)."""
+    def record(self, record: IterationRow) -> None:
+        """Add one iteration's row (:data:`METRICS`, the fields of ``IterationRow``)."""
+        row = record.as_dict()
         self._remember(row)
         if not self.enabled or self._csv is None:
             return

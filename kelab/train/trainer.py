@@ -16,6 +16,7 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,8 +30,9 @@ require_training_extra()
 
 import torch  # noqa: E402
 
-from kelab.train._ctrl_c import StopRequest, uninterrupted  # noqa: E402
+from kelab.train._ctrl_c import StopRequest  # noqa: E402
 from kelab.train.adapter import RslVecEnv  # noqa: E402
+from kelab.train.algorithm import Algorithm, build_algorithm  # noqa: E402
 from kelab.train.checkpoint import (  # noqa: E402
     Checkpoint,
     CheckpointError,
@@ -39,8 +41,9 @@ from kelab.train.checkpoint import (  # noqa: E402
 )
 from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
-from kelab.train.learner import OverlappedUpdates  # noqa: E402
-from kelab.train.ppo import FinalObsPPO, build_algorithm, deterministic_actions  # noqa: E402
+from kelab.train.judge import Judge  # noqa: E402
+from kelab.train.records import IterationRow, Judged, TrainState  # noqa: E402
+from kelab.train.rollouts import Rollouts  # noqa: E402
 from kelab.train.rundir import (  # noqa: E402
     claim_run_dir,
     library_versions,
@@ -51,14 +54,6 @@ from kelab.train.runlog import RunLog  # noqa: E402
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
     from kelab.rl.ray_env import RayLearningEnv
-    from kelab.train.eval_process import EvalProcess
-    from kelab.train.target import TargetCheck, TargetVerdict
-
-    # a verdict (None: judged by the training success rate), the row of the iteration it
-    # judged, and that iteration's checkpoint state (None: the current one)
-    _Judged = tuple[
-        TargetVerdict | None, dict[str, Any], tuple[dict[str, torch.Tensor], dict] | None
-    ]
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
 
@@ -209,8 +204,8 @@ class RLTrainer:
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
         self.vec = RslVecEnv(env, seed=self.seed)
-        self.alg: FinalObsPPO = build_algorithm(
-            self.config, self.obs_dim, self.act_dim, self.vec.num_envs, self.device
+        self.alg: Algorithm = build_algorithm(
+            self.algorithm, self.config, self.obs_dim, self.act_dim, self.vec.num_envs, self.device
         )
         self.iteration = 0
         self.env_steps = 0
@@ -228,58 +223,30 @@ class RLTrainer:
         self._runlog = RunLog(self.run_dir, self.log)
         self._closed = False
         # the best state since the last write: written with `latest` (not at every gain)
-        self._pending_best: tuple[dict[str, torch.Tensor], dict[str, Any]] | None = None
-        # with overlap_rollout: a second PPO whose actor/critic (synced after every update)
-        # act in the env while the learner updates, and whose storage the two swap
-        self._collector: FinalObsPPO | None = None
-        self._rollout_ready = False  # the collector holds a rollout no update has used
-        self._collect_time = 0.0
-        self._target_check: TargetCheck | None = None  # built at the first evaluation
-        # with eval_process: the forked evaluator, and the row and state it is judging
-        self._eval_process: EvalProcess | None = None
-        self._judging: tuple[dict[str, Any], tuple[dict[str, torch.Tensor], dict]] | None = None
-        self.evaluations = 0
-        """Evaluations of the deterministic policy run so far (``eval_every``)."""
-        self.evaluation_time_s = 0.0
-        """Wall seconds the trainer spent on those evaluations (part of ``wall_time_s``;
-        with ``eval_process``, sending weights and waiting for verdicts)."""
-        if self.config.eval_every and self.config.eval_process:
-            from kelab.train.eval_process import EvalProcess, can_fork
-
-            if not can_fork():
-                warnings.warn(
-                    "TrainConfig.eval_process: this process cannot fork an evaluation "
-                    "process (no 'fork' start method, or it is a Ray driver); evaluating "
-                    "in the training process instead",
-                    RuntimeWarning,
-                    stacklevel=2,
-                )
-            else:
-                # no pre-check there: it only saves time, which that process has to spare
-                self._eval_process = EvalProcess(
-                    type(self.task), self.config, self.obs_dim, self.act_dim,
-                    self.config.success_target, self.config.eval_episodes, pre_episodes=0,
-                )  # fmt: skip
-        # with overlap_rollout: the update running beside the next rollout, and (during a
-        # train() call, where it may fork) the learner process that runs it
-        self._updates: OverlappedUpdates | None = None
+        self._pending_best: TrainState | None = None
+        self._judge = Judge(type(self.task), self.config, self.obs_dim, self.act_dim)
         self._stop: StopRequest | None = None  # Ctrl-C during train(): stop at a safe point
-        if self.config.overlap_rollout:
-            self.alg.lagged = True  # its rollouts come from the policy one update back
-            self._collector = build_algorithm(
-                self.config, self.obs_dim, self.act_dim, self.vec.num_envs, self.device
-            )
-            self._collector.sample_generator = torch.Generator().manual_seed(self.seed)
-            self._collector.train_mode()
-            self._sync_collector()
-            # the update's own generator, from where torch's global one is once the
-            # networks are built: the same draws as the global one gave the update
-            # before it had its own
-            self.alg.update_generator = torch.Generator()
-            self.alg.update_generator.set_state(torch.get_rng_state())
-            self._updates = OverlappedUpdates(
-                self.alg, [self.alg.storage, self._collector.storage], self.config.torch_threads
-            )
+        self._rollouts = Rollouts(
+            self.vec, self.alg, self.algorithm, self.config, self._episodes, self._count_steps,
+            obs_dim=self.obs_dim, act_dim=self.act_dim, seed=self.seed, device=self.device,
+        )  # fmt: skip
+
+    @property
+    def evaluations(self) -> int:
+        """Evaluations of the deterministic policy run so far (``eval_every``)."""
+        return self._judge.evaluations
+
+    @property
+    def evaluation_time_s(self) -> float:
+        """Wall seconds spent on those evaluations (part of ``wall_time_s``).
+
+        With ``eval_process``: sending weights and waiting for verdicts.
+        """
+        return self._judge.time_s
+
+    def _count_steps(self, steps: int) -> None:
+        """Count the env steps of a rollout just collected."""
+        self.env_steps += steps
 
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
@@ -292,17 +259,7 @@ class RLTrainer:
             )
 
     def _restore(self, checkpoint: Checkpoint) -> None:
-        from kelab.train.policy import load_model_state, load_optimizer_state
-
-        load_model_state(self.alg.actor, checkpoint.prefixed("actor"), checkpoint.path, "actor")
-        load_model_state(self.alg.critic, checkpoint.prefixed("critic"), checkpoint.path, "critic")
-        load_optimizer_state(
-            self.alg.optimizer,
-            checkpoint.meta["optimizer"],
-            checkpoint.prefixed("optimizer"),
-            checkpoint.path,
-        )
-        self.alg.learning_rate = float(self.alg.optimizer.param_groups[0]["lr"])
+        self.alg.load_training_state(checkpoint)
         meta = checkpoint.meta
         self.iteration = int(meta["iteration"])
         self.env_steps = int(meta["env_steps"])
@@ -350,8 +307,12 @@ class RLTrainer:
         meta = {k: v for k, v in kept.meta.items() if k not in ("format", "version", "weights")}
         self._write("best", kept.tensors, meta)
 
-    def save(self, name: str, stats: dict[str, Any] | None = None) -> Path:
+    def save(self, name: str, stats: IterationRow | None = None) -> Path:
         """Save a checkpoint ``name`` (``"best"``, ``"latest"``...) in the run directory.
+
+        Args:
+            name: The checkpoint name.
+            stats: The iteration whose mean return and success rate it records.
 
         Returns:
             The checkpoint's JSON path.
@@ -369,17 +330,16 @@ class RLTrainer:
             self._write("best", *self._pending_best)
             self._pending_best = None  # once written: a failed write is tried again
 
-    def _state(
-        self, name: str, stats: dict[str, Any] | None, copy: bool = False
-    ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        """The tensors and JSON of checkpoint ``name`` now (copies with ``copy``)."""
-        from kelab.train.policy import training_state
+    def _snapshot(self, row: IterationRow) -> TrainState:
+        """A copy of the state now, as checkpoint ``best`` would hold it."""
+        return self._state("best", row, copy=True)
 
-        tensors, opt_meta = training_state(self.alg.actor, self.alg.critic, self.alg.optimizer)
+    def _state(self, name: str, stats: IterationRow | None, copy: bool = False) -> TrainState:
+        """The tensors and JSON of checkpoint ``name`` now (copies with ``copy``)."""
+        tensors, opt_meta = self.alg.training_state()
         if copy:
             tensors = {k: v.detach().clone() for k, v in tensors.items()}
             opt_meta = json.loads(json.dumps(opt_meta))
-        stats = stats or {}
         meta = {
             "kind": name,
             "task": {"id": self.task_id, "class": task_class_path(self.task)},
@@ -399,8 +359,8 @@ class RLTrainer:
             "iteration": self.iteration,
             "env_steps": self.env_steps,
             "wall_time_s": round(self.wall_time_s, 3),
-            "reward": finite_or_none(stats.get("mean_return")),
-            "success_rate": stats.get("success_rate"),
+            "reward": None if stats is None else finite_or_none(stats.mean_return),
+            "success_rate": None if stats is None else stats.success_rate,
             "best_score": None
             if self.best_score is None
             else [finite_or_none(v) for v in self.best_score],
@@ -413,93 +373,18 @@ class RLTrainer:
             "versions": library_versions(),
             "saved_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         }
-        return tensors, meta
+        return TrainState(tensors, meta)
 
-    # ------------------------------------------------------------------ logging
-    # ------------------------------------------------------------------ training
-    def _collect(self, alg: FinalObsPPO) -> None:
-        """One rollout: ``num_steps_per_env`` steps of every copy into ``alg.storage``."""
-        vec, episodes, stop = self.vec, self._episodes, self._stop
-        t0 = time.perf_counter()
-        alg.storage.clear()  # a rollout cut short by Ctrl-C starts over
-        obs = vec.get_observations()
-        with torch.inference_mode():
-            for _ in range(self.config.num_steps_per_env):
-                if stop is not None and stop.requested:
-                    raise KeyboardInterrupt  # Ctrl-C, between two env steps
-                actions = alg.act(obs)
-                obs, rewards, dones, extras = vec.step(actions)
-                alg.process_env_step(obs, rewards, dones, extras)
-                episodes.add(vec.last_info)
-            self._collect_time += time.perf_counter() - t0
-            alg.compute_returns(obs)
-        self.env_steps += vec.num_envs * self.config.num_steps_per_env
-        self._rollout_ready = alg is self._collector
-
-    def _evaluate(self, row: dict[str, Any]) -> _Judged | None:
-        """Judge the deterministic policy if this iteration is one to (``eval_every``).
-
-        Returns:
-            The verdict, the row of the iteration it judged, and that iteration's state
-            (None: the current one); None when no verdict came this iteration. With
-            ``eval_process`` the verdict is on the policy submitted ``eval_every``
-            iterations ago, and this iteration's policy is submitted.
-        """
-        every = self.config.eval_every
-        if not every or self.iteration % every:
-            return None
-        if self._eval_process is not None:
-            start = time.perf_counter()
-            judged = self._read_verdict()
-            cfg = self.config
-            stopping = (  # the run ends here: nothing more to judge
-                judged is not None
-                and judged[0].passed
-                and cfg.stop_at_target
-                and self.iteration >= cfg.min_iterations
-            )
-            if not stopping:
-                with uninterrupted():  # submitted and remembered, or neither
-                    self._eval_process.submit(self.alg.actor)
-                    self._judging = (dict(row), self._state("best", row, copy=True))
-            self.evaluation_time_s += time.perf_counter() - start
-            return judged
-        return self._check_here(), row, None
-
-    def _read_verdict(self) -> _Judged | None:
-        """The verdict of the policy the evaluation process is judging (waits for it)."""
-        if self._eval_process is None or self._judging is None:
-            return None
-        self._eval_process.wait()  # Ctrl-C may cut this short; the rest happens whole
-        with uninterrupted():
-            verdict = self._eval_process.result()
-            (row, state), self._judging = self._judging, None
-            self.evaluations += 1
-        return verdict, row, state
-
-    def _check_here(self) -> TargetVerdict:
-        """Judge the current deterministic policy in this process."""
-        if self._target_check is None:
-            from kelab.train.target import TargetCheck
-
-            self._target_check = TargetCheck(
-                type(self.task), self.config.success_target, self.config.eval_episodes
-            )
-        start = time.perf_counter()
-        verdict = self._target_check(self.policy)
-        self.evaluations += 1
-        self.evaluation_time_s += time.perf_counter() - start
-        return verdict
-
-    def _consider_best(self, judged: _Judged) -> None:
+    # ------------------------------------------------------------------ best
+    def _consider_best(self, judged: Judged) -> None:
         """Make the judged iteration ``best`` if it scores higher than the best so far.
 
         The score is the evaluated success rate (``eval_every``; otherwise the training
         success rate of the recent episodes), then the mean return.
         """
         verdict, row, state = judged
-        rate = row["success_rate"] if verdict is None else verdict.success_rate
-        mean_return = row["mean_return"]  # NaN before any episode ended: ranks lowest
+        rate = row.success_rate if verdict is None else verdict.success_rate
+        mean_return = row.mean_return  # NaN before any episode ended: ranks lowest
         score = (
             -1.0 if rate is None else float(rate),
             mean_return if math.isfinite(mean_return) else -math.inf,
@@ -507,42 +392,14 @@ class RLTrainer:
         if self.best_score is not None and score <= self.best_score:
             return
         self.best_score = score
-        self.best_iteration = int(row["iteration"])
+        self.best_iteration = int(row.iteration)
         if state is None:
             state = self._state("best", row, copy=True)
         else:
-            state[1]["best_score"] = [finite_or_none(v) for v in score]
+            state.meta["best_score"] = [finite_or_none(v) for v in score]
         self._pending_best = state
 
-    def _row(
-        self, losses: dict[str, float], steps_before: int, start_wall: float, base_wall: float
-    ) -> dict[str, Any]:
-        """The metrics row of the iteration just ended (without its evaluation's fields)."""
-        run_steps = self.env_steps - steps_before
-        elapsed = time.perf_counter() - start_wall
-        self.wall_time_s = base_wall + elapsed
-        episodes = self._episodes
-        return {
-            "iteration": self.iteration,
-            "env_steps": self.env_steps,
-            "wall_time_s": self.wall_time_s,
-            "mean_return": episodes.mean_return,
-            "success_rate": episodes.success_rate,
-            "episodes": episodes.total,
-            **self._rates(run_steps, elapsed),
-            "learning_rate": float(self.alg.learning_rate),
-            "action_std": float(self.alg.action_std().detach().mean()),
-            "value_loss": float(losses["value"]),
-            "surrogate_loss": float(losses["surrogate"]),
-            "entropy": float(losses["entropy"]),
-        }
-
-    def _sync_collector(self) -> None:
-        """Give the collector the learner's current actor and critic (and normalisers)."""
-        if self._collector is not None:
-            self._collector.actor.load_state_dict(self.alg.actor.state_dict())
-            self._collector.critic.load_state_dict(self.alg.critic.state_dict())
-
+    # ------------------------------------------------------------------ training
     def train(
         self,
         max_iterations: int | None = None,
@@ -574,164 +431,173 @@ class RLTrainer:
         # glibc keeps the update's tensors' pages (kelab.train._malloc); Ctrl-C stops at
         # the next safe point (kelab.train._ctrl_c)
         with heap_reuse(), StopRequest() as stop:
-            self._stop = stop
+            self._stop = self._rollouts.stop = stop
             try:
                 return self._train(max_iterations, callback)
             finally:
-                self._stop = None
+                self._stop = self._rollouts.stop = None
 
     def _train(
         self,
         max_iterations: int | None,
         callback: Callable[[dict[str, Any]], bool | None] | None,
     ) -> dict[str, Any]:
+        """The loop: rollout and update, row, evaluation, bookkeeping; then wind down."""
         if self._closed:
             raise RuntimeError("this RLTrainer is closed; create a new one")
         if max_iterations is None:
             max_iterations = self.config.max_iterations
-        max_iterations = check_int(max_iterations, "max_iterations", low=1)
-        if self._updates is not None:
-            self._updates.settle()  # a call ended by a second Ctrl-C may have left one
-            self._updates.open()
-        self._runlog.open()
-        cfg = self.config
-        alg = self.alg
-        episodes = self._episodes
-        start_wall = time.perf_counter()
-        base_wall = self.wall_time_s
-        steps_before = self.env_steps
-        self._collect_time = 0.0
-        stopped = interrupted = called_off = False
-        reached: int | None = None  # iteration the recent episodes first reached the target
-        last_row: dict[str, Any] = {}
-        alg.train_mode()
-        overlap = self._collector is not None
-        updates = self._updates
-        stop = self._stop
-        unrecorded: dict[str, Any] | None = None  # the row of an iteration cut short
+        iterations = check_int(max_iterations, "max_iterations", low=1)
+        call = self._open_call()
+        rollouts = self._rollouts
         try:
-            if overlap and not self._rollout_ready:
-                # the first rollout (later ones overlap): after a call's planned last
-                # iteration the collector still holds the policy from before that update,
-                # which would have collected it in one longer call
-                self._collect(self._collector)
-                self._sync_collector()
-            for i in range(int(max_iterations)):
-                if overlap:
-                    # learn from the rollout just collected while the collector gathers the
-                    # next one with the policy it acted with; not after the last iteration
-                    # (the next call collects it, with that policy: calls split any way
-                    # give the same run, and a run ending here collects nothing it won't use)
-                    alg.storage, self._collector.storage = self._collector.storage, alg.storage
-                    self._rollout_ready = False
-                    updates.start()
-                    more = i + 1 < max_iterations
-                    if more:
-                        self._collect(self._collector)
-                    losses = updates.finish()
-                    if more:
-                        self._sync_collector()
-                else:
-                    self._collect(alg)
-                    losses = alg.update()
+            rollouts.prime()
+            for i in range(iterations):
+                losses = rollouts.iterate(more=i + 1 < iterations)
                 self.iteration += 1
-                row = unrecorded = self._row(losses, steps_before, start_wall, base_wall)
-                rate = row["success_rate"]
-                judged = self._evaluate(row)
-                verdict = None if judged is None else judged[0]
-                row["eval_success_rate"] = None if verdict is None else verdict.success_rate
-                row["eval_iteration"] = None if judged is None else judged[1]["iteration"]
-                last_row = row
-                self._runlog.record(row)
-                unrecorded = None
-                if episodes.returns and math.isfinite(row["mean_return"]):
-                    self.best_reward = max(self.best_reward, row["mean_return"])
-                if cfg.eval_every:  # evaluated iterations compete for best, on that rate
-                    if judged is not None:
-                        self._consider_best(judged)
-                elif len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs):
-                    self._consider_best((None, row, None))
-                if self.iteration % cfg.checkpoint_every == 0:
-                    self._flush_best()
-                    self.save("latest", row)
-                    self._runlog.draw_curve(min_interval_s=30.0)  # matplotlib: ~0.3 s
-                if callback is not None and callback(row) is True:
-                    called_off = True
+                row = call.unrecorded = self._row(losses, call)
+                judged = self._judge.evaluate(row, self.alg, self.policy, self._snapshot)
+                row = self._record(row, judged, call)
+                if callback is not None and callback(row.as_dict()) is True:
+                    call.called_off = True
                     break
                 if self._stop is not None:
                     self._stop.check()  # Ctrl-C: after this iteration's bookkeeping
-                if reached is None and self.iteration >= cfg.min_iterations:
-                    if cfg.eval_every:
-                        met = verdict is not None and verdict.passed
-                    else:
-                        met = (
-                            rate is not None
-                            and len(episodes.successes) >= cfg.success_window
-                            and rate >= cfg.success_target
-                        )
-                    reached = self.iteration if met else None
-                patience = 0 if cfg.eval_every else cfg.target_patience
-                if (
-                    cfg.stop_at_target
-                    and reached is not None
-                    and self.iteration >= reached + patience
-                ):
-                    stopped = True
+                if self._at_target(row, judged, call):
+                    call.stopped = True
                     break
         except KeyboardInterrupt:
-            interrupted = True
+            call.interrupted = True
         finally:
-            finished: dict[str, float] = {}
-            pressed_twice = stop is not None and stop.presses >= 2
-            if updates is not None and updates.pending:
-                if not (pressed_twice and updates.in_process):
-                    try:  # interrupted beside an update: let it finish
-                        finished = updates.finish(reraise=False)
-                    except KeyboardInterrupt:  # Ctrl-C again: drop it, save the state before it
-                        interrupted = True
-            if stop is not None:
-                stop.hold()  # the loop is over: what follows happens whole
-            if updates is not None and updates.pending and not updates.in_process:
-                # a thread cannot be dropped (it changes alg in place): it is waited for
-                finished = updates.finish(reraise=False)
-            if unrecorded is not None:  # cut short in its bookkeeping: its row still
-                unrecorded.setdefault("eval_success_rate", None)
-                unrecorded.setdefault("eval_iteration", None)
-                self._runlog.record(unrecorded)
-                last_row = unrecorded
-            if finished:  # it counts, with its row (its rollout counted when collected)
-                self.iteration += 1
-                last_row = self._row(finished, steps_before, start_wall, base_wall)
-                last_row.update(eval_success_rate=None, eval_iteration=None)
-                self._runlog.record(last_row)
-                self._sync_collector()  # the next rollout acts with it
-            if updates is not None:
-                updates.settle()  # a pending update in the learner process is dropped here
-        interrupted = interrupted or (stop is not None and stop.requested)
-        if not interrupted and self._judging is not None:  # the last verdict may be best
+            self._wind_down(call)
+        self._read_last_verdict(call)
+        return self._finish(call)
+
+    def _open_call(self) -> _Call:
+        """Start a ``train()`` call: the learner, the log, training mode, its counters."""
+        updates = self._rollouts.updates
+        if updates is not None:
+            updates.settle()  # a call ended by a second Ctrl-C may have left one
+            updates.open()
+        self._runlog.open()
+        self._rollouts.collect_time = 0.0
+        self.alg.train_mode()
+        return _Call(time.perf_counter(), self.wall_time_s, self.env_steps)
+
+    def _row(self, losses: dict[str, float], call: _Call) -> IterationRow:
+        """The metrics row of the iteration just ended (without its evaluation's fields)."""
+        run_steps = self.env_steps - call.steps_before
+        elapsed = time.perf_counter() - call.start_wall
+        self.wall_time_s = call.base_wall + elapsed
+        episodes = self._episodes
+        return IterationRow(
+            iteration=self.iteration,
+            env_steps=self.env_steps,
+            wall_time_s=self.wall_time_s,
+            mean_return=episodes.mean_return,
+            success_rate=episodes.success_rate,
+            episodes=episodes.total,
+            **self._rates(run_steps, elapsed),
+            learning_rate=float(self.alg.learning_rate),
+            action_std=float(self.alg.action_std().detach().mean()),
+            value_loss=float(losses["value"]),
+            surrogate_loss=float(losses["surrogate"]),
+            entropy=float(losses["entropy"]),
+        )
+
+    def _record(self, row: IterationRow, judged: Judged | None, call: _Call) -> IterationRow:
+        """Log the iteration with its verdict; best and latest checkpoints as due."""
+        verdict = None if judged is None else judged.verdict
+        row = row.with_verdict(
+            None if verdict is None else verdict.success_rate,
+            None if judged is None else judged.row.iteration,
+        )
+        call.last_row = row
+        self._runlog.record(row)
+        call.unrecorded = None
+        cfg, episodes = self.config, self._episodes
+        if episodes.returns and math.isfinite(row.mean_return):
+            self.best_reward = max(self.best_reward, row.mean_return)
+        if cfg.eval_every:  # evaluated iterations compete for best, on that rate
+            if judged is not None:
+                self._consider_best(judged)
+        elif len(episodes.returns) >= min(cfg.success_window, self.vec.num_envs):
+            self._consider_best(Judged(None, row, None))
+        if self.iteration % cfg.checkpoint_every == 0:
+            self._flush_best()
+            self.save("latest", row)
+            self._runlog.draw_curve(min_interval_s=30.0)  # matplotlib: ~0.3 s
+        return row
+
+    def _at_target(self, row: IterationRow, judged: Judged | None, call: _Call) -> bool:
+        """Whether the run stops here at its target (``stop_at_target``, after patience)."""
+        cfg = self.config
+        if call.reached is None and self.iteration >= cfg.min_iterations:
+            if cfg.eval_every:
+                verdict = None if judged is None else judged.verdict
+                met = verdict is not None and verdict.passed
+            else:
+                rate = row.success_rate
+                met = (
+                    rate is not None
+                    and len(self._episodes.successes) >= cfg.success_window
+                    and rate >= cfg.success_target
+                )
+            call.reached = self.iteration if met else None
+        patience = 0 if cfg.eval_every else cfg.target_patience
+        return (
+            cfg.stop_at_target
+            and call.reached is not None
+            and self.iteration >= call.reached + patience
+        )
+
+    def _wind_down(self, call: _Call) -> None:
+        """After the loop, however it ended: an update left running, a row left unlogged."""
+        finished, interrupted = self._rollouts.finish_pending()
+        call.interrupted = call.interrupted or interrupted
+        if call.unrecorded is not None:  # cut short in its bookkeeping: its row still
+            call.last_row = call.unrecorded
+            self._runlog.record(call.unrecorded)
+        if finished:  # it counts, with its row (its rollout counted when collected)
+            self.iteration += 1
+            call.last_row = self._row(finished, call)
+            self._runlog.record(call.last_row)
+            self._rollouts.sync()  # the next rollout acts with it
+        self._rollouts.settle()  # a pending update in the learner process is dropped here
+
+    def _read_last_verdict(self, call: _Call) -> None:
+        """Wait for the verdict still out (``eval_process``): that policy may be best."""
+        stop = self._stop
+        call.interrupted = call.interrupted or (stop is not None and stop.requested)
+        if not call.interrupted and self._judge.judging:
             start = time.perf_counter()
             if stop is not None:
                 stop.release()  # no Ctrl-C yet: a double one may cut this wait short
             try:
-                judged = self._read_verdict()
+                judged = self._judge.read_verdict()
             except KeyboardInterrupt:  # pressed twice while waiting: not worth the wait
-                interrupted, judged = True, None
-            self.evaluation_time_s += time.perf_counter() - start
+                call.interrupted, judged = True, None
+            self._judge.time_s += time.perf_counter() - start
             if judged is not None:
                 self._consider_best(judged)
         if stop is not None:
             stop.hold()  # from here on Ctrl-C waits for the saves (short and bounded)
-        self.wall_time_s = base_wall + (time.perf_counter() - start_wall)
+
+    def _finish(self, call: _Call) -> dict[str, Any]:
+        """Save ``latest`` (and ``best`` if none yet), draw the curve, sum the call up."""
+        self.wall_time_s = call.base_wall + (time.perf_counter() - call.start_wall)
         self._flush_best()
-        if last_row or self.checkpoints["latest"] is None:
+        last_row = call.last_row
+        if last_row is not None or self.checkpoints["latest"] is None:
             self.save("latest", last_row)
         if self.checkpoints["best"] is None:
             self.save("best", last_row)
             self.best_iteration = self.iteration
         self._runlog.draw_curve()
         self._runlog.flush()
-        elapsed = time.perf_counter() - start_wall
-        run_steps = self.env_steps - steps_before
+        elapsed = time.perf_counter() - call.start_wall
+        run_steps = self.env_steps - call.steps_before
+        episodes = self._episodes
         return {
             "best_reward": finite_or_none(self.best_reward),
             "last_reward": finite_or_none(episodes.mean_return),
@@ -741,11 +607,11 @@ class RLTrainer:
             "wall_time_s": self.wall_time_s,
             **self._rates(run_steps, elapsed),
             "episodes": episodes.total,
-            "stopped_at_target": stopped,
-            "stopped_by_callback": called_off,
-            "eval_success_rate": last_row.get("eval_success_rate") if last_row else None,
-            "target_reached_at": reached,
-            "interrupted": interrupted,
+            "stopped_at_target": call.stopped,
+            "stopped_by_callback": call.called_off,
+            "eval_success_rate": None if last_row is None else last_row.eval_success_rate,
+            "target_reached_at": call.reached,
+            "interrupted": call.interrupted,
             "run_dir": str(self.run_dir),
             "checkpoints": dict(self.checkpoints),
         }
@@ -760,7 +626,7 @@ class RLTrainer:
         """
         x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
         with torch.inference_mode():
-            actions = deterministic_actions(self.alg.actor, x)
+            actions = self.alg.deterministic_actions(x)
         return actions.numpy().clip(-1.0, 1.0)
 
     def close(self) -> None:
@@ -769,14 +635,8 @@ class RLTrainer:
             return
         self._closed = True
         try:
-            if self._target_check is not None:
-                self._target_check.close()
-                self._target_check = None
-            if self._eval_process is not None:
-                self._eval_process.close()
-                self._eval_process = None
-            if self._updates is not None:
-                self._updates.settle()
+            self._judge.close()
+            self._rollouts.settle()
         finally:
             self._runlog.close()
             self._claim.release()
@@ -785,7 +645,7 @@ class RLTrainer:
         """Env steps per second of this call: over its wall time, and while collecting."""
         return {
             "env_steps_per_s": run_steps / max(elapsed, 1e-9),
-            "collect_steps_per_s": run_steps / max(self._collect_time, 1e-9),
+            "collect_steps_per_s": run_steps / max(self._rollouts.collect_time, 1e-9),
         }
 
     def __enter__(self) -> RLTrainer:
@@ -793,3 +653,24 @@ class RLTrainer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@dataclass
+class _Call:
+    """The bookkeeping of one ``train()`` call."""
+
+    start_wall: float
+    """``time.perf_counter()`` at its start."""
+    base_wall: float
+    """``wall_time_s`` before it."""
+    steps_before: int
+    """``env_steps`` before it."""
+    reached: int | None = None
+    """The iteration the target was first met (None: not yet)."""
+    last_row: IterationRow | None = None
+    """The last row logged."""
+    unrecorded: IterationRow | None = None
+    """The row of an iteration cut short in its bookkeeping."""
+    stopped: bool = False
+    called_off: bool = False
+    interrupted: bool = False

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from train_helpers import metrics_row
 
 from kelab.cli import main
 from kelab.train.curve import (
@@ -47,7 +48,7 @@ def _write_log(run_dir: Path, rows, target=0.95, seed=1):
     log = RunLog(run_dir, enabled=True)
     log.open()
     for row in rows:
-        log.record(row)
+        log.record(metrics_row(**row))
     log.close()
     (run_dir / "latest.json").write_text(
         json.dumps(
@@ -177,7 +178,7 @@ def test_a_real_run_is_read_back_with_its_target_title_and_evaluations(trained_r
 def test_the_trainer_redraws_the_curve_at_most_as_often_as_asked(tmp_path):
     log = RunLog(tmp_path, enabled=True)
     log.open()
-    log.record({"iteration": 1, "env_steps": 64, "wall_time_s": 0.1, "mean_return": 2.0})
+    log.record(metrics_row(iteration=1, env_steps=64, wall_time_s=0.1, mean_return=2.0))
     log.draw_curve(min_interval_s=3600.0)  # periodic: the log opened just now
     assert not (tmp_path / "training_curve.png").exists()
     log.draw_curve()  # the end of train(): always

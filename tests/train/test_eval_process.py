@@ -99,7 +99,7 @@ def _run(tmp_path, name, **changes):
     config = tiny_config(eval_every=2, eval_episodes=10, **changes)
     rows = []
     with ke.RLTrainer(env, seed=0, run_dir=tmp_path / name, config=config, log=False) as tr:
-        assert (tr._eval_process is not None) == config.eval_process
+        assert (tr._judge.eval_process is not None) == config.eval_process
         stats = tr.train(8, callback=rows.append)
         evaluations = tr.evaluations
     env.close()
@@ -173,9 +173,9 @@ def test_a_trainer_that_cannot_fork_warns_and_evaluates_itself(tmp_path, monkeyp
     with pytest.warns(RuntimeWarning, match="evaluating in the training process instead"):
         tr = ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False)
     with tr:
-        assert tr._eval_process is None
+        assert tr._judge.eval_process is None
         stats = tr.train(1)
-        assert isinstance(tr._target_check, TargetCheck)
+        assert isinstance(tr._judge.target_check, TargetCheck)
         assert stats["eval_success_rate"] is not None
     with pytest.raises(RuntimeError, match="cannot fork here"):
         EvalProcess(CartPoleTask, config, 4, 1, target=0.95)

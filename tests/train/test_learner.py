@@ -48,10 +48,12 @@ def test_the_process_and_the_thread_give_the_same_run(tmp_path, monkeypatch):
             seen = []
 
             def callback(row, tr=tr, seen=seen):
-                seen.append(tr._updates.learner is not None)
+                seen.append(tr._rollouts.updates.learner is not None)
 
             tr.train(2, callback=callback)
-            assert seen == [mode == "process"] * 2 and tr._updates.learner is None  # one per call
+            assert (
+                seen == [mode == "process"] * 2 and tr._rollouts.updates.learner is None
+            )  # one per call
             with torch.no_grad():  # a change between calls is learnt from
                 tr.alg.actor.mlp[0].weight.mul_(0.5)
             stats = tr.train(1)
@@ -97,7 +99,7 @@ def test_more_torch_threads_update_in_a_thread(tmp_path):
     # a forked child cannot use its parent's OpenMP pool: one torch thread only
     env, tr = _trainer(tmp_path, torch_threads=2)
     with tr:
-        assert tr._updates.learner is None
+        assert tr._rollouts.updates.learner is None
         assert tr.train(1)["iterations"] == 1
     torch.set_num_threads(1)
     env.close()
@@ -119,7 +121,7 @@ def test_a_learner_that_dies_is_named_with_the_fix(tmp_path):
     env, tr = _trainer(tmp_path)
 
     def kill_it(row):
-        tr._updates.learner._proc.kill()
+        tr._rollouts.updates.learner._proc.kill()
 
     with tr:
         gone = r"learner process \(pid \d+\) ended.*overlap_rollout"
@@ -133,7 +135,7 @@ def test_each_call_ends_its_learner(tmp_path):
     env, tr = _trainer(tmp_path)
     procs = []
     with tr:
-        tr.train(2, callback=lambda row: procs.append(tr._updates.learner._proc))
+        tr.train(2, callback=lambda row: procs.append(tr._rollouts.updates.learner._proc))
     assert procs[0] is procs[1] and not procs[0].is_alive() and procs[0].exitcode == 0
     env.close()
 
@@ -225,7 +227,7 @@ def test_a_trainer_dropped_without_close_ends_its_evaluation_process(tmp_path):
     config = tiny_config(eval_every=1, eval_process=True, eval_episodes=4)
     tr = ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False)
     tr.train(1)
-    proc = tr._eval_process._proc
+    proc = tr._judge.eval_process._proc
     assert proc.is_alive()
     del tr
     gc.collect()

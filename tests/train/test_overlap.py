@@ -57,7 +57,7 @@ def test_overlap_learns_from_every_rollout_it_collects(tmp_path):
         assert stats["iterations"] == 3 and stats["env_steps"] == 3 * ROLLOUT
         # the collector still holds the policy from before the last update: the next
         # call's first rollout acts with it, as it would have inside one longer call
-        collector = tr._collector.actor.state_dict()
+        collector = tr._rollouts.collector.actor.state_dict()
         assert all(torch.equal(v, collector[k]) for k, v in seen[2].items())
         assert any(not torch.equal(v, collector[k]) for k, v in seen[3].items())
     env.close()
@@ -87,7 +87,7 @@ def test_an_error_in_the_update_thread_reaches_the_caller(tmp_path, monkeypatch)
 
     monkeypatch.setattr(_fork, "_ray_driver", lambda: True)  # no fork: the thread
     env, tr = _trainer(tmp_path)
-    assert tr._updates.learner is None
+    assert tr._rollouts.updates.learner is None
 
     def broken():
         raise RuntimeError("update failed")

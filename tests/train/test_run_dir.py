@@ -9,7 +9,7 @@ import signal
 import time
 
 import pytest
-from train_helpers import tiny_config
+from train_helpers import metrics_row, tiny_config
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
@@ -255,7 +255,7 @@ def test_an_older_metrics_file_is_rewritten_under_the_new_columns(tmp_path):
         w.writerow((1, 64, 1.5, 0.25))
     log = RunLog(tmp_path, enabled=True)
     log.open()
-    log.record({"iteration": 2, "env_steps": 128, "mean_return": 2.0, "success_rate": 0.5})
+    log.record(metrics_row(iteration=2, env_steps=128, mean_return=2.0, success_rate=0.5))
     log.close()
     rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
     assert tuple(rows[0]) == METRICS

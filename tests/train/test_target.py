@@ -71,7 +71,7 @@ def test_trainer_evaluates_keeps_the_evaluated_best_and_stops_at_target(tmp_path
             def close(self):
                 pass
 
-        tr._target_check = Scripted()
+        tr._judge.target_check = Scripted()
         stats = tr.train(10, callback=lambda row: verdicts.append(row["eval_success_rate"]))
     assert calls == [2, 4]  # every 2nd iteration
     assert verdicts == [None, 0.2, None, 1.0]
@@ -88,8 +88,8 @@ def test_trainer_builds_its_own_check(tmp_path):
     with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
         stats = tr.train(1)
         assert 0.0 <= stats["eval_success_rate"] <= 1.0
-        assert isinstance(tr._target_check, TargetCheck)
-    assert tr._target_check is None  # closed with the trainer
+        assert isinstance(tr._judge.target_check, TargetCheck)
+    assert tr._judge.target_check is None  # closed with the trainer
     env.close()
 
 

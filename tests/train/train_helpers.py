@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kelab.train.config import TrainConfig
+    from kelab.train.records import IterationRow
 
 #: The smallest TrainConfig fields that still train for real (the tests' default).
 TINY: dict[str, Any] = {
@@ -30,3 +31,13 @@ def tiny_config(**changes: Any) -> TrainConfig:
     from kelab.train.config import TrainConfig
 
     return TrainConfig(**{**TINY, **changes})
+
+
+def metrics_row(**fields: Any) -> IterationRow:
+    """An `IterationRow` of ``fields``, the others None (left empty in metrics.csv)."""
+    import dataclasses
+
+    from kelab.train.records import IterationRow
+
+    empty = {f.name: None for f in dataclasses.fields(IterationRow)}
+    return IterationRow(**{**empty, **fields})
