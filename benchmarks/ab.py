@@ -127,6 +127,10 @@ def export(commit: str) -> tuple[str, Path]:
     return full, dest
 
 
+class CaseFailedError(RuntimeError):
+    """A case's child failed (e.g. a tree caught mid-edit); its round is dropped."""
+
+
 def run_case(case: str, root: Path, steps: int) -> dict:
     """One measurement in a fresh child with ``root``'s kelab first on the path."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(HERE)]))
@@ -141,7 +145,7 @@ def run_case(case: str, root: Path, steps: int) -> dict:
             )  # fmt: skip
             wall = time.perf_counter() - t0
         if done.returncode != 0:
-            raise SystemExit(f"{case} failed under {root}:\n{done.stderr[-2000:]}")
+            raise CaseFailedError(f"{case} failed under {root}:\n{done.stderr[-2000:]}")
         return {"seconds": wall, "tail": done.stdout.strip().splitlines()[-1:]}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, case, str(steps), str(root)],
@@ -150,7 +154,7 @@ def run_case(case: str, root: Path, steps: int) -> dict:
     for line in done.stdout.splitlines():
         if line.startswith("AB-RESULT "):
             return json.loads(line[len("AB-RESULT ") :])
-    raise SystemExit(f"{case} failed under {root}:\n{done.stderr[-3000:]}")
+    raise CaseFailedError(f"{case} failed under {root}:\n{done.stderr[-3000:]}")
 
 
 def load() -> str:
@@ -181,13 +185,21 @@ def main() -> None:
         order = ("A", "B") if r % 2 == 0 else ("B", "A")
         for case in cases:
             steps = args.steps or DEFAULT_STEPS.get(case, 0)
-            for side in order:
-                got.setdefault((case, side), []).append(run_case(case, sides[side], steps))
+            try:  # both sides of a round, or neither
+                pair = {side: run_case(case, sides[side], steps) for side in order}
+            except CaseFailedError as exc:
+                print(f"  round {r + 1}: {exc} (round dropped)", file=sys.stderr)
+                continue
+            for side, result in pair.items():
+                got.setdefault((case, side), []).append(result)
         print(f"  round {r + 1}/{args.rounds} done, load {load()}", file=sys.stderr)
     print(f"load average after: {load()}\n")
     print(f"| case | A {args.against} | B this tree | B/A (median of rounds) | rounds |")
     print("|---|---:|---:|---:|---:|")
     for case in cases:
+        if (case, "A") not in got:
+            print(f"| {case} | failed | failed | - | 0 |")
+            continue
         a, b = got[(case, "A")], got[(case, "B")]
         if case == "states":
             same = all(x["hash"] == b[0]["hash"] for x in a + b)
