@@ -97,16 +97,17 @@ def _check_task_state(task: Task, state: Mapping[str, np.ndarray]) -> None:
     """Refuse ``task/`` keys that are not the task's own state.
 
     A key is the task's when its current ``state_dict()`` has it, or when it names a plain
-    attribute the task has not made yet (absent or None; not a class attribute, method or
-    runtime name such as ``world``).
+    attribute the task has not made yet (absent or None, public or private: a task may
+    first set one in a step; not a class attribute, method, KELab's own ``_ke_`` names or a
+    runtime name such as ``world``, which the built env has set).
     """
     known = task.state_dict()
     for key in state:
         if key in known:
             continue
-        fresh = (
+        fresh = (  # e.g. CartPole's _q, first set by a step; a just-reset task lacks it
             "/" not in key
-            and not key.startswith("_")
+            and not key.startswith("_ke_")
             and task.__dict__.get(key) is None
             and not hasattr(type(task), key)
         )

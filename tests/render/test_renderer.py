@@ -105,11 +105,12 @@ def _kelab_imports(module: str) -> set[tuple[str, str]]:
     (top level, TYPE_CHECKING blocks, functions); ``name`` is "" for ``import x``."""
     import ast
     import importlib.util
+    from pathlib import Path
 
     spec = importlib.util.find_spec(module)
     assert spec is not None and spec.origin is not None, module
     out: set[tuple[str, str]] = set()
-    for node in ast.walk(ast.parse(open(spec.origin, encoding="utf-8").read())):
+    for node in ast.walk(ast.parse(Path(spec.origin).read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             out |= {(a.name, "") for a in node.names if a.name.startswith("kelab")}
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kelab"):
