@@ -456,3 +456,23 @@ def test_a_refused_restore_leaves_the_env_exactly_as_it_was():
     finally:
         env.close()
         twin.close()
+
+
+def test_a_stepped_snapshot_restores_into_a_just_reset_env():
+    # CartPole first sets its private _q/_qd in a step: a just-reset env's task lacks them,
+    # and the all-or-nothing check must still take them as the task's own state
+    from kelab.tasks.cartpole import CartPoleTask
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
+    env.reset()
+    for _ in range(5):
+        env.step(np.full((2, 1), 0.3, np.float32))
+    snap = ke.Snapshot.from_bytes(env.snapshot().to_bytes())
+    assert "task/_q" in snap.arrays
+    fresh = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
+    fresh.reset()
+    fresh.restore(snap)
+    a = np.full((2, 1), -0.2, np.float32)
+    assert np.array_equal(env.step(a)[0], fresh.step(a)[0])
+    env.close()
+    fresh.close()
