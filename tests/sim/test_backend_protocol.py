@@ -9,8 +9,9 @@ import pytest
 
 import kelab as ke
 from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._batch import friction_contacts
 from kelab.sim.physics._compile import make_layout
-from kelab.sim.physics._isolated import IsolatedBackend, friction_contacts
+from kelab.sim.physics._isolated import IsolatedBackend
 from kelab.sim.physics._packed import PackedBackend
 
 METHODS = [

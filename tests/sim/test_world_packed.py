@@ -12,7 +12,8 @@ import kelab as ke
 from kelab.sim.kinematics import joint_state as _joint_state
 from kelab.sim.kinematics import point_state as _point
 from kelab.sim.physics._compile import JointLayout
-from kelab.sim.physics._packed import CAPACITY, ShardWorkers, packed_spacing
+from kelab.sim.physics._packed import ShardWorkers
+from kelab.sim.physics._shard import CAPACITY, packed_spacing
 from kelab.sim.scene.assets import Asset
 
 
