@@ -1,10 +1,10 @@
 """World: a Scene compiled into pymunk, N independent copies, batched numpy state.
 
 See docs/world.md. Two layouts share this class: "isolated" (one ``pymunk.Space`` per
-copy, kelab/sim/physics/_isolated.py) and "packed" (all copies of a thread shard in one space,
-kelab/sim/physics/_packed.py). Reading and writing go through ``pymunk.batch`` iterators, never
-Python loops over bodies. This module is the facade: the public API, the construction
-and the stepping loop. The other jobs live beside it, in helpers built from the
+copy, kelab/sim/physics/_isolated.py) and "packed" (all copies of a thread shard in one
+space, kelab/sim/physics/_packed.py). Reading and writing go through ``pymunk.batch``
+iterators, never Python loops over bodies. This module is the facade: the public API, the
+construction and the stepping loop. The other jobs live beside it, in helpers built from the
 compiled scene, the backend and arrays (never the World, no reference cycle):
 
 - _args.py: argument checks of the writers (copy and joint ids, body states);
@@ -15,9 +15,9 @@ compiled scene, the backend and arrays (never the World, no reference cycle):
 - _history.py: the replay log, rebuilds (resets, rebases), snapshots and their replay,
   validated before a restore by _restore.py;
 
-and below them the layouts (_isolated.py, _packed.py, behind the Backend protocol of
-_backend.py), the joint kinematics (kinematics.py), RobotView (robot_view.py) and
-pymunk's internals (_chipmunk.py).
+and below them the layouts (kelab/sim/physics/: _isolated.py, _packed.py, behind the
+Backend protocol of _backend.py), the joint kinematics (kinematics.py), RobotView
+(robot_view.py) and pymunk's internals (_chipmunk.py).
 """
 
 from __future__ import annotations
