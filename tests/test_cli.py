@@ -450,6 +450,20 @@ def test_nothing_below_the_command_line_imports_it():
     assert wrong == []
 
 
+def test_every_subcommand_is_registered_in_kelab_cli():
+    # kelab plot and kelab export built their parsers in kelab/train/curve.py and export.py
+    import ast
+
+    registering = []
+    for path in sorted(KELAB_DIR.rglob("*.py")):
+        if path.relative_to(KELAB_DIR).parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("add_parser", "add_subparsers"):
+                registering.append(str(path.relative_to(KELAB_DIR)))
+    assert registering == []
+
+
 def test_the_command_line_modules_import_no_circle():
     # kelab.cli imported kelab.cli_preview, which imported kelab.cli back
     graph: dict[str, set[str]] = {}

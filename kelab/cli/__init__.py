@@ -29,7 +29,9 @@ os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no pygame banner on 
 
 from kelab.cli.args import KelabArgumentParser, KelabUsageError, positive_int  # noqa: E402
 from kelab.cli.demo import add_demo_parser, run_demo  # noqa: E402
+from kelab.cli.export import add_export_parser  # noqa: E402
 from kelab.cli.play import add_play_parsers  # noqa: E402
+from kelab.cli.plot import add_plot_parser  # noqa: E402
 from kelab.cli.preview import add_preview_parser  # noqa: E402
 from kelab.cli.train import add_train_parser  # noqa: E402
 
@@ -54,25 +56,13 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-def _add_export_parser(sub: argparse._SubParsersAction) -> None:
-    from kelab.train.export import add_export_parser  # onnx loads when a file is written
-
-    add_export_parser(sub)
-
-
-def _add_plot_parser(sub: argparse._SubParsersAction) -> None:
-    from kelab.train.curve import add_plot_parser  # matplotlib loads when a figure is drawn
-
-    add_plot_parser(sub)
-
-
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], object], ...] = (
     add_demo_parser,
     add_preview_parser,
     add_train_parser,
     add_play_parsers,
-    _add_plot_parser,
-    _add_export_parser,
+    add_plot_parser,
+    add_export_parser,
 )
 """What registers each subcommand, in the order ``kelab --help`` lists them."""
 

@@ -21,17 +21,15 @@ Example:
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import json
 import math
 import os
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,12 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RunCurve",
-    "add_plot_parser",
     "curve_figure",
     "draw_curves",
     "read_run",
     "run_details",
-    "run_plot",
     "write_training_curve",
 ]
 
@@ -480,43 +476,3 @@ def _value(path: Path, line: int, name: str, text: str, fix: str) -> float | Non
 
 def _shown(text: str) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
-# ---------------------------------------------------------------------------- kelab plot
-def run_plot(args: argparse.Namespace, out: TextIO | None = None) -> int:
-    """``kelab plot``: draw runs' curves on one figure and say where it went.
-
-    Returns:
-        0 (a user error raises ValueError, which ``kelab`` prints as one line, exit 2).
-    """
-    target = Path(args.out)
-    if target.suffix.lower() != ".png":
-        raise ValueError(f"--out must be a .png file, got '{args.out}'; pass a name ending in .png")
-    runs = [read_run(d) for d in args.run_dirs]
-    names = [r.label for r in runs]
-    if len(set(names)) < len(names):  # same directory names: tell them apart by their path
-        runs = [replace(r, label=str(d)) for r, d in zip(runs, args.run_dirs, strict=True)]
-    try:
-        written = draw_curves(target, runs)
-    except ImportError as err:
-        raise ImportError(
-            f"kelab plot needs matplotlib ({err}); pip install 'kelab[train]'"
-        ) from None
-    noun = "run" if len(runs) == 1 else "runs"
-    print(f"wrote {written} ({len(runs)} {noun})", file=out or sys.stdout)
-    return 0
-
-
-def add_plot_parser(sub: argparse._SubParsersAction) -> None:
-    """Add ``plot`` to the ``kelab`` command's subparsers."""
-    p = sub.add_parser(
-        "plot",
-        help="draw training runs' curves on one figure (PNG)",
-        description="Draw the mean return and success rate of one or more kelab train runs "
-        "(their metrics.csv) on one figure, a colour per run, saved as a PNG.",
-    )
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a kelab train run directory")
-    p.add_argument(
-        "--out", default="curves.png", metavar="FILE.png", help="the PNG to write (atomically)"
-    )
-    p.set_defaults(func=run_plot)

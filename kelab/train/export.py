@@ -1,4 +1,4 @@
-"""``kelab export``: a checkpoint's policy as an ONNX graph, for any ONNX runtime.
+"""A checkpoint's policy as an ONNX graph, for any ONNX runtime (``kelab export``).
 
 The graph maps raw float32 observations ``[N, observation_dim]`` to the actions
 ``ke.RLPlayer.act`` sends (``[N, action_dim]``): the frozen observation normaliser, the
@@ -11,12 +11,10 @@ written atomically. Needs the export extra: ``pip install 'kelab[export]'``.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,10 +29,8 @@ if TYPE_CHECKING:
 __all__ = [
     "INSTALL_HINT",
     "OPSET",
-    "add_export_parser",
     "export_onnx",
     "policy_graph",
-    "run_export",
 ]
 
 OPSET = 17
@@ -196,36 +192,3 @@ def export_onnx(
     }
     model = policy_graph(player.policy, metadata)
     return atomic_write_bytes(path, model.SerializeToString())
-
-
-def run_export(
-    args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
-) -> int:
-    """``kelab export``: write the ONNX file and say where it went."""
-    out = out or sys.stdout
-    path = export_onnx(args.task, args.out, args.checkpoint)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes)", file=out)
-    return 0
-
-
-def add_export_parser(sub: argparse._SubParsersAction) -> None:
-    """Add ``export`` to the ``kelab`` command's subparsers."""
-    summary = "write a policy as an ONNX graph (needs kelab[export])"
-    p = sub.add_parser(
-        "export", help=summary, description="Write a policy as an ONNX graph: raw float32 "
-        "observations [N, obs_dim] in, the actions kelab play sends out (needs kelab[export]).",
-    )  # fmt: skip
-    p.add_argument(
-        "task",
-        help="built-in id (CartPole-v0, kelab/CartPole-v0) or module:TaskClass of your own "
-        "task (imported from the current folder or PYTHONPATH)",
-    )
-    p.add_argument(
-        "--checkpoint",
-        default=None,
-        metavar="SPEC",
-        help="RUN_DIR:best, RUN_DIR:latest or a checkpoint .json (default: the task's "
-        "shipped policy)",
-    )
-    p.add_argument("--out", required=True, metavar="FILE.onnx", help="the ONNX file to write")
-    p.set_defaults(func=run_export)
