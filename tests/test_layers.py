@@ -1,0 +1,167 @@
+"""The whole package's import graph (#26): no circle, no arrow up, no private name
+imported across modules, no module over 800 lines.
+
+Every import counts: at module level, inside a function, under ``if TYPE_CHECKING:``
+(a typing-only import is still knowledge of another module). The layers, bottom to top
+(docs/DESIGN.md): the root helpers, ``timing``, ``sim``, ``render``, then ``app`` and
+``rl`` side by side (neither imports the other), ``tasks``, ``train``, ``cli``. The one
+exemption is ``kelab/__init__.py``: its public names are a lazy map onto every layer.
+The rooms inside a layer have their own tests (tests/sim/test_layers.py,
+tests/app/test_layers.py, tests/render/test_renderer.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import kelab
+
+ROOT = Path(kelab.__file__).parent
+RANK = {
+    "_validate": 0,
+    "_files": 0,
+    "_after_import": 0,
+    "timing": 1,
+    "sim": 2,
+    "render": 3,
+    "app": 4,
+    "rl": 4,
+    "tasks": 5,
+    "train": 6,
+    "cli": 7,
+    "__main__": 8,
+}
+MAX_LINES = 800
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = ["kelab", *path.relative_to(ROOT).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _owner(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> list[tuple[str, str | None]]:
+    """(imported module, name taken from it or None) for every kelab import."""
+    path = MODULES[module]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([base] if base else []))
+            for a in node.names:
+                sub = f"{base}.{a.name}"
+                found.append((sub, None) if sub in MODULES else (base, a.name))
+    return [(m, n) for m, n in found if m == "kelab" or m.startswith("kelab.")]
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for target, _ in _imports(module):
+            owner = _owner(target)
+            if owner and owner != module:
+                edges[module].add(owner)
+    return edges
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_module_has_a_layer():
+    assert {_layer(m) for m in MODULES} - {"__init__"} <= set(RANK), sorted(
+        {_layer(m) for m in MODULES} - set(RANK)
+    )
+
+
+def test_no_import_points_up_or_across_sibling_layers():
+    wrong = []
+    for module, targets in _edges().items():
+        here = _layer(module)
+        if here == "__init__":
+            continue  # the lazy public name map
+        for target in targets:
+            there = _layer(target)
+            if there in (here, "__init__"):
+                continue
+            if RANK[there] >= RANK[here]:
+                wrong.append(f"{module} -> {target}")
+    assert not wrong, wrong
+
+
+def test_the_import_graph_has_no_circle():
+    edges = _edges()
+    del edges["kelab"]  # the lazy public name map points everywhere by design
+    for targets in edges.values():
+        targets.discard("kelab")
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in edges:
+        if v not in index:
+            visit(v)
+    assert not circles, circles
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = [
+        f"{module} imports {target}.{name}"
+        for module in MODULES
+        for target, name in _imports(module)
+        if name and name.startswith("_") and not name.startswith("__")
+    ]
+    assert not found, found
+
+
+def test_no_module_is_over_800_lines():
+    big = {}
+    for module, path in MODULES.items():
+        lines = path.read_text(encoding="utf-8").count("\n")
+        if lines > MAX_LINES:
+            big[module] = lines
+    assert not big, big
