@@ -1,15 +1,18 @@
 """What travels between a RayLearningEnv and its workers, and the same-machine fast path.
 
 A ``RayLearningEnv`` step sends each worker its rows of the actions and gets back its
-observations, rewards and flags plus the rows of the copies that ended
-(:func:`compact_ends`); the driver joins them into ``LearningEnv``'s info as the
-replies arrive (:class:`EndsJoin`). Through Ray, every such call costs ~1.5 ms of Ray's own work in
-the worker and more in the driver (benchmarks/README.md, "scale_throughput"), as much as
-stepping ~100 Humanoid copies. For workers on the driver's machine a step instead goes
-through a :class:`StepChannel` (Linux): the per-step arrays live in shared memory both
-processes map, and one Unix-socket message each way says "step" and "done" (carrying the
-ended rows, encoded without pickle by :func:`pack_ends`). Ray still starts, places,
-restarts and kills the workers and carries everything else (reset, snapshots, errors).
+observations, rewards and flags (a :class:`StepReply`) plus the rows of the copies that
+ended (an :class:`EndedRows`, :func:`compact_ends`); the driver joins them into the
+`~kelab.rl.episode_ends.EpisodeEnds` one ``LearningEnv`` would have, and so into its
+info, as the replies arrive (:class:`EndsJoin`). Through Ray, every such call costs ~1.5
+ms of Ray's own work in the worker and more in the driver (benchmarks/README.md,
+"scale_throughput"), as much as stepping ~100 Humanoid copies. For workers on the
+driver's machine a step instead goes through a :class:`StepChannel` (Linux): the
+per-step arrays live in shared memory both processes map, and one Unix-socket message
+each way says "step" and "done" (carrying the ended rows, encoded without pickle by
+:func:`pack_ends` and decoded into an :class:`EndedRows` by :func:`unpack_ends`). Ray
+still starts, places, restarts and kills the workers and carries everything else (reset,
+snapshots, errors).
 """
 
 from __future__ import annotations
@@ -29,8 +32,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds, vector_info
+
 __all__ = [
     "ChannelClosedError",
+    "EndedRows",
     "EndsJoin",
     "StepChannel",
     "StepReply",
@@ -48,6 +54,30 @@ _REPLY = struct.Struct("<BII")  # status, header bytes, array bytes (then the tw
 _RECV_SIZE = 1 << 16  # a reply of up to this many bytes is read in one recv
 
 
+class EndedRows(NamedTuple):
+    """The copies of one worker whose episode ended in a step: one row each.
+
+    What a worker's reply carries instead of the full-size info (fewer arrays to ship and
+    for the driver to join): :class:`EndsJoin` turns the rows of every worker into the
+    `EpisodeEnds` of the whole env. Its wire form is :func:`pack_ends`'s.
+    """
+
+    ids: np.ndarray
+    """int64: the worker's (local) indices of the copies that ended, ascending."""
+    final_obs: np.ndarray
+    """float32 ``(rows, observation_dim)``: their observations on the final step."""
+    ended_by: tuple[str, ...]
+    """Why each ended: a condition name, ``"time limit"`` or ``"cut short by the task"``."""
+    counters: EpisodeCounters
+    """Their returns, lengths and wall seconds (the float32 the info holds)."""
+    names: tuple[str, ...]
+    """The task's condition names in ``get_dones()`` order."""
+    is_success: np.ndarray | None = None
+    """bool ``(rows,)``: the success rule's verdict (None without a rule)."""
+    checks: dict[str, np.ndarray] | None = None
+    """The rule's named checks, bool ``(rows,)`` each (None without a rule)."""
+
+
 class StepReply(NamedTuple):
     """One worker's part of a step: its copies' arrays and the rows of those that ended."""
 
@@ -55,7 +85,7 @@ class StepReply(NamedTuple):
     rewards: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray
-    ends: dict[str, Any] | None
+    ends: EndedRows | None
     """:func:`compact_ends` of the step (None when no copy ended)."""
 
 
@@ -64,46 +94,50 @@ class ChannelClosedError(ConnectionError):
 
 
 # ---------------------------------------------------------------------- the ended rows
-def compact_ends(info: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The rows of a ``LearningEnv`` step info that :func:`expand_ends` needs (None if empty).
+def compact_ends(info: Mapping[str, Any], names: Sequence[str]) -> EndedRows | None:
+    """The rows of a ``LearningEnv`` step info that :class:`EndsJoin` needs (None if empty).
 
     A worker's reply carries only the copies that ended (their ids, final observations,
-    labels, returns, lengths, wall times, success and checks), not the full-size info:
-    fewer arrays to ship and for the driver to join. ``info["episode"]["t"]`` travels as
-    the float32 the info holds (wall-clock time, never identical anyway).
+    labels, returns, lengths, wall times, success and checks), not the full-size info.
+    ``info["episode"]["t"]`` travels as the float32 the info holds (wall-clock time,
+    never identical anyway).
 
     Args:
         info: What ``LearningEnv.step`` returned as ``info``.
+        names: The env's ``condition_names``.
 
     Returns:
-        None when no copy ended, else a dict of arrays of one row per ended copy.
+        None when no copy ended, else one row per ended copy.
     """
     if not info:
         return None
     ids = np.flatnonzero(info["_ended_by"])
-    ends: dict[str, Any] = {
-        "ids": ids,
-        "final_obs": info["final_obs"][ids],
-        "ended_by": info["ended_by"][ids].tolist(),
-        "episode_return": info["episode_return"][ids],
-        "episode_length": info["episode_length"][ids],
-        "episode_wall_s": info["episode"]["t"][ids],
-    }
+    is_success = checks = None
     if "is_success" in info:
-        ends["is_success"] = info["is_success"][ids]
-        checks = info["checks"]  # vector_info writes each name, then its "_name" mask
-        ends["checks"] = {name: checks[name][ids] for name in list(checks)[::2]}
-    return ends
+        is_success = info["is_success"][ids]
+        masked = info["checks"]  # vector_info writes each name, then its "_name" mask
+        checks = {name: masked[name][ids] for name in list(masked)[::2]}
+    return EndedRows(
+        ids=ids,
+        final_obs=info["final_obs"][ids],
+        ended_by=tuple(info["ended_by"][ids].tolist()),
+        counters=EpisodeCounters(
+            info["episode_return"][ids], info["episode_length"][ids], info["episode"]["t"][ids]
+        ),
+        names=tuple(names),
+        is_success=is_success,
+        checks=checks,
+    )
 
 
 class EndsJoin:
-    """Joins one step's :func:`compact_ends` rows into the info ``LearningEnv`` would return.
+    """Joins one step's :class:`EndedRows` into the `EpisodeEnds` of one ``LearningEnv``.
 
     ``add`` each worker's rows as its reply arrives (the driver joins the first replies
-    while the slower workers still step), then :meth:`info`. The rows go straight into
-    full-size arrays that already hold the zeros, False and None of the copies that did
-    not end, so the info is built once: the same keys, dtypes and values as
-    ``kelab.rl.env.vector_info`` of one ``LearningEnv`` (tests/rl/test_ray_env.py compares
+    while the slower workers still step), then :meth:`ends` or :meth:`info`. The rows go
+    straight into full-size arrays that already hold the zeros, False and None of the
+    copies that did not end; :meth:`info` is ``vector_info`` of that record, so the same
+    keys, dtypes and values as one ``LearningEnv`` (tests/rl/test_ray_env.py compares
     them).
 
     Args:
@@ -113,81 +147,58 @@ class EndsJoin:
 
     def __init__(self, num_envs: int, obs_dim: int) -> None:
         self.num_envs, self.obs_dim = num_envs, obs_dim
-        self.ids: list[np.ndarray] = []  # the global ids of each part's ended copies
         self._mask: np.ndarray | None = None  # the arrays exist once a part has rows
+        self._names: tuple[str, ...] = ()
 
-    def add(self, first_copy: int, ends: Mapping[str, Any]) -> None:
+    def add(self, first_copy: int, rows: EndedRows) -> None:
         """Add one worker's ended rows (its copy ``j`` is copy ``first_copy + j``)."""
-        ids = ends["ids"] + first_copy if first_copy else ends["ids"]
+        ids = rows.ids + first_copy if first_copy else rows.ids
         if self._mask is None:
             n = self.num_envs
             self._mask = np.zeros(n, dtype=bool)
-            self._final_obs = np.zeros((n, self.obs_dim), dtype=ends["final_obs"].dtype)
-            self._returns = np.zeros(n, dtype=ends["episode_return"].dtype)
-            self._lengths = np.zeros(n, dtype=ends["episode_length"].dtype)
-            # vector_info: the float64 wall seconds where ended, else 0, then float32
-            self._wall = np.zeros(n, dtype=np.float32)
+            self._final_obs = np.zeros((n, self.obs_dim), dtype=rows.final_obs.dtype)
+            self._returns = np.zeros(n, dtype=np.float64)
+            self._lengths = np.zeros(n, dtype=np.int64)
+            self._wall = np.zeros(n, dtype=np.float64)
             self._ended_by = np.empty(n, dtype=object)  # None everywhere
-            self._success = np.zeros(n, dtype=bool) if "is_success" in ends else None
+            self._success = np.zeros(n, dtype=bool) if rows.is_success is not None else None
             self._checks: dict[str, np.ndarray] = {}
-        self.ids.append(ids)
+        self._names = self._names or rows.names
         self._mask[ids] = True
-        self._final_obs[ids] = ends["final_obs"]
-        self._returns[ids] = ends["episode_return"]
-        self._lengths[ids] = ends["episode_length"]
-        self._wall[ids] = ends["episode_wall_s"]
-        self._ended_by[ids] = ends["ended_by"]
+        self._final_obs[ids] = rows.final_obs
+        self._returns[ids], self._lengths[ids], self._wall[ids] = rows.counters
+        self._ended_by[ids] = list(rows.ended_by)
         if self._success is not None:
-            self._success[ids] = ends["is_success"]
-            for name, value in ends["checks"].items():
+            self._success[ids] = rows.is_success
+            for name, value in (rows.checks or {}).items():
                 full = self._checks.get(name)
                 if full is None:
                     full = self._checks[name] = np.zeros(self.num_envs, dtype=bool)
                 full[ids] = value
 
-    def info(self) -> dict[str, Any]:
-        """The step's info: ``{}`` when no part had rows, else ``vector_info``'s layout."""
+    def ends(self) -> EpisodeEnds | None:
+        """The step's `EpisodeEnds` over every copy (None when no part had rows)."""
         mask = self._mask
         if mask is None:
-            return {}
-        returns, lengths = self._returns, self._lengths
-        episode: dict[str, Any] = {
-            "episode": {
-                "r": returns.astype(np.float32),
-                "l": lengths.astype(np.int32),
-                "t": self._wall,
-            },
-            "_episode": mask.copy(),
-            "ended_by": self._ended_by,
-            "_ended_by": mask.copy(),
-            "episode_return": returns,
-            "_episode_return": mask.copy(),
-            "episode_length": lengths,
-            "_episode_length": mask.copy(),
-        }
-        if self._success is not None:
-            episode["is_success"] = self._success
-            episode["_is_success"] = mask.copy()
-            checks: dict[str, Any] = {}
-            for name, value in self._checks.items():
-                checks[name] = value
-                checks[f"_{name}"] = mask.copy()
-            episode["checks"] = checks
-            episode["_checks"] = mask.copy()
-        info: dict[str, Any] = {
-            "final_obs": self._final_obs,
-            "_final_obs": mask.copy(),
-            "final_info": {
-                k: (dict(v) if isinstance(v, dict) else v.copy()) for k, v in episode.items()
-            },
-            "_final_info": mask,
-        }
-        info.update(episode)
-        return info
+            return None
+        return EpisodeEnds(
+            ids=np.flatnonzero(mask),
+            mask=mask,
+            final_obs=self._final_obs,
+            ended_by=self._ended_by,
+            counters=EpisodeCounters(self._returns, self._lengths, self._wall),
+            names=self._names,
+            is_success=self._success,
+            checks=None if self._success is None else self._checks,
+        )
+
+    def info(self) -> dict[str, Any]:
+        """The step's info: ``vector_info`` of :meth:`ends` (``{}`` when nothing ended)."""
+        return vector_info(self.ends(), self.num_envs)
 
 
 def expand_ends(
-    parts: Sequence[tuple[int, Mapping[str, Any]]], num_envs: int, obs_dim: int
+    parts: Sequence[tuple[int, EndedRows]], num_envs: int, obs_dim: int
 ) -> dict[str, Any]:
     """Join the workers' :func:`compact_ends` into the info ``LearningEnv`` would return.
 
@@ -210,94 +221,120 @@ _ROWS = struct.Struct("<II")  # a packed reply's header: ended rows, schema byte
 _PAD = [bytes(8 - n) for n in range(8)]  # zeros that bring n bytes to a multiple of 8
 
 
-def pack_ends(ends: Mapping[str, Any] | None) -> tuple[bytes, bytes]:
-    """Encode :func:`compact_ends` without pickle: ``(header, raw array bytes)``.
+def pack_ends(rows: EndedRows | None) -> tuple[bytes, bytes]:
+    """Encode an :class:`EndedRows` without pickle: ``(header, raw array bytes)``.
 
     The arrays travel as their raw bytes one after the other (each padded to 8 bytes);
-    the header holds the row count, the layout (JSON: each array's key, check name, dtype
-    and row shape; the same every step, so the reader parses it once) and the labels
-    (``ended_by``, NUL-separated). ``(b"", b"")`` for None (nothing ended).
+    the header holds the row count, the layout (JSON: the condition names and each
+    array's field, check name, dtype and row shape; the same every step, so the reader
+    parses it once) and the labels (``ended_by``, NUL-separated). ``(b"", b"")`` for None
+    (nothing ended).
     """
-    if ends is None:
+    if rows is None:
         return b"", b""
-    layout: list[tuple[str, str | None, tuple[np.dtype, tuple[int, ...]] | None]] = []
+    fields: list[tuple[str, str | None, np.ndarray]] = [
+        ("ids", None, rows.ids),
+        ("final_obs", None, rows.final_obs),
+        *((key, None, value) for key, value in zip(_COUNTERS, rows.counters, strict=True)),
+    ]
+    if rows.is_success is not None:  # a rule judged: its verdict, then each check
+        fields.append(("is_success", None, rows.is_success))
+        fields += [("checks", str(name), v) for name, v in (rows.checks or {}).items()]
+    layout = []
     chunks: list[bytes] = []
-
-    def put(key: str, name: str | None, value: np.ndarray) -> None:
+    for key, name, value in fields:
         arr = np.asarray(value)
-        layout.append((key, name, (arr.dtype, arr.shape[1:])))
+        layout.append((key, name, arr.dtype.str, arr.shape[1:]))
         chunks.append(arr.tobytes())  # C order, whatever the array's own
         if arr.nbytes & 7:
             chunks.append(_PAD[arr.nbytes & 7])
-
-    for key, value in ends.items():
-        if key == "ended_by":
-            layout.append((key, None, None))
-        elif key == "checks":  # its place (it may be empty), then each check
-            layout.append((key, None, None))
-            for name, v in value.items():
-                put(key, str(name), v)
-        else:
-            put(key, None, value)
-    schema = _schema_bytes(tuple(layout))
-    labels = "\0".join(map(str, ends["ended_by"])).encode()
-    header = _ROWS.pack(len(ends["ids"]), len(schema)) + schema + labels
+    schema = _schema_bytes(tuple(map(str, rows.names)), rows.is_success is not None, tuple(layout))
+    labels = "\0".join(map(str, rows.ended_by)).encode()
+    header = _ROWS.pack(len(rows.ids), len(schema)) + schema + labels
     return header, b"".join(chunks)
 
 
+_COUNTERS = EpisodeCounters._fields  # the counters' fields, in order, on the wire
+
+
 @functools.lru_cache(maxsize=64)
-def _schema_bytes(layout: tuple) -> bytes:
+def _schema_bytes(names: tuple[str, ...], judged: bool, layout: tuple) -> bytes:
     """``pack_ends``'s JSON layout (cached: the same every step of an env)."""
-    fields = [[key, name, spec and [spec[0].str, list(spec[1])]] for key, name, spec in layout]
-    return json.dumps(fields, separators=(",", ":")).encode()
+    fields = [[key, name, dtype, list(shape)] for key, name, dtype, shape in layout]
+    doc = {"names": list(names), "judged": judged, "fields": fields}
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+class _Layout(NamedTuple):
+    """A parsed ``pack_ends`` layout."""
+
+    names: tuple[str, ...]
+    judged: bool
+    fields: tuple[tuple[str, str | None, np.dtype, tuple[int, ...], int], ...]
+    """Each array's ``(field, check name, dtype, row shape, items per row)``."""
+
+
+_KEYS = {"ids", "final_obs", *_COUNTERS, "is_success", "checks"}
 
 
 @functools.lru_cache(maxsize=64)
-def _schema(schema: bytes) -> tuple[tuple[str, str | None, np.dtype | None, tuple, int], ...]:
-    """A layout's arrays ``(key, check name, dtype, row shape, items per row)`` (cached).
+def _schema(schema: bytes) -> _Layout:
+    """Parse a layout (cached).
 
     Raises:
-        ValueError: For an object dtype (never written by ``pack_ends``).
+        ValueError: For an object dtype or an unknown field (never written by
+            ``pack_ends``).
     """
+    doc = json.loads(schema)
     fields = []
-    for key, name, spec in json.loads(schema):
-        if spec is None:  # where the labels or the checks go among the keys
-            fields.append((key, name, None, (), 0))
-            continue
-        dtype = np.dtype(spec[0])
-        if dtype.hasobject:
-            raise ValueError(f"ended rows must hold plain arrays, got dtype {dtype}")
-        shape = tuple(spec[1])
+    for key, name, dtype_str, shape in doc["fields"]:
+        dtype = np.dtype(dtype_str)
+        if dtype.hasobject or key not in _KEYS:
+            raise ValueError(
+                f"ended rows must hold plain arrays of {sorted(_KEYS)}, got {key!r} of dtype "
+                f"{dtype}"
+            )
+        shape = tuple(shape)
         fields.append((key, name, dtype, shape, math.prod(shape)))
-    return tuple(fields)
+    return _Layout(tuple(doc["names"]), bool(doc["judged"]), tuple(fields))
 
 
-def unpack_ends(header: bytes, blob: bytes | memoryview) -> dict[str, Any] | None:
-    """Decode :func:`pack_ends`'s bytes (read-only arrays over ``blob``; None if empty).
+def unpack_ends(header: bytes, blob: bytes | memoryview) -> EndedRows | None:
+    """Decode :func:`pack_ends`'s bytes into an :class:`EndedRows` (None if empty).
+
+    Its arrays are read-only views of ``blob``.
 
     Raises:
-        ValueError: For a layout naming an object dtype (never written by ``pack_ends``).
+        ValueError: For a layout naming an object dtype or an unknown field (never
+            written by ``pack_ends``).
     """
     if not header:
         return None
     rows, n_schema = _ROWS.unpack_from(header)
     start = _ROWS.size + n_schema
-    out: dict[str, Any] = {}
+    layout = _schema(header[_ROWS.size : start])
+    arrays: dict[str, np.ndarray] = {}
+    checks: dict[str, np.ndarray] = {}
     offset = 0
-    for key, name, dtype, shape, per_row in _schema(header[_ROWS.size : start]):
-        if dtype is None:
-            out[key] = header[start:].decode().split("\0") if key == "ended_by" else {}
-            continue
+    for key, name, dtype, shape, per_row in layout.fields:
         count = rows * per_row
         arr = np.frombuffer(blob, dtype, count=count, offset=offset)
         offset += (count * dtype.itemsize + 7) & -8
         if shape:
             arr = arr.reshape((rows, *shape))
         if name is None:
-            out[key] = arr
+            arrays[key] = arr
         else:
-            out[key][name] = arr
-    return out
+            checks[name] = arr
+    return EndedRows(
+        ids=arrays["ids"],
+        final_obs=arrays["final_obs"],
+        ended_by=tuple(header[start:].decode().split("\0")),
+        counters=EpisodeCounters(*(arrays[key] for key in _COUNTERS)),
+        names=layout.names,
+        is_success=arrays["is_success"] if layout.judged else None,
+        checks=checks if layout.judged else None,
+    )
 
 
 # ---------------------------------------------------------------------- the channel
@@ -422,8 +459,8 @@ class StepChannel:
         """The connection's socket (readable once the reply is in); -1 when not connected."""
         return -1 if self._conn is None else self._conn.fileno()
 
-    def receive(self) -> tuple[int, dict[str, Any] | None]:
-        """Wait for the worker's reply: ``(OK, compact ends or None)`` or ``(FAILED, None)``.
+    def receive(self) -> tuple[int, EndedRows | None]:
+        """Wait for the worker's reply: ``(OK, ended rows or None)`` or ``(FAILED, None)``.
 
         On OK the results are in :attr:`arrays` until the next step.
 
@@ -508,7 +545,7 @@ class WorkerChannel:
         except OSError:
             return b""
 
-    def reply(self, ends: Mapping[str, Any] | None) -> None:
+    def reply(self, ends: EndedRows | None) -> None:
         """Say the step is done (results already in :attr:`arrays`), with its ended rows."""
         header, blob = pack_ends(ends)
         self._sock.sendall(_REPLY.pack(OK, len(header), len(blob)) + header + blob)

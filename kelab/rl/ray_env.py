@@ -1,17 +1,19 @@
 """RayLearningEnv: the copies of a LearningEnv split across Ray actors (processes, machines).
 
-``RayLearningEnv(task, num_envs, num_workers, seed)`` is a Gymnasium ``VectorEnv`` with
-exactly :class:`~kelab.rl.env.LearningEnv`'s contract. Its copies live in
+``RayLearningEnv(task, num_envs, num_workers, seed)`` (or ``RayLearningEnv(task,
+num_workers=k, config=ke.EnvConfig(...))``) is a Gymnasium ``VectorEnv`` with exactly
+:class:`~kelab.rl.env.LearningEnv`'s contract and settings. Its copies live in
 ``num_workers`` plain Ray actors, worker ``k`` holding a ``LearningEnv`` of copies
-``[a_k, b_k)`` built with ``copy_offset=a_k``, so every per-copy random stream comes
-from the global copy index and the whole is bit-identical to one ``LearningEnv`` of the
-same size and seed (docs/scale.md says when). Each ``step`` sends every worker its rows
-of the actions at once and joins their replies; the learner stays in the calling
-process. This module keeps ``LearningEnv``'s contract (the joined arrays and info, the
-episode counters, snapshots); :mod:`kelab.rl.ray_pool` the actors, their transport
-(shared memory for workers on this machine, :mod:`kelab.rl.ray_channel`; Ray for the
-others) and their faults. ``ray`` is an optional dependency (``pip install kelab[ray]``),
-imported only when a ``RayLearningEnv`` is made.
+``[a_k, b_k)`` built with ``copy_offset=a_k``
+(:func:`~kelab.rl.ray_worker.worker_config`), so every per-copy random stream comes from
+the global copy index and the whole is bit-identical to one ``LearningEnv`` of the same
+config (docs/scale.md says when). Each ``step`` sends every worker its rows of the
+actions at once and joins their replies; the learner stays in the calling process. This
+module keeps ``LearningEnv``'s contract (the joined arrays and info, the episode
+counters, snapshots); :mod:`kelab.rl.ray_pool` the actors, their transport (shared
+memory for workers on this machine, :mod:`kelab.rl.ray_channel`; Ray for the others) and
+their faults. ``ray`` is an optional dependency (``pip install kelab[ray]``), imported
+only when a ``RayLearningEnv`` is made.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import numpy.typing as npt
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from kelab._validate import check_bool, check_int, check_positive, check_seed, is_int, must
+from kelab._validate import check_bool, check_int, check_positive, is_int, must
 from kelab.rl._contract import (
     EpisodeBook,
     check_actions,
@@ -34,7 +36,9 @@ from kelab.rl._contract import (
     reset_ids,
 )
 from kelab.rl._env_snapshot import RAY_SNAPSHOT_KIND, check_counters
-from kelab.rl.ray_channel import EndsJoin, StepReply
+from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.episode_ends import vector_info
+from kelab.rl.ray_channel import EndedRows, EndsJoin, StepReply
 from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
 from kelab.rl.ray_start import check_room, owns_local_ray, start_ray
 from kelab.rl.ray_worker import split_copies
@@ -42,7 +46,7 @@ from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
 from kelab.sim.snapshot import Snapshot
-from kelab.timing.config import SimulationTimingConfig
+from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
 
 if TYPE_CHECKING:  # ray is optional: imported when an env is made
     from ray import ObjectRef
@@ -58,7 +62,6 @@ SNAPSHOT_KIND = RAY_SNAPSHOT_KIND
 
 _SNAPSHOT_META = ("kind", "task", "num_envs", "ranges", "restarts", "started")
 _RESTART_STREAM = 0xFA17  # spawn-key tag of the seeds of copies restarted after a fault
-_RESERVED = ("num_envs", "seed", "copy_offset", "render_mode", "run_config", "pacer")
 
 
 class RayLearningEnv(gymnasium.vector.VectorEnv):
@@ -69,9 +72,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     same-step autoreset, and for the copies that ended ``info`` with ``final_obs``,
     ``final_info``, ``ended_by``, ``episode_return``, ``episode_length`` and, with a
     success rule, ``is_success`` and ``checks`` (each masked by ``info["_<key>"]``).
-    Worker ``k`` holds copies ``[a_k, b_k)`` (:func:`split_copies`); results are
-    bit-identical to ``LearningEnv(task, num_envs, seed=seed, ...)`` in the isolated
-    layout, and in the packed layout wherever packed copies are exact (docs/scale.md).
+    Worker ``k`` holds copies ``[a_k, b_k)`` (:func:`split_copies`). Every setting is
+    one `EnvConfig`, as for ``LearningEnv`` (``config=``, or its fields and older aliases
+    as keywords, folded by the same ``kelab.rl.config.env_config``); ``env.config`` holds
+    the result. Results are bit-identical to ``LearningEnv(task, config=env.config)`` in
+    the isolated layout (the default), and in the packed layout wherever packed copies
+    are exact (docs/scale.md).
 
     A worker that dies raises :class:`WorkerDiedError` naming it, its copies and its host.
     With ``restart=True`` Ray restarts it instead; its copies start fresh episodes
@@ -81,9 +87,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
 
     Args:
         task: The task (an unbound instance; each worker gets a copy).
-        num_envs: Copies in all (>= 1).
-        num_workers: Ray actors (1 <= num_workers <= num_envs).
-        seed: Seed of every per-copy Generator (int >= 0), as for ``LearningEnv``.
+        num_envs: ``EnvConfig.num_envs``: copies in all (>= 1; None keeps the config's).
+        num_workers: Ray actors (1 <= num_workers <= num_envs; required).
+        seed: ``EnvConfig.seed`` (None keeps the config's), as for ``LearningEnv``.
         address: None starts a local Ray (or uses the one this process already joined);
             ``"auto"`` or ``"ray://host:10001"`` / ``"host:6379"`` joins a cluster.
         restart: Restart dead workers (True) or raise :class:`WorkerDiedError` (False).
@@ -100,10 +106,21 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         pin_workers: Pin worker ``k``'s process to the ``k``-th CPU it may use (mod their
             number). Off by default: it did not help on a shared 2-core machine, and it
             is wrong when other envs or jobs share the node's cores (docs/scale.md).
-        **env_kwargs: Passed to every worker's ``LearningEnv`` (``layout``,
-            ``num_threads``, ``dt``, ``physics_steps_per_action``, ``env_spacing``,
-            ``success``...). Rendering stays with ``LearningEnv``: ``render_mode`` must
-            be None.
+        config: The `EnvConfig` (None: the defaults). Its ``render_mode`` must be None:
+            the workers are headless (render with a ``LearningEnv`` or ``DirectRLEnv``);
+            its ``copy_offset`` places the whole env, as for ``LearningEnv``.
+        success: Success rule (``@ke.success``) every worker judges with; None uses
+            ``task.success_rule``.
+        dt: Older alias: overrides the timing's physics step (``sim_dt``).
+        physics_steps_per_action: Older alias: overrides the timing's ``decimation``.
+        timing: ``EnvConfig.timing``.
+        layout: ``EnvConfig.layout`` (``"isolated"``, the default, or ``"packed"``).
+        num_threads: ``EnvConfig.num_threads``: threads in each worker.
+        env_spacing: ``EnvConfig.env_spacing``.
+        copy_offset: ``EnvConfig.copy_offset``.
+        render_mode: Gymnasium's keyword: only None.
+        run_config: Older alias of ``render_mode``: only a HEADLESS_FAST one.
+        headless: Older check, as for ``LearningEnv`` (no worker ever opens a window).
 
     Raises:
         ValueError: For out-of-range arguments.
@@ -134,9 +151,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def __init__(
         self,
         task: Task,
-        num_envs: int,
-        num_workers: int,
-        seed: int = 0,
+        num_envs: int | None = None,
+        num_workers: int | None = None,
+        seed: int | None = None,
         address: str | None = None,
         restart: bool = False,
         *,
@@ -145,7 +162,18 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ray_init: Mapping[str, Any] | None = None,
         shared_memory: bool = True,
         pin_workers: bool = False,
-        **env_kwargs: Any,
+        config: EnvConfig | None = None,
+        success: SuccessRule | None = None,
+        dt: float | None = None,
+        physics_steps_per_action: int | None = None,
+        timing: SimulationTimingConfig | None = None,
+        layout: str | None = None,
+        num_threads: int | None = None,
+        env_spacing: float | None = None,
+        copy_offset: int | None = None,
+        render_mode: str | None = None,
+        run_config: SimulationRunConfig | None = None,
+        headless: bool | None = None,
     ) -> None:
         self.closed = True  # until the workers exist (close() is then a no-op)
         self._owns_ray = False
@@ -157,8 +185,32 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 f"RayLearningEnv: this {type(task).__name__} instance already runs in an "
                 "environment; pass a new task object"
             )
-        num_envs = check_int(num_envs, "RayLearningEnv: num_envs", low=1)
-        num_workers = check_int(num_workers, "RayLearningEnv: num_workers", low=1)
+        cfg = env_config(
+            task,
+            config,
+            render_mode=render_mode,
+            run_config=run_config,
+            headless=headless,
+            timing=timing,
+            dt=dt,
+            physics_steps_per_action=physics_steps_per_action,
+            num_envs=num_envs,
+            seed=seed,
+            layout=layout,
+            num_threads=num_threads,
+            env_spacing=env_spacing,
+            copy_offset=copy_offset,
+        )
+        if cfg.render_mode is not None:
+            raise ValueError(
+                f"RayLearningEnv: render_mode={cfg.render_mode!r} cannot be passed to the "
+                "workers' LearningEnv: the workers are headless (render_mode must be None); "
+                "render with a LearningEnv or DirectRLEnv"
+            )
+        num_envs = cfg.num_envs
+        num_workers = check_int(
+            num_workers, "RayLearningEnv: num_workers", low=1, fix="say how many Ray actors"
+        )
         if num_workers > num_envs:
             raise ValueError(
                 must(
@@ -168,7 +220,6 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                     "every worker needs at least one copy",
                 )
             )
-        seed = check_seed(seed, "RayLearningEnv: seed")
         if address is not None and (not isinstance(address, str) or not address):
             raise ValueError(
                 must(
@@ -181,25 +232,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         cpus_per_worker = check_positive(cpus_per_worker, "RayLearningEnv: cpus_per_worker")
         shared_memory = check_bool(shared_memory, "RayLearningEnv: shared_memory")
         pin_workers = check_bool(pin_workers, "RayLearningEnv: pin_workers")
-        for key in _RESERVED:
-            if key in env_kwargs and not (key == "render_mode" and env_kwargs[key] is None):
-                raise ValueError(
-                    f"RayLearningEnv: {key}={env_kwargs[key]!r} cannot be passed to the "
-                    "workers' LearningEnv: "
-                    + (
-                        "the workers are headless; render with a LearningEnv or DirectRLEnv"
-                        if key in ("render_mode", "run_config", "pacer")
-                        else "RayLearningEnv sets it per worker (give num_envs and seed to "
-                        "RayLearningEnv itself)"
-                    )
-                )
-        env_kwargs.pop("render_mode", None)
         start_timeout_s = check_positive(
             start_timeout_s, "RayLearningEnv: start_timeout_s", unit="seconds"
         )
         if ray_init is not None and not isinstance(ray_init, Mapping):
             raise ValueError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
-        rule = check_success_rule(env_kwargs.get("success"), "success")
+        rule = check_success_rule(success, "success")
 
         try:
             import ray  # the optional dependency
@@ -213,9 +251,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._owns_ray = start_ray(ray, address, num_workers, cpus_per_worker, ray_init)
 
         self.task = task
+        self._config = cfg
         self.num_envs = num_envs
         self.num_workers = num_workers
-        self.seed_value = seed
+        self.seed_value = cfg.seed
         self.address = address
         self.restart = restart
         self.render_mode = None
@@ -230,8 +269,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 ray,
                 task,
                 self.ranges,
-                seed,
-                env_kwargs,
+                cfg,
+                rule,
                 restart=restart,
                 cpus_per_worker=cpus_per_worker,
                 start_timeout_s=start_timeout_s,
@@ -245,17 +284,17 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._pool.cut_short = self._cut_short
         self.closed = False
         d = self._pool.described[0]
-        self.single_observation_space = d["single_observation_space"]
-        self.single_action_space = d["single_action_space"]
+        self.single_observation_space = d.single_observation_space
+        self.single_action_space = d.single_action_space
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         # the workers' metadata (render_fps = control rate...), without rendering
-        self.metadata = {**d["metadata"], "render_modes": []}
-        self._max_episode_length = d["max_episode_length"]
-        self._step_dt = d["step_dt"]
-        self.timing: SimulationTimingConfig = d["timing"]
-        self.layout: str = d["layout"]
-        self.fingerprint: str = d["fingerprint"]
+        self.metadata = {**d.metadata, "render_modes": []}
+        self._max_episode_length = d.max_episode_length
+        self._step_dt = d.step_dt
+        self.timing: SimulationTimingConfig = d.timing
+        self.layout: str = d.layout
+        self.fingerprint: str = d.fingerprint
         self._act_dim = int(self.single_action_space.shape[0])
         self._success_rule: SuccessRule | None = rule if rule is not None else task.success_rule
         #: the episode counters and whether the env is in step, kept as LearningEnv keeps
@@ -265,6 +304,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._condition_names: tuple[str, ...] = ()
 
     # ------------------------------------------------------------------ properties
+    @property
+    def config(self) -> EnvConfig:
+        """The validated `EnvConfig` this env was made with (its timing complete).
+
+        ``LearningEnv(task, config=env.config)`` is the one-process env it matches.
+        """
+        return self._config
+
     @property
     def max_episode_length(self) -> int:
         """Env steps in an episode that reaches its time limit."""
@@ -295,8 +342,9 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
     def condition_names(self) -> tuple[str, ...]:
         """The task's termination condition names, in ``get_dones()`` order.
 
-        As ``LearningEnv.condition_names`` (``()`` until the first step); asks the workers
-        until they know them (each ask ends their shared-memory loop: a Ray call).
+        As ``LearningEnv.condition_names`` (``()`` until the first step): read from the
+        first ended episodes' rows, else asked of the workers (each ask ends their
+        shared-memory loop: a Ray call).
         """
         if not self._condition_names:
             self._condition_names = next((n for n in self._call_all("condition_names") if n), ())
@@ -448,11 +496,13 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         except BaseException as exc:
             self._book.failed(exc)  # as LearningEnv: refuse to go on until reset()
             raise
-        info = join.info()
+        ends = join.ends()
         self._book.count(rewards)
-        if info:
-            self._book.restart(np.flatnonzero(info["_ended_by"]))
+        if ends is not None:
+            self._book.restart(ends.ids)
+            self._condition_names = self._condition_names or ends.names
         self._obs = obs
+        info = vector_info(ends, n)
         return obs, rewards, terminated, truncated, info
 
     def step(
@@ -489,16 +539,16 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         seeds = [int(s) for s in seq.generate_state(n, dtype=np.uint32)]
         obs = pool.retry(k, "reset", (seeds, None))
         # the step never completed: the episode ends where the last reply left it
-        counters = self._book.ended().rows(a, b)
-        ends: dict[str, Any] = {  # compact_ends's form; the join zeroes these counters
-            "ids": np.arange(n),
-            "final_obs": self._obs[a:b].copy(),
-            "ended_by": [CUT_SHORT] * n,
-            **counters._asdict(),
-        }
-        if self._success_rule is not None:
-            ends["is_success"] = np.zeros(n, dtype=bool)
-            ends["checks"] = {}
+        judged = self._success_rule is not None
+        ends = EndedRows(
+            ids=np.arange(n),
+            final_obs=self._obs[a:b].copy(),
+            ended_by=(CUT_SHORT,) * n,
+            counters=self._book.ended().rows(a, b),
+            names=self._condition_names,
+            is_success=np.zeros(n, dtype=bool) if judged else None,
+            checks={} if judged else None,
+        )
         return StepReply(
             obs,
             np.zeros(n, dtype=np.float32),

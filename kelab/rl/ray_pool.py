@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import select
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab.rl.config import EnvConfig
 from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, StepReply, channel_supported
 from kelab.rl.ray_start import wait_for_workers
-from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id
+from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, worker_config
+from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task
 
 if TYPE_CHECKING:  # ray is optional: imported when an env is made
@@ -62,9 +64,10 @@ class WorkerPool:
     Args:
         ray: The ``ray`` module (already initialised).
         task: The task (each actor gets a copy).
-        ranges: Each worker's global copies ``(first, end)``.
-        seed: The envs' seed.
-        env_kwargs: Other ``LearningEnv`` arguments.
+        ranges: Each worker's copies ``(first, end)`` of the env's.
+        config: The whole env's config (worker ``k`` runs ``worker_config(config,
+            ranges[k])``).
+        success: The success rule every worker's env judges with (None: the task's).
         restart: Ray restarts dead actors (else a death is a :class:`WorkerDiedError`).
         cpus_per_worker: CPUs Ray reserves per actor.
         start_timeout_s: Seconds to wait for the actors to start (and a channel to attach).
@@ -81,8 +84,8 @@ class WorkerPool:
         ray: ModuleType,
         task: Task,
         ranges: Sequence[tuple[int, int]],
-        seed: int,
-        env_kwargs: Mapping[str, Any],
+        config: EnvConfig,
+        success: SuccessRule | None,
         *,
         restart: bool,
         cpus_per_worker: float,
@@ -103,8 +106,8 @@ class WorkerPool:
             scheduling_strategy="SPREAD",
         )
         self.actors: list[ActorHandle] = [
-            actor.remote(task, b - a, seed, a, dict(env_kwargs), k if pin_workers else None)
-            for k, (a, b) in enumerate(self.ranges)
+            actor.remote(task, worker_config(config, r), success, k if pin_workers else None)
+            for k, r in enumerate(self.ranges)
         ]
         self.channels: list[StepChannel | None] = [None] * n
         self._serving: list[ObjectRef | None] = [None] * n  # each channel's serve() call
@@ -130,7 +133,7 @@ class WorkerPool:
                 )
             self.described: list[WorkerDescription] = self.call_all("describe")
             for k, d in enumerate(self.described):
-                self.hosts[k], self.pids[k] = d["host"], d["pid"]
+                self.hosts[k], self.pids[k] = d.host, d.pid
             if shared_memory and channel_supported():
                 self._open_channels()
         except BaseException:
@@ -141,10 +144,10 @@ class WorkerPool:
         """A StepChannel for every worker on this machine (the others step through Ray)."""
         here = node_id()
         d0 = self.described[0]
-        obs_dim = d0["single_observation_space"].shape[0]
-        act_dim = d0["single_action_space"].shape[0]
+        obs_dim = d0.single_observation_space.shape[0]
+        act_dim = d0.single_action_space.shape[0]
         for k, (d, (a, b)) in enumerate(zip(self.described, self.ranges, strict=True)):
-            if here and d["node_id"] == here:
+            if here and d.node_id == here:
                 try:
                     self.channels[k] = StepChannel(b - a, obs_dim, act_dim)
                 except OSError:  # no memfd or Unix sockets here (a sandbox): through Ray
@@ -273,7 +276,7 @@ class WorkerPool:
                 self.restarts += 1
                 ok, d = self.get(k, self.actors[k].describe.remote())
                 if ok:
-                    self.hosts[k], self.pids[k] = d["host"], d["pid"]
+                    self.hosts[k], self.pids[k] = d.host, d.pid
                 return value
             err = value
             time.sleep(0.1)

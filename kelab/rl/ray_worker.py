@@ -9,14 +9,17 @@ calls the driver makes through Ray (describe, reset, step, snapshot...) and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
-from typing import TYPE_CHECKING, Any, TypedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 
+from kelab.rl.config import EnvConfig
 from kelab.rl.ray_channel import STEP, StepReply, WorkerChannel, compact_ends
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task
@@ -26,24 +29,44 @@ from kelab.timing.config import SimulationTimingConfig
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
 
-__all__ = ["EnvWorker", "WorkerDescription", "batch_scheduling", "node_id", "split_copies"]
+__all__ = [
+    "EnvWorker",
+    "WorkerDescription",
+    "batch_scheduling",
+    "node_id",
+    "split_copies",
+    "worker_config",
+]
 
 
-class WorkerDescription(TypedDict):
+@dataclass(frozen=True)
+class WorkerDescription:
     """What :meth:`EnvWorker.describe` tells the driver about a worker and its env."""
 
     single_observation_space: gymnasium.spaces.Box
+    """The worker's ``LearningEnv.single_observation_space``."""
     single_action_space: gymnasium.spaces.Box
+    """The worker's ``LearningEnv.single_action_space``."""
     metadata: dict[str, Any]
+    """The worker's env metadata (``render_fps`` is the control rate)."""
     max_episode_length: int
+    """Env steps in an episode that reaches its time limit."""
     step_dt: float
+    """Simulated seconds per env step."""
     timing: SimulationTimingConfig
+    """The complete timing the worker's env runs at."""
     layout: str
+    """The worker's World layout."""
     fingerprint: str
+    """The scene's fingerprint."""
     has_rule: bool
+    """Whether the worker's env judges finished episodes with a success rule."""
     host: str
+    """Host name and address of the node the worker runs on (for messages)."""
     pid: int
+    """The worker's process id."""
     node_id: str
+    """The Ray node the worker runs on (``""`` outside Ray)."""
 
 
 def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
@@ -69,6 +92,31 @@ def split_copies(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
         ranges.append((first, end))
         first = end
     return ranges
+
+
+def worker_config(config: EnvConfig, copies: tuple[int, int]) -> EnvConfig:
+    """The `EnvConfig` of the worker holding copies ``[first, end)`` of an env's ``config``.
+
+    The same settings, with ``num_envs = end - first`` and ``copy_offset`` moved on by
+    ``first``: the worker's copy ``j`` draws the streams of the env's copy ``first + j``
+    (of global copy ``config.copy_offset + first + j``), so the workers together are
+    bit-identical to one ``LearningEnv(task, config=config)``.
+
+    Args:
+        config: The whole env's config.
+        copies: ``(first, end)``: the worker's half-open range of the env's copies.
+
+    Returns:
+        The worker's config.
+
+    Example:
+        >>> import kelab as ke
+        >>> cfg = worker_config(ke.EnvConfig(num_envs=10, seed=3), (4, 7))
+        >>> cfg.num_envs, cfg.copy_offset, cfg.seed
+        (3, 4, 3)
+    """
+    first, end = copies
+    return dataclasses.replace(config, num_envs=end - first, copy_offset=config.copy_offset + first)
 
 
 def batch_scheduling() -> bool:
@@ -107,20 +155,20 @@ def node_id() -> str:
     try:
         import ray
 
+        if not ray.is_initialized():  # get_runtime_context() would start a local Ray
+            return ""
         return ray.get_runtime_context().get_node_id() or ""
     except Exception:  # noqa: BLE001 - no node: no same-machine channel
         return ""
 
 
 class EnvWorker:
-    """The body of one Ray actor: a LearningEnv of copies ``[copy_offset, +num_envs)``.
+    """The body of one Ray actor: ``LearningEnv(task, config=config, success=success)``.
 
     Args:
         task: The task (the actor's own copy).
-        num_envs: The worker's copies.
-        seed: The env's seed (per-copy streams come from the global copy index).
-        copy_offset: Global index of the worker's first copy.
-        env_kwargs: Other ``LearningEnv`` arguments.
+        config: The worker's config (`worker_config`: its copies, its ``copy_offset``).
+        success: The success rule, or None for the task's own.
         cpu: Pin the process to the ``cpu % n``-th of the ``n`` CPUs it may use (None:
             leave it to the OS).
     """
@@ -128,10 +176,8 @@ class EnvWorker:
     def __init__(
         self,
         task: Task,
-        num_envs: int,
-        seed: int,
-        copy_offset: int,
-        env_kwargs: dict[str, Any],
+        config: EnvConfig,
+        success: SuccessRule | None = None,
         cpu: int | None = None,
     ) -> None:
         from kelab.rl.env import LearningEnv
@@ -147,9 +193,7 @@ class EnvWorker:
         self._env: LearningEnv | None = None
         self._build_error: Exception | None = None
         try:
-            self._env = LearningEnv(
-                task, num_envs=num_envs, seed=seed, copy_offset=copy_offset, **env_kwargs
-            )
+            self._env = LearningEnv(task, config=config, success=success)
         except Exception as err:  # noqa: BLE001 - raised by every call (env)
             self._build_error = err
 
@@ -213,7 +257,8 @@ class EnvWorker:
     def step(self, actions: np.ndarray) -> StepReply:
         """One step through Ray: the arrays and the ended rows (:func:`compact_ends`)."""
         obs, rewards, terminated, truncated, info = self.env.step(actions)
-        return StepReply(obs, rewards, terminated, truncated, compact_ends(info))
+        ended = compact_ends(info, self.env.condition_names)
+        return StepReply(obs, rewards, terminated, truncated, ended)
 
     def serve(self, address: str) -> None:
         """Step through a same-machine :class:`StepChannel` until the driver says stop.
@@ -245,7 +290,7 @@ class EnvWorker:
                 arrays.rewards[...] = rewards
                 arrays.terminated[...] = terminated
                 arrays.truncated[...] = truncated
-                channel.reply(compact_ends(info))
+                channel.reply(compact_ends(info, env.condition_names))
         finally:
             channel.close()
 

@@ -10,6 +10,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 import time
 
 import gymnasium
@@ -17,8 +18,18 @@ import numpy as np
 import pytest
 
 import kelab as ke
-from kelab.rl.ray_channel import compact_ends, expand_ends, pack_ends, unpack_ends
+from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds
+from kelab.rl.ray_channel import (
+    EndedRows,
+    EndsJoin,
+    StepReply,
+    compact_ends,
+    expand_ends,
+    pack_ends,
+    unpack_ends,
+)
 from kelab.rl.ray_env import RayLearningEnv, WorkerDiedError, split_copies
+from kelab.rl.ray_worker import EnvWorker, WorkerDescription, worker_config
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.tasks.humanoid import HumanoidTask
 
@@ -92,50 +103,136 @@ def test_batch_scheduling_marks_only_the_calling_thread():
     assert os.sched_getscheduler(0) == os.SCHED_OTHER  # this (the test's) thread unchanged
 
 
-def test_ended_rows_travel_without_pickle_and_rebuild_the_info():
-    """A worker's ended rows, encoded by pack_ends (a header + raw bytes), decode to the same
-    arrays; expand_ends of two workers' rows, in either order, gives one LearningEnv's info."""
+def rows_of(rows, keep, first):
+    """The EndedRows ``rows`` where ``keep``, as the worker whose first copy is ``first``."""
+    return EndedRows(
+        ids=rows.ids[keep] - first,
+        final_obs=rows.final_obs[keep],
+        ended_by=tuple(label for label, k in zip(rows.ended_by, keep, strict=True) if k),
+        counters=EpisodeCounters(*(c[keep] for c in rows.counters)),
+        names=rows.names,
+        is_success=rows.is_success[keep],
+        checks={k: v[keep] for k, v in rows.checks.items()},
+    )
+
+
+def test_ended_rows_are_typed_travel_without_pickle_and_rebuild_the_info():
+    """A worker's ended rows are an EndedRows (its counters an EpisodeCounters); encoded
+    by pack_ends (a header + raw bytes) they decode into the same record; EndsJoin of two
+    workers' rows, in either order, is one LearningEnv's EpisodeEnds and info."""
     env = ke.LearningEnv(CartPoleTask(), num_envs=6, seed=0)
     env.reset()
     rng = np.random.default_rng(0)
     info = {}
     while not info:
         *_, info = env.step(actions(rng, 6, 1) * 3)
+    names = env.condition_names
     env.close()
-    ends = compact_ends(info)
+    ends = compact_ends(info, names)
+    assert isinstance(ends, EndedRows) and isinstance(ends.counters, EpisodeCounters)
+    assert ends.names == names and names
+    assert ends.ended_by == tuple(info["ended_by"][info["_ended_by"]])
+    assert compact_ends({}, names) is None
     header, blob = pack_ends(ends)
     assert b"pickle" not in header and pack_ends(None) == (b"", b"")
     assert unpack_ends(b"", b"") is None
     back = unpack_ends(header, blob)
-    same(back["checks"], ends["checks"])
-    for key in ("ids", "final_obs", "episode_return", "episode_length", "episode_wall_s"):
-        same(back[key], ends[key], key)
-    assert back["ended_by"] == ends["ended_by"]
+    assert isinstance(back, EndedRows) and isinstance(back.counters, EpisodeCounters)
+    assert (back.names, back.ended_by) == (ends.names, ends.ended_by)
+    same(back.checks, ends.checks)
+    for key in ("ids", "final_obs", "is_success"):
+        same(getattr(back, key), getattr(ends, key), key)
+    for key in EpisodeCounters._fields:
+        same(getattr(back.counters, key), getattr(ends.counters, key), key)
     # the same rows as two workers' replies ([0, 3) and [3, 6)) rebuild the info
-    low, high = ends["ids"] < 3, ends["ids"] >= 3
-    halves = []
-    for first, rows in ((0, low), (3, high)):
-        if rows.any():
-            part = {k: v[rows] for k, v in back.items() if k not in ("ended_by", "checks")}
-            part["ids"] = part["ids"] - first
-            part["ended_by"] = [lab for lab, r in zip(back["ended_by"], rows, strict=True) if r]
-            part["checks"] = {k: v[rows] for k, v in back["checks"].items()}
-            halves.append((first, part))
-    rebuilt = expand_ends(halves, 6, 4)
-    reversed_ = expand_ends(halves[::-1], 6, 4)  # replies joined as they arrive
-    whole = expand_ends([(0, back)], 6, 4)  # one worker's reply
+    halves = [
+        (first, rows_of(back, keep, first))
+        for first, keep in ((0, back.ids < 3), (3, back.ids >= 3))
+        if keep.any()
+    ]
     t = info["episode"].pop("t")
-    for got in (rebuilt, reversed_, whole):
+    for parts in (halves, halves[::-1], [(0, back)]):  # as replies arrive; one worker's
+        join = EndsJoin(6, 4)
+        for first, part in parts:
+            join.add(first, part)
+        joined = join.ends()
+        assert isinstance(joined, EpisodeEnds) and joined.names == names
+        assert joined.ids.tolist() == np.flatnonzero(info["_ended_by"]).tolist()
+        got = join.info()
         assert np.allclose(got["episode"].pop("t"), t)
         same(got, info)
-    assert expand_ends([], 6, 4) == {}
-    # the layout in the header is parsed once per env; an object dtype there is refused
-    schema = b'[["ids",null,["|O",[]]]]'
-    with pytest.raises(ValueError, match="plain arrays"):
-        unpack_ends(struct.pack("<II", 1, len(schema)) + schema, bytes(8))
-    # a success rule without checks: the (empty) checks still travel
-    no_checks = {**ends, "checks": {}}
-    assert unpack_ends(*pack_ends(no_checks))["checks"] == {}
+        got = expand_ends(parts, 6, 4)
+        got["episode"].pop("t")
+        same(got, info)
+    assert EndsJoin(6, 4).ends() is None and expand_ends([], 6, 4) == {}
+    # the layout in the header is parsed once per env; an object dtype or a field that
+    # is not an EndedRows' is refused
+    for field in ('["ids",null,"|O",[]]', '["pickled",null,"<f4",[]]'):
+        schema = f'{{"names":[],"judged":false,"fields":[{field}]}}'.encode()
+        with pytest.raises(ValueError, match="plain arrays of"):
+            unpack_ends(struct.pack("<II", 1, len(schema)) + schema, bytes(8))
+    # a success rule without checks: the (empty) checks still travel; no rule: None
+    assert unpack_ends(*pack_ends(back._replace(checks={}))).checks == {}
+    unjudged = unpack_ends(*pack_ends(back._replace(is_success=None, checks=None)))
+    assert unjudged.is_success is None and unjudged.checks is None
+
+
+def test_a_worker_describes_itself_in_a_typed_record_and_runs_its_share_of_the_config():
+    """EnvWorker (the actor's body, here in a thread of this process): describe() is a
+    WorkerDescription; worker_config(config, copies) makes its LearningEnv the copies of
+    one LearningEnv(config=config), its step replies carrying typed EndedRows."""
+    cfg = ke.EnvConfig(num_envs=5, seed=4, layout="packed")
+    out = {}
+
+    ray = pytest.importorskip("ray", reason="RayLearningEnv needs the [ray] extra (in [dev])")
+    ray_was_up = ray.is_initialized()
+
+    def work():  # EnvWorker marks its thread SCHED_BATCH: not the test's thread
+        worker = EnvWorker(CartPoleTask(), worker_config(cfg, (2, 5)))
+        out["described"] = worker.describe()
+        out["reset"] = worker.reset(7, None)
+        rng = np.random.default_rng(1)
+        out["replies"] = [worker.step(actions(rng, 5, 1)[2:] * 3) for _ in range(40)]
+        worker.close()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    d = out["described"]
+    ref = ke.LearningEnv(CartPoleTask(), config=cfg)
+    try:
+        assert isinstance(d, WorkerDescription) and d.pid == os.getpid()
+        if not ray_was_up:  # outside Ray no node, and describing it did not start a Ray
+            assert d.node_id == "" and not ray.is_initialized()
+        assert d.single_observation_space == ref.single_observation_space
+        assert (d.layout, d.timing, d.fingerprint) == ("packed", ref.timing, ref.world.fingerprint)
+        assert (d.max_episode_length, d.step_dt, d.has_rule) == (
+            ref.max_episode_length,
+            ref.step_dt,
+            True,
+        )
+        same(out["reset"], ref.reset(seed=7)[0][2:])
+        rng = np.random.default_rng(1)
+        ended = 0
+        for reply in out["replies"]:
+            assert isinstance(reply, StepReply)
+            obs, rew, term, trunc, info = ref.step(actions(rng, 5, 1) * 3)
+            same(reply.obs, obs[2:])
+            same(reply.rewards, rew[2:])
+            rows = compact_ends(info, ref.condition_names)
+            keep = None if rows is None else rows.ids >= 2
+            if rows is None or not keep.any():
+                assert reply.ends is None
+                continue
+            assert isinstance(reply.ends, EndedRows)
+            want = rows_of(rows, keep, 2)
+            same(reply.ends.ids, want.ids)
+            same(reply.ends.final_obs, want.final_obs)
+            assert reply.ends.ended_by == want.ended_by and reply.ends.names == want.names
+            ended += 1
+        assert ended > 0
+    finally:
+        ref.close()
 
 
 def test_copy_offset_envs_together_reproduce_one_env():
@@ -166,10 +263,28 @@ def test_arguments_are_checked_before_ray_starts():
         RayLearningEnv(HumanoidTask(), 2, 0)
     with pytest.raises(ValueError, match="render_mode='human' cannot be passed"):
         RayLearningEnv(HumanoidTask(), 2, 1, render_mode="human")
-    with pytest.raises(ValueError, match="copy_offset=3 cannot be passed"):
-        RayLearningEnv(HumanoidTask(), 2, 1, copy_offset=3)
     with pytest.raises(ValueError, match="address must be None"):
         RayLearningEnv(HumanoidTask(), 2, 1, address="")
+
+
+def test_the_config_and_its_aliases_are_folded_and_checked_before_ray_starts(monkeypatch):
+    """RayLearningEnv takes LearningEnv's EnvConfig and keywords, folded by env_config."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # nothing below may get as far as Ray
+    cfg = ke.EnvConfig(num_envs=4, seed=2, layout="packed")
+    with pytest.raises(ValueError, match="render_mode='rgb_array' cannot be passed"):
+        RayLearningEnv(CartPoleTask(), num_workers=2, config=ke.EnvConfig(render_mode="rgb_array"))
+    with pytest.raises(ValueError, match="num_workers must be an int >= 1, got None"):
+        RayLearningEnv(CartPoleTask(), config=cfg)
+    with pytest.raises(ValueError, match=r"num_workers must be <= num_envs \(4\)"):
+        RayLearningEnv(CartPoleTask(), num_workers=5, config=cfg)  # the config's copies
+    with pytest.raises(ValueError, match="config must be a ke.EnvConfig or None"):
+        RayLearningEnv(CartPoleTask(), 4, 2, config={"layout": "packed"})
+    with pytest.raises(ValueError, match="dt must be"):
+        RayLearningEnv(CartPoleTask(), num_workers=2, config=cfg, dt=-1.0)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        RayLearningEnv(CartPoleTask(), 4, 2, layout="tiled")
+    with pytest.raises(ImportError):  # every check passed: only Ray is missing
+        RayLearningEnv(CartPoleTask(), num_workers=2, config=cfg, dt=1 / 100, copy_offset=3)
 
 
 def test_without_ray_the_error_says_how_to_install(monkeypatch):
@@ -258,10 +373,12 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
 
     Also what a trainer's rollout reads: (obs, action, reward, done, final_obs) batches.
     """
-    env = RayLearningEnv(CartPoleTask(), 8, 3, seed=1, cpus_per_worker=CPUS)
-    ref = ke.LearningEnv(CartPoleTask(), num_envs=8, seed=1)
+    cfg = ke.EnvConfig(num_envs=8, seed=1, layout="packed")
+    env = RayLearningEnv(CartPoleTask(), num_workers=3, config=cfg, cpus_per_worker=CPUS)
+    ref = ke.LearningEnv(CartPoleTask(), config=cfg)
     try:
         assert env.layout == ref.world.layout == "packed"
+        assert env.config == ref.config
         # worker 2 cannot reach its channel (as from another container): it falls back to
         # Ray by itself, and the mixed step (2 through shared memory, 1 through Ray) is exact
         env._pool.channels[2].address = "\0kelab-test-no-such-socket"
@@ -293,6 +410,28 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
     finally:
         env.close()
         ref.close()
+
+
+def test_the_same_config_and_aliases_give_one_learning_envs_results(local_ray):
+    """config=, the older aliases and the config's copy_offset reach every worker (each
+    runs worker_config(config, its copies)): step for step the env is
+    LearningEnv(task, config=env.config)."""
+    cfg = ke.EnvConfig(num_envs=5, seed=9, copy_offset=3)
+    aliases = {"dt": 1 / 100, "physics_steps_per_action": 3}
+    env = RayLearningEnv(CartPoleTask(), num_workers=2, config=cfg, cpus_per_worker=CPUS, **aliases)
+    ref = ke.LearningEnv(CartPoleTask(), config=cfg, **aliases)
+    unplaced = ke.LearningEnv(CartPoleTask(), num_envs=5, seed=9, **aliases)  # offset 0
+    try:
+        assert env.config == ref.config and env.config.layout == ref.world.layout == "isolated"
+        assert env.timing == ref.timing and env.timing.decimation == 3
+        assert env.step_dt == ref.step_dt
+        assert env.reset(seed=5)[0].tobytes() != unplaced.reset(seed=5)[0].tobytes()
+        ended = run_side_by_side(env, ref, 80, np.random.default_rng(5), reset_at=(40,))
+        assert ended > 0
+    finally:
+        env.close()
+        ref.close()
+        unplaced.close()
 
 
 def test_snapshot_restore_across_workers(humanoid2):
