@@ -44,6 +44,7 @@ from kelab.app.recording_controls import RecordingControls
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
 from kelab.app.sync import SYNC_HZ, SYNC_RUNNER, SyncPoints
+from kelab.app.systems import EngineSystems
 from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -112,7 +113,7 @@ class App(RecordingControls, ReadOnlyAttributes):
 
     _read_only = frozenset(
         "config live world view input timeline clock renderer overlays dragging recordings "
-        "panel panel_window sync menu".split()
+        "panel panel_window sync menu systems".split()
     )
 
     def __init__(
@@ -200,11 +201,16 @@ class App(RecordingControls, ReadOnlyAttributes):
             b(self._fixed_update, runner, Phase.CONTROL, ON_UPDATE_PRIORITY, name="fixed_update"),
             b(self._late_update, runner, Phase.VALIDATION, 0, name="late_update"),
         ]
+        self.systems = EngineSystems(self.timeline)
+        """The engine's own systems, bound and timed per call (`EngineSystems`)."""
+        add = self.systems.add
         if world is not None:
             self._bindings += [
-                b(self._drag_step, runner, Phase.CONTROL, DRAG_PRIORITY, name="drag_spring"),
-                b(self._physics, runner, Phase.PHYSICS, 0, name="world.step"),
-            ]
+                add("drag_spring", "Mouse drag spring", self._drag_step, runner,
+                    Phase.CONTROL, DRAG_PRIORITY),
+                add("world.step", "Physics (World.step)", self._physics, runner,
+                    Phase.PHYSICS, 0),
+            ]  # fmt: skip
         self.sync = SyncPoints(self)
         """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
         tl = self.timeline
@@ -212,7 +218,10 @@ class App(RecordingControls, ReadOnlyAttributes):
         if self._added_sync:
             tl.add_runner(SYNC_RUNNER, SYNC_HZ)
         sync_runner = SYNC_RUNNER if SYNC_RUNNER in tl.runners else runner
-        self._bindings.append(b(self.sync.run, sync_runner, Phase.EXPORT, 0, name="sync_point"))
+        self._bindings.append(
+            add("sync_point", "Sync points (app.sync)", self.sync.run, sync_runner,
+                Phase.EXPORT, 0)
+        )  # fmt: skip
         shown = cfg.menu_bar if cfg.menu_bar is not None else not cfg.headless
         self.menu = MenuBar(self, shown)
         """The window's menu bar: Edit -> Settings (F2), pause, step, record... (`MenuBar`)."""
@@ -742,9 +751,7 @@ class App(RecordingControls, ReadOnlyAttributes):
             show_contacts=self.live.show_contacts,
             show_joints=self.live.show_joints,
         )
-        self.overlays.begin_frame(
-            self.panel_window.rects(renderer.size) + self.menu.rects(renderer.size)
-        )
+        self.overlays.begin_frame(self._keep_clear(renderer.size))
         call_hook("render", self.render, canvas, self._alpha)
         self.dragging.draw(canvas)
         self._draw_overlays(canvas)
@@ -763,7 +770,12 @@ class App(RecordingControls, ReadOnlyAttributes):
         lay, bg = self.overlays, self.live.background
         win = self.panel_window
         panel = win.frame if self.panel.open else None
-        draw_viewport_off(self.renderer, lay, bg, win.rects, self._draw_overlays, panel)
+        clear = self._keep_clear
+        draw_viewport_off(self.renderer, lay, bg, clear, self._draw_overlays, panel)
+
+    def _keep_clear(self, size: tuple[int, int]) -> list[tuple[int, int, int, int]]:
+        """What the overlays keep clear of: the panel's window and the menu bar."""
+        return self.panel_window.rects(size) + self.menu.rects(size)
 
     def _draw_overlays(self, canvas: Canvas) -> None:
         """The App's own text, each placed clear of the rest (`OverlayLayout`)."""

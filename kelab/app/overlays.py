@@ -223,7 +223,7 @@ def draw_viewport_off(
     renderer: Renderer,
     layout: OverlayLayout,
     background: tuple[int, int, int],
-    panel_rects: Callable[[tuple[int, int]], list[Rect]],
+    keep_clear: Callable[[tuple[int, int]], list[Rect]],
     draw_overlays: Callable[[Canvas], None],
     draw_panel: Callable[[Renderer], None] | None,
 ) -> None:
@@ -236,8 +236,9 @@ def draw_viewport_off(
         renderer: The App's renderer.
         layout: The App's `OverlayLayout`.
         background: The frame's colour.
-        panel_rects: The Settings panel's window as rectangles to keep clear, for a
-            display size (``PanelWindow.rects``).
+        keep_clear: What the overlays keep clear of, for a display size: the Settings
+            panel's window (``PanelWindow.rects``) and the menu bar (``MenuBar.rects``),
+            as in a drawn frame.
         draw_overlays: Draws the App's notices, HUD and REC badge.
         draw_panel: Builds the Settings panel's frame (``PanelWindow.frame``); None
             while the panel is hidden.
@@ -245,7 +246,7 @@ def draw_viewport_off(
     renderer.begin_frame()
     canvas = renderer.canvas
     canvas.clear(background)
-    layout.begin_frame(panel_rects(renderer.size))
+    layout.begin_frame(keep_clear(renderer.size))
     layout.notice(canvas, list(VIEWPORT_OFF_TEXT), (255, 200, 120))
     draw_overlays(canvas)
     if draw_panel is not None:

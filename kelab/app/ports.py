@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from kelab.app.input import Input
     from kelab.app.interaction import PickedBody
     from kelab.app.recorders import Recorder, VideoRecorder
+    from kelab.app.systems import EngineSystems
     from kelab.app.view import ViewController
     from kelab.render.camera import Camera
     from kelab.render.renderer import Renderer
@@ -289,6 +290,10 @@ class PanelApp(Protocol):
     @property
     def sync(self) -> SyncPort:
         """The sync points (their binding is a subsystem)."""
+
+    @property
+    def systems(self) -> EngineSystems:
+        """The engine's own systems (the Subsystems and Time Manager pages)."""
 
     @property
     def stats(self) -> AppStats:

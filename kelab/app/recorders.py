@@ -111,7 +111,7 @@ class Recorder(ABC):
         phase: Phase | str = Phase.ACQUISITION,
         priority: int = 0,
     ) -> None:
-        self.path = Path(path)
+        self._path = Path(path)
         if self.path.suffix.lower() not in self.suffixes:
             raise ValueError(
                 f"{type(self).__name__}: path must end in one of {list(self.suffixes)}, "
@@ -120,13 +120,45 @@ class Recorder(ABC):
         if not isinstance(runner, str) or not runner:
             raise ValueError(f"{type(self).__name__}: runner must be a runner name, got {runner!r}")
         check_int(priority, f"{type(self).__name__}.priority")
-        self.runner = runner
-        self.phase = check_phase(phase)
-        self.priority = priority
+        self._runner = runner
+        self._phase = check_phase(phase)
+        self._priority = priority
         check_destination(self.path, type(self).__name__)
         self._binding: Binding | None = None
         self._timeline: Timeline | None = None
         self._closed = False
+
+    @property
+    def path(self) -> Path:
+        """The output file (read-only: the recording streams to it; make a new recorder)."""
+        return self._path
+
+    @property
+    def runner(self) -> str:
+        """The runner whose steps are recorded (settable: `rebind`, from the next boundary)."""
+        return self._runner
+
+    @runner.setter
+    def runner(self, value: str) -> None:
+        self.rebind(runner=value)
+
+    @property
+    def phase(self) -> Phase:
+        """The phase the recorder runs in (settable: `rebind`)."""
+        return self._phase
+
+    @phase.setter
+    def phase(self, value: Phase | str) -> None:
+        self.rebind(phase=value)
+
+    @property
+    def priority(self) -> int:
+        """The recorder's order inside its phase, lower first (settable: `rebind`)."""
+        return self._priority
+
+    @priority.setter
+    def priority(self, value: int) -> None:
+        self.rebind(priority=value)
 
     @property
     def closed(self) -> bool:
@@ -181,19 +213,39 @@ class Recorder(ABC):
         )
         return self._binding
 
-    def rebind(self, runner: str | None = None, phase: Phase | str | None = None) -> None:
-        """Move the recorder to another runner and/or phase (None: unchanged).
+    def rebind(
+        self,
+        runner: str | None = None,
+        phase: Phase | str | None = None,
+        priority: int | None = None,
+    ) -> None:
+        """Move the recorder to another runner, phase and/or priority (None: unchanged).
 
         While attached the change applies from the next boundary (`Binding.rebind`,
         validated the same way: an unknown runner is a KeyError naming the runners).
+        All or nothing: a refused change leaves all three as they were.
+
+        Raises:
+            KeyError: For a runner the timeline does not have.
+            ValueError: For a runner that is not a name, a bad phase or priority.
         """
-        new_runner = self.runner if runner is None else runner
-        new_phase = self.phase if phase is None else check_phase(phase)
+        cls = type(self).__name__
+        if runner is not None and (not isinstance(runner, str) or not runner):
+            raise ValueError(f"{cls}: runner must be a runner name, got {runner!r}")
+        new_runner = self._runner if runner is None else runner
+        new_phase = self._phase if phase is None else check_phase(phase)
+        new_priority = (
+            self._priority
+            if priority is None
+            else check_int(
+                priority, f"{cls}.priority", fix="give a whole number (lower runs first)"
+            )
+        )
         if self._binding is not None and self._binding.bound:
-            self._binding.rebind(runner=new_runner, phase=new_phase)
+            self._binding.rebind(runner=new_runner, phase=new_phase, priority=new_priority)
         elif self._timeline is not None:
             self._timeline.runner(new_runner)
-        self.runner, self.phase = new_runner, new_phase
+        self._runner, self._phase, self._priority = new_runner, new_phase, new_priority
 
     def detach(self) -> None:
         """Unbind from the timeline (the file stays open until `close`)."""

@@ -143,3 +143,30 @@ def test_replacing_an_app_collaborator_is_refused_with_a_clear_error(tmp_path):
     with pytest.raises(AttributeError):
         AppConfig().title = "x"
     app.close()
+
+
+@pytest.mark.parametrize("kind", ["data", "video"])
+def test_a_recorders_runner_phase_and_priority_take_effect_and_its_path_refuses(tmp_path, kind):
+    app = _app(tmp_path)
+    if kind == "data":
+        rec = ke.DataRecorder(tmp_path / "d.csv", runner="Capture")
+    else:
+        rec = ke.VideoRecorder(tmp_path / "v.mp4", runner="Capture")
+    app.add_recorder(rec)
+    binding = next(b for b in app.timeline.bindings if b.callback == rec.record)
+    rec.runner = "Robot"  # was a plain attribute: the binding stayed on Capture
+    assert rec.runner == binding.runner == "Robot"
+    rec.phase = "export"
+    assert rec.phase is binding.phase is ke.Phase.EXPORT
+    rec.priority = 5
+    assert rec.priority == binding.priority == 5
+    with pytest.raises(KeyError, match="no time runner named 'Nope'"):
+        rec.runner = "Nope"
+    with pytest.raises(ValueError, match="priority"):
+        rec.priority = 1.5
+    assert (rec.runner, rec.phase, rec.priority) == ("Robot", ke.Phase.EXPORT, 5)  # unchanged
+    with pytest.raises(AttributeError):
+        rec.path = tmp_path / "other.csv"  # the file is already streaming: refused
+    app.timeline.runner("Robot").name = "Main"  # a rename: the recorder follows
+    assert rec.runner == binding.runner == "Main"
+    app.close()

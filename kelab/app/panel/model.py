@@ -42,6 +42,7 @@ from kelab.app.panel.signals import (
     world_signals,
 )
 from kelab.app.recorders import Recorder
+from kelab.app.systems import TimeManagerRow
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import (
     DEFAULT_NEW_RUNNER_HZ,
@@ -64,13 +65,6 @@ __all__ = [
     "RunnerRow",
     "SignalHistory",
 ]
-
-#: The App's engine systems shown on the Subsystems page (binding name -> label).
-SUBSYSTEMS = {
-    "world.step": "Physics (World.step)",
-    "drag_spring": "Mouse drag spring",
-    "sync_point": "Sync points (app.sync)",
-}
 
 
 class RunnerRow(NamedTuple):
@@ -333,8 +327,7 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         return isinstance(getattr(b.callback, "__self__", None), Recorder)
 
     def _is_subsystem(self, b: Binding) -> bool:
-        owner = getattr(b.callback, "__self__", None)
-        return b.name in SUBSYSTEMS and (owner is self.app or owner is self.app.sync)
+        return self.app.systems.owns(b)
 
     def _row(self, bid: str, b: Binding, label: str) -> BindingRow:
         ts = self.app.timeline.runner(b.runner).ts
@@ -349,9 +342,10 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         ]
 
     def subsystem_rows(self) -> list[BindingRow]:
-        """The engine's own systems: the World's physics step and the mouse drag spring."""
+        """The engine's own systems (`App.systems`): physics, drag spring, sync points..."""
+        systems = self.app.systems
         return [
-            self._row(bid, b, SUBSYSTEMS[b.name])
+            self._row(bid, b, systems[b.name].label)
             for bid, b in self._binding_ids()
             if self._is_subsystem(b)
         ]
@@ -408,6 +402,10 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
     def execution_order(self) -> list[ExecutionOrderRow]:
         """Every enabled system by phase and priority (`App.execution_order`)."""
         return list(self.app.timeline.execution_order())
+
+    def time_manager_rows(self) -> list[TimeManagerRow]:
+        """What the engine itself runs, by phase and priority, with runner, rate and cost."""
+        return self.app.systems.rows()
 
     # ------------------------------------------------------------------ plots
     def available_signals(self) -> list[str]:

@@ -38,7 +38,15 @@ __all__ = [
 ]
 
 #: The panel's pages, in tab order.
-PAGES = ("Time Runners", "Scripts", "Subsystems", "Recorder", "Execution Order", "Plots")
+PAGES = (
+    "Time Runners",
+    "Scripts",
+    "Subsystems",
+    "Recorder",
+    "Execution Order",
+    "Time Manager",
+    "Plots",
+)
 #: The recorders the panel starts and configures.
 RECORDER_KINDS = ("data", "video", "lidar")
 SETTINGS_VERSION = 1

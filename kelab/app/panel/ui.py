@@ -28,6 +28,7 @@ TIME_MODE_LABELS = {
 PHASES = [p.name.capitalize() for p in Phase]
 _RED = imgui.ImVec4(1.0, 0.45, 0.4, 1.0)
 _GREY = imgui.ImVec4(0.65, 0.67, 0.7, 1.0)
+_PHASE = imgui.ImVec4(0.55, 0.75, 1.0, 1.0)
 _ENTER = imgui.InputTextFlags_.enter_returns_true.value
 _AUTO = implot.AxisFlags_.auto_fit.value
 PLOT_REFRESH_S = 0.1
@@ -104,6 +105,8 @@ class PanelUI:
             )
         elif page == "Execution Order":
             shown = tuple(m.execution_order())
+        elif page == "Time Manager":  # the costs refresh every IDLE_REFRESH_S
+            shown = tuple(r[:7] for r in m.time_manager_rows())
         else:
             shown = tuple(m.plots)
         return common + shown
@@ -416,6 +419,43 @@ class PanelUI:
                     self._fit(cell)
             imgui.end_table()
 
+    def _time_manager(self) -> None:
+        rows = self.model.time_manager_rows()
+        self._wrapped("What the engine itself runs in each phase, and its time per call:", _GREY)
+        flags = (imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h).value
+        heads = ("System", "Runner", "Hz", "Last", "Mean")
+        cells = {
+            r.name: (r.label, r.runner, f"{r.hz:g}", _cost(r.last_s), _cost(r.mean_s)) for r in rows
+        }
+        if not imgui.begin_table("time_manager", len(heads), flags):
+            return
+        fixed = imgui.TableColumnFlags_.width_fixed.value
+        imgui.table_setup_column(heads[0], imgui.TableColumnFlags_.width_stretch.value, 1.0)
+        third = imgui.get_content_region_avail().x / 3
+        for k, h in enumerate(heads[1:], 1):  # the narrow columns fit their content
+            width = max(imgui.calc_text_size(c[k]).x for c in [heads, *cells.values()])
+            imgui.table_setup_column(h, fixed, min(width + 10, third))
+        imgui.table_headers_row()
+        for phase in Phase:
+            mine = [r for r in rows if r.phase is phase]
+            imgui.table_next_row()
+            imgui.table_next_column()
+            imgui.text_colored(_PHASE, phase.name.capitalize())
+            if not mine:
+                imgui.same_line()
+                imgui.text_colored(_GREY, "(none)")
+            for r in mine:
+                self._row(" | ".join((r.name, *cells[r.name][1:])))
+                imgui.table_next_row()
+                for k, cell in enumerate(cells[r.name]):
+                    imgui.table_next_column()
+                    if k == 0:
+                        imgui.indent(12)
+                    self._fit(cell, None if r.enabled else _GREY)
+                    if k == 0:
+                        imgui.unindent(12)
+        imgui.end_table()
+
     def _plots(self) -> None:
         m = self.model
         if imgui.get_time() - self._stats_time >= PLOT_REFRESH_S:
@@ -466,3 +506,12 @@ class PanelUI:
                     implot.plot_line(sig, x, y)
                 implot.end_plot()
             imgui.pop_id()
+
+
+def _cost(seconds: float | None) -> str:
+    """A time per call as the Time Manager shows it (``-`` before the first call)."""
+    if seconds is None:
+        return "-"
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.0f} us"
+    return f"{seconds * 1e3:.2f} ms"
