@@ -141,14 +141,32 @@ def run_train(
             f"{_percent(stats['eval_success_rate'])}",
             file=out,
         )
-    if stats["stopped_at_target"]:
-        judged = trainer.best_iteration
-        by = f" (by the policy of iteration {judged}, saved as best)" if judged else ""
-        print(f"target met at iteration {stats['target_reached_at']}{by}", file=out)
+    met = target_line(stats, trainer.best_iteration)
+    if met is not None:
+        print(met, file=out)
     print(f"best:   {stats['checkpoints']['best']}", file=out)
     print(f"latest: {stats['checkpoints']['latest']}", file=out)
     print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
     return 130 if stats["interrupted"] else 0
+
+
+def target_line(stats: dict[str, Any], judged: int | None) -> str | None:
+    """The line of ``kelab train`` saying when the task's target was met (None: never).
+
+    Printed whether the run stopped there or trained on (``--no-stop-at-target``).
+
+    Args:
+        stats: What ``RLTrainer.train`` returned.
+        judged: The iteration whose policy met it (``trainer.best_iteration``), if known.
+    """
+    reached = stats["target_reached_at"]
+    if reached is None:
+        return None
+    by = f" (by the policy of iteration {judged}, saved as best)" if judged else ""
+    line = f"target met at iteration {reached}{by}"
+    if not stats["stopped_at_target"] and stats["iterations"] > reached:
+        line += f"; trained on to iteration {stats['iterations']} (stopping at the target was off)"
+    return line
 
 
 def _plural(count: int, word: str) -> str:

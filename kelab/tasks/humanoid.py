@@ -67,6 +67,9 @@ class HumanoidTask(LocomotionTask):
         num_learning_epochs=5,
         num_mini_batches=4,
         success_target=0.9,
+        stop_at_target=True,
+        eval_every=10,
+        eval_episodes=20,
         checkpoint_every=20,
         overlap_rollout=True,
     )

@@ -68,6 +68,9 @@ class PiLocomotionTask(LocomotionTask):
         num_learning_epochs=5,
         num_mini_batches=4,
         success_target=0.8,
+        stop_at_target=True,
+        eval_every=10,
+        eval_episodes=20,
         checkpoint_every=10,
     )
     """PPO settings for ``kelab train Pi-Locomotion-v0`` (see docs/training.md)."""

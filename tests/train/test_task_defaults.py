@@ -1,0 +1,36 @@
+"""Every built-in task's training defaults stop at an evaluated target (#30)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kelab.tasks import TASK_IDS
+from kelab.tasks.registry import task_class
+from kelab.train.config import training_config_of
+
+
+@pytest.mark.parametrize("task_id", sorted(TASK_IDS))
+def test_builtin_defaults_stop_at_an_evaluated_target(task_id):
+    config = training_config_of(task_class(TASK_IDS[task_id]))
+    assert config.stop_at_target, f"{task_id} trains on past its target by default"
+    assert config.eval_every > 0, f"{task_id} judges its target by training episodes only"
+    assert 0 < config.eval_episodes <= 100
+    assert config.eval_every < config.max_iterations
+
+
+def _stats(reached, stopped, iterations):
+    return {"target_reached_at": reached, "stopped_at_target": stopped, "iterations": iterations}
+
+
+def test_the_summary_says_when_the_target_was_met_also_when_training_went_on():
+    from kelab.cli.train import target_line
+
+    assert target_line(_stats(None, False, 50), None) is None
+    assert target_line(_stats(30, True, 30), 20) == (
+        "target met at iteration 30 (by the policy of iteration 20, saved as best)"
+    )
+    went_on = target_line(_stats(239, False, 1500), 230)
+    assert went_on == (
+        "target met at iteration 239 (by the policy of iteration 230, saved as best); "
+        "trained on to iteration 1500 (stopping at the target was off)"
+    )
