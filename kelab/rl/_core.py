@@ -146,7 +146,7 @@ class EnvCore:
         for value in list(vars(self.task).values()):
             visit(value)
         for robot in found:
-            robot._bind(self.world.robot(robot.path))  # type: ignore[arg-type]
+            robot.bind_view(self.world.robot(robot.path))  # type: ignore[arg-type]
         return found
 
     def reseed(self, seed: int | Sequence[int], ids: np.ndarray | None = None) -> None:

@@ -13,7 +13,12 @@ import numpy as np
 from kelab.rl.errors import describe_array
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT
 
-__all__ = ["RuleContext"]
+__all__ = ["RULE_CONTEXT_KEY", "RuleContext"]
+
+RULE_CONTEXT_KEY = "_ke_rule_context"
+"""Where `kelab.rl.success.judge` puts the `RuleContext` in a task's ``__dict__`` while
+its success rule runs (read by ``task.survived()``, ``task.ended_by()`` and
+``task.check()``; never a name a task would use)."""
 
 
 class RuleContext:

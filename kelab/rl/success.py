@@ -17,7 +17,7 @@ import numpy as np
 
 from kelab._validate import check_int, check_positive
 from kelab.rl.errors import TaskError, describe_array
-from kelab.rl.rule_context import RuleContext
+from kelab.rl.rule_context import RULE_CONTEXT_KEY, RuleContext
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -85,11 +85,11 @@ def judge(rule: SuccessRule, task: Task, ctx: RuleContext) -> tuple[np.ndarray, 
     Raises:
         TaskError: If the rule does not return a bool ``(num_envs,)`` array.
     """
-    task.__dict__["_ke_rule_context"] = ctx
+    task.__dict__[RULE_CONTEXT_KEY] = ctx
     try:
         result = rule(task)
     finally:
-        task.__dict__.pop("_ke_rule_context", None)
+        task.__dict__.pop(RULE_CONTEXT_KEY, None)
     n = ctx.num_envs
     if not isinstance(result, np.ndarray) or result.dtype != np.bool_ or result.shape != (n,):
         got = describe_array(result)

@@ -14,6 +14,7 @@ import numpy as np
 
 from kelab._validate import check_int, check_number, is_int, must
 from kelab.rl.errors import TaskError
+from kelab.rl.rule_context import RULE_CONTEXT_KEY
 from kelab.timing.config import MAX_EPISODE_LENGTH_S
 
 if TYPE_CHECKING:
@@ -473,7 +474,7 @@ def _check_broadcast(what: str, shape: tuple[int, ...], *params: np.ndarray) -> 
 
 
 def _rule_context(task: Task, what: str) -> RuleContext:
-    ctx = task.__dict__.get("_ke_rule_context")
+    ctx = task.__dict__.get(RULE_CONTEXT_KEY)
     if ctx is None:
         raise RuntimeError(
             f"task.{what} works only inside a @ke.success rule while the environment judges a "

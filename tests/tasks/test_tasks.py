@@ -207,15 +207,16 @@ def test_ball_to_goal_frame_shows_a_table_a_visible_ball_and_a_marked_goal(backe
     from kelab.tasks import ball_to_goal as btg
 
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
-    env = ke.DirectRLEnv(btg.BallToGoalTask(), render_mode="rgb_array", seed=0)
-    env._presenter.backend = backend
+    cfg = ke.EnvConfig(render_mode="rgb_array", seed=0, render_backend=backend)
+    env = ke.DirectRLEnv(btg.BallToGoalTask(), config=cfg)
     try:
         env.reset(seed=3)
         for _ in range(20):  # under way towards the goal
             env.step(np.full(2, 0.3, np.float32))
         frame = env.render().astype(int)
-        cam = env._presenter.renderer.camera
-        texts = env._presenter.renderer.canvas.text_boxes()
+        assert env.renderer.backend == backend  # drawn by the backend the config chose
+        cam = env.renderer.camera
+        texts = env.renderer.canvas.text_boxes()
         task = env.task
         ball = task.world.body_poses[0, task._ball, :2]
         goal = task.goal_pos[0]

@@ -270,7 +270,8 @@ class Robot:
     """The handle a task keeps for a robot: an asset placed at an initial pose.
 
     ``SceneBuilder.add(robot, at=...)`` sets ``robot.path``. The runtime methods
-    (``find_joints``, joint state...) are attached when a World binds it.
+    (``find_joints``, joint state...) are attached when an environment binds it to the
+    World's view (`bind_view`).
 
     Args:
         asset: An ``Asset`` (``Asset.from_registry(...)``) or a RobotDescription.
@@ -308,8 +309,16 @@ class Robot:
             f"path={self.path!r})"
         )
 
-    def _bind(self, view: object) -> None:
-        """Attach the runtime view (the World's ``RobotView``) this handle delegates to."""
+    def bind_view(self, view: object) -> None:
+        """Attach the runtime view this handle delegates to (the World's ``RobotView``).
+
+        An environment binds every robot its task holds (``world.robot(robot.path)``)
+        before ``Task.on_start``; from then on ``robot.find_joints(...)``, ``joint_pos``
+        and the other runtime methods are the view's. Binding again replaces the view.
+
+        Args:
+            view: The runtime view, e.g. ``world.robot(robot.path)``.
+        """
         self.__dict__["_view"] = view
 
     def __getattr__(self, name: str) -> Any:
