@@ -11,6 +11,9 @@ child checks which ``kelab`` it imported). The measuring code is always this tre
 round runs every case once for each side, the side that goes first alternating between
 rounds (so a slow spell or a warm cache hits both); the table gives the median per side,
 the median of the per-round ratios B/A, and the load average before and after.
+One-thread cases are timed by the child's CPU time (``--clock cpu``, the default: on a
+shared machine other processes' load inflates wall time by several times, CPU time far
+less); two-thread cases and the ``train-*`` commands by wall time.
 
 Cases (``--cases``, comma separated):
 
@@ -47,7 +50,7 @@ ROOT = HERE.parent
 
 CHILD = r"""
 import json, sys, time, hashlib
-case, steps, root = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+case, steps, root, clock = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 import kelab
 assert kelab.__file__.startswith(root), (kelab.__file__, root)
 import importlib, importlib.util
@@ -57,6 +60,12 @@ if importlib.util.find_spec(OLD) is not None:
     sys.modules[NEW] = importlib.import_module(OLD)
     importlib.import_module(OLD + ".cartpole")
 import gymnasium, numpy as np
+import types
+import world_throughput, env_throughput
+if clock == "cpu":  # this process's CPU time: far less sensitive to other processes' load
+    cpu = types.SimpleNamespace(perf_counter=time.process_time)
+    world_throughput.time = env_throughput.time = cpu
+    time = cpu
 from world_throughput import bare_loop, world_loop, start_clock
 from env_throughput import kelab_cartpole
 
@@ -131,7 +140,7 @@ class CaseFailedError(RuntimeError):
     """A case's child failed (e.g. a tree caught mid-edit); its round is dropped."""
 
 
-def run_case(case: str, root: Path, steps: int) -> dict:
+def run_case(case: str, root: Path, steps: int, clock: str = "wall") -> dict:
     """One measurement in a fresh child with ``root``'s kelab first on the path."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(HERE)]))
     env.setdefault("SDL_VIDEODRIVER", "dummy")
@@ -148,7 +157,7 @@ def run_case(case: str, root: Path, steps: int) -> dict:
             raise CaseFailedError(f"{case} failed under {root}:\n{done.stderr[-2000:]}")
         return {"seconds": wall, "tail": done.stdout.strip().splitlines()[-1:]}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, case, str(steps), str(root)],
+        [sys.executable, "-c", CHILD, case, str(steps), str(root), clock],
         cwd=HERE, env=env, capture_output=True, text=True, check=False,
     )  # fmt: skip
     for line in done.stdout.splitlines():
@@ -168,6 +177,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="rounds (median per side)")
     ap.add_argument("--cases", default="world,humanoid,cartpole", help="comma separated")
     ap.add_argument("--steps", type=int, default=0, help="steps per case (0: its default)")
+    ap.add_argument(
+        "--clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="time one-thread cases by the child's CPU time (default; robust to other "
+        "processes' load) or wall time; two-thread cases and train-* are always wall time",
+    )
     args = ap.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     for c in cases:
@@ -186,14 +202,15 @@ def main() -> None:
         for case in cases:
             steps = args.steps or DEFAULT_STEPS.get(case, 0)
             try:  # both sides of a round, or neither
-                pair = {side: run_case(case, sides[side], steps) for side in order}
+                clock = "wall" if case.endswith("2") else args.clock
+                pair = {side: run_case(case, sides[side], steps, clock) for side in order}
             except CaseFailedError as exc:
                 print(f"  round {r + 1}: {exc} (round dropped)", file=sys.stderr)
                 continue
             for side, result in pair.items():
                 got.setdefault((case, side), []).append(result)
         print(f"  round {r + 1}/{args.rounds} done, load {load()}", file=sys.stderr)
-    print(f"load average after: {load()}\n")
+    print(f"load average after: {load()}; one-thread cases timed by {args.clock} time\n")
     print(f"| case | A {args.against} | B this tree | B/A (median of rounds) | rounds |")
     print("|---|---:|---:|---:|---:|")
     for case in cases:
