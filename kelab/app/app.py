@@ -45,6 +45,7 @@ from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
 from kelab.app.sync import SYNC_HZ, SYNC_RUNNER, SyncPoints
 from kelab.app.systems import EngineSystems
+from kelab.app.time_travel import TimeTravel, TimeTravelControls
 from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -69,7 +70,7 @@ if TYPE_CHECKING:
 __all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
 
 
-class App(RecordingControls, ReadOnlyAttributes):
+class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
     """An interactive simulation: a window, a fixed-step clock driving a Timeline, a World.
 
     Subclass it and override the lifecycle hooks: `setup` (once, after the window and
@@ -113,7 +114,7 @@ class App(RecordingControls, ReadOnlyAttributes):
 
     _read_only = frozenset(
         "config live world view input timeline clock renderer overlays dragging recordings "
-        "panel panel_window sync menu systems".split()
+        "panel panel_window sync menu systems time_travel".split()
     )
 
     def __init__(
@@ -194,6 +195,8 @@ class App(RecordingControls, ReadOnlyAttributes):
         """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
         self.recordings = Recordings(self)
         """The attached recorders and the F9 video recording (`Recordings`)."""
+        self.time_travel = TimeTravel(self)
+        """History, seek, redo and branches (`TimeTravel`; docs/app.md "Time travel")."""
         self._in_frame = False
         runner = cfg.runner
         b = self.timeline.bind
@@ -389,6 +392,7 @@ class App(RecordingControls, ReadOnlyAttributes):
             dropped_wall_time=self.clock.dropped_wall_time,
             runner_hz={r.name: r.hz_float for r in runners},
             runner_rates={r.name: v for r, v in zip(runners, rates, strict=False)},
+            rewound=self.time_travel.rewound_at,
         )
 
     # ================================================================ controls
@@ -711,7 +715,8 @@ class App(RecordingControls, ReadOnlyAttributes):
 
     # -- fixed steps ------------------------------------------------------------------------
     def _run_fixed_steps(self) -> None:
-        self.clock.tick_timeline(self.timeline, before_step=self.input.latch_fixed_step)
+        self.clock.tick_timeline(self.timeline, before_step=self.time_travel.before_step)
+        self.time_travel.close_step()
 
     def _fixed_update(self, ts: float) -> None:
         self.fixed_update(ts)
@@ -721,6 +726,7 @@ class App(RecordingControls, ReadOnlyAttributes):
 
     def _drag_step(self, ts: float) -> None:
         self.dragging.step(ts)
+        self.time_travel.drag_step(ts)
 
     def _physics(self, ts: float) -> None:
         self._prev_poses = self.world.body_poses

@@ -17,7 +17,10 @@ HOTKEYS = {
     "f2": "show / hide the Settings panel",
     "f9": "start / stop video recording (a red REC badge shows; the file is printed)",
     "escape": "quit (App(escape_quits=False) turns it off)",
-    "home": "reset the view (also 'c'); wheel zooms, middle/Shift+left drag pans",
+    "home": "reset the view (also 'c'); wheel zooms, middle/Shift+left drag pans; "
+    "while paused: back to the oldest step of the history",
+    "left": "while paused: one fixed step back (Shift: one second)",
+    "right": "while paused: one fixed step forward, redoing the recorded future (Shift: 1 s)",
     "f": "follow the App's follow body on / off",
     "j": "show / hide joint pivots",
     "k": "show / hide contact forces",
@@ -31,6 +34,8 @@ def apply_hotkey(app: HotkeyHost, key: str | None) -> None:
         app: The App (as a `kelab.app.ports.HotkeyHost`: its public controls).
         key: The pressed key's name (others are ignored).
     """
+    if app.paused and app.time_travel.hotkey(key, "shift" in app.input.mods):
+        return  # a seek (docs/app.md, "Time travel")
     if key == "return":
         app.toggle_pause()
     elif key == "space":

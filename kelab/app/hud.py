@@ -37,6 +37,7 @@ class AppStats:
         dropped_wall_time: Wall seconds cut by the frame-delta clamp.
         runner_hz: Each runner's configured rate.
         runner_rates: Each runner's measured steps per wall second.
+        rewound: ``(fixed_step, newest)`` while the App stands rewound (time travel).
     """
 
     fps: float
@@ -50,6 +51,7 @@ class AppStats:
     dropped_wall_time: float
     runner_hz: dict[str, float] = field(default_factory=dict)
     runner_rates: dict[str, float] = field(default_factory=dict)
+    rewound: tuple[int, int] | None = None
 
     def lines(self) -> list[str]:
         """The HUD's text lines."""
@@ -61,6 +63,8 @@ class AppStats:
         ]
         for name, hz in self.runner_hz.items():
             out.append(f"{name:<10} {hz:7.2f} Hz  ({self.runner_rates.get(name, 0.0):6.1f}/s)")
+        if self.rewound is not None:
+            out.append(f"rewound: step {self.rewound[0]} of {self.rewound[1]}")
         return out
 
 

@@ -156,6 +156,31 @@ class Input:
         self._step, self._pending = self._pending, self._step
         self._pending.clear()
 
+    def step_view(self) -> tuple:
+        """What a fixed step sees (held keys and buttons, the step's edges, the pointer).
+
+        Immutable; `set_step_view` puts it back (the App's time travel replays it).
+        """
+        e = self._step
+        edges = tuple(frozenset(x) for x in (e.keys_pressed, e.keys_released))
+        buttons = (frozenset(e.buttons_pressed), frozenset(e.buttons_released))
+        held = (frozenset(self._keys_held), frozenset(self._buttons_held))
+        return held + edges + buttons + (self.mouse_world,)
+
+    def set_step_view(self, view: tuple) -> None:
+        """Make a `step_view` the current one (pending edges are left alone)."""
+        keys, buttons, kp, kr, bp, br, world = view
+        self._keys_held, self._buttons_held = set(keys), set(buttons)
+        e = self._step
+        e.keys_pressed, e.keys_released = set(kp), set(kr)
+        e.buttons_pressed, e.buttons_released = set(bp), set(br)
+        self.mouse_world = world
+
+    def drop_pending(self) -> None:
+        """Forget the edges waiting for the next fixed step (and the current step's)."""
+        self._pending.clear()
+        self._step.clear()
+
     def release_all(self) -> None:
         """Forget every held key and button (e.g. when the window loses focus)."""
         for key in list(self._keys_held):

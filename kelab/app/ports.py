@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from kelab.app.interaction import PickedBody
     from kelab.app.recorders import Recorder, VideoRecorder
     from kelab.app.systems import EngineSystems
+    from kelab.app.time_travel import TimeTravel
     from kelab.app.view import ViewController
     from kelab.render.camera import Camera
     from kelab.render.renderer import Renderer
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DragHost",
+    "DraggingPort",
     "HotkeyHost",
     "MenuHost",
     "PanelApp",
@@ -51,6 +53,7 @@ __all__ = [
     "StatsHost",
     "SyncHost",
     "SyncPort",
+    "TimeTravelHost",
 ]
 
 
@@ -111,6 +114,14 @@ class RecordingHost(Protocol):
 
 class HotkeyHost(Protocol):
     """What `kelab.app.hotkeys.apply_hotkey` uses: the App's public controls."""
+
+    @property
+    def time_travel(self) -> TimeTravel:
+        """Left / Right / Home seek while paused."""
+
+    @property
+    def input(self) -> Input:
+        """``mods``: Shift makes Left / Right jump one second."""
 
     @property
     def paused(self) -> bool:
@@ -301,3 +312,54 @@ class PanelApp(Protocol):
 
     def set_time_mode(self, mode: TimeMode) -> None:
         """Switch the time mode (the clock restarts from now)."""
+
+
+class TimeTravelHost(Protocol):
+    """What `kelab.app.time_travel.TimeTravel` uses: the state it saves and re-runs."""
+
+    @property
+    def config(self) -> AppConfig:
+        """``runner``: the main runner (whose rate sets the history's length in steps)."""
+
+    @property
+    def world(self) -> World | None:
+        """Snapshotted and restored; its bodies and controls are digested per step."""
+
+    @property
+    def timeline(self) -> Timeline:
+        """Its time is saved; re-run steps run on it."""
+
+    @property
+    def clock(self) -> FixedStepClock:
+        """Its simulated time is saved and restored."""
+
+    @property
+    def input(self) -> Input:
+        """What each fixed step saw (`Input.step_view`), replayed."""
+
+    @property
+    def dragging(self) -> DraggingPort:
+        """The user's drag (logged per step; released by a seek)."""
+
+    @property
+    def live(self) -> LiveSettings:
+        """``drag_frequency_hz`` of a logged drag."""
+
+    @property
+    def recordings(self) -> RecordingsPort:
+        """Recorders muted while a seek re-runs steps."""
+
+
+class DraggingPort(Protocol):
+    """The App's drag (`kelab.app.dragging.Dragging`) as time travel sees it."""
+
+    @property
+    def dragged(self) -> PickedBody | None:
+        """The body dragged now."""
+
+    @property
+    def target(self) -> tuple[float, float] | None:
+        """The drag target."""
+
+    def release(self) -> None:
+        """End the drag."""

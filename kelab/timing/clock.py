@@ -332,6 +332,28 @@ class FixedStepClock:
         self._acc = 0
         self._alpha = 0.0
 
+    _STATE = (
+        "_step _acc _scale _timeline_step_start _steps _alpha _time0 _steps0 _skipped0 "
+        "_dropped0 _skipped_steps _dropped_steps _pending_single_steps"
+    ).split()
+
+    def time_state(self) -> tuple:
+        """Where the clock is in simulated time (opaque, immutable): see `set_time_state`.
+
+        The step, fixed steps run, the timeline step start and the counted time; not the
+        wall-time reference, the mode or the pause. Used by the App's time travel.
+        """
+        return tuple(getattr(self, name) for name in self._STATE)
+
+    def set_time_state(self, state: tuple) -> None:
+        """Return to a `time_state`; the next tick restarts the wall-time reference."""
+        if not isinstance(state, tuple) or len(state) != len(self._STATE):
+            raise ValueError(must("FixedStepClock.set_time_state(state)", "a time_state()", state))
+        for name, value in zip(self._STATE, state, strict=True):
+            setattr(self, name, value)
+        self._set_units()
+        self._last_ns = None
+
     @property
     def sim_time(self) -> float:
         """Simulated seconds: ``steps * step_dt`` plus any time skipped in GAME_REALTIME."""

@@ -634,6 +634,29 @@ class Timeline:
         """The binding whose callback is running now, or None."""
         return self._current
 
+    def time_state(self) -> tuple:
+        """Where the timeline is in time (opaque, immutable): `set_time_state` returns here.
+
+        Holds the time, the last boundary run and each runner's rate, step count and next
+        boundary; not the bindings. Used by the App's time travel (docs/app.md).
+        """
+        rs = tuple((r._name, r._hz, r._steps, r._next_tick, r._origin) for r in self)
+        return (self._tick_hz, self._time_ticks, self._done_ticks, rs)
+
+    def set_time_state(self, state: tuple) -> None:
+        """Return to a `time_state` of this timeline (its runners must be the same).
+
+        Raises:
+            ValueError: The runners (names and rates) differ from the state's.
+        """
+        if tuple((r[0], r[1]) for r in state[3]) != tuple((r._name, r._hz) for r in self):
+            raise ValueError(must("Timeline.set_time_state: the runners", "as saved", state[3]))
+        self._tick_hz, self._time_ticks, self._done_ticks = state[0], state[1], state[2]
+        for runner, (_, _, steps, nxt, origin) in zip(self, state[3], strict=True):
+            runner._steps, runner._next_tick, runner._origin = steps, nxt, origin
+        self._rebase()
+        self._plans.clear()
+
     def next_boundary(self) -> Fraction:
         """Exact time of the next boundary that has not run yet."""
         return Fraction(self._next_boundary_ticks(), self._tick_hz)

@@ -1,0 +1,206 @@
+"""Time travel in the App: seek, redo, branches and exact replay (docs/app.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+
+import numpy as np
+import pytest
+
+import kelab as ke
+
+
+def _scene() -> ke.Scene:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    for i in range(3):
+        pose = ke.Pose(0.1 * i, 1.0 + 0.5 * i, 0.3 * i)
+        b.add(ke.Prop(ke.Box(0.3, 0.3), mass=1.0, initial_pose=pose), at=f"/World/B{i}")
+    return b.build()
+
+
+class Pusher(ke.App):
+    """Random pushes from its own Generator, a counter, a key that kicks."""
+
+    def setup(self) -> None:
+        self.n = 0
+        self.kicks = 0
+        self.rng = np.random.default_rng(1)
+
+    def fixed_update(self, ts: float) -> None:
+        self.n += 1
+        f = self.rng.normal(size=(1, 4, 2))
+        f[:, 0] = 0.0
+        if self.input.key_pressed("k"):
+            self.kicks += 1
+            f[0, 1] = (0.0, 300.0)
+        self.world.set_body_forces(f)
+
+    def state_dict(self) -> dict:
+        return {"n": self.n, "kicks": self.kicks, "rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n, self.kicks = state["n"], state["kicks"]
+        self.rng.bit_generator.state = state["rng"]
+
+
+def _app(cls: type = Pusher, max_log_steps: int = 7200) -> ke.App:
+    world = ke.World(_scene(), max_log_steps=max_log_steps)
+    return cls(headless=True, world=world, size=(160, 120), render_hz=None,
+               time_mode=ke.TimeMode.SIM_HIGH_PERF)  # fmt: skip
+
+
+def _hash(app: ke.App) -> str:
+    w = app.world
+    parts = [w.body_poses, w.body_velocities, w.external_forces]
+    return hashlib.sha256(b"".join(np.ascontiguousarray(a).tobytes() for a in parts)).hexdigest()
+
+
+def _run(app: ke.App, frames: int, keys: dict[int, str] | None = None) -> dict[int, tuple]:
+    seen = {}
+    for _ in range(frames):
+        key = (keys or {}).get(app.fixed_step)
+        if key:
+            app.inject_event(ke.InputEvent("key_down", key=key))
+            app.inject_event(ke.InputEvent("key_up", key=key))
+        app.renderFrameOnce()
+        seen[app.fixed_step] = (_hash(app), app.n, app.kicks, app.timeline.time, app.sim_time)
+    return seen
+
+
+def _state(app: ke.App) -> tuple:
+    return (_hash(app), app.n, app.kicks, app.timeline.time, app.sim_time)
+
+
+@pytest.mark.parametrize("max_log_steps", [7200, 23])  # 23: seeks across World rebases
+def test_seek_returns_exactly_and_replays_bit_for_bit(max_log_steps: int) -> None:
+    app = _app(max_log_steps=max_log_steps)
+    seen = _run(app, 120, keys={30: "k", 75: "k"})
+    assert app.fixed_step == 120 and app.history == range(0, 121)
+    for k in (119, 37, 0, 76, 100):
+        app.seek(k)
+        assert app.fixed_step == k
+        if k:
+            assert _state(app) == seen[k]
+    app.seek(10)
+    again = _run(app, 110)  # the recorded keys are replayed on redo
+    assert again == {k: seen[k] for k in range(11, 121)}
+    assert app.time_travel.branch == 0 and app.kicks == 2
+    app.close()
+
+
+def test_a_new_key_after_a_seek_branches_and_drops_the_future() -> None:
+    app = _app()
+    _run(app, 60)
+    app.seek(20)
+    seen = _run(app, 5, keys={20: "k"})
+    assert app.time_travel.branch == 1 and app.time_travel.branch_points == (20,)
+    assert app.history == range(0, 26) and app.kicks == 1
+    # the branch replays exactly too
+    app.seek(21)
+    assert _state(app) == seen[21]
+    app.close()
+
+
+def test_a_state_changed_in_code_after_a_seek_branches() -> None:
+    app = _app()
+    _run(app, 50)
+    app.seek(30)
+    app.n += 1000
+    app.renderFrameOnce()
+    assert app.time_travel.branch == 1 and app.history.stop == 32
+    assert app.n == 1031
+    app.close()
+
+
+def test_seek_refuses_steps_outside_the_history_and_non_ints() -> None:
+    app = _app()
+    _run(app, 10)
+    with pytest.raises(ValueError, match=r"App.seek\(step\) must be a step in app.history"):
+        app.seek(11)
+    with pytest.raises(ValueError, match="got -1"):
+        app.seek(-1)
+    for bad in (3.0, "3", True, None):
+        with pytest.raises(TypeError, match="must be an int"):
+            app.seek(bad)
+    assert app.fixed_step == 10
+    app.close()
+
+
+def test_the_history_is_bounded_by_history_s() -> None:
+    app = _app()
+    app.time_travel.history_s = 1.0  # 50 fixed steps at 50 Hz
+    _run(app, 300)
+    hist = app.history
+    assert hist.stop == 301 and 50 <= len(hist) - 1 < 50 + app.time_travel.keyframe_every
+    with pytest.raises(ValueError, match="history"):
+        app.seek(hist.start - 1)
+    app.seek(hist.start)
+    with pytest.raises(ValueError, match="history_s must be"):
+        app.time_travel.history_s = 0.0
+    app.close()
+
+
+class Plain(ke.App):
+    count = 0
+
+    def fixed_update(self, ts: float) -> None:
+        self.count += 1
+
+
+def test_without_state_hooks_seek_warns_once_that_attributes_are_not_rewound() -> None:
+    app = _app(Plain)
+    for _ in range(10):
+        app.renderFrameOnce()
+    with pytest.warns(RuntimeWarning, match="not the App subclass's own attributes"):
+        app.seek(3)
+    assert app.count == 13  # not rewound: the re-run of steps 0..3 counted on
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        app.seek(4)
+    app.close()
+
+
+def test_recorders_lose_nothing_and_do_not_record_the_re_run(tmp_path) -> None:
+    from kelab.app.recorders import DataRecorder
+
+    app = _app()
+    rec = app.add_recorder(DataRecorder(tmp_path / "d.csv", runner="Robot"))
+    _run(app, 30)
+    app.seek(5)
+    _run(app, 10)
+    app.close()
+    rows = rec.path.read_text().splitlines()
+    assert len(rows) == 1 + 30 + 10  # header, the first run, then the redo's rows
+
+
+def _key(app: ke.App, key: str, mods: frozenset[str] = frozenset()) -> None:
+    app.inject_event(ke.InputEvent("key_down", key=key, mods=mods))
+    app.inject_event(ke.InputEvent("key_up", key=key, mods=mods))
+    app.renderFrameOnce()
+
+
+def test_keys_while_paused_step_back_and_forward_and_the_hud_says_rewound() -> None:
+    app = _app()
+    seen = _run(app, 100, keys={60: "k"})
+    _key(app, "return")  # pause
+    assert app.paused and app.fixed_step == 100 and app.stats.rewound is None
+    _key(app, "left")
+    assert app.fixed_step == 99 and _state(app) == seen[99]
+    _key(app, "left", frozenset({"shift"}))  # one second: 50 steps at 50 Hz
+    assert app.fixed_step == 49 and _state(app) == seen[49]
+    assert app.stats.rewound == (49, 100)
+    assert "rewound: step 49 of 100" in app.stats.lines()
+    _key(app, "right", frozenset({"shift"}))
+    assert app.fixed_step == 99
+    _key(app, "home")
+    assert app.fixed_step == 0
+    _key(app, "right")
+    assert app.fixed_step == 1 and _state(app) == seen[1]
+    _key(app, "return")  # resume: the recorded future is redone (the key at 60 too)
+    assert app.fixed_step == 2 and _state(app) == seen[2]  # that frame ran a step
+    again = _run(app, 98)
+    assert again == {k: seen[k] for k in range(3, 101)} and app.time_travel.branch == 0
+    assert app.stats.rewound is None
+    app.close()
