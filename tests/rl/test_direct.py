@@ -52,7 +52,7 @@ def test_headless_never_renders_and_offscreen_renders_on_request():
     env = ke.DirectRLEnv(CartPoleTask())
     env.reset(seed=0)
     env.step(np.zeros(1, np.float32))
-    assert env.render() is None and env._presenter.renderer is None
+    assert env.render() is None and env.renderer is None
     off = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array")
     off.reset(seed=0)
     off.step(np.zeros(1, np.float32))
@@ -140,7 +140,7 @@ def test_an_ending_is_drawn_only_for_a_recorder_and_a_drawing_error_keeps_the_en
     env = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
     env.reset(seed=0)
     _push_until_the_pole_falls(env)  # render() never called: nothing drawn
-    assert env._presenter.frames == 0 and env._presenter.renderer is None
+    assert env._presenter.frames == 0 and env.renderer is None
     env.reset()
     env.render()
 
