@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from kelab.app.interaction import PickedBody
     from kelab.app.recorders import Recorder, VideoRecorder
     from kelab.app.systems import EngineSystems
-    from kelab.app.time_travel import TimeTravel
     from kelab.app.view import ViewController
     from kelab.render.camera import Camera
     from kelab.render.renderer import Renderer
@@ -53,6 +52,7 @@ __all__ = [
     "StatsHost",
     "SyncHost",
     "SyncPort",
+    "TimeKeysPort",
     "TimeTravelHost",
 ]
 
@@ -116,7 +116,7 @@ class HotkeyHost(Protocol):
     """What `kelab.app.hotkeys.apply_hotkey` uses: the App's public controls."""
 
     @property
-    def time_travel(self) -> TimeTravel:
+    def time_travel(self) -> TimeKeysPort:
         """Left / Right / Home seek while paused."""
 
     @property
@@ -348,6 +348,13 @@ class TimeTravelHost(Protocol):
     @property
     def recordings(self) -> RecordingsPort:
         """Recorders muted while a seek re-runs steps."""
+
+
+class TimeKeysPort(Protocol):
+    """The App's time travel (`kelab.app.time_travel.TimeTravel`) as the hotkeys use it."""
+
+    def hotkey(self, key: str | None, shift: bool) -> bool:
+        """Seek for Left / Right / Home; whether the key was one of them."""
 
 
 class DraggingPort(Protocol):
