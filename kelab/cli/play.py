@@ -46,7 +46,16 @@ def _print_episode(
 
 
 def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """``kelab play``: watch a checkpoint in a window, in an App, or record a video."""
+    """``kelab play``: watch a checkpoint in a window, in an App, or record a video.
+
+    Args:
+        args: The parsed arguments of ``kelab play``.
+        out: Where results go (default: stdout).
+        err: Where progress and problems go (default: stderr).
+
+    Returns:
+        The exit code: 0 (a user error raises, and ``kelab`` prints it as one line, exit 2).
+    """
     cmd = start_command(args, out, err, extra=False)
     if cmd is None:
         return 2
@@ -118,7 +127,16 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
 
 
 def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
-    """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel)."""
+    """``kelab eval``: the evaluation report of a checkpoint (episodes run in parallel).
+
+    Args:
+        args: The parsed arguments of ``kelab eval``.
+        out: Where results go (default: stdout).
+        err: Where progress and problems go (default: stderr).
+
+    Returns:
+        The exit code: 0 done, 130 interrupted (the report of the episodes finished).
+    """
     cmd = start_command(args, out, err, extra=False)
     if cmd is None:
         return 2

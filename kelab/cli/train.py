@@ -40,7 +40,16 @@ def _sigterm_stops_like_ctrl_c() -> None:
 def run_train(
     args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """``kelab train``: build the env, train, save checkpoints, print the summary."""
+    """``kelab train``: build the env, train, save checkpoints, print the summary.
+
+    Args:
+        args: The parsed arguments of ``kelab train``.
+        out: Where results go (default: stdout).
+        err: Where progress and problems go (default: stderr).
+
+    Returns:
+        The exit code: 0 done, 2 without the train extra or Ray, 130 interrupted (``latest`` saved).
+    """
     cmd = start_command(args, out, err)
     if cmd is None:
         return 2
