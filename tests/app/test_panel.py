@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -270,6 +271,10 @@ def test_settings_round_trip(tmp_path):
         ('{"version": 1' + "0" * 5000 + "}", "version must be 1"),
         ("[" * 200_000, "nested at most"),
         ('{"plots": ' + "[" * 200_000, "nested at most"),
+        # a bindings value that is not an object (was a TypeError from tuple(5))
+        ('{"bindings": 5}', "bindings must be a JSON object"),
+        ('{"bindings": true}', "bindings must be a JSON object"),
+        ('{"bindings": 1' + "0" * 5000 + "}", "bindings must be a JSON object"),
     ],
 )
 def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_path, text, field):
@@ -387,6 +392,18 @@ def test_subsystems_list_the_worlds_sensors_and_actuators(tmp_path):
 
     app = _app(tmp_path, ke.App, world=ke.World(cartpole_scene()))
     assert ("/World/Robot/slider_to_cart", "EffortActuator") in app.panel.world_systems()
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_settings_path_that_is_not_a_regular_file_is_refused_without_reading(tmp_path, kind):
+    # a link to /dev/zero was read forever (stat says 0 bytes); a FIFO blocked the open
+    path = tmp_path / "scene.kelab.json"
+    if kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(path)
+    with pytest.raises(SettingsError, match="must be a regular file"):
+        load_settings(path)
 
 
 def test_a_settings_path_that_is_a_folder_warns_and_the_app_keeps_its_defaults(tmp_path):

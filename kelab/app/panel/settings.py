@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -264,6 +265,17 @@ class _Reader:
         return rate
 
 
+def _file_kind(mode: int) -> str:
+    """What a path that is not a regular file is, for the message."""
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
 def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
     """Read and validate a settings file (nothing is applied here).
 
@@ -281,10 +293,16 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
     p = Path(path)
     r = _Reader(p)
     try:
-        size = p.stat().st_size
-        if size > _MAX_FILE_BYTES:
-            raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", f"{size} bytes")
-        raw = p.read_bytes()
+        info = p.stat()
+        if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+            # a device or a FIFO (through a link too): never opened, /dev/zero has no end
+            raise r.fail("the file", "a regular file", _file_kind(info.st_mode))
+        if info.st_size > _MAX_FILE_BYTES:
+            raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", f"{info.st_size} bytes")
+        with p.open("rb") as fh:  # a folder raises IsADirectoryError here
+            raw = fh.read(_MAX_FILE_BYTES + 1)  # bounded: the file may grow after stat
+        if len(raw) > _MAX_FILE_BYTES:
+            raise r.fail("the file", f"at most {_MAX_FILE_BYTES} bytes", "a file still growing")
     except FileNotFoundError:
         raise
     except OSError as exc:  # a folder, no permission, an I/O error
@@ -358,7 +376,8 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
                 raise r.fail(f"{where}.renamed_from", "unique", source, "remove the duplicate")
             renamed.append((source, name))
     bindings: dict[str, BindingSettings] = {}
-    raw_bindings = r.obj(top.get("bindings", {}), "bindings", tuple(top.get("bindings", {}) or ()))
+    value = top.get("bindings", {})
+    raw_bindings = r.obj(value, "bindings", tuple(value) if isinstance(value, dict) else ())
     for key, item in raw_bindings.items():
         where = f"bindings.{key}"
         obj = r.obj(item, where, ("runner", "phase", "priority", "enabled"))
