@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kelab._validate import check_bool, check_choice, check_int, check_layout, check_number, must
+from kelab.rl.config import DEFAULT_LAYOUT
 
 __all__ = ["ALGORITHMS", "TrainConfig", "training_config_of"]
 
@@ -57,7 +58,9 @@ class TrainConfig:
         num_learning_epochs: Passes over each rollout.
         num_mini_batches: Mini-batches per pass.
         max_grad_norm: Gradient-norm clip.
-        layout: World layout of the training env (``"packed"`` is fastest).
+        layout: World layout of the training env; the default is ``ke.EnvConfig``'s
+            (``"isolated"``: each copy exact, as a lone World). ``"packed"`` is faster for
+            many copies, and the built-in tasks choose it in their training configs.
         num_threads: Threads stepping the World (results identical for every value).
         torch_threads: Threads torch uses for the networks (``torch.set_num_threads``;
             small networks gain little from more, and it keeps runs repeatable).
@@ -120,7 +123,7 @@ class TrainConfig:
     num_learning_epochs: int = 5
     num_mini_batches: int = 4
     max_grad_norm: float = 1.0
-    layout: str = "packed"
+    layout: str = DEFAULT_LAYOUT
     num_threads: int = 1
     torch_threads: int = 1
     success_target: float = 0.95

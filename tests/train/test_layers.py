@@ -109,3 +109,16 @@ def test_training_config_of_names_the_task_on_bad_data(value: object, message: s
     bad = type("Bad", (), {"training_config": value})
     with pytest.raises(ValueError, match=message):
         training_config_of(bad)
+
+
+def test_one_default_layout_and_the_built_in_tasks_train_packed():
+    # #26: one default layout (EnvConfig's) for World, the envs and TrainConfig; the
+    # built-in tasks choose "packed" for speed in their own configs (their shipped weights)
+    import kelab as ke
+    from kelab.tasks import TASK_IDS
+    from kelab.tasks.registry import task_class
+    from kelab.train.config import TrainConfig, training_config_of
+
+    assert TrainConfig().layout == ke.EnvConfig().layout == "isolated"
+    for target in TASK_IDS.values():
+        assert training_config_of(task_class(target)).layout == "packed", target
