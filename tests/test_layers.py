@@ -6,8 +6,8 @@ Every import counts: at module level, inside a function, under ``if TYPE_CHECKIN
 (docs/DESIGN.md): the root helpers, ``timing``, ``sim``, ``render``, then ``app`` and
 ``rl`` side by side (neither imports the other), ``tasks``, ``train``, ``cli``. The one
 exemption is ``kelab/__init__.py``: its public names are a lazy map onto every layer.
-The rooms inside a layer have their own tests (tests/sim/test_layers.py,
-tests/app/test_layers.py, tests/render/test_renderer.py).
+The rooms inside a layer have their own tests (tests/sim/test_sim_layers.py,
+tests/app/test_app_layers.py, tests/render/test_renderer.py).
 """
 
 from __future__ import annotations
