@@ -13,15 +13,24 @@ second (the least common multiple of the runners' rates, as fractions), so a 50 
 
 from __future__ import annotations
 
-import enum
 import math
 from collections.abc import Callable, Iterator
 from fractions import Fraction
-from typing import NamedTuple
 
-from kelab._validate import check_bool, check_int, is_int, is_number, must
+from kelab._validate import check_bool, is_int, is_number, must
+from kelab.timing.schedule import (
+    DEFAULT_PRIORITY,
+    ON_UPDATE_PRIORITY,
+    ExecutionOrder,
+    ExecutionOrderRow,
+    Phase,
+    StepResult,
+    check_phase,
+    check_priority,
+)
 
 __all__ = [
+    "ON_UPDATE_PRIORITY",
     "Binding",
     "ExecutionOrder",
     "ExecutionOrderRow",
@@ -36,19 +45,6 @@ MAX_RUNNERS = 8
 MIN_HZ = Fraction(1, 100)
 MAX_HZ = Fraction(1000)
 DEFAULT_NEW_RUNNER_HZ = 60.0
-#: Default priority of an "OnUpdate"-style callback: before controllers at 0.
-ON_UPDATE_PRIORITY = -200
-DEFAULT_PRIORITY = 0
-
-
-class Phase(enum.IntEnum):
-    """The five phases of every step, in execution order."""
-
-    ACQUISITION = 0
-    CONTROL = 1
-    PHYSICS = 2
-    VALIDATION = 3
-    EXPORT = 4
 
 
 def to_fraction(value: float | int | Fraction | str, field: str = "value") -> Fraction:
@@ -322,8 +318,8 @@ class Binding:
             raise RuntimeError(f"binding {self.name!r} was unbound; bind the callback again")
         new_runner = self._runner if runner is None else runner
         timeline.runner(new_runner)
-        new_phase = self._phase if phase is None else _check_phase(phase)
-        new_priority = self._priority if priority is None else _check_priority(priority)
+        new_phase = self._phase if phase is None else check_phase(phase)
+        new_priority = self._priority if priority is None else check_priority(priority)
         self._runner, self._phase, self._priority = new_runner, new_phase, new_priority
         timeline._plans.clear()
 
@@ -337,50 +333,6 @@ class Binding:
     def bound(self) -> bool:
         """Whether the binding is still active."""
         return self._timeline is not None
-
-
-def _check_phase(phase: object) -> Phase:
-    if isinstance(phase, Phase):
-        return phase
-    try:
-        return Phase[str(phase).upper()] if isinstance(phase, str) else Phase(phase)
-    except (KeyError, ValueError):
-        names = ", ".join(p.name for p in Phase)
-        raise ValueError(must("phase", f"a Phase ({names})", phase)) from None
-
-
-def _check_priority(priority: object) -> int:
-    return check_int(priority, "priority", fix="lower runs first")
-
-
-class StepResult(NamedTuple):
-    """One executed boundary: its exact time and the runners that stepped."""
-
-    time: Fraction
-    runners: tuple[str, ...]
-
-
-class ExecutionOrderRow(NamedTuple):
-    """One bound callback in execution order."""
-
-    phase: Phase
-    priority: int
-    name: str
-    runner: str
-    hz: float
-
-
-class ExecutionOrder(tuple):
-    """Every bound callback grouped by phase and sorted by priority; `str` is a table."""
-
-    def __str__(self) -> str:
-        header = ("phase", "priority", "callback", "runner", "Hz")
-        rows = [(r.phase.name, str(r.priority), r.name, r.runner, f"{r.hz:g}") for r in self]
-        widths = [max([len(h)] + [len(row[i]) for row in rows]) for i, h in enumerate(header)]
-        line = "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=False))
-        out = [line, "  ".join("-" * w for w in widths)]
-        out += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=False)) for row in rows]
-        return "\n".join(out)
 
 
 class Timeline:
@@ -578,8 +530,8 @@ class Timeline:
         if not callable(callback):
             raise ValueError(must("callback", "callable", callback))
         self.runner(runner)
-        phase = _check_phase(phase)
-        priority = _check_priority(priority)
+        phase = check_phase(phase)
+        priority = check_priority(priority)
         qualname = getattr(callback, "__qualname__", None)
         label = name or (qualname.split("<locals>.")[-1] if qualname else repr(callback))
         binding = Binding(callback, runner, phase, priority, label, self._next_order, self)
