@@ -70,7 +70,7 @@ def _create_temp(path: Path, suffix: str) -> tuple[int, Path]:
     raise FileExistsError(f"no free temp file name beside {path} after {_TEMP_TRIES} tries")
 
 
-def open_nofollow(path: str | os.PathLike[str], append: bool = True) -> int:
+def open_nofollow(path: str | os.PathLike[str], append: bool = True, truncate: bool = False) -> int:
     """Open ``path`` for writing in place without following a symbolic link.
 
     For a file written in place rather than replaced (``metrics.csv`` appended row by
@@ -79,7 +79,8 @@ def open_nofollow(path: str | os.PathLike[str], append: bool = True) -> int:
 
     Args:
         path: The file.
-        append: Open for appending (else for writing at the start, not truncated).
+        append: Open for appending (else for writing at the start).
+        truncate: Empty the file first (a stream that starts over).
 
     Returns:
         The file descriptor (``os.fdopen`` it).
@@ -89,7 +90,8 @@ def open_nofollow(path: str | os.PathLike[str], append: bool = True) -> int:
             another error of ``os.open``.
     """
     flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    return os.open(path, flags | (os.O_APPEND if append else 0), 0o666)
+    flags |= (os.O_APPEND if append else 0) | (os.O_TRUNC if truncate else 0)
+    return os.open(path, flags, 0o666)
 
 
 def temp_beside(path: Path, suffix: str = ".tmp") -> Path:

@@ -33,7 +33,7 @@ import numpy as np
 from kelab._files import atomic_file
 from kelab._validate import check_int, check_number
 from kelab.app.recorders import FrameSource, Recorder, check_copy_indices
-from kelab.app.recording_files import SPOOL_MAGIC, load_partial
+from kelab.app.recording_files import SPOOL_MAGIC, load_partial, open_partial
 from kelab.timing.timeline import Phase
 
 if TYPE_CHECKING:
@@ -148,11 +148,10 @@ class LidarRecorder(Recorder):
         columns = ["time", "step"] + [
             f"env{e}:{b}" if many else b for e in self.env_ids.tolist() for b in names
         ]
+        self._file = open_partial(self.partial_path, "LidarRecorder", text=self._csv)
         if self._csv:
-            self._file = open(self.partial_path, "w", encoding="utf-8", newline="")
             self._file.write(",".join(columns) + "\n")
         else:
-            self._file = open(self.partial_path, "wb")
             header = {"columns": columns, "dtype": "<f8"}
             self._file.write(SPOOL_MAGIC + json.dumps(header).encode("utf-8") + b"\n")
         self._file.flush()  # a kill before the first scan still leaves the beam names

@@ -38,6 +38,7 @@ from kelab.app.recording_files import (
     check_destination,
     fsync_dir,
     load_recording,
+    open_partial,
     partial_path,
     spool_to_npz,
 )
@@ -410,10 +411,8 @@ class DataRecorder(Recorder):
         self._world = world
         self._body_names = tuple(wanted)
         self._body_idx = np.array([index[b] for b in wanted], dtype=np.intp)
-        if self._csv:
-            self._file = open(self.partial_path, "w", encoding="utf-8", newline="")
-        else:
-            self._file = open(self.partial_path, "wb")
+        self._file = open_partial(self.partial_path, "DataRecorder", text=self._csv)
+        if not self._csv:
             self._file.write(SPOOL_MAGIC)
             self._file.flush()
         self._last_flush = time.monotonic()

@@ -6,6 +6,7 @@ docs/recorders.md.
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import math
@@ -16,11 +17,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from kelab._files import atomic_file, fsync_dir
+from kelab._files import atomic_file, fsync_dir, open_nofollow
 
 __all__ = [
     "SPOOL_MAGIC",
@@ -30,6 +31,7 @@ __all__ = [
     "fsync_dir",
     "load_partial",
     "load_recording",
+    "open_partial",
     "partial_path",
     "spool_to_npz",
 ]
@@ -44,6 +46,31 @@ def partial_path(path: str | os.PathLike[str]) -> Path:
     """Return the file a recording of ``path`` streams into until it is closed."""
     p = Path(path)
     return p.with_name(p.name + ".partial")
+
+
+def open_partial(path: Path, owner: str, text: bool = False) -> Any:
+    """Open the stream file ``path`` new (or emptied), never through a symbolic link.
+
+    Args:
+        path: The ``<path>.partial`` a recording streams into.
+        owner: Who opens it, for the message (``"DataRecorder"``).
+        text: Open as UTF-8 text for CSV rows (else binary, unbuffered for a GIF).
+
+    Raises:
+        ValueError: When ``path`` is a symbolic link (its target is never written).
+    """
+    try:
+        fd = open_nofollow(path, append=False, truncate=True)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise ValueError(
+            f"{owner}: {str(path)!r} must not be a symbolic link, got one (to "
+            f"{os.readlink(path)!r}); remove it: a recording never writes through a link"
+        ) from None
+    if text:
+        return os.fdopen(fd, "w", encoding="utf-8", newline="")
+    return os.fdopen(fd, "wb", buffering=0)
 
 
 def check_destination(path: Path, owner: str) -> None:
@@ -294,7 +321,7 @@ class GifStream:
     """
 
     def __init__(self, path: Path, size: tuple[int, int], fps: Fraction) -> None:
-        self._fh: BinaryIO = open(path, "wb", buffering=0)
+        self._fh: BinaryIO = open_partial(path, "VideoRecorder")
         self._ticks_per_frame = Fraction(100) / fps  # GIF delays are centiseconds
         self.frames = 0
         self._previous: np.ndarray | None = None

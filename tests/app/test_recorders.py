@@ -163,3 +163,36 @@ def test_destination_checked_at_creation_and_gif_timing_exact(tmp_path):
             im.seek(k)
             total += im.info["duration"]
     assert video.frames == 30 and total == 1000
+
+
+def _lidar_scene():
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    b.add(ke.Prop(ke.Circle(0.1), mass=1.0, initial_pose=ke.Pose(0.0, 0.5)), at="/World/Bot")
+    b.rangefinder("beam", "/World/Bot", angle=-np.pi / 2, max_range=5.0)
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("data", "log.csv"), ("data", "log.npz"), ("lidar", "scan.npz"), ("video", "v.gif")],
+)
+def test_a_link_planted_at_the_partial_file_is_never_written_through(tmp_path, kind, name):
+    # the streamed <path>.partial was opened with open(..., "w"): a symbolic link planted
+    # there truncated and overwrote its target (kelab/_files.py: no write follows a link)
+    from kelab.app.lidar_recorder import LidarRecorder
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / f"{name}.partial").symlink_to(victim)
+    world = ke.World(_lidar_scene())
+    timeline = ke.Timeline()
+    rec = {
+        "data": lambda: ke.DataRecorder(tmp_path / name, bodies=["/World/Bot"]),
+        "lidar": lambda: LidarRecorder(tmp_path / name),
+        "video": lambda: ke.VideoRecorder(tmp_path / name),
+    }[kind]()
+    with pytest.raises(ValueError, match=r"\.partial' must not be a symbolic link, got one"):
+        rec.attach(timeline, world=world, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
+        timeline.advance(0.2)  # a video opens its file at the first frame
+    assert victim.read_text() == "keep me"
