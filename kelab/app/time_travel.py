@@ -10,13 +10,15 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
   and button edges, the pointer in the world, the body dragged and the drag target) and
   a **digest** of the state after it (bodies, held controls, the subclass's state).
 
-``seek(k)`` restores the newest keyframe at or before ``k`` and re-runs the steps from
-there with their logged inputs (recorders and sync points muted), which is exact because
-the World, the timeline and the App's callbacks are deterministic. Running on after a
-seek *redoes* the recorded future while nothing new happens: the logged inputs are
-replayed and each step's digest is checked. The first new input (a key or button
-pressed, a drag, a changed binding or rate, a state changed in code between steps)
-starts a **branch**: the abandoned future leaves the history and `branch` counts up.
+``seek(k)`` restores the newest keyframe at or before ``k`` (or, seeking forward at most
+a second or from no older than that keyframe, with nothing changed, stays put) and re-
+runs the steps from there with their logged inputs (recorders and sync points muted),
+which is exact because the World, the timeline and the App's callbacks are
+deterministic. Running on after a seek *redoes* the recorded future while nothing new
+happens: the logged inputs are replayed and each step's digest is checked. The first new
+input (a key or button pressed, a drag, a changed binding or rate, a state changed in
+code between steps) starts a **branch**: the abandoned future leaves the history and
+`branch` counts up.
 It sees the App only as a `kelab.app.ports.TimeTravelHost`.
 """
 
@@ -244,8 +246,13 @@ class TimeTravel:
             self._app.dragging.release()
         step = int(step)
         start = max(k for k in self._keys if k <= step)
-        self._restore(self._keys[start])
-        self._drop_spring()
+        here, hz = self._step, self._app.timeline.runner(self._app.config.runner).hz_float
+        near = start <= here or step - here <= hz  # no keyframe between, or a second at most
+        if here <= step and near and self._digests.get(here) == self._digest():
+            start = here  # forward, unchanged since: run on from here (no World restore)
+        else:
+            self._restore(self._keys[start])
+            self._drop_spring()
         self._seeking = True
         muted = self._mute()
         try:

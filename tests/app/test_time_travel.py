@@ -204,3 +204,22 @@ def test_keys_while_paused_step_back_and_forward_and_the_hud_says_rewound() -> N
     assert again == {k: seen[k] for k in range(3, 101)} and app.time_travel.branch == 0
     assert app.stats.rewound is None
     app.close()
+
+
+def test_a_forward_seek_runs_on_from_where_it_stands_without_restoring(monkeypatch) -> None:
+    app = _app()
+    seen = _run(app, 80, keys={50: "k"})
+    app.seek(41)
+    restores = []
+    real = app.world.restore
+    monkeypatch.setattr(app.world, "restore", lambda snap: (restores.append(1), real(snap)))
+    for k in (42, 47, 66, 80):  # forward: no World restore, exact all the same
+        app.seek(k)
+        assert _state(app) == seen[k]
+    assert restores == []
+    app.seek(60)  # backward: from a keyframe
+    assert restores == [1] and _state(app) == seen[60]
+    app.n += 5  # changed where it stands: a forward seek restores (the digest differs)
+    app.seek(70)
+    assert restores == [1, 1] and _state(app) == seen[70]
+    app.close()
