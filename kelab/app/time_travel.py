@@ -11,8 +11,8 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
   a **digest** of the state after it (bodies, held controls, the subclass's state).
 
 ``seek(k)`` restores the newest keyframe at or before ``k`` (or, seeking forward at most
-a second or from no older than that keyframe, with nothing changed, stays put) and re-
-runs the steps from there with their logged inputs (recorders and sync points muted),
+a second or from no older than that keyframe, with nothing changed, stays put) and
+re-runs the steps from there with their logged inputs (recorders and sync points muted),
 which is exact because the World, the timeline and the App's callbacks are
 deterministic. Running on after a seek *redoes* the recorded future while nothing new
 happens: the logged inputs are replayed and each step's digest is checked. The first new
