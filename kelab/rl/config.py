@@ -128,18 +128,6 @@ class EnvConfig:
         """Whether no window opens (every run mode but PACED)."""
         return self.run_config.mode is not RunMode.PACED
 
-    def timing_for(self, task: Task) -> SimulationTimingConfig:
-        """The complete timing ``task`` runs at under this config (`resolve_timing`).
-
-        Args:
-            task: The task whose ``sim_dt``, ``decimation`` and ``episode_length_s`` fill
-                what ``timing`` leaves open.
-
-        Returns:
-            A timing with every field set.
-        """
-        return resolve_timing(task, self.timing)
-
 
 def resolve_run_config(
     render_mode: str | None, run_config: SimulationRunConfig | None
