@@ -246,6 +246,13 @@ class RecordingsPort(Protocol):
     def video(self) -> VideoRecorder | None:
         """The video recording, while one runs."""
 
+    @property
+    def branch(self) -> int:
+        """The time-travel branch the data recorders write (settable)."""
+
+    @branch.setter
+    def branch(self, value: int) -> None: ...
+
     def add(self, recorder: Recorder) -> Recorder:
         """Attach a recorder."""
 

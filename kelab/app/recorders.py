@@ -282,9 +282,11 @@ class DataRecorder(Recorder):
     """Records chosen body states, sensor readings and signals, one row per runner step.
 
     Columns: ``time`` (the step's exact timeline time in seconds), ``step`` (row index),
-    then for each recorded copy and body ``<body>.x``, ``.y``, ``.angle`` (pose) and
-    ``.vx``, ``.vy``, ``.omega`` (velocity), then ``<sensor>[k]`` for each sensor
-    component, then each signal. With several copies every name is prefixed ``env<i>:``.
+    ``branch`` when `branch` was set before the first row (an App's recorders: the App's
+    time-travel branch each row was recorded in, 0 for the first timeline), then for
+    each recorded copy and body ``<body>.x``, ``.y``, ``.angle`` (pose) and ``.vx``,
+    ``.vy``, ``.omega`` (velocity), then ``<sensor>[k]`` for each sensor component, then
+    each signal. With several copies every name is prefixed ``env<i>:``.
     A ``.csv`` file is a header line, then one line per row, floats with 17 significant
     digits so they read back exactly; an ``.npz`` file holds ``columns`` (names), ``data``
     (rows x columns float64), ``time`` and ``step``.
@@ -376,6 +378,31 @@ class DataRecorder(Recorder):
         self._last_flush = time.monotonic()
         self._file: Any = None
         self._csv = self.path.suffix.lower() == ".csv"
+        self._branch: int | None = None
+        self._branch_column = False
+
+    @property
+    def branch(self) -> int | None:
+        """The ``branch`` column's value for the rows that follow (None: no such column).
+
+        The App sets it (0 when the recorder is added, then the time-travel branch after
+        each rewind that branched, docs/app.md "Time travel"). Settable to an int >= 0;
+        the column exists only when it was set before the first row.
+
+        Raises:
+            ValueError: Not an int >= 0, or None after the column was written.
+        """
+        return self._branch
+
+    @branch.setter
+    def branch(self, value: int | None) -> None:
+        if value is None and self._branch_column:
+            raise ValueError(
+                must("DataRecorder.branch", "an int >= 0 once rows have a branch column", value)
+            )
+        if value is not None:
+            value = check_int(value, "DataRecorder.branch", low=0)
+        self._branch = value
 
     @property
     def columns(self) -> list[str]:
@@ -418,7 +445,8 @@ class DataRecorder(Recorder):
         self._last_flush = time.monotonic()
 
     def _make_columns(self, sensor_widths: list[int], signal_widths: list[int]) -> list[str]:
-        cols = ["time", "step"]
+        self._branch_column = self._branch is not None
+        cols = ["time", "step"] + (["branch"] if self._branch_column else [])
         many = self.env_ids.size > 1
         for e in self.env_ids.tolist():
             pre = f"env{e}:" if many else ""
@@ -481,7 +509,10 @@ class DataRecorder(Recorder):
         assert self._columns is not None
         timeline = self._timeline
         now = timeline.time_s if timeline is not None else 0.0
-        parts = [np.array([now, float(self.rows)]), per_env.reshape(-1)]
+        head = [now, float(self.rows)]
+        if self._branch_column:
+            head.append(float(self._branch or 0))
+        parts = [np.array(head), per_env.reshape(-1)]
         parts += [v.reshape(-1) for v in signal_vals]
         row = np.concatenate(parts)
         if row.size != len(self._columns):

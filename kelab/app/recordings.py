@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab.app.hud import Rect, draw_recording_badge
-from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
 
 if TYPE_CHECKING:
     from kelab.app.ports import RecordingHost
@@ -47,7 +47,24 @@ class Recordings:
         self._recorders: list[Recorder] = []
         self._video: VideoRecorder | None = None
         self._closed = False
+        self._branch = 0
         app.timeline.add_rename_hook(self._runner_renamed)
+
+    @property
+    def branch(self) -> int:
+        """The time-travel branch the data recorders' ``branch`` column shows (0 first).
+
+        The App's `TimeTravel` sets it when a rewind branches; every attached
+        `DataRecorder` and each one added later write it in their rows.
+        """
+        return self._branch
+
+    @branch.setter
+    def branch(self, value: int) -> None:
+        for rec in self._recorders:
+            if isinstance(rec, DataRecorder):
+                rec.branch = value
+        self._branch = value
 
     def _runner_renamed(self, old: str, new: str) -> None:
         """A renamed runner: the attached recorders' ``runner`` follows (their bindings do)."""
@@ -74,6 +91,8 @@ class Recordings:
         if self._closed:
             raise RuntimeError("the App is closed; recorders can no longer be added")
         app = self._app
+        if isinstance(recorder, DataRecorder) and recorder.branch is None:
+            recorder.branch = self._branch  # a branch column (docs/app.md "Time travel")
         recorder.attach(app.timeline, world=app.world, frame_source=self.frame_source)
         self._recorders.append(recorder)
         return recorder

@@ -212,7 +212,7 @@ class TimeTravel:
         if key == "home":
             target = hist.start
         else:
-            hz = self._app.timeline.runner(self._app.config.runner).hz_float
+            hz = self._hz()
             jump = max(1, round(hz)) if shift else 1
             target = self._step + (jump if key == "right" else -jump)
             target = min(max(target, hist.start), hist.stop - 1)
@@ -246,7 +246,7 @@ class TimeTravel:
             self._app.dragging.release()
         step = int(step)
         start = max(k for k in self._keys if k <= step)
-        here, hz = self._step, self._app.timeline.runner(self._app.config.runner).hz_float
+        here, hz = self._step, self._hz()
         near = start <= here or step - here <= hz  # no keyframe between, or a second at most
         if here <= step and near and self._digests.get(here) == self._digest():
             start = here  # forward, unchanged since: run on from here (no World restore)
@@ -321,6 +321,10 @@ class TimeTravel:
             self._spring.apply(ts)
 
     # ------------------------------------------------------------------ internals
+    def _hz(self) -> float:
+        """Fixed steps per second (the clock's main runner, whatever it is called now)."""
+        return float(1 / self._app.clock.step_exact)
+
     def _new_input(self) -> bool:
         """Whether the live input is new: a press, a held key or a drag of the user's."""
         view = self._app.input.step_view()
@@ -337,10 +341,11 @@ class TimeTravel:
         self._newest = n
         self._branch += 1
         self._branch_points.append(n)
+        self._app.recordings.branch = self._branch  # the data recorders' branch column
 
     def _trim(self) -> None:
         """Drop what the history no longer needs (older than history_s plus a keyframe)."""
-        hz = self._app.timeline.runner(self._app.config.runner).hz_float
+        hz = self._hz()
         keep = max(1, math.ceil(self._history_s * hz))
         floor = self._newest - keep
         old = [k for k in self._keys if k <= floor]

@@ -223,3 +223,28 @@ def test_a_forward_seek_runs_on_from_where_it_stands_without_restoring(monkeypat
     app.seek(70)
     assert restores == [1, 1] and _state(app) == seen[70]
     app.close()
+
+
+def test_data_rows_carry_the_branch_and_the_video_cuts_at_the_rewind(tmp_path) -> None:
+    from kelab.app.recorders import DataRecorder, VideoRecorder
+    from kelab.app.recording_files import load_recording
+
+    app = _app()
+    data = app.add_recorder(DataRecorder(tmp_path / "d.npz", runner="Robot"))
+    video = app.add_recorder(VideoRecorder(tmp_path / "v.gif", runner="Robot"))
+    _run(app, 30)
+    app.seek(20)
+    _run(app, 5)  # a redo: still the first timeline
+    app.seek(22)
+    _run(app, 4, keys={22: "k"})  # a new key: branch 1
+    app.close()
+    rec = load_recording(tmp_path / "d.npz")
+    assert list(rec.columns[:3]) == ["time", "step", "branch"]
+    branch = rec.data[:, 2]
+    assert branch.tolist() == [0.0] * 35 + [1.0] * 4  # nothing lost, branches told apart
+    steps_seen = np.round(rec.time * 50).astype(int).tolist()
+    assert steps_seen == list(range(30)) + list(range(20, 25)) + list(range(22, 26))
+    # the video: what ran live, cut at each rewind (step 0 comes before the first frame)
+    assert data.branch == 1 and video.frames == 29 + 5 + 4
+    with pytest.raises(ValueError, match="DataRecorder.branch must be"):
+        data.branch = -1
