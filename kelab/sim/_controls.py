@@ -2,9 +2,11 @@
 
 :class:`Controls` holds what the writers set and every physics step applies until it is
 changed: joint efforts (clipped to each actuator's limit), PD position targets and
-external body forces. It validates new values (:meth:`Controls.command`,
-:meth:`Controls.set_body_forces`) and turns the held values into the per-body forces of
-a step (:meth:`Controls.forces`: actuators, PD, rolling resistance, external forces).
+external body forces, and, in ``"held"`` controller updates (``World.controller_updates``),
+the PD torques computed at the last update (:meth:`Controls.pd_torques`). It validates
+new values (:meth:`Controls.command`, :meth:`Controls.set_body_forces`) and turns the
+held values into the per-body forces of a step (:meth:`Controls.forces`: actuators, PD,
+rolling resistance, external forces).
 The World logs what it returns (docs/world.md, "Snapshots") and hands the forces to its
 backend; nothing here reads pymunk.
 """
@@ -39,6 +41,11 @@ class Controls:
         self.targets = np.zeros((num_envs, nj))
         self.external = np.zeros((num_envs, nb, 3))  # held external fx, fy, torque
         self.external_any = False
+        #: PD torques held between controller updates (used when :attr:`pd_held`).
+        self.pd_efforts = np.zeros((num_envs, nj))
+        #: ``"held"`` controller updates: PD joints apply :attr:`pd_efforts`, not a
+        #: torque recomputed from the state in every step.
+        self.pd_held = False
         #: The held values changed since the forces were last handed to the backend.
         self.dirty = True
         act = [j.actuator for j in layout.joints]
@@ -158,6 +165,16 @@ class Controls:
         self.dirty = True
         return full
 
+    def pd_torques(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """PD torques of copies ``ids`` from their body states ``rows``, ``(len(ids), nj)``.
+
+        ``kp * (target - q) - kd * qd`` clipped to each actuator's limit, 0 for joints
+        without a PD actuator: what every step applies in ``"every_step"`` updates.
+        """
+        pos, vel = joint_state(self.layout, rows)
+        pd = self._kp * (self.targets[ids] - pos) - self._kd * vel
+        return np.where(self._pd, np.clip(pd, -self._limit, self._limit), 0.0)
+
     def set_body_forces(
         self,
         ids: np.ndarray,
@@ -209,10 +226,11 @@ class Controls:
             (Kind.EFFORTS, self.efforts[ids].copy()),
             (Kind.TARGETS, self.targets[ids].copy()),
             (Kind.FORCES, self.external[ids].copy()),
+            (Kind.PD_EFFORTS, self.pd_efforts[ids].copy()),
         ]
 
     def hold(self, kind: Kind, ids: np.ndarray, values: np.ndarray) -> None:
-        """Write held values of ``kind`` (efforts, targets or forces) for copies ``ids``.
+        """Write held values of ``kind`` (efforts, targets, forces, PD torques) for ``ids``.
 
         Checked values only: a replay of the log or a rebase puts back what was held.
         """
@@ -220,6 +238,8 @@ class Controls:
             self.efforts[ids] = values
         elif kind == Kind.TARGETS:
             self.targets[ids] = values
+        elif kind == Kind.PD_EFFORTS:
+            self.pd_efforts[ids] = values
         else:
             self.external[ids] = values
             self.external_any = bool(self.external.any())
@@ -230,6 +250,7 @@ class Controls:
         self.efforts[ids] = 0.0
         self.targets[ids] = 0.0
         self.external[ids] = 0.0
+        self.pd_efforts[ids] = 0.0
         self.external_any = bool(self.external_any and self.external.any())
         self.dirty = True
 
@@ -253,7 +274,10 @@ class Controls:
         rows = None
         if self.state_dependent or self.rolling:
             rows = raw if all_ids else raw[ids]
-        if self._any_pd:
+        if self._any_pd and self.pd_held:
+            effort = effort.copy()
+            effort[:, self._pd] = self.pd_efforts[ids][:, self._pd]
+        elif self._any_pd:
             assert rows is not None
             pos, vel = joint_state(lay, rows)
             pd = self._kp * (self.targets[ids] - pos) - self._kd * vel

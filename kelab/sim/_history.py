@@ -37,7 +37,11 @@ SNAPSHOT_ARRAYS = (
     ("controls/external", "external"),
     ("copies/epoch", "epoch"),
     ("imu/v_prev", "v_prev"),
+    ("controls/pd_efforts", "pd_efforts"),
 )
+
+#: ``World.controller_updates`` values, by :attr:`Controls.pd_held`.
+CONTROLLER_UPDATES = ("every_step", "held")
 
 
 def take(
@@ -259,6 +263,48 @@ class History:
         self.controls.dirty = True
         self.contacts.sums = contacts
 
+    def set_controller_updates(self, mode: object, step: int) -> bool:
+        """Switch how PD torques are updated (``World.controller_updates``); logged.
+
+        Returns:
+            Whether the World just switched to ``"held"`` (it then takes an update).
+
+        Raises:
+            ValueError: If ``mode`` is not one of :data:`CONTROLLER_UPDATES`.
+        """
+        if not isinstance(mode, str) or mode not in CONTROLLER_UPDATES:
+            raise ValueError(
+                f"World.controller_updates must be one of {CONTROLLER_UPDATES}, got {mode!r}; "
+                "'every_step' recomputes PD torques in every physics step, 'held' holds "
+                "them between World.update_controllers() calls"
+            )
+        held = mode == "held"
+        if held == self.controls.pd_held:
+            return False
+        self.controls.pd_held = held
+        self.controls.dirty = True
+        self.log.append(step, Kind.PD_MODE, self.every[:0], np.array([float(held)]), None)
+        return held
+
+    def update_controllers(self, ids: np.ndarray, rows: np.ndarray, step: int) -> None:
+        """Hold the PD torques of copies ``ids`` computed from their states ``rows``; logged.
+
+        The torques are logged as values (like efforts), so a replay holds exactly them at
+        this step whatever it reads.
+
+        Raises:
+            ValueError: In ``"every_step"`` updates (there is nothing to hold).
+        """
+        if not self.controls.pd_held:
+            raise ValueError(
+                "World.update_controllers: controller_updates is 'every_step' (PD torques "
+                "are recomputed in every physics step); set world.controller_updates = "
+                "'held' first"
+            )
+        values = self.controls.pd_torques(ids, rows)
+        self.controls.hold(Kind.PD_EFFORTS, ids, values)
+        self.log.append(step, Kind.PD_EFFORTS, ids.copy(), values, None)
+
     def replay(
         self,
         log: Sequence[LogEntry],
@@ -279,9 +325,14 @@ class History:
         self.forget(every, every)
         self.contacts.normals[:] = 0.0
         self.contacts.last_dt = None
+        controls.pd_held = False  # the default until the log's PD mode entry says otherwise
         for event in schedule(log, epoch, end_step):
             if isinstance(event, Advance):
                 advance(event.dt, event.ids)
+            elif isinstance(event, Write) and event.kind == Kind.PD_MODE:
+                assert event.a is not None
+                controls.pd_held = bool(event.a[0])
+                controls.dirty = True
             elif isinstance(event, Start):
                 again = event.start[self.touched[event.start]]
                 if again.size:

@@ -23,7 +23,7 @@ from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 # replay log event kinds (the World's)
-BUILD, EFFORTS, TARGETS, STATES, DT, FORCES = Kind
+BUILD, EFFORTS, TARGETS, STATES, DT, FORCES, PD_EFFORTS, PD_MODE = Kind
 KIND_NAMES = tuple(k.name.lower() for k in Kind)
 
 _FIX = "take snapshots with World.snapshot() and restore them unchanged"
@@ -62,6 +62,7 @@ class Restore:
     targets: np.ndarray
     external: np.ndarray
     v_prev: np.ndarray
+    pd_efforts: np.ndarray
     step_count: int
     time: Fraction
     dt: float | None
@@ -161,6 +162,11 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         _forces_ok(external, spec.dynamic, "controls/external")
     else:  # snapshots from before external forces
         external = np.zeros((n, nb, 3))
+    if "controls/pd_efforts" in ar:
+        pd_efforts = _array(ar, "controls/pd_efforts", np.float64, (n, nj))
+        _efforts_ok(pd_efforts, spec.effort_bound, "controls/pd_efforts")
+    else:  # snapshots from before held controller updates
+        pd_efforts = np.zeros((n, nj))
     epoch = _array(ar, "copies/epoch", np.int64, (n,))
     v_prev = _array(ar, "imu/v_prev", np.float64, (n, nb, 2))
     steps = _array(ar, "log/step", np.int64, (None,))
@@ -182,6 +188,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         "controls/efforts",
         "controls/targets",
         "controls/external",
+        "controls/pd_efforts",
         "copies/epoch",
         "imu/v_prev",
         "log/step",
@@ -231,14 +238,21 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             f"step {steps[0]} to {step_count}); restore it into a World with a larger "
             "max_log_steps if it is genuine"
         )
-    if ((kinds < 0) | (kinds > FORCES)).any():
-        raise _fail(f"log kinds must be in [0, {FORCES}], got {sorted(set(kinds.tolist()))}")
+    if ((kinds < 0) | (kinds > PD_MODE)).any():
+        raise _fail(f"log kinds must be in [0, {PD_MODE}], got {sorted(set(kinds.tolist()))}")
     if ids_all.size and (ids_all.min() < 0 or ids_all.max() >= n):
         raise _fail(f"log copy ids must be in [0, {n}), got [{ids_all.min()}, {ids_all.max()}]")
     log: list[LogEntry] = []
     last_build = np.full(n, -1, dtype=np.int64)
     last_dt: tuple[int, float] | None = None
-    per_row = {EFFORTS: nj, TARGETS: nj, STATES: 2 * nb * 3, FORCES: nb * 3, BUILD: 0}
+    per_row = {
+        EFFORTS: nj,
+        TARGETS: nj,
+        STATES: 2 * nb * 3,
+        FORCES: nb * 3,
+        BUILD: 0,
+        PD_EFFORTS: nj,
+    }
     for e, (at, kind, i0, i1, v0, v1) in enumerate(
         zip(
             steps.tolist(),
@@ -261,6 +275,12 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 raise _fail(f"{where}: must hold one dt in (0, {DT_MAX:g}] s and no copies")
             a = vals.copy()
             last_dt = (at, float(vals[0]))
+        elif kind == PD_MODE:
+            if ids.size or vals.size != 1 or vals[0] not in (0.0, 1.0):
+                raise _fail(
+                    f"{where}: must hold one mode, 0.0 (every_step) or 1.0 (held), and no copies"
+                )
+            a = vals.copy()
         else:
             if vals.size != ids.size * per_row[kind]:
                 raise _fail(
@@ -269,9 +289,9 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 )
             if kind == BUILD:
                 last_build[ids] = e
-            elif kind in (EFFORTS, TARGETS):
+            elif kind in (EFFORTS, TARGETS, PD_EFFORTS):
                 a = vals.reshape(ids.size, nj).copy()
-                if kind == EFFORTS:
+                if kind != TARGETS:
                     _efforts_ok(a, spec.effort_bound, where)
             elif kind == STATES:
                 half = ids.size * nb * 3
@@ -346,6 +366,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         targets=targets,
         external=external,
         v_prev=v_prev,
+        pd_efforts=pd_efforts,
         step_count=step_count,
         time=time,
         dt=dt,

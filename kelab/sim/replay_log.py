@@ -31,6 +31,17 @@ class Kind(IntEnum):
     """A new dt in effect from this step, ``a``: ``[dt]``; no copies."""
     FORCES = 5
     """Held external forces, ``a``: ``(copies, n_bodies, 3)`` (fx, fy, torque)."""
+    PD_EFFORTS = 6
+    """PD torques the controllers hold (``World.update_controllers``), ``a``:
+    ``(copies, n_joints)`` (after clipping; used in ``"held"`` controller updates)."""
+    PD_MODE = 7
+    """How PD torques are updated from this step, ``a``: ``[0.0]`` every physics step,
+    ``[1.0]`` held between updates (``World.controller_updates``); no copies."""
+
+    @property
+    def setting(self) -> bool:
+        """A World-wide setting in effect until the next entry of its kind (dt, PD mode)."""
+        return self in (Kind.DT, Kind.PD_MODE)
 
 
 class LogEntry(NamedTuple):
@@ -86,17 +97,19 @@ class ReplayLog:
         return self.entries[index]
 
     def prune(self, epoch: np.ndarray) -> None:
-        """Drop entries older than every copy's last rebuild; the dt in effect stays.
+        """Drop entries older than every copy's last rebuild; the settings in effect stay.
 
         ``epoch`` (each copy's last rebuild, an index into this log) is shifted in place.
-        The dt in effect moves up to the first kept entry (a replay starts there).
+        The dt and the PD mode in effect (:attr:`Kind.setting`) move up to the first kept
+        entry (a replay starts there).
         """
         first = int(epoch.min())
-        dt_events = [e for e in self.entries[:first] if e.kind == Kind.DT]
-        shift = first - len(dt_events[-1:])
+        last = {e.kind: e for e in self.entries[:first] if e.kind.setting}
+        kept = sorted(last.values(), key=lambda e: e.kind)  # DT first, as before
+        shift = first - len(kept)
         if shift <= 0:
             return
-        head = [dt_events[-1]._replace(step=self.entries[first].step)] if dt_events else []
+        head = [e._replace(step=self.entries[first].step) for e in kept]
         self.entries = head + self.entries[first:]
         epoch -= shift
 

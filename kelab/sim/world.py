@@ -9,7 +9,8 @@ compiled scene, the backend and arrays (never the World, no reference cycle):
 
 - _args.py: argument checks of the writers (copy and joint ids, body states);
 - _states.py: which copies' body states are fresh, reading them, the finiteness check;
-- _controls.py: held efforts, PD targets and external forces, the forces they make;
+- _controls.py: held efforts, PD targets and external forces, the forces they make
+  (_controller_updates.py: PD torques every step or held between updates);
 - _contacts.py: the last step's contact sums and each body's friction regime;
 - _sensor_suite.py: the sensors' ideal values and their pipelines;
 - _history.py: the replay log, rebuilds (resets, rebases), snapshots and their replay,
@@ -33,6 +34,7 @@ from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...)
 from kelab._validate import check_copies, check_int, check_number, check_positive, must
 from kelab.sim._args import body_states, env_indices, index_arg, joint_columns
 from kelab.sim._contacts import Contacts
+from kelab.sim._controller_updates import ControllerUpdates
 from kelab.sim._controls import Controls
 from kelab.sim._history import History, take
 from kelab.sim._restore import Restore, WorldSpec, check_snapshot
@@ -61,7 +63,7 @@ MAX_LOG_STEPS = 7200
 MAX_EPISODE_LOG_STEPS = 2**14
 
 
-class World:
+class World(ControllerUpdates):
     """A Scene compiled into pymunk: ``num_envs`` independent copies stepped together.
 
     Args:
@@ -167,6 +169,7 @@ class World:
             "external": self._ctl.external,
             "epoch": self._history.epoch,
             "v_prev": self._sensors.v_prev,
+            "pd_efforts": self._ctl.pd_efforts,
         }
         self._states.read(self._all)
         self._sensors.v_prev[:] = self._backend.raw[:, :, 3:5]
