@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DragHost",
     "DraggingPort",
+    "HistoryPort",
     "HotkeyHost",
     "MenuHost",
     "PanelApp",
@@ -317,6 +318,10 @@ class PanelApp(Protocol):
     def stats(self) -> AppStats:
         """Frame statistics (FPS, real-time factor...)."""
 
+    @property
+    def time_travel(self) -> HistoryPort:
+        """The history the timeline slider scrubs."""
+
     def set_time_mode(self, mode: TimeMode) -> None:
         """Switch the time mode (the clock restarts from now)."""
 
@@ -362,6 +367,29 @@ class TimeKeysPort(Protocol):
 
     def hotkey(self, key: str | None, shift: bool) -> bool:
         """Seek for Left / Right / Home; whether the key was one of them."""
+
+
+class HistoryPort(Protocol):
+    """The App's time travel (`kelab.app.time_travel.TimeTravel`) as the panel's slider sees it."""
+
+    @property
+    def fixed_step(self) -> int:
+        """The fixed step the App stands at."""
+
+    @property
+    def history(self) -> range:
+        """The steps one can seek to."""
+
+    @property
+    def branch(self) -> int:
+        """The current branch (0: the first timeline)."""
+
+    @property
+    def branch_points(self) -> tuple[int, ...]:
+        """Where the branches still in the history started."""
+
+    def seek(self, step: int) -> None:
+        """Return exactly to fixed step ``step``."""
 
 
 class DraggingPort(Protocol):

@@ -12,6 +12,7 @@ from typing import Any
 from imgui_bundle import imgui, implot
 
 from kelab.app.overlays import panel_rect
+from kelab.app.panel.history import HistoryStrip
 from kelab.app.panel.model import BindingRow, PanelModel
 from kelab.app.panel.settings import PAGES, RECORDER_KINDS
 from kelab.app.panel.signals import FRAME_SIGNALS, signal_groups
@@ -77,6 +78,8 @@ class PanelUI:
         """Each page tab's screen rectangle ``(x0, y0, x1, y1)`` as drawn last frame."""
         self.footer = ""
         """The footer's file line as drawn last frame (``name (saved)``...)."""
+        self.history = HistoryStrip(model)
+        """The timeline slider under the tabs (scrubs the App's history; docs/app.md)."""
 
     # ------------------------------------------------------------------ change
     def shown_key(self) -> tuple[Any, ...]:
@@ -88,6 +91,7 @@ class PanelUI:
         m = self.model
         page = m.page
         common = (page, m.message, m.settings_status(), m.settings_error, m.settings_path)
+        common += self.history.key()
         shown: tuple[Any, ...]
         if page == "Time Runners":
             shown = (m.time_mode, m.app.live.disable_viewport_rendering, tuple(m.runner_rows()))
@@ -140,6 +144,8 @@ class PanelUI:
                 m.set_page(page)
             lo, hi = imgui.get_item_rect_min(), imgui.get_item_rect_max()
             self.tabs[page] = (int(lo.x), int(lo.y), int(hi.x), int(hi.y))
+        imgui.separator()
+        self.history.draw()
         imgui.separator()
         page = m.page
         self.rows[page] = []
