@@ -44,7 +44,7 @@ from kelab.app.recording_controls import RecordingControls
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
 from kelab.app.sync import SYNC_HZ, SYNC_RUNNER, SyncPoints
-from kelab.app.systems import EngineSystems
+from kelab.app.systems import EngineSystems, RobotControllers
 from kelab.app.time_travel import TimeTravel, TimeTravelControls
 from kelab.app.view import ViewController
 from kelab.render.camera import Camera
@@ -207,10 +207,12 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         self.systems = EngineSystems(self.timeline)
         """The engine's own systems, bound and timed per call (`EngineSystems`)."""
         add = self.systems.add
+        self._controllers = RobotControllers(self.systems, world)
         if world is not None:
             self._bindings += [
                 add("drag_spring", "Mouse drag spring", self._drag_step, runner,
                     Phase.CONTROL, DRAG_PRIORITY),
+                *self._controllers.bind(runner),
                 add("world.step", "Physics (World.step)", self._physics, runner,
                     Phase.PHYSICS, 0),
             ]  # fmt: skip
@@ -730,6 +732,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
 
     def _physics(self, ts: float) -> None:
         self._prev_poses = self.world.body_poses
+        self._controllers.sync()  # the PD update mode robot_controllers' binding asks for
         self.world.step(ts)
         self._physics_dt = ts
 

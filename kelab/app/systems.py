@@ -1,22 +1,38 @@
 """The engine's own systems on the timeline, and what each call costs (``app.systems``).
 
-The App binds its own systems (the mouse drag spring, the World's physics step, the
-sync points) through `EngineSystems.add`: each is a bound `Binding` like any script
-callback (rebind it, turn it off), and each call is timed with one
-`time.perf_counter_ns` pair, kept as the last and the mean time per call
+The App binds its own systems (the mouse drag spring, the robots' joint controllers, the
+World's physics step, the sync points) through `EngineSystems.add`: each is a bound
+`Binding` like any script callback (rebind it, turn it off), and each call is timed with
+one `time.perf_counter_ns` pair, kept as the last and the mean time per call
 (`SystemCost`). The Settings panel's Subsystems page rebinds them and its Time Manager
-page lists them per phase with their runner, rate and cost.
+page lists them per phase with their runner, rate and cost. `RobotControllers` is the
+``robot_controllers`` system: the PD joint controllers at their binding's rate
+(docs/app.md, "Robot controllers").
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from time import perf_counter_ns
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kelab.timing.timeline import Binding, Phase, Timeline
 
-__all__ = ["EngineSystem", "EngineSystems", "SystemCost", "TimeManagerRow"]
+if TYPE_CHECKING:
+    from kelab.sim.world import World
+
+__all__ = [
+    "CONTROLLERS_PRIORITY",
+    "EngineSystem",
+    "EngineSystems",
+    "RobotControllers",
+    "SystemCost",
+    "TimeManagerRow",
+]
+
+#: Priority of ``robot_controllers`` in the CONTROL phase: after the scripts' default
+#: priority (0), so a tick uses the targets they set in the same step.
+CONTROLLERS_PRIORITY = 100
 
 
 class SystemCost:
@@ -194,3 +210,64 @@ class EngineSystems:
             for s in bound
             if (b := s.binding) is not None
         ]
+
+
+class RobotControllers:
+    """The robots' PD joint controllers as the engine system ``robot_controllers``.
+
+    Bound (CONTROL phase, :data:`CONTROLLERS_PRIORITY`) only for a World with PD
+    actuators. On the runner of ``world.step`` and enabled, the World recomputes the PD
+    torques in every physics step (``World.controller_updates = "every_step"``, exactly
+    as without the App). On another runner it is a digital controller: the World holds
+    the torques (``"held"``) and each call of this system is one tick
+    (``World.update_controllers``), so the torque is held between ticks; when a tick and
+    a physics step coincide, phase and priority put the tick first. Disabled, the World
+    holds the last torques and nothing updates them.
+
+    Args:
+        systems: The App's engine systems (``world.step`` is looked up there).
+        world: The App's World, or None (then nothing is bound).
+    """
+
+    NAME = "robot_controllers"
+
+    def __init__(self, systems: EngineSystems, world: World | None) -> None:
+        self._systems = systems
+        self._world = world
+        self._binding: Binding | None = None
+
+    def bind(self, runner: str) -> list[Binding]:
+        """Bind the system on ``runner`` when the World has PD actuators; its bindings."""
+        world = self._world
+        if world is None or not any(j.actuator == "pd" for j in world.joint_layouts):
+            return []
+        label = "Robot controllers (PD)"
+        self._binding = self._systems.add(
+            self.NAME, label, self.tick, runner, Phase.CONTROL, CONTROLLERS_PRIORITY
+        )
+        return [self._binding]
+
+    @property
+    def mode(self) -> str:
+        """The ``World.controller_updates`` the binding asks for: ``"every_step"``, ``"held"``."""
+        b = self._binding
+        if b is None or self.NAME not in self._systems:
+            return "every_step"
+        step = self._systems["world.step"].binding if "world.step" in self._systems else None
+        shared = step is not None and b.bound and b.enabled and b.runner == step.runner
+        return "every_step" if shared else "held"
+
+    def sync(self) -> None:
+        """Put the World in the mode the binding asks for (before each physics step)."""
+        world = self._world
+        if self._binding is not None and world is not None:
+            mode = self.mode
+            if world.controller_updates != mode:
+                world.controller_updates = mode
+
+    def tick(self, ts: float) -> None:
+        """One tick of the controllers: in ``"held"`` mode, new torques from the state."""
+        self.sync()
+        world = self._world
+        if world is not None and world.controller_updates == "held":
+            world.update_controllers()
