@@ -64,6 +64,10 @@ class PanelUI:
         self._names: dict[str, str] = {}  # runner names being edited
         self.checkbox_rects: dict[str, tuple[int, int, int, int]] = {}
         """Where the page's own checkboxes were drawn (setting -> rect), for tests."""
+        self.combo_rects: dict[str, tuple[int, int, int, int]] = {}
+        """Each binding row's runner combo (``"<binding id>.runner"`` -> rect), for tests."""
+        self.combo_item_rects: dict[str, tuple[int, int, int, int]] = {}
+        """The open runner combo's items (runner name -> rect), for tests."""
         self.name_rects: dict[str, tuple[int, int, int, int]] = {}
         """Each runner's name field ``(x0, y0, x1, y1)`` on the Time Runners page."""
         self.elided: dict[str, str] = {}
@@ -231,11 +235,19 @@ class PanelUI:
     def _row(self, label: str) -> None:
         self.rows[self.model.page].append(label)
 
-    def _runner_combo(self, label: str, current: str) -> str | None:
-        names = list(self.model.app.timeline.runners)
-        idx = names.index(current) if current in names else 0
-        changed, new = imgui.combo(label, idx, names)
-        return names[new] if changed else None
+    def _runner_combo(self, label: str, current: str, key: str | None = None) -> str | None:
+        """A runner combo: the runner picked in it, or None (``key``: record its rects)."""
+        picked = None
+        opened = imgui.begin_combo(label, current)
+        if key is not None and not opened:  # while open the last item is the popup's
+            self.combo_rects[key] = self._item_rect()
+        if opened:
+            for name in self.model.app.timeline.runners:
+                if imgui.selectable(name, name == current)[0] and name != current:
+                    picked = name
+                self.combo_item_rects[name] = self._item_rect()
+            imgui.end_combo()
+        return picked
 
     def _phase_combo(self, label: str, current: Phase) -> Phase | None:
         changed, new = imgui.combo(label, int(current), PHASES)
@@ -312,7 +324,7 @@ class PanelUI:
             self._fit(row.label)
             imgui.indent()
             imgui.set_next_item_width(120)
-            runner = self._runner_combo("TimeRunner", row.runner)
+            runner = self._runner_combo("TimeRunner", row.runner, key=f"{row.id}.runner")
             if runner is not None:
                 m.set_binding(row.id, runner=runner)
             imgui.same_line()
