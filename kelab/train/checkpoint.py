@@ -62,6 +62,8 @@ _REQUIRED = {
 
 _KINDS = {str: "a string", int: "an integer", dict: "a JSON object"}
 _MAX_HEADER_BYTES = 16 * 1024 * 1024
+_MAX_WEIGHTS_BYTES = 2 * 1024**3  # a policy's tensors (and its optimizer's) are far smaller
+_MAX_DIGITS = 100  # no checkpoint field or tensor size holds a longer integer
 _DTYPE_BYTES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
     "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
@@ -70,6 +72,47 @@ _DTYPE_BYTES = {
 
 class CheckpointError(ValueError):
     """A checkpoint file is missing, damaged, changed, or not a KELab checkpoint."""
+
+
+class _BadJsonError(ValueError):
+    """Why :func:`_parse_json` refused a document (its message is the reason)."""
+
+
+def _parse_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > _MAX_DIGITS:
+        raise _BadJsonError(f"an integer of {digits} digits, more than {_MAX_DIGITS}")
+    return int(text)
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _BadJsonError(f"the key {key!r} twice in one object")
+        out[key] = value
+    return out
+
+
+def _parse_json(raw: bytes) -> Any:
+    """Parse untrusted JSON bytes; any problem raises :class:`_BadJsonError` with a one-line reason.
+
+    Refuses what ``json.loads`` alone would accept or crash on: a key repeated in one object
+    (the last would silently win), integers of more than ``_MAX_DIGITS`` digits, and nesting
+    deep enough to exhaust the parser's recursion.
+    """
+    try:
+        return json.loads(
+            raw.decode("utf-8"), parse_int=_parse_int, object_pairs_hook=_no_duplicates
+        )
+    except _BadJsonError:
+        raise
+    except UnicodeDecodeError as err:
+        raise _BadJsonError(f"not UTF-8 ({err})") from None
+    except RecursionError:
+        raise _BadJsonError("nested deeper than the parser's recursion limit") from None
+    except ValueError as err:  # json.JSONDecodeError and anything else json refuses
+        raise _BadJsonError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -169,8 +212,8 @@ def refuse_weights_file(spec: str | os.PathLike[str]) -> None:
         try:
             if candidate.stat().st_size > 1_000_000:  # a checkpoint's JSON is small
                 continue
-            meta = json.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError):
+            meta = _parse_json(candidate.read_bytes())
+        except (OSError, ValueError):
             continue
         weights = meta.get("weights") if isinstance(meta, dict) else None
         if isinstance(weights, dict) and weights.get("file") == path.name:
@@ -232,10 +275,13 @@ def _read_json(path: Path) -> dict[str, Any]:
             f"{path} is {size} bytes, more than a checkpoint's JSON can be "
             f"({_MAX_JSON_BYTES}); it is not a KELab checkpoint"
         )
-    raw = path.read_bytes()
+    with path.open("rb") as fh:
+        raw = fh.read(_MAX_JSON_BYTES + 1)  # bounded: the file may grow after stat
+    if len(raw) > _MAX_JSON_BYTES:
+        raise CheckpointError(f"{path} grew past {_MAX_JSON_BYTES} bytes while being read")
     try:
-        meta = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        meta = _parse_json(raw)
+    except _BadJsonError as err:
         raise CheckpointError(
             f"{path} is not valid JSON ({err}); the checkpoint is damaged or was changed: "
             "use another checkpoint (e.g. RUN_DIR:latest) or retrain"
@@ -293,9 +339,9 @@ def read_header(blob: bytes, where: str | os.PathLike[str]) -> dict[str, tuple[i
     if size > len(blob) - 8 or size > _MAX_HEADER_BYTES:
         raise bad(f"its header claims {size} bytes, but the file has {len(blob) - 8} after it")
     try:
-        header = json.loads(blob[8 : 8 + size].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise bad(f"its header is not JSON ({err})") from None
+        header = _parse_json(blob[8 : 8 + size])
+    except _BadJsonError as err:
+        raise bad(f"its header is not valid JSON ({err})") from None
     if not isinstance(header, dict):
         raise bad("its header is not a JSON object")
     data = len(blob) - 8 - size
@@ -433,8 +479,9 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
         arrays: ``"torch"`` (CPU tensors) or ``"numpy"`` (arrays; needs no torch).
 
     Raises:
-        CheckpointError: For a missing file, invalid JSON, a weights file whose size or
-            SHA-256 does not match the JSON, a file that is not safetensors, or sizes in
+        CheckpointError: For a missing file, invalid JSON (also a repeated key, an integer
+            of more than 100 digits or nesting too deep to parse), a ``weights.bytes``
+            missing or over 2 GiB, a weights file whose size or SHA-256 does not match, a file that is not safetensors, or sizes in
             the JSON that the weights do not hold.
     """
     from safetensors import SafetensorError
@@ -459,13 +506,28 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
     if not weights_path.is_file():
         raise CheckpointError(f"{path} names weights file {file!r}, which is missing")
     recorded = weights.get("bytes")
+    if not is_int(recorded) or not 8 <= recorded <= _MAX_WEIGHTS_BYTES:
+        raise CheckpointError(
+            must(
+                f"{path}: weights.bytes",
+                f"an integer from 8 to {_MAX_WEIGHTS_BYTES} (the weights file's size)",
+                recorded,
+                "the checkpoint is damaged or was changed: use another checkpoint or retrain",
+            )
+        )
     size = weights_path.stat().st_size
-    if recorded is not None and recorded != size:
+    if recorded != size:
         raise CheckpointError(
             f"weights file {weights_path} is {size} bytes, but {path} recorded {recorded!r}: "
             "it was changed or damaged after saving; use another checkpoint or retrain"
         )
-    blob = weights_path.read_bytes()
+    with weights_path.open("rb") as fh:
+        blob = fh.read(recorded + 1)  # bounded: the file may grow after stat
+    if len(blob) != recorded:
+        raise CheckpointError(
+            f"weights file {weights_path} changed size while being read (recorded {recorded} "
+            "bytes); load it again when nothing is writing it"
+        )
     actual = hashlib.sha256(blob).hexdigest()
     if actual != digest:
         raise CheckpointError(

@@ -207,3 +207,84 @@ def test_kelab_eval_refuses_a_checkpoint_sized_past_its_weights_in_one_line(tmp_
     assert main(["eval", "CartPole-v0", "--checkpoint", str(path), "--episodes", "1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "300 layers" in err, err
+
+
+def _with_json_text(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "reason"),
+    [
+        ('"iteration": 1', '"iteration": ' + "[" * 100_000, "nested deeper than"),
+        ('"iteration": 1', '"iteration": 1' + "0" * 5000, "an integer of 5001 digits"),
+        ('"iteration": 1', '"iteration": 1, "iteration": 2', "the key 'iteration' twice"),
+    ],
+    ids=["deep", "huge-int", "duplicate-key"],
+)
+def test_hostile_checkpoint_json_is_one_checkpoint_error(tmp_path, old, new, reason):
+    path = _save(tmp_path, 1.0)
+    _with_json_text(path, old, new)
+    with pytest.raises(CheckpointError, match=f"is not valid JSON .*{reason}") as err:
+        load_checkpoint(tmp_path)
+    assert "\n" not in str(err.value)
+
+
+def test_kelab_play_refuses_a_deeply_nested_checkpoint_in_one_line(tmp_path, capsys):
+    from kelab.cli import main
+
+    path = _shipped_copy(tmp_path)
+    path.write_text("[" * 100_000)
+    assert main(["play", "CartPole-v0", "--checkpoint", str(path), "--video", "x.mp4"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nested deeper than" in err, err
+
+
+def _header_blob(header_text: str) -> bytes:
+    raw = header_text.encode()
+    return len(raw).to_bytes(8, "little") + raw + bytes(8)
+
+
+@pytest.mark.parametrize(
+    ("header_text", "reason"),
+    [
+        ("[" * 100_000, "nested deeper than"),
+        ('{"w": {"dtype": "F32", "shape": [1' + "0" * 5000 + '], "data_offsets": [0, 8]}}',
+         "an integer of 5001 digits"),
+        ('{"w": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+         '"w": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}}',
+         "the key 'w' twice"),
+    ],
+    ids=["deep", "huge-int", "duplicate-tensor"],
+)  # fmt: skip
+def test_hostile_safetensors_headers_are_one_checkpoint_error(header_text, reason):
+    from kelab.train.checkpoint import read_header
+
+    with pytest.raises(CheckpointError, match=f"not a valid safetensors file: .*{reason}") as err:
+        read_header(_header_blob(header_text), "w.safetensors")
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("recorded", [None, "18", 2**40])
+def test_weights_without_a_valid_recorded_size_are_refused(tmp_path, recorded):
+    path = _save(tmp_path, 1.0)
+    meta = json.loads(path.read_text())
+    if recorded is None:
+        del meta["weights"]["bytes"]
+    else:
+        meta["weights"]["bytes"] = recorded
+    path.write_text(json.dumps(meta))
+    wrong = rf"weights\.bytes must be an integer .*got {recorded!r}"
+    with pytest.raises(CheckpointError, match=wrong):
+        load_checkpoint(tmp_path)
+
+
+def test_a_weights_file_over_the_cap_is_refused_before_reading(tmp_path, monkeypatch):
+    from kelab.train import checkpoint
+
+    _save(tmp_path, 1.0)
+    monkeypatch.setattr(checkpoint, "_MAX_WEIGHTS_BYTES", 100)
+    with pytest.raises(CheckpointError, match=r"weights\.bytes must be an integer from 8 to 100"):
+        load_checkpoint(tmp_path)
