@@ -481,8 +481,9 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
     Raises:
         CheckpointError: For a missing file, invalid JSON (also a repeated key, an integer
             of more than 100 digits or nesting too deep to parse), a ``weights.bytes``
-            missing or over 2 GiB, a weights file whose size or SHA-256 does not match, a file that is not safetensors, or sizes in
-            the JSON that the weights do not hold.
+            missing or over 2 GiB, a weights file whose size or SHA-256 does not match,
+            a file that is not safetensors, or sizes in the JSON that the weights do not
+            hold.
     """
     from safetensors import SafetensorError
 
