@@ -191,6 +191,15 @@ class TimeTravel:
         return tuple(s for s in self._branch_points if s >= lo)
 
     @property
+    def replaying(self) -> bool:
+        """Whether a seek is re-running logged steps now (recorders are muted then).
+
+        An App's hooks can skip side effects that should happen once (a message, a
+        callback): the steps re-run already happened.
+        """
+        return self._seeking
+
+    @property
     def rewound(self) -> bool:
         """Whether the App stands before the newest step recorded (a future to redo)."""
         return self._step < self._newest

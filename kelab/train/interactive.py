@@ -10,6 +10,11 @@ An episode the task ends early (a fall) is not restarted at once: for
 and the status line says how the episode ended. (The env restarts a finished copy within
 its step, so the App snapshots the World before each step, ~0.7 ms for one copy; after a
 fall it goes on from there, then puts back the new episode's start the env had made.)
+
+Time travel (docs/app.md, "Time travel") works here too: the App's ``state_dict`` holds
+the env's snapshot, so Left / Home / the panel's slider rewind the env, the episode
+counters and a fall's hold exactly; drag the robot there and the policy goes on from the
+push (a branch), or resume untouched and the recorded episode comes back bit for bit.
 """
 
 from __future__ import annotations
@@ -33,6 +38,11 @@ BANNER_S = 2.0
 """Seconds of simulated time the status line shows how the last episode ended."""
 
 EpisodeCallback = Callable[[int, dict[str, Any]], None]
+
+
+def _has_state(obj: object) -> bool:
+    """Whether a policy keeps state of its own (``state_dict`` / ``load_state_dict``)."""
+    return hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")
 
 
 def _app_class() -> type[App]:
@@ -94,6 +104,41 @@ def _app_class() -> type[App]:
             wanted = self.episodes_wanted
             return wanted is not None and len(self.results) >= wanted
 
+        def state_dict(self) -> dict[str, Any]:
+            """Everything a rewind puts back (the App's time travel, docs/app.md).
+
+            The env's snapshot as bytes (its World, episode counters, task state and
+            Generators), the last observation, the counters, how many episodes had
+            finished (their infos hold wall times: they are kept, not compared), a fall's
+            hold and the policy's own ``state_dict()`` if it has one.
+            """
+            resume = self._resume
+            policy = getattr(self.act, "__self__", self.act)
+            return {
+                "env": self.env.unwrapped.snapshot().to_bytes(),
+                "obs": np.array(self.obs, copy=True),
+                "counts": (self.env_steps, self.episode_steps, self._hold),
+                "results": len(self.results),  # they only grow: a rewind truncates
+                "resume": None if resume is None else resume.to_bytes(),
+                "banner": self._banner,
+                "policy": policy.state_dict() if _has_state(policy) else None,
+            }
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            """Return to a `state_dict` (time travel: seek, rewind before a fall)."""
+            from kelab.sim.snapshot import Snapshot
+
+            self.env.unwrapped.restore(Snapshot.from_bytes(state["env"]))
+            self.obs = np.array(state["obs"], copy=True)
+            self.env_steps, self.episode_steps, self._hold = state["counts"]
+            del self.results[state["results"] :]
+            resume = state["resume"]
+            self._resume = None if resume is None else Snapshot.from_bytes(resume)
+            self._banner = state["banner"]
+            policy = getattr(self.act, "__self__", self.act)
+            if state["policy"] is not None and _has_state(policy):
+                policy.load_state_dict(state["policy"])
+
         def fixed_update(self, ts: float) -> None:
             """One env step with the policy's action; a finished episode restarts.
 
@@ -114,8 +159,8 @@ def _app_class() -> type[App]:
                 return
             self.results.append(dict(info))
             n = len(self.results)
-            if self.on_episode is not None:
-                self.on_episode(n, dict(info))
+            if self.on_episode is not None and not self.time_travel.replaying:
+                self.on_episode(n, dict(info))  # (a seek's re-run does not report again)
             text = f"episode {n}: {info.get('ended_by')}, return {info['episode_return']:.1f}"
             self._banner = (text, self.env_steps + round(BANNER_S * self._control_hz))
             if terminated and not self.done:
@@ -167,7 +212,8 @@ def _app_class() -> type[App]:
             status = f"episode {n}  {t:.2f} s  step {self.episode_steps}/{limit}"
             if self._banner is not None and self.env_steps <= self._banner[1]:
                 status += "    " + self._banner[0] + ("  (restarting)" if self._hold else "")
-            state = "paused (Space: step, Enter: play)" if self.paused else "Space: pause"
+            paused = "paused (Space: step, Enter: play, Left / Home: rewind)"
+            state = paused if self.paused else "Space: pause"
             for row, line in enumerate((status, f"{state}  drag the robot with the mouse")):
                 canvas.text((8, 6 + 18 * row), line, self._text_color, size=14, screen_space=True)
 

@@ -7,8 +7,8 @@ import pytest
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
-from kelab.train.shipped import shipped_policy
 from kelab.train.interactive import policy_app
+from kelab.train.shipped import shipped_policy
 
 
 class Clock:
@@ -121,3 +121,63 @@ def test_play_until_closed_needs_interactive():
     with pytest.raises(ValueError, match="episodes=None .* needs interactive=True"):
         player.play(episodes=None)
     player.close()
+
+
+def _played(app) -> tuple:
+    import hashlib
+
+    w = app.world
+    raw = b"".join(np.ascontiguousarray(a).tobytes() for a in (w.body_poses, w.body_velocities))
+    rets = tuple(float(r["episode_return"]) for r in app.results)
+    return (hashlib.sha256(raw).hexdigest(), app.obs.tobytes(), app.env_steps,
+            app.episode_steps, rets, app._hold)  # fmt: skip
+
+
+def test_rewind_before_a_fall_redo_it_exactly_then_drag_and_the_policy_goes_on():
+    import warnings
+
+    env = ke.DirectRLEnv(CartPoleTask(), seed=2)
+    push = lambda obs: np.ones(1, dtype=np.float32)  # noqa: E731 - full force: a fall
+    reported = []
+    app = policy_app(env, push, episodes=None, seed=2, size=(320, 240), render_hz=None,
+                     headless=True, time_mode=ke.TimeMode.SIM_HIGH_PERF,
+                     on_episode=lambda n, info: reported.append(n))  # fmt: skip
+    seen = {}
+    while len(app.results) < 2:  # two falls, each held limp, then restarted
+        app.renderFrameOnce()
+        seen[app.fixed_step] = _played(app)
+    fell = min(k for k, v in seen.items() if v[4])  # the step the first fall was reported
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the App has its state hooks: no warning
+        app.seek(fell - 5)
+    assert _played(app) == seen[fell - 5] and app.results == []
+    app.seek(fell + 3)  # inside the fall's limp hold (a re-run through the fall)
+    assert _played(app) == seen[fell + 3] and app._hold > 0
+    assert reported == [1, 2]  # a seek's re-run does not report the fall again
+    app.seek(fell - 5)
+    newest = max(seen)
+    while app.fixed_step < newest:  # resumed untouched: the recorded episodes come back
+        app.renderFrameOnce()
+        assert _played(app) == seen[app.fixed_step]
+    assert app.time_travel.branch == 0 and len(app.results) == 2
+    # rewind before the second fall, drag the pole: a branch, the policy goes on from there
+    second = min(k for k, v in seen.items() if len(v[4]) == 2)
+    app.seek(second - 8)
+    pole = env.unwrapped.world.body_names.index("/World/Robot/pole")
+    tip = tuple(env.unwrapped.world.body_poses[0, pole, :2])
+    app.inject_event(ke.InputEvent("mouse_move", pos=_screen(app, tip)))
+    app.inject_event(ke.InputEvent("mouse_down", button=1, pos=_screen(app, tip)))
+    app.renderFrameOnce()
+    to = (tip[0] - 1.0, tip[1])
+    app.inject_event(ke.InputEvent("mouse_move", pos=_screen(app, to)))
+    for _ in range(5):
+        app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("mouse_up", button=1, pos=_screen(app, to)))
+    assert _played(app) != seen[app.fixed_step]  # pushed: another future
+    at = app.fixed_step
+    for _ in range(10):
+        app.renderFrameOnce()
+    assert app.time_travel.branch == 1 and app.time_travel.branch_points == (second - 8,)
+    assert app.fixed_step == at + 10
+    app.close()
+    env.close()
