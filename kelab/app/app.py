@@ -195,7 +195,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
         self.recordings = Recordings(self)
         """The attached recorders and the F9 video recording (`Recordings`)."""
-        self.time_travel = TimeTravel(self)
+        self.time_travel = TimeTravel(self, cfg.history_s)
         """History, seek, redo and branches (`TimeTravel`; docs/app.md "Time travel")."""
         self._in_frame = False
         runner = cfg.runner

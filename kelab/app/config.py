@@ -42,13 +42,17 @@ from kelab._validate import (
     check_number,
     check_positive,
     is_int,
+    is_number,
     must,
 )
 from kelab.render.renderer import BACKENDS
 from kelab.timing.clock import MAX_TIME_SCALE
 from kelab.timing.config import TimeMode
 
-__all__ = ["LIVE_SETTINGS", "AppConfig", "LiveSettings"]
+__all__ = ["LIVE_SETTINGS", "MAX_HISTORY_S", "AppConfig", "LiveSettings"]
+
+#: The longest ``history_s`` an App keeps (an hour: ~2 GB at Cartpole's ~34 MB a minute).
+MAX_HISTORY_S = 3600.0
 
 _BOOLS = (
     "headless",
@@ -61,6 +65,19 @@ _BOOLS = (
     "panel",
     "free_step_scripts",
 )
+
+
+def check_history_s(value: object, name: str) -> float:
+    """Validate a history length: seconds > 0 and at most `MAX_HISTORY_S`.
+
+    Raises:
+        ValueError: Naming ``name``, the value and the range.
+    """
+    if is_number(value) and 0 < value <= MAX_HISTORY_S:
+        return float(value)
+    raise ValueError(
+        must(name, f"seconds > 0 and <= {MAX_HISTORY_S:g}", value, "60 keeps the last minute")
+    )
 
 
 def _positive_or_none(value: object, name: str) -> float | None:
@@ -159,6 +176,9 @@ class AppConfig:
     (the Scripts page's "Enable Free Step Update Scripts"; live: ``app.live``)."""
     menu_bar: bool | None = None
     """The window's menu bar (Edit -> Settings...); None: shown in a window, not headless."""
+    history_s: float = 60.0
+    """Simulated seconds of history the App keeps to rewind (`App.seek`, the panel's
+    timeline slider; > 0; live: ``app.time_travel.history_s``, docs/app.md "Time travel")."""
     settings: Path | None = None
     """The panel's settings file (None: ``<title>.kelab.json`` next to the script);
     applied after ``setup``, saved when the App closes if the panel changed something."""
@@ -203,6 +223,7 @@ class AppConfig:
             raise ValueError(must("App.recording_dir", "a folder path", self.recording_dir))
         put(self, "recording_dir", Path(self.recording_dir))
         check_positive(self.drag_frequency_hz, "App.drag_frequency_hz")
+        put(self, "history_s", check_history_s(self.history_s, "App.history_s"))
         if self.menu_bar is not None:
             check_bool(self.menu_bar, "App.menu_bar", fix="or None: shown in a window only")
         if self.settings is not None:

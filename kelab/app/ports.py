@@ -388,6 +388,13 @@ class HistoryPort(Protocol):
     def branch_points(self) -> tuple[int, ...]:
         """Where the branches still in the history started."""
 
+    @property
+    def history_s(self) -> float:
+        """Seconds of history kept (settable)."""
+
+    @history_s.setter
+    def history_s(self, value: float) -> None: ...
+
     def seek(self, step: int) -> None:
         """Return exactly to fixed step ``step``."""
 

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._validate import check_positive, is_int, must
+from kelab._validate import is_int, must
+from kelab.app.config import check_history_s
 from kelab.app.interaction import DragSpring, PickedBody
 from kelab.timing.guard import ensure_not_in_fixed_step, fixed_step_scope
 
@@ -149,7 +150,7 @@ class TimeTravel:
 
     @history_s.setter
     def history_s(self, value: float) -> None:
-        self._history_s = check_positive(value, "TimeTravel.history_s", unit="seconds")
+        self._history_s = check_history_s(value, "TimeTravel.history_s")
 
     @property
     def keyframe_every(self) -> int:

@@ -275,6 +275,10 @@ def test_settings_round_trip(tmp_path):
         ('{"bindings": 5}', "bindings must be a JSON object"),
         ('{"bindings": true}', "bindings must be a JSON object"),
         ('{"bindings": 1' + "0" * 5000 + "}", "bindings must be a JSON object"),
+        # the history length (#28): seconds > 0, at most an hour
+        ('{"history_s": 0}', "history_s must be seconds > 0 and <= 3600"),
+        ('{"history_s": "long"}', "history_s must be seconds > 0"),
+        ('{"history_s": 1e9}', "history_s must be seconds > 0"),
     ],
 )
 def test_a_bad_settings_file_names_the_field_and_the_app_keeps_its_defaults(tmp_path, text, field):

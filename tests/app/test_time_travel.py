@@ -248,3 +248,31 @@ def test_data_rows_carry_the_branch_and_the_video_cuts_at_the_rewind(tmp_path) -
     assert data.branch == 1 and video.frames == 29 + 5 + 4
     with pytest.raises(ValueError, match="DataRecorder.branch must be"):
         data.branch = -1
+
+
+def test_the_history_length_is_an_app_setting_and_a_settings_file_entry(tmp_path) -> None:
+    import json
+
+    from kelab.app.panel import load_settings
+
+    world = ke.World(_scene())
+    app = Pusher(headless=True, world=world, size=(160, 120), render_hz=None, history_s=2.0,
+                 time_mode=ke.TimeMode.SIM_HIGH_PERF)  # fmt: skip
+    assert app.config.history_s == 2.0 and app.time_travel.history_s == 2.0
+    _run(app, 300)
+    assert 100 <= len(app.history) - 1 < 100 + app.time_travel.keyframe_every  # 2 s at 50 Hz
+    app.close()
+    for bad in (0, -1.0, float("nan"), float("inf"), True, "60", 3601):
+        with pytest.raises(ValueError, match=r"App.history_s must be seconds > 0 and <= 3600"):
+            ke.AppConfig(history_s=bad)
+    # the settings file: read, applied after setup, saved with the panel's other settings
+    path = tmp_path / "s.kelab.json"
+    path.write_text(json.dumps({"history_s": 5.5}))
+    app = Pusher(headless=True, world=ke.World(_scene()), size=(160, 120), render_hz=None,
+                 time_mode=ke.TimeMode.SIM_HIGH_PERF, settings=path)  # fmt: skip
+    _run(app, 2)
+    assert app.panel.settings_error is None and app.time_travel.history_s == 5.5
+    app.panel.save()
+    app.close()
+    assert json.loads(path.read_text())["history_s"] == 5.5
+    assert load_settings(path).history_s == 5.5

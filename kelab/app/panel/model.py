@@ -499,6 +499,7 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
             time_mode=self.app.clock.time_mode,
             disable_viewport_rendering=self.app.live.disable_viewport_rendering,
             free_step_scripts=self.app.live.free_step_scripts,
+            history_s=self.app.time_travel.history_s,
             runners=tuple((n, r.hz) for n, r in timeline.runners.items()),
             renamed=tuple(
                 (self._script_names[r], n)
@@ -612,6 +613,8 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         except (ValueError, KeyError, RuntimeError) as exc:
             self._restore(undo)
             raise SettingsError(f"{where}: {exc}; the defaults were kept") from None
+        if s.history_s is not None:  # checked by the file's reader: it cannot fail
+            self.app.time_travel.history_s = s.history_s
         self.recorder_settings.update(s.recorders)
         self.plots[:] = [p for p in s.plots if p.startswith("app.") or p in self._plottable()]
         for p in self.plots:

@@ -23,6 +23,7 @@ from typing import Any
 
 from kelab._files import atomic_write_bytes
 from kelab._validate import check_int, is_number, must
+from kelab.app.config import MAX_HISTORY_S
 from kelab.timing.config import TimeMode
 from kelab.timing.timeline import MAX_HZ, MAX_RUNNERS, MIN_HZ, Phase
 
@@ -119,6 +120,7 @@ class PanelSettings:
         renamed: ``(script name, name)`` of each runner renamed from the name the
             script gave it (saved as the runner's ``renamed_from``).
         free_step_scripts: Run the App's ``free_update(dt)`` once per frame.
+        history_s: Seconds of history the App keeps to rewind (``App.history_s``).
         bindings: Callback id -> where it runs.
         recorders: Recorder kind -> its settings.
         plots: Plotted signal names.
@@ -131,6 +133,7 @@ class PanelSettings:
     runners: tuple[tuple[str, Fraction], ...] = ()
     renamed: tuple[tuple[str, str], ...] = ()
     free_step_scripts: bool | None = None
+    history_s: float | None = None
     bindings: dict[str, BindingSettings] = field(default_factory=dict)
     recorders: dict[str, RecorderSettings] = field(default_factory=dict)
     plots: tuple[str, ...] = ()
@@ -169,6 +172,8 @@ def settings_to_json(s: PanelSettings) -> dict[str, Any]:
         out["disable_viewport_rendering"] = s.disable_viewport_rendering
     if s.free_step_scripts is not None:
         out["free_step_scripts"] = s.free_step_scripts
+    if s.history_s is not None:
+        out["history_s"] = s.history_s
     sources = {new: old for old, new in s.renamed}
     out["runners"] = [
         {"name": n, "hz": _hz_to_json(hz)} | ({"renamed_from": sources[n]} if n in sources else {})
@@ -331,6 +336,7 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
             "time_mode",
             "disable_viewport_rendering",
             "free_step_scripts",
+            "history_s",
             "runners",
             "bindings",
             "recorders",
@@ -354,6 +360,12 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
     free = None
     if "free_step_scripts" in top:
         free = r.boolean(top["free_step_scripts"], "free_step_scripts")
+    history_s = None
+    if "history_s" in top:
+        value = top["history_s"]
+        if not (is_number(value) and 0 < value <= MAX_HISTORY_S):
+            raise r.fail("history_s", f"seconds > 0 and <= {MAX_HISTORY_S:g}", value)
+        history_s = float(value)
     runners: list[tuple[str, Fraction]] = []
     renamed: list[tuple[str, str]] = []
     raw_runners = top.get("runners", [])
@@ -417,6 +429,7 @@ def load_settings(path: str | os.PathLike[str]) -> PanelSettings:
         runners=tuple(runners),
         renamed=tuple(renamed),
         free_step_scripts=free,
+        history_s=history_s,
         bindings=bindings,
         recorders=recorders,
         plots=tuple(dict.fromkeys(plots)),
