@@ -5,8 +5,11 @@ fast frames are drawn): a balance controller keeps the pole up and the keys move
 point it balances around, so a press walks the cart instead of throwing the pole over.
 B turns the balance assist off (the keys then push the cart with a gentle 6 N); R
 resets; I toggles interpolation so you can see the 50 Hz physics stutter against a
-60 Hz (or faster) display; Enter pauses, Space steps. The small chart at the bottom right
-shows the interpolation alpha of the last frames.
+60 Hz (or faster) display; Enter pauses, Space steps. While paused, Left / Right step
+back / forward in time instead (Shift: a second, Home: the oldest step kept; F2's
+Settings panel has a timeline slider): resume and the rewound run is redone until a key
+changes it. The small chart at the bottom right shows the interpolation alpha of the
+last frames.
 
     python demos/cartpole_keyboard.py
     python demos/cartpole_keyboard.py --headless --frames 180 --out cartpole.png
@@ -67,6 +70,12 @@ class CartpoleKeys(ke.App):
             force = float(np.clip(GAINS @ state, -MAX_FORCE, MAX_FORCE))
         self.robot.set_joint_effort_target(np.full((1, 1), force), self.slider)
 
+    def state_dict(self) -> dict:  # what a rewind puts back (docs/app.md, "Time travel")
+        return {"target": self.target, "assist": self.assist, "pushes": self.pushes}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.target, self.assist, self.pushes = state["target"], state["assist"], state["pushes"]
+
     def pre_update(self) -> None:
         if self.input.key_pressed("i"):
             self.interpolate = not self.interpolate
@@ -84,7 +93,7 @@ class CartpoleKeys(ke.App):
             f"frames {stats.fps:5.1f} fps   steps this frame {stats.steps_per_frame}",
             f"interpolation {'on' if self.interpolate else 'OFF'}   alpha {alpha:4.2f}   "
             f"balance assist {'on' if self.assist else 'OFF'}",
-            "left/right: move   b: assist   r: reset   i: interpolation   enter: pause",
+            "left/right: move (paused: rewind)   b: assist   r: reset   i: interp.   enter: pause",
         ]
         for i, text in enumerate(lines):
             canvas.text((12, 10 + 22 * i), text, (225, 230, 238), 16, screen_space=True)

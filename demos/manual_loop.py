@@ -40,6 +40,12 @@ def build_scene(balls: int = 5) -> ke.Scene:
 
 
 class Manual(ke.App):
+    def state_dict(self) -> dict:  # no state of its own: a rewind needs nothing more
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
+
     def render(self, canvas, alpha: float) -> None:
         canvas.text(
             (12, 10),

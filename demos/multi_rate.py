@@ -127,6 +127,13 @@ class MultiRate(ke.App):
         self.robot, self.slider = robot, robot.find_joints("slider_to_cart")
         print(self.execution_order())
 
+    def state_dict(self) -> dict:  # what a rewind puts back (docs/app.md, "Time travel")
+        return {"boundaries": {k: list(v) for k, v in self.boundaries.items()}}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, times in state["boundaries"].items():
+            self.boundaries[name][:] = times  # the lists the marks append to
+
     def fixed_update(self, ts: float) -> None:
         # the balance controller, on the Robot runner (50 Hz): state feedback u = -K s
         force = balance_force(self.world.joint_positions[0], self.world.joint_velocities[0], ts)

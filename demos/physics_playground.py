@@ -103,6 +103,12 @@ class Playground(ke.App):
         self.spawns: list[tuple[str, tuple[float, float]]] = []
         self.spawned = 0
 
+    def state_dict(self) -> dict:  # what a rewind puts back (docs/app.md, "Time travel")
+        return {"next": dict(self.next), "spawned": self.spawned}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.next, self.spawned = dict(state["next"]), state["spawned"]
+
     def pre_update(self) -> None:
         inp = self.input
         if inp.mouse_world is None:
