@@ -348,12 +348,14 @@ class EnvCore:
                 and entries that do not fit (naming the entry).
         """
         plan = self._restore_plan(snap)
-        undo = self.snapshot()  # put back if the task's load_state_dict raises
+        back = self._restore_plan(self.snapshot())  # put back if load_state_dict raises
+        had = set(vars(self.task))
         self.world.restore(plan.world)  # all or nothing by itself
         try:
             self._apply(plan)
         except Exception as err:
-            back = self._restore_plan(undo)
+            for name in set(vars(self.task)) - had:  # made by the failed load: not before
+                delattr(self.task, name)
             self.world.restore(back.world)
             self._apply(back)
             raise ValueError(

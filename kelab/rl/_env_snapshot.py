@@ -94,16 +94,27 @@ def check_counters(
 
 
 def _check_task_state(task: Task, state: Mapping[str, np.ndarray]) -> None:
-    """Refuse ``task/`` keys that are not the task's own state.
+    """Refuse ``task/`` keys that are not the task's own state, or do not fit it.
 
     A key is the task's when its current ``state_dict()`` has it, or when it names a plain
     attribute the task has not made yet (absent or None, public or private: a task may
     first set one in a step; not a class attribute, method, KELab's own ``_ke_`` names or a
-    runtime name such as ``world``, which the built env has set).
+    runtime name such as ``world``, which the built env has set). A key the task has must
+    keep its shape and its dtype's kind (a value casts to it with ``same_kind``: ints into
+    floats, not floats into ints); a key not made yet can only be taken as it is.
     """
     known = task.state_dict()
-    for key in state:
+    for key, value in state.items():
         if key in known:
+            have = np.asarray(known[key])
+            if value.shape != have.shape or not np.can_cast(
+                value.dtype, have.dtype, casting="same_kind"
+            ):
+                raise ValueError(
+                    f"snapshot array 'task/{key}' must be {have.dtype}-compatible of shape "
+                    f"{have.shape} (like {type(task).__name__}'s own), got dtype {value.dtype} "
+                    f"shape {value.shape}; {_FIX}"
+                )
             continue
         fresh = (  # e.g. CartPole's _q, first set by a step; a just-reset task lacks it
             "/" not in key

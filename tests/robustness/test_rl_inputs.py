@@ -439,6 +439,8 @@ def test_a_refused_restore_leaves_the_env_exactly_as_it_was():
             (_forged(good, meta={"condition_names": 5}), "'condition_names' must be None or"),
             (_forged(good, meta={"world": "x"}), "'world' must be the World's meta"),
             (_forged(good, drop=("world/log/vals",)), "'log/vals' is missing"),  # the World's
+            (_forged(good, {"task/draws": np.zeros(2)}), r"'task/draws' must be .*shape \(3,\)"),
+            (_forged(good, {"task/draws": np.zeros(3, complex)}), "float64-compatible"),
         ]
         assert "world/log/vals" in good.arrays
         for bad, match in cases:
@@ -476,3 +478,55 @@ def test_a_stepped_snapshot_restores_into_a_just_reset_env():
     assert np.array_equal(env.step(a)[0], fresh.step(a)[0])
     env.close()
     fresh.close()
+
+
+def test_task_state_of_the_wrong_shape_or_dtype_is_refused_before_anything_changes():
+    # _cart_ids (the cart joint, shape (1,) ints) is made by on_start; a snapshot may not
+    # resize it or turn it into floats, and the env steps on as if never asked
+    from kelab.tasks.cartpole import CartPoleTask
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=4)
+    try:
+        env.reset()
+        env.step(np.full((2, 1), 0.3, np.float32))
+        good = env.snapshot()
+        for bad, match in (
+            (np.array([99, 98]), r"'task/_cart_ids' must be .*shape \(1,\) .*got .*shape \(2,\)"),
+            (np.array([0.5]), r"'task/_cart_ids' must be .*int64-compatible.*got dtype float64"),
+            (np.zeros((2, 3, 1)), r"'task/_ended_early' must be"),
+        ):
+            key = "task/_ended_early" if bad.ndim == 3 else "task/_cart_ids"
+            before = _full_state(env)
+            with pytest.raises(ValueError, match=match):
+                env.restore(_forged(good, {key: bad}))
+            assert _full_state(env) == before
+        env.step(np.full((2, 1), 0.3, np.float32))  # still steps
+        env.restore(good)
+    finally:
+        env.close()
+
+
+class _LoadFailsTask(BallTask):
+    """Its load_state_dict takes the state, then raises when the snapshot holds ``late``."""
+
+    def load_state_dict(self, state):
+        super().load_state_dict(state)
+        if "late" in state:
+            raise RuntimeError("broken on purpose")
+
+
+def test_a_failed_load_state_dict_leaves_no_new_attribute_behind():
+    env = ke.LearningEnv(_LoadFailsTask(), num_envs=3, seed=4)
+    try:
+        env.reset(seed=1)
+        env.step(np.zeros((3, 2), np.float32))
+        good = env.snapshot()
+        env.step(np.zeros((3, 2), np.float32))
+        before = _full_state(env)
+        assert not hasattr(env.task, "late")
+        with pytest.raises(ValueError, match="load_state_dict.* raised RuntimeError"):
+            env.restore(_forged(good, {"task/late": np.zeros(3)}))  # a key not made yet
+        assert not hasattr(env.task, "late")
+        assert _full_state(env) == before
+    finally:
+        env.close()
