@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -70,6 +71,21 @@ def _create_temp(path: Path, suffix: str) -> tuple[int, Path]:
     raise FileExistsError(f"no free temp file name beside {path} after {_TEMP_TRIES} tries")
 
 
+def _keep_mode(fd: int, path: Path) -> None:
+    """Give the temp file ``fd`` the permission bits of the regular file at ``path``, if any.
+
+    A rewrite must not make a file more readable than the user set it (a 0600 settings
+    file stays 0600); a new file, or a link at ``path`` (replaced, never followed), keeps
+    the temp file's usual mode.
+    """
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:  # no file there yet
+        return
+    if stat.S_ISREG(info.st_mode):
+        os.fchmod(fd, stat.S_IMODE(info.st_mode) & 0o777)
+
+
 def open_nofollow(path: str | os.PathLike[str], append: bool = True, truncate: bool = False) -> int:
     """Open ``path`` for writing in place without following a symbolic link.
 
@@ -115,11 +131,14 @@ def temp_beside(path: Path, suffix: str = ".tmp") -> Path:
 def publish(tmp: Path, path: Path) -> Path:
     """Flush the finished temp file ``tmp`` to disk and rename it to ``path``.
 
+    A regular file already at ``path`` lends the new one its permission bits.
+
     Returns:
         ``path``.
     """
     fd = os.open(tmp, os.O_RDONLY | _NOFOLLOW)  # fsync needs no write access
     try:
+        _keep_mode(fd, path)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -133,7 +152,8 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
     """Write ``path`` atomically through the binary file this yields.
 
     The file is a temp file in the same folder (created with it if missing); when the
-    ``with`` block ends normally it is flushed, fsynced and renamed to ``path``; when the
+    ``with`` block ends normally it is flushed, given the permission bits of the regular
+    file it replaces (if any), fsynced and renamed to ``path``; when the
     block raises, the temp file is removed and ``path`` is left as it was.
 
     Args:
@@ -146,6 +166,7 @@ def atomic_file(path: str | os.PathLike[str]) -> Iterator[BinaryIO]:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
+            _keep_mode(fh.fileno(), path)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

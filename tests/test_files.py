@@ -59,3 +59,30 @@ def test_the_temp_file_is_created_new_never_through_a_planted_link(tmp_path, mon
     atomic_write_bytes(tmp_path / "a.bin", b"new")
     assert victim.read_bytes() == b"precious" and (tmp_path / "a.bin").read_bytes() == b"new"
     assert os.path.islink(tmp_path / ".a.bin.aaaaaaaaaa.tmp")
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o444])
+def test_a_rewrite_keeps_the_files_permissions(tmp_path, mode):
+    # a file the user made private (or read-only) stays so after an atomic rewrite,
+    # through atomic_file and through temp_beside + publish alike
+    path = tmp_path / "secret.json"
+    path.write_bytes(b"old")
+    os.chmod(path, mode)
+    atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"new" and os.stat(path).st_mode & 0o777 == mode
+    tmp = temp_beside(path)
+    tmp.write_bytes(b"newer")  # the temp file stays writable until it is published
+    publish(tmp, path)
+    assert path.read_bytes() == b"newer" and os.stat(path).st_mode & 0o777 == mode
+
+
+def test_a_link_at_the_path_lends_no_permissions(tmp_path):
+    # the link is replaced, not followed: its target's mode is not the new file's
+    target = tmp_path / "target"
+    target.write_bytes(b"t")
+    os.chmod(target, 0o600)
+    path = tmp_path / "a.bin"
+    path.symlink_to(target)
+    atomic_write_bytes(path, b"new")
+    assert not path.is_symlink() and os.stat(path).st_mode & 0o777 == _usual_mode()
+    assert target.read_bytes() == b"t"
