@@ -20,7 +20,7 @@ import numpy.typing as npt
 from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
 from kelab.train.config import TrainConfig
 
-__all__ = ["ACTIVATIONS", "NORMALIZER_EPS", "NumpyActor"]
+__all__ = ["ACTIVATIONS", "NORMALIZER_EPS", "NumpyActor", "finished_actions", "observation_batch"]
 
 NORMALIZER_EPS = 1e-2
 """rsl-rl-lib's ``EmpiricalNormalization`` eps: ``(obs - mean) / (std + eps)``."""
@@ -28,6 +28,50 @@ NORMALIZER_EPS = 1e-2
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def observation_batch(obs: npt.ArrayLike, observation_dim: int) -> tuple[np.ndarray, bool]:
+    """Observations as a float32 ``(N, observation_dim)`` batch, and whether one was given.
+
+    The one check both policies (:class:`NumpyActor`, torch's ``CheckpointPolicy``) make.
+
+    Args:
+        obs: ``(N, observation_dim)`` observations, or one ``(observation_dim,)``.
+        observation_dim: The size the policy was trained on.
+
+    Returns:
+        The batch, and True when ``obs`` was a single observation (a batch of one).
+
+    Raises:
+        ValueError: For observations of another shape.
+
+    Example:
+        >>> batch, single = observation_batch([0.0, 1.0], 2)
+        >>> batch.shape, single
+        ((1, 2), True)
+    """
+    x = np.asarray(obs, dtype=np.float32)
+    single = x.ndim == 1
+    if single:
+        x = x[None, :]
+    if x.ndim != 2 or x.shape[1] != observation_dim:
+        raise ValueError(
+            f"observations must have shape (N, {observation_dim}) or ({observation_dim},), "
+            f"got {np.shape(obs)}"
+        )
+    return x, single
+
+
+def finished_actions(out: np.ndarray, single: bool) -> np.ndarray:
+    """A policy's raw batch of actions clipped to [-1, 1]; one row back when ``single``.
+
+    Raises:
+        ValueError: When any action is NaN.
+    """
+    out = np.clip(out, -1.0, 1.0)
+    if not math.isfinite(float(np.abs(out).sum())):
+        raise ValueError("the policy produced NaN actions (observations out of range?)")
+    return out[0] if single else out
 
 
 def _elu(x: np.ndarray) -> np.ndarray:
@@ -114,15 +158,7 @@ class NumpyActor:
         Raises:
             ValueError: For observations of another size, or NaN actions.
         """
-        x = np.asarray(obs, dtype=np.float32)
-        single = x.ndim == 1
-        if single:
-            x = x[None, :]
-        if x.ndim != 2 or x.shape[1] != self.observation_dim:
-            raise ValueError(
-                f"observations must have shape (N, {self.observation_dim}) or "
-                f"({self.observation_dim},), got {np.shape(obs)}"
-            )
+        x, single = observation_batch(obs, self.observation_dim)
         if self.mean is not None:
             x = (x - self.mean) / self.scale
         last = len(self.layers) - 1
@@ -130,7 +166,4 @@ class NumpyActor:
             x = x @ weight + bias
             if k < last:
                 x = self.activation(x)
-        out = np.clip(x, -1.0, 1.0)
-        if not math.isfinite(float(np.abs(out).sum())):
-            raise ValueError("the policy produced NaN actions (observations out of range?)")
-        return out[0] if single else out
+        return finished_actions(x, single)

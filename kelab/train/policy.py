@@ -7,7 +7,6 @@ Models load only from the tensors of a :class:`~kelab.train.checkpoint.Checkpoin
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import torch
 
 from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
 from kelab.train.config import TrainConfig
+from kelab.train.numpy_actor import finished_actions, observation_batch
 from kelab.train.ppo import build_actor, deterministic_actions
 from kelab.train.weights import (
     load_model_state,
@@ -63,22 +63,11 @@ class CheckpointPolicy:
         Raises:
             ValueError: For observations of another size.
         """
-        x = np.asarray(obs, dtype=np.float32)
-        single = x.ndim == 1
-        if single:
-            x = x[None, :]
-        if x.ndim != 2 or x.shape[1] != self.observation_dim:
-            raise ValueError(
-                f"observations must have shape (N, {self.observation_dim}) or "
-                f"({self.observation_dim},), got {np.shape(obs)}"
-            )
+        x, single = observation_batch(obs, self.observation_dim)
         with torch.inference_mode():
             t = torch.from_numpy(np.ascontiguousarray(x))
             out = deterministic_actions(self.actor, t).numpy()
-        out = np.clip(out, -1.0, 1.0)
-        if not math.isfinite(float(np.abs(out).sum())):
-            raise ValueError("the policy produced NaN actions (observations out of range?)")
-        return out[0] if single else out
+        return finished_actions(out, single)
 
 
 def export_policy(

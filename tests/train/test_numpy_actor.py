@@ -15,10 +15,10 @@ import kelab as ke
 from kelab.tasks import TASK_IDS
 from kelab.tasks.registry import task_class
 from kelab.train.checkpoint import load_checkpoint, save_checkpoint
-from kelab.train.shipped import shipped_policy
 from kelab.train.config import TrainConfig
 from kelab.train.numpy_actor import NumpyActor
 from kelab.train.policy import CheckpointPolicy
+from kelab.train.shipped import shipped_policy
 
 
 def _real_observations(target: str, policy: NumpyActor, steps: int = 60) -> np.ndarray:
@@ -123,3 +123,20 @@ def test_import_kelab_play_and_eval_never_import_torch(tmp_path):
     )
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
     assert (tmp_path / "v.mp4").stat().st_size > 1000
+
+
+def test_both_policies_refuse_bad_observations_and_nan_alike():
+    spec = shipped_policy(TASK_IDS["kelab/CartPole-v0"])
+    numpy_actor = NumpyActor(load_checkpoint(spec, arrays="numpy"))
+    torch_actor = CheckpointPolicy(load_checkpoint(spec))
+    for bad in (np.zeros((2, 6)), np.zeros(3), np.zeros((1, 2, 4)), [[0.0] * 5]):
+        messages = set()
+        for policy in (numpy_actor, torch_actor):
+            with pytest.raises(ValueError, match=r"observations must have shape \(N, 4\)") as err:
+                policy(bad)
+            messages.add(str(err.value))
+        assert len(messages) == 1, messages
+    for policy in (numpy_actor, torch_actor):
+        with pytest.raises(ValueError, match="the policy produced NaN actions"):
+            policy(np.full(4, np.nan, np.float32))
+        assert policy(np.zeros(4, np.float32)).shape == (1,)
