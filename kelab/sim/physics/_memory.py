@@ -4,8 +4,9 @@
 estimates the bytes from the scene (bodies, shapes and joints per copy times a measured
 cost each, plus one pymunk space per copy in the isolated layout) and refuses, in one
 line, a World that would not fit under the tightest of the process's limits: its
-address-space limit (``RLIMIT_AS``, less what is mapped already), its cgroup's memory
-limit (less what the cgroup uses) and the system's ``MemAvailable``. Past them a World
+address-space limit (``RLIMIT_AS``, less what is mapped already), the memory limits of
+its cgroup and every cgroup above it (less what each uses, not counting page cache the
+kernel can drop) and the system's ``MemAvailable``. Past them a World
 died in ``np.arange`` (7.45 GiB for ``num_envs=10**9``) or segfaulted in ``Space()``.
 """
 
@@ -83,29 +84,77 @@ def _read_int(path: Path) -> int | None:
     return int(text) if text.isdigit() else None  # "max" (cgroup v2): no limit
 
 
-def _cgroup_left() -> int | None:
-    """Bytes the process's memory cgroup may still grow by (v2 or v1), None if unlimited."""
+def _reclaimable(stat_path: Path, key: str) -> int:
+    """The ``key`` line of a cgroup's ``memory.stat`` (page cache it may drop), 0 if absent."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        for line in stat_path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value) if value.strip().isdigit() else 0
+    except OSError:
+        pass
+    return 0
+
+
+def _ancestors(root: Path, rel: str) -> list[Path]:
+    """``root / rel`` and every group above it up to ``root``, never outside ``root``."""
+    parts: list[str] = []
+    for part in rel.split("/"):
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in ("", "."):
+            parts.append(part)
+    return [root.joinpath(*parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+def _cgroup_left(
+    root: Path = Path("/sys/fs/cgroup"), proc_cgroup: Path = Path("/proc/self/cgroup")
+) -> int | None:
+    """Bytes the process's memory cgroups may still grow by (v2 or v1), None if unlimited.
+
+    The tightest headroom over the process's own group and every group above it (their
+    limits apply to it too), each one's limit less its usage; the inactive page cache in
+    that usage (``inactive_file``, v1 ``total_inactive_file``) does not count, since the
+    kernel reclaims it before refusing memory.
+
+    Args:
+        root: The cgroup hierarchy's mount point.
+        proc_cgroup: The process's ``/proc/self/cgroup``.
+    """
+    try:
+        lines = proc_cgroup.read_text().splitlines()
     except OSError:
         return None
-    root = Path("/sys/fs/cgroup")
     candidates = []
     for line in lines:
-        _, controllers, path = line.split(":", 2)
-        rel = path.lstrip("/")
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        _, controllers, rel = fields
         if controllers == "":  # v2
-            for base in (root / rel, root):
-                candidates.append((base / "memory.max", base / "memory.current"))
+            for base in _ancestors(root, rel):
+                candidates.append(
+                    (base / "memory.max", base / "memory.current", base, "inactive_file")
+                )
         elif "memory" in controllers.split(","):  # v1
-            for base in (root / "memory" / rel, root / "memory"):
-                candidates.append((base / "memory.limit_in_bytes", base / "memory.usage_in_bytes"))
+            for base in _ancestors(root / "memory", rel):
+                candidates.append(
+                    (
+                        base / "memory.limit_in_bytes",
+                        base / "memory.usage_in_bytes",
+                        base,
+                        "total_inactive_file",
+                    )
+                )
     left = None
-    for limit_path, usage_path in candidates:
+    for limit_path, usage_path, base, cache_key in candidates:
         limit = _read_int(limit_path)
         if limit is None or limit >= 2**60:  # v1 writes "unlimited" as ~2**63
             continue
-        room = max(limit - (_read_int(usage_path) or 0), 0)
+        usage = _read_int(usage_path) or 0
+        used = max(usage - _reclaimable(base / "memory.stat", cache_key), 0)
+        room = max(limit - used, 0)
         left = room if left is None else min(left, room)
     return left
 
