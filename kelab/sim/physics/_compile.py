@@ -16,8 +16,8 @@ import pymunk
 
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.scene.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
-from kelab.sim.scene.scene import Box, Circle, Polygon, Pose, Scene, Segment
-from kelab.sim.scene.shapes import Material
+from kelab.sim.scene.scene import Scene
+from kelab.sim.scene.shapes import Box, Circle, Material, Polygon, Pose, Segment
 
 #: Tangential sliding speed (m/s) below which a sliding body sticks again (static friction).
 STATIC_SPEED_THRESHOLD = 0.01

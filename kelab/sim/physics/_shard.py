@@ -51,7 +51,8 @@ from kelab.sim.physics._compile import (
     register_callbacks,
     reinit_call,
 )
-from kelab.sim.scene.scene import Box, Scene
+from kelab.sim.scene.scene import Scene
+from kelab.sim.scene.shapes import Box
 
 #: x of copy 0's origin in a shard space: mid binade [2**20, 2**21), grid 2**-32 m.
 BASE_X = 1.5 * 2.0**20

@@ -14,48 +14,45 @@ This package re-exports the vocabulary, the :class:`SceneBuilder` and :class:`As
 ``from kelab.sim.scene import BodySpec, Circle, SceneBuilder`` works. See docs/scene.md.
 """
 
+from kelab.sim.scene._io import MAX_DEPTH
 from kelab.sim.scene.assets import Asset
 from kelab.sim.scene.builder import SceneBuilder
-from kelab.sim.scene.scene import (
-    MAX_DEPTH,
-    SCENE_FORMAT,
-    SCENE_VERSION,
-    SENSOR_KINDS,
-    WORLD,
+from kelab.sim.scene.instances import (
     ZOOM_MAX,
     ZOOM_MIN,
-    Actuator,
     BodyInstance,
-    BodySpec,
-    Box,
     CameraSpec,
-    Circle,
+    JointInstance,
+    RobotInstance,
+    SensorSpec,
+    SiteInstance,
+)
+from kelab.sim.scene.items import BodySpec, Prop, Robot, RobotDescription, Site, Terrain
+from kelab.sim.scene.joints import (
+    WORLD,
+    Actuator,
     EffortActuator,
     FixedJoint,
     Joint,
-    JointInstance,
-    Material,
     PDActuator,
+    PrismaticJoint,
+    RevoluteJoint,
+    SpringJoint,
+)
+from kelab.sim.scene.scene import SCENE_FORMAT, SCENE_VERSION, Scene
+from kelab.sim.scene.sensor_config import SensorConfig
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.shapes import (
+    Box,
+    Circle,
+    Material,
     Polygon,
     Pose,
-    PrismaticJoint,
-    Prop,
     RenderHint,
-    RevoluteJoint,
-    Robot,
-    RobotDescription,
-    RobotInstance,
-    Scene,
     Segment,
-    SensorSpec,
     Shape,
-    Site,
-    SiteInstance,
-    SpringJoint,
-    Terrain,
     shape_lowest_point,
 )
-from kelab.sim.scene.sensor_config import SensorConfig
 
 __all__ = [
     "MAX_DEPTH",

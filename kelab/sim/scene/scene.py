@@ -6,8 +6,8 @@ way down, the ordered bodies, joints, sensors, sites and cameras that the World 
 renderer consume, JSON-round-trippable and fingerprinted. See docs/scene.md.
 
 The vocabulary lives in the modules beside this one (the package docstring,
-:mod:`kelab.sim.scene`, lists them bottom to top); this module re-exports it, and the
-package re-exports this module, so ``from kelab.sim.scene import BodySpec, Circle`` works.
+:mod:`kelab.sim.scene`, lists them bottom to top); the package re-exports it from there
+(the one re-export layer), so ``from kelab.sim.scene import BodySpec, Circle`` works.
 
 Example:
     >>> import kelab as ke
@@ -31,11 +31,9 @@ from typing import Any
 
 from kelab._validate import is_int, must
 from kelab.sim.scene._checks import validate_scene
-from kelab.sim.scene._io import MAX_DEPTH, check_keys, decode, encode
+from kelab.sim.scene._io import check_keys, decode, encode
 from kelab.sim.scene.fields import Vec2, field_tuple, field_vec2, set_field, short_repr
 from kelab.sim.scene.instances import (
-    ZOOM_MAX,
-    ZOOM_MIN,
     BodyInstance,
     CameraSpec,
     JointInstance,
@@ -43,71 +41,9 @@ from kelab.sim.scene.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.scene.items import BodySpec, Prop, Robot, RobotDescription, Site, Terrain
-from kelab.sim.scene.joints import (
-    WORLD,
-    Actuator,
-    EffortActuator,
-    FixedJoint,
-    Joint,
-    PDActuator,
-    PrismaticJoint,
-    RevoluteJoint,
-    SpringJoint,
-)
-from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
-from kelab.sim.scene.shapes import (
-    GRAVITY_MAX,
-    Box,
-    Circle,
-    Material,
-    Polygon,
-    Pose,
-    RenderHint,
-    Segment,
-    Shape,
-    shape_lowest_point,
-)
+from kelab.sim.scene.shapes import GRAVITY_MAX
 
-__all__ = [
-    "MAX_DEPTH",
-    "SCENE_FORMAT",
-    "SCENE_VERSION",
-    "SENSOR_KINDS",
-    "WORLD",
-    "ZOOM_MAX",
-    "ZOOM_MIN",
-    "Actuator",
-    "BodyInstance",
-    "BodySpec",
-    "Box",
-    "CameraSpec",
-    "Circle",
-    "EffortActuator",
-    "FixedJoint",
-    "Joint",
-    "JointInstance",
-    "Material",
-    "PDActuator",
-    "Polygon",
-    "Pose",
-    "PrismaticJoint",
-    "Prop",
-    "RenderHint",
-    "RevoluteJoint",
-    "Robot",
-    "RobotDescription",
-    "RobotInstance",
-    "Scene",
-    "Segment",
-    "SensorSpec",
-    "Shape",
-    "Site",
-    "SiteInstance",
-    "SpringJoint",
-    "Terrain",
-    "shape_lowest_point",
-]
+__all__ = ["SCENE_FORMAT", "SCENE_VERSION", "Scene"]
 
 SCENE_FORMAT = "kelab.scene"
 SCENE_VERSION = 1

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kelab.sim.scene.assets import biped, cartpole, pi
-from kelab.sim.scene.scene import RobotDescription
+from kelab.sim.scene.items import RobotDescription
 
 _BUILTINS: dict[str, Callable[[], RobotDescription]] = {
     "kelab/robot/cartpole:v1": cartpole.description,

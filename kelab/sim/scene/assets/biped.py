@@ -19,17 +19,9 @@ as it was, so tasks built on it keep their dynamics (and their scene fingerprint
 
 from __future__ import annotations
 
-from kelab.sim.scene.scene import (
-    BodySpec,
-    Box,
-    EffortActuator,
-    Material,
-    Pose,
-    RenderHint,
-    RevoluteJoint,
-    RobotDescription,
-    Site,
-)
+from kelab.sim.scene.items import BodySpec, RobotDescription, Site
+from kelab.sim.scene.joints import EffortActuator, RevoluteJoint
+from kelab.sim.scene.shapes import Box, Material, Pose, RenderHint
 
 FOOT_LENGTH, FOOT_HEIGHT, FOOT_FORWARD = 0.24, 0.06, 0.04
 SHIN_LENGTH, THIGH_LENGTH, TORSO_HEIGHT = 0.42, 0.42, 0.50

@@ -9,19 +9,9 @@ track limits ±3 m, effort actuator ±100 N. ``cart_to_pole``: passive revolute 
 
 from __future__ import annotations
 
-from kelab.sim.scene.scene import (
-    BodySpec,
-    Box,
-    Circle,
-    EffortActuator,
-    Material,
-    Pose,
-    PrismaticJoint,
-    RenderHint,
-    RevoluteJoint,
-    RobotDescription,
-    Site,
-)
+from kelab.sim.scene.items import BodySpec, RobotDescription, Site
+from kelab.sim.scene.joints import EffortActuator, PrismaticJoint, RevoluteJoint
+from kelab.sim.scene.shapes import Box, Circle, Material, Pose, RenderHint
 
 CART_WIDTH = 0.4
 CART_HEIGHT = 0.2

@@ -12,18 +12,9 @@ N·m); the gains are explicit-integration stable at 120 Hz for these inertias.
 
 from __future__ import annotations
 
-from kelab.sim.scene.scene import (
-    BodySpec,
-    Box,
-    Circle,
-    Material,
-    PDActuator,
-    Pose,
-    RenderHint,
-    RevoluteJoint,
-    RobotDescription,
-    Site,
-)
+from kelab.sim.scene.items import BodySpec, RobotDescription, Site
+from kelab.sim.scene.joints import PDActuator, RevoluteJoint
+from kelab.sim.scene.shapes import Box, Circle, Material, Pose, RenderHint
 
 TORSO_LENGTH, TORSO_HEIGHT = 0.50, 0.10
 THIGH_LENGTH, SHIN_LENGTH, FOOT_RADIUS = 0.15, 0.15, 0.02
