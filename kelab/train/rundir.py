@@ -335,11 +335,18 @@ def _read_claim(fd: int) -> str:
     return f"claimed {fields[0][:40]}{who[:120]}"
 
 
+_MAX_LATEST_BYTES = 1 << 20  # a real latest.json is a few kB
+
+
 def _iteration_of(latest: Path) -> int | None:
     """The iteration a ``latest.json`` records (None when absent or unreadable)."""
     try:
-        return int(json.loads(latest.read_text(encoding="utf-8"))["iteration"])
-    except (OSError, ValueError, KeyError, TypeError):
+        with latest.open("rb") as f:
+            raw = f.read(_MAX_LATEST_BYTES + 1)
+        if len(raw) > _MAX_LATEST_BYTES:
+            return None
+        return int(json.loads(raw)["iteration"])
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # nested [[[...
         return None
 
 

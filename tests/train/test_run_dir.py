@@ -483,3 +483,15 @@ def test_run_files_are_never_written_through_a_link(tmp_path):
     atomic_write_bytes(log / "best.json", b"{}")
     assert not os.path.islink(log / "best.json") and (log / "best.json").read_bytes() == b"{}"
     assert victim.read_bytes() == b"precious bytes\n"
+
+
+def test_a_deeply_nested_latest_json_beside_the_resumed_checkpoint_is_unreadable_not_a_crash(
+    tmp_path,
+):
+    # _iteration_of read latest.json with a bare json.loads: 100k '[' raised RecursionError
+    run, env, _ = _one_iteration(tmp_path)
+    (run / "latest.json").write_text("[" * 100_000)
+    tr = ke.RLTrainer(env, run_dir=run, resume=f"{run}:best")  # continues this run
+    assert tr.run_dir == run
+    tr.close()
+    env.close()
