@@ -40,6 +40,10 @@ SNAPSHOT_ARRAYS = (
     ("controls/pd_efforts", "pd_efforts"),
 )
 
+#: Arrays left out of a snapshot while all zero (restore reads "absent" as zeros), so a
+#: World that never holds a PD torque writes the same bytes as before held updates existed.
+OMITTED_WHILE_ZERO = frozenset({"controls/pd_efforts"})
+
 #: ``World.controller_updates`` values, by :attr:`Controls.pd_held`.
 CONTROLLER_UPDATES = ("every_step", "held")
 
@@ -66,7 +70,11 @@ def take(
         pipelines: The sensor pipelines by sensor name.
         rngs: One Generator per copy.
     """
-    arrays = {name: held[field].copy() for name, field in SNAPSHOT_ARRAYS}
+    arrays = {
+        name: held[field].copy()
+        for name, field in SNAPSHOT_ARRAYS
+        if name not in OMITTED_WHILE_ZERO or held[field].any()
+    }
     arrays.update(log.encode())
     for name, p in pipelines.items():
         for key, value in p.get_state().items():

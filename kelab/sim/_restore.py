@@ -165,7 +165,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
     if "controls/pd_efforts" in ar:
         pd_efforts = _array(ar, "controls/pd_efforts", np.float64, (n, nj))
         _efforts_ok(pd_efforts, spec.effort_bound, "controls/pd_efforts")
-    else:  # snapshots from before held controller updates
+    else:  # all zero (omitted: _history.OMITTED_WHILE_ZERO), or from before held updates
         pd_efforts = np.zeros((n, nj))
     epoch = _array(ar, "copies/epoch", np.int64, (n,))
     v_prev = _array(ar, "imu/v_prev", np.float64, (n, nb, 2))

@@ -170,3 +170,18 @@ def test_bad_inputs_are_refused() -> None:
     with pytest.raises(ValueError, match=r"controls/pd_efforts.*limit"):
         world.restore(too_big)
     assert world.controller_updates == "held" and world.step_count == 1
+
+
+def test_a_world_that_holds_no_torque_writes_the_snapshot_bytes_it_wrote_before() -> None:
+    # held torques are saved only while some is non-zero: every-step Worlds (every World
+    # before held updates existed) keep their snapshot bytes bit for bit
+    world = ke.World(_arm_scene(), 2)
+    _run(world, 20)
+    assert "controls/pd_efforts" not in world.snapshot().arrays
+    world.controller_updates = "held"  # takes one tick: non-zero torques
+    world.step(DT)
+    snap = world.snapshot()
+    assert snap.arrays["controls/pd_efforts"].any()
+    again = ke.World(_arm_scene(), 2)
+    again.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
+    assert np.array_equal(again.controller_efforts, world.controller_efforts)
