@@ -11,15 +11,17 @@ and the status line says how the episode ended. (The env restarts a finished cop
 its step, so the App snapshots the World before each step, ~0.7 ms for one copy; after a
 fall it goes on from there, then puts back the new episode's start the env had made.)
 
-Time travel (docs/app.md, "Time travel") works here too: the App's ``state_dict`` holds
-the env's snapshot, so Left / Home / the panel's slider rewind the env, the episode
-counters and a fall's hold exactly; drag the robot there and the policy goes on from the
-push (a branch), or resume untouched and the recorded episode comes back bit for bit.
+Time travel (docs/app.md, "Time travel") works here too: the App's keyframes hold the
+World and its ``state_dict`` the env's own state (episode counters, task state,
+Generators), so Left / Home / the panel's slider rewind the env and a fall's hold
+exactly (a seek restores the World twice: once for the App, once inside
+``env.restore``); drag the robot there and the policy goes on from the push (a branch),
+or resume untouched and the recorded episode comes back bit for bit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -43,6 +45,29 @@ EpisodeCallback = Callable[[int, dict[str, Any]], None]
 def _has_state(obj: object) -> bool:
     """Whether a policy keeps state of its own (``state_dict`` / ``load_state_dict``)."""
     return hasattr(obj, "state_dict") and hasattr(obj, "load_state_dict")
+
+
+def _plain(value: Any) -> Any:
+    """A snapshot's read-only meta as plain dicts and lists (deep-copyable)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _timeless(info: dict[str, Any]) -> dict[str, Any]:
+    """An episode's info without its wall-clock time (``info["episode"]["t"]``)."""
+    out = dict(info)
+    if isinstance(out.get("episode"), dict):
+        out["episode"] = {k: v for k, v in out["episode"].items() if k != "t"}
+    return out
+
+
+def _env_part(snap: Snapshot) -> dict[str, Any]:
+    """An env snapshot without its World: the counters, task state and Generators."""
+    arrays = {k: np.array(v) for k, v in snap.arrays.items() if not k.startswith("world/")}
+    return {"arrays": arrays, "meta": _plain({k: v for k, v in snap.meta.items() if k != "world"})}
 
 
 def _app_class() -> type[App]:
@@ -107,18 +132,19 @@ def _app_class() -> type[App]:
         def state_dict(self) -> dict[str, Any]:
             """Everything a rewind puts back (the App's time travel, docs/app.md).
 
-            The env's snapshot as bytes (its World, episode counters, task state and
-            Generators), the last observation, the counters, how many episodes had
-            finished (their infos hold wall times: they are kept, not compared), a fall's
-            hold and the policy's own ``state_dict()`` if it has one.
+            The env's own part of its snapshot (episode counters, task state and
+            Generators; not the World, which the App's keyframes hold), the last
+            observation, the counters, the finished episodes' infos (without their
+            wall-clock ``episode.t``, which no replay repeats), a fall's hold and the
+            policy's own ``state_dict()`` if it has one.
             """
             resume = self._resume
             policy = getattr(self.act, "__self__", self.act)
             return {
-                "env": self.env.unwrapped.snapshot().to_bytes(),
+                "env": _env_part(self.env.unwrapped.snapshot()),
                 "obs": np.array(self.obs, copy=True),
                 "counts": (self.env_steps, self.episode_steps, self._hold),
-                "results": len(self.results),  # they only grow: a rewind truncates
+                "results": [_timeless(r) for r in self.results],
                 "resume": None if resume is None else resume.to_bytes(),
                 "banner": self._banner,
                 "policy": policy.state_dict() if _has_state(policy) else None,
@@ -128,10 +154,15 @@ def _app_class() -> type[App]:
             """Return to a `state_dict` (time travel: seek, rewind before a fall)."""
             from kelab.sim.snapshot import Snapshot
 
-            self.env.unwrapped.restore(Snapshot.from_bytes(state["env"]))
+            env = self.env.unwrapped
+            now = env.snapshot()  # the World as the App's keyframe put it back
+            arrays = {k: v for k, v in now.arrays.items() if k.startswith("world/")}
+            meta = {"world": now.meta["world"], **state["env"]["meta"]}
+            arrays.update(state["env"]["arrays"])
+            env.restore(Snapshot(now.fingerprint, now.step_count, now.sim_time, arrays, meta))
             self.obs = np.array(state["obs"], copy=True)
             self.env_steps, self.episode_steps, self._hold = state["counts"]
-            del self.results[state["results"] :]
+            self.results = [_timeless(r) for r in state["results"]]
             resume = state["resume"]
             self._resume = None if resume is None else Snapshot.from_bytes(resume)
             self._banner = state["banner"]

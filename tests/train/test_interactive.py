@@ -151,11 +151,14 @@ def test_rewind_before_a_fall_redo_it_exactly_then_drag_and_the_policy_goes_on()
         warnings.simplefilter("error")  # the App has its state hooks: no warning
         app.seek(fell - 5)
     assert _played(app) == seen[fell - 5] and app.results == []
+    newest = max(seen)
+    app.seek(newest)  # a jump over both falls (from a keyframe): their results come back
+    assert _played(app) == seen[newest] and len(app.results) == 2
+    app.seek(fell - 5)
     app.seek(fell + 3)  # inside the fall's limp hold (a re-run through the fall)
     assert _played(app) == seen[fell + 3] and app._hold > 0
     assert reported == [1, 2]  # a seek's re-run does not report the fall again
     app.seek(fell - 5)
-    newest = max(seen)
     while app.fixed_step < newest:  # resumed untouched: the recorded episodes come back
         app.renderFrameOnce()
         assert _played(app) == seen[app.fixed_step]
