@@ -66,6 +66,10 @@ def _app(name: str, max_log_steps: int | None) -> ke.App:
     mod = importlib.import_module(name)
     extra = {} if max_log_steps is None else {"max_log_steps": max_log_steps}
     world = ke.World(mod.build_scene(), **extra)
+    if name == "physics_playground":  # as its main(): fixed steps on a 240 Hz runner
+        timeline = ke.Timeline()
+        timeline.add_runner("Physics", mod.PHYSICS_HZ)
+        hp.update(timeline=timeline, runner="Physics", steps_per_frame=100)
     return getattr(mod, DEMOS[name])(world=world, **hp)
 
 
