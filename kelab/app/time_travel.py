@@ -55,10 +55,10 @@ __all__ = [
 DEFAULT_HISTORY_S = 60.0
 #: Default `TimeTravel.keyframe_every` (fixed steps between keyframes).
 DEFAULT_KEYFRAME_EVERY = 8
-#: Keys whose presses start no branch: the time-travel keys, Shift, pause and step.
-TIME_TRAVEL_KEYS = frozenset(
-    {"left", "right", "home", "left shift", "right shift", "return", "space"}
-)
+#: Keys whose presses start no branch: pause and step, and Shift (held for Shift+Left).
+#: The arrows and Home seek only while paused, where their presses are dropped; while
+#: running they are the App's keys like any other (the Cartpole demo moves its cart).
+TIME_TRAVEL_KEYS = frozenset({"left shift", "right shift", "return", "space"})
 
 
 @dataclass(frozen=True)
@@ -228,6 +228,7 @@ class TimeTravel:
             target = min(max(target, hist.start), hist.stop - 1)
         if target != self._step:
             self.seek(target)
+        self._app.input.drop_pending()  # the press was for time travel, not for a step
         return True
 
     def seek(self, step: int) -> None:

@@ -314,3 +314,27 @@ def test_the_demos_rewind_exactly_with_their_state_hooks(demo: str, cls: str) ->
         assert (_hash(app), repr(app.state_dict())) == seen[app.fixed_step]
     assert app.time_travel.branch == 0
     app.close()
+
+
+class ArrowPusher(Pusher):
+    """Pusher whose Left key kicks too (the Cartpole demo moves its cart with the arrows)."""
+
+    def fixed_update(self, ts: float) -> None:
+        if self.input.key_pressed("left"):
+            self.kicks += 10
+        super().fixed_update(ts)
+
+
+def test_an_arrow_key_pressed_while_running_after_a_rewind_is_new_input() -> None:
+    app = _app(ArrowPusher)
+    _run(app, 40)
+    app.seek(20)
+    _run(app, 5, keys={22: "left"})  # running: the arrows are the App's own keys
+    assert app.kicks == 10 and app.time_travel.branch_points == (22,)
+    # paused, Left at the oldest step cannot move: its press is not left pending
+    _key(app, "return")
+    app.seek(0)
+    _key(app, "left")
+    _key(app, "return")
+    assert app.fixed_step == 1 and app.time_travel.branch == 1 and app.kicks == 0
+    app.close()
