@@ -196,11 +196,6 @@ class World(ControllerUpdates):
         return self._spacing
 
     @property
-    def _copies(self) -> list | None:
-        """Per-copy spaces of the isolated layout, None when packed (kelab.app's drag)."""
-        return getattr(self._backend, "_copies", None)
-
-    @property
     def layout(self) -> str:
         """``"isolated"`` or ``"packed"`` (see docs/world.md, "Layouts")."""
         return self._layout_name

@@ -428,7 +428,7 @@ class PackedBackend:
         v = vels[:, mv].tolist()
         shards, shard_of, local = self._shards, self._shard_of.tolist(), self._local.tolist()
         for c, prow, vrow in zip(ids.tolist(), p, v, strict=True):
-            ptrs = shards[shard_of[c]].recipe[local[c]][3]
+            ptrs = shards[shard_of[c]].recipe[local[c]].body_ptrs
             o = ox[c]
             # per body, angle first: setting the angle turns a body about its centre of
             # gravity (each setter touches only its body: no contacts since the rebuild)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 import pymunk
@@ -152,6 +153,23 @@ class Plan:
         return pymunk.ShapeFilter(group=group, categories=bit, mask=GROUND_BIT | bit)
 
 
+class Recipe(NamedTuple):
+    """The C calls that rebuild one copy of a shard (made once by ``Shard._add_moving``)."""
+
+    adds: list[tuple]
+    """Per moving body: (body pointer, initial angle, initial position, shape pointers)."""
+    inits: list[tuple]
+    """The constraints' re-init calls (each constructor with its arguments)."""
+    shape_ptrs: list
+    """Every moving shape's pointer, in the order the adds hold them."""
+    body_ptrs: list
+    """Every moving body's pointer (``adds[k][0]``)."""
+    frictions: list[tuple]
+    """(shape pointer, initial friction) where the layout needs a friction handler."""
+    biased: list[tuple]
+    """(constraint, error bias) of the joints that set one."""
+
+
 def _free_parts(parts: list[tuple[list, list, list]]) -> None:
     """Free the unmanaged constraints of a shard's copies (its finalizer)."""
     for _, _, cons in parts:
@@ -216,7 +234,7 @@ class Shard:
                 self.bodies[cl][b] = body
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
-        self.recipe: list[tuple] = [()] * n  # per copy: the C calls of a rebuild
+        self.recipe: list[Recipe | None] = [None] * n  # per copy: the C calls of a rebuild
         # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
         self.anchors: list[dict[int, pymunk.Body]] = [{} for _ in range(n)]
         # the constraints are unmanaged pointers (a rebuild frees the old ones at once):
@@ -329,9 +347,7 @@ class Shard:
             for k, b in enumerate(plan.moving.tolist()):
                 f = float(lay.stick_value[b])
                 fric.extend((cp.shape_ptr(s), f) for s in shapes[k])
-        # (adds, constraint re-init calls, shape pointers, body pointers, initial frictions,
-        # the error biases of the joints that set one)
-        self.recipe[cl] = (
+        self.recipe[cl] = Recipe(
             adds,
             inits,
             [p for add in adds for p in add[3]],
