@@ -130,6 +130,7 @@ class TimeTravel:
         self.keyframe_every = keyframe_every
         self._step = 0  # fixed steps run (the App's `fixed_step`)
         self._newest = 0  # newest step recorded (> _step after a seek: the future)
+        self._abandoned = -1  # the newest step a branch has abandoned (for seek's errors)
         self._keys: dict[int, _Keyframe] = {}
         self._inputs: dict[int, _Step] = {}
         self._digests: dict[int, bytes] = {}
@@ -248,7 +249,7 @@ class TimeTravel:
                     f"a step in app.history = range({hist.start}, {hist.stop})",
                     step,
                 )
-                + "; the history keeps the last history_s seconds"
+                + self._why_not(int(step), hist)
             )
         ensure_not_in_fixed_step("App.seek()", "Seek from the top level or a frame hook.")
         self._warn_no_state()
@@ -349,6 +350,7 @@ class TimeTravel:
         for table in (self._keys, self._inputs, self._digests):
             for k in [k for k in table if k > n or (table is self._inputs and k >= n)]:
                 del table[k]
+        self._abandoned = max(self._abandoned, self._newest)
         self._newest = n
         self._branch += 1
         self._branch_points.append(n)
@@ -462,17 +464,35 @@ class TimeTravel:
         fn = getattr(self._app, "state_dict", None)
         return copy.deepcopy(fn()) if fn is not None else None
 
+    def _why_not(self, step: int, hist: range) -> str:
+        """Why ``step`` is outside the history, for the error of :meth:`seek`."""
+        if step < 0:
+            return "; fixed steps count from 0"
+        if step < hist.start:
+            return (
+                f"; steps before {hist.start} are older than the history keeps "
+                f"(history_s = {self._history_s:g} s)"
+            )
+        if step <= self._abandoned:
+            return (
+                f"; steps after {hist.stop - 1} were abandoned by branch {self._branch} "
+                "(a new input after a seek starts a branch)"
+            )
+        return f"; the newest step run so far is {hist.stop - 1}"
+
     def _warn_no_state(self) -> None:
         app = self._app
         if self._warned or hasattr(app, "state_dict") and hasattr(app, "load_state_dict"):
             return
+        if type(app).__module__.startswith("kelab."):
+            return  # KELab's own App keeps no state of its own outside what seek restores
         self._warned = True
         warnings.warn(
             f"{type(app).__name__} has no state_dict()/load_state_dict(): App.seek rewinds "
             "the World, the timeline, the clock and the inputs, but not the App subclass's "
             'own attributes; define both hooks to rewind them (docs/app.md, "Time travel")',
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,  # the user's app.seek(...): App.seek -> TimeTravel.seek -> here
         )
 
     def _digest(self) -> bytes:

@@ -338,3 +338,40 @@ def test_an_arrow_key_pressed_while_running_after_a_rewind_is_new_input() -> Non
     _key(app, "return")
     assert app.fixed_step == 1 and app.time_travel.branch == 1 and app.kicks == 0
     app.close()
+
+
+def test_a_refused_seek_says_why_the_step_is_not_in_the_history() -> None:
+    app = _app()
+    _run(app, 60)
+    with pytest.raises(ValueError, match="newest step run so far is 60"):
+        app.seek(61)
+    with pytest.raises(ValueError, match="fixed steps count from 0"):
+        app.seek(-5)
+    app.seek(20)
+    _run(app, 5, keys={20: "k"})  # a branch at 20: steps 26..60 are abandoned
+    with pytest.raises(ValueError, match="steps after 25 were abandoned by branch 1"):
+        app.seek(40)
+    with pytest.raises(ValueError, match="newest step run so far is 25"):
+        app.seek(10**6)
+    app.time_travel.history_s = 0.1  # keeps ~5 steps at 50 Hz, plus a keyframe
+    _run(app, 30)
+    with pytest.raises(ValueError, match="older than the history keeps"):
+        app.seek(0)
+    app.close()
+
+
+def test_a_plain_app_seeks_without_a_warning_and_a_subclass_warning_names_the_caller() -> None:
+    plain = _app(ke.App)
+    for _ in range(10):
+        plain.renderFrameOnce()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plain.seek(3)  # KELab's own App keeps no attributes seek would miss
+    plain.close()
+    app = _app(Plain)
+    for _ in range(10):
+        app.renderFrameOnce()
+    with pytest.warns(RuntimeWarning) as caught:
+        app.seek(3)
+    assert caught[0].filename == __file__  # points at the user's app.seek(...) line
+    app.close()
