@@ -647,6 +647,9 @@ class VideoRecorder(Recorder):
             return
         import imageio.v2 as imageio
 
+        # ffmpeg opens the path itself: make it a regular file of ours first, refusing a
+        # symbolic link there (its target is never written), as the streamed files do
+        open_partial(self.path, "VideoRecorder").close()
         self._writer = imageio.get_writer(
             self.path,
             fps=float(fps),

@@ -196,3 +196,16 @@ def test_a_link_planted_at_the_partial_file_is_never_written_through(tmp_path, k
         rec.attach(timeline, world=world, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
         timeline.advance(0.2)  # a video opens its file at the first frame
     assert victim.read_text() == "keep me"
+
+
+def test_a_link_planted_at_an_mp4_path_is_never_written_through(tmp_path):
+    # ffmpeg wrote the .mp4 straight to its path, following a link planted there
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "v.mp4").symlink_to(victim)
+    rec = ke.VideoRecorder(tmp_path / "v.mp4")
+    timeline = ke.Timeline()
+    with pytest.raises(ValueError, match=r"v\.mp4' must not be a symbolic link, got one"):
+        rec.attach(timeline, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
+        timeline.advance(0.2)  # the file opens at the first frame
+    assert victim.read_text() == "keep me"
