@@ -264,17 +264,18 @@ def check_positive(
     return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
 
 
-def check_seed(value: object, name: str = "seed") -> int:
+def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
     """Return a seed: an int >= 0 (numpy's SeedSequence refuses negative ones).
 
     Args:
         value: The value to check.
         name: The field, for the message.
+        fix: What to do instead, appended to the message.
 
     Raises:
         ValueError: ``"seed must be an int >= 0, got -1"``.
     """
-    return check_int(value, name, low=0)
+    return check_int(value, name, low=0, fix=fix)
 
 
 def check_layout(value: object, name: str = "layout") -> str:

@@ -18,13 +18,15 @@ from typing import TYPE_CHECKING
 from kelab._validate import (
     check_bool,
     check_choice,
-    check_copies,
     check_int,
+    check_layout,
     check_number,
     check_seed,
+    must,
 )
 from kelab.timing.config import (
     MAX_DECIMATION,
+    RENDER_MODE_FIX,
     SIM_DT_RANGE,
     RunMode,
     SimulationRunConfig,
@@ -37,7 +39,9 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_LAYOUT",
     "RENDER_BACKENDS",
+    "RENDER_MODES",
     "EnvConfig",
+    "check_fields",
     "env_config",
     "resolve_run_config",
     "resolve_timing",
@@ -95,27 +99,14 @@ class EnvConfig:
     of a larger env with the same seed (``ke.RayLearningEnv``'s workers; docs/scale.md)."""
 
     def __post_init__(self) -> None:
-        n, seed, threads, layout = check_copies(
-            self.num_envs, self.seed, self.num_threads, self.layout
-        )
         if self.timing is not None and not isinstance(self.timing, SimulationTimingConfig):
             raise ValueError(
                 f"EnvConfig.timing must be a ke.SimulationTimingConfig or None, got "
                 f"{self.timing!r}; leave it None to use the task's own timing"
             )
-        SimulationRunConfig.from_render_mode(self.render_mode)  # validates it
-        spacing = check_number(self.env_spacing, "EnvConfig.env_spacing", low=0.0, unit="metres")
-        backend = check_choice(self.render_backend, "EnvConfig.render_backend", RENDER_BACKENDS)
-        offset = check_seed(self.copy_offset, "EnvConfig.copy_offset")
-        for name, value in (
-            ("num_envs", n),
-            ("seed", seed),
-            ("num_threads", threads),
-            ("layout", layout),
-            ("env_spacing", spacing),
-            ("render_backend", backend),
-            ("copy_offset", offset),
-        ):
+        names = [f.name for f in dataclasses.fields(self) if f.name != "timing"]
+        checked = check_fields({name: getattr(self, name) for name in names}, "EnvConfig.")
+        for name, value in checked.items():
             object.__setattr__(self, name, value)
 
     @property
@@ -127,6 +118,66 @@ class EnvConfig:
     def headless(self) -> bool:
         """Whether no window opens (every run mode but PACED)."""
         return self.run_config.mode is not RunMode.PACED
+
+
+RENDER_MODES = (None, "rgb_array", "human")
+"""Gymnasium render modes an environment accepts (None never draws)."""
+
+
+def _check_render_mode(value: object, name: str) -> object:
+    if value is None or (isinstance(value, str) and value in RENDER_MODES):
+        return value
+    raise ValueError(must(name, "None, 'rgb_array' or 'human'", value, RENDER_MODE_FIX))
+
+
+def check_fields(values: dict[str, object], prefix: str = "") -> dict[str, object]:
+    """Check `EnvConfig` fields (all but ``timing``), each error naming ``prefix + field``.
+
+    ``EnvConfig`` checks its own fields with ``prefix="EnvConfig."``; `env_config` checks
+    the keywords an environment was given under the names the user passed them by.
+
+    Args:
+        values: Field name -> value (names other than EnvConfig's fields pass through).
+        prefix: Put before each field's name in an error.
+
+    Returns:
+        The values converted (numpy ints to ``int``, numbers to ``float``).
+
+    Raises:
+        ValueError: ``"EnvConfig.seed must be an int >= 0, got -1; pass ..."``, for the
+            first bad field, with what to do instead.
+    """
+    checks = {
+        "num_envs": lambda v, n: check_int(
+            v, n, low=1, fix="give the number of copies, e.g. num_envs=4"
+        ),
+        "seed": lambda v, n: check_int(
+            v, n, low=0, fix="pass an int >= 0, e.g. seed=0 (the same seed repeats a run)"
+        ),
+        "num_threads": lambda v, n: check_int(
+            v,
+            n,
+            low=1,
+            fix="results are bit-identical for every value; num_threads=1 steps every copy "
+            "on the calling thread",
+        ),
+        "layout": check_layout,
+        "render_mode": _check_render_mode,
+        "env_spacing": lambda v, n: check_number(
+            v, n, low=0.0, unit="metres", fix="it spaces the copies for display, e.g. 4.0"
+        ),
+        "render_backend": lambda v, n: check_choice(
+            v, n, RENDER_BACKENDS, fix="'pygame' draws on the CPU, 'gl' with moderngl"
+        ),
+        "copy_offset": lambda v, n: check_seed(
+            v, n, fix="leave it 0 unless this env is a slice of a larger one"
+        ),
+    }
+    out = dict(values)
+    for name, value in values.items():
+        if name in checks:
+            out[name] = checks[name](value, prefix + name)
+    return out
 
 
 def resolve_run_config(
@@ -283,4 +334,5 @@ def env_config(
     timing = resolve_timing(
         task, timing if timing is not None else config.timing, dt, physics_steps_per_action
     )
+    given = check_fields(given)  # named as passed: LearningEnv(seed=-1) says "seed"
     return dataclasses.replace(config, render_mode=mode, timing=timing, **given)

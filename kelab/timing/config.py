@@ -56,6 +56,12 @@ def ceil_ratio(numerator: float, denominator: float) -> int:
     return math.ceil(ratio)
 
 
+RENDER_MODE_FIX = (
+    "None never draws, 'rgb_array' makes render() return frames, 'human' opens a window"
+)
+"""What each Gymnasium render mode does: the fix of an unknown render mode's error."""
+
+
 @dataclass(frozen=True)
 class SimulationTimingConfig:
     """Rates and intervals of a simulation: physics step, control decimation, horizon.
@@ -203,7 +209,9 @@ class SimulationRunConfig:
             for mode, mapped in _RENDER_MODE_OF.items():
                 if render_mode == mapped:
                     return cls(mode=mode)
-        raise ValueError(must("render_mode", "None, 'rgb_array' or 'human'", render_mode))
+        raise ValueError(
+            must("render_mode", "None, 'rgb_array' or 'human'", render_mode, RENDER_MODE_FIX)
+        )
 
     @property
     def render_mode(self) -> str | None:

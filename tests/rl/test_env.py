@@ -372,6 +372,36 @@ def test_task_error_in_get_rewards_leaves_the_env_failed_until_reset():
         env.close()
 
 
+@pytest.mark.parametrize(
+    ("field", "bad", "fix"),
+    [
+        ("num_envs", 0, "e.g. num_envs=4"),
+        ("seed", -1, "e.g. seed=0"),
+        ("render_mode", "humna", "'human' opens a window"),
+        ("layout", "fast", "'packed': copies share"),
+        ("num_threads", 0, "num_threads=1 steps every copy"),
+        ("env_spacing", -1.0, "e.g. 4.0"),
+        ("render_backend", "vulkan", "'gl' with moderngl"),
+        ("copy_offset", -1, "leave it 0"),
+    ],
+)
+def test_env_config_errors_name_field_value_and_fix(field, bad, fix):
+    """Every EnvConfig field's error: "EnvConfig.<field> must be ..., got <bad>; <fix>";
+    the same field given to an env as a keyword is named as the user passed it."""
+    with pytest.raises(ValueError) as info:
+        ke.EnvConfig(**{field: bad})
+    msg = str(info.value)
+    assert msg.startswith(f"EnvConfig.{field} must be "), msg
+    assert f", got {bad!r}; " in msg and fix in msg, msg
+    if field == "render_backend":  # config-only: LearningEnv has no such keyword
+        return
+    with pytest.raises(ValueError) as info:
+        ke.LearningEnv(CartPoleTask(), **{field: bad})
+    msg = str(info.value)
+    assert msg.startswith(f"{field} must be "), msg
+    assert f", got {bad!r}; " in msg and fix in msg, msg
+
+
 def test_env_config_is_one_validated_description(monkeypatch):
     """ke.EnvConfig: fields checked by name; the old keywords fold into it; env.config."""
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
