@@ -1,7 +1,7 @@
 """Canvas: the drawing interface shared by every render backend, and ``draw_world``.
 
 Public drawing calls take world units (metres, +Y up); the camera maps them to pixels.
-Backends implement a handful of batched pixel-space hooks (``_fill_polygons`` ...), so
+Backends implement a handful of batched pixel-space hooks (``paint_polygons`` ...), so
 ``draw_world`` transforms all bodies of all environment copies with a few numpy
 operations and hands whole arrays to the backend.
 """
@@ -141,7 +141,7 @@ class Canvas(ABC):
         Args:
             color: ``(r, g, b)`` ints in 0..255.
         """
-        self._clear(validate_color(color))
+        self.paint_clear(validate_color(color))
 
     def circle(
         self, center: Sequence[float], radius: float, color: Color, width: float = 0.0
@@ -161,9 +161,9 @@ class Canvas(ABC):
         c = cam.world_to_screen_batch(_finite_xy(center, "Canvas.circle: center", (2,))[None])
         r_px = np.array([r * cam.zoom])
         if w == 0.0 or w >= r:
-            self._fill_circles(c, r_px, rgb)
+            self.paint_circles(c, r_px, rgb)
         else:
-            self._ring(c, r_px, max(1.0, w * cam.zoom), rgb)
+            self.paint_rings(c, r_px, max(1.0, w * cam.zoom), rgb)
 
     def polygon(self, points: Sequence[Sequence[float]], color: Color, width: float = 0.0) -> None:
         """Draw a convex polygon.
@@ -182,7 +182,7 @@ class Canvas(ABC):
             )
         px = self._camera.world_to_screen_batch(pts)
         if w == 0.0:
-            self._fill_polygons(px[None], rgb)
+            self.paint_polygons(px[None], rgb)
         else:
             self._thick_lines(px, np.roll(px, -1, axis=0), w * self._camera.zoom, rgb, True)
 
@@ -221,7 +221,7 @@ class Canvas(ABC):
         if x1 <= x0 or y1 <= y0:
             return
         quad = np.array([[[x0, y0], [x1, y0], [x1, y1], [x0, y1]]])
-        self._fill_polygons(quad, rgb, np.array([min(x1 - x0, y1 - y0)]))
+        self.paint_polygons(quad, rgb, np.array([min(x1 - x0, y1 - y0)]))
 
     def vertical_gradient(self, rect: Sequence[float], top: Color, bottom: Color) -> None:
         """Fill a screen rectangle shading from ``top`` (its first row) to ``bottom``.
@@ -255,11 +255,11 @@ class Canvas(ABC):
             top: Colour of the top row.
             bottom: Colour of the lower half.
         """
-        self._backdrop(validate_color(top, "top"), validate_color(bottom, "bottom"))
+        self.paint_backdrop(validate_color(top, "top"), validate_color(bottom, "bottom"))
 
-    def _backdrop(self, top: Color, bottom: Color) -> None:
+    def paint_backdrop(self, top: Color, bottom: Color) -> None:
         """Backend hook (default: a clear and a gradient over the upper half)."""
-        self._clear(bottom)
+        self.paint_clear(bottom)
         w, h = self._camera.size
         if w > 0 and h > 0:
             self._vertical_gradient((0.0, 0.0, float(w), 0.5 * h), top, bottom)
@@ -276,7 +276,7 @@ class Canvas(ABC):
             quad = np.array(
                 [[[x0, edges[k]], [x1, edges[k]], [x1, edges[k + 1]], [x0, edges[k + 1]]]]
             )
-            self._fill_polygons(quad, rgb)  # type: ignore[arg-type]
+            self.paint_polygons(quad, rgb)  # type: ignore[arg-type]
 
     def text_size(self, string: str, size: int = 16) -> tuple[int, int]:
         """The ``(width, height)`` in pixels that :meth:`text` covers for ``string``.
@@ -353,7 +353,7 @@ class Canvas(ABC):
             p = self._camera.world_to_screen(p)
         xy = (int(round(p[0])), int(round(p[1])))
         self._frame_texts.append((xy[0], xy[1], str(string), int(size)))
-        self._text(xy, str(string), rgb, int(size))
+        self.paint_text(xy, str(string), rgb, int(size))
 
     def text_boxes(self) -> list[tuple[int, int, int, int]]:
         """Screen rectangles ``(x0, y0, x1, y1)`` of the text drawn so far this frame.
@@ -424,27 +424,27 @@ class Canvas(ABC):
             poses, origins = poses[ids], origins[ids]
         cam = self._camera
         plan = layout.plan(
-            cam.zoom, poses.shape[0], self._build_plan, self._plan_style(), bool(self.outlines)
+            cam.zoom, poses.shape[0], self.build_plan, self.plan_style(), bool(self.outlines)
         )
         if plan.local.shape[0] == 0:
             return
         xs, ys = layout.screen_points(plan, poses, shared, origins, cam, self._PIXEL_SHIFT)
-        self._draw_plan(plan, xs, ys)
+        self.draw_plan(plan, xs, ys)
 
     # -- compiled world drawing (backend hooks) ----------------------------------------------
     #: Added to screen coordinates of compiled plans (the backend's pixel convention).
     _PIXEL_SHIFT = 0.0
 
-    def _plan_style(self) -> Hashable:
-        """Hashable settings that change what :meth:`_build_plan` produces."""
+    def plan_style(self) -> Hashable:
+        """Hashable settings that change what :meth:`build_plan` produces."""
         return None
 
     @abstractmethod
-    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+    def build_plan(self, primitives: list[Primitive]) -> DrawPlan:
         """Compile primitives (body-frame pixels, painter's order) into a plan, once."""
 
     @abstractmethod
-    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+    def draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
         """Draw a plan whose points this frame are at screen pixels ``(xs, ys)``."""
 
     # -- composite helpers -----------------------------------------------------------------
@@ -453,20 +453,20 @@ class Canvas(ABC):
     ) -> None:
         """Lines in pixels; rectangles plus optional round caps, or hairlines if thin."""
         if width_px < 1.5:
-            self._hairlines(a, b, color)
+            self.paint_hairlines(a, b, color)
             return
-        self._fill_lines(a, b, width_px, color)
+        self.paint_lines(a, b, width_px, color)
         if round_caps:
             r = np.full(a.shape[0] * 2, 0.5 * width_px)
-            self._fill_circles(np.concatenate([a, b]), r, color)
+            self.paint_circles(np.concatenate([a, b]), r, color)
 
     # -- backend hooks (pixels, batched) -----------------------------------------------------
     @abstractmethod
-    def _clear(self, color: Color) -> None:
+    def paint_clear(self, color: Color) -> None:
         """Fill the frame."""
 
     @abstractmethod
-    def _fill_polygons(
+    def paint_polygons(
         self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
     ) -> None:
         """Fill ``(N, k, 2)`` convex polygons given in pixels.
@@ -475,25 +475,27 @@ class Canvas(ABC):
         backend computes them if it needs them).
         """
 
-    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+    def paint_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
         """Fill the rectangles of thick lines ``a[i] -> b[i]`` (pixels, butt ends)."""
         widths = np.minimum(width, np.hypot(*(b - a).T))  # a rectangle's narrower side
-        self._fill_polygons(thick_line_quads(a, b, width), color, widths)
+        self.paint_polygons(thick_line_quads(a, b, width), color, widths)
 
     @abstractmethod
-    def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+    def paint_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
         """Fill ``(N,)`` discs: centres ``(N, 2)`` and radii ``(N,)`` in pixels."""
 
     @abstractmethod
-    def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+    def paint_rings(
+        self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color
+    ) -> None:
         """Circle outlines from ``radii - width`` to ``radii`` (pixels)."""
 
     @abstractmethod
-    def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+    def paint_hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
         """One-pixel antialiased lines from ``a[i]`` to ``b[i]`` (pixels)."""
 
     @abstractmethod
-    def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+    def paint_text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
         """Text with its top-left corner at integer pixel ``pos``."""
 
 

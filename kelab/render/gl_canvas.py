@@ -322,10 +322,12 @@ class GLCanvas(Canvas):
         self._runs.clear()
 
     # -- compiled worlds --------------------------------------------------------------------
-    def _plan_style(self) -> Hashable:
+    def plan_style(self) -> Hashable:
+        """The OpenGL backend's :meth:`Canvas.plan_style`."""
         return ("fringe" if self.fringe else "hard",)
 
-    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+    def build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+        """The OpenGL backend's :meth:`Canvas.build_plan`."""
         tris: list[np.ndarray] = []
         instance: list[np.ndarray] = []
         colors: list[np.ndarray] = []
@@ -354,7 +356,8 @@ class GLCanvas(Canvas):
             return DrawPlan(np.zeros((0, 2)), np.zeros(0, dtype=np.intp))
         return DrawPlan(np.concatenate(tris), np.concatenate(instance), np.concatenate(colors))
 
-    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+    def draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+        """The OpenGL backend's :meth:`Canvas.draw_plan`."""
         v = np.empty((xs.shape[0], 6), dtype=np.float32)
         v[:, 0] = xs
         v[:, 1] = ys
@@ -362,15 +365,17 @@ class GLCanvas(Canvas):
         self._pending.append(v)
 
     # -- hooks --------------------------------------------------------------------------------
-    def _clear(self, color: Color) -> None:
+    def paint_clear(self, color: Color) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_clear`."""
         self.discard()  # everything queued would be painted over anyway
         r, g, b = (c / 255.0 for c in color)
         with self._bind(overwrite=True) as target:
             target.clear(r, g, b, 1.0)
 
-    def _fill_polygons(
+    def paint_polygons(
         self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
     ) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_polygons`."""
         if polys.shape[0]:
             self._push_polygons(polys, color, widths)
 
@@ -406,7 +411,8 @@ class GLCanvas(Canvas):
             self._gradients[key] = v
         return v
 
-    def _backdrop(self, top: Color, bottom: Color) -> None:
+    def paint_backdrop(self, top: Color, bottom: Color) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_backdrop`."""
         self.discard()  # everything queued would be painted over anyway
         w, h = self._camera.size
         key = (w, h, top, bottom)
@@ -417,7 +423,7 @@ class GLCanvas(Canvas):
                 self._ctx.copy_framebuffer(target, self._backdrop_fbo)
                 target.use()
                 return
-        super()._backdrop(top, bottom)
+        super().paint_backdrop(top, bottom)
 
     def _make_backdrop(self, key: tuple[object, ...], top: Color, bottom: Color) -> None:
         """Draw the clear and the upper half's gradient once into a framebuffer of its own."""
@@ -442,7 +448,8 @@ class GLCanvas(Canvas):
             self._backdrop_fbo.release()
         self._backdrop_fbo, self._backdrop_key = None, None
 
-    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+    def paint_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_lines`."""
         if a.shape[0]:
             if self.fringe:  # feathered_polygons of the rectangles, without the insets
                 tris, alpha = feathered_lines(a, b, width)
@@ -450,7 +457,8 @@ class GLCanvas(Canvas):
             else:
                 self._push(fan_triangles(thick_line_quads(a, b, width)), color)
 
-    def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+    def paint_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_circles`."""
         if centers.shape[0]:
             r = np.maximum(radii, 0.5)
             if self.fringe:  # feathered_polygons of the tessellation, from the radii alone
@@ -459,7 +467,10 @@ class GLCanvas(Canvas):
             else:
                 self._push_polygons(circle_polygons(centers, r), color, 2.0 * r)
 
-    def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+    def paint_rings(
+        self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color
+    ) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_rings`."""
         if centers.shape[0]:
             if self.fringe:
                 tris, alpha = feathered_rings(centers, radii, width)
@@ -467,11 +478,13 @@ class GLCanvas(Canvas):
             else:
                 self._push(ring_triangles(centers, radii, width), color)
 
-    def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+    def paint_hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_hairlines`."""
         if a.shape[0]:
             self._push_polygons(thick_line_quads(a, b, 1.0), color)
 
-    def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+    def paint_text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_text`."""
         # queued in painter's order: shapes queued so far end their run and go under it
         if self._pending:
             self._close_runs()

@@ -75,15 +75,18 @@ class PygameCanvas(Canvas):
         if src is not None:
             self.surface.blit(src, (0, 0))
 
-    def _clear(self, color: Color) -> None:
+    def paint_clear(self, color: Color) -> None:
+        """The pygame backend's :meth:`Canvas.paint_clear`."""
         self._restore_from = None  # painted over entirely: nothing to restore
         self._queue.clear()  # (what was queued is painted over too)
         self.surface.fill(color)
 
-    def _plan_style(self) -> Hashable:
+    def plan_style(self) -> Hashable:
+        """The pygame backend's :meth:`Canvas.plan_style`."""
         return ("aa" if self.antialias else "hard",)
 
-    def _build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+    def build_plan(self, primitives: list[Primitive]) -> DrawPlan:
+        """The pygame backend's :meth:`Canvas.build_plan`."""
         local: list[np.ndarray] = []
         instance: list[int] = []
         commands: list[tuple[bool, int, int, Color]] = []
@@ -111,7 +114,8 @@ class PygameCanvas(Canvas):
             data=(commands, fills),
         )
 
-    def _draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+    def draw_plan(self, plan: DrawPlan, xs: np.ndarray, ys: np.ndarray) -> None:
+        """The pygame backend's :meth:`Canvas.draw_plan`."""
         self._prepare()
         commands, fills = plan.data
         surf, aa = self.surface, self.antialias
@@ -133,9 +137,10 @@ class PygameCanvas(Canvas):
             else:
                 aaline(surf, color, pts[start], pts[start + 1])
 
-    def _fill_polygons(
+    def paint_polygons(
         self, polys: np.ndarray, color: Color, widths: np.ndarray | None = None
     ) -> None:
+        """The pygame backend's :meth:`Canvas.paint_polygons`."""
         self._draw_inset(inset_polygons(polys, 0.5) if self.antialias else polys, color)
 
     def _vertical_gradient(
@@ -158,7 +163,8 @@ class PygameCanvas(Canvas):
             self._gradients[key] = image
         self.surface.blit(image, (x0, y0))
 
-    def _backdrop(self, top: Color, bottom: Color) -> None:
+    def paint_backdrop(self, top: Color, bottom: Color) -> None:
+        """The pygame backend's :meth:`Canvas.paint_backdrop`."""
         self._restore_from = None  # painted over entirely: nothing to restore
         self._queue.clear()  # (what was queued is painted over too)
         w, h = self.surface.get_size()
@@ -267,32 +273,39 @@ class PygameCanvas(Canvas):
                 if aa:
                     pygame.draw.aalines(surf, color, True, poly)
 
-    def _fill_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+    def paint_lines(self, a: np.ndarray, b: np.ndarray, width: float, color: Color) -> None:
+        """The pygame backend's :meth:`Canvas.paint_lines`."""
         if not self.antialias:
             self._draw_inset(thick_line_quads(a, b, width), color)
             return
-        # inset by half a pixel like _fill_polygons, as the rectangles themselves
+        # inset by half a pixel like paint_polygons, as the rectangles themselves
         widths = np.minimum(width, np.hypot(*(b - a).T))
         self._draw_inset(thick_line_quads(a, b, width, -np.minimum(0.5, 0.5 * widths)), color)
 
-    def _fill_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+    def paint_circles(self, centers: np.ndarray, radii: np.ndarray, color: Color) -> None:
+        """The pygame backend's :meth:`Canvas.paint_circles`."""
         # tessellated like the GL backend: sub-pixel centres and radii, same silhouette
         radii = np.maximum(radii, 0.5)
         inset = 0.5 if self.antialias else 0.0
         self._draw_inset(circle_polygons(centers, radii, inset=inset), color)
 
-    def _ring(self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color) -> None:
+    def paint_rings(
+        self, centers: np.ndarray, radii: np.ndarray, width: float, color: Color
+    ) -> None:
+        """The pygame backend's :meth:`Canvas.paint_rings`."""
         self._prepare()
         w = max(1, int(round(width)))
         for c, r in zip((centers - 0.5).tolist(), radii.tolist(), strict=True):
             pygame.draw.aacircle(self.surface, color, c, r, w)
 
-    def _hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+    def paint_hairlines(self, a: np.ndarray, b: np.ndarray, color: Color) -> None:
+        """The pygame backend's :meth:`Canvas.paint_hairlines`."""
         self._prepare()
         for p, q in zip((a - 0.5).tolist(), (b - 0.5).tolist(), strict=True):
             pygame.draw.aaline(self.surface, color, p, q)
 
-    def _text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+    def paint_text(self, pos: tuple[int, int], string: str, color: Color, size: int) -> None:
+        """The pygame backend's :meth:`Canvas.paint_text`."""
         self._prepare()
         self.surface.blit(self._texts.surface(string, color, size), pos)
 

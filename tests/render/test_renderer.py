@@ -154,3 +154,16 @@ def test_backends_are_one_registry_of_module_paths():
             assert r.backend == name
     with pytest.raises(ValueError, match=r"backend must be one of \('pygame', 'gl'\)"):
         ke.create_renderer("vulkan", headless=True)
+
+
+def test_backends_override_only_the_canvas_public_protocol():
+    # #26: a backend implements Canvas's public painters, not private hooks
+    from kelab.render.canvas import Canvas
+    from kelab.render.gl_canvas import GLCanvas
+    from kelab.render.pygame_backend import PygameCanvas
+
+    base = {n for n in vars(Canvas) if callable(getattr(Canvas, n))}
+    for backend in (GLCanvas, PygameCanvas):
+        overridden = {n for n in vars(backend) if n in base and not n.startswith("__")}
+        assert overridden, backend
+        assert not {n for n in overridden if n.startswith("_")}, (backend, sorted(overridden))
