@@ -242,7 +242,7 @@ class Canvas(ABC):
         if not all(np.isfinite((x0, y0, x1, y1))):
             raise ValueError(f"rect must be finite, got {rect!r}")
         if x1 > x0 and y1 > y0:
-            self._vertical_gradient((x0, y0, x1, y1), a, b)
+            self.paint_vertical_gradient((x0, y0, x1, y1), a, b)
 
     def backdrop(self, top: Color, bottom: Color) -> None:
         """Fill the whole frame with a gradient: ``top`` shading to ``bottom`` half-way down.
@@ -262,9 +262,9 @@ class Canvas(ABC):
         self.paint_clear(bottom)
         w, h = self._camera.size
         if w > 0 and h > 0:
-            self._vertical_gradient((0.0, 0.0, float(w), 0.5 * h), top, bottom)
+            self.paint_vertical_gradient((0.0, 0.0, float(w), 0.5 * h), top, bottom)
 
-    def _vertical_gradient(
+    def paint_vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:
         """Backend hook (default: 32 flat bands)."""

@@ -379,9 +379,10 @@ class GLCanvas(Canvas):
         if polys.shape[0]:
             self._push_polygons(polys, color, widths)
 
-    def _vertical_gradient(
+    def paint_vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:
+        """The OpenGL backend's :meth:`Canvas.paint_vertical_gradient`."""
         self._pending.append(self._gradient_vertices(rect, top, bottom))
 
     def _gradient_vertices(

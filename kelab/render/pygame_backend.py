@@ -143,9 +143,10 @@ class PygameCanvas(Canvas):
         """The pygame backend's :meth:`Canvas.paint_polygons`."""
         self._draw_inset(inset_polygons(polys, 0.5) if self.antialias else polys, color)
 
-    def _vertical_gradient(
+    def paint_vertical_gradient(
         self, rect: tuple[float, float, float, float], top: Color, bottom: Color
     ) -> None:
+        """The pygame backend's :meth:`Canvas.paint_vertical_gradient`."""
         self._prepare()
         x0, y0, x1, y1 = (int(round(v)) for v in rect)
         w, h = x1 - x0, y1 - y0
