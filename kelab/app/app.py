@@ -767,6 +767,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         if self.panel.open:
             self.panel_window.frame(renderer)  # sample the plots, build the ImGui frame
         renderer.end_frame()
+        self.menu.after_frame()  # a screenshot asked for from the menu: this frame, menu closed
         self._drawn += 1
         call_hook("post_render", self.post_render)
 
@@ -781,6 +782,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         panel = win.frame if self.panel.open else None
         clear = self._keep_clear
         draw_viewport_off(self.renderer, lay, bg, clear, self._draw_overlays, panel)
+        self.menu.after_frame()
 
     def _keep_clear(self, size: tuple[int, int]) -> list[tuple[int, int, int, int]]:
         """What the overlays keep clear of: the panel's window and the menu bar."""

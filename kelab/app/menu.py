@@ -49,14 +49,10 @@ def screenshot_path(folder: Path, title: str) -> Path:
     return folder / f"{slug}-shot-{n:03d}.png"
 
 
-def _screenshot(app: MenuHost) -> Path:
-    return app.write_pixels_png(screenshot_path(app.config.recording_dir, app.config.title))
-
-
-def _menus(app: MenuHost) -> dict[str, list[MenuItem]]:
+def _menus(app: MenuHost, shoot: Callable[[], Path]) -> dict[str, list[MenuItem]]:
     return {
         "File": [
-            MenuItem("Save screenshot", "", _screenshot),
+            MenuItem("Save screenshot", "", lambda a: shoot()),
             MenuItem("Quit", "Esc", lambda a: a.request_close()),
         ],
         "Edit": [
@@ -92,13 +88,35 @@ class MenuBar:
         """The menu whose items are shown, or None."""
         self.last_result: object = None
         """What the last item run returned (the screenshot's path...)."""
+        self.pending_shot: Path | None = None
+        """Where the next frame drawn goes (File -> Save screenshot), or None."""
         self._titles: dict[str, Rect] = {}
         self._items: list[tuple[Rect, MenuItem]] = []
         self._width = 0
 
     def menus(self) -> dict[str, list[MenuItem]]:
         """The menus and their items, labelled for the App's state now."""
-        return _menus(self._app)
+        return _menus(self._app, self.shoot_next_frame)
+
+    def shoot_next_frame(self) -> Path:
+        """Save the next frame drawn as a screenshot; return the path it will have.
+
+        File -> Save screenshot runs while the frame on screen still shows the open File
+        menu; the menu closes on that click, so the next frame is the scene without it.
+        `after_frame` writes it.
+        """
+        cfg = self._app.config
+        self.pending_shot = screenshot_path(cfg.recording_dir, cfg.title)
+        return self.pending_shot
+
+    def after_frame(self) -> Path | None:
+        """Write the pending screenshot from the frame just drawn (the App calls it).
+
+        Returns:
+            The path written, or None when none was pending.
+        """
+        path, self.pending_shot = self.pending_shot, None
+        return None if path is None else self._app.write_pixels_png(path)
 
     def rects(self, display: tuple[int, int]) -> list[Rect]:
         """What the bar (and an open menu) covers, for the overlays to keep clear."""

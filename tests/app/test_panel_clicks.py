@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 
+import pygame
 import pytest
 from app_helpers import FakeClock, ball_scene, make_app
 
 import kelab as ke
 
+MENU_OPEN = (62, 68, 82)  # kelab.app.menu's open-menu colour
 SHOTS = os.environ.get("KELAB_SHOTS")  # a folder: save the screenshots there to look at
 
 
@@ -92,8 +94,15 @@ def test_menu_bar_and_new_panel_items_by_real_clicks(tmp_path, backend, real_win
     _click(app, clock, menu.item_rect("Step"))
     assert app.clock.steps == steps + 1
     _click(app, clock, menu.title_rect("File"))
+    dropdown = menu.rects(app.renderer.size)[1]  # where the open File menu is drawn
     _click(app, clock, menu.item_rect("Save screenshot"))
     assert menu.last_result.is_file() and menu.last_result.parent == tmp_path
+    assert menu.pending_shot is None
+    # the screenshot is the scene, not the open File menu drawn over it
+    shot = pygame.surfarray.array3d(pygame.image.load(str(menu.last_result)))  # (w, h, 3)
+    x0, y0, x1, y1 = dropdown
+    menu_coloured = (shot[x0:x1, y0:y1] == MENU_OPEN).all(axis=-1).mean()
+    assert menu_coloured < 0.2, menu_coloured
     picks = app.world.step_count
     _click(app, clock, menu.title_rect("File"))  # a click beside an open menu closes it
     _click(app, clock, (300, 300, 302, 302))
