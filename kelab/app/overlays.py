@@ -22,6 +22,7 @@ __all__ = [
     "OverlayLayout",
     "Rect",
     "draw_notice",
+    "fit_lines",
     "draw_viewport_off",
     "free_corner",
     "panel_rect",
@@ -122,6 +123,36 @@ def free_corner(
     return best[1]
 
 
+def fit_lines(canvas: Canvas, lines: list[str], size: int, width: int) -> tuple[list[str], int]:
+    """Word-wrap ``lines`` to ``width`` pixels; shrink the font (to 8 px) if a word is wider.
+
+    Args:
+        canvas: The frame's canvas (it measures text).
+        lines: The text, one entry a line.
+        size: Font size in pixels wanted.
+        width: Widest a line may be, in pixels.
+
+    Returns:
+        ``(lines, size)``: the wrapped lines and the font size they fit at (lines that fit
+        come back unchanged).
+    """
+    while True:
+        out: list[str] = []
+        for line in lines:
+            current = ""
+            for word in line.split(" "):
+                joined = f"{current} {word}" if current else word
+                if current and canvas.text_size(joined, size)[0] > width:
+                    out.append(current)
+                    current = word
+                else:
+                    current = joined
+            out.append(current)
+        if size <= 8 or all(canvas.text_size(s, size)[0] <= width for s in out):
+            return out, size
+        size -= 1
+
+
 def draw_notice(
     canvas: Canvas,
     lines: list[str],
@@ -143,7 +174,10 @@ def draw_notice(
     """
     from kelab.render.scenery import PALETTE
 
-    pad, line_h = 6, size + 3
+    pad = 6
+    room = canvas.camera.size[0] - 2 * (pad + 6)  # free_corner's margin on each side
+    lines, size = fit_lines(canvas, lines, size, room)
+    line_h = size + 3
     width = max(canvas.text_size(s, size)[0] for s in lines) + 2 * pad
     box = (width, pad + line_h * len(lines) + pad // 2)
     rect = free_corner(canvas.camera.size, box, canvas.text_boxes() + avoid)

@@ -416,6 +416,37 @@ def test_f2_without_imgui_shows_a_one_line_notice_in_the_window(tmp_path, monkey
     app.close()
 
 
+def test_f2_notice_fits_a_small_window(tmp_path, monkeypatch):
+    """At 320x200 the F2 notice wraps to fit: every text box and its box lie in the frame."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "imgui_bundle", None)  # `import imgui_bundle` fails
+    clock = FakeClock()
+    app = make_app(clock, size=(320, 200), settings=tmp_path / "s.kelab.json")
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("key_down", key="f2"))
+    with pytest.warns(UserWarning, match="needs imgui-bundle"):
+        app.renderFrameOnce()
+    canvas = app.renderer.canvas
+    boxes = [
+        box
+        for box, text in zip(canvas.text_boxes(), canvas.frame_texts, strict=True)
+        if text[3]
+        and text[2] in "The Settings panel (F2) needs imgui-bundle: pip install 'kelab[panel]'"
+    ]
+    words = " ".join(
+        t[2]
+        for t in canvas.frame_texts
+        if t[2] in "The Settings panel (F2) needs imgui-bundle: pip install 'kelab[panel]'"
+    )
+    assert "needs imgui-bundle" in words and "kelab[panel]" in words  # all of it, wrapped
+    assert len(boxes) >= 2
+    for x0, y0, x1, y1 in [*boxes, app.overlays.rects[-1]]:
+        assert 0 <= x0 and x1 <= 320 and 0 <= y0 and y1 <= 200, (x0, y0, x1, y1)
+    app.write_pixels_png(tmp_path.parent / "f2_notice_320x200.png")
+    app.close()
+
+
 def _check_nothing_covers_anything_but_no_panel(app):
     rects = app.overlays.rects
     assert len(rects) == 2  # the notice, the HUD
