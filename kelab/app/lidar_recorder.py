@@ -33,7 +33,7 @@ import numpy as np
 from kelab._files import atomic_file
 from kelab._validate import check_int, check_number
 from kelab.app.recorders import FrameSource, Recorder, check_copy_indices
-from kelab.app.recording_files import SPOOL_MAGIC, load_partial, open_partial
+from kelab.app.recording_files import SPOOL_MAGIC, load_partial, open_partial, write_rows
 from kelab.timing.timeline import Phase
 
 if TYPE_CHECKING:
@@ -176,14 +176,8 @@ class LidarRecorder(Recorder):
 
     def flush(self) -> None:
         """Hand buffered scans to the operating system now (they survive a process kill)."""
-        if self._pending and self._file is not None:
-            block = np.vstack(self._pending)
-            if self._csv:
-                np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
-            else:
-                self._file.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
-            self._pending.clear()
         if self._file is not None:
+            write_rows(self._file, self._pending, self._csv)
             self._file.flush()
         self._last_flush = time.monotonic()
 

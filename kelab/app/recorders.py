@@ -41,6 +41,7 @@ from kelab.app.recording_files import (
     open_partial,
     partial_path,
     spool_to_npz,
+    write_rows,
 )
 from kelab.timing.timeline import Binding, Phase, Timeline
 
@@ -529,13 +530,8 @@ class DataRecorder(Recorder):
             self.flush()
 
     def _write_rows(self) -> None:
-        if self._pending and self._file is not None:
-            block = np.vstack(self._pending)
-            if self._csv:
-                np.savetxt(self._file, block, fmt="%.17g", delimiter=",")
-            else:
-                self._file.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
-            self._pending.clear()
+        if self._file is not None:
+            write_rows(self._file, self._pending, self._csv)
 
     def flush(self) -> None:
         """Hand buffered rows to the operating system now (they survive a process kill)."""

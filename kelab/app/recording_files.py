@@ -73,6 +73,24 @@ def open_partial(path: Path, owner: str, text: bool = False) -> Any:
     return os.fdopen(fd, "wb", buffering=0)
 
 
+def write_rows(file: Any, pending: list[np.ndarray], csv: bool) -> None:
+    """Append buffered rows to a streamed ``.partial`` file and empty ``pending``.
+
+    Args:
+        file: The open stream (text for CSV, binary for the ``.npz`` spool).
+        pending: The rows (1-D float arrays of one width) not written yet.
+        csv: CSV text rows (``%.17g``, exact round trip), else little-endian float64.
+    """
+    if not pending:
+        return
+    block = np.vstack(pending)
+    if csv:
+        np.savetxt(file, block, fmt="%.17g", delimiter=",")
+    else:
+        file.write(np.ascontiguousarray(block, dtype="<f8").tobytes())
+    pending.clear()
+
+
 def check_destination(path: Path, owner: str) -> None:
     """Make the parent directory and prove it takes files; refuse a directory as path."""
     parent = path.parent
