@@ -32,6 +32,7 @@ __all__ = [
     "atomic_file",
     "atomic_write_bytes",
     "fsync_dir",
+    "make_parent",
     "open_nofollow",
     "publish",
     "temp_beside",
@@ -39,6 +40,31 @@ __all__ = [
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # 0 where the platform has none (Windows)
 _TEMP_TRIES = 100
+
+
+def make_parent(path: str | os.PathLike[str], name: str) -> Path:
+    """Create the folder an output file goes in (the CLI's one rule for ``--out``/``--video``).
+
+    Args:
+        path: The file to be written.
+        name: What the user called it (``"--out"``), for the message.
+
+    Returns:
+        ``path`` as a Path.
+
+    Raises:
+        ValueError: ``"--out's folder 'x' cannot be created (...); choose a path in a
+            writable folder"``.
+    """
+    out = Path(os.fspath(path))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(
+            f"{name}'s folder {str(out.parent)!r} cannot be created ({exc.strerror or exc}); "
+            "choose a path in a writable folder"
+        ) from None
+    return out
 
 
 def fsync_dir(directory: Path) -> None:

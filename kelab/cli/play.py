@@ -9,8 +9,10 @@ from __future__ import annotations
 import argparse
 import json
 import warnings
+from pathlib import Path
 from typing import TextIO
 
+from kelab._files import make_parent
 from kelab.cli.args import NUM_ENVS_MAX, positive_int
 from kelab.cli.progress import EvalProgress
 from kelab.cli.tasks import add_task_subcommand, start_command
@@ -45,6 +47,16 @@ def _print_episode(
     )
 
 
+VIDEO_SUFFIXES = (".mp4", ".gif")
+"""What ``play --video`` can write."""
+
+
+def _check_video(video: str) -> None:
+    if Path(video).suffix.lower() not in VIDEO_SUFFIXES:
+        raise ValueError(f"--video must end in .mp4 or .gif, got {video!r}; e.g. --video play.mp4")
+    make_parent(video, "--video")  # a missing folder is created, as for every --out
+
+
 def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """``kelab play``: watch a checkpoint in a window, in an App, or record a video.
 
@@ -65,6 +77,8 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     from kelab.train.player import RLPlayer
 
     render_mode = "rgb_array" if args.video else (None if args.interactive else "human")
+    if args.video is not None:  # in the CLI's words, before a window or a video opens
+        _check_video(args.video)
     if args.video and args.interactive:
         raise ValueError("--video and --interactive cannot be combined; pick one")
     if args.interactive and not display_available():  # the App's advice is for Python

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from kelab._files import make_parent
+
 __all__ = ["add_plot_parser", "run_plot"]
 
 
@@ -31,6 +33,7 @@ def run_plot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     target = Path(args.out)
     if target.suffix.lower() != ".png":
         raise ValueError(f"--out must be a .png file, got '{args.out}'; pass a name ending in .png")
+    make_parent(target, "--out")  # a missing folder is created, as for every --out
     runs = [read_run(d) for d in args.run_dirs]
     names = [r.label for r in runs]
     if len(set(names)) < len(names):  # same directory names: tell them apart by their path

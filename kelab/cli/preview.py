@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._files import atomic_write_bytes, publish, temp_beside
+from kelab._files import atomic_write_bytes, make_parent, publish, temp_beside
 from kelab.cli.args import KelabUsageError, positive_float, seed_int
 from kelab.cli.tasks import import_task_class
 
@@ -66,7 +66,7 @@ def check_out_path(out: str | os.PathLike[str]) -> Path:
         It as a Path.
 
     Raises:
-        ValueError: For a folder, a missing parent folder or another suffix.
+        ValueError: For a folder, another suffix, or a folder that cannot be created.
     """
     path = Path(out)
     if path.is_dir() or str(out).endswith(("/", os.sep)):
@@ -79,12 +79,7 @@ def check_out_path(out: str | os.PathLike[str]) -> Path:
             f"--out must end in {', '.join(OUT_SUFFIXES)}, got {str(out)!r}; .png saves the "
             "last frame, .mp4/.gif a video of every step"
         )
-    if not path.parent.is_dir():
-        raise ValueError(
-            f"--out folder {str(path.parent)!r} does not exist; create it first "
-            f"(mkdir -p {path.parent})"
-        )
-    return path
+    return make_parent(path, "--out")  # a missing folder is created, as play --video does
 
 
 class _FrameSink:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kelab._files import atomic_write_bytes
+from kelab._files import atomic_write_bytes, make_parent
 
 if TYPE_CHECKING:
     import onnx
@@ -122,13 +122,7 @@ def _check_out(out: str | os.PathLike[str]) -> Path:
         )
     if path.is_dir():
         raise ValueError(f"--out must be a file, got the folder {str(path)!r}; add a file name")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(
-            f"--out's folder must exist, got {str(path)!r} ({str(parent)!r} is not a folder); "
-            "create it first"
-        )
-    return path
+    return make_parent(path, "--out")  # a missing folder is created, as play --video does
 
 
 def export_onnx(

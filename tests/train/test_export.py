@@ -16,9 +16,9 @@ from kelab.cli import main
 from kelab.tasks import TASK_IDS
 from kelab.tasks.registry import task_class
 from kelab.train.checkpoint import save_checkpoint
-from kelab.train.shipped import shipped_policy
 from kelab.train.config import TrainConfig
 from kelab.train.export import export_onnx
+from kelab.train.shipped import shipped_policy
 
 
 def _run(path, obs: np.ndarray) -> np.ndarray:
@@ -91,7 +91,6 @@ def test_every_activation_and_the_normaliser_export(tmp_path, activation):
 def test_bad_paths_and_tasks_are_one_line_exit_2(tmp_path, capsys):
     out, cart = str(tmp_path / "p.onnx"), str(shipped_policy(TASK_IDS["kelab/CartPole-v0"]))
     cases = [
-        (["CartPole-v0", "--out", str(tmp_path / "nope" / "p.onnx")], "folder must exist"),
         (["CartPole-v0", "--out", str(tmp_path / "p.txt")], "must be a file ending in .onnx"),
         (["CartPole-v0", "--out", str(tmp_path)], "must be a file ending in .onnx"),
         (["CartPol-v0", "--out", out], "did you mean CartPole-v0?"),
@@ -103,6 +102,13 @@ def test_bad_paths_and_tasks_are_one_line_exit_2(tmp_path, capsys):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and words in err, (argv, err)
     assert not list(tmp_path.glob("*.onnx")) and not list(tmp_path.glob(".*"))
+
+
+def test_a_missing_out_folder_is_created(tmp_path, capsys):
+    """One rule for every --out/--video: the file's folder is created (it was refused)."""
+    out = tmp_path / "new" / "dir" / "p.onnx"
+    assert main(["export", "CartPole-v0", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert out.is_file() and onnx.load(str(out)).graph.node
 
 
 def test_the_file_is_written_atomically(tmp_path, monkeypatch):

@@ -525,3 +525,19 @@ def test_eval_progress_prints_a_line_every_10_s_off_a_terminal():
         "eval: 6/1,000 episodes  0.2 episodes/s  ETA 1h06m",
         "eval: 9/1,000 episodes  0.2 episodes/s  ETA 1h06m",
     ]
+
+
+def test_play_video_suffix_is_checked_up_front_in_the_clis_words(tmp_path, capsys):
+    """--video x.avi: the CLI's own one line (it was the VideoRecorder's), nothing written."""
+    assert main(["play", "CartPole-v0", "--video", str(tmp_path / "new" / "x.avi")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith("kelab: error: --video must end in .mp4 or .gif, got "), err
+    assert "x.avi" in err and not (tmp_path / "new").exists()
+
+
+def test_plot_creates_a_missing_out_folder(trained_run, tmp_path, capsys):
+    """plot --out follows the one rule of every --out: a missing folder is created."""
+    out = tmp_path / "new" / "curves.png"
+    assert main(["plot", str(trained_run["dir"]), "--out", str(out)]) == 0, capsys.readouterr()
+    assert out.is_file()
