@@ -132,6 +132,41 @@ def test_argument_errors_use_the_shared_wording(args, message, capsys):
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("eval", "CartPole-v0", "--episdoes", "5"),
+            "kelab eval: error: unrecognized arguments: --episdoes 5; did you mean --episodes?; "
+            "see kelab eval --help",
+        ),
+        (  # no prefix abbreviations: --episode is not taken as --episodes
+            ("eval", "CartPole-v0", "--episode", "5"),
+            "kelab eval: error: unrecognized arguments: --episode 5; did you mean --episodes?; "
+            "see kelab eval --help",
+        ),
+        (
+            ("demo", "--secnds=2"),
+            "kelab demo: error: unrecognized arguments: --secnds=2; did you mean --seconds?; "
+            "see kelab demo --help",
+        ),
+        (
+            ("eval", "CartPole-v0", "--zzzzzz"),
+            "kelab eval: error: unrecognized arguments: --zzzzzz; see kelab eval --help",
+        ),
+    ],
+)
+def test_a_mistyped_option_names_the_subcommands_help_and_the_closest_option(
+    args, expected, capsys
+):
+    from kelab.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == expected + "\n"
+
+
 def test_out_naming_a_directory_is_refused(tmp_path):
     line = _one_error_line(_kelab("preview", "CartPole-v0", "--headless", "--out", str(tmp_path)))
     assert "must name a file" in line

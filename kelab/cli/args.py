@@ -21,8 +21,9 @@ Example:
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kelab._validate import check_int, check_positive, check_seed, must
@@ -89,12 +90,41 @@ class KelabArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        kwargs.setdefault("allow_abbrev", False)  # --episode is a typo, not --episodes
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         """Print ``PROG: error: MESSAGE; see PROG --help`` on one line and exit 2."""
         text = " ".join(message.split())
         self.exit(2, f"{self.prog}: error: {text}; see {self.prog} --help\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """Parse ``args``; an unknown option is refused by the subcommand it was given to.
+
+        ``kelab eval T --episdoes 5`` prints ``kelab eval: error: unrecognized arguments:
+        --episdoes 5; did you mean --episodes?; see kelab eval --help`` (argparse's own
+        names the top command's help, which does not list eval's options).
+        """
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self._subcommand_parser(parsed)
+            options = [s for action in parser._actions for s in action.option_strings]
+            typed = [e.split("=", 1)[0] for e in extras if e.startswith("-")]
+            close = [m for t in typed for m in difflib.get_close_matches(t, options, n=1)]
+            hint = f"; did you mean {close[0]}?" if close else ""
+            parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return parsed
+
+    def _subcommand_parser(self, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+        """The parser of the subcommand ``parsed`` ran (itself when it has none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None))
+                if isinstance(chosen, KelabArgumentParser):
+                    return chosen._subcommand_parser(parsed)
+        return self
 
 
 def converter(
