@@ -8,7 +8,9 @@ drawn), a colour per run.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -30,14 +32,21 @@ def run_plot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """
     from kelab.train.curve import draw_curves, read_run
 
+    if importlib.util.find_spec("matplotlib") is None:  # the extra first, as train/export do
+        raise ImportError("kelab plot needs matplotlib (not installed); pip install 'kelab[train]'")
     target = Path(args.out)
     if target.suffix.lower() != ".png":
         raise ValueError(f"--out must be a .png file, got '{args.out}'; pass a name ending in .png")
     make_parent(target, "--out")  # a missing folder is created, as for every --out
-    runs = [read_run(d) for d in args.run_dirs]
+    run_dirs: dict[Path, str] = {}
+    for d in args.run_dirs:  # the same run twice is drawn once, with a note
+        first = run_dirs.setdefault(Path(d).resolve(), d)
+        if first != d:
+            warnings.warn(f"{d} is {first} again; it is drawn once", UserWarning, stacklevel=1)
+    runs = [read_run(d) for d in run_dirs.values()]
     names = [r.label for r in runs]
     if len(set(names)) < len(names):  # same directory names: tell them apart by their path
-        runs = [replace(r, label=str(d)) for r, d in zip(runs, args.run_dirs, strict=True)]
+        runs = [replace(r, label=str(d)) for r, d in zip(runs, run_dirs.values(), strict=True)]
     try:
         written = draw_curves(target, runs)
     except ImportError as err:

@@ -294,3 +294,28 @@ def test_kelab_train_says_up_front_that_matplotlib_is_missing(monkeypatch):
         importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
     )
     assert _deps.missing_training_packages() == ["matplotlib"]
+
+
+def test_kelab_plot_checks_matplotlib_before_the_run_folders(tmp_path, monkeypatch, capsys):
+    """Without matplotlib: one line naming the extra, even for a folder that is no run."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
+    )
+    assert main(["plot", str(tmp_path / "nope"), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kelab: error: kelab plot needs matplotlib")
+    assert "pip install 'kelab[train]'" in err
+
+
+@pytest.mark.filterwarnings("default")  # the note is a warning, printed as one line
+def test_kelab_plot_draws_a_run_given_twice_once(tmp_path, capsys):
+    """kelab plot D D (or D and D/): one curve, and a one-line note saying so."""
+    a = _write_log(tmp_path / "a", _rows(), seed=1)
+    out = tmp_path / "cmp.png"
+    assert main(["plot", str(a), str(a) + "/", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"wrote {out} (1 run)\n"
+    assert captured.err == f"kelab: warning: {a}/ is {a} again; it is drawn once\n"
