@@ -88,7 +88,7 @@ def missing_extra(out: TextIO) -> bool:
 
     missing = missing_training_packages()
     if missing:
-        print(f"kelab: {', '.join(missing)} not installed; {INSTALL_HINT}", file=out)
+        print(f"kelab: error: {', '.join(missing)} not installed; {INSTALL_HINT}", file=out)
         return True
     return False
 

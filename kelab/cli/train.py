@@ -69,7 +69,7 @@ def run_train(
     start_timeout = getattr(args, "ray_start_timeout", None)
     if workers is None and (address is not None or start_timeout is not None):
         flag = "--ray-address" if address is not None else "--ray-start-timeout"
-        print(f"kelab: {flag} needs --workers K (Ray workers to start)", file=err)
+        print(f"kelab: error: {flag} needs --workers K (Ray workers to start)", file=err)
         return 2
     if workers is not None:  # the copies in K Ray actors (docs/scale.md)
         import importlib.util
@@ -78,12 +78,12 @@ def run_train(
         config = config.replace(eval_process=False)
 
         if importlib.util.find_spec("ray") is None:
-            print("kelab: --workers needs Ray; pip install 'kelab[ray]'", file=err)
+            print("kelab: error: --workers needs Ray; pip install 'kelab[ray]'", file=err)
             return 2
         if workers > config.num_envs:
             print(
-                f"kelab: --workers must be <= the {config.num_envs} copies (--num-envs), got "
-                f"{workers}; every worker needs at least one copy: lower --workers or raise "
+                f"kelab: error: --workers must be <= the {config.num_envs} copies (--num-envs), "
+                f"got {workers}; every worker needs at least one copy: lower --workers or raise "
                 "--num-envs",
                 file=err,
             )

@@ -850,7 +850,7 @@ def test_kelab_train_workers(local_ray, tmp_path, capsys):
     assert "training kelab/CartPole-v0: 8 copies in 1 Ray worker(s)" in out.out
     assert (run / "latest.json").exists()
     assert main(["train", "CartPole-v0", "--ray-address", "auto"]) == 2
-    assert "--ray-address needs --workers K" in capsys.readouterr().err
+    assert capsys.readouterr().err.startswith("kelab: error: --ray-address needs --workers K")
     # 3 workers of 1 CPU never fit the 2-CPU test cluster (this process's own): refused
     args = ["train", "CartPole-v0", "--num-envs", "6", "--workers", "3",
             "--run-dir", str(tmp_path / "late")]  # fmt: skip
@@ -865,8 +865,8 @@ def test_more_workers_than_copies_and_a_task_class_get_the_fix_in_the_message(ca
 
     assert main(["train", "CartPole-v0", "--num-envs", "2", "--workers", "3"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "kelab: --workers must be <= the 2 copies (--num-envs), got 3; every worker needs at "
-        "least one copy: lower --workers or raise --num-envs"
+        "kelab: error: --workers must be <= the 2 copies (--num-envs), got 3; every worker "
+        "needs at least one copy: lower --workers or raise --num-envs"
     )
     with pytest.raises(ke.TaskError, match=r"got <class .*CartPoleTask'>; pass an instance: "
                        r"CartPoleTask\(\)"):  # fmt: skip

@@ -284,6 +284,7 @@ def test_without_the_extra_train_says_how_to_install(monkeypatch, capsys):
         assert main([command, "CartPole-v0"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "pip install 'kelab[train]'" in err[0]
+        assert err[0].startswith("kelab: error: torch, rsl-rl-lib not installed; "), err
         assert "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu" in err[0]
 
 
