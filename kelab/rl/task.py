@@ -483,6 +483,28 @@ def _rule_context(task: Task, what: str) -> RuleContext:
     return ctx
 
 
+def _task_id_fix(task_id: str) -> str:
+    """The fix for a task id passed where a Task goes: its class, or make it by id."""
+    import gymnasium  # its registry holds the built-in ids (kelab.tasks registers them)
+
+    for name in (task_id, f"kelab/{task_id}"):
+        spec = gymnasium.registry.get(name)
+        entry = spec.kwargs.get("task") if spec is not None else None
+        if isinstance(entry, str) and ":" in entry:
+            module, cls = entry.split(":", 1)
+            return (
+                f"; {name!r} is a task id: pass its task, {cls}() (from {module} import "
+                f"{cls}), or make the env by id: gymnasium.make_vec({name!r}, num_envs=N, "
+                f"vectorization_mode='vector_entry_point') (gymnasium.make({name!r}) for one "
+                "copy)"
+            )
+    return (
+        "; pass a Task instance (e.g. CartPoleTask() from kelab.tasks.cartpole), or make a "
+        "registered id's env with gymnasium.make_vec(id, num_envs=N, "
+        "vectorization_mode='vector_entry_point')"
+    )
+
+
 def validate_task_class(task: Task) -> None:
     """Check a task's class attributes before an environment is built.
 
@@ -494,6 +516,8 @@ def validate_task_class(task: Task) -> None:
     """
     if not isinstance(task, Task):
         fix = f"; pass an instance: {task.__name__}()" if isinstance(task, type) else ""
+        if isinstance(task, str):
+            fix = _task_id_fix(task)
         raise TaskError(f"task must be a ke.Task instance, got {task!r}{fix}")
     name = type(task).__name__
     try:

@@ -402,6 +402,19 @@ def test_env_config_errors_name_field_value_and_fix(field, bad, fix):
     assert f", got {bad!r}; " in msg and fix in msg, msg
 
 
+@pytest.mark.parametrize("task_id", ["CartPole-v0", "kelab/CartPole-v0"])
+def test_a_built_in_task_id_gets_its_class_and_make_vec_in_the_error(task_id):
+    """LearningEnv("CartPole-v0"): the TaskError says CartPoleTask() or make_vec by id."""
+    with pytest.raises(ke.TaskError) as info:
+        ke.LearningEnv(task_id, num_envs=2)
+    msg = str(info.value)
+    assert msg.startswith(f"task must be a ke.Task instance, got {task_id!r}; "), msg
+    assert "CartPoleTask() (from kelab.tasks.cartpole import CartPoleTask)" in msg, msg
+    assert "gymnasium.make_vec('kelab/CartPole-v0', num_envs=N" in msg, msg
+    with pytest.raises(ke.TaskError, match=r"got 'Nope-v0'; pass a Task instance"):
+        ke.DirectRLEnv("Nope-v0")
+
+
 def test_env_config_is_one_validated_description(monkeypatch):
     """ke.EnvConfig: fields checked by name; the old keywords fold into it; env.config."""
     monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
