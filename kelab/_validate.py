@@ -264,6 +264,13 @@ def check_positive(
     return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
 
 
+SEED_FIX = "pass an int >= 0, e.g. seed=0 (the same seed repeats a run)"
+"""What every seed refusal says to do (World, the envs, EnvConfig, reset seeds)."""
+
+NUM_ENVS_FIX = "give the number of copies, e.g. num_envs=4"
+"""What every ``num_envs`` refusal says to do (World, the envs, EnvConfig)."""
+
+
 def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
     """Return a seed: an int >= 0 (numpy's SeedSequence refuses negative ones).
 
@@ -273,7 +280,8 @@ def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"seed must be an int >= 0, got -1"``.
+        ValueError: ``"seed must be an int >= 0, got -1"`` (then ``fix``: the Python API
+            passes :data:`SEED_FIX`).
     """
     return check_int(value, name, low=0, fix=fix)
 
@@ -330,8 +338,8 @@ def check_copies(
         (4, 0, 1, 'packed')
     """
     return (
-        check_int(num_envs, "num_envs", low=1, fix="give the number of copies, e.g. num_envs=1"),
-        check_seed(seed),
+        check_int(num_envs, "num_envs", low=1, fix=NUM_ENVS_FIX),
+        check_seed(seed, fix=SEED_FIX),
         check_int(
             num_threads,
             "num_threads",

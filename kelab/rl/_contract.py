@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kelab._validate import check_seed, is_int, must
+from kelab._validate import SEED_FIX, check_seed, is_int, must
 from kelab.rl.episode_ends import EpisodeCounters
 from kelab.rl.errors import describe_array
 from kelab.rl.success import SuccessRule
@@ -144,7 +144,7 @@ def check_reset_seed(seed: object, num_envs: int) -> int | list[int] | None:
     if seed is None:
         return None
     if is_int(seed):
-        return check_seed(seed)
+        return check_seed(seed, fix=SEED_FIX)
     allowed = f"None, an int >= 0, or a list of {num_envs} ints >= 0 (one per copy)"
     if (
         isinstance(seed, (str, bytes, Mapping))
@@ -155,7 +155,7 @@ def check_reset_seed(seed: object, num_envs: int) -> int | list[int] | None:
     seeds = list(seed)
     if len(seeds) != num_envs:
         raise ValueError(f"reset(seed=[...]) needs one seed per copy: {num_envs}, got {len(seeds)}")
-    return [check_seed(s, f"reset(seed=[...])[{i}]") for i, s in enumerate(seeds)]
+    return [check_seed(s, f"reset(seed=[...])[{i}]", SEED_FIX) for i, s in enumerate(seeds)]
 
 
 def check_success_rule(rule: object, name: str = "success_rule") -> SuccessRule | None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kelab._validate import (
+    NUM_ENVS_FIX,
+    SEED_FIX,
     check_bool,
     check_choice,
     check_int,
@@ -148,12 +150,8 @@ def check_fields(values: dict[str, object], prefix: str = "") -> dict[str, objec
             first bad field, with what to do instead.
     """
     checks = {
-        "num_envs": lambda v, n: check_int(
-            v, n, low=1, fix="give the number of copies, e.g. num_envs=4"
-        ),
-        "seed": lambda v, n: check_int(
-            v, n, low=0, fix="pass an int >= 0, e.g. seed=0 (the same seed repeats a run)"
-        ),
+        "num_envs": lambda v, n: check_int(v, n, low=1, fix=NUM_ENVS_FIX),
+        "seed": lambda v, n: check_seed(v, n, fix=SEED_FIX),
         "num_threads": lambda v, n: check_int(
             v,
             n,

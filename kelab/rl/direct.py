@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from kelab._validate import check_seed
+from kelab._validate import SEED_FIX, check_seed
 from kelab.rl._core import EnvCore
 from kelab.rl._env_base import CoreBackedEnv
 from kelab.rl._presenter import Presenter
@@ -160,7 +160,7 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         Returns:
             ``(obs, {})``.
         """
-        super().reset(seed=None if seed is None else check_seed(seed))
+        super().reset(seed=None if seed is None else check_seed(seed, fix=SEED_FIX))
         if seed is None and self._pending is not None:
             obs = self._pending
         else:

@@ -63,7 +63,7 @@ _REQUIRED = {
 _KINDS = {str: "a string", int: "an integer", dict: "a JSON object"}
 _MAX_HEADER_BYTES = 16 * 1024 * 1024
 _MAX_WEIGHTS_BYTES = 2 * 1024**3  # a policy's tensors (and its optimizer's) are far smaller
-_MAX_DIGITS = 100  # no checkpoint field or tensor size holds a longer integer
+_MAX_DIGITS = 4300  # CPython's own int/str bound; a trainer's saved state holds 400-digit ints
 _DTYPE_BYTES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
     "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
@@ -480,7 +480,7 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
 
     Raises:
         CheckpointError: For a missing file, invalid JSON (also a repeated key, an integer
-            of more than 100 digits or nesting too deep to parse), a ``weights.bytes``
+            of more than 4,300 digits or nesting too deep to parse), a ``weights.bytes``
             missing or over 2 GiB, a weights file whose size or SHA-256 does not match,
             a file that is not safetensors, or sizes in the JSON that the weights do not
             hold.

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import kelab as ke
+from kelab._validate import SEED_FIX
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.train.config import TrainConfig
 
@@ -105,12 +106,14 @@ def test_numpy_ints_are_accepted_where_python_ints_are():
 def test_reset_seed_is_checked_with_the_same_words():
     env = ke.LearningEnv(CartPoleTask(), num_envs=2)
     seed_words = _message(lambda: ke.LearningEnv(CartPoleTask(), seed=-1))
-    assert seed_words == "seed must be an int >= 0, got -1"
+    assert seed_words == f"seed must be an int >= 0, got -1; {SEED_FIX}"  # one fix everywhere
     assert _message(lambda: env.reset(seed=-1)) == seed_words
     # a list names the entry (kelab/rl/_contract.py check_reset_seed)
     assert _message(lambda: env.reset(seed=[0, -1])) == "reset(seed=[...])[1] " + seed_words[5:]
     env.close()
     direct = ke.DirectRLEnv(CartPoleTask())
     assert _message(lambda: direct.reset(seed=-1)) == seed_words
-    assert _message(lambda: direct.reset(seed=1.5)) == "seed must be an int >= 0, got 1.5"
+    assert (
+        _message(lambda: direct.reset(seed=1.5)) == f"seed must be an int >= 0, got 1.5; {SEED_FIX}"
+    )
     direct.close()
