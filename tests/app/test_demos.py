@@ -78,7 +78,7 @@ def _fast_app(cls, world, **settings):
 
 
 def test_multi_rate_controller_balances_for_minutes_and_recovers_from_a_knock(monkeypatch):
-    """The balance controller keeps the pole up and the cart mid-track: 1 min, knock, 2 min."""
+    """The balance controller keeps the pole up and the cart mid-track: 30 s, knock, 60 s."""
     mr = _demo_module(monkeypatch, "multi_rate")
     world = ke.World(mr.build_scene())
     app = _fast_app(mr.MultiRate, world, steps_per_frame=250)  # 5 s per frame
@@ -91,10 +91,10 @@ def test_multi_rate_controller_balances_for_minutes_and_recovers_from_a_knock(mo
         name="probe",
     )
     try:
-        for _ in range(12):
+        for _ in range(6):
             app.renderFrameOnce()
-        calm = np.array(states)  # (x, theta) every 20 ms for a minute
-        assert len(calm) == 3000
+        calm = np.array(states)  # (x, theta) every 20 ms for 30 s
+        assert len(calm) == 1500
         assert np.abs(calm[:, 1]).max() < 0.05, "the pole left upright"
         assert np.abs(calm[:, 0]).max() < 0.1, "the cart left the middle"
         # knock it: the pole 0.3 rad over, the cart 1 m right of the middle
@@ -110,14 +110,14 @@ def test_multi_rate_controller_balances_for_minutes_and_recovers_from_a_knock(mo
         )
         world.set_body_states([0], poses)
         states.clear()
-        for _ in range(24):
+        for _ in range(12):
             app.renderFrameOnce()
     finally:
         app.close()
     knocked = np.array(states)
-    assert len(knocked) == 6000
+    assert len(knocked) == 3000
     assert np.abs(knocked[:, 1]).max() < 0.5 and np.abs(knocked[:, 0]).max() < 2.0
-    settled = knocked[500:]  # from 10 s after the knock to 2 min
+    settled = knocked[500:]  # from 10 s after the knock to 60 s
     assert np.abs(settled[:, 1]).max() < 0.01 and np.abs(settled[:, 0]).max() < 0.05
 
 
