@@ -117,7 +117,8 @@ class Recorder(ABC):
         if self.path.suffix.lower() not in self.suffixes:
             raise ValueError(
                 f"{type(self).__name__}: path must end in one of {list(self.suffixes)}, "
-                f"got {str(path)!r}"
+                f"got {str(path)!r}; name the file with one of them, e.g. "
+                f"{str(Path(path).with_suffix(self.suffixes[0]))!r}"
             )
         if not isinstance(runner, str) or not runner:
             raise ValueError(f"{type(self).__name__}: runner must be a runner name, got {runner!r}")

@@ -209,3 +209,15 @@ def test_a_link_planted_at_an_mp4_path_is_never_written_through(tmp_path):
         rec.attach(timeline, frame_source=lambda: np.zeros((4, 4, 3), np.uint8))
         timeline.advance(0.2)  # the file opens at the first frame
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("make", "fixed"),
+    [
+        (lambda p: ke.VideoRecorder(p / "clip.avi"), "clip.mp4"),
+        (lambda p: ke.DataRecorder(p / "log.txt"), "log.csv"),
+    ],
+)
+def test_a_wrong_suffix_says_which_name_would_do(tmp_path, make, fixed):
+    with pytest.raises(ValueError, match=rf"must end in one of .*; name the file .*{fixed}"):
+        make(tmp_path)
