@@ -67,6 +67,21 @@ class Contacts:
         self.stick[ids] = True
         self._arb = None
 
+    def carried(self, ids: np.ndarray, stick: np.ndarray, normals: np.ndarray) -> None:
+        """A rebase carried copies ``ids`` over warm: their regimes and normal sums stay.
+
+        ``stick`` and ``normals`` are ``(len(ids), nb)``; only bodies whose regime is
+        chosen can slide (the rebuilt shapes carry their sticking values: sliding ones
+        get their sliding values again).
+        """
+        stick = stick | (self._code != 1)
+        self.stick[ids] = stick
+        self.normals[ids] = normals
+        self._arb = None
+        rows = (ids[:, None] * self.nb + np.arange(self.nb)).reshape(-1)[~stick.reshape(-1)]
+        if rows.size:
+            self.backend.set_friction(rows, self.layout.slide_value[rows % self.nb])
+
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The last step's arbiters of copies ``ids`` (read once per step for all copies)."""
         if ids.size != self.n:

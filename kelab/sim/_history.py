@@ -24,6 +24,7 @@ from kelab.sim._controls import Controls
 from kelab.sim._restore import Restore
 from kelab.sim._states import BodyStates
 from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._warm import pack, unpack
 from kelab.sim.replay_log import Kind, LogEntry, ReplayLog
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, rng_state
@@ -237,15 +238,22 @@ class History:
         self.backend.write_states(ids, poses, vels)
         self.states.valid[ids] = False
 
+    def set_max_log(self, max_log: int, step: int) -> None:
+        """Change the bound (``World.max_log_steps``); copies past it are rebased now."""
+        self.max_log = max_log
+        self.rebase(step)
+
     def rebase(self, step: int) -> None:
         """Rebase the copies that have run ``max_log`` steps since their last rebuild.
 
-        Each is reset to its own present state, as ``World.set_body_states`` would
-        (rebuilt: no contact or joint warm starts, friction regimes sticking; its poses and
-        velocities written back), but its held controls carry over and its sensors and
-        IMU history are left alone. Logged as a rebuild, a state write and the controls,
-        so a replay from there reproduces it bit for bit, and the rebuild ends the copy's
-        log (entries older than every copy's last rebuild are dropped).
+        Each is rebuilt at its own present state, as ``World.set_body_states`` would,
+        but its held controls carry over, its sensors and IMU history are left alone and,
+        where the layout can (``backend.warm``), so do its warm starts, friction regimes
+        and normal sums (kelab/sim/physics/_warm.py: the motion goes on as if nothing
+        happened; a cold rebase drops them, as a reset does). Logged as a rebuild, a
+        state write, the warm starts and the controls, so a replay from there reproduces
+        it bit for bit, and the rebuild ends the copy's log (entries older than every
+        copy's last rebuild are dropped).
 
         Raises:
             FloatingPointError: If a copy to rebase holds a state that is not finite.
@@ -262,7 +270,11 @@ class History:
         raw = self.states.raw[ids]
         poses, vels = raw[:, :, 0:3].copy(), raw[:, :, 3:6].copy()
         held = self.controls.held(ids)
+        warm = self._warm_payload(ids)
         self.set_states(ids, poses, vels, step)
+        if warm is not None:
+            self._carry_warm(ids, warm, np.ones(ids.size, dtype=bool))
+            self.log.append(step, Kind.WARM, ids.copy(), warm, None)
         for kind, values in held:
             if values.any():  # a rebuild zeroes them: only non-zero ones are logged
                 self.controls.hold(kind, ids, values)
@@ -270,6 +282,31 @@ class History:
         self.controls.external_any = bool(self.controls.external.any())
         self.controls.dirty = True
         self.contacts.sums = contacts
+
+    def _warm_payload(self, ids: np.ndarray) -> np.ndarray | None:
+        """What a rebase of copies ``ids`` carries over (a :attr:`Kind.WARM` entry's values).
+
+        None where the layout cannot carry warm starts or no step was taken yet.
+        """
+        dt = self.contacts.last_dt
+        if self.backend.warm is None or dt is None:
+            return None
+        c = self.contacts
+        extras = np.concatenate([c.stick[ids].astype(np.float64), c.normals[ids]], axis=1)
+        return pack(dt, extras, self.backend.capture_warm(ids))
+
+    def _carry_warm(self, live: np.ndarray, payload: np.ndarray, sel: np.ndarray) -> None:
+        """Give copies ``live``, just rebuilt at their states, a WARM entry's warm starts.
+
+        With their friction regimes and normal sums, from the entry's ``payload``; they
+        are its copies ``sel`` picks.
+        """
+        backend, nb = self.backend, self.contacts.nb
+        assert backend.warm is not None
+        dt, extras, vectors = unpack(payload, sel.size, 2 * nb, backend.warm)
+        backend.apply_warm(live, [v for v, s in zip(vectors, sel, strict=True) if s], dt)
+        self.contacts.carried(live, extras[sel, :nb] > 0.5, extras[sel, nb:])
+        self.states.valid[live] = False
 
     def set_controller_updates(self, mode: object, step: int) -> bool:
         """Switch how PD torques are updated (``World.controller_updates``); logged.
@@ -353,6 +390,9 @@ class History:
                     if live.size:
                         assert b is not None
                         self._write_states(live, a[sel], b[sel])
+                elif kind == Kind.WARM:
+                    if live.size:
+                        self._carry_warm(live, a, sel)
                 else:
                     controls.hold(kind, live, a[sel])
                 controls.dirty = True

@@ -17,13 +17,14 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_int, check_number_or_none
-from kelab.sim._values import DT_MAX, body_states_error, forces_error
+from kelab.sim._values import DT_MAX, STATE_SPEED_MAX, body_states_error, forces_error
+from kelab.sim.physics._warm import WarmFormat, unpack
 from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 # replay log event kinds (the World's)
-BUILD, EFFORTS, TARGETS, STATES, DT, FORCES, PD_EFFORTS, PD_MODE = Kind
+BUILD, EFFORTS, TARGETS, STATES, DT, FORCES, PD_EFFORTS, PD_MODE, WARM = Kind
 KIND_NAMES = tuple(k.name.lower() for k in Kind)
 
 _FIX = "take snapshots with World.snapshot() and restore them unchanged"
@@ -49,6 +50,8 @@ class WorldSpec:
     """Bit generator type of each copy's Generator."""
     pipelines: Callable[[float], dict[str, SensorPipeline]]
     """Sensor pipelines for a dt (the World's own, or new ones), by sensor name."""
+    warm: WarmFormat | None = None
+    """How the layout's copies carry warm starts over a rebase (None: rebases are cold)."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,44 @@ def _forces_ok(values: np.ndarray, dynamic: np.ndarray, where: str) -> None:
         raise _fail(f"{where}: static bodies hold no external force (a World zeroes them)")
 
 
+#: Largest accumulated impulse a warm start may hold, N s (as a force bound: FORCE_MAX N
+#: over DT_MAX s would be 1e9; a real one is orders of magnitude smaller).
+IMPULSE_MAX = 1e9
+
+
+def _warm_ok(
+    vals: np.ndarray, ids: np.ndarray, spec: WorldSpec, built: list[int], at: int, where: str
+) -> None:
+    """Check a WARM entry: right after its copies' rebuild, with a valid payload."""
+    if spec.warm is None:
+        raise _fail(f"{where}: this World's layout carries no warm starts over a rebase")
+    if not ids.size or any(step != at for step in built):
+        raise _fail(f"{where}: must follow a rebuild of its copies at the same step")
+    nb = spec.n_bodies
+    try:
+        dt, extras, vectors = unpack(vals, ids.size, 2 * nb, spec.warm)
+    except ValueError as exc:
+        raise _fail(f"{where}: {exc}") from None
+    if not 0 < dt <= DT_MAX:
+        raise _fail(f"{where}: dt must be in (0, {DT_MAX:g}] s, got {dt!r}")
+    stick, normals = extras[:, :nb], extras[:, nb:]
+    if not np.isin(stick, (0.0, 1.0)).all():
+        raise _fail(f"{where}: friction regimes must be 0.0 (sliding) or 1.0 (sticking)")
+    if not (np.isfinite(normals).all() and (normals >= 0).all()):
+        raise _fail(f"{where}: normal force sums must be finite and >= 0")
+    for c, vec in zip(ids.tolist(), vectors, strict=True):
+        parts = spec.warm.parse(vec)
+        if (np.abs(parts.bias) > STATE_SPEED_MAX).any():
+            raise _fail(f"{where}: copy {c}: bias velocities must be within {STATE_SPEED_MAX:g}")
+        big = max(
+            np.abs(parts.impulses).max(initial=0.0), np.abs(parts.contacts[:, 4:]).max(initial=0.0)
+        )
+        if big > IMPULSE_MAX:
+            raise _fail(
+                f"{where}: copy {c}: impulses must be within {IMPULSE_MAX:g} N s, got {big:g}"
+            )
+
+
 def _meta_int(value: Any, name: str) -> int:
     return check_int(value, f"World.restore: snapshot meta {name!r}", fix=_FIX)
 
@@ -169,6 +210,8 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         pd_efforts = np.zeros((n, nj))
     epoch = _array(ar, "copies/epoch", np.int64, (n,))
     v_prev = _array(ar, "imu/v_prev", np.float64, (n, nb, 2))
+    if (np.abs(v_prev) > STATE_SPEED_MAX).any():  # body velocities never leave that bound
+        raise _fail(f"'imu/v_prev' must be within +-{STATE_SPEED_MAX:g} m/s (body velocities)")
     steps = _array(ar, "log/step", np.int64, (None,))
     kinds = _array(ar, "log/kind", np.int64, (None,))
     ids_all = _array(ar, "log/ids", np.int64, (None,))
@@ -238,8 +281,8 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             f"step {steps[0]} to {step_count}); restore it into a World with a larger "
             "max_log_steps if it is genuine"
         )
-    if ((kinds < 0) | (kinds > PD_MODE)).any():
-        raise _fail(f"log kinds must be in [0, {PD_MODE}], got {sorted(set(kinds.tolist()))}")
+    if ((kinds < 0) | (kinds > WARM)).any():
+        raise _fail(f"log kinds must be in [0, {WARM}], got {sorted(set(kinds.tolist()))}")
     if ids_all.size and (ids_all.min() < 0 or ids_all.max() >= n):
         raise _fail(f"log copy ids must be in [0, {n}), got [{ids_all.min()}, {ids_all.max()}]")
     log: list[LogEntry] = []
@@ -280,6 +323,11 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 raise _fail(
                     f"{where}: must hold one mode, 0.0 (every_step) or 1.0 (held), and no copies"
                 )
+            a = vals.copy()
+        elif kind == WARM:
+            _warm_ok(
+                vals, ids, spec, [log[i].step if i >= 0 else -1 for i in last_build[ids]], at, where
+            )
             a = vals.copy()
         else:
             if vals.size != ids.size * per_row[kind]:

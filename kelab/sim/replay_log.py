@@ -37,6 +37,10 @@ class Kind(IntEnum):
     PD_MODE = 7
     """How PD torques are updated from this step, ``a``: ``[0.0]`` every physics step,
     ``[1.0]`` held between updates (``World.controller_updates``); no copies."""
+    WARM = 8
+    """Warm starts a rebase carried over (it follows the rebase's BUILD and STATES
+    entries), ``a``: the last dt, then per copy whether each body sticks (1.0) or slides,
+    each body's normal force sum and its warm-start vector (kelab/sim/physics/_warm.py)."""
 
     @property
     def setting(self) -> bool:

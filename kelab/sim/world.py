@@ -4,21 +4,14 @@ See docs/world.md. Two layouts share this class: "isolated" (one ``pymunk.Space`
 copy, kelab/sim/physics/_isolated.py) and "packed" (all copies of a thread shard in one
 space, kelab/sim/physics/_packed.py). Reading and writing go through ``pymunk.batch``
 iterators, never Python loops over bodies. This module is the facade: the public API, the
-construction and the stepping loop. The other jobs live beside it, in helpers built from the
-compiled scene, the backend and arrays (never the World, no reference cycle):
-
-- _args.py: argument checks of the writers (copy and joint ids, body states);
-- _states.py: which copies' body states are fresh, reading them, the finiteness check;
-- _controls.py: held efforts, PD targets and external forces, the forces they make
-  (_controller_updates.py: PD torques every step or held between updates);
-- _contacts.py: the last step's contact sums and each body's friction regime;
-- _sensor_suite.py: the sensors' ideal values and their pipelines;
-- _history.py: the replay log, rebuilds (resets, rebases), snapshots and their replay,
-  validated before a restore by _restore.py;
-
-and below them the layouts (kelab/sim/physics/: _isolated.py, _packed.py, behind the
-Backend protocol of _backend.py), the joint kinematics (kinematics.py), RobotView
-(robot_view.py) and pymunk's internals (_chipmunk.py).
+construction and the stepping loop. Its helpers are built from the compiled scene, the
+backend and arrays (never the World: no reference cycle): _args.py (writers' argument
+checks), _states.py (fresh body states, finiteness), _controls.py and
+_controller_updates.py (held efforts, PD targets, external forces), _contacts.py (contact
+sums, friction regimes), _sensor_suite.py, _history.py (the replay log, resets, rebases,
+snapshots and their replay; _restore.py validates). Below them: the layouts
+(kelab/sim/physics/ behind _backend.py's Backend; _warm.py: warm starts over a rebase),
+kinematics.py, robot_view.py and pymunk's internals (_chipmunk.py).
 """
 
 from __future__ import annotations
@@ -78,15 +71,11 @@ class World(ControllerUpdates):
             bit-identical to a lone copy in every scene. ``"packed"``: one Space per thread
             shard holding its copies side by side (``env_spacing`` rounded up to a power
             of two), several times faster; exactness is listed in docs/world.md, "Layouts".
-        max_log_steps: Bound of the replay log behind snapshots, in physics steps. A copy
-            that has run this many steps since its last reset is *rebased* at the end of
-            that step: reset to its own present state (bodies' poses and velocities written
-            back, contact and joint warm starts dropped, held controls kept), which ends
-            its log, so memory stays constant however long a copy runs and
-            :meth:`restore` never re-simulates more than this many steps. Deterministic
-            and logged (snapshots stay exact); it changes the physics slightly at those
-            steps, which depend only on the copy's own history since its last reset
-            (docs/world.md, "Snapshots").
+        max_log_steps: Bound of the replay log behind snapshots, in physics steps: a copy
+            that has run this many steps since its last reset is *rebased* (rebuilt at its
+            own present state, keeping its held controls and, in the isolated layout, its
+            warm starts), so memory stays constant and :meth:`restore` never re-simulates
+            more than this many steps (docs/world.md, "Snapshots").
 
     Example:
         >>> import kelab as ke
@@ -222,8 +211,24 @@ class World(ControllerUpdates):
 
     @property
     def max_log_steps(self) -> int:
-        """Physics steps a copy runs before it is rebased (bounds the replay log)."""
+        """Physics steps a copy runs before it is rebased (bounds the replay log); settable.
+
+        Lowering it rebases at once the copies past the new bound. The isolated layout's
+        rebases keep the warm starts (the App's time travel rebases often: a seek then
+        re-simulates few steps); the packed layout's drop them (docs/world.md, "Snapshots").
+        """
         return self._history.max_log
+
+    @max_log_steps.setter
+    def max_log_steps(self, value: int) -> None:
+        fix = f"it counts physics steps; the default is {MAX_LOG_STEPS}"
+        value = check_int(value, "World.max_log_steps", low=1, fix=fix)
+        self._history.set_max_log(int(value), self._steps)
+
+    @property
+    def warm_rebases(self) -> bool:
+        """Whether a rebase keeps the warm starts (True in the isolated layout)."""
+        return self._backend.warm is not None
 
     @property
     def step_count(self) -> int:
@@ -773,6 +778,7 @@ class World(ControllerUpdates):
             effort_bound=hi[0],
             dynamic=self._layout.dynamic,
             max_log_steps=self._history.max_log,
+            warm=self._backend.warm,
             rng_types=tuple(type(g.bit_generator) for g in self._rngs),
             pipelines=partial(self._sensors.pipelines_for, current_dt=self._dt),
         )

@@ -36,6 +36,8 @@ SIGNATURES = {
     "body_set_force": "void(*)(cpBody *, cpVect)",
     "body_set_torque": "void(*)(cpBody *, double)",
     "body_update_position": "void(*)(cpBody *, double)",
+    "body_get_velocity": "cpVect(*)(cpBody *)",
+    "body_get_angular_velocity": "double(*)(cpBody *)",
     "shape_set_friction": "void(*)(cpShape *, double)",
     "shape_set_elasticity": "void(*)(cpShape *, double)",
     "space_step": "void(*)(cpSpace *, double)",
@@ -283,3 +285,83 @@ def test_arbiter_iteration_and_buffers() -> None:
     assert fl[1] > 0  # the ground pushes up
     cp.float_array_free(floats)
     cp.int_array_free(ints)
+
+
+# -- warm starts: the mirrored struct layouts against pymunk's own getters ----------------
+
+
+def test_body_mirror_reads_what_pymunk_reads_and_bias_moves_the_next_update() -> None:
+    space, body, _, _ = _scene()
+    body.position, body.angle = (1.5, -2.0), 0.3
+    body.velocity, body.angular_velocity = (0.25, -0.5), 2.0
+    m = cp.mirror(cp.body_ptr(body), "struct kl_body *")
+    assert (m.m, m.i) == (body.mass, body.moment)
+    assert (m.p.x, m.p.y, m.a) == (1.5, -2.0, 0.3)  # its centre of gravity is at its origin
+    assert (m.v.x, m.v.y, m.w) == (0.25, -0.5, 2.0)
+    assert cp.body_bias(cp.body_ptr(body)) == (0.0, 0.0, 0.0)
+    cp.set_body_bias(cp.body_ptr(body), 1.0, 2.0, 3.0)
+    assert cp.body_bias(cp.body_ptr(body)) == (1.0, 2.0, 3.0)
+    body.velocity, body.angular_velocity = (0.0, 0.0), 0.0
+    cp.body_update_position(cp.body_ptr(body), 0.5)  # moves by (v + v_bias) dt, clears bias
+    assert tuple(body.position) == (2.0, -1.0) and body.angle == pytest.approx(1.8)
+    assert cp.body_bias(cp.body_ptr(body)) == (0.0, 0.0, 0.0)
+    body.velocity = (0.5, 0.75)
+    v = cp.body_get_velocity(cp.body_ptr(body))
+    assert (v.x, v.y, cp.body_get_angular_velocity(cp.body_ptr(body))) == (0.5, 0.75, 0.0)
+
+
+@pytest.mark.parametrize("ctor", sorted(INIT_SIGNATURES))
+def test_constraint_mirrors_hold_the_impulse_pymunk_reports(ctor: str) -> None:
+    space, body, _, other = _scene()
+    ground = space.static_body
+    args = {
+        "pivot_joint_new": ((0.0, 1.0), (0.0, 0.0)),
+        "gear_joint_new": (0.0, 1.0),
+        "groove_joint_new": ((-1.0, 1.0), (1.0, 1.0), (0.0, 0.0)),
+        "damped_spring_new": ((0.0, 1.0), (0.0, 0.0), 0.5, 50.0, 1.0),
+        "rotary_limit_joint_new": (-0.1, 0.1),
+    }[ctor]
+    body.position = (0.0, 5.0)  # in the air: nothing but the joint acts on it
+    body.angular_velocity = 30.0  # something for every joint to hold back
+    con = getattr(cp, ctor)(cp.body_ptr(ground), cp.body_ptr(body), *args)
+    cp.space_add_constraint(cp.space_ptr(space), con)
+    space.step(0.01)  # one step: the joint stops the spin (a limit lets go after it)
+    ctype = cp.CONSTRAINT_INITS[getattr(cp, ctor)][1]
+    struct, size = cp.WARM_IMPULSES[ctype]
+    reported = lib.cpConstraintGetImpulse(con)
+    if struct is not None:  # the shared head first: its fields are pymunk's too
+        head = cp.mirror(con, struct).constraint
+        assert head.max_force == lib.cpConstraintGetMaxForce(con)
+        assert head.error_bias == lib.cpConstraintGetErrorBias(con)
+        assert head.max_bias == lib.cpConstraintGetMaxBias(con)
+    j = cp.constraint_impulse(con, ctype)
+    assert len(j) == size
+    if size:
+        assert reported > 0 and float(np.hypot(*j) if size == 2 else abs(j[0])) == reported
+        cp.set_constraint_impulse(con, ctype, tuple(2.0 * v for v in j))
+        assert lib.cpConstraintGetImpulse(con) == pytest.approx(2.0 * reported)
+    cp.space_remove_constraint(cp.space_ptr(space), con)
+    cp.constraint_free(con)
+
+
+def test_cached_arbiters_are_visited_and_their_contacts_written() -> None:
+    space, body, shape, _ = _scene()
+    body.position = (0.0, 0.45)  # resting on the ground: one arbiter
+    space.step(0.01)
+    seen = []
+
+    def visit(arb: object) -> None:
+        assert {cp.address(arb.a), cp.address(arb.b)} >= {cp.address(cp.shape_ptr(shape))}
+        seen.append((arb.count, arb.contacts[0].jnAcc))
+        arb.contacts[0].jnAcc = 7.0
+
+    cp.each_cached_arbiter(cp.space_ptr(space), visit)
+    assert len(seen) == 1 and seen[0][0] == 1 and seen[0][1] > 0
+    cp.each_cached_arbiter(cp.space_ptr(space), lambda arb: seen.append(arb.contacts[0].jnAcc))
+    assert seen[-1] == 7.0
+
+    def boom(arb: object) -> None:
+        raise RuntimeError("from a visit")
+
+    with pytest.raises(RuntimeError, match="from a visit"):  # raised after C returns
+        cp.each_cached_arbiter(cp.space_ptr(space), boom)

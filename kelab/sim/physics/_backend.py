@@ -14,6 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
+from kelab.sim.physics._warm import WarmFormat
+
 
 class Backend(Protocol):
     """What a layout provides: building, stepping, batched state I/O and queries."""
@@ -26,6 +28,9 @@ class Backend(Protocol):
     """``(num_envs,)`` x of each copy's origin in its space (contact points are there)."""
     on_read: Callable[[slice | np.ndarray], None] | None
     """Called with the rows of :attr:`raw` just read (the World's joint cache)."""
+    warm: WarmFormat | None
+    """How a rebase carries a copy's warm starts over (kelab/sim/physics/_warm.py); None
+    where the layout cannot (its copies share a space): its rebases are cold."""
 
     def read(self, ids: np.ndarray) -> np.ndarray:
         """Batch-read copies ``ids`` (or more) into :attr:`raw`; return the copies read."""
@@ -55,6 +60,14 @@ class Backend(Protocol):
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Write the moving bodies' poses and velocities of just rebuilt copies ``ids``."""
+        ...
+
+    def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
+        """The warm starts of copies ``ids``, a vector each (only where :attr:`warm`)."""
+        ...
+
+    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
+        """Give copies ``ids``, just rebuilt at their states, their warm starts."""
         ...
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:

@@ -16,7 +16,11 @@ upgrade that changes any of them fails loudly there rather than deep in a step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import cache
+
 import pymunk
+from cffi import FFI
 from pymunk._chipmunk_cffi import ffi as _ffi
 from pymunk._chipmunk_cffi import lib as _lib
 
@@ -63,6 +67,8 @@ body_set_angular_velocity = _lib.cpBodySetAngularVelocity  # (cpBody *, cpFloat)
 body_set_force = _lib.cpBodySetForce  # (cpBody *, cpVect)
 body_set_torque = _lib.cpBodySetTorque  # (cpBody *, cpFloat)
 body_update_position = _lib.cpBodyUpdatePosition  # (cpBody *, cpFloat dt)
+body_get_velocity = _lib.cpBodyGetVelocity  # (cpBody *) -> cpVect
+body_get_angular_velocity = _lib.cpBodyGetAngularVelocity  # (cpBody *) -> cpFloat
 
 # -- shapes ------------------------------------------------------------------------------
 
@@ -164,3 +170,146 @@ def float_buffer(array: object) -> object:
 def int_buffer(array: object) -> object:
     """The filled part of a ``pmIntArray`` as a cffi buffer (uintptr_t)."""
     return _ffi.buffer(array.arr, _ffi.sizeof("uintptr_t") * array.num)
+
+
+# -- warm starts: what Chipmunk's solver carries from one step to the next -----------------
+#
+# pymunk publishes ``cpArbiter`` and ``cpContact`` (their fields are read through its ffi),
+# not ``cpBody`` or the constraint structs. Their layouts, as Chipmunk 7 (pymunk's Munk2D)
+# declares them in chipmunk_structs.h, are mirrored below in a separate cffi instance that
+# only computes field offsets: up to the last field used, same types, same order.
+# tests/sim/test_chipmunk_facade.py checks each mirror against pymunk's own getters.
+
+_MIRROR_CDEF = """
+typedef struct { double x, y; } kl_vect;
+typedef struct { double a, b, c, d; } kl_mat2x2;
+typedef struct { double a, b, c, d, tx, ty; } kl_transform;
+struct kl_body {
+    void *velocity_func; void *position_func;
+    double m, m_inv, i, i_inv;
+    kl_vect cog, p, v, f;
+    double a, w, t;
+    kl_transform transform;
+    void *user_data;
+    kl_vect v_bias;
+    double w_bias;
+};
+struct kl_constraint {
+    void *klass; void *space; void *a; void *b; void *next_a; void *next_b;
+    double max_force, error_bias, max_bias;
+    unsigned char collide_bodies;
+    void *pre_solve; void *post_solve; void *user_data;
+};
+struct kl_pivot_joint {
+    struct kl_constraint constraint;
+    kl_vect anchor_a, anchor_b, r1, r2; kl_mat2x2 k; kl_vect j_acc; kl_vect bias;
+};
+struct kl_groove_joint {
+    struct kl_constraint constraint;
+    kl_vect grv_n, grv_a, grv_b, anchor_b, grv_tn; double clamp;
+    kl_vect r1, r2; kl_mat2x2 k; kl_vect j_acc; kl_vect bias;
+};
+struct kl_gear_joint {
+    struct kl_constraint constraint;
+    double phase, ratio, ratio_inv, i_sum, bias, j_acc;
+};
+struct kl_rotary_limit_joint {
+    struct kl_constraint constraint;
+    double min, max, i_sum, bias, j_acc;
+};
+"""
+
+#: Per constraint C type (as in :data:`CONSTRAINT_INITS`): its mirror struct and how many
+#: floats its warm-start impulse ``jAcc`` holds (a damped spring's is never applied again:
+#: Chipmunk's ``applyCachedImpulse`` of springs does nothing, so it carries none).
+WARM_IMPULSES: dict[str, tuple[str | None, int]] = {
+    "cpPivotJoint *": ("struct kl_pivot_joint *", 2),
+    "cpGrooveJoint *": ("struct kl_groove_joint *", 2),
+    "cpGearJoint *": ("struct kl_gear_joint *", 1),
+    "cpRotaryLimitJoint *": ("struct kl_rotary_limit_joint *", 1),
+    "cpDampedSpring *": (None, 0),
+}
+
+
+@cache
+def _mirror() -> FFI:
+    m = FFI()
+    m.cdef(_MIRROR_CDEF)
+    return m
+
+
+def address(ptr: object) -> int:
+    """The address a cffi pointer holds, as an int (a key that names the C object)."""
+    return int(_ffi.cast("uintptr_t", ptr))
+
+
+def mirror(ptr: object, struct: str) -> object:
+    """``ptr`` seen as one of the mirror structs above (``"struct kl_body *"``, ...)."""
+    return _mirror().cast(struct, address(ptr))
+
+
+def body_bias(body: object) -> tuple[float, float, float]:
+    """A ``cpBody *``'s bias velocities ``(v_bias.x, v_bias.y, w_bias)``.
+
+    They hold the last step's position correction, which the next position update adds.
+    """
+    b = mirror(body, "struct kl_body *")
+    return (b.v_bias.x, b.v_bias.y, b.w_bias)
+
+
+def set_body_bias(body: object, vx: float, vy: float, w: float) -> None:
+    """Write a ``cpBody *``'s bias velocities (see :func:`body_bias`)."""
+    b = mirror(body, "struct kl_body *")
+    b.v_bias.x, b.v_bias.y, b.w_bias = vx, vy, w
+
+
+def constraint_impulse(con: object, ctype: str) -> tuple[float, ...]:
+    """A constraint's accumulated impulse ``jAcc`` (its warm start).
+
+    ``ctype``: its C type, a key of :data:`WARM_IMPULSES`.
+    """
+    struct, size = WARM_IMPULSES[ctype]
+    if struct is None:
+        return ()
+    c = mirror(con, struct)
+    return (c.j_acc.x, c.j_acc.y) if size == 2 else (c.j_acc,)
+
+
+def set_constraint_impulse(con: object, ctype: str, values: tuple[float, ...]) -> None:
+    """Write a constraint's accumulated impulse (see :func:`constraint_impulse`)."""
+    struct, size = WARM_IMPULSES[ctype]
+    if struct is None:
+        return
+    c = mirror(con, struct)
+    if size == 2:
+        c.j_acc.x, c.j_acc.y = values
+    else:
+        c.j_acc = values[0]
+
+
+@_ffi.callback("void(cpArbiter *, void *)")
+def _visit_arbiter(arb: object, data: object) -> None:
+    _ffi.from_handle(data)(arb)
+
+
+def each_cached_arbiter(space: object, visit: Callable[[object], None]) -> None:
+    """Call ``visit(arbiter)`` with each cached ``cpArbiter *`` of a ``cpSpace *``.
+
+    The arbiter's fields (``a``, ``b``: its ``cpShape *``; ``count``; ``contacts[i]``
+    with ``hash``, ``jnAcc``, ``jtAcc``) are read and written through pymunk's ffi. An
+    exception in ``visit`` stops nothing in C: it is raised after the iteration.
+    """
+    errors: list[BaseException] = []
+
+    def guarded(arb: object) -> None:
+        if errors:
+            return
+        try:
+            visit(arb)
+        except BaseException as exc:  # re-raised below, outside C
+            errors.append(exc)
+
+    handle = _ffi.new_handle(guarded)
+    _lib.cpSpaceEachCachedArbiter(space, _visit_arbiter, handle)
+    if errors:
+        raise errors[0]

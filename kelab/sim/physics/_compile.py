@@ -407,6 +407,8 @@ class CopySpace:
             reinit_call(ctor, c, args)
             for c, (ctor, args) in zip(self.constraints, calls, strict=True)
         ]
+        #: The C type of each constraint (``cp.CONSTRAINT_INITS``): what its warm start is.
+        self.constraint_types: list[str] = [cp.CONSTRAINT_INITS[ctor][1] for ctor, _ in calls]
         self._body_ptrs = [cp.body_ptr(b) for b in self.bodies]
         self._shape_ptrs = [[cp.shape_ptr(s) for s in shapes] for shapes in self.body_shapes]
         # per moving body, what rebuild() resets: its initial pose, its shapes' friction
@@ -418,6 +420,16 @@ class CopySpace:
                 pose = inst.pose
                 self._resets.append((self._body_ptrs[i], (pose.x, pose.y), pose.angle, fric))
         self.space = self._assemble(first=True)
+
+    @property
+    def body_ptrs(self) -> list:
+        """The ``cpBody *`` of each body, in scene order."""
+        return self._body_ptrs
+
+    @property
+    def shape_ptrs(self) -> list:
+        """The ``cpShape *`` of every shape, body by body in scene order (one flat list)."""
+        return [sp for sps in self._shape_ptrs for sp in sps]
 
     def _assemble(self, first: bool = False) -> pymunk.Space:
         """Add the (fresh-state) bodies, shapes and constraints to a new Space.

@@ -32,6 +32,7 @@ from kelab.sim.physics._batch import (
 )
 from kelab.sim.physics._compile import CopySpace, Layout, build_copy
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
+from kelab.sim.physics._warm import WarmFormat, apply, capture
 from kelab.sim.scene.scene import Scene
 
 
@@ -71,6 +72,8 @@ class IsolatedBackend:
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [cp.space_ptr(c.space) for c in self._copies]
+        #: Warm starts carry over a rebase (each copy has its own space).
+        self.warm: WarmFormat | None = WarmFormat.of(self._copies[0], layout.dynamic)
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
@@ -163,6 +166,17 @@ class IsolatedBackend:
         for c in ids.tolist():
             self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
             self._ptrs[c] = cp.space_ptr(self._copies[c].space)
+
+    def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
+        """The warm starts of copies ``ids`` (kelab/sim/physics/_warm.py), a vector each."""
+        assert self.warm is not None
+        return [capture(self._copies[c], self.warm) for c in ids.tolist()]
+
+    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
+        """Give copies ``ids``, just rebuilt at their states, the warm starts ``vectors``."""
+        assert self.warm is not None
+        for c, vec in zip(ids.tolist(), vectors, strict=True):
+            apply(self._copies[c], self.warm, vec, dt)
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""

@@ -132,6 +132,9 @@ class PackedBackend:
     """
 
     name = "packed"
+    #: None: copies share a space, so a rebase cannot step one alone to carry its warm
+    #: starts over (kelab/sim/physics/_warm.py); rebases are cold.
+    warm = None
 
     def __init__(
         self, scene: Scene, layout: Layout, num_envs: int, num_threads: int, env_spacing: float
@@ -437,6 +440,14 @@ class PackedBackend:
                 set_pos(ptr, (o + x, y))
                 set_vel(ptr, (vx, vy))
                 set_w(ptr, w)
+
+    def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
+        """Never called: :attr:`warm` is None (rebases are cold)."""
+        raise NotImplementedError("the packed layout's rebases are cold")
+
+    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
+        """Never called: :attr:`warm` is None (rebases are cold)."""
+        raise NotImplementedError("the packed layout's rebases are cold")
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
