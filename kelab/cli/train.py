@@ -11,11 +11,14 @@ import argparse
 import gc
 import re
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from kelab.cli.args import NUM_ENVS_MAX, folder_path, positive_float, positive_int
 from kelab.cli.progress import ProgressBar
-from kelab.cli.tasks import add_task_subcommand, start_command
+from kelab.cli.tasks import Command, add_task_subcommand, start_command
+
+if TYPE_CHECKING:
+    from kelab.train.curve_process import CurveProcess
 
 __all__ = ["add_train_parser", "import_trainer", "run_train", "summary_line"]
 
@@ -79,6 +82,18 @@ def run_train(
     cmd = start_command(args, out, err)
     if cmd is None:
         return 2
+    from kelab.train.curve_process import start_curve_process
+
+    drawer = start_curve_process()  # imports matplotlib on the other core while torch loads
+    try:
+        return _train(args, cmd, drawer)
+    finally:
+        if drawer is not None:
+            drawer.close()
+
+
+def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) -> int:
+    """``kelab train`` once the task is known (``drawer``: where the curve is drawn)."""
     out, err, cls = cmd.out, cmd.err, cmd.cls
     import kelab as ke
 
@@ -151,6 +166,7 @@ def run_train(
             config=config,
             resume=args.resume,
             task_id=cmd.task_id,
+            curve_process=drawer,
         )
         with trainer:
             print(
@@ -169,22 +185,35 @@ def run_train(
                 stats = trainer.train(iterations, callback=bar)
             finally:
                 bar.close()
+            # printed while the curve is drawn: closing the trainer waits for it
+            _print_summary(args, stats, trainer.best_iteration, bar.start_iteration, out)
     finally:
         env.close()
-    print(summary_line(stats, start_iteration=bar.start_iteration), file=out)
+    return 130 if stats["interrupted"] else 0
+
+
+def _print_summary(
+    args: argparse.Namespace,
+    stats: dict[str, Any],
+    best_iteration: int | None,
+    start_iteration: int,
+    out: TextIO,
+) -> None:
+    """The lines after a run: the summary, the last verdict, the target, the checkpoints."""
+    print(summary_line(stats, start_iteration=start_iteration), file=out)
     if stats["eval_success_rate"] is not None:
         print(
             f"last evaluation (deterministic policy): success rate "
             f"{_percent(stats['eval_success_rate'])}",
             file=out,
         )
-    met = target_line(stats, trainer.best_iteration)
+    met = target_line(stats, best_iteration)
     if met is not None:
         print(met, file=out)
     print(f"best:   {stats['checkpoints']['best']}", file=out)
     print(f"latest: {stats['checkpoints']['latest']}", file=out)
     print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
-    return 130 if stats["interrupted"] else 0
+    out.flush()
 
 
 def target_line(stats: dict[str, Any], judged: int | None) -> str | None:

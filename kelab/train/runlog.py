@@ -27,10 +27,13 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from kelab._files import open_nofollow
 from kelab.train.records import IterationRow
+
+if TYPE_CHECKING:
+    from kelab.train.curve_process import CurveProcess
 
 __all__ = ["METRICS", "RunLog"]
 
@@ -60,15 +63,21 @@ _SCALARS = (*METRICS[3:-1],)  # what goes to TensorBoard (eval_iteration is an i
 class RunLog:
     """The logs of one training run in ``run_dir`` (nothing is written when disabled).
 
+    With a ``drawer`` (:class:`~kelab.train.curve_process.CurveProcess`) the curve is
+    drawn in that process while training goes on; :meth:`close` waits for the last one
+    (drawing it here if that process failed), so the PNG is there once the log is closed.
+
     Attributes:
         history: ``(env_steps, mean_return, success_rate)`` per iteration, for the curve.
         evaluations: ``(env_steps, success_rate)`` of each evaluated policy.
     """
 
-    def __init__(self, run_dir: Path, enabled: bool) -> None:
-        """Log to ``run_dir`` (created on :meth:`open`) if ``enabled``."""
+    def __init__(self, run_dir: Path, enabled: bool, drawer: CurveProcess | None = None) -> None:
+        """Log to ``run_dir`` (created on :meth:`open`) if ``enabled``; curves by ``drawer``."""
         self.run_dir = Path(run_dir)
         self.enabled = bool(enabled)
+        self.drawer = drawer
+        self._drawing: dict[str, Any] | None = None  # the curve the drawer is drawing
         self.history: list[tuple[int, float, float | None]] = []
         self.evaluations: list[tuple[int, float]] = []
         self.wall_times: list[float | None] = []  # wall_time_s per row: the curve's top axis
@@ -137,13 +146,34 @@ class RunLog:
         if self._drawn_at is not None and now - self._drawn_at < min_interval_s:
             return
         self._drawn_at = now
-        from kelab.train.curve import run_details, write_training_curve
+        from kelab.train.curve import run_details
 
-        path = self.run_dir / "training_curve.png"
-        details = run_details(self.run_dir)  # the target and title, from latest.json
-        write_training_curve(
-            path, self.history, self.evaluations, wall_times=self.wall_times, **details
-        )
+        curve = {
+            "history": list(self.history),
+            "evaluations": list(self.evaluations),
+            "wall_times": list(self.wall_times),
+            **run_details(self.run_dir),  # the target and title, from latest.json
+        }
+        self._drawing = None  # superseded: whether or not it was drawn
+        if self.drawer is not None and self.drawer.submit(self._curve_path, curve):
+            self._drawing = curve
+            return
+        self._draw_here(curve)
+
+    @property
+    def _curve_path(self) -> Path:
+        return self.run_dir / "training_curve.png"
+
+    def _draw_here(self, curve: dict[str, Any]) -> None:
+        from kelab.train.curve import write_training_curve
+
+        write_training_curve(self._curve_path, **curve)
+
+    def finish_curve(self) -> None:
+        """Wait until the last curve sent to the drawer is written (drawn here if it failed)."""
+        curve, self._drawing = self._drawing, None
+        if curve is not None and self.drawer is not None and not self.drawer.finish():
+            self._draw_here(curve)
 
     def flush(self) -> None:
         """Flush the TensorBoard events (the CSV is flushed at every row)."""
@@ -151,7 +181,13 @@ class RunLog:
             self._writer.flush()
 
     def close(self) -> None:
-        """Close the files."""
+        """Close the files, once the last curve is written."""
+        try:
+            self.finish_curve()
+        finally:
+            self._close_files()
+
+    def _close_files(self) -> None:
         if self._writer is not None:
             self._writer.close()
             self._writer = None

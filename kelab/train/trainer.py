@@ -54,6 +54,7 @@ from kelab.train.runlog import RunLog  # noqa: E402
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
     from kelab.rl.ray_env import RayLearningEnv
+    from kelab.train.curve_process import CurveProcess
 
 __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_of"]
 
@@ -95,6 +96,9 @@ class RLTrainer:
             until a better one is found.
         task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); optional.
         log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png``.
+        curve_process: Draw ``training_curve.png`` in this
+            :class:`~kelab.train.curve_process.CurveProcess` (its owner closes it) while
+            training goes on; :meth:`close` waits for the last drawing. None: drawn here.
 
     Attributes:
         config: The training config in use (``num_envs`` = the env's copies).
@@ -127,6 +131,7 @@ class RLTrainer:
         *,
         task_id: str | None = None,
         log: bool = True,
+        curve_process: CurveProcess | None = None,
     ) -> None:
         from kelab.rl.env import LearningEnv
         from kelab.rl.ray_env import RayLearningEnv  # imports ray only when one is made
@@ -159,6 +164,7 @@ class RLTrainer:
         self.device = device
         self.task_id = task_id
         self.log = bool(log)
+        self._curve_process = curve_process
         self.obs_dim = int(env.single_observation_space.shape[0])
         self.act_dim = int(env.single_action_space.shape[0])
 
@@ -220,7 +226,7 @@ class RLTrainer:
         self._episodes = RecentEpisodes(self.config.success_window)
         if checkpoint is not None:
             self._restore(checkpoint)
-        self._runlog = RunLog(self.run_dir, self.log)
+        self._runlog = RunLog(self.run_dir, self.log, self._curve_process)
         self._closed = False
         # the best state since the last write: written with `latest` (not at every gain)
         self._pending_best: TrainState | None = None
@@ -630,7 +636,7 @@ class RLTrainer:
         return actions.numpy().clip(-1.0, 1.0)
 
     def close(self) -> None:
-        """Close the log files (the env stays open: its owner closes it)."""
+        """Close the log files, the curve written first (the env stays open: its owner's)."""
         if self._closed:
             return
         self._closed = True

@@ -59,3 +59,82 @@ def test_a_collector_the_caller_turned_off_stays_off():
         """
     )
     assert seen == {"enabled": False}
+
+
+def _is_png(data: bytes) -> bool:
+    """A whole PNG: the signature, an IHDR chunk first and an IEND chunk last."""
+    return (
+        data[:8] == b"\x89PNG\r\n\x1a\n"
+        and data[12:16] == b"IHDR"
+        and data[-12:] == b"\x00\x00\x00\x00IEND\xaeB`\x82"
+    )
+
+
+def test_the_command_leaves_a_whole_curve_drawn_by_its_curve_process(tmp_path):
+    run = tmp_path / "run"
+    seen = _run(
+        f"""
+        import json, sys
+        from kelab.cli import main
+        code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "3",
+                     "--run-dir", {str(run)!r}])
+        print(json.dumps({{"code": code, "matplotlib": "matplotlib" in sys.modules}}))
+        """
+    )
+    assert seen["code"] == 0
+    # drawn in the command's curve process: this one never imported matplotlib
+    assert seen["matplotlib"] is False
+    png = run / "training_curve.png"
+    assert _is_png(png.read_bytes())
+    assert [p.name for p in run.iterdir() if p.name.startswith(".training_curve")] == []
+
+
+def test_the_curve_process_draws_the_png_the_trainer_would(tmp_path):
+    from kelab.train.curve import write_training_curve
+    from kelab.train.curve_process import CurveProcess
+
+    curve = {
+        "history": [[1024 * i, 10.0 * i, i / 20] for i in range(1, 9)],
+        "evaluations": [[2048, 0.25], [6144, 1.0]],
+        "wall_times": [0.1 * i for i in range(1, 9)],
+        "target": 0.95,
+        "title": "kelab/CartPole-v0 · run r, seed 1",
+    }
+    curve["history"][0][1] = float("nan")  # no episode ended yet: NaN crosses as JSON
+    drawer = CurveProcess()
+    try:
+        assert drawer.submit(tmp_path / "there.png", curve)
+        assert drawer.finish()
+    finally:
+        drawer.close()
+    write_training_curve(tmp_path / "here.png", **curve)
+    there = (tmp_path / "there.png").read_bytes()
+    assert _is_png(there)
+    assert there == (tmp_path / "here.png").read_bytes()
+
+
+def test_a_curve_process_that_is_gone_leaves_the_drawing_to_the_log(tmp_path):
+    from kelab.train.curve_process import CurveProcess
+    from kelab.train.records import IterationRow
+    from kelab.train.runlog import RunLog
+
+    drawer = CurveProcess()
+    drawer.close()  # gone before the first curve
+    log = RunLog(tmp_path, enabled=True, drawer=drawer)
+    log.open()
+    log.record(IterationRow(1, 64, 0.5, 2.5, 0.0, 3, 128.0, 256.0, 1e-3, 1.0, 0.1, 0.0, 1.4))
+    log.draw_curve()
+    log.close()
+    assert _is_png((tmp_path / "training_curve.png").read_bytes())
+
+
+def test_the_curve_process_module_imports_neither_torch_nor_matplotlib():
+    seen = _run(
+        """
+        import json, sys
+        import kelab.cli.train, kelab.train.curve_process
+        print(json.dumps(sorted(m for m in ("torch", "matplotlib", "rsl_rl", "tensordict")
+                                if m in sys.modules)))
+        """
+    )
+    assert seen == []
