@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_HISTORY_S",
     "DEFAULT_KEYFRAME_EVERY",
+    "WORLD_LOG_STEPS",
     "TIME_TRAVEL_KEYS",
     "TimeTravel",
     "TimeTravelControls",
@@ -55,6 +56,12 @@ __all__ = [
 DEFAULT_HISTORY_S = 60.0
 #: Default `TimeTravel.keyframe_every` (fixed steps between keyframes).
 DEFAULT_KEYFRAME_EVERY = 8
+#: The App's World is rebased at least this often (``World.max_log_steps``, physics steps)
+#: where its rebases keep the warm starts (the isolated layout): a backward seek restores a
+#: keyframe's World snapshot, which re-simulates its log since the last rebase, so this
+#: bounds a seek's cost (benchmarks/time_travel.py). Such rebases leave the motion as it
+#: was up to the solver's contact order (docs/world.md, "Snapshots").
+WORLD_LOG_STEPS = 32
 #: Keys whose presses start no branch: pause and step, and Shift (held for Shift+Left).
 #: The arrows and Home seek only while paused, where their presses are dropped; while
 #: running they are the App's keys like any other (the Cartpole demo moves its cart).
@@ -376,6 +383,8 @@ class TimeTravel:
     def _keyframe(self, n: int) -> None:
         app = self._app
         world = app.world
+        if world is not None and world.warm_rebases and world.max_log_steps > WORLD_LOG_STEPS:
+            world.max_log_steps = WORLD_LOG_STEPS  # rebases now if its log is longer
         clock = list(app.clock.time_state())
         clock[4] = n  # the clock counts a frame's steps ahead; this is the step's own count
         self._keys[n] = _Keyframe(

@@ -375,3 +375,46 @@ def test_a_plain_app_seeks_without_a_warning_and_a_subclass_warning_names_the_ca
         app.seek(3)
     assert caught[0].filename == __file__  # points at the user's app.seek(...) line
     app.close()
+
+
+def _stack_app(layout: str) -> ke.App:
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(name="ground"), at="/", per_environment=False)
+    for i in range(6):
+        pose = ke.Pose(0.02 * i, 0.25 + 0.5 * i)
+        b.add(ke.Prop(ke.Box(0.5, 0.5), initial_pose=pose), at=f"/World/B{i}")
+    world = ke.World(b.build(), layout=layout)
+    return ke.App(headless=True, world=world, size=(160, 120), render_hz=None,
+                  time_mode=ke.TimeMode.SIM_HIGH_PERF)  # fmt: skip
+
+
+def test_the_app_keeps_a_warm_world_log_short_and_the_motion_unchanged() -> None:
+    from kelab.app.time_travel import WORLD_LOG_STEPS
+
+    app = _stack_app("isolated")
+    seen = {}
+    for _ in range(400):
+        app.renderFrameOnce()
+        seen[app.fixed_step] = app.world.body_poses.copy()
+    w = app.world
+    assert w.max_log_steps == WORLD_LOG_STEPS == 32  # rebased every 32 steps, warm
+    # the motion is that of the same World stepped alone, never rebased: bit for bit
+    alone = ke.World(w._scene)
+    for _ in range(w.step_count):
+        alone.step(app.physics_dt)
+    assert np.array_equal(alone.body_poses, w.body_poses)
+    assert w.body_poses[0, -1, 1] > 2.2  # the stack still stands
+    # a seek back re-simulates at most 32 physics steps, and is exact
+    snaps = [k.world for k in app.time_travel._keys.values()]
+    assert all(s.step_count - s.arrays["log/step"][0] < 32 for s in snaps)
+    app.seek(123)
+    assert np.array_equal(app.world.body_poses, seen[123])
+    app.close()
+
+
+def test_a_packed_world_keeps_its_own_rebase_period() -> None:
+    app = _stack_app("packed")
+    for _ in range(40):
+        app.renderFrameOnce()
+    assert app.world.max_log_steps == 7200  # its rebases are cold: the App leaves it
+    app.close()
