@@ -10,8 +10,12 @@ stay cold (documented).
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kelab as ke
 from kelab.sim.replay_log import Kind
@@ -159,3 +163,35 @@ def test_max_log_steps_is_validated_when_set(bad: object) -> None:
     with pytest.raises((TypeError, ValueError), match="World.max_log_steps"):
         w.max_log_steps = bad  # type: ignore[assignment]
     assert w.max_log_steps == 7200
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_changed_number_of_a_warm_snapshot_restores_or_is_refused_without_effect(
+    data: st.DataObject,
+) -> None:
+    w, snap, _ = _warm_world()
+    kinds = snap.arrays["log/kind"]
+    e = int(np.flatnonzero(kinds == int(Kind.WARM))[-1])
+    lo, hi = (int(x) for x in snap.arrays["log/val_off"][e : e + 2])
+    arrays = {k: np.array(v) for k, v in snap.arrays.items()}
+    index = data.draw(st.integers(lo, hi - 1))  # a number of the WARM entry
+    arrays["log/vals"][index] = data.draw(st.floats(allow_nan=True, allow_infinity=True))
+    bad = ke.Snapshot(snap.fingerprint, snap.step_count, snap.sim_time, arrays, snap.meta)
+    before = w.snapshot().to_bytes(), _run(w, 0).tobytes()
+    try:
+        w.restore(bad)
+    except ValueError:
+        assert (w.snapshot().to_bytes(), _run(w, 0).tobytes()) == before
+    else:  # accepted: it steps on (or names a body that left the limits)
+        try:
+            _run(w, 3)
+        except FloatingPointError:
+            pass
+    w.restore(snap)
+
+
+@cache
+def _warm_world() -> tuple[ke.World, ke.Snapshot, np.ndarray]:
+    """One World and its warm snapshot for every example (built once)."""
+    return _rebased_snapshot()
