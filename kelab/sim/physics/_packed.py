@@ -195,6 +195,12 @@ class PackedBackend:
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
+        # per shard: what a store subtracts from a fetch (its copies' origins in x)
+        self._offsets = []
+        for part in self._parts:
+            off = np.zeros((part.stop - part.start, mv.size, 6))
+            off[:, :, 0] = self.origin_x[part, None]
+            self._offsets.append(off)
         self.rebuild(np.arange(num_envs))
 
     # ------------------------------------------------------------------ state
@@ -318,11 +324,21 @@ class PackedBackend:
             self.on_read(slice(self._parts[1].start, self._n))
 
     def _store_shard(self, k: int) -> None:
-        """Copy shard ``k``'s last fetch into its rows of ``raw`` (copy frames)."""
+        """Copy shard ``k``'s last fetch into its rows of ``raw`` (copy frames).
+
+        One pass when the moving bodies are contiguous: ``fetch - offsets`` straight into
+        ``raw``, the offsets holding each copy's origin in the x column and +0.0 in the
+        others (``v - 0.0`` is ``v``, bit for bit, -0.0 and NaN included), the same
+        values as a copy followed by ``x -= origin``.
+        """
         shard, part = self._shards[k], self._parts[k]
         raw, mv = self.raw, self._mv
         n, kd = shard.copies.size, shard.kd
-        raw[part, mv, :] = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+        block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+        if isinstance(mv, slice):
+            np.subtract(block, self._offsets[k], out=raw[part, mv, :])
+            return
+        raw[part, mv, :] = block
         raw[part, mv, 0] -= self._plan.origin_x[part, None]
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
@@ -356,6 +372,16 @@ class PackedBackend:
                 if pending[k]:
                     pending[k] = False
                     shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        if self._workers is None:  # one shard, stepped right here: no job to dispatch
+            shard = self._shards[0]
+            shard.step(dt)
+            if not read:
+                return ids[:0]
+            shard.fetch()
+            self._store_shard(0)
+            if self.on_read is not None:
+                self.on_read(slice(None))
+            return self._every
         job = self._jobs.get((dt, read))
         if job is None:
             if len(self._jobs) > 8:  # a varying dt: keep the cache small
@@ -364,10 +390,7 @@ class PackedBackend:
         if read:
             self._fetch_all(job)
             return self._every
-        if self._workers is None:
-            job(0)
-        else:  # pipelined: the next step's job queues behind this one
-            self._workers.submit(job, len(self._shards))
+        self._workers.submit(job, len(self._shards))  # pipelined: queued behind the last
         return ids[:0]
 
     def _step_shard(self, dt: float, read: bool, k: int) -> None:

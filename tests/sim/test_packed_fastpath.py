@@ -1,0 +1,84 @@
+"""The packed layout's per-step fast path (#30): fewer calls and passes, the same bits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.sim.scene.assets import Asset
+
+DT = 1 / 120
+
+
+def _cartpoles(plane: bool = False) -> ke.Scene:
+    b = ke.SceneBuilder()
+    if plane:
+        b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/cartpole:v1")), at="/World/Robot")
+    return b.build()
+
+
+def _drive(w: ke.World, steps: int) -> None:
+    rng = np.random.default_rng(5)
+    for k in range(steps):
+        w.set_joint_efforts(rng.uniform(-80.0, 80.0, (w.num_envs, len(w.joint_names))))
+        w.step(DT)
+        if k % 3 == 0:
+            _ = w.joint_positions  # a reader every few steps (the eager-read prediction)
+        w.step(DT)
+
+
+def test_one_shard_steps_without_a_job() -> None:
+    # one thread: the shard is stepped, fetched and stored in place, no job is built or
+    # dispatched (the per-step Python work the bare pymunk loop does not have)
+    w = ke.World(_cartpoles(), num_envs=8, layout="packed")
+    _drive(w, 10)
+    assert w._backend._jobs == {}
+    w2 = ke.World(_cartpoles(), num_envs=8, layout="packed", num_threads=2)
+    _drive(w2, 10)
+    assert w2._backend._jobs  # threads: jobs queued to the shard threads, as before
+    np.testing.assert_array_equal(w.body_poses, w2.body_poses)
+    w2.close()
+
+
+@pytest.mark.parametrize("plane", [False, True])
+def test_store_is_fetch_minus_origin_bit_for_bit(plane: bool) -> None:
+    # the one-pass store (fetch - offsets) gives the values of a copy then x -= origin
+    w = ke.World(_cartpoles(plane), num_envs=16, layout="packed")
+    _drive(w, 20)
+    be = w._backend
+    shard = be._shards[0]
+    n, kd = shard.copies.size, shard.kd
+    block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6).copy()
+    block[:, :, 0] -= be.origin_x[:, None]
+    mv = be._plan.moving
+    got = w.body_poses[:, mv], w.body_velocities[:, mv]
+    np.testing.assert_array_equal(got[0].view(np.int64), block[:, :, 0:3].view(np.int64))
+    np.testing.assert_array_equal(got[1].view(np.int64), block[:, :, 3:6].view(np.int64))
+    # static bodies keep their scene poses
+    static = ~w._layout.dynamic
+    np.testing.assert_array_equal(
+        w.body_poses[:, static],
+        np.broadcast_to(w.initial_body_poses[static], (16, int(static.sum()), 3)),
+    )
+
+
+def test_store_keeps_negative_zero_and_nan() -> None:
+    # v - 0.0 is v for -0.0 and NaN too: the x column alone is shifted
+    w = ke.World(_cartpoles(), num_envs=4, layout="packed")
+    be = w._backend
+    shard = be._shards[0]
+    n, kd = shard.copies.size, shard.kd
+    block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
+    saved = block.copy()
+    block[0, 0, 3] = -0.0
+    block[1, 1, 5] = np.nan
+    block[2, 0, 2] = -0.0
+    be._store_shard(0)
+    raw = be.raw[:, be._plan.moving]
+    assert np.signbit(raw[0, 0, 3]) and raw[0, 0, 3] == 0.0
+    assert np.signbit(raw[2, 0, 2]) and raw[2, 0, 2] == 0.0
+    assert np.isnan(raw[1, 1, 5])
+    np.testing.assert_array_equal(raw[:, :, 0], block[:, :, 0] - be.origin_x[:, None])
+    block[...] = saved
