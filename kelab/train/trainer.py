@@ -644,8 +644,10 @@ class RLTrainer:
             self._judge.close()
             self._rollouts.settle()
         finally:
-            self._runlog.close()
-            self._claim.release()
+            try:
+                self._runlog.close()  # waits for the curve: Ctrl-C may cut that short
+            finally:
+                self._claim.release()
 
     def _rates(self, run_steps: int, elapsed: float) -> dict[str, float]:
         """Env steps per second of this call: over its wall time, and while collecting."""

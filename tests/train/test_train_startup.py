@@ -138,3 +138,31 @@ def test_the_curve_process_module_imports_neither_torch_nor_matplotlib():
         """
     )
     assert seen == []
+
+
+def test_ctrl_c_while_the_curve_is_awaited_still_releases_the_run_dir(tmp_path, monkeypatch):
+    import pytest
+    from train_helpers import tiny_config
+
+    import kelab as ke
+    from kelab.tasks.cartpole import CartPoleTask
+    from kelab.train.curve_process import CurveProcess
+
+    def interrupted() -> bool:
+        raise KeyboardInterrupt
+
+    run = tmp_path / "run"
+    env = ke.LearningEnv(CartPoleTask(), num_envs=tiny_config().num_envs, seed=0)
+    drawer = CurveProcess()
+    try:
+        trainer = ke.RLTrainer(env, run_dir=run, config=tiny_config(), curve_process=drawer)
+        trainer.train(1)
+        monkeypatch.setattr(drawer, "finish", interrupted)  # Ctrl-C in close()'s wait
+        with pytest.raises(KeyboardInterrupt):
+            trainer.close()
+        assert "pid=" not in (run / ".kelab-run").read_text()  # released all the same
+        again = ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest", curve_process=drawer)
+        again.close()
+    finally:
+        drawer.close()
+        env.close()
