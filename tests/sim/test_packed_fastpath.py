@@ -82,3 +82,42 @@ def test_store_keeps_negative_zero_and_nan() -> None:
     assert np.isnan(raw[1, 1, 5])
     np.testing.assert_array_equal(raw[:, :, 0], block[:, :, 0] - be.origin_x[:, None])
     block[...] = saved
+
+
+def test_held_forces_are_the_shard_buffer_when_every_body_moves() -> None:
+    # one shard and no static body: the held forces are written where the step reads
+    # them (no second copy per control step); resets zero their rows there
+    w = ke.World(_cartpoles(), num_envs=6, layout="packed")
+    be = w._backend
+    shard = be._shards[0]
+    assert np.shares_memory(be._forces, shard.fbuf)
+    w.set_joint_efforts(np.tile([40.0, 0.0], (6, 1)))
+    w.step(DT)
+    block = shard.fbuf[: 6 * shard.kd * 3].reshape(6, shard.kd, 3)
+    assert (block[:, 0, 0] == 40.0).all()
+    w.reset_envs([1, 4])
+    assert (block[[1, 4]] == 0.0).all() and (block[[0, 2, 3, 5], 0, 0] == 40.0).all()
+    # a static body (a plane) keeps the separate held array, copied at the next step
+    wp = ke.World(_cartpoles(plane=True), num_envs=6, layout="packed")
+    assert not np.shares_memory(wp._backend._forces, wp._backend._shards[0].fbuf)
+
+
+def test_direct_forces_match_threads_and_a_plane_free_reference() -> None:
+    # the same efforts, resets and steps: one shard (direct forces) and two shards (held
+    # array, copied per shard) give the same bits
+    worlds = [ke.World(_cartpoles(), num_envs=12, layout="packed", num_threads=k) for k in (1, 2)]
+    rng = np.random.default_rng(9)
+    for k in range(60):
+        e = rng.uniform(-100.0, 100.0, (12, 2))
+        ids = np.sort(rng.choice(12, 3, replace=False))
+        for w in worlds:
+            w.set_joint_efforts(e)
+            w.step(DT)
+            if k % 7 == 3:
+                w.reset_envs(ids)
+                w.set_joint_efforts(e[ids] * 0.5, env_ids=ids)
+            w.step(DT)
+    a, b = worlds
+    np.testing.assert_array_equal(a.body_poses.view(np.int64), b.body_poses.view(np.int64))
+    np.testing.assert_array_equal(a.body_velocities, b.body_velocities)
+    b.close()

@@ -201,7 +201,15 @@ class PackedBackend:
             off = np.zeros((part.stop - part.start, mv.size, 6))
             off[:, :, 0] = self.origin_x[part, None]
             self._offsets.append(off)
+        self._direct = False
         self.rebuild(np.arange(num_envs))
+        #: Whether ``_forces`` is the one shard's force buffer itself (every body moves):
+        #: held forces are then written where the step reads them, with no second copy.
+        self._direct = len(self._shards) == 1 and mv.size == self._nb
+        if self._direct:
+            shard = self._shards[0]
+            self._forces = shard.fbuf[: num_envs * self._nb * 3].reshape(num_envs, self._nb, 3)
+            self._pending = [False]
 
     # ------------------------------------------------------------------ state
     def read(self, ids: np.ndarray) -> np.ndarray:
@@ -348,9 +356,11 @@ class PackedBackend:
         """
         if ids.size == self._n:  # every copy: a plain copy, no fancy indexing
             self._forces[...] = forces
-            self._pending = [True] * len(self._split)
+            self._pending = [not self._direct] * len(self._split)
         else:
             self._forces[ids] = forces
+            if self._direct:  # written into the shard's buffer already
+                return
             for k in np.unique(self._shard_of[ids]).tolist():
                 self._pending[k] = True
 
@@ -437,7 +447,8 @@ class PackedBackend:
                     self._shards[k].rebuild(self._local[part[mask]], place)
         self._forces[ids] = 0.0
         # a rebuilt shard has a fresh buffer, a partial rebuild moves blocks: rewrite all
-        self._pending = [True] * len(self._split)
+        # (not when the held forces are the shard's buffer: the rows above were zeroed there)
+        self._pending = [not self._direct] * len(self._split)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``.
