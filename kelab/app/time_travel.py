@@ -14,7 +14,9 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
 a second or from no older than that keyframe, with nothing changed, stays put) and
 re-runs the steps from there with their logged inputs (recorders and sync points muted),
 which is exact because the World, the timeline and the App's callbacks are
-deterministic. Running on after a seek *redoes* the recorded future while nothing new
+deterministic. A World restore re-simulates the World's log since its last rebase, so the
+App keeps that log short (`WORLD_LOG_STEPS`) where the World's rebases are warm.
+Running on after a seek *redoes* the recorded future while nothing new
 happens: the logged inputs are replayed and each step's digest is checked. The first new
 input (a key or button pressed, a drag, a changed binding or rate, a state changed in
 code between steps) starts a **branch**: the abandoned future leaves the history and
