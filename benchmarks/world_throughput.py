@@ -2,6 +2,13 @@
 
 Run: python benchmarks/world_throughput.py [--envs 1024] [--steps 200] [--rounds 3]
 Prints a markdown table (also kept in benchmarks/README.md under "## world_throughput").
+
+    python benchmarks/world_throughput.py --interleaved [--chunks 60]
+
+builds one packed World and one bare loop and times them in alternating chunks of 20
+control steps in one process (CPU time): per-chunk ratios move far less with other
+processes' load than whole runs in separate processes (benchmarks/README.md, "packed
+World vs bare").
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import gc
 import os
 import platform
 import time
+from collections.abc import Callable
 
 import numpy as np
 import pymunk
@@ -54,6 +62,14 @@ def bare_loop(n: int, steps: int, wheels: bool = True) -> float:
     ``wheels=True`` builds the asset's cart exactly (box + two wheel circles, mass shared
     by area, as the World does); ``wheels=False`` is the older reference without wheels.
     """
+    run = bare_runner(n, wheels)
+    t0 = start_clock()
+    run(steps)
+    return n * steps / (time.perf_counter() - t0)
+
+
+def bare_runner(n: int, wheels: bool = True) -> Callable[[int], None]:
+    """Build :func:`bare_loop`'s space; return ``run(steps)``, its timed loop."""
     space = pymunk.Space()
     space.gravity = (0.0, -9.81)
     space.use_spatial_hash(2.0, 8 * n + 64)  # the cell size the World picks for it
@@ -99,33 +115,85 @@ def bare_loop(n: int, steps: int, wheels: bool = True) -> float:
         | pb.BodyFields.ANGULAR_VELOCITY
     )
     write = pb.BodyFields.FORCE | pb.BodyFields.TORQUE
-    t0 = start_clock()
-    for _ in range(steps):
-        rb.clear()
-        pb.get_space_bodies(space, read, rb)
-        s = np.frombuffer(rb.float_buf(), dtype=np.float64)[: 12 * n].reshape(n, 2, 6)
-        u = policy(s[:, 0, 0] - origin, s[:, 1, 2], s[:, 0, 3], s[:, 1, 5])
-        fview[:, 0, 0] = u
-        for _ in range(DECIMATION):
-            pb.set_space_bodies(space, write, wb)
-            space.step(DT)
-    return n * steps / (time.perf_counter() - t0)
+
+    def run(steps: int) -> None:
+        for _ in range(steps):
+            rb.clear()
+            pb.get_space_bodies(space, read, rb)
+            s = np.frombuffer(rb.float_buf(), dtype=np.float64)[: 12 * n].reshape(n, 2, 6)
+            u = policy(s[:, 0, 0] - origin, s[:, 1, 2], s[:, 0, 3], s[:, 1, 5])
+            fview[:, 0, 0] = u
+            for _ in range(DECIMATION):
+                pb.set_space_bodies(space, write, wb)
+                space.step(DT)
+
+    return run
 
 
 def world_loop(n: int, steps: int, threads: int, layout: str) -> float:
     w = ke.World(scene(), num_envs=n, num_threads=threads, layout=layout)
-    efforts = np.zeros((n, 2))
+    run = world_runner(w)
     t0 = start_clock()
-    for _ in range(steps):
-        q = w.joint_positions
-        qd = w.joint_velocities
-        efforts[:, 0] = policy(q[:, 0], q[:, 1], qd[:, 0], qd[:, 1])
-        w.set_joint_efforts(efforts)
-        for _ in range(DECIMATION):
-            w.step(DT)
+    run(steps)
     rate = n * steps / (time.perf_counter() - t0)
     w.close()
     return rate
+
+
+def world_runner(w: ke.World) -> Callable[[int], None]:
+    """``run(steps)``: :func:`world_loop`'s timed loop on World ``w``."""
+    n = w.num_envs
+    efforts = np.zeros((n, 2))
+
+    def run(steps: int) -> None:
+        for _ in range(steps):
+            q = w.joint_positions
+            qd = w.joint_velocities
+            efforts[:, 0] = policy(q[:, 0], q[:, 1], qd[:, 0], qd[:, 1])
+            w.set_joint_efforts(efforts)
+            for _ in range(DECIMATION):
+                w.step(DT)
+
+    return run
+
+
+def interleaved(n: int, chunks: int, chunk: int = 20) -> None:
+    """Print a packed World's and the bare loop's CPU time per control step, interleaved.
+
+    Both are built once; ``chunks`` alternating runs of ``chunk`` control steps each are
+    timed by this process's CPU time with the collector off (collected every 10 pairs).
+    The median of the per-pair ratios is the figure to quote: a pair runs within ~0.1 s,
+    so a slow spell of the machine hits both sides of it.
+    """
+    w = ke.World(scene(), num_envs=n, layout="packed")
+    world, bare = world_runner(w), bare_runner(n)
+    world(5)
+    bare(5)
+    wt, bt = [], []
+    gc.collect()
+    gc.disable()
+    try:
+        for k in range(chunks):
+            t0 = time.process_time()
+            world(chunk)
+            t1 = time.process_time()
+            bare(chunk)
+            t2 = time.process_time()
+            wt.append((t1 - t0) / chunk)
+            bt.append((t2 - t1) / chunk)
+            if k % 10 == 9:
+                gc.collect()
+    finally:
+        gc.enable()
+    w.close()
+    a, b = np.array(wt) * 1e6, np.array(bt) * 1e6
+    print(
+        f"{n} cartpoles, {chunks} pairs of {chunk} control steps, CPU time per control step: "
+        f"packed World min {a.min():.0f} us, median {np.median(a):.0f} us; bare loop min "
+        f"{b.min():.0f} us, median {np.median(b):.0f} us; World vs bare: median of the "
+        f"pairs {np.median(b / a):.3f}x, of the minima {b.min() / a.min():.3f}x "
+        f"(load average {' '.join(f'{x:.2f}' for x in os.getloadavg())})"
+    )
 
 
 def snapshot_cost(n: int, control_steps: int, layout: str) -> tuple[float, float, int]:
@@ -177,8 +245,17 @@ def main() -> None:
     ap.add_argument("--envs", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=3, help="rounds of every loop; best kept")
+    ap.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="only the packed World against the bare loop, in alternating chunks (one process)",
+    )
+    ap.add_argument("--chunks", type=int, default=60, help="--interleaved: pairs of chunks")
     args = ap.parse_args()
     n, steps = args.envs, args.steps
+    if args.interleaved:
+        interleaved(n, args.chunks)
+        return
     # rounds interleave every loop, so that a slow spell of a shared machine hits all of
     # them; each row is its best round
     configs = [(layout, k) for layout in ("isolated", "packed") for k in (1, 2)]

@@ -121,3 +121,24 @@ def test_direct_forces_match_threads_and_a_plane_free_reference() -> None:
     np.testing.assert_array_equal(a.body_poses.view(np.int64), b.body_poses.view(np.int64))
     np.testing.assert_array_equal(a.body_velocities, b.body_velocities)
     b.close()
+
+
+def test_world_throughput_interleaved_mode_prints_both_sides() -> None:
+    # the noise-robust measurement the README quotes: one process, alternating chunks
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "world_throughput.py"
+    done = subprocess.run(
+        [sys.executable, str(script), "--interleaved", "--envs", "4", "--chunks", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = done.stdout.strip()
+    assert line.startswith("4 cartpoles, 2 pairs of 20 control steps")
+    assert "packed World min" in line and "bare loop min" in line
+    assert "median of the pairs" in line and "load average" in line
