@@ -195,12 +195,6 @@ class PackedBackend:
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
-        # per shard: what a store subtracts from a fetch (its copies' origins in x)
-        self._offsets = []
-        for part in self._parts:
-            off = np.zeros((part.stop - part.start, mv.size, 6))
-            off[:, :, 0] = self.origin_x[part, None]
-            self._offsets.append(off)
         self._direct = False
         self.rebuild(np.arange(num_envs))
         #: Whether ``_forces`` is the one shard's force buffer itself (every body moves):
@@ -334,19 +328,15 @@ class PackedBackend:
     def _store_shard(self, k: int) -> None:
         """Copy shard ``k``'s last fetch into its rows of ``raw`` (copy frames).
 
-        One pass when the moving bodies are contiguous: ``fetch - offsets`` straight into
-        ``raw``, the offsets holding each copy's origin in the x column and +0.0 in the
-        others (``v - 0.0`` is ``v``, bit for bit, -0.0 and NaN included), the same
-        values as a copy followed by ``x -= origin``.
+        A copy, then ``x -= origin``. (One pass, ``fetch - offsets`` with the origins in
+        an array of raw's shape, runs ~2x faster with warm caches, but inside the stepping
+        loop that array is cold: +3k simulated 2 MB-cache misses per control step of
+        1024 cartpoles and no faster; benchmarks/README.md, "packed World vs bare".)
         """
         shard, part = self._shards[k], self._parts[k]
         raw, mv = self.raw, self._mv
         n, kd = shard.copies.size, shard.kd
-        block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
-        if isinstance(mv, slice):
-            np.subtract(block, self._offsets[k], out=raw[part, mv, :])
-            return
-        raw[part, mv, :] = block
+        raw[part, mv, :] = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)
         raw[part, mv, 0] -= self._plan.origin_x[part, None]
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
