@@ -92,6 +92,7 @@ class _Keyframe:
     """Everything needed to return exactly to one fixed step."""
 
     world: Snapshot | None
+    max_log_steps: int | None  # the World's bound then: its snapshot needs it to replay
     timeline: tuple
     clock: tuple
     app_state: Any
@@ -310,7 +311,7 @@ class TimeTravel:
                     self._open = logged
                     return
             self._cut(n)
-        elif self._digest() != self._digests[n]:
+        if self._digest() != self._digests[n]:
             self._keyframe(n)  # changed between steps: re-runs start after the change
         self._drop_spring()
         self._open = _Step(app.input.step_view(), self._drag_now())
@@ -391,6 +392,7 @@ class TimeTravel:
         clock[4] = n  # the clock counts a frame's steps ahead; this is the step's own count
         self._keys[n] = _Keyframe(
             world.snapshot() if world is not None else None,
+            world.max_log_steps if world is not None else None,
             app.timeline.time_state(),
             tuple(clock),
             self._app_state(),
@@ -400,6 +402,10 @@ class TimeTravel:
     def _restore(self, key: _Keyframe) -> None:
         app = self._app
         if key.world is not None and app.world is not None:
+            if key.max_log_steps not in (None, app.world.max_log_steps):
+                # the bound in effect then (set in code since?): the snapshot replays under
+                # it, and the re-run steps rebase where they did
+                app.world.max_log_steps = key.max_log_steps
             app.world.restore(key.world)
         app.timeline.set_time_state(key.timeline)
         paused = app.clock.paused
@@ -514,6 +520,7 @@ class TimeTravel:
         if w is not None:
             for a in (w.body_poses, w.body_velocities, w.external_forces):
                 _feed(h, a)
+            _feed(h, w.max_log_steps)  # it decides where the World rebases
             if w.joint_names:
                 _feed(h, w.joint_efforts)
                 _feed(h, w.joint_position_targets)
