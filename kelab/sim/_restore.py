@@ -287,6 +287,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         raise _fail(f"log copy ids must be in [0, {n}), got [{ids_all.min()}, {ids_all.max()}]")
     log: list[LogEntry] = []
     last_build = np.full(n, -1, dtype=np.int64)
+    last_warm = np.full(n, -1, dtype=np.int64)  # each copy's last WARM entry
     last_dt: tuple[int, float] | None = None
     per_row = {
         EFFORTS: nj,
@@ -328,6 +329,13 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             _warm_ok(
                 vals, ids, spec, [log[i].step if i >= 0 else -1 for i in last_build[ids]], at, where
             )
+            again = ids[last_warm[ids] > last_build[ids]]
+            if again.size:
+                raise _fail(
+                    f"{where}: a rebuild carries one warm entry; copies {again[:5].tolist()} "
+                    "have one already"
+                )
+            last_warm[ids] = e
             a = vals.copy()
         else:
             if vals.size != ids.size * per_row[kind]:
