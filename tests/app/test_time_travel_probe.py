@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
+import pytest
 
 import kelab as ke
 
@@ -105,4 +106,31 @@ def test_a_seek_back_past_a_change_of_the_worlds_log_bound_is_exact() -> None:
         app.seek(k)
         assert _state(app) == seen[k], k
         assert app.world.max_log_steps == (32 if k < 100 else 1), k
+    app.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "A redo does not repeat a change made in code on the recorded timeline: the "
+        "keyframe taken at the change holds it, but open_step compares the live digest "
+        "(without the change) with the recorded one (with it) and branches, dropping the "
+        "recorded future. Proposed fix in TimeTravel: when open_step keyframes a change "
+        "at the newest step, keep the digest from before it (close_step's); on a redo "
+        "with no new input whose live digest equals that one, restore the keyframe at n "
+        "(the change redone) and go on redoing; drop those digests in _cut and _trim."
+    ),
+)
+def test_a_redo_across_a_change_made_in_code_on_the_recorded_timeline_is_exact() -> None:
+    """docs/app.md: running on after a seek 'with nothing new redoes it exactly'."""
+    app = _app()
+    seen: dict[int, tuple[str, int]] = {}
+    _run(app, 30, seen)
+    app.n += 1000  # at the newest step: a keyframe, no branch
+    _run(app, 20, seen)
+    app.seek(20)
+    again: dict[int, tuple[str, int]] = {}
+    _run(app, 30, again)  # nothing new: the recorded future, change included
+    assert app.time_travel.branch == 0
+    assert again == {k: seen[k] for k in again}
     app.close()
