@@ -149,6 +149,9 @@ class TimeTravel:
         self._spring: DragSpring | None = None  # the replayed drag
         self._branch = 0
         self._branch_points: list[int] = []
+        #: step -> the digest before a change made in code at that step (a redo that
+        #: arrives there with it makes the change again: the keyframe taken after it)
+        self._changed: dict[int, bytes] = {}
         self._warned = False
         self._seeking = False
         self._base = 0  # step of the first keyframe taken (the history starts there)
@@ -303,6 +306,8 @@ class TimeTravel:
         self._close_live_view()
         if n < self._newest:
             if not self._new_input():
+                if n in self._changed and self._digest() == self._changed[n]:
+                    self._restore(self._keys[n])  # the change made in code here, redone
                 logged = self._inputs[n]
                 self._replay_drag(logged.drag)  # a drag's end came between the steps
                 if self._digest() == self._digests.get(n):
@@ -312,6 +317,7 @@ class TimeTravel:
                     return
             self._cut(n)
         if self._digest() != self._digests[n]:
+            self._changed[n] = self._digests[n]
             self._keyframe(n)  # changed between steps: re-runs start after the change
         self._drop_spring()
         self._open = _Step(app.input.step_view(), self._drag_now())
@@ -327,7 +333,8 @@ class TimeTravel:
         n = self._step
         digest = self._digest()
         if n <= self._newest:
-            if digest != self._digests.get(n):  # the future did not come back: a branch
+            # the future did not come back (nor the state a change in code then changed)
+            if digest not in (self._digests.get(n), self._changed.get(n)):
                 self._cut(n)
             else:
                 return
@@ -360,6 +367,7 @@ class TimeTravel:
         for table in (self._keys, self._inputs, self._digests):
             for k in [k for k in table if k > n or (table is self._inputs and k >= n)]:
                 del table[k]
+        self._changed = {k: d for k, d in self._changed.items() if k < n}  # n's is new
         self._abandoned = max(self._abandoned, self._newest)
         self._newest = n
         self._branch += 1
@@ -382,6 +390,7 @@ class TimeTravel:
             for k in [k for k in table if k < oldest]:
                 del table[k]
         self._branch_points = [s for s in self._branch_points if s >= oldest]
+        self._changed = {k: d for k, d in self._changed.items() if k >= oldest}
 
     def _keyframe(self, n: int) -> None:
         app = self._app

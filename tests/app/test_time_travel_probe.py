@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 
 import numpy as np
-import pytest
 
 import kelab as ke
 
@@ -109,18 +108,6 @@ def test_a_seek_back_past_a_change_of_the_worlds_log_bound_is_exact() -> None:
     app.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "A redo does not repeat a change made in code on the recorded timeline: the "
-        "keyframe taken at the change holds it, but open_step compares the live digest "
-        "(without the change) with the recorded one (with it) and branches, dropping the "
-        "recorded future. Proposed fix in TimeTravel: when open_step keyframes a change "
-        "at the newest step, keep the digest from before it (close_step's); on a redo "
-        "with no new input whose live digest equals that one, restore the keyframe at n "
-        "(the change redone) and go on redoing; drop those digests in _cut and _trim."
-    ),
-)
 def test_a_redo_across_a_change_made_in_code_on_the_recorded_timeline_is_exact() -> None:
     """docs/app.md: running on after a seek 'with nothing new redoes it exactly'."""
     app = _app()
