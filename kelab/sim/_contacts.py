@@ -35,6 +35,10 @@ class Contacts:
         self.nb = nb = len(layout.body_paths)
         #: ``(num_envs, nb, 2)`` contact force sums of the last step; None until read.
         self.sums: np.ndarray | None = None
+        #: The sums a rebase kept readable after its rebuild (held until the next step or
+        #: rebuild, zero otherwise): a snapshot taken then stores them.
+        self.rebase_sums = np.zeros((num_envs, nb, 2))
+        self._kept = False
         #: ``(num_envs, nb)`` normal force sums of the copies last read (rolling).
         self.normals = np.zeros((num_envs, nb))
         #: dt of the last step (None: no step since the World was built or replayed).
@@ -61,11 +65,25 @@ class Contacts:
         self.sums = None
         self._arb = None
         self.last_dt = dt
+        if self._kept:
+            self._drop_kept()
 
     def rebuilt(self, ids: np.ndarray) -> None:
         """Copies ``ids`` were rebuilt: they stick again and no arbiters are cached."""
         self.stick[ids] = True
         self._arb = None
+        if self._kept:
+            self._drop_kept()
+
+    def keep_sums(self, sums: np.ndarray) -> None:
+        """Keep the last step's sums readable across a rebase's rebuild (and snapshots)."""
+        self.sums = sums
+        self.rebase_sums[...] = sums
+        self._kept = True
+
+    def _drop_kept(self) -> None:
+        self.rebase_sums[...] = 0.0
+        self._kept = False
 
     def carried(self, ids: np.ndarray, stick: np.ndarray, normals: np.ndarray) -> None:
         """A rebase carried copies ``ids`` over warm: their regimes and normal sums stay.

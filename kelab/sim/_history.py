@@ -39,11 +39,12 @@ SNAPSHOT_ARRAYS = (
     ("copies/epoch", "epoch"),
     ("imu/v_prev", "v_prev"),
     ("controls/pd_efforts", "pd_efforts"),
+    ("contacts/rebase_sums", "rebase_sums"),
 )
 
 #: Arrays left out of a snapshot while all zero (restore reads "absent" as zeros), so a
 #: World that never holds a PD torque writes the same bytes as before held updates existed.
-OMITTED_WHILE_ZERO = frozenset({"controls/pd_efforts"})
+OMITTED_WHILE_ZERO = frozenset({"controls/pd_efforts", "contacts/rebase_sums"})
 
 #: ``World.controller_updates`` values, by :attr:`Controls.pd_held`.
 CONTROLLER_UPDATES = ("every_step", "held")
@@ -198,6 +199,18 @@ class History:
         #: Copies stepped since their last rebuild (a replay rebuilds those again).
         self.touched = np.zeros(n, dtype=bool)
 
+    def held(self) -> dict[str, np.ndarray]:
+        """The arrays of :data:`SNAPSHOT_ARRAYS` the history and its parts hold, by field."""
+        c = self.controls
+        return {
+            "efforts": c.efforts,
+            "targets": c.targets,
+            "external": c.external,
+            "epoch": self.epoch,
+            "pd_efforts": c.pd_efforts,
+            "rebase_sums": self.contacts.rebase_sums,
+        }
+
     def rebuild(self, ids: np.ndarray, step: int, place: bool = True) -> None:
         """Rebuild copies ``ids`` fresh at step ``step`` and start their logs there.
 
@@ -281,7 +294,7 @@ class History:
                 self.log.append(step, kind, ids.copy(), values, None)
         self.controls.external_any = bool(self.controls.external.any())
         self.controls.dirty = True
-        self.contacts.sums = contacts
+        self.contacts.keep_sums(contacts)  # a snapshot now holds them too
 
     def _warm_payload(self, ids: np.ndarray) -> np.ndarray | None:
         """What a rebase of copies ``ids`` carries over (a :attr:`Kind.WARM` entry's values).
@@ -418,4 +431,7 @@ class History:
         self.rebase_at = int(self.epoch_step.min()) + self.max_log
         for _, field in SNAPSHOT_ARRAYS:
             held[field][...] = getattr(plan, field)
+        self.contacts.sums = None  # read again from the replayed spaces, or:
+        if plan.rebase_sums.any():  # taken right after a rebase: that step's contact sums
+            self.contacts.keep_sums(plan.rebase_sums.copy())
         self.controls.external_any = bool(self.controls.external.any())

@@ -66,6 +66,7 @@ class Restore:
     external: np.ndarray
     v_prev: np.ndarray
     pd_efforts: np.ndarray
+    rebase_sums: np.ndarray
     step_count: int
     time: Fraction
     dt: float | None
@@ -208,6 +209,9 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         _efforts_ok(pd_efforts, spec.effort_bound, "controls/pd_efforts")
     else:  # all zero (omitted: _history.OMITTED_WHILE_ZERO), or from before held updates
         pd_efforts = np.zeros((n, nj))
+    rebase_sums = np.zeros((n, nb, 2))  # all zero: omitted (_history.OMITTED_WHILE_ZERO)
+    if "contacts/rebase_sums" in ar:  # taken right after a rebase: that step's contact sums
+        rebase_sums = _array(ar, "contacts/rebase_sums", np.float64, (n, nb, 2))
     epoch = _array(ar, "copies/epoch", np.int64, (n,))
     v_prev = _array(ar, "imu/v_prev", np.float64, (n, nb, 2))
     if (np.abs(v_prev) > STATE_SPEED_MAX).any():  # body velocities never leave that bound
@@ -232,6 +236,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         "controls/targets",
         "controls/external",
         "controls/pd_efforts",
+        "contacts/rebase_sums",
         "copies/epoch",
         "imu/v_prev",
         "log/step",
@@ -389,6 +394,11 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             + (" (it starts at step 0: exactly)" if first == 0 else " (and earlier steps)")
         )
     epoch_step = steps[epoch]
+    if rebase_sums.any() and not (epoch_step == step_count).any():
+        raise _fail(
+            "'contacts/rebase_sums' is held only right after a rebase, but no copy was "
+            f"rebuilt at step_count={step_count}"
+        )
     # ---------------------------------------------------------------- sensors
     pipelines = spec.pipelines(dt) if dt is not None else {}
     sensor_states: dict[str, dict[str, np.ndarray]] = {}
@@ -423,6 +433,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         external=external,
         v_prev=v_prev,
         pd_efforts=pd_efforts,
+        rebase_sums=rebase_sums,
         step_count=step_count,
         time=time,
         dt=dt,

@@ -152,14 +152,7 @@ class World(ControllerUpdates):
             int(max_log_steps), self._backend, self._states, self._ctl, self._contacts
         )
         # what a snapshot saves besides the log (by _history.SNAPSHOT_ARRAYS field)
-        self._held = {
-            "efforts": self._ctl.efforts,
-            "targets": self._ctl.targets,
-            "external": self._ctl.external,
-            "epoch": self._history.epoch,
-            "v_prev": self._sensors.v_prev,
-            "pd_efforts": self._ctl.pd_efforts,
-        }
+        self._held = {**self._history.held(), "v_prev": self._sensors.v_prev}
         self._states.read(self._all)
         self._sensors.v_prev[:] = self._backend.raw[:, :, 3:5]
 
@@ -764,7 +757,6 @@ class World(ControllerUpdates):
         self._sensors.restore(plan.pipelines, plan.sensor_states)
         for g, st in zip(self._rngs, plan.rng_states, strict=True):
             set_rng_state(g, st)
-        self._contacts.sums = None
         self._state_valid[:] = False
         return early
 

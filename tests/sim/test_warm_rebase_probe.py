@@ -27,18 +27,6 @@ def _scene() -> ke.Scene:
     return b.build()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "A rebase keeps the step's contact sums readable (History.rebase sets "
-        "contacts.sums to the sums read before the rebuild), but a snapshot does not hold "
-        "them: the replay ends with the rebuild, and a restore reads the rebuilt copies' "
-        "arbiters (none, or the warm step at rest's) as zero force. Proposed fix: a "
-        "snapshot taken right after a rebase stores the sums (an array like "
-        "'contacts/sums', left out otherwise, so other snapshots keep their bytes) and "
-        "History.restore writes them back after the replay; _restore.py validates it."
-    ),
-)
 @pytest.mark.parametrize("layout", ["isolated", "packed"])
 def test_contact_forces_read_right_after_restoring_a_snapshot_taken_at_a_rebase(
     layout: str,
@@ -99,3 +87,18 @@ def test_a_world_without_bodies_steps_rebases_and_restores(layout: str) -> None:
     w.step(DT)
     w.restore(snap)
     assert w.step_count == 3 and w.body_poses.shape == (2, 0, 3)
+
+
+def test_rebase_sums_are_refused_in_a_snapshot_not_taken_at_a_rebase() -> None:
+    w = ke.World(_scene(), max_log_steps=32)
+    for _ in range(20):
+        w.step(DT)
+    snap = w.snapshot()
+    assert "contacts/rebase_sums" not in snap.arrays  # omitted: not at a rebase
+    arrays = dict(snap.arrays)
+    arrays["contacts/rebase_sums"] = np.ones((1, len(w.body_names), 2))
+    bad = ke.Snapshot(snap.fingerprint, snap.step_count, snap.sim_time, arrays, snap.meta)
+    before = w.snapshot().to_bytes()
+    with pytest.raises(ValueError, match="rebase_sums' is held only right after a rebase"):
+        w.restore(bad)
+    assert w.snapshot().to_bytes() == before
