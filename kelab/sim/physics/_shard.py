@@ -67,8 +67,6 @@ _ALL = 0xFFFFFFFF
 MIN_CELL = 2.0**-4
 #: Hash ids of static shapes start here (far from every moving shape's id).
 _STATIC_IDS = 1 << 56
-#: Local copies of a shard that share one static anchor per joint parent (Shard._anchor).
-ANCHOR_GROUP = 4
 
 
 def packed_spacing(env_spacing: float) -> float:
@@ -237,10 +235,8 @@ class Shard:
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
         self.recipe: list[Recipe | None] = [None] * n  # per copy: the C calls of a rebuild
-        # per copy: its static joint anchors by parent (-1: ground frame; see _anchor),
-        # one body per ANCHOR_GROUP copies and parent
+        # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
         self.anchors: list[dict[int, pymunk.Body]] = [{} for _ in range(n)]
-        self._group_anchors: dict[tuple[int, int], pymunk.Body] = {}
         # the constraints are unmanaged pointers (a rebuild frees the old ones at once):
         # free the last ones with the shard (before its space goes, which detaches them)
         weakref.finalize(self, _free_parts, self.parts)
@@ -326,10 +322,7 @@ class Shard:
             if jl.parent < 0 or jl.parent in self.shared:
                 # the copy's own static anchor (see _anchor), not the space's static body
                 if jl.parent not in anchors:
-                    key = (cl // ANCHOR_GROUP, jl.parent)
-                    if key not in self._group_anchors:
-                        self._group_anchors[key] = self._anchor(jl.parent)
-                    anchors[jl.parent] = self._group_anchors[key]
+                    anchors[jl.parent] = self._anchor(jl.parent)
                 a = anchors[jl.parent]
                 # the copy offset in the static body's (unrotated) frame
                 shift = (ox, 0.0) if jl.parent < 0 else (ox - BASE_X, 0.0)
@@ -369,14 +362,11 @@ class Shard:
         ``parent`` is -1 for the copy's ground frame, else a shared static body's index.
 
         Joints to it compute exactly what they would with the shared body itself (the same
-        transform, a zero centre of gravity, no mass or velocity), but every
-        ``ANCHOR_GROUP`` copies have their own: Chipmunk keeps a body's constraints in a
-        linked list that removing one walks (from the newest), so with one shared static
-        body a copy's reset walked past the ground joints of every copy reset after it
-        (now at most those of its group). One anchor per copy cost a step its ``preStep``
-        reads of 1024 anchors (~4 cache lines each; benchmarks/README.md, "packed World vs
-        bare"). It stays out of the space (the space never moves or reads a static body; a
-        constraint needs its bodies only).
+        transform, a zero centre of gravity, no mass or velocity), but each copy has its
+        own: Chipmunk keeps a body's constraints in a linked list that removing one walks
+        (from the newest), so with one shared static body a copy's reset walked past the
+        ground joints of every copy reset after it. It stays out of the space (the space
+        never moves or reads a static body; a constraint needs its bodies only).
         """
         body = pymunk.Body(body_type=pymunk.Body.STATIC)
         if parent >= 0:
