@@ -124,7 +124,7 @@ class BodyStates:
             ``(copies, bodies, finite)``: the copies out, ``"'path' in copy c (y = -1e+08
             m)"`` for each body out (its largest excess), and whether every value is finite.
         """
-        if ids.size == 0:
+        if ids.size == 0 or self.backend.raw.size == 0:  # no copies, or no bodies at all
             return None
         all_rows = ids.size == self.n
         sub = self.backend.raw if all_rows else self.backend.raw[ids]

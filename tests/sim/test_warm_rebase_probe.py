@@ -68,16 +68,6 @@ def test_a_restore_refuses_a_second_warm_entry_for_one_rebuild() -> None:
     assert w.snapshot().to_bytes() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "A World of a scene without bodies builds, but its first step fails in "
-        "_states.BodyStates.out_of_limits with numpy's 'zero-size array to reduction "
-        "operation minimum' (sub.min() of an empty array). Proposed fix (in _states.py, "
-        "owned elsewhere): skip the limit check when there are no bodies (sub.size == 0), "
-        "or refuse such a scene in World() with a ValueError naming the fix."
-    ),
-)
 @pytest.mark.parametrize("layout", ["isolated", "packed"])
 def test_a_world_without_bodies_steps_rebases_and_restores(layout: str) -> None:
     w = ke.World(ke.SceneBuilder().build(), num_envs=2, max_log_steps=1, layout=layout)
