@@ -1,7 +1,6 @@
 """Warm rebases probed at their edges (docs/world.md, "Rebases" and "Warm rebases").
 
-Each test reproduces a defect a new-user probe found; those whose fix lies outside this
-probe's reach are marked ``xfail(strict=True)`` with the fix proposed in the reason.
+Each test reproduces a defect a new-user probe found (each failed before its fix).
 """
 
 from __future__ import annotations
