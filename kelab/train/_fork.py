@@ -13,14 +13,14 @@ import multiprocessing
 import os
 import sys
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
     from multiprocessing.process import BaseProcess
 
-__all__ = ["HelperProcess", "can_fork", "fork_helper"]
+__all__ = ["HelperProcess", "can_fork", "fork_helper", "reply", "requests"]
 
 _parent_ends: weakref.WeakSet[Connection] = weakref.WeakSet()
 
@@ -140,3 +140,24 @@ class HelperProcess:
         if self._proc.is_alive():
             self._proc.kill()
             self._proc.join(timeout=5.0)
+
+
+def requests(conn: Connection) -> Iterator[bytes]:
+    """A helper's requests from its pipe, until the trainer sends ``b""``, closes it or dies."""
+    while True:
+        try:
+            data = conn.recv_bytes()
+        except (EOFError, OSError):  # the trainer is gone
+            return
+        if not data:
+            return
+        yield data
+
+
+def reply(conn: Connection, answer: bytes) -> bool:
+    """Send a helper's answer; False when the trainer is gone (the helper then stops)."""
+    try:
+        conn.send_bytes(answer)
+    except OSError:  # BrokenPipeError included
+        return False
+    return True

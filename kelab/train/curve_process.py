@@ -36,7 +36,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from kelab.train._ctrl_c import uninterrupted
-from kelab.train._fork import HelperProcess, can_fork
+from kelab.train._fork import HelperProcess, can_fork, reply, requests
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -62,13 +62,7 @@ def _serve(conn: Connection) -> None:
     else:
         failure = None
     try:
-        while True:
-            try:
-                data = conn.recv_bytes()
-            except (EOFError, OSError):  # the trainer is gone
-                break
-            if not data:
-                break
+        for data in requests(conn):
             answer = failure
             if answer is None:
                 try:
@@ -84,9 +78,7 @@ def _serve(conn: Connection) -> None:
                     answer = _OK
                 except Exception as err:  # reported: the trainer draws it itself
                     answer = f"{type(err).__name__}: {err}".encode()
-            try:
-                conn.send_bytes(answer)
-            except OSError:  # the trainer is gone
+            if not reply(conn, answer):
                 break
     finally:
         conn.close()

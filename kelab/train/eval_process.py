@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from kelab.train._ctrl_c import uninterrupted
-from kelab.train._fork import HelperProcess, can_fork
+from kelab.train._fork import HelperProcess, can_fork, reply, requests
 from kelab.train.config import TrainConfig
 from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
 
@@ -91,13 +91,7 @@ def _serve(
             return deterministic_actions(actor, x).numpy().clip(-1.0, 1.0)
 
     try:
-        while True:
-            try:
-                data = conn.recv_bytes()
-            except (EOFError, OSError):  # the trainer is gone
-                break
-            if not data:
-                break
+        for data in requests(conn):
             flat = np.frombuffer(data, dtype=np.float32)
             if flat.size != total:  # a protocol error: nothing to judge
                 break
@@ -105,9 +99,7 @@ def _serve(
                 for t, chunk in zip(tensors, np.split(flat, np.cumsum(sizes)[:-1]), strict=True):
                     t.copy_(torch.from_numpy(chunk.copy()).reshape(t.shape))
             v = check(policy)
-            try:
-                conn.send_bytes(_VERDICT.pack(v.passed, v.success_rate, v.judged, v.full))
-            except OSError:  # the trainer is gone
+            if not reply(conn, _VERDICT.pack(v.passed, v.success_rate, v.judged, v.full)):
                 break
     finally:
         check.close()

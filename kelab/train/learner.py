@@ -47,7 +47,7 @@ from safetensors.torch import load as load_tensors
 from safetensors.torch import save as save_tensors
 
 from kelab.train._ctrl_c import uninterrupted
-from kelab.train._fork import HelperProcess, can_fork
+from kelab.train._fork import HelperProcess, can_fork, reply, requests
 from kelab.train._malloc import heap_reuse
 from kelab.train.checkpoint import CheckpointError
 from kelab.train.weights import load_optimizer_state, training_state
@@ -159,13 +159,9 @@ def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage
     warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)  # the parent's OpenMP pool does not exist here
     with heap_reuse():  # this process only updates: keep the update's pages (_malloc)
-        while True:
-            try:
-                data = conn.recv_bytes()
-            except (EOFError, OSError):
-                break
+        for data in requests(conn):  # b"" asks it to stop
             if len(data) != 1 or data[0] >= len(storages):
-                break  # b"" asks it to stop; anything else is a protocol error
+                break  # a protocol error
             try:
                 alg.storage = storages[data[0]]
                 alg.train_mode()  # the normalisers learn only in training mode
@@ -180,9 +176,7 @@ def _serve(conn: Connection, alg: FinalObsPPO, storages: Sequence[RolloutStorage
                 message = _OK + _HEADER.pack(len(head)) + head + save_tensors(tensors)
             except Exception:  # reported to the trainer, which raises it
                 message = _FAILED + traceback.format_exc().encode()
-            try:
-                conn.send_bytes(message)
-            except (BrokenPipeError, OSError):
+            if not reply(conn, message):
                 break
     conn.close()
 
