@@ -84,7 +84,7 @@ class HistoryStrip:
         for point in tt.branch_points:
             x = self.x_of(point)
             self.ticks[point] = x
-            for y0, y1 in ((a.y, a.y + 5), (b.y - 5, b.y)):  # notches: the text stays clear
+            for y0, y1 in ((a.y, a.y + 3), (b.y - 3, b.y)):  # notches: the text stays clear
                 draw.add_line(imgui.ImVec2(x, y0), imgui.ImVec2(x, y1), color, 3.0)
         rewound = tt.fixed_step < hi
         where = f"rewound to step {tt.fixed_step} of {hi}" if rewound else f"step {hi} (newest)"
