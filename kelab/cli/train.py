@@ -223,11 +223,14 @@ def target_line(stats: dict[str, Any], judged: int | None) -> str | None:
 
     Args:
         stats: What ``RLTrainer.train`` returned.
-        judged: The iteration whose policy met it (``trainer.best_iteration``), if known.
+        judged: The iteration whose policy met it (``trainer.best_iteration``), if known;
+            a ``best`` chosen after ``reached`` (training went on) is not named.
     """
     reached = stats["target_reached_at"]
     if reached is None:
         return None
+    if judged is not None and judged > reached:  # a better best found after: not the one
+        judged = None
     by = f" (by the policy of iteration {judged}, saved as best)" if judged else ""
     line = f"target met at iteration {reached}{by}"
     if not stats["stopped_at_target"] and stats["iterations"] > reached:

@@ -105,6 +105,12 @@ class CurveProcess(HelperProcess):
                 "a Ray driver); let the trainer draw the curve itself"
             )
         super().__init__(_serve, (), "kelab-curve")
+        self._dropped = False  # closed with a drawing in progress: nobody drew it
+
+    def close(self) -> None:
+        """Stop the process; a drawing in progress is dropped (:meth:`finish` says False)."""
+        self._dropped = self._dropped or self._pending
+        super().close()
 
     def submit(self, path: str | os.PathLike[str], curve: dict[str, Any]) -> bool:
         """Start drawing ``curve`` into ``path`` (after the drawing before it is done).
@@ -131,8 +137,12 @@ class CurveProcess(HelperProcess):
     def finish(self) -> bool:
         """Wait for the drawing sent last; True when it was written (or none was sent).
 
-        False when it failed or the process is gone: the caller draws it itself.
+        False when it failed, the process is gone or :meth:`close` dropped it: the caller
+        draws it itself.
         """
+        if self._dropped:
+            self._dropped = False
+            return False
         if not self._pending:
             return True
         self.wait()

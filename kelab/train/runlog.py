@@ -26,6 +26,7 @@ import io
 import math
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -78,6 +79,7 @@ class RunLog:
         self.enabled = bool(enabled)
         self.drawer = drawer
         self._drawing: dict[str, Any] | None = None  # the curve the drawer is drawing
+        self._curve_warned = False  # a curve that could not be drawn was reported
         self.history: list[tuple[int, float, float | None]] = []
         self.evaluations: list[tuple[int, float]] = []
         self.wall_times: list[float | None] = []  # wall_time_s per row: the curve's top axis
@@ -165,9 +167,26 @@ class RunLog:
         return self.run_dir / "training_curve.png"
 
     def _draw_here(self, curve: dict[str, Any]) -> None:
-        from kelab.train.curve import write_training_curve
+        """Draw ``curve`` in this process; a failure is a warning (the run goes on).
 
-        write_training_curve(self._curve_path, **curve)
+        A matplotlib that fails to import, or a PNG that cannot be written, costs the
+        picture only: the rows are in ``metrics.csv``, ``kelab plot`` draws them later.
+        Warned once per log.
+        """
+        try:
+            from kelab.train.curve import write_training_curve
+
+            write_training_curve(self._curve_path, **curve)
+        except (ImportError, OSError) as err:
+            if not self._curve_warned:
+                self._curve_warned = True
+                warnings.warn(
+                    f"{self._curve_path} was not drawn ({type(err).__name__}: {err}); "
+                    f"training goes on and metrics.csv keeps the rows: fix matplotlib or "
+                    f"the folder, then draw them with `kelab plot {self.run_dir}`",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     def finish_curve(self) -> None:
         """Wait until the last curve sent to the drawer is written (drawn here if it failed)."""

@@ -1,0 +1,103 @@
+"""Fault probes of ``kelab train``'s start-up change (#30): the curve process and the log.
+
+Each command runs in a subprocess with a timeout; no test asserts a wall-clock time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from train_helpers import tiny_config
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _kelab_train(run_dir: Path, *extra: str, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "kelab", "train", "CartPole-v0", "--run-dir", str(run_dir)]
+        + ["--iterations", "2", *extra],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_a_broken_matplotlib_ends_a_finished_run_with_a_warning_not_an_error(tmp_path):
+    """matplotlib found but failing to import: the run is saved, says so, and exits 0."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "matplotlib.py").write_text('raise ImportError("matplotlib is broken (probe)")\n')
+    path = os.pathsep.join(p for p in (str(fake), os.environ.get("PYTHONPATH")) if p)
+    run = tmp_path / "run"
+    proc = _kelab_train(run, env={"PYTHONPATH": path})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "done: 2 iterations" in proc.stdout
+    warning = [line for line in proc.stderr.splitlines() if "training_curve.png" in line]
+    assert len(warning) == 1, proc.stderr[-2000:]
+    assert warning[0].startswith("kelab: warning: ")
+    assert "matplotlib is broken (probe)" in warning[0]
+    assert "kelab plot" in warning[0]  # what to do about it
+    assert (run / "latest.json").is_file()
+    assert not (run / "training_curve.png").exists()
+    assert not [p.name for p in run.iterdir() if p.name.endswith(".tmp")]
+
+
+def _trainer(run_dir: Path, drawer):
+    import kelab as ke
+    from kelab.tasks.cartpole import CartPoleTask
+    from kelab.train.trainer import RLTrainer
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    trainer = RLTrainer(env, seed=0, run_dir=run_dir, config=tiny_config(), curve_process=drawer)
+    return env, trainer
+
+
+def test_a_curve_process_closed_before_the_trainer_still_leaves_the_curve(tmp_path):
+    """Its owner closes the drawer first (the last drawing dropped): the trainer draws it."""
+    from kelab.train.curve_process import CurveProcess
+
+    drawer = CurveProcess()
+    env, trainer = _trainer(tmp_path / "run", drawer)
+    try:
+        trainer.train(2)
+        drawer.close()  # the drawing train() sent is dropped with the process
+        trainer.close()
+    finally:
+        drawer.close()
+        env.close()
+    assert (tmp_path / "run" / "training_curve.png").read_bytes()[:8] == PNG
+
+
+def test_a_killed_curve_process_leaves_the_trainer_drawing_itself(tmp_path):
+    """SIGKILL the curve process: the run goes on and the trainer draws the PNG."""
+    from kelab.train.curve_process import CurveProcess
+
+    drawer = CurveProcess()
+    env, trainer = _trainer(tmp_path / "run", drawer)
+    try:
+        trainer.train(1)
+        os.kill(drawer._proc.pid, signal.SIGKILL)
+        drawer._proc.join(timeout=30)
+        trainer.train(1)
+        trainer.close()
+    finally:
+        drawer.close()
+        env.close()
+    assert (tmp_path / "run" / "training_curve.png").read_bytes()[:8] == PNG
+
+
+def test_the_target_line_names_no_later_best_as_the_policy_that_met_it():
+    """--no-stop-at-target: best moved on to iteration 60, the target was met at 38."""
+    from kelab.cli.train import target_line
+
+    stats = {"target_reached_at": 38, "stopped_at_target": False, "iterations": 60}
+    line = target_line(stats, 60)
+    assert line is not None
+    assert "by the policy of iteration 60" not in line
+    assert line.startswith("target met at iteration 38")
+    assert "trained on to iteration 60" in line
