@@ -101,3 +101,45 @@ def test_the_target_line_names_no_later_best_as_the_policy_that_met_it():
     assert "by the policy of iteration 60" not in line
     assert line.startswith("target met at iteration 38")
     assert "trained on to iteration 60" in line
+
+
+def _children(pid: int) -> list[int]:
+    with open(f"/proc/{pid}/task/{pid}/children") as f:
+        return [int(x) for x in f.read().split()]
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_sigkilled_kelab_train_leaves_no_helper_process(tmp_path):
+    """SIGKILL mid-run: the curve and eval processes see their pipes close and exit."""
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kelab", "train", "CartPole-v0", "--run-dir", str(tmp_path / "r")]
+        + ["--iterations", "400", "--no-stop-at-target"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().startswith("training")  # the helpers are forked
+        helpers = _children(proc.pid)
+        assert helpers, "kelab train forked no helper process"
+    finally:
+        proc.kill()
+        proc.wait(timeout=60)
+        proc.stdout.close()
+    deadline = time.monotonic() + 60  # a timeout, not a measurement
+    while any(_running(pid) for pid in helpers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in helpers if _running(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"helper processes {left} outlived the killed trainer"
