@@ -182,7 +182,7 @@ class RunLog:
                 self._curve_warned = True
                 warnings.warn(
                     f"{self._curve_path} was not drawn ({type(err).__name__}: {err}); "
-                    f"training goes on and metrics.csv keeps the rows: fix matplotlib or "
+                    f"the run is not affected and metrics.csv keeps the rows: fix matplotlib or "
                     f"the folder, then draw them with `kelab plot {self.run_dir}`",
                     RuntimeWarning,
                     stacklevel=2,
