@@ -316,8 +316,8 @@ class History:
         """
         backend, nb = self.backend, self.contacts.nb
         assert backend.warm is not None
-        dt, extras, vectors = unpack(payload, sel.size, 2 * nb, backend.warm)
-        backend.apply_warm(live, [v for v, s in zip(vectors, sel, strict=True) if s], dt)
+        dt, extras, parts = unpack(payload, sel.size, 2 * nb, backend.warm)
+        backend.apply_warm(live, [p for p, s in zip(parts, sel, strict=True) if s], dt)
         self.contacts.carried(live, extras[sel, :nb] > 0.5, extras[sel, nb:])
         self.states.valid[live] = False
 

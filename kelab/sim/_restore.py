@@ -144,7 +144,7 @@ def _warm_ok(
         raise _fail(f"{where}: must follow a rebuild of its copies at the same step")
     nb = spec.n_bodies
     try:
-        dt, extras, vectors = unpack(vals, ids.size, 2 * nb, spec.warm)
+        dt, extras, copies = unpack(vals, ids.size, 2 * nb, spec.warm)
     except ValueError as exc:
         raise _fail(f"{where}: {exc}") from None
     if not 0 < dt <= DT_MAX:
@@ -154,8 +154,7 @@ def _warm_ok(
         raise _fail(f"{where}: friction regimes must be 0.0 (sliding) or 1.0 (sticking)")
     if not (np.isfinite(normals).all() and (normals >= 0).all()):
         raise _fail(f"{where}: normal force sums must be finite and >= 0")
-    for c, vec in zip(ids.tolist(), vectors, strict=True):
-        parts = spec.warm.parse(vec)
+    for c, parts in zip(ids.tolist(), copies, strict=True):
         if (np.abs(parts.bias) > STATE_SPEED_MAX).any():
             raise _fail(f"{where}: copy {c}: bias velocities must be within {STATE_SPEED_MAX:g}")
         big = max(

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from kelab.sim.physics._warm import WarmFormat
+from kelab.sim.physics._warm import WarmFormat, WarmParts
 
 
 class Backend(Protocol):
@@ -66,8 +66,8 @@ class Backend(Protocol):
         """The warm starts of copies ``ids``, a vector each (only where :attr:`warm`)."""
         ...
 
-    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
-        """Give copies ``ids``, just rebuilt at their states, their warm starts."""
+    def apply_warm(self, ids: np.ndarray, parts: list[WarmParts], dt: float) -> None:
+        """Give copies ``ids``, just rebuilt at their states, their (parsed) warm starts."""
         ...
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:

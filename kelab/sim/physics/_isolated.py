@@ -32,7 +32,7 @@ from kelab.sim.physics._batch import (
 )
 from kelab.sim.physics._compile import CopySpace, Layout, build_copy
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
-from kelab.sim.physics._warm import WarmFormat, apply, capture
+from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
 
 
@@ -172,11 +172,11 @@ class IsolatedBackend:
         assert self.warm is not None
         return [capture(self._copies[c], self.warm) for c in ids.tolist()]
 
-    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
-        """Give copies ``ids``, just rebuilt at their states, the warm starts ``vectors``."""
+    def apply_warm(self, ids: np.ndarray, parts: list[WarmParts], dt: float) -> None:
+        """Give copies ``ids``, just rebuilt at their states, the warm starts ``parts``."""
         assert self.warm is not None
-        for c, vec in zip(ids.tolist(), vectors, strict=True):
-            apply(self._copies[c], self.warm, vec, dt)
+        for c, warm in zip(ids.tolist(), parts, strict=True):
+            apply(self._copies[c], self.warm, warm, dt)
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""

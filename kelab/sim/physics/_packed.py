@@ -27,6 +27,7 @@ from kelab.sim.physics._batch import ArbiterBuffer, friction_contacts, lookup, n
 from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
+from kelab.sim.physics._warm import WarmParts
 from kelab.sim.scene.scene import Scene
 
 
@@ -469,7 +470,7 @@ class PackedBackend:
         """Never called: :attr:`warm` is None (rebases are cold)."""
         raise NotImplementedError("the packed layout's rebases are cold")
 
-    def apply_warm(self, ids: np.ndarray, vectors: list[np.ndarray], dt: float) -> None:
+    def apply_warm(self, ids: np.ndarray, parts: list[WarmParts], dt: float) -> None:
         """Never called: :attr:`warm` is None (rebases are cold)."""
         raise NotImplementedError("the packed layout's rebases are cold")
 

@@ -116,6 +116,11 @@ class WarmFormat:
         return out, at
 
 
+def _shape_index(copy: CopySpace) -> dict[int, int]:
+    """Each shape's address -> its index among the copy's shapes (how vectors name them)."""
+    return {cp.address(sp): k for k, sp in enumerate(copy.shape_ptrs)}
+
+
 def capture(copy: CopySpace, fmt: WarmFormat) -> np.ndarray:
     """Read a copy's warm starts (nothing changes)."""
     bodies = copy.body_ptrs
@@ -125,7 +130,7 @@ def capture(copy: CopySpace, fmt: WarmFormat) -> np.ndarray:
         for con, ctype in zip(copy.constraints, copy.constraint_types, strict=True)
         for v in cp.constraint_impulse(con, ctype)
     ]
-    index = {cp.address(sp): k for k, sp in enumerate(copy.shape_ptrs)}
+    index = _shape_index(copy)
     rows: list[tuple[float, ...]] = []
 
     def visit(arb: object) -> None:
@@ -146,14 +151,14 @@ def capture(copy: CopySpace, fmt: WarmFormat) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def apply(copy: CopySpace, fmt: WarmFormat, vec: np.ndarray, dt: float) -> None:
-    """Give a copy just rebuilt (at its body states) the warm starts of ``vec``.
+def apply(copy: CopySpace, fmt: WarmFormat, parts: WarmParts, dt: float) -> None:
+    """Give a copy just rebuilt (at its body states) the warm starts ``parts``.
 
     See the module docstring: one step of ``dt`` at rest makes the arbiters, then the
     velocities, bias velocities and impulses are written. A contact the vector does not
-    hold (by shapes and hash) starts from zero, as a new one would.
+    hold (by shapes and hash) starts from zero, as a new one would. ``parts`` come from
+    :meth:`WarmFormat.parse` (checked).
     """
-    parts = fmt.parse(vec)
     bodies = [copy.body_ptrs[i] for i in fmt.moving.tolist()]
     vel = []
     for b in bodies:
@@ -178,7 +183,7 @@ def apply(copy: CopySpace, fmt: WarmFormat, vec: np.ndarray, dt: float) -> None:
     held: dict[tuple[int, int, int], tuple[float, float]] = {}
     for a, b, hi, lo, jn, jt in parts.contacts.tolist():
         held[(int(a), int(b), (int(hi) << 32) | int(lo))] = (jn, jt)
-    index = {cp.address(sp): k for k, sp in enumerate(copy.shape_ptrs)}
+    index = _shape_index(copy)
 
     def visit(arb: object) -> None:
         a, b = index[cp.address(arb.a)], index[cp.address(arb.b)]
@@ -203,11 +208,11 @@ def pack(dt: float, extras: np.ndarray, vectors: list[np.ndarray]) -> np.ndarray
 
 def unpack(
     flat: np.ndarray, count: int, extra: int, fmt: WarmFormat
-) -> tuple[float, np.ndarray, list[np.ndarray]]:
+) -> tuple[float, np.ndarray, list[WarmParts]]:
     """Read :func:`pack`'s array of ``count`` copies with ``extra`` floats each.
 
-    Returns ``dt``, ``extras`` ``(count, extra)`` and the vectors (each checked by
-    :meth:`WarmFormat.parse`). Raises ``ValueError`` saying what is wrong.
+    Returns ``dt``, ``extras`` ``(count, extra)`` and each copy's parsed warm starts
+    (:meth:`WarmFormat.parse`, copied). Raises ``ValueError`` saying what is wrong.
     """
     if flat.ndim != 1 or flat.size < 1:
         raise ValueError("must start with the dt")
@@ -222,10 +227,9 @@ def unpack(
         at += extra
         (vec,), used = fmt.split(flat[at:], 1)
         try:
-            fmt.parse(vec)
+            vectors.append(fmt.parse(vec.copy()))
         except ValueError as exc:
             raise ValueError(f"copy {c}: warm starts {exc}") from None
-        vectors.append(vec.copy())
         at += used
     if at != flat.size:
         raise ValueError(f"holds {flat.size - at} floats after the last copy")
