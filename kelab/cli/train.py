@@ -1,6 +1,6 @@
 """``kelab train``: build the envs, train with PPO, save checkpoints, print the summary.
 
-``train`` needs the train extra (torch, rsl-rl-lib), imported only when it runs; without
+``train`` needs the train extra (torch), imported only when it runs; without
 it, it says in one line how to install it (exit status 2). ``--workers K`` runs the
 copies in K Ray workers (docs/scale.md).
 """
@@ -24,12 +24,12 @@ __all__ = ["add_train_parser", "import_trainer", "run_train", "summary_line"]
 
 
 def import_trainer() -> None:
-    """Import the trainer and its learner (torch, tensordict, rsl-rl) for the command.
+    """Import the trainer and its learner (torch) for the command.
 
     These imports are most of ``kelab train``'s start. The first time in a process they
-    run with the garbage collector paused: torch and the compiler stack tensordict pulls
-    in make a few hundred thousand objects, and each collection during the imports walks
-    all of them (about a fifth of the imports' CPU time). Those objects live as long as
+    run with the garbage collector paused: torch makes a few hundred thousand objects,
+    and each collection during the imports walks all of them (about a fifth of the
+    imports' CPU time). Those objects live as long as
     the process, so they are then frozen (``gc.freeze``): later collections, the forked
     helpers' copy-on-write pages and the collections at interpreter exit (over a second)
     skip them. A collector the caller turned off stays off.
@@ -283,7 +283,7 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
     train = add_task_subcommand(
         sub,
         "train",
-        "train a policy for a task with PPO (rsl-rl-lib)",
+        "train a policy for a task with PPO (rsl-rl-lib's algorithm)",
         run_train,
         seed=42,
         seed_help="seed of the envs and of PPO",

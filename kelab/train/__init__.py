@@ -1,4 +1,4 @@
-"""Training and playback: ``ke.RLTrainer`` (PPO on rsl-rl-lib), ``ke.RLPlayer``, checkpoints.
+"""Training and playback: ``ke.RLTrainer`` (rsl-rl-lib's PPO), ``ke.RLPlayer``, checkpoints.
 
 Importing this package (or :mod:`kelab.train.config`) never imports torch; the trainer,
 the player and the checkpoint loaders import it when they are used. Install the extra

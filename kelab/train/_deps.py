@@ -14,7 +14,6 @@ INSTALL_HINT = (
 
 _MODULES = {
     "torch": "torch",
-    "rsl_rl": "rsl-rl-lib",
     "matplotlib": "matplotlib",  # training_curve.png: said before training, not after it
 }
 

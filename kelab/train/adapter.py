@@ -1,7 +1,9 @@
-"""``RslVecEnv``: a LearningEnv seen through rsl-rl-lib's ``VecEnv`` contract.
+"""``RslVecEnv``: a LearningEnv seen as rsl-rl-lib's ``VecEnv`` steps, in plain tensors.
 
-rsl-rl-lib steps batched tensors: ``get_observations() -> TensorDict``,
-``step(actions) -> (obs, rewards, dones, extras)`` with ``extras["time_outs"]``. The
+rsl-rl-lib's runner steps batched tensors: ``get_observations()``,
+``step(actions) -> (obs, rewards, dones, extras)`` with ``extras["time_outs"]``; its
+observations are a ``TensorDict`` of groups, KELab's one ``(num_envs, obs_dim)`` tensor
+(the algorithm, :class:`~kelab.train.ppo.FinalObsPPO`, reads nothing else). The
 adapter shares memory with the env wherever it can (``torch.from_numpy``: no copies), so
 no per-copy Python runs per step. rsl-rl never calls ``reset()``: the adapter resets the
 env when it is built. ``extras["final_obs"]`` carries the final observation of the
@@ -15,15 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from tensordict import TensorDict
 
 if TYPE_CHECKING:
     from kelab.rl.env import LearningEnv
 
-__all__ = ["OBS_GROUP", "RslVecEnv"]
-
-OBS_GROUP = "policy"
-"""The one observation group: actor and critic both read it."""
+__all__ = ["RslVecEnv"]
 
 
 class RslVecEnv:
@@ -57,14 +55,13 @@ class RslVecEnv:
         obs, _ = env.reset(seed=seed)
         self._obs = obs
 
-    def get_observations(self) -> TensorDict:
-        """The current observations, ``{"policy": (num_envs, obs_dim)}``."""
-        return self._wrap(self._obs)
+    def get_observations(self) -> torch.Tensor:
+        """The current observations, ``(num_envs, obs_dim)`` (sharing the env's array)."""
+        return torch.from_numpy(self._obs)
 
-    def _wrap(self, obs: np.ndarray) -> TensorDict:
-        return TensorDict({OBS_GROUP: torch.from_numpy(obs)}, batch_size=[self.num_envs])
-
-    def step(self, actions: torch.Tensor) -> tuple[TensorDict, torch.Tensor, torch.Tensor, dict]:
+    def step(
+        self, actions: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
         """Step every copy; finished copies restart in the same step.
 
         Returns:
@@ -78,13 +75,11 @@ class RslVecEnv:
         self._obs = obs
         self.last_info = info
         dones = terminated | truncated
-        extras: dict[str, Any] = {
-            "time_outs": torch.from_numpy(truncated & ~terminated),
-        }
+        extras = {"time_outs": torch.from_numpy(truncated & ~terminated)}
         if info:
-            extras["final_obs"] = self._wrap(info["final_obs"])
+            extras["final_obs"] = torch.from_numpy(info["final_obs"])
         return (
-            self._wrap(obs),
+            torch.from_numpy(obs),
             torch.from_numpy(rewards),
             torch.from_numpy(dones.astype(np.uint8)),
             extras,

@@ -23,12 +23,11 @@ from kelab.train.config import ALGORITHMS
 
 if TYPE_CHECKING:
     import torch
-    from rsl_rl.models import MLPModel
-    from rsl_rl.storage import RolloutStorage
-    from tensordict import TensorDict
 
     from kelab.train.checkpoint import Checkpoint
     from kelab.train.config import TrainConfig
+    from kelab.train.nets import PolicyNet
+    from kelab.train.storage import RolloutStorage
 
 __all__ = ["Algorithm", "Overlappable", "build_algorithm"]
 
@@ -37,7 +36,7 @@ __all__ = ["Algorithm", "Overlappable", "build_algorithm"]
 class Algorithm(Protocol):
     """What the training loop calls of an algorithm (and nothing else)."""
 
-    actor: MLPModel
+    actor: PolicyNet
     """The policy network: saved as ``actor.*``, run by RLPlayer, judged by evaluations."""
 
     learning_rate: float
@@ -49,15 +48,19 @@ class Algorithm(Protocol):
     def start_rollout(self) -> None:
         """Begin a rollout (dropping the transitions of one cut short)."""
 
-    def act(self, obs: TensorDict) -> torch.Tensor:
-        """Sample actions for ``obs`` and remember the transition being made."""
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Sample actions for ``(num_envs, obs_dim)`` observations; remember the transition."""
 
     def process_env_step(
-        self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict[str, Any]
+        self,
+        obs: torch.Tensor,
+        rewards: torch.Tensor,
+        dones: torch.Tensor,
+        extras: dict[str, torch.Tensor],
     ) -> None:
         """Record the outcome of the last ``act`` (``extras``: time-outs, final obs)."""
 
-    def compute_returns(self, obs: TensorDict) -> None:
+    def compute_returns(self, obs: torch.Tensor) -> None:
         """Close the rollout: returns and advantages from the last observations."""
 
     def update(self) -> dict[str, float]:
@@ -83,7 +86,7 @@ class Overlappable(Algorithm, Protocol):
     storage: RolloutStorage
     """The rollout being filled or learnt from; two instances swap theirs each iteration."""
 
-    critic: MLPModel
+    critic: PolicyNet
     """The value network (the collector's is synced from the learner's)."""
 
     lagged: bool

@@ -41,9 +41,8 @@ from kelab.train.target import TargetCheck, TargetVerdict, require_success_rule
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from rsl_rl.models import MLPModel
-
     from kelab.rl.task import Task
+    from kelab.train.nets import PolicyNet
 
 __all__ = ["EvalProcess", "can_fork"]
 
@@ -149,7 +148,7 @@ class EvalProcess(HelperProcess):
         args = (target, episodes, pre_episodes, seed)
         super().__init__(_serve, (task_type, config, obs_dim, act_dim, args), "kelab-eval")
 
-    def submit(self, actor: MLPModel) -> None:
+    def submit(self, actor: PolicyNet) -> None:
         """Start judging ``actor``'s current weights.
 
         Raises:

@@ -55,11 +55,10 @@ from kelab.train.weights import load_optimizer_state, training_state
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
 
-    from rsl_rl.storage import RolloutStorage
-
     from kelab.train.ppo import FinalObsPPO
+    from kelab.train.storage import RolloutStorage
 
-__all__ = ["LearnerProcess", "OverlappedUpdates", "PendingUpdate", "UpdateThread", "share_storage"]
+__all__ = ["LearnerProcess", "OverlappedUpdates", "PendingUpdate", "UpdateThread"]
 
 _HEADER = struct.Struct("<I")  # length of the JSON header that precedes the tensors
 _OK, _FAILED = b"K", b"E"
@@ -81,7 +80,7 @@ class UpdateThread:
         >>> from kelab.train.config import TrainConfig
         >>> from kelab.train.ppo import build_algorithm
         >>> alg = build_algorithm(TrainConfig(num_envs=4, num_steps_per_env=2), 3, 1, 4)
-        >>> share_storage(alg.storage, 1)  # a storage with every field (all zeros)
+        >>> alg.storage.share_memory_()  # as the learner process sees it
         >>> sorted(UpdateThread(alg).result())
         ['entropy', 'surrogate', 'value']
     """
@@ -109,37 +108,6 @@ class UpdateThread:
         if self._error is not None and reraise:
             raise self._error
         return self._losses or {}
-
-
-def share_storage(storage: RolloutStorage, action_dim: int) -> None:
-    """Move a rollout storage's tensors to shared memory (before a fork shares them).
-
-    rsl-rl creates the action distribution's parameters at the first transition; they
-    are created here (mean and std, ``(steps, copies, action_dim)`` each) so the forked
-    learner sees the same memory.
-
-    Example:
-        >>> from kelab.train.config import TrainConfig
-        >>> from kelab.train.ppo import build_algorithm
-        >>> alg = build_algorithm(TrainConfig(num_envs=4, num_steps_per_env=2), 3, 1, 4)
-        >>> share_storage(alg.storage, 1)
-        >>> alg.storage.actions.is_shared(), alg.storage.distribution_params[0].shape
-        (True, torch.Size([2, 4, 1]))
-    """
-    if storage.training_type != "rl" or storage.saved_hidden_state_a is not None:
-        raise ValueError(
-            "share_storage shares the storage of a feed-forward RL policy, got training_type="
-            f"{storage.training_type!r}; use overlap_rollout=False for other policies"
-        )
-    shape = (storage.num_transitions_per_env, storage.num_envs, action_dim)
-    if storage.distribution_params is None:
-        storage.distribution_params = (torch.zeros(shape), torch.zeros(shape))
-    storage.observations.share_memory_()
-    names = ("rewards", "actions", "dones", "values", "actions_log_prob", "returns", "advantages")
-    for name in names:
-        getattr(storage, name).share_memory_()
-    for param in storage.distribution_params:
-        param.share_memory_()
 
 
 def _model_tensors(alg: FinalObsPPO) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
@@ -216,9 +184,8 @@ class LearnerProcess(HelperProcess):
             )
         self._alg = alg
         self._storages = list(storages)
-        act_dim = int(alg.storage.actions.shape[-1])
         for storage in self._storages:
-            share_storage(storage, act_dim)  # a no-op for tensors already shared
+            storage.share_memory_()  # a no-op for tensors already shared
         super().__init__(_serve, (alg, self._storages), "kelab-learner")
 
     def start(self) -> LearnerProcess:

@@ -1,4 +1,4 @@
-"""PPO on rsl-rl-lib: the policy networks, and what KELab changes in the algorithm.
+"""PPO as rsl-rl-lib computes it, and what KELab changes in the algorithm.
 
 rsl-rl-lib bootstraps a time-limit ending with the value of the observation the action
 was taken in (``gamma * V(s_t)``), because vectorised environments usually hand back only
@@ -12,33 +12,32 @@ cost several times the forward and backward passes of two 64x64 MLPs. :class:`Fi
 computes the same Gaussian log-probabilities, entropy, KL, clipped surrogate and clipped
 value loss on plain tensors, normalises each rollout's observations once per update,
 writes the loss's gradient at the networks' outputs out and runs the backward pass by
-hand (:mod:`kelab.train.backprop`), and steps a fused Adam; :class:`ELU`
-(:mod:`kelab.train.activations`) is ELU through one ``exp`` (torch's ELU calls the slower
-``expm1``).
+hand (:mod:`kelab.train.backprop`), and steps a fused Adam. The networks
+(:mod:`kelab.train.nets`) and the rollout storage (:mod:`kelab.train.storage`) are
+KELab's own with rsl-rl's names and arithmetic, so neither rsl-rl nor tensordict (whose
+``torch._dynamo`` import took ~1.3 s) loads when training; ``tests/train/test_lean_ppo.py``
+checks the update and sampling against rsl-rl's own ``PPO``.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import chain
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
-from rsl_rl.algorithms import PPO
-from rsl_rl.models import MLPModel
-from rsl_rl.storage import RolloutStorage
-from tensordict import TensorDict
 
-from kelab.train.activations import ELU
-from kelab.train.adapter import OBS_GROUP
+from kelab.train.adam import Adam
 from kelab.train.backprop import network_pass
 from kelab.train.config import TrainConfig
+from kelab.train.nets import PolicyNet
+from kelab.train.storage import RolloutStorage
 from kelab.train.weights import load_model_state, load_optimizer_state, training_state
 
 if TYPE_CHECKING:
     from kelab.train.checkpoint import Checkpoint
 
 __all__ = [
-    "ELU",
     "FinalObsPPO",
     "build_actor",
     "build_algorithm",
@@ -46,17 +45,7 @@ __all__ = [
     "deterministic_actions",
 ]
 
-_GROUPS = {"actor": [OBS_GROUP], "critic": [OBS_GROUP]}
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
-
-
-def _use_fast_elu(model: MLPModel) -> MLPModel:
-    """Swap the ELU modules of ``model.mlp`` for :class:`ELU` (same function, no weights)."""
-    mlp = model.mlp
-    for i in range(len(mlp)):  # by index: rsl-rl's MLP repeats one activation instance
-        if type(mlp[i]) is torch.nn.ELU and mlp[i].alpha == 1.0 and not mlp[i].inplace:
-            mlp[i] = ELU()
-    return model
 
 
 def _clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> None:
@@ -80,49 +69,39 @@ def _gaussian_log_prob(z: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
     return (z.square().mul(-0.5) - log_std - _LOG_SQRT_2PI).sum(-1)
 
 
-def deterministic_actions(actor: MLPModel, obs: torch.Tensor) -> torch.Tensor:
-    """The actor's deterministic output (the Gaussian's mean) for ``(N, obs_dim)`` obs.
-
-    The same as ``actor(TensorDict(...))`` without building the ``TensorDict``.
-    """
+def deterministic_actions(actor: PolicyNet, obs: torch.Tensor) -> torch.Tensor:
+    """The actor's deterministic output (the Gaussian's mean) for ``(N, obs_dim)`` obs."""
     return actor.mlp(actor.obs_normalizer(obs))
 
 
-def _example_obs(obs_dim: int) -> TensorDict:
-    return TensorDict({OBS_GROUP: torch.zeros(1, obs_dim)}, batch_size=[1])
-
-
-def build_actor(config: TrainConfig, obs_dim: int, act_dim: int) -> MLPModel:
+def build_actor(config: TrainConfig, obs_dim: int, act_dim: int) -> PolicyNet:
     """The Gaussian policy: (normaliser ->) MLP -> action means, learnt std."""
-    model = MLPModel(
-        _example_obs(obs_dim),
-        _GROUPS,
-        "actor",
+    return PolicyNet(
+        obs_dim,
         act_dim,
-        hidden_dims=list(config.actor_hidden_dims),
-        activation=config.activation,
-        obs_normalization=config.obs_normalization,
-        distribution_cfg={
-            "class_name": "GaussianDistribution",
-            "init_std": float(config.init_noise_std),
-            "std_type": "scalar",
-        },
+        config.actor_hidden_dims,
+        config.activation,
+        config.obs_normalization,
+        init_std=float(config.init_noise_std),
     )
-    return _use_fast_elu(model)
 
 
-def build_critic(config: TrainConfig, obs_dim: int) -> MLPModel:
+def build_critic(config: TrainConfig, obs_dim: int) -> PolicyNet:
     """The value network: (normaliser ->) MLP -> one value."""
-    model = MLPModel(
-        _example_obs(obs_dim),
-        _GROUPS,
-        "critic",
-        1,
-        hidden_dims=list(config.critic_hidden_dims),
-        activation=config.activation,
-        obs_normalization=config.obs_normalization,
+    return PolicyNet(
+        obs_dim, 1, config.critic_hidden_dims, config.activation, config.obs_normalization
     )
-    return _use_fast_elu(model)
+
+
+class _Acted(NamedTuple):
+    """What :meth:`FinalObsPPO.act` decided, kept for :meth:`FinalObsPPO.process_env_step`."""
+
+    observations: torch.Tensor
+    actions: torch.Tensor
+    values: torch.Tensor
+    actions_log_prob: torch.Tensor
+    mean: torch.Tensor
+    std: torch.Tensor
 
 
 class _LossHead(NamedTuple):
@@ -136,13 +115,33 @@ class _LossHead(NamedTuple):
     grad_values: torch.Tensor
 
 
-class FinalObsPPO(PPO):
-    """rsl-rl-lib's PPO bootstrapping time-limit endings from the final observation.
+class FinalObsPPO:
+    """PPO (rsl-rl-lib's algorithm) bootstrapping time-limit endings from the final observation.
 
     ``extras["time_outs"]`` marks the copies whose episode ended by truncation alone;
     ``extras["final_obs"]`` holds their final observations. Their reward gets
     ``gamma * V(final_obs)`` (the critic's current estimate), and the episode is then cut
-    like any other ending.
+    like any other ending. The arithmetic is rsl-rl's, on plain tensors (the module
+    docstring); ``tests/train/test_lean_ppo.py`` checks it against rsl-rl's own ``PPO``.
+
+    Args:
+        actor: The policy (:func:`build_actor`).
+        critic: The value network (:func:`build_critic`).
+        storage: Where a rollout goes.
+        num_learning_epochs: Passes over each rollout.
+        num_mini_batches: Mini-batches per pass.
+        clip_param: PPO's ratio clip (also the value clip).
+        gamma: Discount.
+        lam: GAE's lambda.
+        value_loss_coef: Weight of the value loss.
+        entropy_coef: Weight of the entropy bonus.
+        learning_rate: Adam's starting learning rate.
+        max_grad_norm: Gradient-norm clip, per network.
+        schedule: ``"adaptive"`` (from the KL) or ``"fixed"``.
+        desired_kl: The adaptive schedule's target KL.
+        max_learning_rate: The highest learning rate the schedule may reach.
+        use_clipped_value_loss: Clip the value loss around the old values.
+        device: Where tensors live (``"cpu"``).
     """
 
     sample_generator: torch.Generator | None
@@ -165,19 +164,61 @@ class FinalObsPPO(PPO):
     it the KL from the acting policy includes the previous update's change, and the
     adaptive schedule cut the learning rate ~10x (Humanoid-v0, measured)."""
 
-    def __init__(self, *args: Any, max_learning_rate: float = 1e-2, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        actor: PolicyNet,
+        critic: PolicyNet,
+        storage: RolloutStorage,
+        *,
+        num_learning_epochs: int = 5,
+        num_mini_batches: int = 4,
+        clip_param: float = 0.2,
+        gamma: float = 0.99,
+        lam: float = 0.95,
+        value_loss_coef: float = 1.0,
+        entropy_coef: float = 0.01,
+        learning_rate: float = 1e-3,
+        max_grad_norm: float = 1.0,
+        schedule: str = "adaptive",
+        desired_kl: float | None = 0.01,
+        max_learning_rate: float = 1e-2,
+        use_clipped_value_loss: bool = True,
+        device: str = "cpu",
+    ) -> None:
         self.max_learning_rate = float(max_learning_rate)
         self.sample_generator = None
         self.update_generator = None
         self.lagged = False
-        super().__init__(*args, **kwargs)
-        # The same Adam, its update fused into one kernel (rsl-rl's loops over the tensors).
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        self.optimizer = torch.optim.Adam(params, lr=self.learning_rate, fused=True)
+        self.device = device
+        self.actor = actor.to(device)
+        self.critic = critic.to(device)
+        self.storage = storage
+        self.num_learning_epochs = num_learning_epochs
+        self.num_mini_batches = num_mini_batches
+        self.clip_param = clip_param
+        self.gamma = gamma
+        self.lam = lam
+        self.value_loss_coef = value_loss_coef
+        self.entropy_coef = entropy_coef
+        self.max_grad_norm = max_grad_norm
+        self.schedule = schedule
+        self.desired_kl = desired_kl
+        self.use_clipped_value_loss = use_clipped_value_loss
+        self.learning_rate = learning_rate
+        # rsl-rl's Adam over the actor's then the critic's parameters, its update fused
+        params = chain(self.actor.parameters(), self.critic.parameters())
+        self.optimizer = Adam(params, self.learning_rate)
+        self._acted: _Acted | None = None
+
+    def train_mode(self) -> None:
+        """Training mode: the normalisers learn from each update's rollout."""
+        self.actor.train()
+        self.critic.train()
 
     def start_rollout(self) -> None:
         """Empty the rollout storage (a rollout cut short starts over)."""
         self.storage.clear()
+        self._acted = None
 
     def deterministic_actions(self, obs: torch.Tensor) -> torch.Tensor:
         """The actor's deterministic actions (the Gaussian's mean) for raw observations."""
@@ -198,42 +239,83 @@ class FinalObsPPO(PPO):
         self.learning_rate = float(self.optimizer.param_groups[0]["lr"])
 
     def action_std(self) -> torch.Tensor:
-        """The Gaussian's standard deviation, clamped as rsl-rl's distribution clamps it."""
-        dist = self.actor.distribution
-        return dist.std_param.clamp(dist.std_range[0], dist.std_range[1])
+        """The Gaussian's standard deviation (clamped to its range)."""
+        assert self.actor.distribution is not None  # build_actor gives it one
+        return self.actor.distribution.std()
 
-    def act(self, obs: TensorDict) -> torch.Tensor:
-        """Sample actions and record the transition (rsl-rl's ``act``, on plain tensors).
+    def act(self, obs: torch.Tensor) -> torch.Tensor:
+        """Sample actions for ``(num_envs, obs_dim)`` observations; remember the transition.
 
         The noise comes from :attr:`sample_generator` (torch's global one when None).
         """
-        t = self.transition
-        x = obs[OBS_GROUP]
-        mean = deterministic_actions(self.actor, x)
+        mean = deterministic_actions(self.actor, obs)
         std = self.action_std().expand_as(mean)
         noise = torch.randn(mean.shape, generator=self.sample_generator, dtype=mean.dtype)
-        t.hidden_states = (None, None)
-        t.actions = mean + std * noise
-        t.values = self.critic.mlp(self.critic.obs_normalizer(x))
+        actions = mean + std * noise
+        values = self.critic(obs)
         # (a - mean) / std is the noise itself
-        t.actions_log_prob = _gaussian_log_prob(noise, std.log())
-        t.distribution_params = (mean, std)
-        t.observations = obs
-        return t.actions
+        log_prob = _gaussian_log_prob(noise, std.log())
+        self._acted = _Acted(obs, actions, values, log_prob, mean, std)
+        return actions
 
-    def compute_returns(self, obs: TensorDict) -> None:
-        """rsl-rl's returns and normalised advantages, written into the storage's tensor.
+    def process_env_step(
+        self,
+        obs: torch.Tensor,
+        rewards: torch.Tensor,
+        dones: torch.Tensor,
+        extras: dict[str, torch.Tensor],
+    ) -> None:
+        """Record the outcome of the last :meth:`act` (see the class docstring).
 
-        rsl-rl assigns a new ``storage.advantages`` tensor; the same numbers land in the
-        existing one here, so a storage in shared memory (:class:`~kelab.train.learner.
-        LearnerProcess`) stays shared.
+        Raises:
+            RuntimeError: Without an :meth:`act` before it.
+            ValueError: When ``extras["time_outs"]`` marks endings but no ``final_obs`` came.
+        """
+        acted, self._acted = self._acted, None
+        if acted is None:
+            raise RuntimeError("FinalObsPPO.process_env_step: call act(obs) before each env step")
+        time_outs = extras.get("time_outs")
+        if time_outs is not None and bool(time_outs.any()):
+            final = extras.get("final_obs")
+            if final is None:
+                raise ValueError(
+                    "extras['time_outs'] marks time-limit endings but extras['final_obs'] is "
+                    "missing; the env adapter must pass the final observations"
+                )
+            ids = torch.nonzero(time_outs, as_tuple=False).squeeze(1)
+            values = self.critic(final[ids]).detach().squeeze(1)
+            rewards = rewards.clone()
+            rewards[ids] += self.gamma * values.to(rewards.dtype)
+        self.storage.add(
+            acted.observations,
+            acted.actions,
+            rewards,
+            dones,
+            acted.values,
+            acted.actions_log_prob,
+            (acted.mean, acted.std),
+        )
+
+    def compute_returns(self, obs: torch.Tensor) -> None:
+        """Returns (GAE) and normalised advantages, written into the storage's tensors.
+
+        ``obs`` are the observations after the rollout's last step, whose values bootstrap
+        it. The storage's tensors are filled in place, so one in shared memory
+        (:class:`~kelab.train.learner.LearnerProcess`) stays shared.
         """
         st = self.storage
-        advantages = st.advantages
-        super().compute_returns(obs)
-        if st.advantages is not advantages:
-            advantages.copy_(st.advantages)
-            st.advantages = advantages
+        last_values = self.critic(obs).detach()
+        advantage: torch.Tensor | float = 0
+        last = st.num_transitions_per_env - 1
+        for step in range(last, -1, -1):
+            next_values = last_values if step == last else st.values[step + 1]
+            not_terminal = 1.0 - st.dones[step].float()
+            # rsl-rl's expressions, in its order of operations (the same bits)
+            delta = st.rewards[step] + not_terminal * self.gamma * next_values - st.values[step]
+            advantage = delta + not_terminal * self.gamma * self.lam * advantage
+            st.returns[step] = advantage + st.values[step]
+        advantages = st.returns - st.values
+        st.advantages.copy_((advantages - advantages.mean()) / (advantages.std() + 1e-8))
 
     def update(self) -> dict[str, float]:
         """The PPO update of rsl-rl-lib, on plain tensors (see the module docstring).
@@ -252,8 +334,7 @@ class FinalObsPPO(PPO):
         order = torch.randperm(
             self.num_mini_batches * size, generator=self.update_generator, device=self.device
         )
-        obs = st.observations.flatten(0, 1)
-        raw = obs[OBS_GROUP]
+        raw = st.observations.flatten(0, 1)
         with torch.no_grad():  # the normalisers change only after the update
             x_actor = self.actor.obs_normalizer(raw)
             x_critic = self.critic.obs_normalizer(raw)
@@ -285,6 +366,7 @@ class FinalObsPPO(PPO):
         actor_pass = network_pass(self.actor.mlp)
         critic_pass = network_pass(self.critic.mlp)
         dist = self.actor.distribution
+        assert dist is not None  # build_actor gives it one
         low, high = dist.std_range
         adaptive = self.desired_kl is not None and self.schedule == "adaptive"
         totals = torch.zeros(3)
@@ -313,8 +395,8 @@ class FinalObsPPO(PPO):
                 _clip_grad_norm(critic_params, self.max_grad_norm)
                 self.optimizer.step()
                 totals += torch.stack((head.value_loss, head.surrogate, head.entropy))
-        self.actor.update_normalization(obs)
-        self.critic.update_normalization(obs)
+        self.actor.update_normalization(raw)
+        self.critic.update_normalization(raw)
         self.storage.clear()
         value, surrogate_mean, entropy_mean = (
             totals / (self.num_learning_epochs * self.num_mini_batches)
@@ -401,25 +483,6 @@ class FinalObsPPO(PPO):
     def learning_rate(self, value: float) -> None:
         self._learning_rate = min(float(value), self.max_learning_rate)
 
-    def process_env_step(
-        self, obs: TensorDict, rewards: torch.Tensor, dones: torch.Tensor, extras: dict[str, Any]
-    ) -> None:
-        """Record one env step (see the class docstring)."""
-        rest = {k: v for k, v in extras.items() if k not in ("time_outs", "final_obs")}
-        time_outs = extras.get("time_outs")
-        if time_outs is not None and bool(time_outs.any()):
-            final = extras.get("final_obs")
-            if final is None:
-                raise ValueError(
-                    "extras['time_outs'] marks time-limit endings but extras['final_obs'] is "
-                    "missing; the env adapter must pass the final observations"
-                )
-            ids = torch.nonzero(time_outs, as_tuple=False).squeeze(1)
-            values = self.critic(final[ids]).detach().squeeze(1)
-            rewards = rewards.clone()
-            rewards[ids] += self.gamma * values.to(rewards.dtype)
-        super().process_env_step(obs, rewards, dones, rest)
-
 
 def build_algorithm(
     config: TrainConfig, obs_dim: int, act_dim: int, num_envs: int, device: str = "cpu"
@@ -430,10 +493,7 @@ def build_algorithm(
     """
     actor = build_actor(config, obs_dim, act_dim)
     critic = build_critic(config, obs_dim)
-    storage = RolloutStorage(
-        "rl", num_envs, config.num_steps_per_env, _example_obs(obs_dim).expand(num_envs),
-        [act_dim], device,
-    )  # fmt: skip
+    storage = RolloutStorage(num_envs, config.num_steps_per_env, obs_dim, act_dim)
     return FinalObsPPO(
         actor,
         critic,

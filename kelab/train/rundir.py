@@ -39,7 +39,7 @@ __all__ = [
 @functools.cache
 def _versions() -> tuple[tuple[str, str], ...]:
     out = {"python": platform.python_version()}
-    for dist in ("kelab", "torch", "rsl-rl-lib", "safetensors", "numpy", "gymnasium", "pymunk"):
+    for dist in ("kelab", "torch", "safetensors", "numpy", "gymnasium", "pymunk"):
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:

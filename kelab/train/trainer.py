@@ -1,9 +1,9 @@
-"""``ke.RLTrainer``: PPO (rsl-rl-lib) on a LearningEnv, with pickle-free checkpoints.
+"""``ke.RLTrainer``: PPO (rsl-rl-lib's) on a LearningEnv, with pickle-free checkpoints.
 
-KELab runs its own loop around rsl-rl-lib's PPO, rollout storage and models (not its
-runner, which never resets the env, does not advance its counter across ``learn(1)``
-calls, starts TensorBoard and a git dump from ``log_dir`` and saves with pickle). See
-docs/training.md.
+KELab runs its own loop and its own PPO, rollout storage and networks with rsl-rl-lib's
+arithmetic (not its runner, which never resets the env, does not advance its counter
+across ``learn(1)`` calls, starts TensorBoard and a git dump from ``log_dir`` and saves
+with pickle). See docs/training.md.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ _BEST_RULES = {
 
 
 class RLTrainer:
-    """Train a policy for a LearningEnv's task with PPO (rsl-rl-lib).
+    """Train a policy for a LearningEnv's task with PPO (rsl-rl-lib's algorithm).
 
     ``train(max_iterations)`` collects ``num_steps_per_env`` steps from every copy per
     iteration, updates the policy, and saves ``best`` and ``latest`` checkpoints in the run

@@ -9,11 +9,14 @@ algorithms (:mod:`kelab.train.ppo`), the learner process and the policy of a che
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from kelab.train.checkpoint import CheckpointError
+
+if TYPE_CHECKING:
+    from kelab.train.adam import Adam
 
 __all__ = ["load_model_state", "load_optimizer_state", "optimizer_state", "training_state"]
 
@@ -54,7 +57,7 @@ def load_model_state(
 
 
 def optimizer_state(
-    optimizer: torch.optim.Optimizer,
+    optimizer: Adam,
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     """Split an optimizer's state into JSON settings and named tensors."""
     state = optimizer.state_dict()
@@ -73,7 +76,7 @@ def optimizer_state(
 
 
 def training_state(
-    actor: torch.nn.Module, critic: torch.nn.Module, optimizer: torch.optim.Optimizer
+    actor: torch.nn.Module, critic: torch.nn.Module, optimizer: Adam
 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """What a checkpoint, or the learner process's reply, holds of training.
 
@@ -91,7 +94,7 @@ def training_state(
 
 
 def load_optimizer_state(
-    optimizer: torch.optim.Optimizer,
+    optimizer: Adam,
     meta: dict[str, Any],
     tensors: dict[str, torch.Tensor],
     path: Path,

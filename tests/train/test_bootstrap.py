@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from tensordict import TensorDict
 from train_helpers import tiny_config
 
 import kelab as ke
@@ -13,19 +12,19 @@ from kelab.train.adapter import RslVecEnv
 from kelab.train.ppo import build_algorithm
 
 
-def _td(x):
-    return TensorDict({"policy": torch.as_tensor(x, dtype=torch.float32)}, batch_size=[len(x)])
+def _t(x):
+    return torch.as_tensor(np.asarray(x), dtype=torch.float32)
 
 
 def test_time_outs_add_gamma_times_the_value_of_the_final_observation():
     torch.manual_seed(0)
     cfg = tiny_config(num_envs=3, num_steps_per_env=2, obs_normalization=False, gamma=0.9)
     alg = build_algorithm(cfg, 4, 1, 3)
-    obs = _td(np.zeros((3, 4)))
-    final = _td([[0.0, 0.0, 0.0, 0.0], [1.0, -2.0, 0.5, 3.0], [0.0, 0.0, 0.0, 0.0]])
+    obs = _t(np.zeros((3, 4)))
+    final = _t([[0.0, 0.0, 0.0, 0.0], [1.0, -2.0, 0.5, 3.0], [0.0, 0.0, 0.0, 0.0]])
     with torch.inference_mode():
+        v_obs = alg.critic(obs).squeeze(1)
         alg.act(obs)
-        v_obs = alg.transition.values.squeeze(1).clone()
         v_final = alg.critic(final).squeeze(1)
         rewards = torch.tensor([1.0, 1.0, 1.0])
         dones = torch.tensor([0, 1, 1], dtype=torch.uint8)
@@ -45,8 +44,8 @@ def test_the_adapter_passes_the_final_observation_of_time_limit_endings():
     for _ in range(4):
         obs, rewards, dones, extras = vec.step(torch.zeros(3, 1))
     assert dones.tolist() == [1, 1, 1] and extras["time_outs"].tolist() == [True] * 3
-    final = extras["final_obs"]["policy"].numpy()
+    final = extras["final_obs"].numpy()
     assert np.array_equal(final, vec.last_info["final_obs"])
-    assert not np.array_equal(final, obs["policy"].numpy())  # obs is the new episode's first
+    assert not np.array_equal(final, obs.numpy())  # obs is the new episode's first
     assert vec.episode_length_buf.tolist() == [0, 0, 0]  # shares the env's counter
     env.close()

@@ -1,8 +1,11 @@
 """FinalObsPPO's plain-tensor sampling and update compute rsl-rl-lib's PPO.
 
 KELab's update skips rsl-rl's per-mini-batch TensorDict indexing, distribution objects and
-per-tensor Adam loop for speed; these tests hold it to the same numbers as rsl-rl's own
-``PPO.update`` / ``PPO.act`` on the same data and weights.
+per-tensor Adam loop for speed, and its networks, storage and Adam are its own (no
+rsl-rl or tensordict import when training); these tests hold them to rsl-rl's own
+``MLPModel``, ``PPO.act``, ``PPO.compute_returns`` and ``PPO.update`` and to
+``torch.optim.Adam(fused=True)`` on the same data and weights (rsl-rl-lib is a test
+dependency: the reference).
 """
 
 from __future__ import annotations
@@ -12,39 +15,74 @@ import copy
 import pytest
 import torch
 from rsl_rl.algorithms import PPO
+from rsl_rl.models import MLPModel
+from rsl_rl.storage import RolloutStorage
 from tensordict import TensorDict
 from train_helpers import tiny_config
 
-from kelab.train.ppo import ELU, build_algorithm
+from kelab.train.activations import ELU
+from kelab.train.ppo import build_algorithm
 
 OBS, ACT, N, T = 4, 2, 16, 8
 
 
-def _fill(alg: PPO, seed: int) -> None:
-    """The same random rollout in any algorithm's storage."""
+def _td(x: torch.Tensor) -> TensorDict:
+    return TensorDict({"policy": x}, batch_size=list(x.shape[:-1]))
+
+
+def _fill(alg, seed: int) -> None:
+    """The same random rollout in KELab's storage."""
     g = torch.Generator().manual_seed(seed)
     st = alg.storage
-    st.observations["policy"].copy_(torch.randn(T, N, OBS, generator=g) * 2.0 + 0.5)
+    st.observations.copy_(torch.randn(T, N, OBS, generator=g) * 2.0 + 0.5)
     st.actions.copy_(torch.randn(T, N, ACT, generator=g))
     st.values.copy_(torch.randn(T, N, 1, generator=g))
     st.returns.copy_(torch.randn(T, N, 1, generator=g))
-    st.advantages = torch.randn(T, N, 1, generator=g)
+    st.advantages.copy_(torch.randn(T, N, 1, generator=g))
     st.actions_log_prob.copy_(torch.randn(T, N, 1, generator=g) - 2.0)
-    st.distribution_params = (
-        torch.randn(T, N, ACT, generator=g) * 0.1,
-        torch.full((T, N, ACT), 0.7),
-    )
+    st.distribution_params[0].copy_(torch.randn(T, N, ACT, generator=g) * 0.1)
+    st.distribution_params[1].fill_(0.7)
     st.step = T
 
 
-def _rsl_twin(alg: PPO, cfg) -> PPO:
-    """rsl-rl's own PPO on deep copies of ``alg``'s networks, with torch's ELU and Adam."""
-    actor, critic = copy.deepcopy(alg.actor), copy.deepcopy(alg.critic)
-    for net in (actor, critic):
-        for i in range(len(net.mlp)):
-            if isinstance(net.mlp[i], ELU):
-                net.mlp[i] = torch.nn.ELU()
-    storage = copy.deepcopy(alg.storage)
+def _rsl_model(net: torch.nn.Module, cfg, actor: bool) -> MLPModel:
+    """rsl-rl's ``MLPModel`` holding a copy of ``net``'s tensors (the same names)."""
+    model = MLPModel(
+        _td(torch.zeros(1, OBS)),
+        {"actor": ["policy"], "critic": ["policy"]},
+        "actor" if actor else "critic",
+        ACT if actor else 1,
+        hidden_dims=list(cfg.actor_hidden_dims if actor else cfg.critic_hidden_dims),
+        activation=cfg.activation,
+        obs_normalization=cfg.obs_normalization,
+        distribution_cfg=(
+            {"class_name": "GaussianDistribution", "init_std": 1.0, "std_type": "scalar"}
+            if actor
+            else None
+        ),
+    )
+    model.load_state_dict(copy.deepcopy(net.state_dict()), strict=True)
+    return model
+
+
+def _rsl_storage(alg) -> RolloutStorage:
+    """rsl-rl's storage holding a copy of ``alg``'s rollout."""
+    ours = alg.storage
+    st = RolloutStorage("rl", N, T, _td(torch.zeros(N, OBS)), [ACT])
+    st.observations["policy"].copy_(ours.observations)
+    for name in ("actions", "rewards", "dones", "values", "returns", "actions_log_prob"):
+        getattr(st, name).copy_(getattr(ours, name))
+    st.advantages = ours.advantages.clone()
+    st.distribution_params = tuple(p.clone() for p in ours.distribution_params)
+    st.step = ours.step
+    return st
+
+
+def _rsl_twin(alg, cfg) -> PPO:
+    """rsl-rl's own PPO on copies of ``alg``'s networks and rollout (torch's ELU and Adam)."""
+    actor = _rsl_model(alg.actor, cfg, actor=True)
+    critic = _rsl_model(alg.critic, cfg, actor=False)
+    storage = _rsl_storage(alg)
     return PPO(
         actor, critic, storage,
         num_learning_epochs=cfg.num_learning_epochs, num_mini_batches=cfg.num_mini_batches,
@@ -115,7 +153,7 @@ def test_update_matches_rsl_rl_ppo(mini_batches, schedule, entropy, activation):
         assert torch.allclose(p, q, atol=2e-5, rtol=1e-4), name
     for a, b in zip(alg.actor.obs_normalizer.state_dict().values(),
                     twin.actor.obs_normalizer.state_dict().values(), strict=True):  # fmt: skip
-        assert torch.allclose(a.float(), b.float())
+        assert torch.equal(a, b)  # the normaliser's arithmetic is rsl-rl's, bit for bit
     assert alg.storage.step == 0 and twin.storage.step == 0
 
 
@@ -131,19 +169,22 @@ def test_update_changes_the_weights():
 def test_act_records_rsl_rl_quantities():
     cfg = tiny_config(num_envs=N, num_steps_per_env=T)
     alg = build_algorithm(cfg, OBS, ACT, N)
-    obs = TensorDict({"policy": torch.randn(N, OBS)}, batch_size=[N])
+    obs = torch.randn(N, OBS)
+    rsl_actor = _rsl_model(alg.actor, cfg, actor=True)
+    rsl_critic = _rsl_model(alg.critic, cfg, actor=False)
     with torch.inference_mode():
         actions = alg.act(obs)
-        t = alg.transition
-        mean = alg.actor(obs)  # rsl-rl's deterministic output
-        std = alg.action_std()
-        ref_logp = torch.distributions.Normal(mean, std).log_prob(actions).sum(-1)
-        assert torch.allclose(t.distribution_params[0], mean, atol=1e-6)
-        assert torch.allclose(t.distribution_params[1], std.expand_as(mean))
-        assert torch.allclose(t.actions_log_prob, ref_logp, atol=1e-5)
-        assert torch.allclose(t.values, alg.critic(obs), atol=1e-6)
-        assert t.observations is obs
-    assert actions.shape == (N, ACT)
+        alg.process_env_step(obs, torch.zeros(N), torch.zeros(N, dtype=torch.uint8), {})
+        st = alg.storage
+        mean = rsl_actor(_td(obs))  # rsl-rl's deterministic output
+        rsl_actor.distribution.update(mean)
+        ref_logp = rsl_actor.get_output_log_prob(actions)
+        assert torch.equal(st.distribution_params[0][0], mean)
+        assert torch.equal(st.distribution_params[1][0], rsl_actor.output_std)
+        assert torch.allclose(st.actions_log_prob[0, :, 0], ref_logp, atol=1e-5)
+        assert torch.equal(st.values[0], rsl_critic(_td(obs)))
+        assert torch.equal(st.observations[0], obs) and torch.equal(st.actions[0], actions)
+    assert actions.shape == (N, ACT) and st.step == 1
 
 
 def test_update_matches_rsl_rl_ppo_without_value_clipping():
@@ -236,12 +277,10 @@ def test_a_lagged_update_without_lag_is_the_plain_update():
         g = torch.Generator().manual_seed(9)
         with torch.inference_mode():
             for _ in range(T):
-                obs = TensorDict({"policy": torch.randn(N, OBS, generator=g)}, batch_size=[N])
+                obs = torch.randn(N, OBS, generator=g)
                 alg.act(obs)
                 alg.process_env_step(obs, torch.randn(N, generator=g), torch.zeros(N), {})
-            alg.compute_returns(
-                TensorDict({"policy": torch.randn(N, OBS, generator=g)}, batch_size=[N])
-            )
+            alg.compute_returns(torch.randn(N, OBS, generator=g))
         torch.manual_seed(3)
         runs.append((alg.update(), [p.detach().clone() for p in alg.actor.parameters()]))
     (plain, w_plain), (lagged, w_lagged) = runs
@@ -269,3 +308,142 @@ def test_a_lagged_update_reweights_by_the_proximal_policy():
     plain.update()
     assert plain.learning_rate < 1e-3  # the acting policy's KL cut it
     assert alg.learning_rate >= 1e-3  # the proximal KL (from this policy) did not
+
+
+@pytest.mark.parametrize(
+    ("activation", "normalize", "hidden"),
+    [
+        ("elu", True, (8, 8)),
+        ("tanh", False, (16,)),
+        ("relu", True, (8, 4, 8)),
+        ("gelu", False, (8,)),
+    ],
+)
+def test_the_networks_start_with_rsl_rl_s_weights_from_the_same_seed(activation, normalize, hidden):
+    """The same names, in the same order, with the same bits from the same seed: a seed
+    trains the same policy as with rsl-rl's models, and their checkpoints interchange."""
+    cfg = tiny_config(
+        actor_hidden_dims=hidden, critic_hidden_dims=hidden, activation=activation,
+        obs_normalization=normalize, init_noise_std=0.6,
+    )  # fmt: skip
+    torch.manual_seed(7)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    torch.manual_seed(7)
+    ref_actor = MLPModel(
+        _td(torch.zeros(1, OBS)), {"actor": ["policy"]}, "actor", ACT,
+        hidden_dims=list(hidden), activation=activation, obs_normalization=normalize,
+        distribution_cfg={"class_name": "GaussianDistribution", "init_std": 0.6,
+                          "std_type": "scalar"},
+    )  # fmt: skip
+    ref_critic = MLPModel(
+        _td(torch.zeros(1, OBS)), {"critic": ["policy"]}, "critic", 1,
+        hidden_dims=list(hidden), activation=activation, obs_normalization=normalize,
+    )  # fmt: skip
+    for ours, ref in ((alg.actor, ref_actor), (alg.critic, ref_critic)):
+        a, b = ours.state_dict(), ref.state_dict()
+        assert list(a) == list(b)
+        assert all(torch.equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in a)
+        x = torch.randn(5, OBS)
+        assert torch.allclose(ours(x), ref(_td(x)), atol=1e-6)
+
+
+def test_silu_networks_build():
+    """ "silu" is a TrainConfig activation (rsl-rl's models call it "swish")."""
+    alg = build_algorithm(tiny_config(activation="silu"), OBS, ACT, N)
+    assert any(isinstance(m, torch.nn.SiLU) for m in alg.actor.mlp)
+
+
+def test_returns_and_advantages_are_rsl_rl_s_bit_for_bit():
+    cfg = tiny_config(num_envs=N, num_steps_per_env=T, gamma=0.97, lam=0.9)
+    torch.manual_seed(1)
+    alg = build_algorithm(cfg, OBS, ACT, N)
+    g = torch.Generator().manual_seed(4)
+    st = alg.storage
+    st.observations.copy_(torch.randn(T, N, OBS, generator=g))
+    st.rewards.copy_(torch.randn(T, N, 1, generator=g))
+    st.values.copy_(torch.randn(T, N, 1, generator=g))
+    st.dones.copy_((torch.rand(T, N, 1, generator=g) < 0.2).to(torch.uint8))
+    st.step = T
+    last = torch.randn(N, OBS, generator=g)
+    twin = _rsl_twin(alg, cfg)
+    with torch.inference_mode():
+        alg.compute_returns(last)
+        twin.compute_returns(_td(last))
+    assert torch.equal(st.returns, twin.storage.returns)
+    assert torch.equal(st.advantages, twin.storage.advantages)
+
+
+def test_adam_steps_as_torch_s_fused_adam_bit_for_bit():
+    from kelab.train.adam import Adam
+
+    g = torch.Generator().manual_seed(0)
+    shapes = [(8, 4), (8,), (1, 8), (1,), (3,)]
+    ours = [torch.nn.Parameter(torch.randn(s, generator=g)) for s in shapes]
+    theirs = [torch.nn.Parameter(p.detach().clone()) for p in ours]
+    opt = Adam(ours, lr=3e-3)
+    ref = torch.optim.Adam(theirs, lr=3e-3, fused=True)
+    for step in range(6):
+        for i, (p, q) in enumerate(zip(ours, theirs, strict=True)):
+            grad = torch.randn(p.shape, generator=g)
+            if step == 2 and i == 4:  # a parameter without a gradient this step
+                p.grad = q.grad = None
+            else:
+                p.grad, q.grad = grad.clone(), grad.clone()
+        if step == 3:  # the adaptive schedule changes the rate between steps
+            opt.param_groups[0]["lr"] = ref.param_groups[0]["lr"] = 1e-3
+        opt.step()
+        ref.step()
+        assert all(torch.equal(p, q) for p, q in zip(ours, theirs, strict=True))
+    mine, torchs = opt.state_dict(), ref.state_dict()
+    assert mine["param_groups"] == torchs["param_groups"]
+    assert mine["state"].keys() == torchs["state"].keys()
+    for i, entry in torchs["state"].items():
+        assert entry.keys() == mine["state"][i].keys()
+        assert all(torch.equal(entry[k], mine["state"][i][k]) for k in entry)
+    # torch's state loads into this Adam and steps on identically
+    fresh = Adam([torch.nn.Parameter(q.detach().clone()) for q in theirs], lr=0.5)
+    fresh.load_state_dict(torchs)
+    assert fresh.param_groups[0]["lr"] == 1e-3
+    for p, q in zip(fresh.param_groups[0]["params"], theirs, strict=True):
+        grad = torch.randn(p.shape, generator=g)
+        p.grad, q.grad = grad.clone(), grad.clone()
+    fresh.step()
+    ref.step()
+    assert all(
+        torch.equal(p, q) for p, q in zip(fresh.param_groups[0]["params"], theirs, strict=True)
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda sd: sd["param_groups"].append(dict(sd["param_groups"][0])), "one group"),
+        (lambda sd: sd["param_groups"][0]["params"].pop(), "one group of 2"),
+        (lambda sd: sd["param_groups"][0].update(betas=(0.8, 0.999)), "'betas'"),
+        (lambda sd: sd["param_groups"][0].update(lr=-1.0), "lr must be"),
+        (lambda sd: sd["param_groups"][0].update(lr="fast"), "lr must be"),
+        (lambda sd: sd["state"][1].update(exp_avg=torch.zeros(5)), r"1.exp_avg must have"),
+        (lambda sd: sd["state"][0].update(exp_avg_sq=None), r"0.exp_avg_sq must have"),
+        (lambda sd: sd["state"].update({7: sd["state"][0]}), r"index must be in \[0, 2\)"),
+    ],
+)
+def test_adam_refuses_a_state_that_does_not_fit_and_keeps_its_own(change, match):
+    from kelab.train.adam import Adam
+
+    params = [torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(2, 2))]
+    opt = Adam(params, lr=1e-3)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    opt.step()
+    sd = copy.deepcopy(opt.state_dict())
+    change(sd)
+    before = copy.deepcopy(opt.state_dict())
+    with pytest.raises(ValueError, match=match):
+        opt.load_state_dict(sd)
+    after = opt.state_dict()
+    assert after["param_groups"] == before["param_groups"]
+    assert all(
+        torch.equal(after["state"][i][k], before["state"][i][k])
+        for i in before["state"]
+        for k in before["state"][i]
+    )

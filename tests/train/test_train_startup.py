@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 
 def _run(code: str) -> dict:
@@ -166,3 +167,31 @@ def test_ctrl_c_while_the_curve_is_awaited_still_releases_the_run_dir(tmp_path, 
     finally:
         drawer.close()
         env.close()
+
+
+def test_training_loads_no_compiler_rsl_rl_or_tensordict(tmp_path):
+    """A whole training run (overlapped update in the learner process, evaluations in the
+    evaluation process, a checkpoint saved and resumed) imports none of them: rsl-rl and
+    tensordict are test references only, and torch._dynamo (which tensordict, and any
+    torch.optim optimizer, import) was ~2.5 s of `kelab train`'s start."""
+    seen = _run(
+        f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from train_helpers import tiny_config
+        import kelab as ke
+        from kelab.tasks.cartpole import CartPoleTask
+        cfg = tiny_config(overlap_rollout=True, eval_every=1, eval_episodes=4,
+                          eval_process=True, success_target=0.5)
+        env = ke.LearningEnv(CartPoleTask(), num_envs=cfg.num_envs, seed=0)
+        with ke.RLTrainer(env, run_dir={str(tmp_path / "a")!r}, config=cfg) as tr:
+            tr.train(3)
+        with ke.RLTrainer(env, run_dir={str(tmp_path / "a")!r}, config=cfg,
+                          resume={str(tmp_path / "a")!r} + ":latest") as tr:
+            tr.train(2)
+        env.close()
+        print(json.dumps(sorted(m for m in ("torch._dynamo", "rsl_rl", "tensordict")
+                                if m in sys.modules)))
+        """
+    )
+    assert seen == []

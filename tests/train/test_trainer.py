@@ -43,7 +43,7 @@ def test_train_returns_the_summary_and_writes_the_run(trained_run):
         assert (ckpt.observation_dim, ckpt.action_dim) == (4, 1)
         assert len(ckpt.meta["scene_fingerprint"]) == 64
         assert ckpt.meta["train_config"]["num_envs"] == 16
-        assert {"torch", "rsl-rl-lib", "safetensors", "kelab"} <= set(ckpt.meta["versions"])
+        assert {"torch", "safetensors", "kelab"} <= set(ckpt.meta["versions"])
         assert any(k.startswith("actor.obs_normalizer.") for k in ckpt.tensors)  # part of it
         assert any(k.startswith("optimizer.state.") for k in ckpt.tensors)
     latest = load_checkpoint(f"{run}:latest").meta
