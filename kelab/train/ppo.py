@@ -128,20 +128,13 @@ class FinalObsPPO:
         actor: The policy (:func:`build_actor`).
         critic: The value network (:func:`build_critic`).
         storage: Where a rollout goes.
-        num_learning_epochs: Passes over each rollout.
-        num_mini_batches: Mini-batches per pass.
-        clip_param: PPO's ratio clip (also the value clip).
-        gamma: Discount.
-        lam: GAE's lambda.
-        value_loss_coef: Weight of the value loss.
-        entropy_coef: Weight of the entropy bonus.
-        learning_rate: Adam's starting learning rate.
-        max_grad_norm: Gradient-norm clip, per network.
-        schedule: ``"adaptive"`` (from the KL) or ``"fixed"``.
-        desired_kl: The adaptive schedule's target KL.
-        max_learning_rate: The highest learning rate the schedule may reach.
-        use_clipped_value_loss: Clip the value loss around the old values.
+        config: The PPO settings (epochs, mini-batches, clip, gamma, lambda, loss weights,
+            learning rate and its schedule, gradient clip), read once here.
         device: Where tensors live (``"cpu"``).
+
+    Attributes:
+        use_clipped_value_loss: Clip the value loss around the old values (rsl-rl's
+            default, True).
     """
 
     sample_generator: torch.Generator | None
@@ -169,23 +162,10 @@ class FinalObsPPO:
         actor: PolicyNet,
         critic: PolicyNet,
         storage: RolloutStorage,
-        *,
-        num_learning_epochs: int = 5,
-        num_mini_batches: int = 4,
-        clip_param: float = 0.2,
-        gamma: float = 0.99,
-        lam: float = 0.95,
-        value_loss_coef: float = 1.0,
-        entropy_coef: float = 0.01,
-        learning_rate: float = 1e-3,
-        max_grad_norm: float = 1.0,
-        schedule: str = "adaptive",
-        desired_kl: float | None = 0.01,
-        max_learning_rate: float = 1e-2,
-        use_clipped_value_loss: bool = True,
+        config: TrainConfig,
         device: str = "cpu",
     ) -> None:
-        self.max_learning_rate = float(max_learning_rate)
+        self.max_learning_rate = float(config.max_learning_rate)
         self.sample_generator = None
         self.update_generator = None
         self.lagged = False
@@ -193,18 +173,18 @@ class FinalObsPPO:
         self.actor = actor.to(device)
         self.critic = critic.to(device)
         self.storage = storage
-        self.num_learning_epochs = num_learning_epochs
-        self.num_mini_batches = num_mini_batches
-        self.clip_param = clip_param
-        self.gamma = gamma
-        self.lam = lam
-        self.value_loss_coef = value_loss_coef
-        self.entropy_coef = entropy_coef
-        self.max_grad_norm = max_grad_norm
-        self.schedule = schedule
-        self.desired_kl = desired_kl
-        self.use_clipped_value_loss = use_clipped_value_loss
-        self.learning_rate = learning_rate
+        self.num_learning_epochs = config.num_learning_epochs
+        self.num_mini_batches = config.num_mini_batches
+        self.clip_param = config.clip_param
+        self.gamma = config.gamma
+        self.lam = config.lam
+        self.value_loss_coef = config.value_loss_coef
+        self.entropy_coef = config.entropy_coef
+        self.max_grad_norm = config.max_grad_norm
+        self.schedule = config.schedule
+        self.desired_kl = config.desired_kl
+        self.use_clipped_value_loss = True
+        self.learning_rate = config.learning_rate
         # rsl-rl's Adam over the actor's then the critic's parameters, its update fused
         params = chain(self.actor.parameters(), self.critic.parameters())
         self.optimizer = Adam(params, self.learning_rate)
@@ -494,21 +474,4 @@ def build_algorithm(
     actor = build_actor(config, obs_dim, act_dim)
     critic = build_critic(config, obs_dim)
     storage = RolloutStorage(num_envs, config.num_steps_per_env, obs_dim, act_dim)
-    return FinalObsPPO(
-        actor,
-        critic,
-        storage,
-        num_learning_epochs=config.num_learning_epochs,
-        num_mini_batches=config.num_mini_batches,
-        clip_param=config.clip_param,
-        gamma=config.gamma,
-        lam=config.lam,
-        value_loss_coef=config.value_loss_coef,
-        entropy_coef=config.entropy_coef,
-        learning_rate=config.learning_rate,
-        max_grad_norm=config.max_grad_norm,
-        schedule=config.schedule,
-        desired_kl=config.desired_kl,
-        max_learning_rate=config.max_learning_rate,
-        device=device,
-    )
+    return FinalObsPPO(actor, critic, storage, config, device)
