@@ -59,7 +59,7 @@ class HumanoidTask(LocomotionTask):
         # 'isolated' at 1024 cartpoles, 6-18x less memory a copy (docs/world.md, Layouts);
         # the shipped weights were trained packed
         layout="packed",
-        num_envs=512,
+        num_envs=256,
         num_steps_per_env=24,
         max_iterations=1500,
         actor_hidden_dims=(128, 64),
@@ -72,7 +72,7 @@ class HumanoidTask(LocomotionTask):
         num_mini_batches=4,
         success_target=0.9,
         stop_at_target=True,
-        eval_every=10,
+        eval_every=5,
         eval_episodes=20,
         checkpoint_every=20,
         overlap_rollout=True,
@@ -89,6 +89,15 @@ class HumanoidTask(LocomotionTask):
     with 128x128 (18:31-18:39). 64x64 walked faster (5.6 m/s) but met it later (iteration
     440, 222 s). With the firmer biped joints (``error_correction=0.3``, 40 N·m ankles;
     docs/tasks.md): seed 0 at iteration 200 in 110 s, seed 1 at 220 in 125 s (22:33-22:39).
+
+    256 copies, not 512 (issue #30's sweep, 2026-12-03; ``benchmarks/README.md``,
+    train_targets): half the samples per iteration, the same 5 x 4 mini-batches, so each
+    sample gets twice the gradient steps; rollout and update each take about half as long
+    (~0.26 s an iteration, estimated quiet). The trainer's evaluation (every 5 iterations,
+    20 episodes) passed at iteration 165, 240 and 175 for seeds 0, 1 and 2 (1.02M, 1.48M,
+    1.08M env steps; ~43, ~62, ~46 s estimated quiet), against iteration 140 (1.73M env
+    steps, ~77 s) with 512 copies, seed 0. Desired KL 0.02, 8 mini-batches, 12-step
+    rollouts and 128 copies were slower.
     """
 
     def on_start(self, env: LearningEnv | DirectRLEnv) -> None:

@@ -34,3 +34,21 @@ def test_the_summary_says_when_the_target_was_met_also_when_training_went_on():
         "target met at iteration 239 (by the policy of iteration 230, saved as best); "
         "trained on to iteration 1500 (stopping at the target was off)"
     )
+
+
+def test_humanoid_defaults_are_the_swept_config():
+    """Humanoid-v0 trains 256 copies and evaluates every 5 iterations (#30's sweep).
+
+    256 x 24 samples an iteration with 5 x 4 mini-batches met the target in 1.0-1.5M env
+    steps for seeds 0-2 against ~2.5M with 512 copies (benchmarks/README.md,
+    train_targets); an evaluation every 5 iterations stops ~2.5 iterations after the
+    passing policy on average instead of ~5.
+    """
+    from kelab.tasks.humanoid import HumanoidTask
+
+    config = training_config_of(HumanoidTask)
+    assert (config.num_envs, config.num_steps_per_env) == (256, 24)
+    assert (config.num_learning_epochs, config.num_mini_batches) == (5, 4)
+    assert config.num_envs * config.num_steps_per_env // config.num_mini_batches == 1536
+    assert config.eval_every == 5
+    assert config.overlap_rollout and config.stop_at_target
