@@ -78,7 +78,7 @@ def _serve(
     warnings.simplefilter("ignore")  # nothing to stderr: its lock may be held by a parent thread
     torch.set_num_threads(1)
     target, episodes, pre_episodes, seed = check_args
-    check = TargetCheck(task_type, target, episodes, pre_episodes, seed)
+    check = TargetCheck(task_type, target, episodes, pre_episodes, seed, config.layout)
     actor = build_actor(config, obs_dim, act_dim)
     tensors = _float_tensors(actor)
     sizes = [t.numel() for t in tensors]
@@ -113,7 +113,8 @@ class EvalProcess(HelperProcess):
 
     Args:
         task_type: The task class (the process builds its evaluation envs from it).
-        config: The training config the actor was built with.
+        config: The training config the actor was built with (the evaluation envs use
+            its ``layout``: a policy is judged in the simulation it trains in).
         obs_dim: Observation size.
         act_dim: Action size.
         target: Success rate to meet.

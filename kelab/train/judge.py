@@ -134,8 +134,9 @@ class Judge:
         if self.target_check is None:
             from kelab.train.target import TargetCheck
 
+            cfg = self.config
             self.target_check = TargetCheck(
-                self.task_type, self.config.success_target, self.config.eval_episodes
+                self.task_type, cfg.success_target, cfg.eval_episodes, layout=cfg.layout
             )
         start = time.perf_counter()
         verdict = self.target_check(policy)

@@ -112,6 +112,8 @@ class TargetCheck:
         episodes: Episodes of the full evaluation (one copy each).
         pre_episodes: Episodes of the pre-check, which must all succeed (0: none).
         seed: Seed of every evaluation (the same episodes each call).
+        layout: The evaluation envs' World layout (None: ``ke.EnvConfig``'s default). The
+            trainer judges in the layout it trains in (``TrainConfig.layout``).
 
     Raises:
         ValueError: For a task without a success rule or a bad number.
@@ -124,6 +126,7 @@ class TargetCheck:
         episodes: int = 100,
         pre_episodes: int = 10,
         seed: int = 1000,
+        layout: str | None = None,
     ) -> None:
         from kelab.rl.env import LearningEnv
 
@@ -132,9 +135,11 @@ class TargetCheck:
         self.pre_episodes = check_int(pre_episodes, "TargetCheck.pre_episodes", low=0)
         self.seed = check_seed(seed, "TargetCheck.seed")
         require_success_rule(task_type, "TargetCheck")
-        self._full = LearningEnv(task_type(), num_envs=self.episodes, seed=self.seed)
+        self._full = LearningEnv(task_type(), num_envs=self.episodes, seed=self.seed, layout=layout)
+        self.layout: str = self._full.world.layout
+        """The evaluation envs' World layout."""
         self._pre = (
-            LearningEnv(task_type(), num_envs=self.pre_episodes, seed=self.seed)
+            LearningEnv(task_type(), num_envs=self.pre_episodes, seed=self.seed, layout=layout)
             if 0 < self.pre_episodes < self.episodes
             else None
         )

@@ -34,7 +34,10 @@ def _shipped() -> CheckpointPolicy:
 def test_verdicts_are_the_in_process_checks():
     good = _shipped()
     bad = build_actor(good.config, 4, 1)  # untrained
-    here = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=5)
+    # the process judges in the layout the config trains in
+    here = TargetCheck(
+        CartPoleTask, target=0.95, episodes=30, pre_episodes=5, layout=good.config.layout
+    )
     there = EvalProcess(CartPoleTask, good.config, 4, 1, target=0.95, episodes=30, pre_episodes=5)
     try:
         for actor in (good.actor, bad, good.actor):
