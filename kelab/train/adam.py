@@ -152,7 +152,12 @@ class Adam:
                     "state of an optimizer over the same networks"
                 )
             p = params[int(i)]
-            step = torch.as_tensor(entry["step"], dtype=torch.float32).reshape(())
+            step = torch.as_tensor(entry["step"], dtype=torch.float32)
+            if step.numel() != 1:
+                raise ValueError(
+                    f"optimizer state {i}.step must be one number, got shape {tuple(step.shape)}"
+                )
+            step = step.reshape(())
             avg, sq = entry["exp_avg"], entry["exp_avg_sq"]
             for name, t in (("exp_avg", avg), ("exp_avg_sq", sq)):
                 if not torch.is_tensor(t) or t.shape != p.shape:

@@ -424,6 +424,7 @@ def test_adam_steps_as_torch_s_fused_adam_bit_for_bit():
         (lambda sd: sd["param_groups"][0].update(lr="fast"), "lr must be"),
         (lambda sd: sd["state"][1].update(exp_avg=torch.zeros(5)), r"1.exp_avg must have"),
         (lambda sd: sd["state"][0].update(exp_avg_sq=None), r"0.exp_avg_sq must have"),
+        (lambda sd: sd["state"][1].update(step=torch.zeros(3)), r"1.step must be one number"),
         (lambda sd: sd["state"].update({7: sd["state"][0]}), r"index must be in \[0, 2\)"),
     ],
 )
