@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -142,8 +143,8 @@ class Adam:
                     "torch's fused-Adam defaults load"
                 )
         lr = group.get("lr")
-        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr >= 0.0:
-            raise ValueError(f"optimizer lr must be a number >= 0, got {lr!r}")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0.0 <= lr < math.inf:
+            raise ValueError(f"optimizer lr must be a finite number >= 0, got {lr!r}")
         new: dict[torch.nn.Parameter, dict[str, torch.Tensor]] = {}
         for i, entry in state_dict["state"].items():
             if not 0 <= int(i) < len(params):
@@ -158,6 +159,11 @@ class Adam:
                     f"optimizer state {i}.step must be one number, got shape {tuple(step.shape)}"
                 )
             step = step.reshape(())
+            if not (bool(torch.isfinite(step)) and step >= 0 and step == step.round()):
+                raise ValueError(
+                    f"optimizer state {i}.step must be a whole number >= 0, got {step.item()}; "
+                    "the checkpoint is damaged"
+                )
             avg, sq = entry["exp_avg"], entry["exp_avg_sq"]
             for name, t in (("exp_avg", avg), ("exp_avg_sq", sq)):
                 if not torch.is_tensor(t) or t.shape != p.shape:
@@ -166,10 +172,27 @@ class Adam:
                         f"optimizer state {i}.{name} must have its parameter's shape "
                         f"{tuple(p.shape)}, got {shape}"
                     )
+                # Adam divides by sqrt(exp_avg_sq): a NaN, an infinity or a negative there
+                # is NaN weights after the next step
+                if not bool(torch.isfinite(t).all()) or (
+                    name == "exp_avg_sq" and bool((t < 0).any())
+                ):
+                    raise ValueError(
+                        f"optimizer state {i}.{name} must be finite"
+                        + (" and >= 0" if name == "exp_avg_sq" else "")
+                        + "; the checkpoint is damaged"
+                    )
             new[p] = {
                 "step": step.clone(),
                 "exp_avg": avg.to(p.dtype).clone(),
                 "exp_avg_sq": sq.to(p.dtype).clone(),
             }
+        if new and len(new) != len(params):
+            position = {id(p): k for k, p in enumerate(params)}
+            indices = sorted(position[id(p)] for p in new)
+            raise ValueError(
+                f"optimizer state must cover every parameter or none, got {indices} of "
+                f"{len(params)}; load the state of an optimizer over the same networks"
+            )
         self.param_groups[0]["lr"] = lr
         self.state = new

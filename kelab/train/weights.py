@@ -105,6 +105,13 @@ def load_optimizer_state(
         CheckpointError: When the saved state does not fit this optimizer.
     """
     try:
+        if not isinstance(meta, dict):
+            raise TypeError(f"optimizer must be a JSON object, got {type(meta).__name__}")
+        scalars = meta.get("scalars", {})
+        if not isinstance(scalars, dict):
+            raise TypeError(
+                f"optimizer scalars must be a JSON object, got {type(scalars).__name__}"
+            )
         if meta.get("type") != type(optimizer).__name__:
             raise ValueError(f"optimizer type {meta.get('type')!r} != {type(optimizer).__name__}")
         groups = []
@@ -120,7 +127,7 @@ def load_optimizer_state(
         for index, values in meta.get("scalars", {}).items():
             state.setdefault(int(index), {}).update(values)
         optimizer.load_state_dict({"state": state, "param_groups": groups})
-    except (KeyError, ValueError, TypeError, RuntimeError) as err:
+    except (KeyError, ValueError, TypeError, RuntimeError, AttributeError) as err:
         raise CheckpointError(
             f"{path}: the optimizer state does not fit this network ({err}); the checkpoint "
             "is damaged, or resume with a config matching the checkpoint's"

@@ -11,6 +11,7 @@ dependency: the reference).
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
@@ -426,6 +427,15 @@ def test_adam_steps_as_torch_s_fused_adam_bit_for_bit():
         (lambda sd: sd["state"][0].update(exp_avg_sq=None), r"0.exp_avg_sq must have"),
         (lambda sd: sd["state"][1].update(step=torch.zeros(3)), r"1.step must be one number"),
         (lambda sd: sd["state"].update({7: sd["state"][0]}), r"index must be in \[0, 2\)"),
+        # values Adam cannot continue from (they made NaN actions an iteration later)
+        (lambda sd: sd["param_groups"][0].update(lr=math.inf), "lr must be"),
+        (lambda sd: sd["state"][0]["exp_avg"].fill_(math.nan), r"0.exp_avg must be finite"),
+        (lambda sd: sd["state"][1]["exp_avg_sq"].fill_(-1.0), r"1.exp_avg_sq must be finite"),
+        (lambda sd: sd["state"][1]["exp_avg_sq"].fill_(math.inf), r"1.exp_avg_sq must be finite"),
+        (lambda sd: sd["state"][0].update(step=torch.tensor(-5.0)), r"0.step must be a whole"),
+        (lambda sd: sd["state"][0].update(step=torch.tensor(math.nan)), r"0.step must be a whole"),
+        (lambda sd: sd["state"][0].update(step=torch.tensor(1.5)), r"0.step must be a whole"),
+        (lambda sd: sd["state"].pop(0), r"every parameter or none, got \[1\] of 2"),
     ],
 )
 def test_adam_refuses_a_state_that_does_not_fit_and_keeps_its_own(change, match):

@@ -112,6 +112,34 @@ def test_resume_refuses_other_dimensions(trained_run, tmp_path):
     env.close()
 
 
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda opt: opt.update(scalars=["x"]), "scalars must be a JSON object, got list"),
+        (lambda opt: opt["param_groups"][0].update(lr=1e400), "lr must be"),  # JSON Infinity
+        (lambda opt: opt.update(scalars={"0": {"step": -5}}), "0.step must be a whole"),
+    ],
+)
+def test_resume_refuses_a_bad_optimizer_state_in_one_line(trained_run, tmp_path, change, match):
+    # the JSON is not covered by the weights' checksum: an edited optimizer state reaches
+    # the optimizer, which refuses it as a CheckpointError (it was an AttributeError, or
+    # NaN actions an iteration later)
+    import shutil
+
+    from kelab.train.checkpoint import CheckpointError
+
+    run = tmp_path / "edited"
+    shutil.copytree(trained_run["dir"], run)
+    meta = json.loads((run / "latest.json").read_text())
+    change(meta["optimizer"])  # a JSON scalar step overrides the tensor's
+    (run / "latest.json").write_text(json.dumps(meta))
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with pytest.raises(CheckpointError, match=match) as err:
+        ke.RLTrainer(env, seed=3, run_dir=tmp_path / "resumed", resume=f"{run}:latest")
+    assert "\n" not in str(err.value) and "latest.json" in str(err.value)
+    env.close()
+
+
 def test_ctrl_c_saves_latest_and_returns(tmp_path):
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
 
