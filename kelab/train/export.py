@@ -92,6 +92,8 @@ def policy_graph(actor: NumpyActor, metadata: dict[str, str]) -> onnx.ModelProto
             node("Tanh", [x], out)
         elif name == "selu":
             node("Selu", [x], out, **_SELU)
+        elif name == "silu":  # x * sigmoid(x)
+            node("Mul", [x, node("Sigmoid", [x], f"s{k}")], out)
         else:  # gelu, exact: 0.5 x (1 + erf(x / sqrt 2))
             scaled = node("Mul", [x, const(f"rsqrt2_{k}", np.float32(1 / math.sqrt(2)))], f"g{k}a")
             erf = node("Erf", [scaled], f"g{k}b")

@@ -86,12 +86,18 @@ def _gelu(x: np.ndarray) -> np.ndarray:  # torch's exact (erf) GELU
     return (0.5 * x * (1.0 + _erf(x.astype(np.float64) / math.sqrt(2.0)))).astype(x.dtype)
 
 
+def _silu(x: np.ndarray) -> np.ndarray:  # x * sigmoid(x), in float64 (no overflow warning)
+    x64 = x.astype(np.float64)
+    return (x64 / (1.0 + np.exp(-x64))).astype(x.dtype)
+
+
 ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "elu": _elu,
     "relu": lambda x: np.maximum(x, 0),
     "tanh": np.tanh,
     "selu": _selu,
     "gelu": _gelu,
+    "silu": _silu,
 }
 """``TrainConfig.activation`` -> the same function on float32 arrays (rsl-rl-lib's)."""
 

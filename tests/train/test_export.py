@@ -58,7 +58,7 @@ def test_the_graph_gives_the_players_actions_for_every_shipped_policy(tmp_path, 
     assert meta["kelab.checkpoint_sha256"] == recorded["weights"]["sha256"]
 
 
-@pytest.mark.parametrize("activation", ["elu", "relu", "tanh", "selu", "gelu"])
+@pytest.mark.parametrize("activation", ["elu", "relu", "tanh", "selu", "gelu", "silu"])
 def test_every_activation_and_the_normaliser_export(tmp_path, activation):
     from kelab.tasks.cartpole import CartPoleTask
     from kelab.train.ppo import build_actor

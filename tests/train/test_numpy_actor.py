@@ -48,7 +48,7 @@ def test_the_numpy_actor_gives_the_torch_actors_actions(env_id):
     assert np.abs(numpy_actor(real[0]) - torch_actor(real[0])).max() <= 1e-5  # one obs
 
 
-@pytest.mark.parametrize("activation", ["elu", "relu", "tanh", "selu", "gelu"])
+@pytest.mark.parametrize("activation", ["elu", "relu", "tanh", "selu", "gelu", "silu"])
 def test_every_activation_and_the_normaliser_match_torch(tmp_path, activation):
     from kelab.train.ppo import build_actor
 
