@@ -384,7 +384,8 @@ def network_shapes(
 ) -> dict[str, tuple[int, ...]]:
     """The tensors of a policy network as KELab saves it: name -> shape.
 
-    rsl-rl-lib's MLP model: ``mlp.<2k>.weight``/``.bias`` for each linear layer, the
+    :class:`~kelab.train.nets.PolicyNet`, with rsl-rl-lib's ``MLPModel`` names:
+    ``mlp.<2k>.weight``/``.bias`` for each linear layer, the
     observation normaliser's statistics when it normalises, and the actor's action std.
 
     Example:

@@ -1,7 +1,7 @@
 """A checkpoint's deterministic policy in numpy: what ``kelab play`` and ``kelab eval`` run.
 
 Playing a policy needs no torch: :class:`NumpyActor` computes the same function as the
-torch actor that trained it (rsl-rl-lib's MLP model: the frozen observation normaliser,
+torch actor that trained it (:class:`~kelab.train.nets.PolicyNet`: the frozen normaliser,
 the linear layers with the config's hidden activation between them, the Gaussian's mean
 as the action), from the weights that :func:`~kelab.train.checkpoint.load_checkpoint`
 reads with safetensors' numpy API, and clips the actions to [-1, 1] as the player sends
