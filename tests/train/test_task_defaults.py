@@ -42,7 +42,9 @@ def test_humanoid_defaults_are_the_swept_config():
     256 x 24 samples an iteration with 5 x 4 mini-batches met the target in 1.0-1.5M env
     steps for seeds 0-2 against ~2.5M with 512 copies (benchmarks/README.md,
     train_targets); an evaluation every 5 iterations stops ~2.5 iterations after the
-    passing policy on average instead of ~5.
+    passing policy on average instead of ~5. Sweep 2 (``kelab train``'s packed path):
+    exploration noise 0.6 and a desired KL of 0.015 stopped at iterations 190, 225, 230
+    and 235 for seeds 0, 1, 2 and 42 against 270, 175, 335 and 215 with 0.8 and 0.01.
     """
     from kelab.tasks.humanoid import HumanoidTask
 
@@ -51,4 +53,11 @@ def test_humanoid_defaults_are_the_swept_config():
     assert (config.num_learning_epochs, config.num_mini_batches) == (5, 4)
     assert config.num_envs * config.num_steps_per_env // config.num_mini_batches == 1536
     assert config.eval_every == 5
+    assert (config.init_noise_std, config.desired_kl) == (0.6, 0.015)
+    assert (config.learning_rate, config.entropy_coef, config.lam, config.gamma) == (
+        1e-3,
+        0.003,
+        0.95,
+        0.99,
+    )
     assert config.overlap_rollout and config.stop_at_target
