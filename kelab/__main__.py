@@ -1,13 +1,11 @@
-"""``python -m kelab``: the ``kelab`` command (:func:`kelab.cli.main`).
+"""``python -m kelab``: the ``kelab`` command (:func:`kelab.cli.run`).
 
 ``python -m kelab train CartPole-v0`` works like ``kelab train CartPole-v0``.
 """
 
 from __future__ import annotations
 
-import sys
-
-from kelab.cli import main
+from kelab.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

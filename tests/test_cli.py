@@ -543,3 +543,47 @@ def test_help_and_demo_import_no_heavy_package():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- the executable's exit
+_EXIT_PROBE = """
+import atexit, pathlib, sys, threading, time
+out = pathlib.Path(sys.argv[1])
+atexit.register(lambda: (out / "atexit").write_text("ran"))
+if sys.argv[2] == "thread":  # a non-daemon thread still working when the command ends
+    def late():
+        time.sleep(0.5)
+        (out / "thread").write_text("done")
+    threading.Thread(target=late).start()
+print("buffered", end="")  # no newline: still in the pipe's buffer when run() ends
+sys.argv = ["kelab", "plot", str(out / "missing")]
+from kelab.cli import run
+run()
+"""
+
+
+@pytest.mark.parametrize("thread", ["none", "thread"])
+def test_the_executable_exits_like_python(tmp_path, thread):
+    """``run()`` (the ``kelab`` executable) skips only the interpreter's teardown.
+
+    The exit code is ``main``'s; the atexit handlers run; buffered output reaches the
+    pipe; a non-daemon thread still running is waited for.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-c", _EXIT_PROBE, str(tmp_path), thread],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr  # kelab plot of a missing run dir
+    assert proc.stdout == "buffered"
+    assert "must be a run directory" in proc.stderr
+    assert (tmp_path / "atexit").read_text() == "ran"
+    if thread == "thread":
+        assert (tmp_path / "thread").read_text() == "done"
+
+
+def test_python_m_kelab_uses_the_prompt_exit():
+    import kelab.__main__ as entry
+
+    assert entry.run is ke.cli.run

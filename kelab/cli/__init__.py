@@ -18,12 +18,14 @@ what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no pygame banner on the command line
 
@@ -43,6 +45,7 @@ __all__ = [
     "build_parser",
     "main",
     "positive_int",
+    "run",
     "run_demo",
 ]
 
@@ -158,3 +161,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         hint = "" if plain else " (--debug shows the traceback)"
         print(f"kelab: error: {message}{hint}", file=sys.stderr)
         return 2
+
+
+def run() -> NoReturn:
+    """The ``kelab`` executable and ``python -m kelab``: :func:`main`, then a prompt exit.
+
+    After the command, the process ends the way Python's own exit would, less its last
+    stage: the ``atexit`` handlers run (multiprocessing's, logging's, a user task's), the
+    standard streams are flushed, and the process exits with :func:`main`'s code without
+    tearing down every module and object one by one. After ``kelab train`` that
+    teardown (torch's thousands of objects) took 0.15-0.18 s of a 3.5 s CartPole run,
+    and wrote nothing: the command's files are complete and closed by then (checkpoints
+    and the curve atomically, the metrics and the TensorBoard log closed). While a
+    non-daemon thread is still running, the exit is Python's own, which waits for it.
+    ``main`` itself (called by tests and scripts) returns as usual.
+    """
+    code = main()
+    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
+    if any(not t.daemon and t.is_alive() for t in others):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # noqa: SLF001  (the handlers Python's exit would run)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to write
+            pass
+    os._exit(code)

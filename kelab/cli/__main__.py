@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-
-from kelab.cli import main
+from kelab.cli import run
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
