@@ -235,6 +235,8 @@ class Shard:
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
         self.recipe: list[Recipe | None] = [None] * n  # per copy: the C calls of a rebuild
+        # per place flag, per copy: the rebuild's calls in one flat sequence (made lazily)
+        self._calls: dict[bool, list[tuple | None]] = {True: [None] * n, False: [None] * n}
         # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
         self.anchors: list[dict[int, pymunk.Body]] = [{} for _ in range(n)]
         # the constraints are unmanaged pointers (a rebuild frees the old ones at once):
@@ -388,7 +390,8 @@ class Shard:
         again, in the same order), and the constraints, re-initialised in place (zero
         impulses), are added again. Every body's bias velocities (left by the last solve,
         used by the next step) are zeroed by a position update of zero time. Direct
-        Chipmunk calls bound to locals, no pymunk bookkeeping.
+        Chipmunk calls, no pymunk bookkeeping, per copy in one flat sequence
+        (:meth:`_rebuild_calls`).
 
         ``place=False`` leaves out the velocity and pose calls, for a caller that writes
         every moving body's pose and velocity next (:meth:`PackedBackend.write_states`):
@@ -396,43 +399,46 @@ class Shard:
         position alone), velocity and angular velocity whatever they were, so the result
         is the same bits.
         """
-        ptr = self.ptr
-        rm_con, rm_shape = cp.space_remove_constraint, cp.space_remove_shape
-        add_con, add_shape = cp.space_add_constraint, cp.space_add_shape
-        set_v, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
-        update = cp.body_update_position
-        off, set_bias = cp.constraint_set_collide_bodies, cp.constraint_set_error_bias
-        set_a, set_p = cp.body_set_angle, cp.body_set_position
-        set_fric, set_counter = cp.shape_set_friction, cp.space_set_shape_id_counter
-        zero = (0.0, 0.0)
-        stride = self.plan.moving_shapes
-        parts, recipe = self.parts, self.recipe
+        seqs = self._calls[place]
         for cl in locals_.tolist():
-            cons = parts[cl][2]
-            adds, inits, shape_ptrs, _, fric, biased = recipe[cl]
-            for con in reversed(cons):
-                rm_con(ptr, con)
-            for sp in shape_ptrs:
-                rm_shape(ptr, sp)
-            for sp, f in fric:
-                set_fric(sp, f)
-            set_counter(ptr, cl * stride)
-            for bp, angle, pos, sps in adds:
-                if place:
-                    set_v(bp, zero)
-                    set_w(bp, 0.0)
-                update(bp, 0.0)  # zeroes the bias velocities the last solve left
-                if place:
-                    set_a(bp, angle)
-                    set_p(bp, pos)
-                for sp in sps:
-                    add_shape(ptr, sp)
-            for (init, args), con in zip(inits, cons, strict=True):
-                init(*args)
-                off(con, 0)
-                add_con(ptr, con)
-            for con, bias in biased:  # Init reset the joints' own error biases
-                set_bias(con, bias)
+            seq = seqs[cl]
+            if seq is None:
+                seq = seqs[cl] = self._rebuild_calls(cl, place)
+            for call, args in seq:
+                call(*args)
+
+    def _rebuild_calls(self, cl: int, place: bool) -> tuple[tuple[object, tuple], ...]:
+        """Local copy ``cl``'s rebuild (:meth:`rebuild`) as one flat sequence of C calls.
+
+        Made once per copy and ``place``: every argument is fixed per copy (its bodies,
+        shapes and constraints are reused), and a flat ``call(*args)`` loop is cheaper
+        than walking the recipe's nested lists each time: ``set_body_states`` of 12 of
+        256 Humanoid copies, 67 -> 64 us per copy (the rest is Chipmunk's own work).
+        """
+        ptr = self.ptr
+        cons = self.parts[cl][2]
+        adds, inits, shape_ptrs, _, fric, biased = self.recipe[cl]
+        zero = (0.0, 0.0)
+        seq: list[tuple[object, tuple]] = []
+        seq += [(cp.space_remove_constraint, (ptr, con)) for con in reversed(cons)]
+        seq += [(cp.space_remove_shape, (ptr, sp)) for sp in shape_ptrs]
+        seq += [(cp.shape_set_friction, (sp, f)) for sp, f in fric]
+        seq.append((cp.space_set_shape_id_counter, (ptr, cl * self.plan.moving_shapes)))
+        for bp, angle, pos, sps in adds:
+            if place:
+                seq += [(cp.body_set_velocity, (bp, zero)),
+                        (cp.body_set_angular_velocity, (bp, 0.0))]  # fmt: skip
+            # zeroes the bias velocities the last solve left
+            seq.append((cp.body_update_position, (bp, 0.0)))
+            if place:
+                seq += [(cp.body_set_angle, (bp, angle)), (cp.body_set_position, (bp, pos))]
+            seq += [(cp.space_add_shape, (ptr, sp)) for sp in sps]
+        for (init, args), con in zip(inits, cons, strict=True):
+            seq += [(init, args), (cp.constraint_set_collide_bodies, (con, 0)),
+                    (cp.space_add_constraint, (ptr, con))]  # fmt: skip
+        # Init reset the joints' own error biases
+        seq += [(cp.constraint_set_error_bias, (con, bias)) for con, bias in biased]
+        return tuple(seq)
 
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""
