@@ -171,15 +171,17 @@ class Contacts:
         speed = self._speed  # -1 where no contact was seen (reset to -1 below)
         if rows.size:
             # the body states after this step, x in the shard's space (contact points are)
-            fresh = None if state_valid.all() else backend.contact_states(rows)
+            every = state_valid.all()  # the step read every copy (the usual case)
+            fresh = None if every else backend.contact_states(rows)
             if fresh is not None:  # the rows alone, fresh (reading never changes physics)
                 st = fresh
                 x = st[:, 0]
             else:
-                copies = np.unique(rows // nb)
-                stale = copies[~state_valid[copies]]
-                if stale.size:
-                    read(stale)
+                if not every:
+                    copies = np.unique(rows // nb)
+                    stale = copies[~state_valid[copies]]
+                    if stale.size:
+                        read(stale)
                 st = backend.raw.reshape(-1, 6)[rows]
                 x = st[:, 0] + backend.origin_x[rows // nb]
             if self._cog:  # r = contact point - centre of gravity (world)
