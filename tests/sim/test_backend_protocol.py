@@ -9,7 +9,7 @@ import pytest
 
 import kelab as ke
 from kelab.sim.physics._backend import Backend
-from kelab.sim.physics._batch import IdMap, friction_contacts
+from kelab.sim.physics._batch import friction_contacts
 from kelab.sim.physics._compile import make_layout
 from kelab.sim.physics._isolated import IsolatedBackend
 from kelab.sim.physics._packed import PackedBackend
@@ -52,6 +52,6 @@ def test_one_friction_contact_selector() -> None:
     vals = np.array([-2, 3, -1])
     ints = np.array([[11, 10, 2], [12, 10, 1], [11, 12, 1], [10, 11, 1]], dtype=np.uint64)
     fl = np.arange(32, dtype=np.float64).reshape(4, 8)
-    rows, count, f = friction_contacts(IdMap(table, vals), ints, fl)
+    rows, count, f = friction_contacts(table, vals, ints, fl)
     assert rows.tolist() == [3, 3] and count.tolist() == [2, 1]
     assert np.array_equal(f, fl[[0, 3]])

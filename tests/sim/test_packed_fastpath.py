@@ -142,23 +142,3 @@ def test_world_throughput_interleaved_mode_prints_both_sides() -> None:
     assert line.startswith("4 cartpoles, 2 pairs of 20 control steps")
     assert "packed World min" in line and "bare loop min" in line
     assert "median of the pairs" in line and "load average" in line
-
-
-@pytest.mark.parametrize("spread", [1, 5, 100_000])
-def test_id_map_matches_the_sorted_lookup(spread):
-    """IdMap (dense table where ids are compact, binary search where they are spread)
-    maps every key as the sorted-table lookup does, -1 for ids it does not hold."""
-    from kelab.sim.physics._batch import IdMap, lookup
-
-    rng = np.random.default_rng(spread)
-    ids = (10_000 + spread * rng.permutation(500)).astype(np.uint64)
-    values = rng.integers(-3, 1000, ids.size)
-    m = IdMap(ids, values)
-    assert (m._dense is not None) == (spread < 100_000)
-    far = np.array([0, 9_999, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
-    keys = np.concatenate([ids, ids + np.uint64(1), far])
-    keys = rng.permutation(keys).reshape(-1, 2)
-    order = np.argsort(ids)
-    assert np.array_equal(m(keys), lookup(ids[order], values[order], keys))
-    assert np.array_equal(m(ids), values)
-    assert (m(np.array([0, 2**64 - 1], dtype=np.uint64)) == -1).all()

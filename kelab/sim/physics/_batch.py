@@ -179,60 +179,23 @@ def lookup(table: np.ndarray, order: np.ndarray, keys: np.ndarray) -> np.ndarray
     return np.where(table[pos] == keys, order[pos], -1)
 
 
-class IdMap:
-    """Body ids -> values, -1 for any other id: built once, applied to every step's arbiters.
-
-    pymunk numbers bodies in creation order, so a World's ids span little more than
-    their count: the map is then one gather from a dense table over that span, with a
-    -1 slot at each end that ids outside it are clipped to. At ~1,400 Humanoid arbiters
-    that is ~3x cheaper than a binary search of the sorted ids (12 against 35 us per
-    step), which ids spread wider than ``8 * count + 4096`` keep.
-
-    Args:
-        ids: The body ids (distinct).
-        values: The value of each.
-    """
-
-    def __init__(self, ids: np.ndarray, values: np.ndarray) -> None:
-        order = np.argsort(ids, kind="stable")
-        self.ids = ids[order].astype(np.uint64)
-        """The ids, ascending."""
-        self.values = np.asarray(values, dtype=np.int64)[order]
-        """The value of each id of :attr:`ids`."""
-        self._dense: np.ndarray | None = None
-        self._base = 0
-        if self.ids.size:
-            lo, hi = int(self.ids[0]), int(self.ids[-1])
-            if hi - lo <= 8 * self.ids.size + 4096:
-                dense = np.full(hi - lo + 3, -1, dtype=np.int64)
-                dense[(self.ids - np.uint64(lo)).astype(np.int64) + 1] = self.values
-                self._dense, self._base = dense, lo - 1
-
-    def __call__(self, keys: np.ndarray) -> np.ndarray:
-        """The values of ``keys`` (uint64 body ids, any shape), -1 where absent."""
-        dense = self._dense
-        if dense is None:
-            return lookup(self.ids, self.values, keys)
-        idx = keys.astype(np.int64)
-        idx -= self._base
-        np.clip(idx, 0, dense.size - 1, out=idx)
-        return dense[idx]
-
-
 def friction_contacts(
-    codes: IdMap, ints: np.ndarray, fl: np.ndarray
+    table: np.ndarray, vals: np.ndarray, ints: np.ndarray, fl: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Select arbiters between a friction body (value >= 0) and the main static (-2).
 
-    ``codes``: body ids to their friction values (a row ``c*nb+b``, -2 for the main
-    static material, -1 otherwise). Returns ``(rows, count, floats)``.
+    ``table``/``vals``: sorted body ids and their friction values (a row ``c*nb+b``,
+    -2 for the main static material, -1 otherwise). Returns ``(rows, count, floats)``.
     Both layouts use it. The per-arbiter min/max of the two bodies' codes are
     element-wise ops on the two columns: numpy's axis reductions over two columns cost
     several times more at these sizes.
     """
-    if codes.ids.size == 0 or ints.shape[0] == 0:
+    if table.size == 0 or ints.shape[0] == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, fl.shape[1]))
-    code = codes(ints[:, 0:2])
+    keys = ints[:, 0:2]
+    pos = np.searchsorted(table, keys)
+    np.minimum(pos, table.size - 1, out=pos)
+    code = np.where(table[pos] == keys, vals[pos], -1)
     ca, cb = code[:, 0], code[:, 1]
     hi = np.maximum(ca, cb)
     sel = (np.minimum(ca, cb) == -2) & (hi >= 0)

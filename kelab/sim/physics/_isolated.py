@@ -25,8 +25,8 @@ from kelab.sim.physics._batch import (
     SET,
     ArbiterBuffer,
     BatchRows,
-    IdMap,
     friction_contacts,
+    lookup,
     nearest_body,
     set_shape_values,
 )
@@ -77,7 +77,7 @@ class IsolatedBackend:
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
-        self._fric: IdMap | None = None  # body ids -> friction codes
+        self._fric_vals: np.ndarray | None = None
         self._threads = num_threads
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
@@ -206,36 +206,39 @@ class IsolatedBackend:
             self._posvel.run(c, self._ptrs[c], SET)
 
     # ------------------------------------------------------------------ contacts, rays
-    def _id_table(self) -> IdMap:
-        """Body ids -> rows ``c*nb+b``, rebuilt when bodies change."""
+    def _id_table(self) -> tuple[np.ndarray, np.ndarray]:
         if self._ids_dirty:
             ids = np.array(
                 [[b.id for b in c.bodies] for c in self._copies], dtype=np.uint64
             ).reshape(-1)
-            self._rows = IdMap(ids, np.arange(ids.size))
+            order = np.argsort(ids, kind="stable")
+            self._id_sorted = ids[order]
+            self._id_order = order
             self._ids_dirty = False
-            self._fric = None
-        return self._rows
+            self._fric_vals = None
+        return self._id_sorted, self._id_order
 
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Last step's arbiters of copies ``ids`` (rows ``c*nb+b`` of A and B, counts, floats).
 
         See :func:`sum_arbiters` for the floats; -1 marks a body of no copy.
         """
-        ints, fl, rows = self._read_arbiters(ids)
-        return rows(ints[:, 0]), rows(ints[:, 1]), ints[:, 2].astype(np.int64), fl
+        ints, fl, table, order = self._read_arbiters(ids)
+        ra = lookup(table, order, ints[:, 0])
+        return ra, lookup(table, order, ints[:, 1]), ints[:, 2].astype(np.int64), fl
 
     def _read_arbiters(
         self, ids: np.ndarray, copy: bool = True
-    ) -> tuple[np.ndarray, np.ndarray, IdMap]:
-        """Summed last-step arbiters of copies ``ids`` plus the body ids' rows.
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Summed last-step arbiters of copies ``ids`` plus the body-id lookup table.
 
         With ``copy`` the floats own their memory; else they view the reused buffer,
         which the next read overwrites (see :meth:`ArbiterBuffer.read`).
         """
         ptrs = self._ptrs
         ints, fl = self._arb_buf.read([ptrs[c] for c in ids.tolist()], copy)
-        return ints, fl, self._id_table()
+        table, order = self._id_table()
+        return ints, fl, table, order
 
     def friction_arbiters(
         self, ids: np.ndarray, codes: np.ndarray
@@ -244,12 +247,11 @@ class IsolatedBackend:
 
         See ``PackedBackend.friction_arbiters`` (same contract).
         """
-        ints, fl, rows = self._read_arbiters(ids, copy=False)  # selected: copies
-        if self._fric is None:
-            row = rows.values
-            code = codes[row % self._nb]
-            self._fric = IdMap(rows.ids, np.where(code == 1, row, np.where(code == 2, -2, -1)))
-        return friction_contacts(self._fric, ints, fl)
+        ints, fl, table, order = self._read_arbiters(ids, copy=False)  # selected: copies
+        if self._fric_vals is None:
+            code = codes[order % self._nb]
+            self._fric_vals = np.where(code == 1, order, np.where(code == 2, -2, -1))
+        return friction_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray

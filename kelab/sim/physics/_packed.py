@@ -24,7 +24,7 @@ from functools import partial
 import numpy as np
 
 from kelab.sim.physics import _chipmunk as cp
-from kelab.sim.physics._batch import ArbiterBuffer, IdMap, friction_contacts, nearest_body
+from kelab.sim.physics._batch import ArbiterBuffer, friction_contacts, lookup, nearest_body
 from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
@@ -195,7 +195,7 @@ class PackedBackend:
         self._jobs: dict[tuple[float, bool], Callable[[int], None]] = {}
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
-        self._fric: IdMap | None = None  # body ids -> friction codes
+        self._fric_vals: np.ndarray | None = None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._direct = False
         self.rebuild(np.arange(num_envs))
@@ -427,7 +427,7 @@ class PackedBackend:
         if fresh:
             self._shards = [Shard(self._plan, part) for part in self._split]
             self._id_dirty = self._shapes_dirty = True
-            self._fric = None
+            self._fric_vals = None
         elif len(self._split) == 1:  # one shard: local indices are the copy indices
             self._shards[0].rebuild(np.sort(ids), place)
         else:
@@ -507,8 +507,7 @@ class PackedBackend:
         return self._shapes
 
     # ------------------------------------------------------------------ contacts, rays
-    def _id_table(self) -> IdMap:
-        """Body ids -> rows ``c*nb+b`` (shared bodies: ``-2 - b``), rebuilt when bodies change."""
+    def _id_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self.sync()
         if self._id_dirty:
             keys, vals = [], []
@@ -523,9 +522,11 @@ class PackedBackend:
                 for b, body in shard.shared.items():
                     keys.append(body.id)
                     vals.append(-2 - b)  # shared: belongs to the copy of the other body
-            self._rows = IdMap(np.array(keys, dtype=np.uint64), np.array(vals, dtype=np.int64))
+            k = np.array(keys, dtype=np.uint64)
+            order = np.argsort(k, kind="stable")
+            self._table = (k[order], np.array(vals, dtype=np.int64)[order])
             self._id_dirty = False
-        return self._rows
+        return self._table[0], self._table[1], np.zeros(0)
 
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Last step's arbiters of all copies (rows ``c*nb+b`` of A and B, counts, floats).
@@ -534,8 +535,9 @@ class PackedBackend:
         """
         self.sync()
         ints, fl = self._arb_buf.read([shard.ptr for shard in self._shards])
-        rows = self._id_table()
-        ra, rb = rows(ints[:, 0]), rows(ints[:, 1])
+        table, vals, _ = self._id_table()
+        ra = lookup(table, vals, ints[:, 0])
+        rb = lookup(table, vals, ints[:, 1])
         nb = self._nb
         # a shared body (encoded -2 - b) takes the copy of the body it touches
         for mine, other in ((ra, rb), (rb, ra)):
@@ -563,15 +565,15 @@ class PackedBackend:
         self.sync()
         # fl views the reused buffer: friction_contacts returns copies
         ints, fl = self._arb_buf.read([shard.ptr for shard in self._shards], copy=False)
-        rows = self._id_table()
-        if self._fric is None:
+        table, _, _ = self._id_table()
+        if self._fric_vals is None:
             nb = self._nb
-            vals = rows.values
+            vals = self._table[1]
             shared = vals <= -2
             b = np.where(shared, -2 - vals, vals % nb)
             code = codes[b]
-            self._fric = IdMap(rows.ids, np.where(code == 1, vals, np.where(code == 2, -2, -1)))
-        return friction_contacts(self._fric, ints, fl)
+            self._fric_vals = np.where(code == 1, vals, np.where(code == 2, -2, -1))
+        return friction_contacts(table, self._fric_vals, ints, fl)
 
     def segment_first(
         self, body: int, start: np.ndarray, end: np.ndarray, ids: np.ndarray
