@@ -8,8 +8,10 @@ judged by the task's success rule, the same episodes :func:`kelab.evaluate` judg
 
 It is built to be cheap when the answer is no, so a trainer can ask often:
 
-- a pre-check runs ``pre_episodes`` of them first and stops at the first failure; only a
-  policy that passes it runs the full evaluation;
+- a pre-check plays the first ``pre_episodes`` of them first (fewer copies: cheaper
+  steps) and stops once more of them failed than the full evaluation allows in all;
+  only a policy that passes it runs the full evaluation (so the pre-check never changes
+  a verdict, it only saves time);
 - the full evaluation stops as soon as too many episodes failed for the target to be met.
 
 The verdict is always the full evaluation's.
@@ -110,7 +112,8 @@ class TargetCheck:
             a full one; they stay open between calls).
         target: Success rate to meet, in [0, 1].
         episodes: Episodes of the full evaluation (one copy each).
-        pre_episodes: Episodes of the pre-check, which must all succeed (0: none).
+        pre_episodes: Episodes of the pre-check: the full evaluation's first ones, with
+            the failures the full evaluation allows (0: none).
         seed: Seed of every evaluation (the same episodes each call).
         layout: The evaluation envs' World layout (None: ``ke.EnvConfig``'s default). The
             trainer judges in the layout it trains in (``TrainConfig.layout``).
@@ -146,11 +149,13 @@ class TargetCheck:
 
     def __call__(self, policy: Callable[[np.ndarray], npt.ArrayLike]) -> TargetVerdict:
         """Judge ``policy`` (batched observations -> batched actions)."""
+        allowed = self.episodes - math.ceil(self.target * self.episodes - 1e-9)
         if self._pre is not None:
-            ok, wins, judged = _judge(self._pre, policy, self.pre_episodes, 0, self.seed)
+            # its episodes are the full evaluation's first ones (the same seed, copy k
+            # plays episode k): more than ``allowed`` failures there fail the full one too
+            ok, wins, judged = _judge(self._pre, policy, self.pre_episodes, allowed, self.seed)
             if not ok:
                 return TargetVerdict(False, wins / judged, judged, full=False)
-        allowed = self.episodes - math.ceil(self.target * self.episodes - 1e-9)
         ok, wins, judged = _judge(self._full, policy, self.episodes, allowed, self.seed)
         return TargetVerdict(ok, wins / judged, judged, full=True)
 

@@ -34,13 +34,45 @@ def test_a_good_policy_passes_and_judges_the_evaluate_episodes():
 
 def test_a_failing_policy_stops_at_the_pre_check():
     check = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=5)
-    verdict = check(_idle)
-    assert not verdict.passed and not verdict.full and verdict.judged == 1
+    verdict = check(_idle)  # 30 episodes at 95 % allow 1 failure: the 2nd stops it
+    assert not verdict.passed and not verdict.full and 2 <= verdict.judged <= 5
     without_pre = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=0)
     verdict = without_pre(_idle)  # stops in the step 2 of 30 have failed: 95 % is lost
     assert not verdict.passed and verdict.full and 2 <= verdict.judged < 30
     check.close()
     without_pre.close()
+
+
+def _sabotaged(policy, copies):
+    """``policy``, but full push to the right in the given copies (rows): they fail."""
+
+    def act(obs):
+        out = np.array(policy(obs), dtype=np.float32, copy=True)
+        out[[c for c in copies if c < len(out)]] = 1.0
+        return out
+
+    return act
+
+
+@pytest.mark.parametrize("layout", ["packed", "isolated"])
+def test_the_pre_check_never_changes_the_verdict(layout):
+    """The pre-check's episodes are the full evaluation's first ones: it fails a policy
+    only when those alone fail more episodes than the full evaluation allows, so its
+    verdict is always the one the full evaluation gives (it only saves time)."""
+    good = RLPlayer(SHIPPED, render_mode=None).policy
+    kw = dict(target=0.9, episodes=30, layout=layout)  # 3 failures allowed
+    with_pre = TargetCheck(CartPoleTask, pre_episodes=5, **kw)
+    without = TargetCheck(CartPoleTask, pre_episodes=0, **kw)
+    one = _sabotaged(good, [0])  # 1 of the pre-check's 5 fails: 29/30 passes
+    assert without(one).passed and without(one).success_rate == 29 / 30
+    verdict = with_pre(one)
+    assert verdict.passed and verdict.full and verdict.success_rate == 29 / 30
+    four = _sabotaged(good, [0, 1, 2, 3])  # 4 of the first 5 fail: 26/30 cannot pass
+    assert not without(four).passed
+    verdict = with_pre(four)
+    assert not verdict.passed and not verdict.full and verdict.judged <= 5
+    with_pre.close()
+    without.close()
 
 
 def test_bad_arguments():
