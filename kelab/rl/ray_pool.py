@@ -25,7 +25,13 @@ import numpy as np
 from kelab.rl.config import EnvConfig
 from kelab.rl.ray_channel import OK, ChannelClosedError, StepChannel, StepReply, channel_supported
 from kelab.rl.ray_start import wait_for_workers
-from kelab.rl.ray_worker import EnvWorker, WorkerDescription, node_id, worker_config
+from kelab.rl.ray_worker import (
+    EnvWorker,
+    FreshWorkerError,
+    WorkerDescription,
+    node_id,
+    worker_config,
+)
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task
 
@@ -204,6 +210,9 @@ class WorkerPool:
     def get(self, k: int, ref: ObjectRef) -> tuple[bool, Any]:
         """``(True, value)``, or ``(False, error)`` when the actor died.
 
+        Also when the call reached an actor Ray had already restarted
+        (:class:`FreshWorkerError`): a death the pool had not seen.
+
         Raises:
             Exception: The worker's own error (a task error), as itself.
         """
@@ -217,6 +226,8 @@ class WorkerPool:
         ) as err:
             return False, err
         except ray.exceptions.RayTaskError as err:
+            if isinstance(getattr(err, "cause", None), FreshWorkerError):
+                return False, err
             self._raise_cause(k, err)
             raise  # unreachable: _raise_cause always raises
 
@@ -264,7 +275,23 @@ class WorkerPool:
             raise task_error
         if sets_state:  # every copy's state was just set: nothing held is owed any more
             self.held.clear()
+            if self.restart:
+                self._notice_restarts()
         return out
+
+    def _notice_restarts(self) -> None:
+        """Count the restarts Ray made before a reset or restore reached a worker.
+
+        Such a call succeeds on the new actor (it sets every copy's state), so only its
+        process id tells: a worker whose pid changed was restarted (one describe call
+        each, after the rare calls that set state).
+        """
+        refs = [w.describe.remote() for w in self.actors]
+        for k, ref in enumerate(refs):
+            ok, d = self.get(k, ref)
+            if ok and d.pid != self.pids[k]:
+                self.restarts += 1
+                self.hosts[k], self.pids[k] = d.host, d.pid
 
     def retry(self, k: int, method: str, args: tuple, timeout_s: float = 120.0) -> Any:
         """Call ``method`` on worker ``k`` until its restarted actor answers."""

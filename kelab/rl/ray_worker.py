@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EnvWorker",
+    "FreshWorkerError",
     "WorkerDescription",
     "batch_scheduling",
     "node_id",
@@ -162,6 +163,15 @@ def node_id() -> str:
         return ""
 
 
+class FreshWorkerError(RuntimeError):
+    """A call that needs the worker's copies in step reached a freshly built actor.
+
+    Ray restarts a dead actor (``restart=True``) by building it again; when that happens
+    before the driver's next call, the call reaches copies that were never reset. The
+    driver's pool treats this error as the death it is (a restart it had not seen).
+    """
+
+
 class EnvWorker:
     """The body of one Ray actor: ``LearningEnv(task, config=config, success=success)``.
 
@@ -192,10 +202,28 @@ class EnvWorker:
         # as text. A restarted actor builds again, and may fail again: the same holds.
         self._env: LearningEnv | None = None
         self._build_error: Exception | None = None
+        #: Set by a full reset or a restore: until then this actor's copies are not in
+        #: step (a freshly built actor: the first one, or one Ray restarted).
+        self._in_step = False
         try:
             self._env = LearningEnv(task, config=config, success=success)
         except Exception as err:  # noqa: BLE001 - raised by every call (env)
             self._build_error = err
+
+    def _stepping_env(self, doing: str) -> LearningEnv:
+        """The env, for a call that needs its copies in step.
+
+        Raises:
+            FreshWorkerError: This actor was built since the last full reset or restore
+                (Ray restarted it, unseen by the driver).
+        """
+        env = self.env
+        if not self._in_step:
+            raise FreshWorkerError(
+                f"{doing} reached a freshly built Ray worker (pid {os.getpid()}): Ray "
+                "restarted it since its copies were last reset"
+            )
+        return env
 
     @property
     def env(self) -> LearningEnv:
@@ -247,17 +275,20 @@ class EnvWorker:
                 an empty one none: this worker's copies are then only observed, as one
                 LearningEnv's partial reset observes the copies it leaves alone.
         """
-        env = self.env
         if env_ids is None:
-            return env.reset(seed=seed)[0]
+            obs = self.env.reset(seed=seed)[0]
+            self._in_step = True
+            return obs
+        env = self._stepping_env("a partial reset")
         if not env_ids:
             return env.observations()
         return env.reset(seed=seed, options={"env_ids": env_ids})[0]
 
     def step(self, actions: np.ndarray) -> StepReply:
         """One step through Ray: the arrays and the ended rows (:func:`compact_ends`)."""
-        obs, rewards, terminated, truncated, info = self.env.step(actions)
-        ended = compact_ends(info, self.env.condition_names)
+        env = self._stepping_env("a step")
+        obs, rewards, terminated, truncated, info = env.step(actions)
+        ended = compact_ends(info, env.condition_names)
         return StepReply(obs, rewards, terminated, truncated, ended)
 
     def serve(self, address: str) -> None:
@@ -270,7 +301,7 @@ class EnvWorker:
         Args:
             address: The channel's socket (``StepChannel.address``).
         """
-        env = self.env
+        env = self._stepping_env("a step")
         batch_scheduling()  # the thread that steps (Ray may run calls on another thread)
         channel = WorkerChannel(
             address,
@@ -296,11 +327,12 @@ class EnvWorker:
 
     def snapshot(self) -> bytes:
         """The env's snapshot as bytes."""
-        return self.env.snapshot().to_bytes()
+        return self._stepping_env("a snapshot").snapshot().to_bytes()
 
     def restore(self, data: bytes) -> None:
         """Restore the env from :meth:`snapshot`'s bytes."""
         self.env.restore(Snapshot.from_bytes(data))
+        self._in_step = True
 
     def set_success_rule(self, rule: SuccessRule | None) -> None:
         """Set the env's success rule."""

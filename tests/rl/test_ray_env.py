@@ -680,6 +680,55 @@ def test_restarted_worker_cuts_its_episodes_short_and_stepping_goes_on(local_ray
         ref.close()
 
 
+def _kill_and_wait_for_ray_to_restart(env, worker):
+    """SIGKILL a worker, then wait until Ray has built its actor again (a new pid
+    answers), so that the env's next call reaches the new actor: the restart the env did
+    not see (the pool's actor handle is private: tests only)."""
+    ray = pytest.importorskip("ray")
+    old = env.workers[worker]["pid"]
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if ray.get(env._pool.actors[worker].describe.remote(), timeout=10).pid != old:
+                return
+        except ray.exceptions.RayError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError("Ray did not restart the worker within 60 s")
+
+
+def test_a_restart_ray_made_before_the_next_call_is_seen(local_ray):
+    """Ray may restart a dead worker before the env calls it again (the driver busy
+    elsewhere, e.g. a PPO update): the next step then reaches copies never reset. It is
+    reported as a restart seen in a step (its copies cut short), and a reset or restore
+    that reaches the new actor counts it too."""
+    env, ref, rng, last_obs = _restartable_pair_after_5_steps()
+    try:
+        _kill_and_wait_for_ray_to_restart(env, 1)
+        a = actions(rng, 6, 6)
+        obs, rew, term, trunc, info = env.step(a)  # was: "call reset() before step()"
+        want = ref.step(a)
+        assert env.restarts == 1
+        assert trunc[3:].all() and not term[3:].any() and (rew[3:] == 0).all()
+        assert info["ended_by"][3:].tolist() == ["cut short by the task"] * 3
+        same(info["final_obs"][3:], last_obs[3:])
+        for i in range(4):
+            same(np.asarray((obs, rew, term, trunc)[i])[:3], want[i][:3], f"item {i}")
+        pid = env.workers[0]["pid"]
+        _kill_and_wait_for_ray_to_restart(env, 0)
+        seeds = list(range(50, 56))
+        same(env.reset(seed=seeds)[0], ref.reset(seed=seeds)[0])
+        assert env.restarts == 2 and env.workers[0]["pid"] != pid
+        a = actions(rng, 6, 6)
+        got, want = env.step(a), ref.step(a)
+        for i in range(4):
+            same(got[i], want[i], f"item {i} after the reset")
+    finally:
+        env.close()
+        ref.close()
+
+
 def test_a_death_seen_outside_a_step_restarts_the_worker_and_the_next_step_reports_it(
     local_ray,
 ):
