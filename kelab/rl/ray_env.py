@@ -337,6 +337,8 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         check_success_rule(rule)
         self._call_all("set_success_rule", [(rule,)] * self.num_workers)
         self._success_rule = rule
+        # a restarted worker is built with the constructor's rule: it gets this one again
+        self._live_pool().after_restart["set_success_rule"] = (rule,)
 
     @property
     def condition_names(self) -> tuple[str, ...]:

@@ -125,6 +125,10 @@ class WorkerPool:
         #: ``cut_short(k)``: the reply of worker ``k``'s copies after Ray restarted it, or
         #: None before any episode (the env sets it; it resets the worker via :meth:`retry`).
         self.cut_short: Callable[[int], StepReply | None] | None = None
+        #: Calls that set a worker's state beyond its constructor arguments (method name ->
+        #: arguments, the latest of each): repeated on every worker Ray restarts, which is
+        #: built from those arguments alone.
+        self.after_restart: dict[str, tuple] = {}
         try:
             refs = [w.describe.remote() for w in self.actors]
             needs = f"each needs cpus_per_worker={cpus_per_worker} CPUs"
@@ -290,8 +294,22 @@ class WorkerPool:
         for k, ref in enumerate(refs):
             ok, d = self.get(k, ref)
             if ok and d.pid != self.pids[k]:
-                self.restarts += 1
-                self.hosts[k], self.pids[k] = d.host, d.pid
+                self._restarted(k, d)
+
+    def _restarted(self, k: int, described: WorkerDescription | None = None) -> None:
+        """Count worker ``k``'s restart, note its host and pid, repeat ``after_restart``.
+
+        A call that finds the new actor dead again is left to the next call to notice.
+        """
+        self.restarts += 1
+        if described is None:
+            ok, described = self.get(k, self.actors[k].describe.remote())
+            if not ok:
+                return
+        self.hosts[k], self.pids[k] = described.host, described.pid
+        for method, args in self.after_restart.items():
+            if not self.get(k, getattr(self.actors[k], method).remote(*args))[0]:
+                return
 
     def retry(self, k: int, method: str, args: tuple, timeout_s: float = 120.0) -> Any:
         """Call ``method`` on worker ``k`` until its restarted actor answers."""
@@ -300,10 +318,7 @@ class WorkerPool:
         while time.monotonic() < deadline:
             ok, value = self.get(k, getattr(self.actors[k], method).remote(*args))
             if ok:
-                self.restarts += 1
-                ok, d = self.get(k, self.actors[k].describe.remote())
-                if ok:
-                    self.hosts[k], self.pids[k] = d.host, d.pid
+                self._restarted(k)
                 return value
             err = value
             time.sleep(0.1)

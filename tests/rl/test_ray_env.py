@@ -729,6 +729,33 @@ def test_a_restart_ray_made_before_the_next_call_is_seen(local_ray):
         ref.close()
 
 
+def test_a_restarted_worker_gets_the_success_rule_set_after_construction(local_ray):
+    """Ray rebuilds a restarted worker from its constructor arguments: a success rule set
+    later (``env.success_rule = ...``) is sent to it again, or its episodes would be
+    judged by the task's own rule."""
+
+    @ke.success
+    def always(task):  # defined here: Ray ships it by value
+        return np.ones(task.num_envs, dtype=bool)
+
+    env = RayLearningEnv(CartPoleTask(), 4, 2, seed=0, restart=True, cpus_per_worker=CPUS)
+    try:
+        env.reset()
+        env.success_rule = always
+        kill(env, 1)
+        rng = np.random.default_rng(0)
+        env.step(actions(rng, 4, 1))  # the death: copies 2 and 3 cut short
+        assert env.restarts == 1
+        judged = []
+        for _ in range(300):  # full pushes: the poles fall, the task's rule says failure
+            _, _, _, _, info = env.step(np.ones((4, 1), dtype=np.float32))
+            if info:
+                judged += info["is_success"][info["_ended_by"]].tolist()
+        assert judged and all(judged)
+    finally:
+        env.close()
+
+
 def test_a_death_seen_outside_a_step_restarts_the_worker_and_the_next_step_reports_it(
     local_ray,
 ):
