@@ -16,9 +16,11 @@ upgrade that changes any of them fails loudly there rather than deep in a step.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import cache
 
+import numpy as np
 import pymunk
 from cffi import FFI
 from pymunk._chipmunk_cffi import ffi as _ffi
@@ -193,6 +195,7 @@ struct kl_body {
     void *user_data;
     kl_vect v_bias;
     double w_bias;
+    uintptr_t space, shape_list, arbiter_list, constraint_list;
 };
 struct kl_constraint {
     void *klass; void *space; void *a; void *b; void *next_a; void *next_b;
@@ -217,6 +220,33 @@ struct kl_rotary_limit_joint {
     struct kl_constraint constraint;
     double min, max, i_sum, bias, j_acc;
 };
+struct kl_damped_spring {
+    struct kl_constraint constraint;
+    kl_vect anchor_a, anchor_b; double rest_length, stiffness, damping; void *force_func;
+    double target_vrn, v_coef; kl_vect r1, r2; double n_mass; kl_vect n; double j_acc;
+};
+struct kl_hash_bin { uintptr_t elt; uintptr_t hash; uintptr_t next; };
+struct kl_hash_set {
+    unsigned int entries, size; void *eql; void *default_value;
+    uintptr_t table; uintptr_t pooled_bins;
+};
+struct kl_space {
+    int iterations; kl_vect gravity; double damping;
+    double idle_speed_threshold, sleep_time_threshold;
+    double collision_slop, collision_bias; unsigned int collision_persistence;
+    void *user_data; unsigned int stamp; double curr_dt;
+    uintptr_t dynamic_bodies, static_bodies, roused_bodies, sleeping_components;
+    uintptr_t shape_id_counter; void *static_shapes; void *dynamic_shapes;
+    uintptr_t constraints, arbiters; void *contact_buffers_head;
+    uintptr_t cached_arbiters, pooled_arbiters, allocated_buffers;
+    int locked;
+    void *collision_handlers;
+    uintptr_t global_type_a, global_type_b;
+    void *global_begin, *global_pre_solve, *global_post_solve, *global_separate;
+    void *global_data;
+    unsigned char skip_post_step;
+    uintptr_t post_step_callbacks;
+};
 """
 
 #: Per constraint C type (as in :data:`CONSTRAINT_INITS`): its mirror struct and how many
@@ -229,6 +259,127 @@ WARM_IMPULSES: dict[str, tuple[str | None, int]] = {
     "cpRotaryLimitJoint *": ("struct kl_rotary_limit_joint *", 1),
     "cpDampedSpring *": (None, 0),
 }
+
+
+#: Per constraint C type: its mirror struct with the impulse ``j_acc`` (the packed resets
+#: that keep constraints in their space, :mod:`kelab.sim.physics._reset`).
+CONSTRAINT_MIRRORS: dict[str, str] = {
+    "cpPivotJoint *": "struct kl_pivot_joint *",
+    "cpGrooveJoint *": "struct kl_groove_joint *",
+    "cpGearJoint *": "struct kl_gear_joint *",
+    "cpRotaryLimitJoint *": "struct kl_rotary_limit_joint *",
+    "cpDampedSpring *": "struct kl_damped_spring *",
+}
+
+
+def ctype_of(ptr: object) -> str:
+    """The C type of a pointer of pymunk's ffi (``"cpPivotJoint *"``, ...)."""
+    return _ffi.typeof(ptr).cname.removeprefix("struct ")
+
+
+def mirror_ffi() -> FFI:
+    """The cffi instance of the mirror structs (casts, buffers, offsets)."""
+    return _mirror()
+
+
+# -- the packed resets' C helper (kelab/sim/physics/_kept.c) --------------------------------
+
+#: The fields ``_kept.c`` reads and writes, in the order of its offsets enum: (struct,
+#: field path, its size in C). ``cpArbiter`` and ``cpArray`` are pymunk's own declarations,
+#: the ``kl_`` structs the mirrors above.
+_KEPT_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
+    ("struct kl_body", ("arbiter_list",), 8),
+    ("cpArbiter", ("a",), 8),
+    ("cpArbiter", ("b",), 8),
+    ("cpArbiter", ("body_a",), 8),
+    ("cpArbiter", ("body_b",), 8),
+    ("cpArbiter", ("thread_a", "next"), 8),
+    ("cpArbiter", ("thread_a", "prev"), 8),
+    ("cpArbiter", ("thread_b", "next"), 8),
+    ("cpArbiter", ("thread_b", "prev"), 8),
+    ("cpArbiter", ("state",), 4),
+    ("struct kl_space", ("constraints",), 8),
+    ("struct kl_space", ("arbiters",), 8),
+    ("struct kl_space", ("cached_arbiters",), 8),
+    ("struct kl_space", ("pooled_arbiters",), 8),
+    ("struct kl_space", ("locked",), 4),
+    ("struct kl_space", ("post_step_callbacks",), 8),
+    ("struct kl_space", ("roused_bodies",), 8),
+    ("cpArray", ("num",), 4),
+    ("cpArray", ("arr",), 8),
+    ("struct kl_hash_set", ("entries",), 4),
+    ("struct kl_hash_set", ("size",), 4),
+    ("struct kl_hash_set", ("table",), 8),
+    ("struct kl_hash_set", ("pooled_bins",), 8),
+    ("struct kl_hash_bin", ("elt",), 8),
+    ("struct kl_hash_bin", ("next",), 8),
+)
+#: The Chipmunk functions ``_kept.c`` calls, in the order of its functions enum.
+_KEPT_FUNCTIONS = (
+    "cpBodySetVelocity", "cpBodySetAngularVelocity", "cpBodySetAngle", "cpBodySetPosition",
+    "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
+    "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
+)  # fmt: skip
+#: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
+ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4
+#: ``CP_HASH_COEF``: a pair's hash is ``a * coef ^ b * coef`` (64-bit wrap).
+HASH_COEF = 3344921057
+
+
+def kept_layout() -> tuple[list[int], list[int]]:
+    """The byte offsets and function addresses ``_kept.c``'s ``configure`` takes.
+
+    Raises:
+        TypeError: If a field's size is not the one ``_kept.c`` reads (a pymunk whose
+            structs changed).
+    """
+    m = _mirror()
+    offsets = []
+    for struct, path, size in _KEPT_FIELDS:
+        ffi = m if struct.startswith("struct kl_") else _ffi
+        ctype = ffi.typeof(struct)
+        for name in path:
+            field = dict(ctype.fields)[name]
+            ctype = field.type
+        if ffi.sizeof(ctype) != size:
+            raise TypeError(f"{struct}.{'.'.join(path)} is {ffi.sizeof(ctype)} bytes, not {size}")
+        offsets.append(ffi.offsetof(struct, *path))
+    functions = [int(_ffi.cast("uintptr_t", _ffi.addressof(_lib, f))) for f in _KEPT_FUNCTIONS]
+    return offsets, functions
+
+
+@cache
+def kept_module() -> object | None:
+    """The configured C helper of packed resets, or None where it is not built or is off.
+
+    ``KELAB_NO_C_RESET=1`` turns it off (the World then rebuilds copies with Chipmunk's
+    remove and add calls: the same results, slower).
+    """
+    if os.environ.get("KELAB_NO_C_RESET", "") not in ("", "0"):
+        return None
+    try:
+        from kelab.sim.physics import _kept  # type: ignore[attr-defined]
+    except ImportError:  # built without a C compiler: the rebuild path
+        return None
+    offsets, functions = kept_layout()
+    _kept.configure(
+        np.asarray(offsets, dtype=np.int64).tobytes(),
+        np.asarray(functions, dtype=np.uint64).tobytes(),
+        HASH_COEF,
+        ARBITER_CACHED,
+        ARBITER_INVALIDATED,
+    )
+    return _kept
+
+
+def space_mirror(space: object) -> object:
+    """A ``cpSpace *`` seen as the ``struct kl_space`` mirror (tests read its fields)."""
+    return mirror(space, "struct kl_space *")
+
+
+def separate_callbacks(space: pymunk.Space) -> bool:
+    """Whether any collision handler of a pymunk Space has a ``separate`` callback."""
+    return any(h.separate is not None for h in getattr(space, "_handlers", {}).values())
 
 
 @cache

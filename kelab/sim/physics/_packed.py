@@ -426,6 +426,12 @@ class PackedBackend:
         fresh = getattr(self, "_shards", None) is None
         if fresh:
             self._shards = [Shard(self._plan, part) for part in self._split]
+            # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
+            self._body_addrs = np.zeros((self._n, self._plan.moving.size), dtype=np.uint64)
+            for shard in self._shards:
+                for cl, c in enumerate(shard.copies.tolist()):
+                    row = [cp.address(p) for p in shard.recipe[cl].body_ptrs]
+                    self._body_addrs[c] = row
             self._id_dirty = self._shapes_dirty = True
             self._fric_vals = None
         elif len(self._split) == 1:  # one shard: local indices are the copy indices
@@ -449,12 +455,21 @@ class PackedBackend:
         Python wrappers); a batch write would rewrite every copy of the shard.
         """
         self.sync()
-        mv = self._plan.moving.tolist()
+        mv = self._plan.moving
+        kept = cp.kept_module()
+        if kept is not None:  # the same setters, in the same order, looped in C
+            states = np.empty((ids.size, mv.size, 6))
+            states[:, :, 0] = poses[:, mv, 2]
+            states[:, :, 1] = poses[:, mv, 0] + self._plan.origin_x[ids][:, None]
+            states[:, :, 2] = poses[:, mv, 1]
+            states[:, :, 3:6] = vels[:, mv]
+            kept.write_bodies(self._body_addrs[ids], states)
+            return
         ox = self._plan.origin_x.tolist()
         set_angle, set_pos = cp.body_set_angle, cp.body_set_position
         set_vel, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
-        p = poses[:, mv].tolist()
-        v = vels[:, mv].tolist()
+        p = poses[:, mv.tolist()].tolist()
+        v = vels[:, mv.tolist()].tolist()
         shards, shard_of, local = self._shards, self._shard_of.tolist(), self._local.tolist()
         for c, prow, vrow in zip(ids.tolist(), p, v, strict=True):
             ptrs = shards[shard_of[c]].recipe[local[c]].body_ptrs

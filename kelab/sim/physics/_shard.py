@@ -52,6 +52,7 @@ from kelab.sim.physics._compile import (
     register_callbacks,
     reinit_call,
 )
+from kelab.sim.physics._reset import KeptReset, eligible
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import Box
 
@@ -247,6 +248,9 @@ class Shard:
             self._add_moving(cl, first=True)
         if lay.needs_handler:
             register_callbacks(space, lay, self.materials)
+        #: resets that keep the copies' shapes and constraints in the space (None: no C
+        #: helper, or a scene it does not apply to; see _reset.py)
+        self.kept = self._kept()
         kd = plan.moving.size
         self.kd = kd
         self.nbodies = n * kd + 1 + len(self.shared) + n * len(plan.per_copy_static)
@@ -358,6 +362,27 @@ class Shard:
             biased,
         )
 
+    def _kept(self) -> KeptReset | None:
+        """The in-place resets of this shard, where the C helper is built and they apply."""
+        module = cp.kept_module()
+        bodies, shapes = [p[0] for p in self.parts], [p[1] for p in self.parts]
+        if module is None or not eligible(self.space, bodies, shapes):
+            return None
+        recipes = [r for r in self.recipe if r is not None]
+        # a -0.0 pose would be written back as +0.0 by the realignment: keep the rebuild
+        if any(v == 0.0 and math.copysign(1.0, v) < 0
+               for r in recipes for _, angle, pos, _ in r.adds for v in (angle, *pos)):  # fmt: skip
+            return None
+        frictions = None
+        if self.plan.layout.needs_handler:
+            frictions = [[f for _, f in r.frictions] for r in recipes]
+        constraints = [
+            [(c, cp.ctype_of(args[0])) for c, (_, args) in zip(p[2], r.inits, strict=True)]
+            for p, r in zip(self.parts, recipes, strict=True)
+        ]
+        adds = [r.adds for r in recipes]
+        return KeptReset(module, self.ptr, adds, constraints, frictions, self.plan.moving_shapes)
+
     def _anchor(self, parent: int) -> pymunk.Body:
         """A static body in the state of a joint parent: the space's static body or a shared one.
 
@@ -399,6 +424,11 @@ class Shard:
         position alone), velocity and angular velocity whatever they were, so the result
         is the same bits.
         """
+        kept = self.kept
+        if kept is not None:
+            if kept.reset(locals_, place):
+                return
+            kept.follow(locals_)  # the rebuild below moves the blocks as the C reset does
         seqs = self._calls[place]
         for cl in locals_.tolist():
             seq = seqs[cl]

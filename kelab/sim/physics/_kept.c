@@ -1,0 +1,476 @@
+/* Packed resets in C: one call per batch of copies (kelab/sim/physics/_reset.py says what
+ * and why; the Python side builds every table this file reads).
+ *
+ * This file knows no Chipmunk struct. The byte offsets of the fields it reads and writes
+ * and the addresses of the Chipmunk functions it calls are handed to configure() once,
+ * computed by kelab/sim/physics/_chipmunk.py from its cffi mirror structs and pymunk's own
+ * cffi library: the layouts are declared in one place, checked there against pymunk.
+ *
+ * Optional: setup.py builds it where a C compiler is; without it the World rebuilds copies
+ * with Chipmunk's remove and add calls (the same results, bit for bit).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { double x, y; } Vect;
+
+/* Field offsets, in the order _chipmunk.KEPT_OFFSETS lists them. */
+enum {
+    O_BODY_ARBITER_LIST,
+    O_ARB_A, O_ARB_B, O_ARB_BODY_A, O_ARB_BODY_B,
+    O_ARB_A_NEXT, O_ARB_A_PREV, O_ARB_B_NEXT, O_ARB_B_PREV, O_ARB_STATE,
+    O_SPACE_CONSTRAINTS, O_SPACE_ARBITERS, O_SPACE_CACHED, O_SPACE_POOLED,
+    O_SPACE_LOCKED, O_SPACE_POST_STEP, O_SPACE_ROUSED,
+    O_ARRAY_NUM, O_ARRAY_ARR,
+    O_SET_ENTRIES, O_SET_SIZE, O_SET_TABLE, O_SET_POOLED,
+    O_BIN_ELT, O_BIN_NEXT,
+    N_OFFSETS
+};
+
+/* Chipmunk functions, in the order _chipmunk.KEPT_FUNCTIONS lists them. */
+typedef void (*set_vect_f)(void *, Vect);
+typedef void (*set_float_f)(void *, double);
+typedef Vect (*get_vect_f)(void *);
+typedef void (*two_ptr_f)(void *, void *);
+typedef void (*set_hash_f)(void *, uintptr_t);
+enum {
+    F_BODY_SET_VELOCITY, F_BODY_SET_ANGULAR_VELOCITY, F_BODY_SET_ANGLE, F_BODY_SET_POSITION,
+    F_BODY_GET_POSITION, F_BODY_UPDATE_POSITION, F_SHAPE_SET_FRICTION,
+    F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
+    N_FUNCTIONS
+};
+
+static Py_ssize_t off[N_OFFSETS];
+static void *fn[N_FUNCTIONS];
+static int configured = 0;
+static uintptr_t hash_coef, state_cached, state_invalidated;
+
+#define AT(p, o, T) (*(T *)((char *)(p) + off[o]))
+#define PTR(p, o) AT(p, o, void *)
+
+/* ------------------------------------------------------------------ configure */
+
+static PyObject *
+configure(PyObject *self, PyObject *args)
+{
+    Py_buffer offs, fns;
+    unsigned long long coef, cached, invalid;
+    if (!PyArg_ParseTuple(args, "y*y*KKK", &offs, &fns, &coef, &cached, &invalid))
+        return NULL;
+    int ok = offs.len == (Py_ssize_t)(N_OFFSETS * sizeof(int64_t))
+             && fns.len == (Py_ssize_t)(N_FUNCTIONS * sizeof(uint64_t));
+    if (ok) {
+        const int64_t *o = offs.buf;
+        const uint64_t *f = fns.buf;
+        for (int i = 0; i < N_OFFSETS; i++) off[i] = (Py_ssize_t)o[i];
+        for (int i = 0; i < N_FUNCTIONS; i++) {
+            fn[i] = (void *)(uintptr_t)f[i];
+            ok = ok && fn[i] != NULL;
+        }
+        hash_coef = (uintptr_t)coef;
+        state_cached = (uintptr_t)cached;
+        state_invalidated = (uintptr_t)invalid;
+    }
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&fns);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError,
+                     "configure: offsets must be %d int64 and functions %d non-null "
+                     "addresses; rebuild kelab's _kept extension with this kelab",
+                     N_OFFSETS, N_FUNCTIONS);
+        return NULL;
+    }
+    configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------ arbiters */
+
+typedef struct {
+    void *arb;
+    int64_t rank;  /* the first removed shape it touches: copy position * shapes + shape */
+    uintptr_t idx; /* its hash set bin chain */
+    int64_t pos;   /* its place in that chain */
+    int64_t where; /* its index in space->arbiters, -1: not there */
+} Found;
+
+static int
+by_address(const void *x, const void *y)
+{
+    const Found *a = x, *b = y;
+    if (a->arb != b->arb) return (uintptr_t)a->arb < (uintptr_t)b->arb ? -1 : 1;
+    return (a->rank > b->rank) - (a->rank < b->rank);
+}
+
+static const Found *order_base;
+
+static int
+by_removal(const void *x, const void *y)
+{
+    const Found *a = order_base + *(const int64_t *)x, *b = order_base + *(const int64_t *)y;
+    if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+    if (a->idx != b->idx) return a->idx < b->idx ? -1 : 1;
+    return (a->pos > b->pos) - (a->pos < b->pos);
+}
+
+static Found *
+lookup(Found *found, Py_ssize_t n, void *arb)
+{
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if ((uintptr_t)found[mid].arb < (uintptr_t)arb) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < n && found[lo].arb == arb ? found + lo : NULL;
+}
+
+/* Chipmunk's unthreadHelper: take an arbiter out of one body's arbiter list. */
+static void
+unthread(void *arb, void *body)
+{
+    int a_side = PTR(arb, O_ARB_BODY_A) == body;
+    void *prev = a_side ? PTR(arb, O_ARB_A_PREV) : PTR(arb, O_ARB_B_PREV);
+    void *next = a_side ? PTR(arb, O_ARB_A_NEXT) : PTR(arb, O_ARB_B_NEXT);
+    if (prev) {
+        if (PTR(prev, O_ARB_BODY_A) == body) PTR(prev, O_ARB_A_NEXT) = next;
+        else PTR(prev, O_ARB_B_NEXT) = next;
+    } else if (PTR(body, O_BODY_ARBITER_LIST) == arb) {
+        PTR(body, O_BODY_ARBITER_LIST) = next;
+    }
+    if (next) {
+        if (PTR(next, O_ARB_BODY_A) == body) PTR(next, O_ARB_A_PREV) = prev;
+        else PTR(next, O_ARB_B_PREV) = prev;
+    }
+    if (a_side) PTR(arb, O_ARB_A_PREV) = PTR(arb, O_ARB_A_NEXT) = NULL;
+    else PTR(arb, O_ARB_B_PREV) = PTR(arb, O_ARB_B_NEXT) = NULL;
+}
+
+/* The cached arbiters of the copies' shapes, in the order the shape removals would drop
+ * them. Returns the count (found and order filled, sorted), -1: out of memory, -2: an
+ * arbiter on a body's list is not in the cache (nothing changed either way). */
+static Py_ssize_t
+collect(void *space, const uint64_t *bodies, const int64_t *locals, Py_ssize_t nl,
+        Py_ssize_t nb, Found **found_out, int64_t **order_out)
+{
+    Py_ssize_t cap = 64, n = 0;
+    Found *found = malloc(cap * sizeof(Found));
+    if (!found) return -1;
+    for (Py_ssize_t r = 0; r < nl; r++) {
+        const uint64_t *own = bodies + locals[r] * nb;
+        for (Py_ssize_t j = 0; j < nb; j++) {
+            void *body = (void *)(uintptr_t)own[j];
+            void *arb = PTR(body, O_BODY_ARBITER_LIST);
+            while (arb) {
+                if (n == cap) {
+                    Found *more = realloc(found, 2 * cap * sizeof(Found));
+                    if (!more) { free(found); return -1; }
+                    found = more;
+                    cap *= 2;
+                }
+                found[n].arb = arb;
+                found[n].rank = (int64_t)(r * nb + j); /* one shape per body, in body order */
+                n++;
+                arb = PTR(arb, O_ARB_BODY_A) == body ? PTR(arb, O_ARB_A_NEXT)
+                                                     : PTR(arb, O_ARB_B_NEXT);
+            }
+        }
+    }
+    /* one entry per arbiter (both its bodies may be reset): its first shape */
+    qsort(found, n, sizeof(Found), by_address);
+    Py_ssize_t u = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (u == 0 || found[u - 1].arb != found[i].arb) found[u++] = found[i];
+    n = u;
+    void *set = PTR(space, O_SPACE_CACHED);
+    uintptr_t size = AT(set, O_SET_SIZE, unsigned int);
+    void **table = PTR(set, O_SET_TABLE);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        void *arb = found[i].arb;
+        uintptr_t a = (uintptr_t)PTR(arb, O_ARB_A), b = (uintptr_t)PTR(arb, O_ARB_B);
+        uintptr_t idx = ((a * hash_coef) ^ (b * hash_coef)) % size;
+        int64_t pos = 0;
+        void *bin = table[idx];
+        while (bin && PTR(bin, O_BIN_ELT) != arb) { bin = PTR(bin, O_BIN_NEXT); pos++; }
+        if (!bin) { free(found); return -2; }
+        found[i].idx = idx;
+        found[i].pos = pos;
+        found[i].where = -1;
+    }
+    /* where each is in space->arbiters (those processed in the last step) */
+    void *active = PTR(space, O_SPACE_ARBITERS);
+    int num = AT(active, O_ARRAY_NUM, int);
+    void **arr = PTR(active, O_ARRAY_ARR);
+    for (int i = 0; i < num; i++) {
+        Found *f = lookup(found, n, arr[i]);
+        if (f && f->where < 0) f->where = i;
+    }
+    int64_t *order = malloc((n ? n : 1) * sizeof(int64_t));
+    if (!order) { free(found); return -1; }
+    for (Py_ssize_t i = 0; i < n; i++) order[i] = i;
+    order_base = found; /* the GIL is held: one sort at a time */
+    qsort(order, n, sizeof(int64_t), by_removal);
+    *found_out = found;
+    *order_out = order;
+    return n;
+}
+
+/* cachedArbitersFilter for each arbiter, in removal order: invalidate, unthread, delete from
+ * space->arbiters (the last element fills the hole), push onto the pool, recycle its bin. */
+static void
+drop(void *space, Found *found, const int64_t *order, Py_ssize_t n)
+{
+    void *active = PTR(space, O_SPACE_ARBITERS);
+    void **arr = PTR(active, O_ARRAY_ARR);
+    void *pool = PTR(space, O_SPACE_POOLED);
+    void *set = PTR(space, O_SPACE_CACHED);
+    void **table = PTR(set, O_SET_TABLE);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Found *f = found + order[k];
+        void *arb = f->arb;
+        if ((uintptr_t)AT(arb, O_ARB_STATE, int) != state_cached)
+            AT(arb, O_ARB_STATE, int) = (int)state_invalidated;
+        unthread(arb, PTR(arb, O_ARB_BODY_A));
+        unthread(arb, PTR(arb, O_ARB_BODY_B));
+        if (f->where >= 0) {
+            int num = --AT(active, O_ARRAY_NUM, int);
+            void *moved = arr[num];
+            arr[f->where] = moved;
+            arr[num] = NULL;
+            Found *m = lookup(found, n, moved);
+            if (m && m != f) m->where = f->where;
+            f->where = -1;
+        }
+        ((two_ptr_f)fn[F_ARRAY_PUSH])(pool, arb);
+        void **link = &table[f->idx];
+        while (PTR(*link, O_BIN_ELT) != arb) link = &PTR(*link, O_BIN_NEXT);
+        void *bin = *link;
+        *link = PTR(bin, O_BIN_NEXT);
+        AT(set, O_SET_ENTRIES, unsigned int) -= 1;
+        PTR(bin, O_BIN_NEXT) = PTR(set, O_SET_POOLED);
+        PTR(set, O_SET_POOLED) = bin;
+        PTR(bin, O_BIN_ELT) = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ the reset */
+
+typedef struct {
+    Py_buffer locals, bodies, shapes, pose, cons, block, owner, images, rows, fric;
+} Tables;
+
+static void
+release(Tables *t)
+{
+    Py_buffer *all[] = {&t->locals, &t->bodies, &t->shapes, &t->pose, &t->cons,
+                        &t->block, &t->owner, &t->images, &t->rows, &t->fric};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]->obj) PyBuffer_Release(all[i]);
+}
+
+/* Whether every copy's constraint block is where the tables say (else Python rebuilds). */
+static int
+ready(void *space, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n, Py_ssize_t k,
+      const uint64_t *cons, const int64_t *block)
+{
+    if (AT(space, O_SPACE_LOCKED, int)) return 0;
+    if (AT(PTR(space, O_SPACE_POST_STEP), O_ARRAY_NUM, int)) return 0;
+    if (AT(PTR(space, O_SPACE_ROUSED), O_ARRAY_NUM, int)) return 0;
+    void *carr = PTR(space, O_SPACE_CONSTRAINTS);
+    if (AT(carr, O_ARRAY_NUM, int) != n * k) return 0;
+    uint64_t *arr = PTR(carr, O_ARRAY_ARR);
+    for (Py_ssize_t r = 0; r < nl; r++) {
+        int64_t cl = locals[r];
+        if (block[cl] < 0 || block[cl] >= n) return 0;
+        if (memcmp(arr + block[cl] * k, cons + cl * k, k * sizeof(uint64_t))) return 0;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(reset_doc,
+"reset(space, locals, place, bodies, shapes, pose, cons, block, owner, images, rows, fric,\n"
+"      stride) -> bool\n\n"
+"Make local copies ``locals`` (int64, ascending, distinct) of a packed shard fresh in\n"
+"place. False (and nothing changed) where the space is not as the tables say.");
+
+static PyObject *
+reset(PyObject *self, PyObject *args)
+{
+    unsigned long long space_addr, stride;
+    int place;
+    Tables t;
+    memset(&t, 0, sizeof(t));
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "reset: call configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "Ky*py*y*y*y*w*w*y*y*y*K", &space_addr, &t.locals, &place,
+                          &t.bodies, &t.shapes, &t.pose, &t.cons, &t.block, &t.owner,
+                          &t.images, &t.rows, &t.fric, &stride))
+        return NULL;
+    Py_ssize_t n = t.block.len / 8, nl = t.locals.len / 8;
+    Py_ssize_t nb = n ? t.bodies.len / 8 / n : 0, k = n ? t.cons.len / 8 / n : 0;
+    const int64_t *locals = t.locals.buf, *rows = t.rows.buf;
+    const uint64_t *bodies = t.bodies.buf, *shapes = t.shapes.buf, *cons = t.cons.buf;
+    const double *pose = t.pose.buf, *fric = t.fric.buf;
+    int64_t *block = t.block.buf, *owner = t.owner.buf;
+    const char *images = t.images.buf;
+    int sizes_ok = t.owner.len == t.block.len && t.bodies.len == n * nb * 8
+                   && t.shapes.len == t.bodies.len && t.pose.len == n * nb * 24
+                   && t.cons.len == n * k * 8 && t.rows.len == n * k * 32
+                   && (t.fric.len == 0 || t.fric.len == t.bodies.len);
+    for (Py_ssize_t r = 0; sizes_ok && r < nl; r++)
+        sizes_ok = locals[r] >= 0 && locals[r] < n && (r == 0 || locals[r] > locals[r - 1]);
+    for (Py_ssize_t i = 0; sizes_ok && i < n * k; i++) {
+        const int64_t *row = rows + 4 * i;
+        sizes_ok = row[0] >= 0 && row[1] >= 0 && row[0] + row[1] <= t.images.len
+                   && row[2] >= 0 && row[3] >= 0;
+    }
+    if (!sizes_ok) {
+        release(&t);
+        PyErr_SetString(PyExc_ValueError,
+                        "reset: the tables' sizes disagree (locals must be ascending local "
+                        "copies); build them with kelab.sim.physics._reset.KeptReset");
+        return NULL;
+    }
+    void *space = (void *)(uintptr_t)space_addr;
+    if (nl == 0 || !ready(space, locals, nl, n, k, cons, block)) {
+        release(&t);
+        return PyBool_FromLong(nl == 0);
+    }
+    Found *found = NULL;
+    int64_t *order = NULL;
+    Py_ssize_t nf = collect(space, bodies, locals, nl, nb, &found, &order);
+    if (nf < 0) {
+        release(&t);
+        if (nf == -1) return PyErr_NoMemory();
+        PyErr_SetString(PyExc_RuntimeError,
+                        "reset: an arbiter on a body's list is not in the space's cache");
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; fric && t.fric.len && r < nl; r++)
+        for (Py_ssize_t j = 0; j < nb; j++)
+            ((set_float_f)fn[F_SHAPE_SET_FRICTION])((void *)(uintptr_t)shapes[locals[r] * nb + j],
+                                                    fric[locals[r] * nb + j]);
+    drop(space, found, order, nf);
+    /* constraints: the copy's block and the last one swap places; each restored */
+    uint64_t *carr = PTR(PTR(space, O_SPACE_CONSTRAINTS), O_ARRAY_ARR);
+    Py_ssize_t last = n - 1;
+    for (Py_ssize_t r = 0; r < nl && k; r++) {
+        int64_t cl = locals[r], b = block[cl], other = owner[last];
+        if (b != last) {
+            for (Py_ssize_t j = 0; j < k; j++) {
+                uint64_t tmp = carr[b * k + j];
+                carr[b * k + j] = carr[last * k + j];
+                carr[last * k + j] = tmp;
+            }
+        }
+        block[cl] = last;
+        block[other] = b;
+        owner[last] = cl;
+        owner[b] = other;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            const int64_t *row = rows + 4 * (cl * k + j);
+            char *con = (char *)(uintptr_t)cons[cl * k + j];
+            memcpy(con, images + row[0], (size_t)row[1]);
+            memset(con + row[2], 0, (size_t)row[3]);
+        }
+    }
+    /* bodies: a fresh state (or the re-add's realignment), each shape hashed again */
+    const Vect zero = {0.0, 0.0};
+    for (Py_ssize_t r = 0; r < nl; r++) {
+        int64_t cl = locals[r];
+        for (Py_ssize_t j = 0; j < nb; j++) {
+            void *body = (void *)(uintptr_t)bodies[cl * nb + j];
+            const double *p = pose + 3 * (cl * nb + j);
+            if (place) {
+                ((set_vect_f)fn[F_BODY_SET_VELOCITY])(body, zero);
+                ((set_float_f)fn[F_BODY_SET_ANGULAR_VELOCITY])(body, 0.0);
+            }
+            ((set_float_f)fn[F_BODY_UPDATE_POSITION])(body, 0.0);
+            if (place) {
+                Vect at = {p[1], p[2]};
+                ((set_float_f)fn[F_BODY_SET_ANGLE])(body, p[0]);
+                ((set_vect_f)fn[F_BODY_SET_POSITION])(body, at);
+            } else {
+                ((set_vect_f)fn[F_BODY_SET_POSITION])(
+                    body, ((get_vect_f)fn[F_BODY_GET_POSITION])(body));
+            }
+            ((two_ptr_f)fn[F_SPACE_REINDEX_SHAPE])(space,
+                                                   (void *)(uintptr_t)shapes[cl * nb + j]);
+        }
+    }
+    /* the shape id counter where the last copy's re-add left it */
+    ((set_hash_f)fn[F_SPACE_SET_SHAPE_ID_COUNTER])(space,
+                                                   (uintptr_t)(locals[nl - 1] + 1) * stride);
+    Py_END_ALLOW_THREADS
+    free(found);
+    free(order);
+    release(&t);
+    Py_RETURN_TRUE;
+}
+
+/* ------------------------------------------------------------------ body states */
+
+PyDoc_STRVAR(write_bodies_doc,
+"write_bodies(bodies, states)\n\n"
+"Per body (uint64 ``cpBody *``), in order: angle, position (x, y), velocity (vx, vy),\n"
+"angular velocity from ``states`` (float64, 6 per body): Chipmunk's setters.");
+
+static PyObject *
+write_bodies(PyObject *self, PyObject *args)
+{
+    Py_buffer bodies, states;
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "write_bodies: call configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*", &bodies, &states)) return NULL;
+    Py_ssize_t m = bodies.len / 8;
+    if (bodies.len % 8 || states.len != m * 48) {
+        PyBuffer_Release(&bodies);
+        PyBuffer_Release(&states);
+        PyErr_SetString(PyExc_ValueError,
+                        "write_bodies: states must hold 6 float64 per body pointer");
+        return NULL;
+    }
+    const uint64_t *b = bodies.buf;
+    const double *s = states.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < m; i++) {
+        void *body = (void *)(uintptr_t)b[i];
+        const double *v = s + 6 * i;
+        Vect at = {v[1], v[2]}, vel = {v[3], v[4]};
+        ((set_float_f)fn[F_BODY_SET_ANGLE])(body, v[0]);
+        ((set_vect_f)fn[F_BODY_SET_POSITION])(body, at);
+        ((set_vect_f)fn[F_BODY_SET_VELOCITY])(body, vel);
+        ((set_float_f)fn[F_BODY_SET_ANGULAR_VELOCITY])(body, v[5]);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bodies);
+    PyBuffer_Release(&states);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(offsets, functions, hash_coef, state_cached, state_invalidated)"},
+    {"reset", reset, METH_VARARGS, reset_doc},
+    {"write_bodies", write_bodies, METH_VARARGS, write_bodies_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kept",
+    "Packed resets in C (kelab/sim/physics/_reset.py).", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__kept(void)
+{
+    return PyModule_Create(&module);
+}

@@ -1,0 +1,268 @@
+"""Packed resets that keep shapes and constraints in the space (kelab/sim/physics/_reset.py).
+
+Each is checked against the rebuild that removes and re-adds them (the shard's ``kept``
+set to None), in two worlds stepped with the same actions: the body states must stay the
+same bytes, and so must the order of Chipmunk's structures that the next steps read.
+The C helper's layout (offsets and functions handed to ``_kept.c``) is checked against
+pymunk, and its boundary against bad tables.
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+import pymunk
+import pytest
+from pymunk._chipmunk_cffi import ffi as pm_ffi
+from pymunk._chipmunk_cffi import lib as pm_lib
+
+import kelab  # noqa: F401  (registers the tasks)
+from kelab.sim.physics import _chipmunk as cp
+
+KEPT = cp.kept_module()
+needs_c = pytest.mark.skipif(
+    KEPT is None, reason="the C helper is not built here (no compiler at install time)"
+)
+
+
+def _addr(ptr: object) -> int:
+    return int(pm_ffi.cast("uintptr_t", ptr))
+
+
+def _env(task: str, n: int, kept: bool) -> gymnasium.vector.VectorEnv:
+    env = gymnasium.make_vec(
+        task, num_envs=n, vectorization_mode="vector_entry_point", layout="packed"
+    )
+    env.reset(seed=5)  # builds the shards
+    if not kept:
+        for shard in env.unwrapped.world._backend._shards:
+            shard.kept = None
+    return env
+
+
+def _labels(shard: object) -> dict[str, list]:
+    """Chipmunk's orders that a step reads, with pointers named by (copy, index)."""
+    m = cp.mirror_ffi()
+    sm = cp.space_mirror(shard.ptr)
+    names = {}
+    for cl, r in enumerate(shard.recipe):
+        for j, s in enumerate(r.shape_ptrs):
+            names[cp.address(s)] = ("shape", cl, j)
+        for j, c in enumerate(shard.parts[cl][2]):
+            names[cp.address(c)] = ("con", cl, j)
+    con = pm_ffi.cast("cpArray *", sm.constraints)
+    cons = [names[_addr(a)] for a in pm_ffi.unpack(con.arr, con.num)]
+    arbs = []
+    hs = m.cast("struct kl_hash_set *", sm.cached_arbiters)
+    table = m.cast("uint64_t *", hs.table)
+    for i in range(hs.size):
+        b = table[i]
+        while b:
+            bin_ = m.cast("struct kl_hash_bin *", b)
+            am = pm_ffi.cast("cpArbiter *", bin_.elt)
+            ka, kb = _addr(am.a), _addr(am.b)
+            arbs.append((names.get(ka, "static"), names.get(kb, "static"), int(am.state)))
+            b = bin_.next
+    active = pm_ffi.cast("cpArray *", sm.arbiters)
+    pool = pm_ffi.cast("cpArray *", sm.pooled_arbiters)
+    listed = [
+        tuple(names.get(_addr(x), "static") for x in (a.a, a.b))
+        for a in (pm_ffi.cast("cpArbiter *", p) for p in pm_ffi.unpack(active.arr, active.num))
+    ]
+    # the hash set's order follows the shapes' addresses (their pair hash), which differ
+    # between two worlds: compare its content
+    return {
+        "constraints": cons,
+        "cached": sorted(arbs),
+        "active": listed,
+        "counts": [active.num, pool.num, hs.entries, sm.shape_id_counter],
+    }
+
+
+@needs_c
+@pytest.mark.parametrize(
+    ("task", "n", "act_dim"),
+    [("kelab/Humanoid-v0", 16, 6), ("kelab/BallToGoal-v0", 8, 2)],
+)
+def test_kept_resets_match_remove_and_readd_bit_for_bit(task: str, n: int, act_dim: int) -> None:
+    a, b = _env(task, n, kept=False), _env(task, n, kept=True)
+    assert all(s.kept is not None for s in b.unwrapped.world._backend._shards)
+    rng = np.random.default_rng(5)
+    resets = 0
+    for t in range(120):
+        act = rng.uniform(-1, 1, (n, act_dim)).astype(np.float32)
+        ra, rb = a.step(act), b.step(act)
+        resets += int((ra[2] | ra[3]).sum())
+        for x, y in zip(ra[:4], rb[:4], strict=True):
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), t
+        if t % 7 == 3:  # extra resets, a few copies at once (some reset twice in a row)
+            ids = np.sort(rng.choice(n, 4, replace=False))
+            for env in (a, b):
+                w = env.unwrapped.world
+                w.set_body_states(ids, w.body_poses[ids], w.body_velocities[ids])
+                w.reset_envs(ids[:2])
+        if t == 50:  # every copy at once
+            for env in (a, b):
+                env.unwrapped.world.reset_envs()
+        wa, wb = a.unwrapped.world, b.unwrapped.world
+        assert wa.body_poses.tobytes() == wb.body_poses.tobytes(), t
+        assert wa.body_velocities.tobytes() == wb.body_velocities.tobytes(), t
+        assert _labels(wa._backend._shards[0]) == _labels(wb._backend._shards[0]), t
+    if task.endswith("Humanoid-v0"):
+        assert resets > 10  # the random actions topple the robots: resets happened
+
+
+@needs_c
+def test_a_space_not_as_tracked_falls_back_to_the_rebuild_and_stays_exact() -> None:
+    """A pending post-step callback makes the C reset decline; the rebuild runs instead."""
+    a, b = _env("kelab/Humanoid-v0", 8, kept=False), _env("kelab/Humanoid-v0", 8, kept=True)
+    shard = b.unwrapped.world._backend._shards[0]
+    rng = np.random.default_rng(1)
+    declined = 0
+    for t in range(40):
+        act = rng.uniform(-1, 1, (8, 6)).astype(np.float32)
+        a.step(act)
+        b.step(act)
+        ids = np.sort(rng.choice(8, 3, replace=False))
+        if t % 3 == 0:  # a post-step callback waiting: the space is not as tracked
+            arr = pm_ffi.cast("cpArray *", cp.space_mirror(shard.ptr).post_step_callbacks)
+            arr.num += 1
+            assert not shard.kept.reset(ids.astype(np.int64), True)
+            arr.num -= 1
+            declined += 1
+        for env in (a, b):
+            env.unwrapped.world.reset_envs(ids)
+        la, lb = _labels(a.unwrapped.world._backend._shards[0]), _labels(shard)
+        assert la == lb, t
+        assert a.unwrapped.world.body_poses.tobytes() == b.unwrapped.world.body_poses.tobytes()
+    # and a rebuild that the C side did not see: the blocks are followed
+    ids = np.array([1, 5], dtype=np.int64)
+    saved, shard.kept = shard.kept, None
+    for env in (a, b):
+        env.unwrapped.world.reset_envs(ids)
+    saved.follow(ids)
+    shard.kept = saved
+    for t in range(10):
+        act = rng.uniform(-1, 1, (8, 6)).astype(np.float32)
+        a.step(act)
+        b.step(act)
+        for env in (a, b):
+            env.unwrapped.world.reset_envs([2, 5])
+        assert _labels(a.unwrapped.world._backend._shards[0]) == _labels(shard), t
+    assert declined
+
+
+@needs_c
+def test_bad_tables_are_refused_with_an_error_not_a_crash() -> None:
+    env = _env("kelab/BallToGoal-v0", 4, kept=True)
+    kept = env.unwrapped.world._backend._shards[0].kept
+    with pytest.raises(ValueError, match="ascending"):
+        kept.reset(np.array([2, 1], dtype=np.int64), True)
+    with pytest.raises(ValueError, match="ascending"):
+        kept.reset(np.array([0, 4], dtype=np.int64), True)
+    with pytest.raises(ValueError, match="ascending"):
+        kept.reset(np.array([-1], dtype=np.int64), True)
+    saved = kept._pose
+    kept._pose = saved[:, :1].copy()
+    with pytest.raises(ValueError, match="sizes disagree"):
+        kept.reset(np.array([0], dtype=np.int64), True)
+    kept._pose = saved
+    assert kept.reset(np.array([], dtype=np.int64), True)
+    with pytest.raises(ValueError, match="6 float64"):
+        KEPT.write_bodies(np.zeros(2, np.uint64), np.zeros(11))
+    with pytest.raises(ValueError, match="configure"):
+        KEPT.configure(b"\0" * 8, b"\0" * 8, 1, 3, 4)
+    cp.kept_module.cache_clear()  # configure it again for the tests after this one
+    assert cp.kept_module() is KEPT
+
+
+def test_bodies_with_several_shapes_keep_the_rebuild() -> None:
+    """The cart has three shapes: its re-add's mass accumulation is not repeated in place."""
+    env = _env("kelab/CartPole-v0", 4, kept=True)
+    assert all(s.kept is None for s in env.unwrapped.world._backend._shards)
+
+
+def test_the_helper_is_off_with_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KELAB_NO_C_RESET", "1")
+    cp.kept_module.cache_clear()
+    try:
+        env = _env("kelab/Humanoid-v0", 4, kept=True)
+        assert all(s.kept is None for s in env.unwrapped.world._backend._shards)
+        env.unwrapped.world.reset_envs([1, 2])  # the rebuild path
+    finally:
+        monkeypatch.delenv("KELAB_NO_C_RESET")
+        cp.kept_module.cache_clear()
+
+
+#: The C signatures _kept.c casts each function it calls to.
+KEPT_SIGNATURES = {
+    "cpBodySetVelocity": "void(*)(cpBody *, cpVect)",
+    "cpBodySetAngularVelocity": "void(*)(cpBody *, double)",
+    "cpBodySetAngle": "void(*)(cpBody *, double)",
+    "cpBodySetPosition": "void(*)(cpBody *, cpVect)",
+    "cpBodyGetPosition": "cpVect(*)(cpBody *)",
+    "cpBodyUpdatePosition": "void(*)(cpBody *, double)",
+    "cpShapeSetFriction": "void(*)(cpShape *, double)",
+    "cpSpaceReindexShape": "void(*)(cpSpace *, cpShape *)",
+    "cpArrayPush": "void(*)(cpArray *, void *)",
+    "cpSpaceSetShapeIDCounter": "void(*)(cpSpace *, uintptr_t)",
+}
+
+
+def test_the_c_helpers_functions_have_the_signatures_it_calls() -> None:
+    assert tuple(KEPT_SIGNATURES) == cp._KEPT_FUNCTIONS
+    for name, sig in KEPT_SIGNATURES.items():
+        got = pm_ffi.typeof(pm_ffi.addressof(pm_lib, name)).cname
+        assert got.replace("struct ", "") == sig, name
+    offsets, functions = cp.kept_layout()
+    assert len(offsets) == len(cp._KEPT_FIELDS) and all(f > 0 for f in functions)
+
+
+def test_mirrors_match_pymunk_and_the_space_getters() -> None:
+    m = cp.mirror_ffi()
+    space = pymunk.Space()
+    space.iterations = 13
+    space.collision_persistence = 1
+    space.collision_slop = 0.25
+    space.step(0.01)
+    sm = cp.space_mirror(cp.space_ptr(space))
+    assert (sm.iterations, sm.collision_persistence, sm.collision_slop, sm.curr_dt) == (
+        13, 1, 0.25, 0.01)  # fmt: skip
+    body = pymunk.Body(1.0, 1.0)
+    circle = pymunk.Circle(body, 1.0)
+    ground = pymunk.Segment(space.static_body, (-10, 0), (10, 0), 0.5)
+    space.add(body, circle, ground)
+    bm = cp.mirror(cp.body_ptr(body), "struct kl_body *")
+    assert bm.space == cp.address(cp.space_ptr(space))
+    assert bm.shape_list == cp.address(cp.shape_ptr(circle))
+    dyn = pm_ffi.cast("cpArray *", sm.dynamic_bodies)
+    assert (dyn.num, _addr(dyn.arr[0])) == (1, cp.address(cp.body_ptr(body)))
+    # roused bodies: the array right after the static bodies' (both empty, both arrays)
+    assert m.offsetof("struct kl_space", "roused_bodies") == m.offsetof(
+        "struct kl_space", "static_bodies") + 8  # fmt: skip
+    assert pm_ffi.cast("cpArray *", sm.roused_bodies).num == 0
+    seen = []
+
+    def begin(arbiter: pymunk.Arbiter, sp: pymunk.Space, data: dict) -> None:
+        # Chipmunk's own post-step callbacks (pymunk keeps its callbacks in Python)
+        pm_lib.cpSpaceAddPostStepCallback(cp.space_ptr(sp), pm_ffi.NULL, pm_ffi.NULL, pm_ffi.NULL)
+        seen.append((sm.locked, pm_ffi.cast("cpArray *", sm.post_step_callbacks).num))
+
+    space.on_collision(begin=begin)
+    body.position = (0, 1.2)
+    space.step(0.01)
+    assert seen and seen[0][0] > 0 and seen[0][1] == 1  # locked in the step, one pending
+    assert sm.locked == 0 and pm_ffi.cast("cpArray *", sm.post_step_callbacks).num == 0
+    # the contact is cached, threaded on the body and in the last step's arbiters
+    hs = m.cast("struct kl_hash_set *", sm.cached_arbiters)
+    assert hs.entries == 1 and hs.size > 0
+    arb = pm_ffi.cast("cpArbiter *", bm.arbiter_list)
+    assert {_addr(arb.a), _addr(arb.b)} == {cp.address(cp.shape_ptr(s)) for s in (circle, ground)}
+    assert pm_ffi.cast("cpArray *", sm.arbiters).num == 1
+    table = m.cast("uint64_t *", hs.table)
+    bins = [m.cast("struct kl_hash_bin *", table[i]) for i in range(hs.size) if table[i]]
+    assert [b.elt for b in bins] == [bm.arbiter_list]
+    pair = ((_addr(arb.a) * cp.HASH_COEF) ^ (_addr(arb.b) * cp.HASH_COEF)) & (2**64 - 1)
+    assert bins[0].hash == pair and table[pair % hs.size] == cp.address(
+        m.cast("void *", bins[0]))  # fmt: skip
+    assert int(arb.state) != cp.ARBITER_CACHED  # touching: not a cached (separated) one
