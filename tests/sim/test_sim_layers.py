@@ -21,8 +21,9 @@ ROOMS = {"scene": 0, "physics": 1}  # every other sim module is runtime (2)
 
 
 def _modules() -> dict[str, Path]:
+    """Every sim module: its Python files and the C sources of its extension modules."""
     found = {}
-    for path in sorted(SIM_DIR.rglob("*.py")):
+    for path in sorted([*SIM_DIR.rglob("*.py"), *SIM_DIR.rglob("*.c")]):
         parts = ["kelab", "sim", *path.relative_to(SIM_DIR).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -43,6 +44,8 @@ def _owner(name: str) -> str | None:
 def _imports(module: str) -> list[tuple[str, str | None]]:
     """Every kelab.sim import of ``module``: (imported module, name taken from it)."""
     path = MODULES[module]
+    if path.suffix == ".c":  # an extension module imports nothing from kelab
+        return []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, str | None]] = []
     for node in ast.walk(ast.parse(path.read_text())):
