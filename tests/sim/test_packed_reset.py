@@ -206,6 +206,9 @@ KEPT_SIGNATURES = {
     "cpSpaceReindexShape": "void(*)(cpSpace *, cpShape *)",
     "cpArrayPush": "void(*)(cpArray *, void *)",
     "cpSpaceSetShapeIDCounter": "void(*)(cpSpace *, uintptr_t)",
+    "cpBodyGetAngle": "double(*)(cpBody *)",
+    "cpBodyGetVelocity": "cpVect(*)(cpBody *)",
+    "cpBodyGetAngularVelocity": "double(*)(cpBody *)",
 }
 
 

@@ -319,6 +319,7 @@ _KEPT_FUNCTIONS = (
     "cpBodySetVelocity", "cpBodySetAngularVelocity", "cpBodySetAngle", "cpBodySetPosition",
     "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
+    "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
 )  # fmt: skip
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4

@@ -36,10 +36,12 @@ typedef void (*set_float_f)(void *, double);
 typedef Vect (*get_vect_f)(void *);
 typedef void (*two_ptr_f)(void *, void *);
 typedef void (*set_hash_f)(void *, uintptr_t);
+typedef double (*get_float_f)(void *);
 enum {
     F_BODY_SET_VELOCITY, F_BODY_SET_ANGULAR_VELOCITY, F_BODY_SET_ANGLE, F_BODY_SET_POSITION,
     F_BODY_GET_POSITION, F_BODY_UPDATE_POSITION, F_SHAPE_SET_FRICTION,
     F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
+    F_BODY_GET_ANGLE, F_BODY_GET_VELOCITY, F_BODY_GET_ANGULAR_VELOCITY,
     N_FUNCTIONS
 };
 
@@ -456,11 +458,56 @@ write_bodies(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(read_bodies_doc,
+"read_bodies(bodies, out)\n\n"
+"Per body (uint64 ``cpBody *``), into ``out`` (float64, 6 per body): position (x, y),\n"
+"angle, velocity (vx, vy), angular velocity, from Chipmunk's getters (what a\n"
+"``pymunk.batch`` read of those fields gives, in its order).");
+
+static PyObject *
+read_bodies(PyObject *self, PyObject *args)
+{
+    Py_buffer bodies, out;
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "read_bodies: call configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*w*", &bodies, &out)) return NULL;
+    Py_ssize_t m = bodies.len / 8;
+    if (bodies.len % 8 || out.len != m * 48) {
+        PyBuffer_Release(&bodies);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError,
+                        "read_bodies: out must hold 6 float64 per body pointer");
+        return NULL;
+    }
+    const uint64_t *b = bodies.buf;
+    double *o = out.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < m; i++) {
+        void *body = (void *)(uintptr_t)b[i];
+        double *v = o + 6 * i;
+        Vect p = ((get_vect_f)fn[F_BODY_GET_POSITION])(body);
+        Vect vel = ((get_vect_f)fn[F_BODY_GET_VELOCITY])(body);
+        v[0] = p.x;
+        v[1] = p.y;
+        v[2] = ((get_float_f)fn[F_BODY_GET_ANGLE])(body);
+        v[3] = vel.x;
+        v[4] = vel.y;
+        v[5] = ((get_float_f)fn[F_BODY_GET_ANGULAR_VELOCITY])(body);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bodies);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(offsets, functions, hash_coef, state_cached, state_invalidated)"},
     {"reset", reset, METH_VARARGS, reset_doc},
     {"write_bodies", write_bodies, METH_VARARGS, write_bodies_doc},
+    {"read_bodies", read_bodies, METH_VARARGS, read_bodies_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -218,6 +218,10 @@ class PackedBackend:
             return ids
         self.sync()
         if ids.size < self._n:  # a few copies (after resets): store only their rows
+            kept = cp.kept_module()
+            if kept is not None:  # only their bodies, in C (the same getters)
+                self._read_bodies(kept, ids)
+                return ids
             shards = self._shards_of(ids)
             for k in shards:
                 self._shards[k].fetch()
@@ -225,6 +229,19 @@ class PackedBackend:
             return ids
         self._fetch_all(self._fetch_shard)
         return self._every
+
+    def _read_bodies(self, kept: object, ids: np.ndarray) -> None:
+        """:meth:`_store_rows`'s result for copies ``ids``, their bodies read one by one."""
+        mv = self._mv
+        rows = np.empty((ids.size, self._plan.moving.size, 6))
+        kept.read_bodies(self._body_addrs[ids], rows)
+        rows[:, :, 0] -= self._plan.origin_x[ids, None]
+        if isinstance(mv, slice):
+            self.raw[ids, mv, :] = rows
+        else:
+            self.raw[ids[:, None], mv] = rows
+        if self.on_read is not None:
+            self.on_read(ids)
 
     def _shards_of(self, ids: np.ndarray) -> list[int]:
         """The shards holding copies ``ids``, ascending."""
