@@ -36,8 +36,9 @@ MAX_LINES = 800
 
 
 def _modules() -> dict[str, Path]:
+    """Every module: the Python files and the C sources of the extension modules."""
     found = {}
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted([*ROOT.rglob("*.py"), *ROOT.rglob("*.c")]):
         parts = ["kelab", *path.relative_to(ROOT).with_suffix("").parts]
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -57,6 +58,8 @@ def _owner(name: str) -> str | None:
 def _imports(module: str) -> list[tuple[str, str | None]]:
     """(imported module, name taken from it or None) for every kelab import."""
     path = MODULES[module]
+    if path.suffix == ".c":  # an extension module imports nothing from kelab
+        return []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, str | None]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
