@@ -44,11 +44,13 @@ def test_one_shard_steps_without_a_job() -> None:
 
 @pytest.mark.parametrize("plane", [False, True])
 def test_store_is_fetch_minus_origin_bit_for_bit(plane: bool) -> None:
-    # the one-pass store (fetch - offsets) gives the values of a copy then x -= origin
+    # the World's state (read by the C helper where built, else the batch read's store)
+    # is a batch read's values, x minus the origin
     w = ke.World(_cartpoles(plane), num_envs=16, layout="packed")
     _drive(w, 20)
     be = w._backend
     shard = be._shards[0]
+    shard.fetch()  # a batch read now (no step since the World's own read)
     n, kd = shard.copies.size, shard.kd
     block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6).copy()
     block[:, :, 0] -= be.origin_x[:, None]
@@ -65,9 +67,11 @@ def test_store_is_fetch_minus_origin_bit_for_bit(plane: bool) -> None:
 
 
 def test_store_keeps_negative_zero_and_nan() -> None:
-    # v - 0.0 is v for -0.0 and NaN too: the x column alone is shifted
+    # v - 0.0 is v for -0.0 and NaN too: the x column alone is shifted (the store of a
+    # batch read: the path without the C helper)
     w = ke.World(_cartpoles(), num_envs=4, layout="packed")
     be = w._backend
+    be._kept = None
     shard = be._shards[0]
     n, kd = shard.copies.size, shard.kd
     block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)

@@ -209,6 +209,8 @@ KEPT_SIGNATURES = {
     "cpBodyGetAngle": "double(*)(cpBody *)",
     "cpBodyGetVelocity": "cpVect(*)(cpBody *)",
     "cpBodyGetAngularVelocity": "double(*)(cpBody *)",
+    "cpBodySetForce": "void(*)(cpBody *, cpVect)",
+    "cpBodySetTorque": "void(*)(cpBody *, double)",
 }
 
 
@@ -269,3 +271,110 @@ def test_mirrors_match_pymunk_and_the_space_getters() -> None:
     assert bins[0].hash == pair and table[pair % hs.size] == cp.address(
         m.cast("void *", bins[0]))  # fmt: skip
     assert int(arb.state) != cp.ARBITER_CACHED  # touching: not a cached (separated) one
+
+
+@needs_c
+def test_read_rows_and_write_bodies_are_chipmunks_getters_and_setters_bit_for_bit() -> None:
+    rng = np.random.default_rng(3)
+    space, twin = pymunk.Space(), pymunk.Space()
+    bodies, twins = [], []
+    for k in range(40):
+        for sp, own in ((space, bodies), (twin, twins)):
+            body = pymunk.Body(1.0 + k, 2.0 + k)
+            sp.add(body, pymunk.Circle(body, 0.3, (0.1 * k, -0.05)))  # an off-centre cog
+            own.append(body)
+    addrs = np.array([cp.address(cp.body_ptr(b)) for b in bodies], dtype=np.uint64)
+    states = rng.normal(0.0, 1e3, (40, 6))
+    states[::5, 2] = -0.0  # signed zeros
+    states[1::5, 1] = -0.0
+    states[2, :] = [1e-300, -1e300, 7.5, 0.0, -0.0, 5e-324]
+    KEPT.write_bodies(addrs, states)
+    for b, s in zip(twins, states, strict=True):  # pymunk's setters, in the same order
+        b.angle = s[0]
+        b.position = (s[1], s[2])
+        b.velocity = (s[3], s[4])
+        b.angular_velocity = s[5]
+
+    def state(b: pymunk.Body) -> bytes:
+        p, v = b.position, b.velocity
+        return np.array([b.angle, p.x, p.y, v.x, v.y, b.angular_velocity]).tobytes()
+
+    assert [state(b) for b in bodies] == [state(b) for b in twins]
+    space.step(0.01)  # move them: positions from the transform the step computes
+    out = np.full((50, 6), np.nan)
+    rows = rng.permutation(50)[:40].astype(np.int64)
+    origins = rng.normal(0.0, 1e2, 40)
+    KEPT.read_rows(addrs, out, rows, origins)
+    for b, r, o in zip(bodies, rows, origins, strict=True):
+        p, v = b.position, b.velocity
+        want = np.array([p.x - o, p.y, b.angle, v.x, v.y, b.angular_velocity])
+        assert out[r].tobytes() == want.tobytes()
+    with pytest.raises(ValueError, match="within out"):
+        KEPT.read_rows(addrs, out, np.full(40, 50, np.int64), origins)
+    with pytest.raises(ValueError, match="one int64"):
+        KEPT.read_rows(addrs, out, rows[:3], origins)
+
+
+@needs_c
+def test_packed_reads_in_c_match_the_batch_read_bit_for_bit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A World stepped, reset and read with the C helper and without it: the same states."""
+    runs = []
+    for off in (False, True):
+        if off:
+            monkeypatch.setenv("KELAB_NO_C_RESET", "1")
+        cp.kept_module.cache_clear()
+        try:
+            env = _env("kelab/Humanoid-v0", 12, kept=True)
+            assert (env.unwrapped.world._backend._kept is None) == off
+            rng = np.random.default_rng(2)
+            seen = []
+            for t in range(60):
+                out = env.step(rng.uniform(-1, 1, (12, 6)).astype(np.float32))
+                seen.append(np.asarray(out[0]).tobytes())
+                w = env.unwrapped.world
+                seen.append(w.body_poses.tobytes() + w.body_velocities.tobytes())
+                if t % 9 == 4:
+                    w.reset_envs([3, 7])
+                    seen.append(w.body_poses.tobytes())
+            runs.append(seen)
+        finally:
+            monkeypatch.delenv("KELAB_NO_C_RESET", raising=False)
+            cp.kept_module.cache_clear()
+    assert runs[0] == runs[1]
+
+
+@needs_c
+def test_direct_force_writes_leave_what_the_setters_leave_in_a_space_that_never_sleeps() -> None:
+    """Fields written directly (``direct``) against Chipmunk's setters, over contacts."""
+    rng = np.random.default_rng(4)
+    worlds = []
+    for direct in (False, True):
+        space = pymunk.Space()
+        space.gravity = (0.0, -9.81)
+        space.add(pymunk.Segment(space.static_body, (-50, 0), (50, 0), 0.1))
+        bodies = []
+        for k in range(12):
+            body = pymunk.Body(1.0, 0.5)
+            body.position = (2.0 * k, 0.6)
+            space.add(body, pymunk.Poly.create_box(body, (1.0, 1.0)))
+            bodies.append(body)
+        addrs = np.array([cp.address(cp.body_ptr(b)) for b in bodies], dtype=np.uint64)
+        worlds.append((space, bodies, addrs, direct))
+    forces = [rng.normal(0.0, 20.0, (12, 3)) for _ in range(50)]
+    for f in forces:
+        for space, _, addrs, direct in worlds:
+            KEPT.write_forces(addrs, np.ascontiguousarray(f), direct)
+            space.step(0.01)
+    m = cp.mirror_ffi()
+    fields = ("f", "t", "p", "v", "a", "w", "idle_time")
+
+    def state(body: pymunk.Body) -> list[bytes]:
+        bm = cp.mirror(cp.body_ptr(body), "struct kl_body *")
+        return [bytes(m.buffer(m.addressof(bm, name))) for name in fields]
+
+    a, b = ([state(x) for x in w[1]] for w in worlds)
+    assert a == b
+    assert all(cp.mirror(cp.body_ptr(x), "struct kl_body *").idle_time == 0.0 for x in worlds[1][1])
+    assert worlds[0][0].sleep_time_threshold == float("inf")

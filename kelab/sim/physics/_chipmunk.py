@@ -196,6 +196,7 @@ struct kl_body {
     kl_vect v_bias;
     double w_bias;
     uintptr_t space, shape_list, arbiter_list, constraint_list;
+    uintptr_t sleeping_root, sleeping_next; double idle_time;
 };
 struct kl_constraint {
     void *klass; void *space; void *a; void *b; void *next_a; void *next_b;
@@ -313,6 +314,12 @@ _KEPT_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("struct kl_hash_set", ("pooled_bins",), 8),
     ("struct kl_hash_bin", ("elt",), 8),
     ("struct kl_hash_bin", ("next",), 8),
+    ("struct kl_body", ("v",), 16),
+    ("struct kl_body", ("a",), 8),
+    ("struct kl_body", ("w",), 8),
+    ("struct kl_body", ("transform",), 48),
+    ("struct kl_body", ("f",), 16),
+    ("struct kl_body", ("t",), 8),
 )
 #: The Chipmunk functions ``_kept.c`` calls, in the order of its functions enum.
 _KEPT_FUNCTIONS = (
@@ -320,6 +327,7 @@ _KEPT_FUNCTIONS = (
     "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
     "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
+    "cpBodySetForce", "cpBodySetTorque",
 )  # fmt: skip
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4

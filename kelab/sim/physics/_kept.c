@@ -27,6 +27,7 @@ enum {
     O_ARRAY_NUM, O_ARRAY_ARR,
     O_SET_ENTRIES, O_SET_SIZE, O_SET_TABLE, O_SET_POOLED,
     O_BIN_ELT, O_BIN_NEXT,
+    O_BODY_V, O_BODY_A, O_BODY_W, O_BODY_TRANSFORM, O_BODY_F, O_BODY_T,
     N_OFFSETS
 };
 
@@ -42,6 +43,7 @@ enum {
     F_BODY_GET_POSITION, F_BODY_UPDATE_POSITION, F_SHAPE_SET_FRICTION,
     F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
     F_BODY_GET_ANGLE, F_BODY_GET_VELOCITY, F_BODY_GET_ANGULAR_VELOCITY,
+    F_BODY_SET_FORCE, F_BODY_SET_TORQUE,
     N_FUNCTIONS
 };
 
@@ -458,47 +460,106 @@ write_bodies(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyDoc_STRVAR(read_bodies_doc,
-"read_bodies(bodies, out)\n\n"
-"Per body (uint64 ``cpBody *``), into ``out`` (float64, 6 per body): position (x, y),\n"
-"angle, velocity (vx, vy), angular velocity, from Chipmunk's getters (what a\n"
-"``pymunk.batch`` read of those fields gives, in its order).");
+PyDoc_STRVAR(read_rows_doc,
+"read_rows(bodies, out, rows, origins)\n\n"
+"Per body (uint64 ``cpBody *``), into row ``rows[i]`` of ``out`` (float64, 6 per row):\n"
+"position x minus ``origins[i]``, position y, angle, velocity (vx, vy), angular\n"
+"velocity: what Chipmunk's getters return (and a ``pymunk.batch`` read of those fields\n"
+"gives, in its order), then the subtraction.");
 
 static PyObject *
-read_bodies(PyObject *self, PyObject *args)
+read_rows(PyObject *self, PyObject *args)
 {
-    Py_buffer bodies, out;
+    Py_buffer bodies, out, rows, origins;
     if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "read_bodies: call configure() first");
+        PyErr_SetString(PyExc_RuntimeError, "read_rows: call configure() first");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "y*w*", &bodies, &out)) return NULL;
-    Py_ssize_t m = bodies.len / 8;
-    if (bodies.len % 8 || out.len != m * 48) {
+    if (!PyArg_ParseTuple(args, "y*w*y*y*", &bodies, &out, &rows, &origins)) return NULL;
+    Py_ssize_t m = bodies.len / 8, nrows = out.len / 48;
+    const int64_t *r = rows.buf;
+    int ok = bodies.len % 8 == 0 && out.len % 48 == 0 && rows.len == m * 8
+             && origins.len == m * 8;
+    for (Py_ssize_t i = 0; ok && i < m; i++) ok = r[i] >= 0 && r[i] < nrows;
+    if (!ok) {
         PyBuffer_Release(&bodies);
         PyBuffer_Release(&out);
+        PyBuffer_Release(&rows);
+        PyBuffer_Release(&origins);
         PyErr_SetString(PyExc_ValueError,
-                        "read_bodies: out must hold 6 float64 per body pointer");
+                        "read_rows: rows and origins must hold one int64 / float64 per body "
+                        "pointer, each row within out (6 float64 a row)");
         return NULL;
     }
     const uint64_t *b = bodies.buf;
+    const double *org = origins.buf;
     double *o = out.buf;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < m; i++) {
         void *body = (void *)(uintptr_t)b[i];
-        double *v = o + 6 * i;
-        Vect p = ((get_vect_f)fn[F_BODY_GET_POSITION])(body);
-        Vect vel = ((get_vect_f)fn[F_BODY_GET_VELOCITY])(body);
-        v[0] = p.x;
-        v[1] = p.y;
-        v[2] = ((get_float_f)fn[F_BODY_GET_ANGLE])(body);
+        double *v = o + 6 * r[i];
+        /* the getters' own arithmetic on the fields they read (cpBodyGetPosition is
+         * cpTransformPoint(transform, cpvzero); the others return a field): the same
+         * bits, without four calls per body */
+        const double *t = &AT(body, O_BODY_TRANSFORM, double); /* a, b, c, d, tx, ty */
+        const Vect vel = AT(body, O_BODY_V, Vect);
+        v[0] = (t[0] * 0.0 + t[2] * 0.0 + t[4]) - org[i];
+        v[1] = t[1] * 0.0 + t[3] * 0.0 + t[5];
+        v[2] = AT(body, O_BODY_A, double);
         v[3] = vel.x;
         v[4] = vel.y;
-        v[5] = ((get_float_f)fn[F_BODY_GET_ANGULAR_VELOCITY])(body);
+        v[5] = AT(body, O_BODY_W, double);
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&bodies);
     PyBuffer_Release(&out);
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&origins);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(write_forces_doc,
+"write_forces(bodies, forces, direct)\n\n"
+"Per body (uint64 ``cpBody *``): ``cpBodySetForce`` then ``cpBodySetTorque`` with its\n"
+"three float64 of ``forces`` (fx, fy, torque): what a ``pymunk.batch`` write of those\n"
+"fields calls per body. ``direct``: write the two fields only, for a space that never\n"
+"sleeps (there the setters' wake-up of the body writes an idle time that is 0 already).");
+
+static PyObject *
+write_forces(PyObject *self, PyObject *args)
+{
+    Py_buffer bodies, forces;
+    int direct;
+    if (!configured) {
+        PyErr_SetString(PyExc_RuntimeError, "write_forces: call configure() first");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*y*p", &bodies, &forces, &direct)) return NULL;
+    Py_ssize_t m = bodies.len / 8;
+    if (bodies.len % 8 || forces.len < m * 24) {
+        PyBuffer_Release(&bodies);
+        PyBuffer_Release(&forces);
+        PyErr_SetString(PyExc_ValueError,
+                        "write_forces: forces must hold 3 float64 per body pointer");
+        return NULL;
+    }
+    const uint64_t *b = bodies.buf;
+    const double *f = forces.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < m; i++) {
+        void *body = (void *)(uintptr_t)b[i];
+        Vect force = {f[3 * i], f[3 * i + 1]};
+        if (direct) {
+            AT(body, O_BODY_F, Vect) = force;
+            AT(body, O_BODY_T, double) = f[3 * i + 2];
+        } else {
+            ((set_vect_f)fn[F_BODY_SET_FORCE])(body, force);
+            ((set_float_f)fn[F_BODY_SET_TORQUE])(body, f[3 * i + 2]);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bodies);
+    PyBuffer_Release(&forces);
     Py_RETURN_NONE;
 }
 
@@ -507,7 +568,8 @@ static PyMethodDef methods[] = {
      "configure(offsets, functions, hash_coef, state_cached, state_invalidated)"},
     {"reset", reset, METH_VARARGS, reset_doc},
     {"write_bodies", write_bodies, METH_VARARGS, write_bodies_doc},
-    {"read_bodies", read_bodies, METH_VARARGS, read_bodies_doc},
+    {"read_rows", read_rows, METH_VARARGS, read_rows_doc},
+    {"write_forces", write_forces, METH_VARARGS, write_forces_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -196,6 +196,8 @@ class PackedBackend:
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
+        #: the C helper (kelab/sim/physics/_kept.c) for body reads and writes, or None
+        self._kept = cp.kept_module()
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._direct = False
         self.rebuild(np.arange(num_envs))
@@ -218,28 +220,23 @@ class PackedBackend:
             return ids
         self.sync()
         if ids.size < self._n:  # a few copies (after resets): store only their rows
-            kept = cp.kept_module()
-            if kept is not None:  # only their bodies, in C (the same getters)
-                self._read_bodies(kept, ids)
+            if self._kept is not None:  # only their bodies, in C (the same getters)
+                self._read_bodies(self._kept, ids)
                 return ids
             shards = self._shards_of(ids)
             for k in shards:
                 self._shards[k].fetch()
             self._store_rows(ids, shards)
             return ids
-        self._fetch_all(self._fetch_shard)
+        self._fetch_all(self._read_shard)
         return self._every
 
     def _read_bodies(self, kept: object, ids: np.ndarray) -> None:
         """:meth:`_store_rows`'s result for copies ``ids``, their bodies read one by one."""
-        mv = self._mv
-        rows = np.empty((ids.size, self._plan.moving.size, 6))
-        kept.read_bodies(self._body_addrs[ids], rows)
-        rows[:, :, 0] -= self._plan.origin_x[ids, None]
-        if isinstance(mv, slice):
-            self.raw[ids, mv, :] = rows
-        else:
-            self.raw[ids[:, None], mv] = rows
+        kd = self._plan.moving.size
+        rows = (ids[:, None] * self._nb + self._plan.moving).ravel()
+        origins = np.repeat(self._plan.origin_x[ids], kd)
+        kept.read_rows(self._body_addrs[ids], self.raw, rows, origins)
         if self.on_read is not None:
             self.on_read(ids)
 
@@ -309,6 +306,17 @@ class PackedBackend:
     def _fetch_shard(self, k: int) -> None:
         self._shards[k].fetch()
 
+    def _read_shard(self, k: int) -> None:
+        """Read shard ``k``'s bodies (in the shard's thread).
+
+        With the C helper into ``raw`` directly (GIL released), else into the shard's
+        buffer for :meth:`_store_shard`.
+        """
+        if self._kept is not None:
+            self._shards[k].read_into(self._kept, self.raw)
+        else:
+            self._shards[k].fetch()
+
     def _store(self) -> None:
         """Copy every shard's last fetch into ``raw`` (copy frames), then ``on_read``.
 
@@ -352,6 +360,8 @@ class PackedBackend:
         loop that array is cold: +3k simulated 2 MB-cache misses per control step of
         1024 cartpoles and no faster; benchmarks/README.md, "packed World vs bare".)
         """
+        if self._kept is not None:  # read into raw by _read_shard already
+            return
         shard, part = self._shards[k], self._parts[k]
         raw, mv = self.raw, self._mv
         n, kd = shard.copies.size, shard.kd
@@ -396,7 +406,7 @@ class PackedBackend:
             shard.step(dt)
             if not read:
                 return ids[:0]
-            shard.fetch()
+            self._read_shard(0)
             self._store_shard(0)
             if self.on_read is not None:
                 self.on_read(slice(None))
@@ -413,10 +423,9 @@ class PackedBackend:
         return ids[:0]
 
     def _step_shard(self, dt: float, read: bool, k: int) -> None:
-        shard = self._shards[k]
-        shard.step(dt)
+        self._shards[k].step(dt)
         if read:
-            shard.fetch()
+            self._read_shard(k)
 
     def sync(self) -> None:
         """Wait until the shard threads have finished every step handed to them.
@@ -473,7 +482,7 @@ class PackedBackend:
         """
         self.sync()
         mv = self._plan.moving
-        kept = cp.kept_module()
+        kept = self._kept
         if kept is not None:  # the same setters, in the same order, looped in C
             states = np.empty((ids.size, mv.size, 6))
             states[:, :, 0] = poses[:, mv, 2]

@@ -255,6 +255,17 @@ class Shard:
         self.kd = kd
         self.nbodies = n * kd + 1 + len(self.shared) + n * len(plan.per_copy_static)
         self.rbuf, self.rdata, self.rfa = self._buffer(self.nbodies * 6, READ)
+        # read_into's tables: per moving body of each copy, its cpBody *, its row of the
+        # World's (num_envs * nb, 6) state array and its copy's origin
+        nb = len(lay.body_paths)
+        self._read_bodies = np.array(
+            [cp.address(b) for r in self.recipe if r is not None for b in r.body_ptrs],
+            dtype=np.uint64,
+        )
+        self._read_rows = (copies[:, None] * nb + plan.moving).ravel().astype(np.int64)
+        self._read_origins = np.repeat(plan.origin_x[copies], kd)
+        self._kept_module = cp.kept_module()
+        self._never_sleeps = space.sleep_time_threshold == math.inf
         self.fbuf, self.fdata, self.ffa = self._buffer(self.nbodies * 3, FORCE)
 
     def _buffer(self, width: int, fields: int) -> tuple[np.ndarray, object, object]:
@@ -475,13 +486,32 @@ class Shard:
         self.rfa.num = 0
         cp.space_each_body(self.ptr, GET, self.rdata)
 
+    def read_into(self, kept: object, raw: np.ndarray) -> None:
+        """Read the moving bodies into their rows of ``raw`` (copy frames), in C.
+
+        What :meth:`fetch` and the backend's store of its buffer give, bit for bit (the
+        same Chipmunk getters, the same subtraction of the origin), without the buffer or
+        the static bodies, and without the GIL.
+        """
+        kept.read_rows(self._read_bodies, raw, self._read_rows, self._read_origins)
+
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
         n, kd = self.copies.size, self.kd
         self.fbuf[: n * kd * 3].reshape(n, kd, 3)[:] = forces
 
     def step(self, dt: float) -> None:
-        """Write the held forces and take one physics step (releases the GIL in C)."""
-        self.ffa.num = 0
-        cp.space_each_body(self.ptr, SET, self.fdata)
+        """Write the held forces and take one physics step (releases the GIL in C).
+
+        With the C helper the forces go to the moving bodies only (the static bodies' rows
+        of the buffer are zeros and stay unread), written to their fields: the setters
+        the batch write calls also wake the body, which in a space that never sleeps
+        writes an idle time of 0 where it is 0 already (tests/sim/test_packed_reset.py).
+        """
+        kept = self._kept_module
+        if kept is not None:
+            kept.write_forces(self._read_bodies, self.fbuf, self._never_sleeps)
+        else:
+            self.ffa.num = 0
+            cp.space_each_body(self.ptr, SET, self.fdata)
         cp.space_step(self.ptr, dt)
