@@ -1,4 +1,4 @@
-"""Builds the optional C helper of packed resets (kelab/sim/physics/_kept.c).
+"""Builds the optional C helper of the packed layout (kelab/sim/physics/_native.c).
 
 Everything else is in pyproject.toml. ``optional=True``: where no C compiler is, pip
 installs KELab without it and the World resets copies with Chipmunk's own remove and add
@@ -10,8 +10,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "kelab.sim.physics._kept",
-            ["kelab/sim/physics/_kept.c"],
+            "kelab.sim.physics._native",
+            ["kelab/sim/physics/_native.c"],
             optional=True,
             extra_compile_args=["-O2"],
         )

@@ -71,7 +71,7 @@ def test_store_keeps_negative_zero_and_nan() -> None:
     # batch read: the path without the C helper)
     w = ke.World(_cartpoles(), num_envs=4, layout="packed")
     be = w._backend
-    be._kept = None
+    be._native = None
     shard = be._shards[0]
     n, kd = shard.copies.size, shard.kd
     block = shard.rbuf[: n * kd * 6].reshape(n, kd, 6)

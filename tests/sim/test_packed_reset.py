@@ -3,7 +3,7 @@
 Each is checked against the rebuild that removes and re-adds them (the shard's ``kept``
 set to None), in two worlds stepped with the same actions: the body states must stay the
 same bytes, and so must the order of Chipmunk's structures that the next steps read.
-The C helper's layout (offsets and functions handed to ``_kept.c``) is checked against
+The C helper's layout (offsets and functions handed to ``_native.c``) is checked against
 pymunk, and its boundary against bad tables.
 """
 
@@ -19,9 +19,9 @@ from pymunk._chipmunk_cffi import lib as pm_lib
 import kelab  # noqa: F401  (registers the tasks)
 from kelab.sim.physics import _chipmunk as cp
 
-KEPT = cp.kept_module()
+NATIVE = cp.native_module()
 needs_c = pytest.mark.skipif(
-    KEPT is None, reason="the C helper is not built here (no compiler at install time)"
+    NATIVE is None, reason="the C helper is not built here (no compiler at install time)"
 )
 
 
@@ -169,11 +169,11 @@ def test_bad_tables_are_refused_with_an_error_not_a_crash() -> None:
     kept._pose = saved
     assert kept.reset(np.array([], dtype=np.int64), True)
     with pytest.raises(ValueError, match="6 float64"):
-        KEPT.write_bodies(np.zeros(2, np.uint64), np.zeros(11))
+        NATIVE.write_bodies(np.zeros(2, np.uint64), np.zeros(11))
     with pytest.raises(ValueError, match="configure"):
-        KEPT.configure(b"\0" * 8, b"\0" * 8, 1, 3, 4)
-    cp.kept_module.cache_clear()  # configure it again for the tests after this one
-    assert cp.kept_module() is KEPT
+        NATIVE.configure(b"\0" * 8, b"\0" * 8, 1, 3, 4)
+    cp.native_module.cache_clear()  # configure it again for the tests after this one
+    assert cp.native_module() is NATIVE
 
 
 def test_bodies_with_several_shapes_keep_the_rebuild() -> None:
@@ -183,19 +183,19 @@ def test_bodies_with_several_shapes_keep_the_rebuild() -> None:
 
 
 def test_the_helper_is_off_with_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KELAB_NO_C_RESET", "1")
-    cp.kept_module.cache_clear()
+    monkeypatch.setenv("KELAB_NO_NATIVE", "1")
+    cp.native_module.cache_clear()
     try:
         env = _env("kelab/Humanoid-v0", 4, kept=True)
         assert all(s.kept is None for s in env.unwrapped.world._backend._shards)
         env.unwrapped.world.reset_envs([1, 2])  # the rebuild path
     finally:
-        monkeypatch.delenv("KELAB_NO_C_RESET")
-        cp.kept_module.cache_clear()
+        monkeypatch.delenv("KELAB_NO_NATIVE")
+        cp.native_module.cache_clear()
 
 
-#: The C signatures _kept.c casts each function it calls to.
-KEPT_SIGNATURES = {
+#: The C signatures _native.c casts each function it calls to.
+NATIVE_SIGNATURES = {
     "cpBodySetVelocity": "void(*)(cpBody *, cpVect)",
     "cpBodySetAngularVelocity": "void(*)(cpBody *, double)",
     "cpBodySetAngle": "void(*)(cpBody *, double)",
@@ -215,12 +215,12 @@ KEPT_SIGNATURES = {
 
 
 def test_the_c_helpers_functions_have_the_signatures_it_calls() -> None:
-    assert tuple(KEPT_SIGNATURES) == cp._KEPT_FUNCTIONS
-    for name, sig in KEPT_SIGNATURES.items():
+    assert tuple(NATIVE_SIGNATURES) == cp._NATIVE_FUNCTIONS
+    for name, sig in NATIVE_SIGNATURES.items():
         got = pm_ffi.typeof(pm_ffi.addressof(pm_lib, name)).cname
         assert got.replace("struct ", "") == sig, name
-    offsets, functions = cp.kept_layout()
-    assert len(offsets) == len(cp._KEPT_FIELDS) and all(f > 0 for f in functions)
+    offsets, functions = cp.native_layout()
+    assert len(offsets) == len(cp._NATIVE_FIELDS) and all(f > 0 for f in functions)
 
 
 def test_mirrors_match_pymunk_and_the_space_getters() -> None:
@@ -288,7 +288,7 @@ def test_read_rows_and_write_bodies_are_chipmunks_getters_and_setters_bit_for_bi
     states[::5, 2] = -0.0  # signed zeros
     states[1::5, 1] = -0.0
     states[2, :] = [1e-300, -1e300, 7.5, 0.0, -0.0, 5e-324]
-    KEPT.write_bodies(addrs, states)
+    NATIVE.write_bodies(addrs, states)
     for b, s in zip(twins, states, strict=True):  # pymunk's setters, in the same order
         b.angle = s[0]
         b.position = (s[1], s[2])
@@ -304,15 +304,15 @@ def test_read_rows_and_write_bodies_are_chipmunks_getters_and_setters_bit_for_bi
     out = np.full((50, 6), np.nan)
     rows = rng.permutation(50)[:40].astype(np.int64)
     origins = rng.normal(0.0, 1e2, 40)
-    KEPT.read_rows(addrs, out, rows, origins)
+    NATIVE.read_rows(addrs, out, rows, origins)
     for b, r, o in zip(bodies, rows, origins, strict=True):
         p, v = b.position, b.velocity
         want = np.array([p.x - o, p.y, b.angle, v.x, v.y, b.angular_velocity])
         assert out[r].tobytes() == want.tobytes()
     with pytest.raises(ValueError, match="within out"):
-        KEPT.read_rows(addrs, out, np.full(40, 50, np.int64), origins)
+        NATIVE.read_rows(addrs, out, np.full(40, 50, np.int64), origins)
     with pytest.raises(ValueError, match="one int64"):
-        KEPT.read_rows(addrs, out, rows[:3], origins)
+        NATIVE.read_rows(addrs, out, rows[:3], origins)
 
 
 @needs_c
@@ -323,11 +323,11 @@ def test_packed_reads_in_c_match_the_batch_read_bit_for_bit(
     runs = []
     for off in (False, True):
         if off:
-            monkeypatch.setenv("KELAB_NO_C_RESET", "1")
-        cp.kept_module.cache_clear()
+            monkeypatch.setenv("KELAB_NO_NATIVE", "1")
+        cp.native_module.cache_clear()
         try:
             env = _env("kelab/Humanoid-v0", 12, kept=True)
-            assert (env.unwrapped.world._backend._kept is None) == off
+            assert (env.unwrapped.world._backend._native is None) == off
             rng = np.random.default_rng(2)
             seen = []
             for t in range(60):
@@ -340,8 +340,8 @@ def test_packed_reads_in_c_match_the_batch_read_bit_for_bit(
                     seen.append(w.body_poses.tobytes())
             runs.append(seen)
         finally:
-            monkeypatch.delenv("KELAB_NO_C_RESET", raising=False)
-            cp.kept_module.cache_clear()
+            monkeypatch.delenv("KELAB_NO_NATIVE", raising=False)
+            cp.native_module.cache_clear()
     assert runs[0] == runs[1]
 
 
@@ -365,7 +365,7 @@ def test_direct_force_writes_leave_what_the_setters_leave_in_a_space_that_never_
     forces = [rng.normal(0.0, 20.0, (12, 3)) for _ in range(50)]
     for f in forces:
         for space, _, addrs, direct in worlds:
-            KEPT.write_forces(addrs, np.ascontiguousarray(f), direct)
+            NATIVE.write_forces(addrs, np.ascontiguousarray(f), direct)
             space.step(0.01)
     m = cp.mirror_ffi()
     fields = ("f", "t", "p", "v", "a", "w", "idle_time")

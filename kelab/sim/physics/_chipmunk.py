@@ -283,12 +283,12 @@ def mirror_ffi() -> FFI:
     return _mirror()
 
 
-# -- the packed resets' C helper (kelab/sim/physics/_kept.c) --------------------------------
+# -- the packed resets' C helper (kelab/sim/physics/_native.c) --------------------------------
 
-#: The fields ``_kept.c`` reads and writes, in the order of its offsets enum: (struct,
+#: The fields ``_native.c`` reads and writes, in the order of its offsets enum: (struct,
 #: field path, its size in C). ``cpArbiter`` and ``cpArray`` are pymunk's own declarations,
 #: the ``kl_`` structs the mirrors above.
-_KEPT_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
+_NATIVE_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("struct kl_body", ("arbiter_list",), 8),
     ("cpArbiter", ("a",), 8),
     ("cpArbiter", ("b",), 8),
@@ -321,8 +321,8 @@ _KEPT_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("struct kl_body", ("f",), 16),
     ("struct kl_body", ("t",), 8),
 )
-#: The Chipmunk functions ``_kept.c`` calls, in the order of its functions enum.
-_KEPT_FUNCTIONS = (
+#: The Chipmunk functions ``_native.c`` calls, in the order of its functions enum.
+_NATIVE_FUNCTIONS = (
     "cpBodySetVelocity", "cpBodySetAngularVelocity", "cpBodySetAngle", "cpBodySetPosition",
     "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
@@ -335,16 +335,16 @@ ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4
 HASH_COEF = 3344921057
 
 
-def kept_layout() -> tuple[list[int], list[int]]:
-    """The byte offsets and function addresses ``_kept.c``'s ``configure`` takes.
+def native_layout() -> tuple[list[int], list[int]]:
+    """The byte offsets and function addresses ``_native.c``'s ``configure`` takes.
 
     Raises:
-        TypeError: If a field's size is not the one ``_kept.c`` reads (a pymunk whose
+        TypeError: If a field's size is not the one ``_native.c`` reads (a pymunk whose
             structs changed).
     """
     m = _mirror()
     offsets = []
-    for struct, path, size in _KEPT_FIELDS:
+    for struct, path, size in _NATIVE_FIELDS:
         ffi = m if struct.startswith("struct kl_") else _ffi
         ctype = ffi.typeof(struct)
         for name in path:
@@ -353,32 +353,34 @@ def kept_layout() -> tuple[list[int], list[int]]:
         if ffi.sizeof(ctype) != size:
             raise TypeError(f"{struct}.{'.'.join(path)} is {ffi.sizeof(ctype)} bytes, not {size}")
         offsets.append(ffi.offsetof(struct, *path))
-    functions = [int(_ffi.cast("uintptr_t", _ffi.addressof(_lib, f))) for f in _KEPT_FUNCTIONS]
+    functions = [int(_ffi.cast("uintptr_t", _ffi.addressof(_lib, f))) for f in _NATIVE_FUNCTIONS]
     return offsets, functions
 
 
 @cache
-def kept_module() -> object | None:
-    """The configured C helper of packed resets, or None where it is not built or is off.
+def native_module() -> object | None:
+    """The configured C helper of the packed layout, or None where it is not built or off.
 
-    ``KELAB_NO_C_RESET=1`` turns it off (the World then rebuilds copies with Chipmunk's
-    remove and add calls: the same results, slower).
+    ``kelab/sim/physics/_native.c``: packed resets in place, a shard's body reads and
+    force and state writes. ``KELAB_NO_NATIVE=1`` turns it off: the World then reads and
+    writes through pymunk.batch and rebuilds copies with Chipmunk's remove and add calls
+    (the same results, slower).
     """
-    if os.environ.get("KELAB_NO_C_RESET", "") not in ("", "0"):
+    if os.environ.get("KELAB_NO_NATIVE", "") not in ("", "0"):
         return None
     try:
-        from kelab.sim.physics import _kept  # type: ignore[attr-defined]
+        from kelab.sim.physics import _native  # type: ignore[attr-defined]
     except ImportError:  # built without a C compiler: the rebuild path
         return None
-    offsets, functions = kept_layout()
-    _kept.configure(
+    offsets, functions = native_layout()
+    _native.configure(
         np.asarray(offsets, dtype=np.int64).tobytes(),
         np.asarray(functions, dtype=np.uint64).tobytes(),
         HASH_COEF,
         ARBITER_CACHED,
         ARBITER_INVALIDATED,
     )
-    return _kept
+    return _native
 
 
 def space_mirror(space: object) -> object:

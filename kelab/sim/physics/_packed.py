@@ -196,8 +196,8 @@ class PackedBackend:
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
-        #: the C helper (kelab/sim/physics/_kept.c) for body reads and writes, or None
-        self._kept = cp.kept_module()
+        #: the C helper (kelab/sim/physics/_native.c) for body reads and writes, or None
+        self._native = cp.native_module()
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._direct = False
         self.rebuild(np.arange(num_envs))
@@ -220,8 +220,8 @@ class PackedBackend:
             return ids
         self.sync()
         if ids.size < self._n:  # a few copies (after resets): store only their rows
-            if self._kept is not None:  # only their bodies, in C (the same getters)
-                self._read_bodies(self._kept, ids)
+            if self._native is not None:  # only their bodies, in C (the same getters)
+                self._read_bodies(self._native, ids)
                 return ids
             shards = self._shards_of(ids)
             for k in shards:
@@ -312,8 +312,8 @@ class PackedBackend:
         With the C helper into ``raw`` directly (GIL released), else into the shard's
         buffer for :meth:`_store_shard`.
         """
-        if self._kept is not None:
-            self._shards[k].read_into(self._kept, self.raw)
+        if self._native is not None:
+            self._shards[k].read_into(self._native, self.raw)
         else:
             self._shards[k].fetch()
 
@@ -360,7 +360,7 @@ class PackedBackend:
         loop that array is cold: +3k simulated 2 MB-cache misses per control step of
         1024 cartpoles and no faster; benchmarks/README.md, "packed World vs bare".)
         """
-        if self._kept is not None:  # read into raw by _read_shard already
+        if self._native is not None:  # read into raw by _read_shard already
             return
         shard, part = self._shards[k], self._parts[k]
         raw, mv = self.raw, self._mv
@@ -482,7 +482,7 @@ class PackedBackend:
         """
         self.sync()
         mv = self._plan.moving
-        kept = self._kept
+        kept = self._native
         if kept is not None:  # the same setters, in the same order, looped in C
             states = np.empty((ids.size, mv.size, 6))
             states[:, :, 0] = poses[:, mv, 2]

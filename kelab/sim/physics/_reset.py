@@ -6,7 +6,7 @@ removing its constraints and shapes from the shard's space and adding them again
 ``cpSpaceRemoveConstraint`` scans the constraint array, so a reset's cost grew with the
 number of copies in the shard. :class:`KeptReset` leaves every structure in the space and
 applies the net effect of that remove + re-add to each directly, in one C call per batch
-(``_kept.c``), with the same result byte for byte in every field Chipmunk reads
+(``_native.c``), with the same result byte for byte in every field Chipmunk reads
 (``tests/sim/test_packed_reset.py`` steps both side by side):
 
 - **cached arbiters** of the copy's shapes (with ``collision_persistence == 1``, exactly
@@ -79,7 +79,7 @@ class KeptReset:
     """In-place resets of one shard's copies (see the module docstring).
 
     Args:
-        module: The configured C helper (:func:`kelab.sim.physics._chipmunk.kept_module`).
+        module: The configured C helper (:func:`kelab.sim.physics._chipmunk.native_module`).
         space: The shard's ``cpSpace *``.
         adds: Per local copy, per moving body: (``cpBody *``, initial angle, initial
             position, its one ``cpShape *`` in a tuple), in the order they were added.

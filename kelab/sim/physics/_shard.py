@@ -264,7 +264,7 @@ class Shard:
         )
         self._read_rows = (copies[:, None] * nb + plan.moving).ravel().astype(np.int64)
         self._read_origins = np.repeat(plan.origin_x[copies], kd)
-        self._kept_module = cp.kept_module()
+        self._native_module = cp.native_module()
         self._never_sleeps = space.sleep_time_threshold == math.inf
         self.fbuf, self.fdata, self.ffa = self._buffer(self.nbodies * 3, FORCE)
 
@@ -375,7 +375,7 @@ class Shard:
 
     def _kept(self) -> KeptReset | None:
         """The in-place resets of this shard, where the C helper is built and they apply."""
-        module = cp.kept_module()
+        module = cp.native_module()
         bodies, shapes = [p[0] for p in self.parts], [p[1] for p in self.parts]
         if module is None or not eligible(self.space, bodies, shapes):
             return None
@@ -508,7 +508,7 @@ class Shard:
         the batch write calls also wake the body, which in a space that never sleeps
         writes an idle time of 0 where it is 0 already (tests/sim/test_packed_reset.py).
         """
-        kept = self._kept_module
+        kept = self._native_module
         if kept is not None:
             kept.write_forces(self._read_bodies, self.fbuf, self._never_sleeps)
         else:

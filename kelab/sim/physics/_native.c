@@ -1,13 +1,20 @@
-/* Packed resets in C: one call per batch of copies (kelab/sim/physics/_reset.py says what
- * and why; the Python side builds every table this file reads).
+/* KELab's C helper for the packed layout: one call per batch, the GIL released.
+ *
+ * - reset(): packed resets in place, the copies' shapes and constraints kept in the space
+ *   (kelab/sim/physics/_reset.py says what and why; the Python side builds every table
+ *   this file reads);
+ * - read_rows(), write_forces(), write_bodies(): a shard's body states read straight into
+ *   the World's state rows, its held forces and reset states written (_shard.py,
+ *   _packed.py).
  *
  * This file knows no Chipmunk struct. The byte offsets of the fields it reads and writes
  * and the addresses of the Chipmunk functions it calls are handed to configure() once,
  * computed by kelab/sim/physics/_chipmunk.py from its cffi mirror structs and pymunk's own
  * cffi library: the layouts are declared in one place, checked there against pymunk.
  *
- * Optional: setup.py builds it where a C compiler is; without it the World rebuilds copies
- * with Chipmunk's remove and add calls (the same results, bit for bit).
+ * Optional: setup.py builds it where a C compiler is; without it (or with
+ * KELAB_NO_NATIVE=1) pymunk.batch and Chipmunk's remove and add calls do the same work,
+ * to the same bits, slower.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -83,7 +90,7 @@ configure(PyObject *self, PyObject *args)
     if (!ok) {
         PyErr_Format(PyExc_ValueError,
                      "configure: offsets must be %d int64 and functions %d non-null "
-                     "addresses; rebuild kelab's _kept extension with this kelab",
+                     "addresses; rebuild kelab's _native extension with this kelab",
                      N_OFFSETS, N_FUNCTIONS);
         return NULL;
     }
@@ -574,12 +581,12 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_kept",
-    "Packed resets in C (kelab/sim/physics/_reset.py).", -1, methods, NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "_native",
+    "KELab's C helper for the packed layout (kelab/sim/physics/_native.c).", -1, methods, NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC
-PyInit__kept(void)
+PyInit__native(void)
 {
     return PyModule_Create(&module);
 }
