@@ -224,18 +224,19 @@ def main() -> None:
                 got.setdefault((case, side), []).append(result)
         print(f"  round {r + 1}/{args.rounds} done, load {load()}", file=sys.stderr)
     print(f"load average after: {load()}; one-thread cases timed by {args.clock} time\n")
-    print(f"| case | A {args.against} | B this tree | B/A (median of rounds) | rounds |")
-    print("|---|---:|---:|---:|---:|")
+    print(f"| case | A {args.against} | B this tree | B/A (median of rounds) | B/A range "
+          "| rounds |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
     for case in cases:
         if (case, "A") not in got:
-            print(f"| {case} | failed | failed | - | 0 |")
+            print(f"| {case} | failed | failed | - | - | 0 |")
             continue
         a, b = got[(case, "A")], got[(case, "B")]
         if case == "states":
             same = all(x["hash"] == b[0]["hash"] for x in a + b)
             verdict = "identical" if same else "DIFFERENT"
             print(f"| states (sha256 of the steps, {a[0]['resets']} resets) | {a[0]['hash']} | "
-                  f"{b[0]['hash']} | {verdict} | {len(a)} |")  # fmt: skip
+                  f"{b[0]['hash']} | {verdict} | - | {len(a)} |")  # fmt: skip
             continue
         key = "seconds" if case in TRAIN_TASKS else "rate"
         ratios = [y[key] / x[key] for x, y in zip(a, b, strict=True)]
@@ -249,7 +250,8 @@ def main() -> None:
         if "resets" in a[0]:
             extra = f" ({100 * a[0]['resets']:.1f} % / {100 * b[0]['resets']:.1f} % resets)"
         print(f"| {case}{extra} | {ma:,.1f}{unit} | {mb:,.1f}{unit} | "
-              f"{statistics.median(ratios):.3f} | {len(a)} |")  # fmt: skip
+              f"{statistics.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} | "
+              f"{len(a)} |")  # fmt: skip
 
 
 if __name__ == "__main__":
