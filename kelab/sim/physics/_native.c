@@ -62,6 +62,23 @@ static uintptr_t hash_coef, state_cached, state_invalidated;
 #define AT(p, o, T) (*(T *)((char *)(p) + off[o]))
 #define PTR(p, o) AT(p, o, void *)
 
+/* The checks every entry point starts with: configured, then its buffers' sizes. */
+static int
+require_configured(const char *name)
+{
+    if (configured) return 1;
+    PyErr_Format(PyExc_RuntimeError, "%s: call configure() first", name);
+    return 0;
+}
+
+static PyObject *
+refuse(Py_buffer **held, int n, const char *message)
+{
+    for (int i = 0; i < n; i++) PyBuffer_Release(held[i]);
+    PyErr_SetString(PyExc_ValueError, message);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------ configure */
 
 static PyObject *
@@ -314,10 +331,7 @@ reset(PyObject *self, PyObject *args)
     int place;
     Tables t;
     memset(&t, 0, sizeof(t));
-    if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "reset: call configure() first");
-        return NULL;
-    }
+    if (!require_configured("reset")) return NULL;
     if (!PyArg_ParseTuple(args, "Ky*py*y*y*y*w*w*y*y*y*K", &space_addr, &t.locals, &place,
                           &t.bodies, &t.shapes, &t.pose, &t.cons, &t.block, &t.owner,
                           &t.images, &t.rows, &t.fric, &stride))
@@ -436,18 +450,12 @@ static PyObject *
 write_bodies(PyObject *self, PyObject *args)
 {
     Py_buffer bodies, states;
-    if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "write_bodies: call configure() first");
-        return NULL;
-    }
+    if (!require_configured("write_bodies")) return NULL;
     if (!PyArg_ParseTuple(args, "y*y*", &bodies, &states)) return NULL;
     Py_ssize_t m = bodies.len / 8;
     if (bodies.len % 8 || states.len != m * 48) {
-        PyBuffer_Release(&bodies);
-        PyBuffer_Release(&states);
-        PyErr_SetString(PyExc_ValueError,
-                        "write_bodies: states must hold 6 float64 per body pointer");
-        return NULL;
+        Py_buffer *held[] = {&bodies, &states};
+        return refuse(held, 2, "write_bodies: states must hold 6 float64 per body pointer");
     }
     const uint64_t *b = bodies.buf;
     const double *s = states.buf;
@@ -478,10 +486,7 @@ static PyObject *
 read_rows(PyObject *self, PyObject *args)
 {
     Py_buffer bodies, out, rows, origins;
-    if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "read_rows: call configure() first");
-        return NULL;
-    }
+    if (!require_configured("read_rows")) return NULL;
     if (!PyArg_ParseTuple(args, "y*w*y*y*", &bodies, &out, &rows, &origins)) return NULL;
     Py_ssize_t m = bodies.len / 8, nrows = out.len / 48;
     const int64_t *r = rows.buf;
@@ -489,14 +494,10 @@ read_rows(PyObject *self, PyObject *args)
              && origins.len == m * 8;
     for (Py_ssize_t i = 0; ok && i < m; i++) ok = r[i] >= 0 && r[i] < nrows;
     if (!ok) {
-        PyBuffer_Release(&bodies);
-        PyBuffer_Release(&out);
-        PyBuffer_Release(&rows);
-        PyBuffer_Release(&origins);
-        PyErr_SetString(PyExc_ValueError,
-                        "read_rows: rows and origins must hold one int64 / float64 per body "
-                        "pointer, each row within out (6 float64 a row)");
-        return NULL;
+        Py_buffer *held[] = {&bodies, &out, &rows, &origins};
+        return refuse(held, 4,
+                      "read_rows: rows and origins must hold one int64 / float64 per body "
+                      "pointer, each row within out (6 float64 a row)");
     }
     const uint64_t *b = bodies.buf;
     const double *org = origins.buf;
@@ -537,18 +538,12 @@ write_forces(PyObject *self, PyObject *args)
 {
     Py_buffer bodies, forces;
     int direct;
-    if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "write_forces: call configure() first");
-        return NULL;
-    }
+    if (!require_configured("write_forces")) return NULL;
     if (!PyArg_ParseTuple(args, "y*y*p", &bodies, &forces, &direct)) return NULL;
     Py_ssize_t m = bodies.len / 8;
     if (bodies.len % 8 || forces.len < m * 24) {
-        PyBuffer_Release(&bodies);
-        PyBuffer_Release(&forces);
-        PyErr_SetString(PyExc_ValueError,
-                        "write_forces: forces must hold 3 float64 per body pointer");
-        return NULL;
+        Py_buffer *held[] = {&bodies, &forces};
+        return refuse(held, 2, "write_forces: forces must hold 3 float64 per body pointer");
     }
     const uint64_t *b = bodies.buf;
     const double *f = forces.buf;
