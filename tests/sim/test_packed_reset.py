@@ -167,11 +167,32 @@ def test_bad_tables_are_refused_with_an_error_not_a_crash() -> None:
     with pytest.raises(ValueError, match="sizes disagree"):
         kept.reset(np.array([0], dtype=np.int64), True)
     kept._pose = saved
+    for name, bad in (
+        ("owner", lambda t: t.owner.__setitem__(-1, 1 << 40)),  # a copy's place out of range
+        ("block", lambda t: t.block.__setitem__(0, -1)),
+        ("_rows", lambda t: t._rows.__setitem__((0, 3), 1 << 30)),  # impulse past the struct
+        ("_rows", lambda t: t._rows.__setitem__((0, slice(0, 2)), 1 << 62)),  # would overflow
+    ):
+        saved = getattr(kept, name).copy()
+        bad(kept)
+        with pytest.raises(ValueError, match="sizes disagree"):
+            kept.reset(np.array([0], dtype=np.int64), True)
+        setattr(kept, name, saved)
     assert kept.reset(np.array([], dtype=np.int64), True)
     with pytest.raises(ValueError, match="6 float64"):
         NATIVE.write_bodies(np.zeros(2, np.uint64), np.zeros(11))
     with pytest.raises(ValueError, match="configure"):
         NATIVE.configure(b"\0" * 8, b"\0" * 8, 1, 3, 4)
+    offsets, functions = cp.native_layout()
+    functions[2] = 0  # right sizes, one null function: refused whole, the layout kept
+    with pytest.raises(ValueError, match="non-null"):
+        NATIVE.configure(
+            np.asarray(offsets, np.int64).tobytes(), np.asarray(functions, np.uint64).tobytes(),
+            cp.HASH_COEF, cp.ARBITER_CACHED, cp.ARBITER_INVALIDATED,
+        )  # fmt: skip
+    states = np.zeros((1, 6))
+    states[0, 1:3] = (1.5 * 2.0**20, 0.5)
+    NATIVE.write_bodies(env.unwrapped.world._backend._body_addrs[:1, :1].copy(), states)
     cp.native_module.cache_clear()  # configure it again for the tests after this one
     assert cp.native_module() is NATIVE
 

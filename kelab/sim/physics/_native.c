@@ -89,15 +89,17 @@ configure(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*y*KKK", &offs, &fns, &coef, &cached, &invalid))
         return NULL;
     int ok = offs.len == (Py_ssize_t)(N_OFFSETS * sizeof(int64_t))
-             && fns.len == (Py_ssize_t)(N_FUNCTIONS * sizeof(uint64_t));
+             && fns.len == (Py_ssize_t)(N_FUNCTIONS * sizeof(uint64_t)) && coef != 0;
+    /* checked whole before anything is taken: a refused call leaves the last layout */
+    for (int i = 0; ok && i < N_OFFSETS; i++) {
+        int64_t o = ((const int64_t *)offs.buf)[i];
+        ok = o >= 0 && o <= 4096;
+    }
+    for (int i = 0; ok && i < N_FUNCTIONS; i++) ok = ((const uint64_t *)fns.buf)[i] != 0;
     if (ok) {
-        const int64_t *o = offs.buf;
-        const uint64_t *f = fns.buf;
-        for (int i = 0; i < N_OFFSETS; i++) off[i] = (Py_ssize_t)o[i];
-        for (int i = 0; i < N_FUNCTIONS; i++) {
-            fn[i] = (void *)(uintptr_t)f[i];
-            ok = ok && fn[i] != NULL;
-        }
+        for (int i = 0; i < N_OFFSETS; i++) off[i] = (Py_ssize_t)((const int64_t *)offs.buf)[i];
+        for (int i = 0; i < N_FUNCTIONS; i++)
+            fn[i] = (void *)(uintptr_t)((const uint64_t *)fns.buf)[i];
         hash_coef = (uintptr_t)coef;
         state_cached = (uintptr_t)cached;
         state_invalidated = (uintptr_t)invalid;
@@ -106,8 +108,9 @@ configure(PyObject *self, PyObject *args)
     PyBuffer_Release(&fns);
     if (!ok) {
         PyErr_Format(PyExc_ValueError,
-                     "configure: offsets must be %d int64 and functions %d non-null "
-                     "addresses; rebuild kelab's _native extension with this kelab",
+                     "configure: offsets must be %d int64 in [0, 4096] and functions %d "
+                     "non-null addresses, the hash coefficient non-zero; rebuild kelab's "
+                     "_native extension with this kelab",
                      N_OFFSETS, N_FUNCTIONS);
         return NULL;
     }
@@ -345,14 +348,18 @@ reset(PyObject *self, PyObject *args)
     const char *images = t.images.buf;
     int sizes_ok = t.owner.len == t.block.len && t.bodies.len == n * nb * 8
                    && t.shapes.len == t.bodies.len && t.pose.len == n * nb * 24
-                   && t.cons.len == n * k * 8 && t.rows.len == n * k * 32
+                   && t.cons.len == n * k * 8 && t.rows.len == n * k * 40
                    && (t.fric.len == 0 || t.fric.len == t.bodies.len);
     for (Py_ssize_t r = 0; sizes_ok && r < nl; r++)
         sizes_ok = locals[r] >= 0 && locals[r] < n && (r == 0 || locals[r] > locals[r - 1]);
+    for (Py_ssize_t i = 0; sizes_ok && i < n; i++)  /* block and owner: copies' places */
+        sizes_ok = block[i] >= 0 && block[i] < n && owner[i] >= 0 && owner[i] < n;
     for (Py_ssize_t i = 0; sizes_ok && i < n * k; i++) {
-        const int64_t *row = rows + 4 * i;
-        sizes_ok = row[0] >= 0 && row[1] >= 0 && row[0] + row[1] <= t.images.len
-                   && row[2] >= 0 && row[3] >= 0;
+        /* image offset, image size, impulse offset, impulse size, the struct's size */
+        const int64_t *row = rows + 5 * i;
+        sizes_ok = row[0] >= 0 && row[1] >= 0 && row[1] <= t.images.len - row[0]
+                   && row[4] > 0 && row[4] <= 4096 && row[1] <= row[4] && row[2] >= 0
+                   && row[3] >= 0 && row[3] <= row[4] - row[2];
     }
     if (!sizes_ok) {
         release(&t);
@@ -399,7 +406,7 @@ reset(PyObject *self, PyObject *args)
         owner[last] = cl;
         owner[b] = other;
         for (Py_ssize_t j = 0; j < k; j++) {
-            const int64_t *row = rows + 4 * (cl * k + j);
+            const int64_t *row = rows + 5 * (cl * k + j);
             char *con = (char *)(uintptr_t)cons[cl * k + j];
             memcpy(con, images + row[0], (size_t)row[1]);
             memset(con + row[2], 0, (size_t)row[3]);

@@ -116,7 +116,7 @@ class KeptReset:
         #: the local copy whose constraints are in each block
         self.owner = np.arange(n, dtype=np.int64)
         # per constraint: (its image's offset in images, the image's size, the impulse's
-        # offset in the struct, its size)
+        # offset in the struct, its size, the mirror struct's size: all within it)
         m = cp.mirror_ffi()
         images, rows, at = [], [], 0
         for own in constraints:
@@ -125,10 +125,12 @@ class KeptReset:
                 prefix = _live_prefix(m, base)
                 images.append(bytes(m.buffer(m.cast("char *", cp.address(con)), prefix)))
                 impulse = dict(m.typeof(base).fields)["j_acc"].type
-                rows.append((at, prefix, m.offsetof(base, "j_acc"), m.sizeof(impulse)))
+                rows.append(
+                    (at, prefix, m.offsetof(base, "j_acc"), m.sizeof(impulse), m.sizeof(base))
+                )
                 at += prefix
         self._images = b"".join(images)
-        self._rows = np.array(rows, np.int64).reshape(n * k, 4)
+        self._rows = np.array(rows, np.int64).reshape(n * k, 5)
 
     def reset(self, locals_: np.ndarray, place: bool) -> bool:
         """Make local copies ``locals_`` (int64, ascending, distinct) fresh in place.
