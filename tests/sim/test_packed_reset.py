@@ -16,8 +16,9 @@ import pytest
 from pymunk._chipmunk_cffi import ffi as pm_ffi
 from pymunk._chipmunk_cffi import lib as pm_lib
 
-import kelab  # noqa: F401  (registers the tasks)
+import kelab as ke  # also registers the tasks
 from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.scene import JointInstance, Scene
 
 NATIVE = cp.native_module()
 needs_c = pytest.mark.skipif(
@@ -29,9 +30,13 @@ def _addr(ptr: object) -> int:
     return int(pm_ffi.cast("uintptr_t", ptr))
 
 
-def _env(task: str, n: int, kept: bool) -> gymnasium.vector.VectorEnv:
+def _env(task: str, n: int, kept: bool, threads: int = 1) -> gymnasium.vector.VectorEnv:
     env = gymnasium.make_vec(
-        task, num_envs=n, vectorization_mode="vector_entry_point", layout="packed"
+        task,
+        num_envs=n,
+        vectorization_mode="vector_entry_point",
+        layout="packed",
+        num_threads=threads,
     )
     env.reset(seed=5)  # builds the shards
     if not kept:
@@ -81,11 +86,17 @@ def _labels(shard: object) -> dict[str, list]:
 
 @needs_c
 @pytest.mark.parametrize(
-    ("task", "n", "act_dim"),
-    [("kelab/Humanoid-v0", 16, 6), ("kelab/BallToGoal-v0", 8, 2)],
+    ("task", "n", "act_dim", "threads"),
+    [
+        ("kelab/Humanoid-v0", 16, 6, 1),
+        ("kelab/BallToGoal-v0", 8, 2, 1),
+        ("kelab/Humanoid-v0", 10, 6, 3),
+    ],  # fmt: skip
 )
-def test_kept_resets_match_remove_and_readd_bit_for_bit(task: str, n: int, act_dim: int) -> None:
-    a, b = _env(task, n, kept=False), _env(task, n, kept=True)
+def test_kept_resets_match_remove_and_readd_bit_for_bit(
+    task: str, n: int, act_dim: int, threads: int
+) -> None:
+    a, b = _env(task, n, kept=False, threads=threads), _env(task, n, kept=True, threads=threads)
     assert all(s.kept is not None for s in b.unwrapped.world._backend._shards)
     rng = np.random.default_rng(5)
     resets = 0
@@ -107,7 +118,8 @@ def test_kept_resets_match_remove_and_readd_bit_for_bit(task: str, n: int, act_d
         wa, wb = a.unwrapped.world, b.unwrapped.world
         assert wa.body_poses.tobytes() == wb.body_poses.tobytes(), t
         assert wa.body_velocities.tobytes() == wb.body_velocities.tobytes(), t
-        assert _labels(wa._backend._shards[0]) == _labels(wb._backend._shards[0]), t
+        for sa, sb in zip(wa._backend._shards, wb._backend._shards, strict=True):
+            assert _labels(sa) == _labels(sb), t
     if task.endswith("Humanoid-v0"):
         assert resets > 10  # the random actions topple the robots: resets happened
 
@@ -135,12 +147,12 @@ def test_a_space_not_as_tracked_falls_back_to_the_rebuild_and_stays_exact() -> N
         la, lb = _labels(a.unwrapped.world._backend._shards[0]), _labels(shard)
         assert la == lb, t
         assert a.unwrapped.world.body_poses.tobytes() == b.unwrapped.world.body_poses.tobytes()
-    # and a rebuild that the C side did not see: the blocks are followed
+    # and a rebuild that the C side did not see: the blocks are found again
     ids = np.array([1, 5], dtype=np.int64)
     saved, shard.kept = shard.kept, None
     for env in (a, b):
         env.unwrapped.world.reset_envs(ids)
-    saved.follow(ids)
+    saved.resync()
     shard.kept = saved
     for t in range(10):
         act = rng.uniform(-1, 1, (8, 6)).astype(np.float32)
@@ -399,3 +411,118 @@ def test_direct_force_writes_leave_what_the_setters_leave_in_a_space_that_never_
     assert a == b
     assert all(cp.mirror(cp.body_ptr(x), "struct kl_body *").idle_time == 0.0 for x in worlds[1][1])
     assert worlds[0][0].sleep_time_threshold == float("inf")
+
+
+def _props_world(threads: int) -> ke.World:
+    """Self-colliding one-shape props with springs, a limited revolute and a fixed joint."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    for k in range(4):
+        pose = ke.Pose(-1.0 + 0.05 * k, 0.1 + 0.21 * k, 0.1 * k)
+        b.add(ke.Prop(ke.Box(0.3, 0.2), initial_pose=pose), at=f"/World/Box{k}")
+    b.add(ke.Prop(ke.Circle(0.1), initial_pose=ke.Pose(0.5, 0.6)), at="/World/Ball")
+    b.add(ke.Prop(ke.Circle(0.12), initial_pose=ke.Pose(0.55, 0.9)), at="/World/Ball2")
+    b.add(ke.Prop(ke.Box(0.2, 0.2), initial_pose=ke.Pose(1.5, 0.5)), at="/World/Arm")
+    s = b.build()
+    spring = ke.SpringJoint("s1", "world", "Box3", rest_length=0.5, stiffness=20.0, damping=0.5)
+    extra = (
+        JointInstance("/J/s1", spring, None, "/World/Box3"),
+        JointInstance(
+            "/J/s2", ke.SpringJoint("s2", "Ball", "Box0", rest_length=0.3, stiffness=5.0),
+            "/World/Ball", "/World/Box0",
+        ),
+        JointInstance(
+            "/J/r", ke.RevoluteJoint("r", "world", "Arm", anchor=(1.5, 0.8), limits=(-0.5, 0.5)),
+            None, "/World/Arm",
+        ),
+        JointInstance("/J/f", ke.FixedJoint("f", "Ball", "Ball2"), "/World/Ball", "/World/Ball2"),
+    )  # fmt: skip
+    scene = Scene(s.gravity, s.bodies, s.joints + extra, s.sensors, s.sites, s.cameras, s.robots)
+    return ke.World(scene, num_envs=9, layout="packed", num_threads=threads, seed=1)
+
+
+@needs_c
+def test_self_colliding_props_with_springs_and_joints_reset_in_place_bit_for_bit() -> None:
+    """Arbiters between two reset bodies of one copy, springs, limits, a fixed joint."""
+    digests = []
+    pairs = 0
+    for kept in (False, True):
+        w = _props_world(threads=2)
+        shards = w._backend._shards
+        assert all(sh.kept is not None for sh in shards)
+        if not kept:
+            for sh in shards:
+                sh.kept = None
+        rng = np.random.default_rng(3)
+        seen = []
+        snap = None
+        for t in range(240):
+            if t % 4 == 0:
+                ids = rng.choice(9, 4, replace=False)
+                f = rng.normal(0, 30, (4, len(w.body_names), 2))
+                w.set_body_forces(f, rng.normal(0, 2, (4, len(w.body_names))), ids)
+            w.step(1 / 120)
+            seen.append(w.body_poses.tobytes() + w.body_velocities.tobytes())
+            seen.append(np.asarray(w.contact_forces).tobytes())
+            if t % 9 == 2:
+                if kept:  # contacts between two moving bodies, about to be reset
+                    pairs += sum(
+                        "static" not in c[:2] for sh in shards for c in _labels(sh)["cached"]
+                    )
+                w.reset_envs(rng.choice(9, int(rng.integers(1, 5)), replace=False))
+            if t % 23 == 7:
+                ids = rng.choice(9, 2, replace=False)
+                w.set_body_states(ids, w.body_poses[ids], w.body_velocities[ids])
+            if t == 60:
+                snap = w.snapshot()
+            if t == 120:
+                w.reset_envs()
+            if t == 150:
+                w.restore(snap)
+        digests.append(seen)
+    assert digests[0] == digests[1]
+    # the props did touch one another (arbiters with both bodies in a copy were reset)
+    assert pairs
+
+
+@needs_c
+def test_a_cached_arbiter_the_step_did_not_process_makes_the_reset_decline() -> None:
+    """A sensor ground: Chipmunk caches its arbiters without threading them on the bodies."""
+    counts = []
+    for kept in (False, True):
+        b = ke.SceneBuilder()
+        b.add(ke.Terrain.plane(), at="/")
+        b.add(ke.Prop(ke.Box(0.3, 0.2), initial_pose=ke.Pose(0.0, 0.3)), at="/World/Box")
+        w = ke.World(b.build(), num_envs=4, layout="packed")
+        sh = w._backend._shards[0]
+        assert sh.kept is not None
+        if not kept:
+            sh.kept = None
+        for body in sh.shared.values():
+            for shape in body.shapes:
+                shape.sensor = True  # the ground only senses
+        for _ in range(30):
+            w.step(1 / 60)
+        if kept:
+            assert not sh.kept.reset(np.array([1, 2], dtype=np.int64), True)
+        w.reset_envs([1, 2])
+        sm = cp.space_mirror(sh.ptr)
+        hs = cp.mirror_ffi().cast("struct kl_hash_set *", sm.cached_arbiters)
+        pool = pm_ffi.cast("cpArray *", sm.pooled_arbiters)
+        counts.append((hs.entries, pool.num))
+    assert counts[0] == counts[1]
+
+
+@needs_c
+def test_a_helper_built_for_another_table_format_is_not_used(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(cp, "NATIVE_ABI", cp.NATIVE_ABI + 1)
+    cp.native_module.cache_clear()
+    try:
+        with pytest.warns(RuntimeWarning, match="table format"):
+            assert cp.native_module() is None
+    finally:
+        monkeypatch.undo()
+        cp.native_module.cache_clear()
+    assert cp.native_module() is NATIVE

@@ -17,6 +17,7 @@ upgrade that changes any of them fails loudly there rather than deep in a step.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from functools import cache
 
@@ -329,6 +330,9 @@ _NATIVE_FUNCTIONS = (
     "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
     "cpBodySetForce", "cpBodySetTorque",
 )  # fmt: skip
+#: The format of the tables ``_native.c`` reads (its ``ABI``): a build for another is
+#: not used.
+NATIVE_ABI = 2
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4
 #: ``CP_HASH_COEF``: a pair's hash is ``a * coef ^ b * coef`` (64-bit wrap).
@@ -372,7 +376,26 @@ def native_module() -> object | None:
         from kelab.sim.physics import _native  # type: ignore[attr-defined]
     except ImportError:  # built without a C compiler: the rebuild path
         return None
-    offsets, functions = native_layout()
+    if getattr(_native, "ABI", None) != NATIVE_ABI:
+        warnings.warn(
+            f"kelab: the C helper kelab/sim/physics/_native was built for table format "
+            f"{getattr(_native, 'ABI', None)}, this kelab needs {NATIVE_ABI}; using the "
+            "slower pymunk path (rebuild it: pip install -e . or python setup.py "
+            "build_ext --inplace)",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
+    try:
+        offsets, functions = native_layout()
+    except TypeError as err:  # a pymunk whose structs changed: the pymunk path
+        warnings.warn(
+            f"kelab: the C helper does not fit this pymunk's structs ({err}); using the "
+            "slower pymunk path",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
     _native.configure(
         np.asarray(offsets, dtype=np.int64).tobytes(),
         np.asarray(functions, dtype=np.uint64).tobytes(),
@@ -386,6 +409,12 @@ def native_module() -> object | None:
 def space_mirror(space: object) -> object:
     """A ``cpSpace *`` seen as the ``struct kl_space`` mirror (tests read its fields)."""
     return mirror(space, "struct kl_space *")
+
+
+def constraint_addresses(space: object) -> np.ndarray:
+    """The ``cpConstraint *`` of a ``cpSpace *``'s constraint array, in its order (uint64)."""
+    arr = _ffi.cast("cpArray *", mirror(space, "struct kl_space *").constraints)
+    return np.frombuffer(_ffi.buffer(arr.arr, 8 * arr.num), dtype=np.uint64).copy()
 
 
 def separate_callbacks(space: pymunk.Space) -> bool:

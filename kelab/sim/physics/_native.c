@@ -310,6 +310,12 @@ ready(void *space, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n, Py_ssize_
     if (AT(space, O_SPACE_LOCKED, int)) return 0;
     if (AT(PTR(space, O_SPACE_POST_STEP), O_ARRAY_NUM, int)) return 0;
     if (AT(PTR(space, O_SPACE_ROUSED), O_ARRAY_NUM, int)) return 0;
+    /* every cached arbiter is one the last step processed (so on its bodies' arbiter
+     * lists, where collect() finds them): not so with sensors or ignored pairs, which
+     * Chipmunk caches unthreaded; then the rebuild's filters must find them */
+    if ((Py_ssize_t)AT(PTR(space, O_SPACE_CACHED), O_SET_ENTRIES, unsigned int)
+        != AT(PTR(space, O_SPACE_ARBITERS), O_ARRAY_NUM, int))
+        return 0;
     void *carr = PTR(space, O_SPACE_CONSTRAINTS);
     if (AT(carr, O_ARRAY_NUM, int) != n * k) return 0;
     uint64_t *arr = PTR(carr, O_ARRAY_ARR);
@@ -376,12 +382,10 @@ reset(PyObject *self, PyObject *args)
     Found *found = NULL;
     int64_t *order = NULL;
     Py_ssize_t nf = collect(space, bodies, locals, nl, nb, &found, &order);
-    if (nf < 0) {
+    if (nf < 0) {  /* nothing changed yet */
         release(&t);
         if (nf == -1) return PyErr_NoMemory();
-        PyErr_SetString(PyExc_RuntimeError,
-                        "reset: an arbiter on a body's list is not in the space's cache");
-        return NULL;
+        Py_RETURN_FALSE;  /* an arbiter on a body's list is not cached: rebuild instead */
     }
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t r = 0; fric && t.fric.len && r < nl; r++)
@@ -587,8 +591,16 @@ static struct PyModuleDef module = {
     "KELab's C helper for the packed layout (kelab/sim/physics/_native.c).", -1, methods, NULL, NULL, NULL, NULL,
 };
 
+/* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
+#define NATIVE_ABI 2
+
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

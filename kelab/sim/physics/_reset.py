@@ -35,9 +35,12 @@ applies the net effect of that remove + re-add to each directly, in one C call p
 
 It applies where that reasoning holds (:func:`eligible`): every moving body dynamic with
 one shape of positive mass, not a sensor, ``collision_persistence`` 1, no sleeping, no
-``separate`` callbacks; and per call (checked in C, else the shard rebuilds as before and
-:meth:`KeptReset.follow` tracks the blocks): an unlocked space, no post-step callbacks or
-roused bodies, every reset copy's constraint block where tracked.
+``separate`` callbacks, constraints of the types mirrored in ``_chipmunk.py``; and per
+call (checked in C, else the shard rebuilds as before and
+:meth:`KeptReset.resync` finds the blocks again): an unlocked space, no post-step callbacks or
+roused bodies, every cached arbiter one the last step processed (sensors and ignored
+pairs are cached without being on their bodies' lists), every reset copy's constraint
+block where tracked.
 
 Measured (benchmarks/README.md, "Stop 27"): the rebuild's Chipmunk scans were most of a
 reset; a Python version of the same surgery (branch ``wt-reset``) was only 1.45x cheaper,
@@ -137,7 +140,7 @@ class KeptReset:
 
         ``place``: put the bodies at their initial pose at rest (else the caller writes
         every moving body's state next). False, with nothing changed, where the space is
-        not as tracked (then rebuild them and call :meth:`follow`).
+        not as tracked (then rebuild them and call :meth:`resync`).
         """
         ls = np.ascontiguousarray(locals_, dtype=np.int64)
         return self._c.reset(
@@ -145,14 +148,27 @@ class KeptReset:
             self.block, self.owner, self._images, self._rows, self._fric, self._stride,
         )  # fmt: skip
 
-    def follow(self, locals_: np.ndarray) -> None:
-        """Track the constraint blocks after a rebuild removed and re-added ``locals_``."""
-        last = self.block.size - 1
-        block, owner = self.block, self.owner
-        for cl in locals_.tolist():
-            b, other = int(block[cl]), int(owner[last])
-            block[cl], block[other] = last, b
-            owner[last], owner[b] = cl, other
+    def resync(self) -> None:
+        """Find each copy's constraint block in the space's array again.
+
+        After a rebuild ran instead of :meth:`reset` (which moved the blocks). Where the
+        array is not whole blocks of the copies' constraints, nothing is found and every
+        later :meth:`reset` declines.
+        """
+        n, k = self._cons.shape
+        if not k:
+            return
+        arr = cp.constraint_addresses(self._space)
+        if arr.size != n * k:
+            return
+        firsts = self._cons[:, 0]
+        order = np.argsort(firsts)
+        pos = np.minimum(np.searchsorted(firsts[order], arr[::k]), n - 1)
+        owner = order[pos]
+        if not np.array_equal(firsts[owner], arr[::k]) or np.unique(owner).size != n:
+            return
+        self.owner[:] = owner
+        self.block[owner] = np.arange(n)
 
 
 def _live_prefix(m: object, struct: str) -> int:

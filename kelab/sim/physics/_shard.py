@@ -391,6 +391,8 @@ class Shard:
             [(c, cp.ctype_of(args[0])) for c, (_, args) in zip(p[2], r.inits, strict=True)]
             for p, r in zip(self.parts, recipes, strict=True)
         ]
+        if any(t not in cp.CONSTRAINT_MIRRORS for own in constraints for _, t in own):
+            return None  # a constraint type whose layout is not mirrored
         adds = [r.adds for r in recipes]
         return KeptReset(module, self.ptr, adds, constraints, frictions, self.plan.moving_shapes)
 
@@ -436,10 +438,8 @@ class Shard:
         is the same bits.
         """
         kept = self.kept
-        if kept is not None:
-            if kept.reset(locals_, place):
-                return
-            kept.follow(locals_)  # the rebuild below moves the blocks as the C reset does
+        if kept is not None and kept.reset(locals_, place):
+            return
         seqs = self._calls[place]
         for cl in locals_.tolist():
             seq = seqs[cl]
@@ -447,6 +447,8 @@ class Shard:
                 seq = seqs[cl] = self._rebuild_calls(cl, place)
             for call, args in seq:
                 call(*args)
+        if kept is not None:
+            kept.resync()  # the rebuild moved the copies' constraint blocks
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[tuple[object, tuple], ...]:
         """Local copy ``cl``'s rebuild (:meth:`rebuild`) as one flat sequence of C calls.
