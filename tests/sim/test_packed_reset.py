@@ -74,6 +74,30 @@ def _labels(shard: object) -> dict[str, list]:
         tuple(names.get(_addr(x), "static") for x in (a.a, a.b))
         for a in (pm_ffi.cast("cpArbiter *", p) for p in pm_ffi.unpack(active.arr, active.num))
     ]
+    # per moving body: its fields (bytes) and its arbiter and constraint lists, in order
+    bodies = []
+    for r in shard.recipe:
+        for bp in r.body_ptrs:
+            bm = cp.mirror(bp, "struct kl_body *")
+            arb, thread = bm.arbiter_list, []
+            while arb:
+                am = pm_ffi.cast("cpArbiter *", arb)
+                thread.append(tuple(names.get(_addr(x), "static") for x in (am.a, am.b)))
+                a_side = _addr(am.body_a) == cp.address(bp)
+                arb = _addr(am.thread_a.next if a_side else am.thread_b.next)
+            link, chain = bm.constraint_list, []
+            while link:
+                cm = m.cast("struct kl_constraint *", link)
+                chain.append(names[link])
+                a_side = int(m.cast("uintptr_t", cm.a)) == cp.address(bp)
+                link = int(m.cast("uintptr_t", cm.next_a if a_side else cm.next_b))
+            bodies.append((_values(m, bm, "struct kl_body"), thread, chain))
+    # per constraint: every value field (no pointers) of its mirror, the impulse included
+    values = []
+    for cl, part in enumerate(shard.parts):
+        for c, (_, args) in zip(part[2], shard.recipe[cl].inits, strict=True):
+            struct = cp.CONSTRAINT_MIRRORS[cp.ctype_of(args[0])]
+            values.append(_values(m, m.cast(struct, cp.address(c)), struct.rstrip(" *")))
     # the hash set's order follows the shapes' addresses (their pair hash), which differ
     # between two worlds: compare its content
     return {
@@ -81,7 +105,21 @@ def _labels(shard: object) -> dict[str, list]:
         "cached": sorted(arbs),
         "active": listed,
         "counts": [active.num, pool.num, hs.entries, sm.shape_id_counter],
+        "bodies": bodies,
+        "constraint values": values,
     }
+
+
+def _values(m: object, obj: object, ctype: str) -> bytes:
+    """The bytes of every non-pointer field of a mirror struct (nested structs included)."""
+    out = b""
+    for name, field in m.typeof(ctype).fields:
+        t = field.type
+        if t.kind == "struct":
+            out += _values(m, m.addressof(obj, name), t.cname)
+        elif t.kind == "primitive" and t.cname not in ("uintptr_t", "void *"):
+            out += bytes(m.buffer(m.addressof(obj, name)))
+    return out
 
 
 @needs_c
@@ -526,3 +564,21 @@ def test_a_helper_built_for_another_table_format_is_not_used(
         monkeypatch.undo()
         cp.native_module.cache_clear()
     assert cp.native_module() is NATIVE
+
+
+def test_the_comparison_sees_a_difference_in_a_body_or_a_constraint() -> None:
+    """A negative control for ``_labels``: one bias velocity or one impulse apart."""
+    a, b = _env("kelab/Humanoid-v0", 4, kept=False), _env("kelab/Humanoid-v0", 4, kept=False)
+    sa, sb = a.unwrapped.world._backend._shards[0], b.unwrapped.world._backend._shards[0]
+    assert _labels(sa) == _labels(sb)
+    body = sb.recipe[2].body_ptrs[3]
+    vx, vy, w = cp.body_bias(body)
+    cp.set_body_bias(body, vx, vy, np.nextafter(w, 1.0))
+    assert _labels(sa)["bodies"] != _labels(sb)["bodies"]
+    cp.set_body_bias(body, vx, vy, w)
+    assert _labels(sa) == _labels(sb)
+    con, (_, args) = sb.parts[1][2][0], sb.recipe[1].inits[0]
+    ctype = cp.ctype_of(args[0])
+    saved = cp.constraint_impulse(con, ctype)
+    cp.set_constraint_impulse(con, ctype, tuple(v + 1e-12 for v in saved))
+    assert _labels(sa)["constraint values"] != _labels(sb)["constraint values"]
