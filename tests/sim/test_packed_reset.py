@@ -9,6 +9,11 @@ pymunk, and its boundary against bad tables.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
+import sysconfig
+
 import gymnasium
 import numpy as np
 import pymunk
@@ -24,6 +29,25 @@ NATIVE = cp.native_module()
 needs_c = pytest.mark.skipif(
     NATIVE is None, reason="the C helper is not built here (no compiler at install time)"
 )
+
+
+def test_the_c_helper_is_built_where_a_compiler_is() -> None:
+    """The tests marked ``needs_c`` skip only where no compiler could build the helper.
+
+    ``setup.py`` builds it optionally: a build that failed on a machine with a compiler
+    would skip them silently, so it fails here instead. Without a compiler the pymunk
+    path is the one in use (and ``test_without_native.py`` covers it everywhere).
+    """
+    assert os.environ.get("KELAB_NO_NATIVE", "") in ("", "0"), "run without KELAB_NO_NATIVE"
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is not None:
+        assert importlib.util.find_spec("kelab.sim.physics._native") is not None, (
+            f"a C compiler ({cc}) is here but kelab/sim/physics/_native.c is not built: "
+            "pip install -e . (or python setup.py build_ext --inplace) and read its errors"
+        )
+        assert NATIVE is not None
+    else:
+        assert NATIVE is None
 
 
 def _addr(ptr: object) -> int:

@@ -231,12 +231,12 @@ class PackedBackend:
         self._fetch_all(self._read_shard)
         return self._every
 
-    def _read_bodies(self, kept: object, ids: np.ndarray) -> None:
+    def _read_bodies(self, native: object, ids: np.ndarray) -> None:
         """:meth:`_store_rows`'s result for copies ``ids``, their bodies read one by one."""
         kd = self._plan.moving.size
         rows = (ids[:, None] * self._nb + self._plan.moving).ravel()
         origins = np.repeat(self._plan.origin_x[ids], kd)
-        kept.read_rows(self._body_addrs[ids], self.raw, rows, origins)
+        native.read_rows(self._body_addrs[ids], self.raw, rows, origins)
         if self.on_read is not None:
             self.on_read(ids)
 
@@ -453,11 +453,9 @@ class PackedBackend:
         if fresh:
             self._shards = [Shard(self._plan, part) for part in self._split]
             # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
-            self._body_addrs = np.zeros((self._n, self._plan.moving.size), dtype=np.uint64)
-            for shard in self._shards:
-                for cl, c in enumerate(shard.copies.tolist()):
-                    row = [cp.address(p) for p in shard.recipe[cl].body_ptrs]
-                    self._body_addrs[c] = row
+            self._body_addrs = np.concatenate([shard.body_addrs for shard in self._shards]).reshape(
+                self._n, self._plan.moving.size
+            )
             self._id_dirty = self._shapes_dirty = True
             self._fric_vals = None
         elif len(self._split) == 1:  # one shard: local indices are the copy indices
@@ -482,14 +480,14 @@ class PackedBackend:
         """
         self.sync()
         mv = self._plan.moving
-        kept = self._native
-        if kept is not None:  # the same setters, in the same order, looped in C
+        native = self._native
+        if native is not None:  # the same setters, in the same order, looped in C
             states = np.empty((ids.size, mv.size, 6))
             states[:, :, 0] = poses[:, mv, 2]
             states[:, :, 1] = poses[:, mv, 0] + self._plan.origin_x[ids][:, None]
             states[:, :, 2] = poses[:, mv, 1]
             states[:, :, 3:6] = vels[:, mv]
-            kept.write_bodies(self._body_addrs[ids], states)
+            native.write_bodies(self._body_addrs[ids], states)
             return
         ox = self._plan.origin_x.tolist()
         set_angle, set_pos = cp.body_set_angle, cp.body_set_position

@@ -248,6 +248,7 @@ class Shard:
             self._add_moving(cl, first=True)
         if lay.needs_handler:
             register_callbacks(space, lay, self.materials)
+        self._native_module = cp.native_module()  # the C helper, or None
         #: resets that keep the copies' shapes and constraints in the space (None: no C
         #: helper, or a scene it does not apply to; see _reset.py)
         self.kept = self._kept()
@@ -258,13 +259,13 @@ class Shard:
         # read_into's tables: per moving body of each copy, its cpBody *, its row of the
         # World's (num_envs * nb, 6) state array and its copy's origin
         nb = len(lay.body_paths)
-        self._read_bodies = np.array(
+        #: every moving body's ``cpBody *`` (uint64), copy by copy in body order
+        self.body_addrs = np.array(
             [cp.address(b) for r in self.recipe if r is not None for b in r.body_ptrs],
             dtype=np.uint64,
         )
         self._read_rows = (copies[:, None] * nb + plan.moving).ravel().astype(np.int64)
         self._read_origins = np.repeat(plan.origin_x[copies], kd)
-        self._native_module = cp.native_module()
         self._never_sleeps = space.sleep_time_threshold == math.inf
         self.fbuf, self.fdata, self.ffa = self._buffer(self.nbodies * 3, FORCE)
 
@@ -375,7 +376,7 @@ class Shard:
 
     def _kept(self) -> KeptReset | None:
         """The in-place resets of this shard, where the C helper is built and they apply."""
-        module = cp.native_module()
+        module = self._native_module
         bodies, shapes = [p[0] for p in self.parts], [p[1] for p in self.parts]
         if module is None or not eligible(self.space, bodies, shapes):
             return None
@@ -488,14 +489,14 @@ class Shard:
         self.rfa.num = 0
         cp.space_each_body(self.ptr, GET, self.rdata)
 
-    def read_into(self, kept: object, raw: np.ndarray) -> None:
+    def read_into(self, native: object, raw: np.ndarray) -> None:
         """Read the moving bodies into their rows of ``raw`` (copy frames), in C.
 
         What :meth:`fetch` and the backend's store of its buffer give, bit for bit (the
         same Chipmunk getters, the same subtraction of the origin), without the buffer or
         the static bodies, and without the GIL.
         """
-        kept.read_rows(self._read_bodies, raw, self._read_rows, self._read_origins)
+        native.read_rows(self.body_addrs, raw, self._read_rows, self._read_origins)
 
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
@@ -510,9 +511,9 @@ class Shard:
         the batch write calls also wake the body, which in a space that never sleeps
         writes an idle time of 0 where it is 0 already (tests/sim/test_packed_reset.py).
         """
-        kept = self._native_module
-        if kept is not None:
-            kept.write_forces(self._read_bodies, self.fbuf, self._never_sleeps)
+        native = self._native_module
+        if native is not None:
+            native.write_forces(self.body_addrs, self.fbuf, self._never_sleeps)
         else:
             self.ffa.num = 0
             cp.space_each_body(self.ptr, SET, self.fdata)
