@@ -1,5 +1,6 @@
 """The whole package's import graph (#26): no circle, no arrow up, no private name
-imported across modules, no module over 800 lines.
+imported across modules, no private module imported from another room, no module over
+800 lines.
 
 Every import counts: at module level, inside a function, under ``if TYPE_CHECKING:``
 (a typing-only import is still knowledge of another module). The layers, bottom to top
@@ -159,6 +160,32 @@ def test_no_private_name_is_imported_across_modules():
         if name and name.startswith("_") and not name.startswith("__")
     ]
     assert not found, found
+
+
+def _room(module: str) -> str:
+    """The room a module lives in: ``kelab`` for the root's helpers, else ``kelab.X``."""
+    if module.count(".") > 1 or MODULES[module].name == "__init__.py":
+        return ".".join(module.split(".")[:2])
+    return "kelab"
+
+
+def test_no_private_module_of_another_room_is_imported():
+    """A module whose name starts with ``_`` is its own room's business (#38).
+
+    ``kelab/train/_x.py`` is imported only inside ``kelab.train``; the root's private
+    modules (``kelab._validate``, ``kelab._files``) are the bottom layer every room uses.
+    """
+    found = []
+    for module in MODULES:
+        for target, _ in _imports(module):
+            owner = _owner(target)
+            if owner is None or owner == module:
+                continue
+            private = [p for p in owner.split(".") if p.startswith("_") and p != "__main__"]
+            room = _room(owner)
+            if private and module != room and not module.startswith(room + "."):
+                found.append(f"{module} imports {owner}")
+    assert not found, sorted(set(found))
 
 
 def test_no_module_is_over_800_lines():

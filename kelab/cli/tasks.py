@@ -84,7 +84,7 @@ class Command:
 
 def missing_extra(out: TextIO) -> bool:
     """Say in one line on ``out`` how to install the train extra; False when it is there."""
-    from kelab.train._deps import INSTALL_HINT, missing_training_packages
+    from kelab.train.extra import INSTALL_HINT, missing_training_packages
 
     missing = missing_training_packages()
     if missing:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab._validate import check_int, check_seed
-from kelab.train._deps import require_training_extra
+from kelab.train.extra import require_training_extra
 from kelab.train._malloc import heap_reuse
 
 require_training_extra()

@@ -287,13 +287,13 @@ def test_matplotlib_loads_only_when_a_curve_is_drawn_and_never_pyplot(tmp_path):
 def test_kelab_train_says_up_front_that_matplotlib_is_missing(monkeypatch):
     import importlib.util
 
-    from kelab.train import _deps
+    from kelab.train import extra
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name)
     )
-    assert _deps.missing_training_packages() == ["matplotlib"]
+    assert extra.missing_training_packages() == ["matplotlib"]
 
 
 def test_kelab_plot_checks_matplotlib_before_the_run_folders(tmp_path, monkeypatch, capsys):

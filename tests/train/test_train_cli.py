@@ -277,7 +277,7 @@ def test_a_task_module_in_the_current_folder_imports_like_python_m(tmp_path):
 
 
 def test_without_the_extra_train_says_how_to_install(monkeypatch, capsys):
-    import kelab.train._deps as deps
+    import kelab.train.extra as deps
 
     monkeypatch.setattr(deps, "missing_training_packages", lambda: ["torch", "rsl-rl-lib"])
     for command in ("train",):  # play and eval need no extra (tests/train/test_numpy_actor.py)

@@ -1,4 +1,13 @@
-"""The training extra's packages, checked before anything imports them."""
+"""The training extra's packages, checked before anything imports them.
+
+The public door for the other rooms (``kelab.cli`` says how to install the extra before
+a command starts); importing it imports nothing but :mod:`importlib.util`.
+
+Example:
+    >>> from kelab.train.extra import INSTALL_HINT, missing_training_packages
+    >>> isinstance(missing_training_packages(), list) and "kelab[train]" in INSTALL_HINT
+    True
+"""
 
 from __future__ import annotations
 
