@@ -35,7 +35,9 @@ __all__ = [
     "CheckpointError",
     "atomic_write_bytes",
     "load_checkpoint",
+    "check_dtypes",
     "check_networks",
+    "check_tensors",
     "network_shapes",
     "read_header",
     "refuse_weights_file",
@@ -67,6 +69,17 @@ _MAX_DIGITS = 4300  # CPython's own int/str bound; a trainer's saved state holds
 _DTYPE_BYTES = {
     "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "I16": 2, "U16": 2, "F16": 2,
     "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+}  # fmt: skip
+_FLOATS = ("F16", "F32", "F64")  # what a policy runs, as float32
+_INTEGERS = ("I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64")
+_COUNT = ".obs_normalizer.count"  # a network's one integer tensor (observations seen)
+_STD = ".obs_normalizer._std"  # what a normaliser divides by (plus its eps)
+# numpy's and torch's dtype names -> safetensors'
+_DTYPE_NAMES = {
+    "float16": "F16", "half": "F16", "float32": "F32", "float64": "F64", "double": "F64",
+    "bfloat16": "BF16", "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2", "bool": "BOOL",
+    "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64", "uint8": "U8",
+    "uint16": "U16", "uint32": "U32", "uint64": "U64",
 }  # fmt: skip
 
 
@@ -329,6 +342,13 @@ def read_header(blob: bytes, where: str | os.PathLike[str]) -> dict[str, tuple[i
         >>> read_header(len(head).to_bytes(8, "little") + head.encode() + bytes(8), "w.st")
         {'w': (2,)}
     """
+    return {name: shape for name, (_, shape) in _header_entries(blob, where).items()}
+
+
+def _header_entries(
+    blob: bytes, where: str | os.PathLike[str]
+) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """:func:`read_header`'s checks; tensor name -> (safetensors dtype, shape)."""
 
     def bad(what: str) -> CheckpointError:
         return CheckpointError(f"{where} is not a valid safetensors file: {what}")
@@ -345,7 +365,7 @@ def read_header(blob: bytes, where: str | os.PathLike[str]) -> dict[str, tuple[i
     if not isinstance(header, dict):
         raise bad("its header is not a JSON object")
     data = len(blob) - 8 - size
-    shapes: dict[str, tuple[int, ...]] = {}
+    entries: dict[str, tuple[str, tuple[int, ...]]] = {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
@@ -369,8 +389,8 @@ def read_header(blob: bytes, where: str | os.PathLike[str]) -> dict[str, tuple[i
                 f"tensor {name!r} ({dtype} {shape}) does not fit its data_offsets {span} "
                 f"in {data} bytes of data"
             )
-        shapes[name] = tuple(shape)
-    return shapes
+        entries[name] = (dtype, tuple(shape))
+    return entries
 
 
 def network_shapes(
@@ -468,12 +488,126 @@ def check_networks(path: Path, meta: dict[str, Any], shapes: dict[str, tuple[int
         )
 
 
+def check_dtypes(path: str | os.PathLike[str], dtypes: dict[str, str]) -> None:
+    """Refuse tensors a policy cannot run as float32, by their safetensors dtype names.
+
+    Every tensor must be a float KELab reads as float32 (``F32``; ``F16`` and ``F64`` are
+    converted when loaded), but a normaliser's ``count``, which must be an integer. bfloat16
+    and float8 (``BF16``, ``F8_E4M3``, ``F8_E5M2``) are refused with the way to convert them
+    (numpy, which plays policies without torch, has neither); integer or bool weights are
+    refused as damage.
+
+    Args:
+        path: The checkpoint's JSON, for the messages.
+        dtypes: Tensor name -> safetensors dtype (``"F32"``, ``"BF16"``, ...).
+
+    Raises:
+        CheckpointError: One line naming the first tensor refused, its dtype and the fix.
+
+    Example:
+        >>> check_dtypes("best.json", {"actor.mlp.0.bias": "F16", "x.obs_normalizer.count": "I64"})
+        >>> try:
+        ...     check_dtypes("best.json", {"actor.mlp.0.bias": "BF16"})
+        ... except CheckpointError as err:
+        ...     print(str(err)[:72])
+        best.json: tensor 'actor.mlp.0.bias' must be F32, F16 or F64 (KELab runs
+    """
+    for name, dtype in dtypes.items():
+        if name.endswith(_COUNT):
+            if dtype in _INTEGERS:
+                continue
+            raise CheckpointError(
+                f"{path}: tensor {name!r} must be an integer (I64, the observations a "
+                f"normaliser has seen), got {dtype}; the checkpoint is damaged or was changed: "
+                "use another checkpoint or retrain"
+            )
+        if dtype in _FLOATS:
+            continue
+        if dtype == "BF16" or dtype.startswith("F8"):
+            fix = (
+                "save the weights as float32 (torch: {k: v.float() for k, v in "
+                "tensors.items()}) with kelab.train.checkpoint.save_checkpoint"
+            )
+        else:
+            fix = "weights are floats: the checkpoint is damaged or was changed; use another "
+            fix += "checkpoint or retrain"
+        raise CheckpointError(
+            f"{path}: tensor {name!r} must be F32, F16 or F64 (KELab runs policies in "
+            f"float32), got {dtype}; {fix}"
+        )
+
+
+def _dtype_name(value: Any) -> str:
+    """The safetensors name of a numpy array's or torch tensor's dtype (``"F32"``, ...)."""
+    text = str(getattr(value, "dtype", type(value).__name__)).removeprefix("torch.")
+    return _DTYPE_NAMES.get(text, text)
+
+
+def check_tensors(
+    path: str | os.PathLike[str], tensors: dict[str, torch.Tensor] | dict[str, np.ndarray]
+) -> None:
+    """Refuse tensors a policy cannot run: :func:`check_dtypes`, and the normalisers' std.
+
+    A normaliser maps ``x`` to ``(x - mean) / (std + eps)``: its ``std`` (a square root)
+    must be finite and >= 0, or the policy's actions are NaN (a scale of 0), mirrored (a
+    negative scale) or garbage. A std of 0, an observation that never changed in
+    training, is kept (the eps scales it).
+
+    Args:
+        path: The checkpoint's JSON, for the messages.
+        tensors: Name -> numpy array or torch tensor (a :class:`Checkpoint`'s ``tensors``).
+
+    Raises:
+        CheckpointError: One line naming the tensor, the value and the fix.
+    """
+    import numpy as np
+
+    check_dtypes(path, {name: _dtype_name(value) for name, value in tensors.items()})
+    for name, value in tensors.items():
+        if not name.endswith(_STD):
+            continue
+        std = np.asarray(value.detach() if hasattr(value, "detach") else value, np.float64)
+        bad = ~(np.isfinite(std) & (std >= 0))
+        if bad.any():
+            index = int(np.flatnonzero(bad.ravel())[0])
+            got = float(std.ravel()[index])
+            raise CheckpointError(
+                f"{path}: tensor {name!r} must be finite and >= 0 (a normaliser divides by "
+                f"std + eps), got {got!r} at index {index}; the checkpoint is damaged or was "
+                "changed: use another checkpoint or retrain"
+            )
+
+
+def _as_float32(path: Path, name: str, dtype: str, value: Any) -> Any:
+    """An F16 or F64 tensor (numpy or torch) as float32; F64 values must fit float32."""
+    import numpy as np
+
+    array = value if isinstance(value, np.ndarray) else value.numpy()
+    with np.errstate(over="ignore"):
+        narrow = array.astype(np.float32)
+    if np.count_nonzero(np.isfinite(narrow)) != np.count_nonzero(np.isfinite(array)):
+        raise CheckpointError(
+            f"{path}: tensor {name!r} ({dtype}) must fit float32 (KELab runs policies in "
+            f"float32; its largest value is {float(np.finfo(np.float32).max):.4g}), got "
+            f"{float(np.abs(array[np.isfinite(array)]).max()):.4g}; the checkpoint is "
+            "damaged or was changed: use another checkpoint or retrain"
+        )
+    if isinstance(value, np.ndarray):
+        return narrow
+    import torch
+
+    return torch.from_numpy(narrow)
+
+
 def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> Checkpoint:
     """Load a checkpoint from a spec (see :func:`resolve_spec`): JSON and safetensors only.
 
     Everything is checked before any tensor is made: the weights file's size against the
     one recorded, its SHA-256, its safetensors header against its bytes, and the networks
-    the JSON describes against the header's shapes (:func:`check_networks`).
+    the JSON describes against the header's shapes (:func:`check_networks`), and every
+    tensor's dtype (:func:`check_dtypes`). F16 and F64 tensors are converted to float32
+    (F16 exactly, F64 rounded to the nearest, as torch loads them into a float32 network),
+    and the normalisers' std must be finite and >= 0 (:func:`check_tensors`).
 
     Args:
         spec: The checkpoint.
@@ -483,8 +617,10 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
         CheckpointError: For a missing file, invalid JSON (also a repeated key, an integer
             of more than 4,300 digits or nesting too deep to parse), a ``weights.bytes``
             missing or over 2 GiB, a weights file whose size or SHA-256 does not match,
-            a file that is not safetensors, or sizes in the JSON that the weights do not
-            hold.
+            a file that is not safetensors, sizes in the JSON that the weights do not
+            hold, a tensor that is bfloat16, float8, an integer or bool (but a normaliser's
+            count, which must be an integer), F64 values beyond float32, or a normaliser
+            std that is negative or not finite. One line naming the tensor and the fix.
     """
     from safetensors import SafetensorError
 
@@ -537,9 +673,15 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
             f"(recorded {digest[:16]}..., file {actual[:16]}...): it was changed or damaged "
             "after saving; use another checkpoint or retrain"
         )
-    check_networks(path, meta, read_header(blob, weights_path))
+    entries = _header_entries(blob, weights_path)
+    check_networks(path, meta, {name: shape for name, (_, shape) in entries.items()})
+    check_dtypes(path, {name: dtype for name, (dtype, _) in entries.items()})  # before loading
     try:
         tensors = st_load(blob)
     except (SafetensorError, ValueError, RuntimeError) as err:
         raise CheckpointError(f"{weights_path} is not a valid safetensors file: {err}") from None
+    for name, (dtype, _) in entries.items():
+        if dtype in ("F16", "F64"):
+            tensors[name] = _as_float32(path, name, dtype, tensors[name])
+    check_tensors(path, tensors)
     return Checkpoint(path=path, meta=meta, tensors=tensors)

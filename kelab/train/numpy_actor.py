@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
-from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
+from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks, check_tensors
 from kelab.train.config import TrainConfig
 
 __all__ = ["ACTIVATIONS", "NORMALIZER_EPS", "NumpyActor", "finished_actions", "observation_batch"]
@@ -111,7 +111,9 @@ class NumpyActor:
 
     Raises:
         CheckpointError: When the checkpoint's JSON and weights disagree, its
-            ``train_config`` is bad, or its activation has no numpy form here.
+            ``train_config`` is bad, a tensor is not a float it runs as float32 or holds
+            NaN, a normaliser's std is negative (:func:`~kelab.train.checkpoint.check_tensors`),
+            or its activation has no numpy form here.
 
     Example:
         >>> from kelab.train.checkpoint import load_checkpoint
@@ -123,9 +125,10 @@ class NumpyActor:
     """
 
     def __init__(self, checkpoint: Checkpoint) -> None:
-        tensors = {k: np.asarray(v) for k, v in checkpoint.prefixed("actor").items()}
         shapes = {k: tuple(v.shape) for k, v in checkpoint.tensors.items()}
         check_networks(checkpoint.path, checkpoint.meta, shapes)  # before building anything
+        check_tensors(checkpoint.path, checkpoint.tensors)  # load_checkpoint's, for one made here
+        tensors = {k: np.asarray(v) for k, v in checkpoint.prefixed("actor").items()}
         config = TrainConfig.from_dict(checkpoint.meta["train_config"])  # checked just above
         if config.activation not in ACTIVATIONS:
             raise CheckpointError(

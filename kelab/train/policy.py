@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks
+from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks, check_tensors
 from kelab.train.config import TrainConfig
 from kelab.train.numpy_actor import finished_actions, observation_batch
 from kelab.train.ppo import build_actor, deterministic_actions
@@ -41,6 +41,10 @@ class CheckpointPolicy:
 
     Args:
         checkpoint: A loaded checkpoint.
+
+    Raises:
+        CheckpointError: When its JSON and weights disagree, or a tensor cannot be run
+            (:func:`~kelab.train.checkpoint.check_tensors`).
     """
 
     def __init__(self, checkpoint: Checkpoint) -> None:
@@ -50,6 +54,7 @@ class CheckpointPolicy:
             raise CheckpointError(f"{checkpoint.path}: bad train_config ({err})") from None
         shapes = {k: tuple(v.shape) for k, v in checkpoint.tensors.items()}
         check_networks(checkpoint.path, checkpoint.meta, shapes)  # before building anything
+        check_tensors(checkpoint.path, checkpoint.tensors)  # load_checkpoint's, for one made here
         self.config = config
         self.observation_dim = checkpoint.observation_dim
         self.action_dim = checkpoint.action_dim
