@@ -107,6 +107,7 @@ class EnvCore:
         if self.copy_offset:  # the World seeded copies 0..n-1; give them their global streams
             place_world_streams(self.world.rngs, seed, self.copy_offset)
         self.all_ids = np.arange(n, dtype=np.int64)
+        self.closed = False  # close() was called: reset, step and restore are refused
         self.validator = TerminationValidator(n)
         self.on_episode_end: Callable[[], None] | None = None
         """Called in a step where an episode ended, before its copy restarts: the World
@@ -203,6 +204,7 @@ class EnvCore:
             seed: None continues every copy's streams; an int or one seed per copy
                 re-seeds them (checked before anything changes: `check_reset_seed`).
         """
+        self.check_open()
         seed = check_reset_seed(seed, self.num_envs)
         self.book.begin_reset(None)  # out of step until this reset completes
         if seed is not None:
@@ -228,6 +230,7 @@ class EnvCore:
             RuntimeError: Before the first full reset, or after a failed step (the copies
                 are out of step: only a full reset repairs that).
         """
+        self.check_open()
         seed = check_reset_seed(seed, self.num_envs)
         self.book.begin_reset(ids)  # refused unless in step; a hook that raises: out of step
         if seed is not None:
@@ -247,6 +250,7 @@ class EnvCore:
             ``(obs, rewards, terminated, truncated, ends)``: ``ends`` is None when no
             episode ended, else the `EpisodeEnds` of the finished episodes.
         """
+        self.check_open()
         self.book.check_step()
         acts = self.check_actions(actions)  # refused actions change nothing
         try:
@@ -346,7 +350,9 @@ class EnvCore:
         Raises:
             ValueError: For anything but this env's snapshot, unknown or missing keys,
                 and entries that do not fit (naming the entry).
+            RuntimeError: After :meth:`close`.
         """
+        self.check_open()
         plan = self._restore_plan(snap)
         back = self._restore_plan(self.snapshot())  # put back if load_state_dict raises
         had = set(vars(self.task))
@@ -384,6 +390,18 @@ class EnvCore:
         self.book.started = plan.started
         self.book.failure = None
 
+    def check_open(self) -> None:
+        """Refuse to run once closed (before any task hook: nothing half-runs).
+
+        Raises:
+            RuntimeError: After :meth:`close`.
+        """
+        if self.closed:
+            raise RuntimeError(
+                "this environment is closed (close() released its World); create a new one"
+            )
+
     def close(self) -> None:
-        """Release the world's threads."""
+        """Release the world's threads; reset, step and restore are refused from now on."""
+        self.closed = True
         self.world.close()

@@ -4,7 +4,7 @@
 :func:`joint_columns` turns ``joint_ids`` into World joint indices, :func:`index_arg`
 checks one index and :func:`body_states` the poses and velocities of a state write. Each
 raises ``ValueError`` naming what was wrong and what to pass (docs/world.md, "API");
-none of them touches a World.
+none of them touches a World. :func:`check_open` refuses changes to a closed World.
 """
 
 from __future__ import annotations
@@ -16,6 +16,19 @@ import numpy.typing as npt
 
 from kelab._validate import is_bool, is_int, must
 from kelab.sim._values import body_states_error, float_array, short
+
+
+def check_open(closed: bool) -> None:
+    """Refuse a change to a World that ``World.close()`` closed.
+
+    Raises:
+        RuntimeError: If ``closed``.
+    """
+    if closed:
+        raise RuntimeError(
+            "World is closed; a closed World can be read but not stepped, reset, restored or "
+            "commanded (close() stopped its threads): build a new World to simulate on"
+        )
 
 
 def env_indices(

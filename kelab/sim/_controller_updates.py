@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import numpy.typing as npt
 
+from kelab.sim._args import check_open
 from kelab.sim._controls import Controls
 from kelab.sim._history import CONTROLLER_UPDATES, History
 from kelab.sim._states import BodyStates
@@ -27,6 +28,7 @@ class ControllerUpdates:
     _history: History
     _states: BodyStates
     _steps: int
+    _closed: bool
     _ids: Callable[[npt.ArrayLike | None], np.ndarray]
 
     @property
@@ -55,6 +57,7 @@ class ControllerUpdates:
 
     @controller_updates.setter
     def controller_updates(self, mode: str) -> None:
+        check_open(self._closed)
         if self._history.set_controller_updates(mode, self._steps):
             self.update_controllers()
 

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
 from kelab._validate import check_copies, check_int, check_number, check_positive, must
-from kelab.sim._args import body_states, env_indices, index_arg, joint_columns
+from kelab.sim._args import body_states, check_open, env_indices, index_arg, joint_columns
 from kelab.sim._contacts import Contacts
 from kelab.sim._controller_updates import ControllerUpdates
 from kelab.sim._controls import Controls
@@ -36,10 +36,8 @@ from kelab.sim._states import BodyStates, ReplayLimits
 from kelab.sim._values import DT_MAX
 from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import cog_world as _cog_world
-from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._backend import Backend, make_backend
 from kelab.sim.physics._compile import JointLayout, Layout, make_layout
-from kelab.sim.physics._isolated import IsolatedBackend
-from kelab.sim.physics._packed import PackedBackend
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene.scene import Scene
@@ -112,24 +110,20 @@ class World(ControllerUpdates):
         self._scene = scene
         self._fingerprint = scene.fingerprint
         self._n = num_envs
-        self._spacing = float(env_spacing)
         self._seed = seed
         self._layout: Layout = make_layout(scene)
         lay = self._layout
         self._nb = len(lay.body_paths)
         self._nj = len(lay.joint_paths)
         self._layout_name = layout
-        self._backend: Backend
         # first: the backends refuse copies that would not fit (memory, packed capacity)
-        if layout == "packed":
-            packed = PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
-            self._spacing = packed.spacing
-            self._backend = packed
-        else:
-            self._backend = IsolatedBackend(scene, lay, num_envs, num_threads)
+        backend = make_backend(layout, scene, lay, num_envs, num_threads, env_spacing)
+        self._backend: Backend = backend
+        self._spacing = backend.spacing
         self._all = np.arange(num_envs)
         self._all.flags.writeable = False  # logged and handed around without copies
         self._threads = num_threads
+        self._closed = False  # close() was called: changes are refused (check_open)
         self._steps = 0
         self._time_base = Fraction(0)  # exact time at the last dt change or restore
         self._time_steps = 0  # steps of dt taken since then (folded in only when read)
@@ -216,6 +210,7 @@ class World(ControllerUpdates):
     def max_log_steps(self, value: int) -> None:
         fix = f"it counts physics steps; the default is {MAX_LOG_STEPS}"
         value = check_int(value, "World.max_log_steps", low=1, fix=fix)
+        check_open(self._closed)
         self._history.set_max_log(int(value), self._steps)
 
     @property
@@ -353,7 +348,8 @@ class World(ControllerUpdates):
 
     # ------------------------------------------------------------------ writing
     def _ids(self, env_ids: npt.ArrayLike | None, repeats: bool = False) -> np.ndarray:
-        """Copy indices from ``env_ids`` (see ``_args.env_indices``; None: every copy)."""
+        """Copy indices from ``env_ids`` for a change: refused once closed (None: all)."""
+        check_open(self._closed)
         return env_indices(env_ids, self._all, repeats)
 
     def _command(
@@ -425,7 +421,7 @@ class World(ControllerUpdates):
         Raises:
             ValueError: As the writers do (docs/world.md, "API").
         """
-        return self._ids(env_ids, repeats)
+        return env_indices(env_ids, self._all, repeats)
 
     @property
     def external_forces(self) -> np.ndarray:
@@ -584,7 +580,9 @@ class World(ControllerUpdates):
             ValueError: If ``dt`` is not a finite number in (0, 1] seconds.
             FloatingPointError: If a body left the limits in this step, or a copy that
                 left them in an earlier step has not been reset since (naming them).
+            RuntimeError: If the World is closed.
         """
+        check_open(self._closed)
         if self._states.halted_any:  # a body out there would hang the step in C
             self._states.refuse()
         if dt.__class__ is not float or dt != self._dt:  # else: the dt checked before
@@ -728,6 +726,7 @@ class World(ControllerUpdates):
                 is malformed or inconsistent (the message names it), or if its replay
                 leaves the world's limits before its last step (World put back).
         """
+        check_open(self._closed)
         if not isinstance(snap, Snapshot):
             raise ValueError(f"World.restore: expected a ke.Snapshot, got {type(snap).__name__}")
         snap.check_fingerprint(self._fingerprint)
@@ -788,5 +787,9 @@ class World(ControllerUpdates):
         raise KeyError(f"no robot at {path!r}; robots: {[r.path for r in self._scene.robots]}")
 
     def close(self) -> None:
-        """Stop the stepping threads (if any)."""
+        """Stop the stepping threads; then steps, resets, restores and commands raise.
+
+        A closed World stays readable (poses, contacts, snapshots). Calling it again is a no-op.
+        """
+        self._closed = True
         self._backend.close()

@@ -17,7 +17,7 @@ from kelab.sim.physics._packed import PackedBackend
 METHODS = [
     name for name, value in vars(Backend).items() if callable(value) and not name.startswith("_")
 ]
-ATTRIBUTES = ["name", "raw", "origin_x", "on_read"]
+ATTRIBUTES = ["name", "raw", "spacing", "origin_x", "on_read"]
 
 
 @pytest.mark.parametrize("cls", [IsolatedBackend, PackedBackend])

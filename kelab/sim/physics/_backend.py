@@ -3,7 +3,8 @@
 A layout maps the World's copies onto pymunk spaces: ``"isolated"``
 (:class:`kelab.sim.physics._isolated.IsolatedBackend`, one space per copy) and ``"packed"``
 (:class:`kelab.sim.physics._packed.PackedBackend`, one space per thread shard). The World only
-talks to them through :class:`Backend`; nothing in the World asks which layout it has.
+talks to them through :class:`Backend` (:func:`make_backend` builds the one a World asks
+for); nothing in the World asks which layout it has.
 Rows ``c * n_bodies + b`` name body ``b`` of copy ``c``.
 """
 
@@ -14,7 +15,11 @@ from typing import Protocol
 
 import numpy as np
 
+from kelab.sim.physics._compile import Layout
+from kelab.sim.physics._isolated import IsolatedBackend
+from kelab.sim.physics._packed import PackedBackend
 from kelab.sim.physics._warm import WarmFormat, WarmParts
+from kelab.sim.scene.scene import Scene
 
 
 class Backend(Protocol):
@@ -24,6 +29,8 @@ class Backend(Protocol):
     """The layout's name (``World(layout=...)``)."""
     raw: np.ndarray
     """``(num_envs, n_bodies, 6)`` x, y, angle, vx, vy, omega in copy frames, as last read."""
+    spacing: float
+    """Metres between copy origins in the display frame (``World.env_spacing``)."""
     origin_x: np.ndarray
     """``(num_envs,)`` x of each copy's origin in its space (contact points are there)."""
     on_read: Callable[[slice | np.ndarray], None] | None
@@ -111,3 +118,17 @@ class Backend(Protocol):
     def close(self) -> None:
         """Stop the stepping threads (if any)."""
         ...
+
+
+def make_backend(
+    layout: str, scene: Scene, lay: Layout, num_envs: int, num_threads: int, env_spacing: float
+) -> Backend:
+    """The backend of ``layout`` (``"isolated"`` or ``"packed"``) for a World's copies.
+
+    Raises:
+        ValueError: Where the copies would not fit (memory; the packed layout's capacity
+            at its spacing, ``env_spacing`` rounded up to a power of two).
+    """
+    if layout == "packed":
+        return PackedBackend(scene, lay, num_envs, num_threads, float(env_spacing))
+    return IsolatedBackend(scene, lay, num_envs, num_threads, float(env_spacing))

@@ -44,11 +44,21 @@ class IsolatedBackend:
         layout: Its constant layout.
         num_envs: Copies.
         num_threads: Threads stepping shards of copies (bit-identical for every value).
+        env_spacing: Metres between copy origins in the display frame (each copy has its
+            own space: only drawn there).
     """
 
     name = "isolated"
 
-    def __init__(self, scene: Scene, layout: Layout, num_envs: int, num_threads: int) -> None:
+    def __init__(
+        self,
+        scene: Scene,
+        layout: Layout,
+        num_envs: int,
+        num_threads: int,
+        env_spacing: float = 4.0,
+    ) -> None:
+        self.spacing = env_spacing
         self._scene = scene
         self._layout = layout
         self._n = num_envs

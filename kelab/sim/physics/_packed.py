@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import queue
 import threading
+import traceback
+import weakref
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -32,37 +34,55 @@ from kelab.sim.physics._warm import WarmParts
 from kelab.sim.scene.scene import Scene
 
 
+def _work(jobs: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
+    """A shard thread: run ``(fn, k)`` jobs from ``jobs`` until ``None``.
+
+    It holds its two queues only: between jobs nothing of the World it steps (so a World
+    dropped without ``close()`` is collected, and its :class:`ShardWorkers`' finalizer
+    stops this thread). An error is handed over with its frames' locals cleared, for the
+    same reason (its traceback still says where it was raised).
+    """
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        try:
+            job[0](job[1])
+            done.put(None)
+        except BaseException as exc:  # handed to the caller
+            traceback.clear_frames(exc.__traceback__)
+            done.put(exc)
+        del job
+
+
+def _stop(jobs: list[queue.SimpleQueue]) -> None:
+    """Tell every shard thread to end after its queued jobs (no join: any thread may call)."""
+    for q in jobs:
+        q.put(None)  # SimpleQueue.put is reentrant: safe in a finalizer
+
+
 class ShardWorkers:
     """Persistent threads running one job per shard; the calling thread runs shard 0.
+
+    The threads end on :meth:`close`, or when this object is garbage collected (a World
+    dropped without ``close()``): they hold no reference to it.
 
     Args:
         count: Shards (threads including the caller).
     """
 
     def __init__(self, count: int) -> None:
-        self._jobs: list[queue.SimpleQueue] = []
+        self._jobs: list[queue.SimpleQueue] = [queue.SimpleQueue() for _ in range(1, count)]
         self._done: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = []
         self._outstanding = 0  # jobs submitted and not yet waited for
         self._error: BaseException | None = None
-        for k in range(1, count):
-            q: queue.SimpleQueue = queue.SimpleQueue()
-            t = threading.Thread(target=self._loop, args=(q,), daemon=True, name=f"kelab-{k}")
+        self._threads = [
+            threading.Thread(target=_work, args=(q, self._done), daemon=True, name=f"kelab-{k}")
+            for k, q in enumerate(self._jobs, start=1)
+        ]
+        self._stop = weakref.finalize(self, _stop, self._jobs)
+        for t in self._threads:
             t.start()
-            self._jobs.append(q)
-            self._threads.append(t)
-
-    def _loop(self, jobs: queue.SimpleQueue) -> None:
-        while True:
-            job = jobs.get()
-            if job is None:
-                return
-            fn, arg = job
-            try:
-                fn(arg)
-                self._done.put(None)
-            except BaseException as exc:  # handed to the caller
-                self._done.put(exc)
 
     def run(self, fn: Callable[[int], None], count: int) -> None:
         """Run ``fn(k)`` for k in range(count) concurrently; re-raise the first error."""
@@ -74,16 +94,20 @@ class ShardWorkers:
     def submit(self, fn: Callable[[int], None], count: int) -> None:
         """Queue ``fn(k)`` for k in 1..count-1, run ``fn(0)`` here; do not wait.
 
-        Each thread runs its jobs in order; :meth:`wait` waits for them.
+        Each thread runs its jobs in order; :meth:`wait` waits for them. After
+        :meth:`close` every job runs here, in order (the same work, one thread).
         """
+        closed = not self._threads
         for k in range(1, count):
-            self._jobs[k - 1].put((fn, k))
-            self._outstanding += 1
-        try:
-            fn(0)
-        except BaseException as exc:
-            if self._error is None:
-                self._error = exc
+            if not closed:
+                self._jobs[k - 1].put((fn, k))
+                self._outstanding += 1
+        for k in range(count if closed else 1):
+            try:
+                fn(k)
+            except BaseException as exc:
+                if self._error is None:
+                    self._error = exc
 
     @property
     def ok(self) -> bool:
@@ -107,16 +131,18 @@ class ShardWorkers:
             raise error
 
     def close(self) -> None:
-        """Wait for the submitted jobs (errors dropped), then stop the threads."""
+        """Wait for the submitted jobs (errors dropped), then stop the threads.
+
+        Jobs submitted later run in the calling thread.
+        """
         try:
             self.wait()
         except BaseException:  # closing: nobody is left to handle it
             pass
-        for q in self._jobs:
-            q.put(None)
+        self._stop()  # once: later calls do nothing
         for t in self._threads:
             t.join()
-        self._jobs, self._threads = [], []
+        self._threads = []
 
 
 class PackedBackend:
@@ -645,7 +671,10 @@ class PackedBackend:
         return nearest_body(moving, float(self._plan.origin_x[env] + x), y, tolerance)
 
     def close(self) -> None:
-        """Stop the shard threads (if any), after the steps handed to them."""
+        """Stop the shard threads (if any), after the steps handed to them.
+
+        Every shard is then stepped and read in the calling thread (the World refuses
+        steps once closed; its state stays readable).
+        """
         if self._workers is not None:
             self._workers.close()
-            self._workers = None
