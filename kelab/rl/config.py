@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
+from kelab._settings import check_settings, setting
 from kelab._validate import (
+    LAYOUTS,
     NUM_ENVS_FIX,
     SEED_FIX,
     check_bool,
@@ -42,7 +44,9 @@ __all__ = [
     "DEFAULT_LAYOUT",
     "RENDER_BACKENDS",
     "RENDER_MODES",
+    "ENV_ALIASES",
     "EnvConfig",
+    "EnvKeywords",
     "check_fields",
     "env_config",
     "resolve_run_config",
@@ -58,10 +62,65 @@ chooses it for training)."""
 RENDER_BACKENDS = ("pygame", "gl")
 """Renderer backends an environment can draw with."""
 
+RENDER_MODES = (None, "rgb_array", "human")
+"""Gymnasium render modes an environment accepts (None never draws)."""
+
+
+def _check_num_envs(value: object, name: str) -> int:
+    return check_int(value, name, low=1, fix=NUM_ENVS_FIX)
+
+
+def _check_seed(value: object, name: str) -> int:
+    return check_seed(value, name, fix=SEED_FIX)
+
+
+def _check_timing(value: object, name: str) -> SimulationTimingConfig | None:
+    if value is None or isinstance(value, SimulationTimingConfig):
+        return value
+    raise ValueError(
+        f"{name} must be a ke.SimulationTimingConfig or None, got {value!r}; leave it None "
+        "to use the task's own timing"
+    )
+
+
+def _check_render_mode(value: object, name: str) -> object:
+    if value is None or (isinstance(value, str) and value in RENDER_MODES):
+        return value
+    raise ValueError(must(name, "None, 'rgb_array' or 'human'", value, RENDER_MODE_FIX))
+
+
+def _check_num_threads(value: object, name: str) -> int:
+    return check_int(
+        value,
+        name,
+        low=1,
+        fix="results are bit-identical for every value; num_threads=1 steps every copy on the "
+        "calling thread",
+    )
+
+
+def _check_env_spacing(value: object, name: str) -> float:
+    return check_number(
+        value, name, low=0.0, unit="metres", fix="it spaces the copies for display, e.g. 4.0"
+    )
+
+
+def _check_render_backend(value: object, name: str) -> str:
+    return check_choice(  # type: ignore[return-value]  # one of RENDER_BACKENDS: a str
+        value, name, RENDER_BACKENDS, fix="'pygame' draws on the CPU, 'gl' with moderngl"
+    )
+
+
+def _check_copy_offset(value: object, name: str) -> int:
+    return check_seed(value, name, fix="leave it 0 unless this env is a slice of a larger one")
+
 
 @dataclass(frozen=True)
 class EnvConfig:
     """How an environment runs its task; validated when made (``ValueError`` names the field).
+
+    Each field is declared once with its doc and check (`kelab._settings.setting`);
+    docs/rl.md's table of the fields is generated from them.
 
     Example:
         >>> import kelab as ke
@@ -73,41 +132,60 @@ class EnvConfig:
         >>> env.close()
     """
 
-    num_envs: int = 1
-    """Copies run side by side (>= 1; a DirectRLEnv runs exactly one)."""
-    seed: int = 0
-    """Seed of every per-copy random Generator (int in [0, 2**64))."""
-    timing: SimulationTimingConfig | None = None
-    """Physics step, decimation and episode length; None: the task's ``sim_dt``,
-    ``decimation`` and ``episode_length_s`` (a timing with ``episode_length_s=None`` keeps
-    the task's episode length)."""
-    render_mode: str | None = None
-    """Gymnasium's render mode, which picks the run mode: None -> HEADLESS_FAST (never
-    draws), ``"rgb_array"`` -> OFFSCREEN_FAST (``render()`` returns frames), ``"human"``
-    -> PACED (a window, real-time pacing)."""
-    layout: str = DEFAULT_LAYOUT
-    """World layout: ``"isolated"`` (one pymunk space per copy, exact against a lone copy)
-    or ``"packed"`` (copies share a space per thread shard: several times faster for many
-    copies, same-seed runs still bit-identical; docs/world.md, "Layouts")."""
-    num_threads: int = 1
-    """Threads stepping the copies (results bit-identical for every value)."""
-    env_spacing: float = 4.0
-    """Metres between copy origins along x (display only; packed rounds it up to a power
-    of two)."""
-    render_backend: str = "pygame"
-    """Renderer used when the run mode draws: ``"pygame"`` or ``"gl"``."""
-    copy_offset: int = 0
-    """Global index of copy 0: copy ``i`` draws from the streams of copy ``copy_offset + i``
-    of a larger env with the same seed (``ke.RayLearningEnv``'s workers; docs/scale.md)."""
+    num_envs: int = setting(1, "Copies of the task run side by side (>= 1).", _check_num_envs)
+    seed: int = setting(
+        0, "Seed of every per-copy random Generator: an int in [0, 2**64).", _check_seed
+    )
+    timing: SimulationTimingConfig | None = setting(
+        None,
+        "Physics step, decimation and episode length (a ke.SimulationTimingConfig); None: the "
+        "task's sim_dt, decimation and episode_length_s (a timing with episode_length_s=None "
+        "keeps the task's episode length).",
+        _check_timing,
+    )
+    render_mode: str | None = setting(
+        None,
+        "Gymnasium's render mode, which picks the run mode: None -> HEADLESS_FAST (never "
+        "draws), 'rgb_array' -> OFFSCREEN_FAST (render() returns frames), 'human' -> PACED (a "
+        "window, real-time pacing).",
+        _check_render_mode,
+        choices=RENDER_MODES,
+    )
+    layout: str = setting(
+        DEFAULT_LAYOUT,
+        "World layout: 'isolated' (one pymunk space per copy, each copy exact against a lone "
+        "copy) or 'packed' (copies share a space per thread shard: several times faster for "
+        "many copies, same-seed runs still bit-identical; docs/world.md, Layouts).",
+        check_layout,
+        choices=LAYOUTS,
+    )
+    num_threads: int = setting(
+        1, "Threads stepping the copies (results are bit-identical for every value).",
+        _check_num_threads,
+    )  # fmt: skip
+    env_spacing: float = setting(
+        4.0,
+        "Metres between copy origins along x (display only; packed rounds it up to a power of "
+        "two).",
+        _check_env_spacing,
+    )
+    render_backend: str = setting(
+        "pygame",
+        "Renderer used when the run mode draws: 'pygame' (software drawing) or 'gl' (moderngl, "
+        "drawn on the GPU).",
+        _check_render_backend,
+        choices=RENDER_BACKENDS,
+    )
+    copy_offset: int = setting(
+        0,
+        "Global index of copy 0: copy i draws from the random streams of copy copy_offset + i "
+        "of a larger env with the same seed (RayLearningEnv's workers; docs/scale.md).",
+        _check_copy_offset,
+    )
 
     def __post_init__(self) -> None:
-        if self.timing is not None and not isinstance(self.timing, SimulationTimingConfig):
-            raise ValueError(
-                f"EnvConfig.timing must be a ke.SimulationTimingConfig or None, got "
-                f"{self.timing!r}; leave it None to use the task's own timing"
-            )
-        names = [f.name for f in dataclasses.fields(self) if f.name != "timing"]
-        checked = check_fields({name: getattr(self, name) for name in names}, "EnvConfig.")
+        names = [f.name for f in dataclasses.fields(self)]
+        checked = check_settings({n: getattr(self, n) for n in names}, EnvConfig, "EnvConfig.")
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
@@ -122,18 +200,49 @@ class EnvConfig:
         return self.run_config.mode is not RunMode.PACED
 
 
-RENDER_MODES = (None, "rgb_array", "human")
-"""Gymnasium render modes an environment accepts (None never draws)."""
+class EnvKeywords(TypedDict, total=False):
+    """The settings every environment takes as keywords (``**settings``), declared once.
+
+    ``LearningEnv``, ``DirectRLEnv`` and ``RayLearningEnv`` take ``num_envs`` (but
+    ``DirectRLEnv``), ``seed`` and ``config`` by name, and these as ``**settings``: every
+    other `EnvConfig` field, overriding the config's (None keeps it), and the older
+    aliases (:data:`ENV_ALIASES`). `env_config` folds them into one config.
+    tests/rl/test_env_keywords.py checks that they are exactly EnvConfig's fields and the
+    aliases.
+    """
+
+    timing: SimulationTimingConfig | None
+    """`EnvConfig.timing`."""
+    render_mode: str | None
+    """`EnvConfig.render_mode` (Gymnasium's keyword: what ``gymnasium.make`` passes; it must
+    agree with ``config.render_mode``)."""
+    layout: str | None
+    """`EnvConfig.layout`."""
+    num_threads: int | None
+    """`EnvConfig.num_threads`."""
+    env_spacing: float | None
+    """`EnvConfig.env_spacing`."""
+    render_backend: str | None
+    """`EnvConfig.render_backend`."""
+    copy_offset: int | None
+    """`EnvConfig.copy_offset`."""
+    dt: float | None
+    """Older alias: overrides the timing's physics step (``sim_dt``)."""
+    physics_steps_per_action: int | None
+    """Older alias: overrides the timing's ``decimation``."""
+    run_config: SimulationRunConfig | None
+    """Older alias of ``render_mode`` (a ``ke.SimulationRunConfig``): must match it."""
+    headless: bool | None
+    """Older check: True refuses ``render_mode="human"`` (no window opens in the other
+    modes anyway)."""
 
 
-def _check_render_mode(value: object, name: str) -> object:
-    if value is None or (isinstance(value, str) and value in RENDER_MODES):
-        return value
-    raise ValueError(must(name, "None, 'rgb_array' or 'human'", value, RENDER_MODE_FIX))
+ENV_ALIASES = ("dt", "physics_steps_per_action", "run_config", "headless")
+"""The environments' older keywords that are not `EnvConfig` fields (see `EnvKeywords`)."""
 
 
 def check_fields(values: dict[str, object], prefix: str = "") -> dict[str, object]:
-    """Check `EnvConfig` fields (all but ``timing``), each error naming ``prefix + field``.
+    """Check `EnvConfig` fields by their declared checks, each error naming ``prefix + field``.
 
     ``EnvConfig`` checks its own fields with ``prefix="EnvConfig."``; `env_config` checks
     the keywords an environment was given under the names the user passed them by.
@@ -149,33 +258,7 @@ def check_fields(values: dict[str, object], prefix: str = "") -> dict[str, objec
         ValueError: ``"EnvConfig.seed must be an int >= 0, got -1; pass ..."``, for the
             first bad field, with what to do instead.
     """
-    checks = {
-        "num_envs": lambda v, n: check_int(v, n, low=1, fix=NUM_ENVS_FIX),
-        "seed": lambda v, n: check_seed(v, n, fix=SEED_FIX),
-        "num_threads": lambda v, n: check_int(
-            v,
-            n,
-            low=1,
-            fix="results are bit-identical for every value; num_threads=1 steps every copy "
-            "on the calling thread",
-        ),
-        "layout": check_layout,
-        "render_mode": _check_render_mode,
-        "env_spacing": lambda v, n: check_number(
-            v, n, low=0.0, unit="metres", fix="it spaces the copies for display, e.g. 4.0"
-        ),
-        "render_backend": lambda v, n: check_choice(
-            v, n, RENDER_BACKENDS, fix="'pygame' draws on the CPU, 'gl' with moderngl"
-        ),
-        "copy_offset": lambda v, n: check_seed(
-            v, n, fix="leave it 0 unless this env is a slice of a larger one"
-        ),
-    }
-    out = dict(values)
-    for name, value in values.items():
-        if name in checks:
-            out[name] = checks[name](value, prefix + name)
-    return out
+    return check_settings(values, EnvConfig, prefix)
 
 
 def resolve_run_config(

@@ -9,7 +9,7 @@ See docs/rl.md.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
@@ -19,13 +19,15 @@ from kelab.rl._core import EnvCore
 from kelab.rl._env_base import CoreBackedEnv
 from kelab.rl._presenter import Presenter
 from kelab.rl._spaces import action_space, observation_space
-from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.config import EnvConfig, EnvKeywords, env_config
 from kelab.rl.episode_ends import single_info
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
-from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 __all__ = ["DirectRLEnv", "single_info"]
 
@@ -51,23 +53,19 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
 
     Args:
         task: The task (a new instance per environment).
-        render_mode: ``EnvConfig.render_mode``: None, ``"human"`` or ``"rgb_array"``
-            (Gymnasium's keyword, what ``gymnasium.make`` passes).
-        run_config: Older alias of ``render_mode``: must come with the render mode it
-            requires.
-        timing: ``EnvConfig.timing``: None uses the task's ``sim_dt``, ``decimation`` and
-            ``episode_length_s`` (a timing with ``episode_length_s=None`` keeps the task's).
-        dt: Older alias: overrides the timing's physics step, as in LearningEnv.
-        physics_steps_per_action: Older alias: overrides the decimation, as in LearningEnv.
         seed: ``EnvConfig.seed``; None keeps the config's (default 0).
+        config: The `EnvConfig` (its ``num_envs`` must be 1); None: the defaults.
         success: Success rule; None uses ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
-        layout: ``EnvConfig.layout``: ``"isolated"`` (the default everywhere: the one
-            copy has its own pymunk space at the origin, full precision, bit-identical to
-            copy ``i`` of a default LearningEnv) or ``"packed"`` (the copy sits far from
-            the origin as in a packed LearningEnv: x resolved to 2.3e-10 m; one copy gains
-            no speed from it).
-        config: The `EnvConfig` (its ``num_envs`` must be 1); None: the defaults.
+        **settings: Any other `EnvConfig` field but ``num_envs``, overriding the config's
+            (None keeps it), or an older alias, as for ``LearningEnv``
+            (`kelab.rl.config.EnvKeywords`): ``render_mode`` (None, ``"human"`` or
+            ``"rgb_array"``; Gymnasium's keyword, what ``gymnasium.make`` passes),
+            ``timing``, ``dt`` / ``physics_steps_per_action``, ``run_config``, and
+            ``layout``: ``"isolated"`` (the default everywhere: the one copy has its own
+            pymunk space at the origin, full precision, bit-identical to copy ``i`` of a
+            default LearningEnv) or ``"packed"`` (the copy sits far from the origin as in
+            a packed LearningEnv: x resolved to 2.3e-10 m; one copy gains no speed from it).
 
     Raises:
         ValueError: For a bad render mode/run config pair (naming the required render
@@ -90,29 +88,14 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         self,
         task: Task,
         *,
-        render_mode: str | None = None,
-        run_config: SimulationRunConfig | None = None,
-        timing: SimulationTimingConfig | None = None,
-        dt: float | None = None,
-        physics_steps_per_action: int | None = None,
         seed: int | None = None,
+        config: EnvConfig | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
-        layout: str | None = None,
-        config: EnvConfig | None = None,
+        **settings: Unpack[EnvKeywords],
     ) -> None:
         validate_task_class(task)
-        cfg = env_config(
-            task,
-            config,
-            render_mode=render_mode,
-            run_config=run_config,
-            timing=timing,
-            dt=dt,
-            physics_steps_per_action=physics_steps_per_action,
-            seed=seed,
-            layout=layout,
-        )
+        cfg = env_config(task, config, seed=seed, **settings)
         if cfg.num_envs != 1:
             raise ValueError(
                 f"DirectRLEnv runs one copy: config.num_envs must be 1, got {cfg.num_envs}; "

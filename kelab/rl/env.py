@@ -7,8 +7,9 @@ same step (``AutoresetMode.SAME_STEP``). See docs/rl.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium
 import numpy as np
@@ -21,15 +22,61 @@ from kelab.rl._core import EnvCore
 from kelab.rl._env_base import CoreBackedEnv
 from kelab.rl._presenter import Presenter
 from kelab.rl._spaces import action_space, observation_space
-from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.config import EnvConfig, EnvKeywords, env_config
 from kelab.rl.episode_ends import vector_info
 from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.sim.snapshot import Snapshot
-from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
+from kelab.timing.config import SimulationTimingConfig
 from kelab.timing.pacer import SimulationPacer
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
+
 __all__ = ["LearningEnv", "vector_info"]  # vector_info: kelab/rl/episode_ends.py
+
+_OLDER_POSITIONAL = (
+    "dt",
+    "physics_steps_per_action",
+    "env_spacing",
+    "headless",
+    "seed",
+    "render_mode",
+    "run_config",
+    "device",
+)
+"""``LearningEnv``'s older positional parameters after ``num_envs``, in their order."""
+
+
+def _older_positional(
+    older: tuple[Any, ...], *, seed: int | None, device: str, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Name the arguments given by position after ``num_envs`` (the older signature).
+
+    Raises:
+        TypeError: For more of them than the older signature had, or one also given by
+            keyword, as Python would for a function with that signature.
+    """
+    if len(older) > len(_OLDER_POSITIONAL):
+        raise TypeError(
+            f"LearningEnv takes at most {2 + len(_OLDER_POSITIONAL)} positional arguments "
+            f"(task, num_envs, {', '.join(_OLDER_POSITIONAL)}), got {2 + len(older)}; pass "
+            "the settings by keyword"
+        )
+    named = dict(zip(_OLDER_POSITIONAL, older, strict=False))
+    given = set(settings) | {"seed"} if seed is not None else set(settings)
+    if device != "cpu":
+        given.add("device")
+    twice = sorted(given & set(named))
+    if twice:
+        raise TypeError(f"LearningEnv got multiple values for argument {twice[0]!r}")
+    warnings.warn(
+        f"LearningEnv(task, num_envs, {', '.join(named)}): settings after num_envs given by "
+        f"position are deprecated; pass them by keyword ({', '.join(f'{n}=...' for n in named)})",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return named
 
 
 class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
@@ -50,31 +97,23 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
 
     Args:
         task: The task (a new instance per environment).
-        num_envs: ``EnvConfig.num_envs`` (default 1).
-        dt: Older alias: overrides the timing's physics step (``sim_dt``).
-        physics_steps_per_action: Older alias: overrides the timing's ``decimation``.
-        env_spacing: ``EnvConfig.env_spacing`` (default 4.0 m).
-        headless: Older check: True refuses ``render_mode="human"`` (no window is opened
-            in every other mode anyway).
-        seed: ``EnvConfig.seed`` (default 0).
-        render_mode: ``EnvConfig.render_mode``: None, ``"rgb_array"`` or ``"human"``
-            (Gymnasium's keyword, what ``gymnasium.make_vec`` passes).
-        run_config: Older alias of ``render_mode``: must match it.
-        device: Only ``"cpu"``.
-        timing: ``EnvConfig.timing``: None uses the task's ``sim_dt``, ``decimation`` and
-            ``episode_length_s``.
+        num_envs: ``EnvConfig.num_envs`` (None keeps the config's; default 1).
+        *older: Older positional form, deprecated: ``dt, physics_steps_per_action,
+            env_spacing, headless, seed, render_mode, run_config, device`` after
+            ``num_envs``, in that order (pass them by keyword).
+        seed: ``EnvConfig.seed`` (None keeps the config's; default 0).
+        config: The `EnvConfig`; None: the defaults.
         success: Success rule (``@ke.success``) judging finished episodes; None uses
             ``task.success_rule``.
         pacer: Pacer for PACED mode (inject one with a fake clock in tests).
-        layout: ``EnvConfig.layout``: ``"isolated"`` (the default everywhere: each copy
-            bit-identical to a lone copy / ``DirectRLEnv``) or ``"packed"`` (several times
-            faster for many copies; same seed and actions still give bit-identical
-            results; docs/world.md, "Layouts").
-        num_threads: ``EnvConfig.num_threads`` (results bit-identical for every value).
-        copy_offset: ``EnvConfig.copy_offset``: copy ``i`` is seeded as copy
-            ``copy_offset + i`` of one env with the same seed (``ke.RayLearningEnv``'s
-            workers; docs/scale.md).
-        config: The `EnvConfig`; None: the defaults.
+        device: Only ``"cpu"``.
+        **settings: Any other `EnvConfig` field, overriding the config's (None keeps it):
+            ``render_mode`` (Gymnasium's keyword, what ``gymnasium.make_vec`` passes),
+            ``layout``, ``num_threads``, ``timing``, ``env_spacing``, ``render_backend``,
+            ``copy_offset``; or an older alias: ``dt`` / ``physics_steps_per_action``
+            (override the timing's ``sim_dt`` / ``decimation``), ``run_config`` (must match
+            ``render_mode``), ``headless`` (True refuses ``"human"``). Declared once, for
+            every environment, as `kelab.rl.config.EnvKeywords`.
 
     Raises:
         ValueError: For a device other than "cpu", a bad render mode/run config pair, an
@@ -102,44 +141,25 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         self,
         task: Task,
         num_envs: int | None = None,
-        dt: float | None = None,
-        physics_steps_per_action: int | None = None,
-        env_spacing: float | None = None,
-        headless: bool | None = None,
+        *older: Any,
         seed: int | None = None,
-        render_mode: str | None = None,
-        run_config: SimulationRunConfig | None = None,
-        device: str = "cpu",
-        *,
-        timing: SimulationTimingConfig | None = None,
+        config: EnvConfig | None = None,
         success: SuccessRule | None = None,
         pacer: SimulationPacer | None = None,
-        layout: str | None = None,
-        num_threads: int | None = None,
-        copy_offset: int | None = None,
-        config: EnvConfig | None = None,
+        device: str = "cpu",
+        **settings: Unpack[EnvKeywords],
     ) -> None:
+        if older:
+            named = _older_positional(older, seed=seed, device=device, settings=settings)
+            seed = named.pop("seed", seed)
+            device = named.pop("device", device)
+            settings = cast("EnvKeywords", {**settings, **named})
         if device != "cpu":
             raise ValueError(
                 f"device must be 'cpu' (KELab simulates on the CPU with pymunk), got {device!r}"
             )
         validate_task_class(task)
-        self._config = cfg = env_config(
-            task,
-            config,
-            render_mode=render_mode,
-            run_config=run_config,
-            headless=headless,
-            timing=timing,
-            dt=dt,
-            physics_steps_per_action=physics_steps_per_action,
-            num_envs=num_envs,
-            seed=seed,
-            env_spacing=env_spacing,
-            layout=layout,
-            num_threads=num_threads,
-            copy_offset=copy_offset,
-        )
+        self._config = cfg = env_config(task, config, num_envs=num_envs, seed=seed, **settings)
         self._core = core = EnvCore(task, cfg, success_rule=success, env=self)
         self.num_envs = core.num_envs
         self.task = task

@@ -36,7 +36,7 @@ from kelab.rl._contract import (
     reset_ids,
 )
 from kelab.rl._env_snapshot import RAY_SNAPSHOT_KIND, check_counters
-from kelab.rl.config import EnvConfig, env_config
+from kelab.rl.config import EnvConfig, EnvKeywords, env_config
 from kelab.rl.episode_ends import vector_info
 from kelab.rl.ray_channel import EndedRows, EndsJoin, StepReply
 from kelab.rl.ray_pool import WorkerDiedError, WorkerPool
@@ -46,10 +46,11 @@ from kelab.rl.success import SuccessRule
 from kelab.rl.task import Task, validate_task_class
 from kelab.rl.terminations import CUT_SHORT
 from kelab.sim.snapshot import Snapshot
-from kelab.timing.config import SimulationRunConfig, SimulationTimingConfig
+from kelab.timing.config import SimulationTimingConfig
 
 if TYPE_CHECKING:  # ray is optional: imported when an env is made
     from ray import ObjectRef
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 __all__ = [
     "RayLearningEnv",
@@ -111,16 +112,11 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             its ``copy_offset`` places the whole env, as for ``LearningEnv``.
         success: Success rule (``@ke.success``) every worker judges with; None uses
             ``task.success_rule``.
-        dt: Older alias: overrides the timing's physics step (``sim_dt``).
-        physics_steps_per_action: Older alias: overrides the timing's ``decimation``.
-        timing: ``EnvConfig.timing``.
-        layout: ``EnvConfig.layout`` (``"isolated"``, the default, or ``"packed"``).
-        num_threads: ``EnvConfig.num_threads``: threads in each worker.
-        env_spacing: ``EnvConfig.env_spacing``.
-        copy_offset: ``EnvConfig.copy_offset``.
-        render_mode: Gymnasium's keyword: only None.
-        run_config: Older alias of ``render_mode``: only a HEADLESS_FAST one.
-        headless: Older check, as for ``LearningEnv`` (no worker ever opens a window).
+        **settings: Any other `EnvConfig` field, overriding the config's (None keeps it),
+            or an older alias: the same keywords as ``LearningEnv``'s, declared once as
+            `kelab.rl.config.EnvKeywords` (``layout``, ``num_threads`` (threads in each
+            worker), ``timing``, ``dt``...). ``render_mode`` may only be None and
+            ``run_config`` only a HEADLESS_FAST one: no worker opens a window.
 
     Raises:
         ValueError: For out-of-range arguments.
@@ -164,16 +160,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         pin_workers: bool = False,
         config: EnvConfig | None = None,
         success: SuccessRule | None = None,
-        dt: float | None = None,
-        physics_steps_per_action: int | None = None,
-        timing: SimulationTimingConfig | None = None,
-        layout: str | None = None,
-        num_threads: int | None = None,
-        env_spacing: float | None = None,
-        copy_offset: int | None = None,
-        render_mode: str | None = None,
-        run_config: SimulationRunConfig | None = None,
-        headless: bool | None = None,
+        **settings: Unpack[EnvKeywords],
     ) -> None:
         self.closed = True  # until the workers exist (close() is then a no-op)
         self._owns_ray = False
@@ -185,22 +172,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 f"RayLearningEnv: this {type(task).__name__} instance already runs in an "
                 "environment; pass a new task object"
             )
-        cfg = env_config(
-            task,
-            config,
-            render_mode=render_mode,
-            run_config=run_config,
-            headless=headless,
-            timing=timing,
-            dt=dt,
-            physics_steps_per_action=physics_steps_per_action,
-            num_envs=num_envs,
-            seed=seed,
-            layout=layout,
-            num_threads=num_threads,
-            env_spacing=env_spacing,
-            copy_offset=copy_offset,
-        )
+        cfg = env_config(task, config, num_envs=num_envs, seed=seed, **settings)
         if cfg.render_mode is not None:
             raise ValueError(
                 f"RayLearningEnv: render_mode={cfg.render_mode!r} cannot be passed to the "

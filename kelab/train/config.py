@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kelab._validate import check_bool, check_choice, check_int, check_layout, check_number, must
+from kelab._settings import check_settings, setting
+from kelab._validate import LAYOUTS, check_bool, check_int, check_layout, check_number, must
 from kelab.rl.config import DEFAULT_LAYOUT
 
-__all__ = ["ALGORITHMS", "TrainConfig", "training_config_of"]
+__all__ = ["ACTIVATIONS", "ALGORITHMS", "SCHEDULES", "TrainConfig", "training_config_of"]
 
 ALGORITHMS: dict[str, str] = {"PPO": "kelab.train.ppo:build_algorithm"}
 """The algorithms ``RLTrainer`` knows: name -> ``"module:builder"``, imported when used.
@@ -27,172 +28,212 @@ with the interface of :class:`kelab.train.algorithm.Algorithm`; a new algorithm 
 module with such a builder plus one entry here (docs/training.md, "Adding an algorithm").
 """
 
-_ACTIVATIONS = ("elu", "relu", "tanh", "selu", "gelu", "silu")
+ACTIVATIONS = ("elu", "relu", "tanh", "selu", "gelu", "silu")
+"""The hidden activations ``TrainConfig.activation`` takes."""
+
+SCHEDULES = ("adaptive", "fixed")
+"""The learning-rate schedules ``TrainConfig.schedule`` takes."""
+
+
+def _count(value: object, name: str) -> int:
+    return check_int(value, name, low=1)
+
+
+def _count_or_0(value: object, name: str) -> int:
+    return check_int(value, name, low=0)
+
+
+def _flag(value: object, name: str) -> bool:
+    return check_bool(value, name)
+
+
+def _real(
+    value: object, name: str, *, low: float, high: float | None = None, low_open: bool = False
+) -> object:
+    """A checked real number; a Python int or float is kept as given (saved as JSON)."""
+    number = check_number(value, name, low=low, high=high, low_open=low_open)
+    return value if type(value) in (int, float) else number
+
+
+def _positive(value: object, name: str) -> object:
+    return _real(value, name, low=0.0, low_open=True)
+
+
+def _fraction(value: object, name: str) -> object:
+    return _real(value, name, low=0.0, high=1.0)
+
+
+def _at_least_0(value: object, name: str) -> object:
+    return _real(value, name, low=0.0)
+
+
+def _widths(value: object, name: str) -> tuple[int, ...]:
+    """Hidden layer widths: a non-empty tuple (or list) of ints in [1, 4096]."""
+    if isinstance(value, list):
+        value = tuple(value)
+    try:
+        widths = tuple(check_int(v, name, low=1, high=4096) for v in value)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):  # not a tuple, or a bad width
+        widths = ()
+    if not isinstance(value, tuple) or not widths:
+        raise ValueError(must(name, "a non-empty tuple of layer widths in [1, 4096]", value))
+    return widths
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """PPO settings of one training run (rsl-rl-lib's PPO, KELab's loop).
 
-    Attributes:
-        num_envs: Copies of the task stepped side by side (one LearningEnv).
-        num_steps_per_env: Env steps per copy collected per iteration (the rollout).
-        max_iterations: Iterations ``kelab train`` runs when ``--iterations`` is not given.
-        actor_hidden_dims: Hidden layer widths of the policy network.
-        critic_hidden_dims: Hidden layer widths of the value network.
-        activation: Hidden activation (``"elu"``, ``"relu"``, ``"tanh"``, ...).
-        init_noise_std: Initial standard deviation of the Gaussian action noise.
-        obs_normalization: Normalise observations with running mean/std statistics (part
-            of the policy: saved in the checkpoint, frozen at playback).
-        learning_rate: Adam learning rate (the starting value with ``schedule="adaptive"``).
-        schedule: ``"adaptive"`` (adapt the learning rate to keep the KL near
-            ``desired_kl``) or ``"fixed"``.
-        desired_kl: Target KL divergence per update for the adaptive schedule.
-        max_learning_rate: Upper bound of the adaptive schedule's learning rate (rsl-rl's
-            own bound is 1e-2; a lower one keeps a converged policy from large steps).
-        gamma: Discount factor.
-        lam: GAE lambda.
-        clip_param: PPO ratio clip.
-        entropy_coef: Entropy bonus weight.
-        value_loss_coef: Value loss weight.
-        num_learning_epochs: Passes over each rollout.
-        num_mini_batches: Mini-batches per pass.
-        max_grad_norm: Gradient-norm clip.
-        layout: World layout of the training env; the default is ``ke.EnvConfig``'s
-            (``"isolated"``: each copy exact, as a lone World). ``"packed"`` is faster for
-            many copies, and the built-in tasks choose it in their training configs.
-        num_threads: Threads stepping the World (results identical for every value).
-        torch_threads: Threads torch uses for the networks (``torch.set_num_threads``;
-            small networks gain little from more, and it keeps runs repeatable).
-        success_target: Success rate the task's target asks for (reported, and the run
-            stops early once the recent episodes reach it when ``stop_at_target``).
-        stop_at_target: End training as soon as ``success_window`` recent episodes reach
-            ``success_target`` (after at least ``min_iterations``).
-        min_iterations: Iterations before a run may stop at its target.
-        target_patience: Iterations to keep training after the target is first reached
-            (the training success rate is measured with exploration noise; a few more
-            iterations make the deterministic policy reliable too).
-        success_window: Recent finished episodes the success rate and mean return are
-            taken over.
-        overlap_rollout: Collect the next rollout while the PPO update runs in a second
-            process (forked at each ``train()`` call; a thread where the trainer cannot
-            fork or ``torch_threads > 1``: :mod:`kelab.train.learner`), so the env and the
-            networks use two cores at once. The rollout then acts with the policy from
-            before that update (one iteration of policy lag); the update takes the policy
-            before it as the proximal one (clipping and the KL of the learning-rate
-            schedule) and weights each sample by ``pi_prox / pi_acting`` (decoupled PPO;
-            ``FinalObsPPO.lagged``). Deterministic, the same run in a process or a
-            thread, and however ``train()`` calls split it.
-        eval_every: Iterations between evaluations of the deterministic policy
-            (:class:`kelab.train.target.TargetCheck`: ``eval_episodes`` fresh seeded
-            episodes, a 10-episode pre-check first); 0 never evaluates. With it, "best"
-            prefers the evaluated success rate and ``stop_at_target`` stops at the first
-            evaluation that meets ``success_target`` (after ``min_iterations``; no
-            patience: the evaluated policy is the one saved as ``best``).
-        eval_episodes: Episodes of each evaluation (one copy each).
-        eval_process: Run the evaluations in a second process (forked when the trainer
-            is built; :class:`kelab.train.eval_process.EvalProcess`), on another core
-            while training goes on. The verdict on iteration k's policy is read at
-            iteration k + ``eval_every``, or when ``train()`` returns (waiting for it if
-            need be), so runs stay deterministic. It judges all ``eval_episodes`` with no
-            10-episode pre-check (that only saves time, which the second process has to
-            spare). A passing verdict stops the run there, and ``best`` is the policy
-            that passed. Where it cannot fork (a RayLearningEnv, a Ray driver process, no
-            ``fork`` start method) the trainer warns and evaluates in its own process.
-        checkpoint_every: Iterations between ``latest`` saves (``best`` is saved whenever
-            it improves, at most this often too).
+    Each field is declared once with its doc and check (`kelab._settings.setting`):
+    ``kelab train`` makes an option of each (``--learning-rate``...: kelab/cli/train.py),
+    and docs/training.md's table of the fields is generated from them.
     """
 
-    num_envs: int = 256
-    num_steps_per_env: int = 24
-    max_iterations: int = 300
-    actor_hidden_dims: tuple[int, ...] = (64, 64)
-    critic_hidden_dims: tuple[int, ...] = (64, 64)
-    activation: str = "elu"
-    init_noise_std: float = 1.0
-    obs_normalization: bool = True
-    learning_rate: float = 1e-3
-    schedule: str = "adaptive"
-    desired_kl: float = 0.01
-    max_learning_rate: float = 1e-2
-    gamma: float = 0.99
-    lam: float = 0.95
-    clip_param: float = 0.2
-    entropy_coef: float = 0.005
-    value_loss_coef: float = 1.0
-    num_learning_epochs: int = 5
-    num_mini_batches: int = 4
-    max_grad_norm: float = 1.0
-    layout: str = DEFAULT_LAYOUT
-    num_threads: int = 1
-    torch_threads: int = 1
-    success_target: float = 0.95
-    stop_at_target: bool = False
-    min_iterations: int = 10
-    target_patience: int = 0
-    success_window: int = 200
-    checkpoint_every: int = 10
-    overlap_rollout: bool = False
-    eval_every: int = 0
-    eval_episodes: int = 100
-    eval_process: bool = False
+    num_envs: int = setting(
+        256, "Copies of the task stepped side by side (one LearningEnv).", _count
+    )
+    num_steps_per_env: int = setting(
+        24, "Env steps per copy collected per iteration (the rollout).", _count
+    )
+    max_iterations: int = setting(
+        300, "Iterations kelab train runs when --iterations is not given.", _count
+    )
+    actor_hidden_dims: tuple[int, ...] = setting(
+        (64, 64), "Hidden layer widths of the policy network.", _widths
+    )
+    critic_hidden_dims: tuple[int, ...] = setting(
+        (64, 64), "Hidden layer widths of the value network.", _widths
+    )
+    activation: str = setting(
+        "elu",
+        "Hidden activation of both networks: elu, relu, tanh, selu, gelu or silu.",
+        choices=ACTIVATIONS,
+    )
+    init_noise_std: float = setting(
+        1.0, "Initial standard deviation of the Gaussian action noise.", _positive
+    )
+    obs_normalization: bool = setting(
+        True,
+        "Normalise observations with running mean/std statistics (part of the policy: saved "
+        "in the checkpoint, frozen at playback).",
+        _flag,
+    )
+    learning_rate: float = setting(
+        1e-3,
+        "Adam learning rate (the starting value with the adaptive schedule); at most "
+        "max_learning_rate.",
+        _positive,
+    )
+    schedule: str = setting(
+        "adaptive",
+        "Learning-rate schedule: adaptive (adapt the learning rate to keep the KL near "
+        "desired_kl) or fixed.",
+        choices=SCHEDULES,
+    )
+    desired_kl: float = setting(
+        0.01, "Target KL divergence per update for the adaptive schedule.", _positive
+    )
+    max_learning_rate: float = setting(
+        1e-2,
+        "Upper bound of the adaptive schedule's learning rate (rsl-rl's own bound is 1e-2; a "
+        "lower one keeps a converged policy from large steps).",
+        _positive,
+    )
+    gamma: float = setting(0.99, "Discount factor, in [0, 1].", _fraction)
+    lam: float = setting(0.95, "GAE lambda, in [0, 1].", _fraction)
+    clip_param: float = setting(0.2, "PPO ratio clip.", _positive)
+    entropy_coef: float = setting(0.005, "Entropy bonus weight (>= 0).", _at_least_0)
+    value_loss_coef: float = setting(1.0, "Value loss weight.", _positive)
+    num_learning_epochs: int = setting(5, "Passes over each rollout.", _count)
+    num_mini_batches: int = setting(
+        4,
+        "Mini-batches per pass (at most num_envs * num_steps_per_env transitions).",
+        _count,
+    )
+    max_grad_norm: float = setting(1.0, "Gradient-norm clip.", _positive)
+    layout: str = setting(
+        DEFAULT_LAYOUT,
+        "World layout of the training env; the default is EnvConfig's (isolated: each copy "
+        "exact, as a lone World). packed is faster for many copies, and the built-in tasks "
+        "choose it in their training configs.",
+        check_layout,
+        choices=LAYOUTS,
+    )
+    num_threads: int = setting(
+        1, "Threads stepping the World (results identical for every value).", _count
+    )
+    torch_threads: int = setting(
+        1,
+        "Threads torch uses for the networks (torch.set_num_threads; small networks gain "
+        "little from more, and one keeps runs repeatable).",
+        _count,
+    )
+    success_target: float = setting(
+        0.95,
+        "Success rate the task's target asks for, in [0, 1] (reported; with stop_at_target "
+        "the run stops once it is met).",
+        _fraction,
+    )
+    stop_at_target: bool = setting(
+        False,
+        "End training once the task's success target is met, after at least min_iterations: "
+        "at the first evaluation of the deterministic policy that meets it when eval_every "
+        "is set, else when success_window recent training episodes reach it (then after "
+        "target_patience more iterations).",
+        _flag,
+    )
+    min_iterations: int = setting(10, "Iterations before a run may stop at its target.", _count)
+    target_patience: int = setting(
+        0,
+        "Iterations to keep training after the target is first reached by the training "
+        "episodes (their success rate is measured with exploration noise; a few more "
+        "iterations make the deterministic policy reliable too).",
+        _count_or_0,
+    )
+    success_window: int = setting(
+        200,
+        "Recent finished episodes the training success rate and mean return are taken over.",
+        _count,
+    )
+    checkpoint_every: int = setting(
+        10,
+        "Iterations between latest saves (best is saved whenever it improves, at most this "
+        "often too).",
+        _count,
+    )
+    overlap_rollout: bool = setting(
+        False,
+        "Collect the next rollout while the PPO update runs in a second process (a thread where "
+        "the trainer cannot fork), so the env and the networks use two cores at once. The rollout "
+        "acts with the policy from before that update: one iteration of policy lag, which the "
+        "update corrects for (decoupled PPO). Deterministic, and the same run in a process or a "
+        "thread (docs/training.md).",
+        _flag,
+    )
+    eval_every: int = setting(
+        0,
+        "Iterations between evaluations of the deterministic policy (eval_episodes fresh seeded "
+        "episodes, a 10-episode pre-check first); 0 never evaluates. With it, best prefers the "
+        "evaluated success rate and stop_at_target stops at the first evaluation that meets "
+        "success_target (after min_iterations, with no patience).",
+        _count_or_0,
+    )
+    eval_episodes: int = setting(100, "Episodes of each evaluation (one copy each).", _count)
+    eval_process: bool = setting(
+        False,
+        "Run the evaluations in a second process, on another core while training goes on (forked "
+        "when the trainer is built). The verdict on iteration k's policy is read at iteration k + "
+        "eval_every, or when train() returns, so runs stay deterministic; it judges all "
+        "eval_episodes with no 10-episode pre-check. Where it cannot fork (a RayLearningEnv, no "
+        "fork start method) the trainer warns and evaluates in its own process.",
+        _flag,
+    )
 
     def __post_init__(self) -> None:
-        for name in (
-            "num_envs",
-            "num_steps_per_env",
-            "max_iterations",
-            "num_learning_epochs",
-            "num_mini_batches",
-            "num_threads",
-            "torch_threads",
-            "min_iterations",
-            "success_window",
-            "checkpoint_every",
-            "eval_episodes",
-        ):
-            self._set(name, check_int(getattr(self, name), f"TrainConfig.{name}", low=1))
-        self._set("eval_every", check_int(self.eval_every, "TrainConfig.eval_every", low=0))
-        for name in ("actor_hidden_dims", "critic_hidden_dims"):
-            value = getattr(self, name)
-            if isinstance(value, list):
-                value = tuple(value)
-            try:
-                widths = tuple(check_int(v, name, low=1, high=4096) for v in value)
-            except (TypeError, ValueError):  # not a tuple, or a bad width
-                widths = ()
-            if not isinstance(value, tuple) or not widths:
-                raise ValueError(
-                    must(
-                        f"TrainConfig.{name}",
-                        "a non-empty tuple of layer widths in [1, 4096]",
-                        value,
-                    )
-                )
-            self._set(name, widths)
-        check_choice(self.activation, "TrainConfig.activation", _ACTIVATIONS)
-        check_choice(self.schedule, "TrainConfig.schedule", ("adaptive", "fixed"))
-        check_layout(self.layout, "TrainConfig.layout")
-        for name in ("obs_normalization", "stop_at_target", "overlap_rollout", "eval_process"):
-            self._set(name, check_bool(getattr(self, name), f"TrainConfig.{name}"))
-        positive = (
-            "init_noise_std",
-            "learning_rate",
-            "desired_kl",
-            "max_learning_rate",
-            "clip_param",
-            "value_loss_coef",
-            "max_grad_norm",
-        )
-        for name in positive:
-            self._set_real(name, low=0.0, low_open=True)
-        for name in ("gamma", "lam", "success_target"):
-            self._set_real(name, low=0.0, high=1.0)
-        self._set(
-            "target_patience",
-            check_int(self.target_patience, "TrainConfig.target_patience", low=0),
-        )
-        self._set_real("entropy_coef", low=0.0)
+        names = [f.name for f in dataclasses.fields(self)]
+        values = {name: getattr(self, name) for name in names}
+        for name, value in check_settings(values, TrainConfig, "TrainConfig.").items():
+            self._set(name, value)
         if self.learning_rate > self.max_learning_rate:
             raise ValueError(
                 f"TrainConfig.learning_rate must be <= max_learning_rate="
@@ -210,15 +251,6 @@ class TrainConfig:
     def _set(self, name: str, value: object) -> None:
         """Store a checked value (numpy scalars become Python ones, saved as JSON)."""
         object.__setattr__(self, name, value)
-
-    def _set_real(
-        self, name: str, *, low: float, high: float | None = None, low_open: bool = False
-    ) -> None:
-        """Check a real-valued field; keep a Python int or float as given."""
-        value = getattr(self, name)
-        number = check_number(value, f"TrainConfig.{name}", low=low, high=high, low_open=low_open)
-        if type(value) not in (int, float):
-            object.__setattr__(self, name, number)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """Return a copy with ``changes`` applied (validated like the constructor)."""
