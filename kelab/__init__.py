@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "Polygon": "kelab.sim.scene",
     "Segment": "kelab.sim.scene",
     "Material": "kelab.sim.scene",
+    "CollisionFilter": "kelab.sim.scene",
     "Prop": "kelab.sim.scene",
     "Terrain": "kelab.sim.scene",
     "Robot": "kelab.sim.scene",

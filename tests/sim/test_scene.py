@@ -422,8 +422,9 @@ def test_docs_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 # -------------------------------------------------------------- the description layer
 
 DESCRIPTION = (
-    "kelab.sim.scene.fields", "kelab.sim.scene.shapes", "kelab.sim.scene.joints",
-    "kelab.sim.scene.sensor_config", "kelab.sim.scene.sensor_kinds", "kelab.sim.scene.items",
+    "kelab.sim.scene.fields", "kelab.sim.scene.shapes", "kelab.sim.scene.collision",
+    "kelab.sim.scene.joints", "kelab.sim.scene.sensor_config", "kelab.sim.scene.sensor_kinds",
+    "kelab.sim.scene.items",
     "kelab.sim.scene.instances", "kelab.sim.scene._checks", "kelab.sim.scene._io",
     "kelab.sim.scene.scene", "kelab.sim.scene", "kelab.sim.scene.builder",
     "kelab.sim.scene.assets", "kelab.sim.scene.assets.biped", "kelab.sim.scene.assets.cartpole",

@@ -14,7 +14,8 @@ import kelab.sim.scene.scene as scene_module
 OFFERED = [
     "MAX_DEPTH", "SCENE_FORMAT", "SCENE_VERSION", "SENSOR_KINDS", "WORLD", "ZOOM_MAX",
     "ZOOM_MIN", "Actuator", "Asset", "BodyInstance", "BodySpec", "Box", "CameraSpec",
-    "Circle", "EffortActuator", "FixedJoint", "Joint", "JointInstance", "Material",
+    "Circle", "CollisionFilter", "EffortActuator", "FixedJoint", "Joint", "JointInstance",
+    "Material",
     "PDActuator", "Polygon", "Pose", "PrismaticJoint", "Prop", "RenderHint", "RevoluteJoint",
     "Robot", "RobotDescription", "RobotInstance", "Scene", "SceneBuilder", "Segment",
     "SensorConfig", "SensorSpec", "Shape", "Site", "SiteInstance", "SpringJoint", "Terrain",

@@ -15,6 +15,7 @@ import numpy as np
 import pymunk
 
 from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.physics._filters import FilterClasses, filter_classes, isolated_filter
 from kelab.sim.scene.joints import FixedJoint, PrismaticJoint, RevoluteJoint, SpringJoint
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import Box, Circle, Material, Polygon, Pose, Segment
@@ -81,6 +82,7 @@ class Layout:
     bounce_value: np.ndarray  # (n_bodies,)
     main_static: np.ndarray  # (n_bodies,) bool: a static body of the main static material
     callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
+    filters: FilterClasses  # the users' collision filters, as classes (_filters.py)
 
 
 #: Allowed overlap of touching shapes before pymunk pushes them apart, in metres. pymunk's
@@ -138,6 +140,7 @@ def make_layout(scene: Scene) -> Layout:
             roll_r[i] = max(circles)
             roll_mu[i] = inst.spec.material.rolling_friction
     groups = _groups(scene, index)
+    filters = filter_classes(scene)
     joints = tuple(_joint_layout(j, index, bodies) for j in scene.joints)
     mats = [b.spec.material for b in bodies]
     needs = any(m.static_friction != m.dynamic_friction for m in mats) or (
@@ -160,6 +163,7 @@ def make_layout(scene: Scene) -> Layout:
         groups=groups,
         joints=joints,
         needs_handler=needs,
+        filters=filters,
         **model,
     )
 
@@ -377,10 +381,10 @@ class CopySpace:
         for i, inst in enumerate(scene.bodies):
             body = make_body(inst.spec, inst.pose)
             shapes = make_shapes(body, inst.spec)
-            group = int(layout.groups[i])
+            filt = isolated_filter(layout.filters, int(layout.groups[i]), i)
             m = inst.spec.material
             for s in shapes:
-                s.filter = pymunk.ShapeFilter(group=group)
+                s.filter = filt
                 self.shape_material[s] = (
                     math.sqrt(m.static_friction),
                     math.sqrt(m.dynamic_friction),

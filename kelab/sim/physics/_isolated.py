@@ -13,7 +13,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import pymunk
 
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._batch import (
@@ -31,6 +30,7 @@ from kelab.sim.physics._batch import (
     set_shape_values,
 )
 from kelab.sim.physics._compile import CopySpace, Layout, build_copy
+from kelab.sim.physics._filters import isolated_filter
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
@@ -268,11 +268,11 @@ class IsolatedBackend:
     ) -> np.ndarray:
         """Alpha of the first hit of one ray per copy of ``ids`` (NaN: none).
 
-        Row ``k`` of ``start``/``end`` belongs to copy ``ids[k]``; shapes of ``body``'s
-        collision group are ignored.
+        Row ``k`` of ``start``/``end`` belongs to copy ``ids[k]``; the ray sees the shapes
+        ``body``'s shapes collide with (not those of its collision group).
         """
         out = np.full(ids.size, np.nan)
-        filt = pymunk.ShapeFilter(group=int(self._layout.groups[body]))
+        filt = isolated_filter(self._layout.filters, int(self._layout.groups[body]), body)
         for k, c in enumerate(ids.tolist()):
             hit = self._copies[c].space.segment_query_first(
                 (start[k, 0], start[k, 1]), (end[k, 0], end[k, 1]), 0.0, filt

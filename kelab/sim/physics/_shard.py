@@ -10,7 +10,8 @@ sharding (so ``num_threads`` never changes a bit):
 
 - copies never touch: each copy's shapes carry category bit ``i % 31`` and collide only with
   that bit and the shared ground's bit 31; robots without self-collision get one group per
-  copy. Copies with the same bit are ``31 * spacing`` apart.
+  copy. Copies with the same bit are ``31 * spacing`` apart. The users' collision filters
+  take bits of their own, and fewer copies' slots (_filters.PackedFilters).
 - pymunk's spatial hash visits shapes in the order of their hash ids modulo its handle table
   size (a prime above the number of moving shapes): shape ``j`` of shard-local copy ``c``
   gets the fixed hash id ``c * k + j`` (``k`` moving shapes per copy), also when the copy is
@@ -52,6 +53,7 @@ from kelab.sim.physics._compile import (
     register_callbacks,
     reinit_call,
 )
+from kelab.sim.physics._filters import PackedFilters
 from kelab.sim.physics._reset import KeptReset, eligible
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import Box
@@ -60,9 +62,6 @@ from kelab.sim.scene.shapes import Box
 BASE_X = 1.5 * 2.0**20
 #: Metres of copy origins a shard can hold (num_envs * spacing must not exceed it).
 CAPACITY = 2.0**16
-#: Category bit of shared ground shapes; copies use bits 0..30.
-GROUND_BIT = 1 << 31
-_ALL = 0xFFFFFFFF
 #: Smallest spatial hash cell (m): 2**31 cells of it span 134e6 m, far beyond every
 #: coordinate a step can reach from within the World's limits (_values.STATE_LIMITS).
 MIN_CELL = 2.0**-4
@@ -90,6 +89,7 @@ class Plan:
         # shared static shapes that cover a copy's window become one stretched ground
         self.stretch: dict[int, list[int]] = {}
         self.repeat: dict[int, list[int]] = {}
+        spans = []  # (body, shape, its span along x) of the repeated shapes
         for b in np.flatnonzero(static & shared).tolist():
             inst = bodies[b]
             for k, shape in enumerate(inst.spec.shapes):
@@ -103,14 +103,8 @@ class Plan:
                     and max(xs) >= spacing / 2
                 )
                 (self.stretch if flat else self.repeat).setdefault(b, []).append(k)
-                if not flat and max(xs) - min(xs) >= 30 * spacing:
-                    raise ValueError(
-                        f"World: layout='packed' repeats shared shape {k} of {inst.path!r} in "
-                        f"every copy, and it spans {max(xs) - min(xs):g} m along x, which would "
-                        f"reach copies 31 spacings away (spacing {spacing} m); use an env_spacing "
-                        f"> {(max(xs) - min(xs)) / 30:g}, a flat Box ground (Terrain.plane, built "
-                        "once), or layout='isolated'"
-                    )
+                if not flat:
+                    spans.append((b, k, max(xs) - min(xs)))
         # bodies built per copy: moving ones, per-copy statics, shared statics with repeats
         self.per_copy_static = [
             b
@@ -120,6 +114,24 @@ class Plan:
         self.shared_bodies = sorted(self.stretch)
         self.moving_shapes = sum(len(bodies[b].spec.shapes) for b in self.moving.tolist())
         self.group_stride = int(layout.groups.max()) + 1 if nb else 1
+        #: The shape filters: copies apart (copies of one slot are ``slots`` spacings apart)
+        self.filters = PackedFilters(
+            layout.filters,
+            layout.groups,
+            self.group_stride,
+            [*self.moving.tolist(), *self.per_copy_static],
+            self.shared_bodies,
+        )
+        slots = self.filters.slots
+        for b, k, span in spans:
+            if span >= (slots - 1) * spacing:
+                raise ValueError(
+                    f"World: layout='packed' repeats shared shape {k} of {bodies[b].path!r} in "
+                    f"every copy, and it spans {span:g} m along x, which would reach copies "
+                    f"{slots} spacings away (spacing {spacing} m); use an env_spacing > "
+                    f"{span / (slots - 1):g}, a flat Box ground (Terrain.plane, built once), "
+                    "or layout='isolated'"
+                )
         self.mat = {
             b: (
                 math.sqrt(inst.spec.material.static_friction),
@@ -149,9 +161,7 @@ class Plan:
 
     def copy_filter(self, c: int, body: int) -> pymunk.ShapeFilter:
         """Collision filter of copy ``c``'s shapes of ``body`` (global copy index)."""
-        bit = 1 << (c % 31)
-        group = c * self.group_stride + int(self.layout.groups[body])
-        return pymunk.ShapeFilter(group=group, categories=bit, mask=GROUND_BIT | bit)
+        return self.filters.copy(c, body)
 
 
 class Recipe(NamedTuple):
@@ -207,7 +217,7 @@ class Shard:
                 s = pymunk.Poly(body, pts)
                 s.friction = math.sqrt(inst.spec.material.dynamic_friction)
                 s.elasticity = math.sqrt(inst.spec.material.restitution)
-                s.filter = pymunk.ShapeFilter(categories=GROUND_BIT, mask=_ALL)
+                s.filter = plan.filters.ground(b)
                 shapes.append(s)
                 self.materials[s] = plan.mat[b]
             if lay.needs_handler:

@@ -3,7 +3,8 @@
 The lowest room of :mod:`kelab.sim` (then :mod:`kelab.sim.physics`, then the runtime in
 :mod:`kelab.sim` itself). Its modules, each importing only those above it in this list:
 :mod:`~kelab.sim.scene.fields` (field checks), :mod:`~kelab.sim.scene.shapes` (poses,
-shapes, materials), :mod:`~kelab.sim.scene.joints`, :mod:`~kelab.sim.scene.sensor_config`
+shapes, materials), :mod:`~kelab.sim.scene.collision` (collision filters),
+:mod:`~kelab.sim.scene.joints`, :mod:`~kelab.sim.scene.sensor_config`
 (how a sensor degrades its signal), :mod:`~kelab.sim.scene.sensor_kinds` (the sensor
 kinds: add one there), :mod:`~kelab.sim.scene.items` (what a task adds),
 :mod:`~kelab.sim.scene.instances` (the flattened form), the cross-item checks
@@ -17,6 +18,7 @@ This package re-exports the vocabulary, the :class:`SceneBuilder` and :class:`As
 from kelab.sim.scene._io import MAX_DEPTH
 from kelab.sim.scene.assets import Asset
 from kelab.sim.scene.builder import SceneBuilder
+from kelab.sim.scene.collision import CollisionFilter
 from kelab.sim.scene.instances import (
     ZOOM_MAX,
     ZOOM_MIN,
@@ -69,6 +71,7 @@ __all__ = [
     "Box",
     "CameraSpec",
     "Circle",
+    "CollisionFilter",
     "EffortActuator",
     "FixedJoint",
     "Joint",

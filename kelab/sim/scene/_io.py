@@ -13,6 +13,7 @@ import dataclasses
 import math
 from typing import Any
 
+from kelab.sim.scene.collision import CollisionFilter
 from kelab.sim.scene.fields import short_repr
 from kelab.sim.scene.instances import (
     BodyInstance,
@@ -45,16 +46,21 @@ _CLASSES: dict[str, type] = {
         Pose, Circle, Box, Polygon, Segment, Material, RenderHint, BodySpec, Site,
         RobotDescription, EffortActuator, PDActuator, RevoluteJoint, PrismaticJoint,
         FixedJoint, SpringJoint, SensorConfig, BodyInstance, JointInstance, SensorSpec,
-        SiteInstance, CameraSpec, RobotInstance,
+        SiteInstance, CameraSpec, RobotInstance, CollisionFilter,
     )
 }  # fmt: skip
 
-_OMITTED_WHEN_NONE: dict[type, frozenset[str]] = {
-    cls: frozenset({"error_correction"}) for cls in (RevoluteJoint, PrismaticJoint, FixedJoint)
-}
-"""Fields added after scenes were first saved: left out of ``to_dict`` while None (their
-default), so a scene that does not set them keeps the dict and the fingerprint it had
-before (saved scenes, snapshots and checkpoints still match), and accepted missing."""
+_OMITTED_AT_DEFAULT: dict[type, dict[str, object]] = {
+    **{
+        cls: {"error_correction": None}
+        for cls in (RevoluteJoint, PrismaticJoint, FixedJoint)
+    },
+    BodySpec: {"collision": CollisionFilter()},
+}  # fmt: skip
+"""Fields added after scenes were first saved, with their defaults: left out of
+``to_dict`` while at that default, so a scene that does not set them keeps the dict and
+the fingerprint it had before (saved scenes, snapshots and checkpoints still match), and
+accepted missing (the constructor's default)."""
 
 
 def encode(value: Any) -> Any:
@@ -64,10 +70,10 @@ def encode(value: Any) -> Any:
         if _CLASSES.get(cls.__name__) is not cls:
             raise TypeError(f"cannot serialise {cls.__name__} in a scene")
         out: dict[str, Any] = {"type": cls.__name__}
-        omitted = _OMITTED_WHEN_NONE.get(cls, frozenset())
+        omitted = _OMITTED_AT_DEFAULT.get(cls, {})
         for f in dataclasses.fields(value):
             item = getattr(value, f.name)
-            if item is None and f.name in omitted:
+            if f.name in omitted and item == omitted[f.name]:
                 continue
             if cls is SensorConfig and isinstance(item, int):
                 item = float(item)  # SensorConfig keeps user ints; canonicalise them
@@ -115,7 +121,7 @@ def decode(value: Any, where: str, depth: int) -> Any:
                 f"Scene.from_dict: {where}: unknown type {short_repr(name)}; type must be one of "
                 f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
             )
-        omitted = _OMITTED_WHEN_NONE.get(cls, frozenset())
+        omitted = _OMITTED_AT_DEFAULT.get(cls, {})
         names = [
             f.name for f in dataclasses.fields(cls) if f.name not in omitted or f.name in value
         ]

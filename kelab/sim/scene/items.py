@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kelab._validate import check_choice
+from kelab.sim.scene.collision import CollisionFilter
 from kelab.sim.scene.fields import (
     field_flag,
     field_name,
@@ -76,6 +77,8 @@ class BodySpec:
         initial_pose: Pose relative to the robot (or prop) root frame.
         render: How to draw the body.
         body_type: ``"dynamic"``, ``"static"`` or ``"kinematic"``.
+        collision: Which shapes the body's shapes collide with (``ke.CollisionFilter``);
+            the default collides with everything (docs/scene.md, "Collision filtering").
     """
 
     name: str
@@ -85,6 +88,7 @@ class BodySpec:
     initial_pose: Pose = field(default_factory=Pose.identity)
     render: RenderHint = field(default_factory=RenderHint)
     body_type: str = "dynamic"
+    collision: CollisionFilter = field(default_factory=CollisionFilter)
 
     def __post_init__(self) -> None:
         field_name("BodySpec", "name", self.name)
@@ -111,6 +115,11 @@ class BodySpec:
             raise ValueError(
                 f"BodySpec.render must be a RenderHint, got {short_repr(self.render)}; "
                 "use ke.RenderHint(...)"
+            )
+        if not isinstance(self.collision, CollisionFilter):
+            raise ValueError(
+                f"BodySpec.collision must be a CollisionFilter, got {short_repr(self.collision)}; "
+                "use ke.CollisionFilter(group=..., categories=..., mask=...)"
             )
         if self.body_type == "dynamic" and self.mass is None:
             area = self.area()
@@ -343,6 +352,8 @@ class Prop:
         initial_pose: Pose in the environment copy's frame.
         render: How to draw it.
         body_type: ``"dynamic"``, ``"static"`` or ``"kinematic"``.
+        collision: Which shapes it collides with (``ke.CollisionFilter``); the default
+            collides with everything.
     """
 
     shape: Shape | tuple[Shape, ...]
@@ -351,6 +362,7 @@ class Prop:
     initial_pose: Pose = field(default_factory=Pose.identity)
     render: RenderHint = field(default_factory=lambda: RenderHint(color=(230, 120, 40)))
     body_type: str = "dynamic"
+    collision: CollisionFilter = field(default_factory=CollisionFilter)
 
     def __post_init__(self) -> None:
         if self.material is None:
@@ -369,6 +381,7 @@ class Prop:
             initial_pose=Pose.identity(),
             render=self.render,
             body_type=self.body_type,
+            collision=self.collision,
         )
 
 
