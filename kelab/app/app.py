@@ -43,7 +43,7 @@ from kelab.app.panel_window import PanelWindow, require_imgui
 from kelab.app.recording_controls import RecordingControls
 from kelab.app.recordings import Recordings
 from kelab.app.scene_layers import draw_scene
-from kelab.app.sync import SYNC_HZ, SYNC_RUNNER, SyncPoints
+from kelab.app.sync import SyncPoints
 from kelab.app.systems import EngineSystems, RobotControllers
 from kelab.app.time_travel import TimeTravel, TimeTravelControls
 from kelab.app.view import ViewController
@@ -55,13 +55,7 @@ from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
 from kelab.timing.pacer import SimulationPacer, precise_sleep
-from kelab.timing.timeline import (
-    MAX_RUNNERS,
-    ON_UPDATE_PRIORITY,
-    ExecutionOrder,
-    Phase,
-    Timeline,
-)
+from kelab.timing.timeline import ON_UPDATE_PRIORITY, ExecutionOrder, Phase, Timeline
 
 if TYPE_CHECKING:
     from kelab.render.canvas import Canvas
@@ -177,6 +171,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         self._opened = False
         self._closed = False
         self._close_requested = False
+        self._close_after_frame = False  # close() was called from inside a frame
         self._frames = 0
         self._drawn = 0
         self._alpha = 1.0
@@ -218,15 +213,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
             ]  # fmt: skip
         self.sync = SyncPoints(self)
         """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
-        tl = self.timeline
-        self._added_sync = SYNC_RUNNER not in tl.runners and len(tl.runners) < MAX_RUNNERS
-        if self._added_sync:
-            tl.add_runner(SYNC_RUNNER, SYNC_HZ)
-        sync_runner = SYNC_RUNNER if SYNC_RUNNER in tl.runners else runner
-        self._bindings.append(
-            add("sync_point", "Sync points (app.sync)", self.sync.run, sync_runner,
-                Phase.EXPORT, 0)
-        )  # fmt: skip
+        self._bindings.append(self.sync.bind(self.systems, runner))
         shown = cfg.menu_bar if cfg.menu_bar is not None else not cfg.headless
         self.menu = MenuBar(self, shown)
         """The window's menu bar: Edit -> Settings (F2), pause, step, record... (`MenuBar`)."""
@@ -552,17 +539,28 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
             raise RuntimeError("this App was closed; renderFrameOnce() can no longer run")
         try:
             self._open()
-            self._frame()
+            if not self._close_after_frame:  # setup() may have closed the App
+                self._frame()
         except BaseException:
             self._close_after_error()
             raise
+        if self._close_after_frame:
+            self.close()
         return not self.should_close()
 
     render_frame_once = renderFrameOnce
 
     def close(self) -> None:
-        """Close recorders (files complete) and the window; calling it again does nothing."""
+        """Close recorders (files complete) and the window; calling it again does nothing.
+
+        Called from inside a frame (a callback, a sync call), it refuses sync calls at
+        once; the frame runs to its end, and the App closes before the frame returns.
+        """
         if self._closed:
+            return
+        if self._in_frame:  # the frame still uses the window: close once it is done
+            self._close_after_frame = self._close_requested = True
+            self.sync.close()
             return
         self._closed = True
         errors: list[BaseException] = []
@@ -577,8 +575,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         if not self._owns_timeline:  # the caller's timeline outlives the App: unbind ours
             for binding in self._bindings:
                 binding.unbind()
-            if self._added_sync and SYNC_RUNNER in self.timeline.runners:
-                self.timeline.remove_runner(SYNC_RUNNER)
+            self.sync.remove_runner()
         if self.renderer is not None:
             try:
                 if not self.renderer.closed and self.renderer.frame_count:

@@ -164,11 +164,11 @@ class SyncHost(Protocol):
 
     @property
     def timeline(self) -> Timeline:
-        """The time of each sync point."""
+        """Where the sync points bind (the ``Sync`` runner)."""
 
     @property
     def clock(self) -> FixedStepClock:
-        """``steps``."""
+        """``current_step`` and the time at its end (what a published state names)."""
 
     @property
     def world(self) -> World | None:

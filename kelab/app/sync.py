@@ -4,9 +4,12 @@ Other threads (a notebook, a socket server, a bridge to other processes) never t
 the App directly. They call ``app.sync.submit(fn)``, which returns a
 `concurrent.futures.Future` at once; at the next sync point, on the App's thread,
 ``fn(app)`` runs and its result (or its exception: never raised into the App's loop)
-goes to the future. At every sync point the App also publishes a read-only
-`SyncState` (time, step, body states) that any thread reads with `SyncPoints.latest`,
-without locks: each state is a new immutable object swapped in by one assignment.
+goes to the future. A sync point runs only the calls submitted before it began (one
+submitted meanwhile waits for the next), and every future ends done: once the App
+closes, the calls still waiting fail with a `RuntimeError`. At every sync point the App
+also publishes a read-only `SyncState` (time, step, body states) that any thread reads
+with `SyncPoints.latest`, without locks: each state is a new immutable object swapped in
+by one assignment.
 
 Sync points are a system on the timeline like any other: by default the ``Sync``
 runner at 10 Hz, EXPORT phase (after the step's physics and checks), named
@@ -15,15 +18,18 @@ runner at 10 Hz, EXPORT phase (after the step's physics and checks), named
 
 from __future__ import annotations
 
-import queue
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from kelab.timing.timeline import MAX_RUNNERS, Binding, Phase
+
 if TYPE_CHECKING:
     from kelab.app.ports import SyncHost
+    from kelab.app.systems import EngineSystems
 
 __all__ = ["SYNC_HZ", "SYNC_RUNNER", "SyncPoints", "SyncState"]
 
@@ -35,8 +41,13 @@ class SyncState(NamedTuple):
     """What the App published at one sync point (arrays are read-only copies).
 
     Attributes:
-        time: The timeline's time at the sync point (seconds).
-        step: Fixed steps the App had run (``app.clock.steps``).
+        time: The simulated time at the end of ``step`` (what ``app.sim_time`` reads once
+            that step is done), the time of the body states.
+        step: The fixed step whose end state this is, counted like ``app.clock.steps``:
+            the step the sync point ran in (while it is in ``app.history``,
+            ``app.seek(step)`` returns to this state). A frame that catches up several
+            steps publishes, at each sync point, the step that point ran in, not the
+            frame's total.
         body_poses: ``(num_envs, num_bodies, 3)`` x, y, angle, or None without a World.
         body_velocities: ``(num_envs, num_bodies, 3)`` vx, vy, omega, or None.
         body_names: The bodies' paths (columns of the arrays).
@@ -78,14 +89,39 @@ class SyncPoints:
 
     def __init__(self, app: SyncHost) -> None:
         self._app = app
-        self._calls: queue.SimpleQueue[tuple[Callable[[Any], Any], Future[Any]]] = (
-            queue.SimpleQueue()
-        )
+        self._lock = threading.Lock()  # guards _calls and _closed (never held while fn runs)
+        self._calls: list[tuple[Callable[[Any], Any], Future[Any]]] = []
         self._latest: SyncState | None = None
         self._closed = False
+        self._added_runner = False  # bind() added the Sync runner to the timeline
+
+    def bind(self, systems: EngineSystems, main_runner: str) -> Binding:
+        """Bind the sync points as the ``sync_point`` system (EXPORT phase); its binding.
+
+        They run on the ``Sync`` runner, added at `SYNC_HZ` when the timeline has none
+        and has room for it, else on ``main_runner``.
+        """
+        timeline = self._app.timeline
+        if SYNC_RUNNER not in timeline.runners and len(timeline.runners) < MAX_RUNNERS:
+            timeline.add_runner(SYNC_RUNNER, SYNC_HZ)
+            self._added_runner = True
+        runner = SYNC_RUNNER if SYNC_RUNNER in timeline.runners else main_runner
+        label = "Sync points (app.sync)"
+        return systems.add("sync_point", label, self.run, runner, Phase.EXPORT, 0)
+
+    def remove_runner(self) -> None:
+        """Remove the ``Sync`` runner `bind` added (a caller's timeline outlives the App)."""
+        timeline = self._app.timeline
+        if self._added_runner and SYNC_RUNNER in timeline.runners:
+            timeline.remove_runner(SYNC_RUNNER)
+        self._added_runner = False
 
     def submit(self, fn: Callable[[Any], Any]) -> Future[Any]:
         """Run ``fn(app)`` on the App's thread at the next sync point (thread-safe).
+
+        A call submitted while a sync point runs (also by one of its calls) waits for
+        the next sync point. Every future ends done: with ``fn``'s result or exception,
+        or, if the App closes first, with a `RuntimeError` saying so.
 
         Returns:
             A Future with ``fn``'s result, or the exception it raised.
@@ -96,10 +132,11 @@ class SyncPoints:
         """
         if not callable(fn):
             raise ValueError(f"app.sync.submit(fn): fn must be callable, got {fn!r}")
-        if self._closed:
-            raise RuntimeError("app.sync.submit: the App is closed; nothing would run fn")
         future: Future[Any] = Future()
-        self._calls.put((fn, future))
+        with self._lock:  # close() cannot slip in between the check and the append
+            if self._closed:
+                raise RuntimeError("app.sync.submit: the App is closed; nothing would run fn")
+            self._calls.append((fn, future))
         return future
 
     def latest(self) -> SyncState | None:
@@ -109,24 +146,27 @@ class SyncPoints:
     @property
     def pending(self) -> int:
         """Calls waiting for the next sync point."""
-        return self._calls.qsize()
+        return len(self._calls)
 
     def run(self, ts: float) -> None:
-        """One sync point (the timeline calls it): run the calls waiting, then publish."""
+        """One sync point (the timeline calls it): run the calls waiting, then publish.
+
+        Only the calls submitted before it started run; once the App closes (a call
+        may close it), the rest fail with a `RuntimeError`.
+        """
         del ts
-        while True:
-            try:
-                fn, future = self._calls.get_nowait()
-            except queue.Empty:
-                break
-            if not future.set_running_or_notify_cancel():
-                continue  # cancelled by its submitter
-            try:
-                result = fn(self._app)
-            except BaseException as exc:  # the caller's error: to its future, never the loop
-                future.set_exception(exc)
-            else:
-                future.set_result(result)
+        with self._lock:
+            calls, self._calls = self._calls, []
+        for fn, future in calls:
+            if self._closed:
+                _fail(future)
+            elif future.set_running_or_notify_cancel():  # False: cancelled by its submitter
+                try:
+                    result = fn(self._app)
+                except BaseException as exc:  # the caller's error: to its future, never the loop
+                    future.set_exception(exc)
+                else:
+                    future.set_result(result)
         self._publish()
 
     def _publish(self) -> None:
@@ -138,15 +178,20 @@ class SyncPoints:
         else:
             poses, vels = _frozen(world.body_poses), _frozen(world.body_velocities)
             names = tuple(world.body_names)
-        self._latest = SyncState(app.timeline.time_s, app.clock.steps, poses, vels, names)
+        clock = app.clock
+        step = clock.current_step  # clock.steps already counts the frame's later steps
+        time = clock.sim_time_exact - (clock.steps - step) * clock.step_exact
+        self._latest = SyncState(float(time), step, poses, vels, names)
 
     def close(self) -> None:
-        """Refuse new calls and fail the waiting ones (the App closed)."""
-        self._closed = True
-        while True:
-            try:
-                _, future = self._calls.get_nowait()
-            except queue.Empty:
-                return
-            if future.set_running_or_notify_cancel():
-                future.set_exception(RuntimeError("the App closed before the sync point"))
+        """Refuse new calls and fail the waiting ones (the App closed; thread-safe)."""
+        with self._lock:
+            self._closed = True
+            calls, self._calls = self._calls, []
+        for _, future in calls:
+            _fail(future)
+
+
+def _fail(future: Future[Any]) -> None:
+    if future.set_running_or_notify_cancel():
+        future.set_exception(RuntimeError("the App closed before the sync point"))

@@ -121,6 +121,7 @@ class FixedStepClock:
         self._pending_single_steps = 0
         self._paused = False
         self._steps = 0
+        self._ahead = 0  # inside tick_timeline: the tick's steps after the one running
         self._frames = 0
         self._alpha = 0.0
         self._last_frame_steps = 0
@@ -173,6 +174,16 @@ class FixedStepClock:
     def steps(self) -> int:
         """Fixed steps run so far."""
         return self._steps
+
+    @property
+    def current_step(self) -> int:
+        """The fixed step running now, counted like `steps` (the first step is 1).
+
+        A tick counts all of its steps in `steps` before running them; inside `tick` or
+        `tick_timeline` this is the step whose callbacks run now (between two steps: the
+        last one done). Outside a tick it equals `steps`.
+        """
+        return self._steps - self._ahead
 
     @property
     def frames(self) -> int:
@@ -442,8 +453,12 @@ class FixedStepClock:
         """
         run = self.steps_due()
         dt = self.step_dt
-        for _ in range(run):
-            fixed_update(dt)
+        try:
+            for done in range(run):
+                self._ahead = run - done - 1
+                fixed_update(dt)
+        finally:
+            self._ahead = 0
         return run
 
     def tick_timeline(
@@ -478,16 +493,21 @@ class FixedStepClock:
             self._timeline_step_start += skipped * self._step
             timeline.skip_before(self._timeline_step_start)
         done = 0
-        while done < run:
-            if before_step is not None:
-                before_step()
-            end = self._timeline_step_start + self._step
-            with fixed_step_scope():
-                timeline.run_before(end)
-            self._timeline_step_start = end
-            done += 1
-            if self._follow(timeline, run - done):
-                run = min(run, self.last_frame_steps)
+        self._ahead = run  # between steps: the last step done
+        try:
+            while done < run:
+                if before_step is not None:
+                    before_step()
+                end = self._timeline_step_start + self._step
+                self._ahead = run - done - 1
+                with fixed_step_scope():
+                    timeline.run_before(end)
+                self._timeline_step_start = end
+                done += 1
+                if self._follow(timeline, run - done):
+                    run = min(run, self.last_frame_steps)
+        finally:
+            self._ahead = 0
         return run
 
     def _follow(self, timeline: Timeline, left: int) -> bool:
