@@ -18,10 +18,8 @@ what it needs when it runs.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -29,6 +27,7 @@ from typing import NoReturn, TextIO
 
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")  # no pygame banner on the command line
 
+from kelab.cli._exit import exit_now  # noqa: E402
 from kelab.cli.args import KelabArgumentParser, KelabUsageError, positive_int  # noqa: E402
 from kelab.cli.demo import add_demo_parser, run_demo  # noqa: E402
 from kelab.cli.export import add_export_parser  # noqa: E402
@@ -167,23 +166,12 @@ def run() -> NoReturn:
     """The ``kelab`` executable and ``python -m kelab``: :func:`main`, then a prompt exit.
 
     After the command, the process ends the way Python's own exit would, less its last
-    stage: the ``atexit`` handlers run (multiprocessing's, logging's, a user task's), the
-    standard streams are flushed, and the process exits with :func:`main`'s code without
-    tearing down every module and object one by one. After ``kelab train`` that
-    teardown (torch's thousands of objects) took 0.15-0.18 s of a 3.5 s CartPole run,
-    and wrote nothing: the command's files are complete and closed by then (checkpoints
-    and the curve atomically, the metrics and the TensorBoard log closed). While a
-    non-daemon thread is still running, the exit is Python's own, which waits for it.
-    ``main`` itself (called by tests and scripts) returns as usual.
+    stage (`kelab.cli._exit`): the ``atexit`` handlers run, the standard streams are
+    flushed, and the process exits with :func:`main`'s code without tearing down every
+    module and object one by one (0.15-0.18 s after ``kelab train``). The command's files
+    are complete and closed by then (checkpoints and the curve atomically, the metrics
+    and the TensorBoard log closed). While a non-daemon thread is still running, or on an
+    interpreter that exit was not written for, the exit is Python's own. ``main`` itself
+    (called by tests and scripts) returns as usual.
     """
-    code = main()
-    others = [t for t in threading.enumerate() if t is not threading.main_thread()]
-    if any(not t.daemon and t.is_alive() for t in others):
-        sys.exit(code)
-    atexit._run_exitfuncs()  # noqa: SLF001  (the handlers Python's exit would run)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: nothing more to write
-            pass
-    os._exit(code)
+    exit_now(main())

@@ -3,10 +3,12 @@
 Building any ``torch.optim`` optimizer imports ``torch._dynamo`` (its methods are wrapped
 in ``torch._disable_dynamo``, which imports the compiler on first use): ~1.2 s of a 7 s
 ``kelab train CartPole-v0``, for a compiler training never uses. :class:`Adam` runs the
-same kernel ``torch.optim.Adam(params, lr, fused=True)`` runs (``torch._fused_adam_``:
-one call for all the parameters), on the same state, so a run gives the same bits; its
-:meth:`Adam.state_dict` has torch's layout (a checkpoint's ``optimizer`` entry is
-unchanged, and old checkpoints resume).
+same kernel ``torch.optim.Adam(params, lr, fused=True)`` runs, on the same state, so a
+run gives the same bits; the kernel is torch's private ``torch._fused_adam_``, called
+through its one door, :func:`kelab.train._torch.adam_step`, which steps through
+``torch.optim.Adam(fused=True)`` instead where torch is not the release it was written
+for. Its :meth:`Adam.state_dict` has torch's layout (a checkpoint's ``optimizer`` entry
+is unchanged, and old checkpoints resume).
 
 Example:
     >>> import torch
@@ -27,6 +29,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+
+from kelab.train._torch import adam_step
 
 __all__ = ["Adam"]
 
@@ -76,7 +80,7 @@ class Adam:
     @torch.no_grad()
     def step(self) -> None:
         """One Adam step for every parameter that has a gradient."""
-        params, grads, avgs, sqs, steps = [], [], [], [], []
+        params, states = [], []
         for p in self._params:
             if p.grad is None:
                 continue
@@ -88,30 +92,9 @@ class Adam:
                     "exp_avg_sq": torch.zeros_like(p, memory_format=torch.preserve_format),
                 }
             params.append(p)
-            grads.append(p.grad)
-            avgs.append(state["exp_avg"])
-            sqs.append(state["exp_avg_sq"])
-            steps.append(state["step"])
-        if not params:
-            return
-        torch._foreach_add_(steps, 1)
-        torch._fused_adam_(
-            params,
-            grads,
-            avgs,
-            sqs,
-            [],
-            steps,
-            amsgrad=False,
-            lr=float(self.param_groups[0]["lr"]),
-            beta1=_BETAS[0],
-            beta2=_BETAS[1],
-            weight_decay=0.0,
-            eps=_EPS,
-            maximize=False,
-            grad_scale=None,
-            found_inf=None,
-        )
+            states.append(state)
+        if params:
+            adam_step(params, states, lr=float(self.param_groups[0]["lr"]), betas=_BETAS, eps=_EPS)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [...]}``, torch's layout (no copies)."""

@@ -52,8 +52,9 @@ def _clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> None:
     """``torch.nn.utils.clip_grad_norm_`` in a few ops for many small tensors.
 
     The same scaling (``max_norm / (norm + 1e-6)`` when below 1, the norm taken over all
-    the gradients together), from one norm of their concatenation and one foreach
-    multiply, where torch's takes a norm and a multiply per tensor.
+    the gradients together), from one norm of their concatenation, where torch's takes a
+    norm per tensor. The multiply is one public ``mul_`` per tensor: torch's private
+    ``_foreach_mul_`` gives the same bits and saved ~30 us of a ~20 ms mini-batch (#38).
     """
     grads = [p.grad for p in params if p.grad is not None]
     if not grads:
@@ -61,7 +62,8 @@ def _clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> None:
     norm = torch.linalg.vector_norm(torch.cat([g.reshape(-1) for g in grads]))
     coef = float(max_norm / (norm + 1e-6))
     if coef < 1.0:
-        torch._foreach_mul_(grads, coef)
+        for g in grads:
+            g.mul_(coef)
 
 
 def _gaussian_log_prob(z: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
