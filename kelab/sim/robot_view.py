@@ -18,6 +18,7 @@ import numpy.typing as npt
 from kelab.sim._args import joint_columns
 from kelab.sim._values import float_array
 from kelab.sim.kinematics import cross
+from kelab.sim.sites import site_names_arg
 
 if TYPE_CHECKING:
     from kelab.sim.physics._compile import JointLayout
@@ -84,6 +85,15 @@ class WorldAccess(Protocol):
 
     def body_state(self, body_index: int) -> np.ndarray:
         """``(num_envs, 6)`` pose and velocity of one body."""
+        ...
+
+    @property
+    def site_names(self) -> tuple[str, ...]:
+        """Every site's name (a robot's: ``"<robot path>/<site name>"``)."""
+        ...
+
+    def site_poses(self, names: str | Sequence[str]) -> np.ndarray:
+        """``(num_envs, k, 3)`` poses of sites in copy frames."""
         ...
 
     def env_indices(self, env_ids: npt.ArrayLike | None, repeats: bool = False) -> np.ndarray:
@@ -219,6 +229,44 @@ class RobotView:
         """Velocity of the robot's first body, ``(num_envs, 3)``: vx, vy (centre of mass), omega."""
         w = self._world
         return w.body_state(int(self._bidx[0]))[:, 3:6]
+
+    @property
+    def site_names(self) -> tuple[str, ...]:
+        """This robot's site names (as in its description), in scene order."""
+        prefix = self.path + "/"
+        return tuple(n[len(prefix) :] for n in self._world.site_names if n.startswith(prefix))
+
+    def site_poses(self, names: str | Sequence[str]) -> np.ndarray:
+        """Poses of this robot's sites in each copy's frame, ``(num_envs, len(names), 3)``.
+
+        x, y, angle: the body's pose composed with the site's offset (``World.site_poses``).
+
+        Args:
+            names: Site names as in the robot's description (``"tip"``), one or a list.
+
+        Raises:
+            ValueError: For a name that is no site of this robot (the message lists them).
+        """
+        wanted = site_names_arg(names, f"robot {self.path!r}: site_poses")
+        own = self.site_names
+        for name in wanted:
+            if name not in own:
+                raise ValueError(
+                    f"robot {self.path!r}: names must be its site names, got {name!r}; "
+                    f"sites: {own}"
+                )
+        return self._world.site_poses([f"{self.path}/{n}" for n in wanted])
+
+    def site_positions(self, names: str | Sequence[str]) -> np.ndarray:
+        """Positions of this robot's sites in each copy's frame, ``(num_envs, len(names), 2)``.
+
+        Args:
+            names: Site names as in the robot's description (``"tip"``), one or a list.
+
+        Raises:
+            ValueError: For a name that is no site of this robot (the message lists them).
+        """
+        return self.site_poses(names)[..., :2]
 
     def get_body_pose_in_base_frame(self, body_name: str) -> tuple[np.ndarray, np.ndarray]:
         """Return a body's position ``(num_envs, 2)`` and angle ``(num_envs,)`` in the root frame.

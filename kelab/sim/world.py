@@ -41,6 +41,7 @@ from kelab.sim.physics._compile import JointLayout, Layout, make_layout
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene.scene import Scene
+from kelab.sim.sites import SiteReadout
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 #: What a refused snapshot's message suggests.
@@ -54,7 +55,7 @@ MAX_LOG_STEPS = 7200
 MAX_EPISODE_LOG_STEPS = 2**14
 
 
-class World(ControllerUpdates):
+class World(ControllerUpdates, SiteReadout):
     """A Scene compiled into pymunk: ``num_envs`` independent copies stepped together.
 
     Args:
