@@ -190,7 +190,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
         self.recordings = Recordings(self)
         """The attached recorders and the F9 video recording (`Recordings`)."""
-        self.time_travel = TimeTravel(self, cfg.history_s)
+        self.time_travel = TimeTravel(self, cfg.history_s, cfg.history_mb)
         """History, seek, redo and branches (`TimeTravel`; docs/app.md "Time travel")."""
         self._in_frame = False
         runner = cfg.runner
@@ -570,6 +570,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
             except Exception as exc:  # keep closing; report after
                 errors.append(exc)
         self.sync.close()
+        self.time_travel.close()  # its history let go; seek() raises from now on
         errors += self.recordings.close()
         errors += self.panel_window.close()  # the settings file saved if changed
         if not self._owns_timeline:  # the caller's timeline outlives the App: unbind ours

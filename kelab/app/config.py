@@ -49,7 +49,7 @@ from kelab.render.renderer import BACKENDS
 from kelab.timing.clock import MAX_TIME_SCALE
 from kelab.timing.config import TimeMode
 
-__all__ = ["LIVE_SETTINGS", "MAX_HISTORY_S", "AppConfig", "LiveSettings"]
+__all__ = ["LIVE_SETTINGS", "MAX_HISTORY_S", "AppConfig", "LiveSettings", "check_history_mb"]
 
 #: The longest ``history_s`` an App keeps (an hour: ~2 GB at Cartpole's ~34 MB a minute).
 MAX_HISTORY_S = 3600.0
@@ -77,6 +77,19 @@ def check_history_s(value: object, name: str) -> float:
         return float(value)
     raise ValueError(
         must(name, f"seconds > 0 and <= {MAX_HISTORY_S:g}", value, "60 keeps the last minute")
+    )
+
+
+def check_history_mb(value: object, name: str) -> float:
+    """Validate a history's memory budget: megabytes (2**20 bytes) > 0, finite.
+
+    Raises:
+        ValueError: Naming ``name``, the value and the range.
+    """
+    if is_number(value) and 0 < value < float("inf"):
+        return float(value)
+    raise ValueError(
+        must(name, "megabytes > 0 (finite)", value, "512 keeps at most 512 MB of history")
     )
 
 
@@ -179,6 +192,10 @@ class AppConfig:
     history_s: float = 60.0
     """Simulated seconds of history the App keeps to rewind (`App.seek`, the panel's
     timeline slider; > 0; live: ``app.time_travel.history_s``, docs/app.md "Time travel")."""
+    history_mb: float = 512.0
+    """Most memory the history may take, in MB (2**20 bytes; > 0): past it the oldest
+    steps are dropped, with a warning once, even within ``history_s`` (live:
+    ``app.time_travel.history_mb``)."""
     settings: Path | None = None
     """The panel's settings file (None: ``<title>.kelab.json`` next to the script);
     applied after ``setup``, saved when the App closes if the panel changed something."""
@@ -224,6 +241,7 @@ class AppConfig:
         put(self, "recording_dir", Path(self.recording_dir))
         check_positive(self.drag_frequency_hz, "App.drag_frequency_hz")
         put(self, "history_s", check_history_s(self.history_s, "App.history_s"))
+        put(self, "history_mb", check_history_mb(self.history_mb, "App.history_mb"))
         if self.menu_bar is not None:
             check_bool(self.menu_bar, "App.menu_bar", fix="or None: shown in a window only")
         if self.settings is not None:

@@ -104,6 +104,9 @@ class Input:
         self._frame = _Edges()
         self._pending = _Edges()  # since the last fixed step
         self._step = _Edges()  # latched for the current fixed step
+        self._read_keys: set[str] = set()  # the keys fixed steps asked about
+        self._read_buttons: set[int] = set()
+        self._read_all = False  # a fixed step read every key (keys_held, step_view)
 
     # -- feeding -----------------------------------------------------------------------------
     def begin_frame(self) -> None:
@@ -161,6 +164,8 @@ class Input:
 
         Immutable; `set_step_view` puts it back (the App's time travel replays it).
         """
+        if in_fixed_step():
+            self._read_all = True
         e = self._step
         edges = tuple(frozenset(x) for x in (e.keys_pressed, e.keys_released))
         buttons = (frozenset(e.buttons_pressed), frozenset(e.buttons_released))
@@ -191,15 +196,17 @@ class Input:
     # -- held now ----------------------------------------------------------------------------
     def key_held(self, name: str) -> bool:
         """Whether key ``name`` is held down now."""
-        return _key(name) in self._keys_held
+        return self._asked_key(name) in self._keys_held
 
     def mouse_held(self, button: int | str = 1) -> bool:
         """Whether mouse ``button`` is held down now."""
-        return _button(button) in self._buttons_held
+        return self._asked_button(button) in self._buttons_held
 
     @property
     def keys_held(self) -> frozenset[str]:
         """Every key held down now."""
+        if in_fixed_step():
+            self._read_all = True
         return frozenset(self._keys_held)
 
     def axis(self, negative: str, positive: str) -> float:
@@ -216,44 +223,71 @@ class Input:
         Inside a fixed step: pressed since the previous fixed step, so each press is seen
         by exactly one step. Outside: pressed during this frame.
         """
-        return _key(name) in self._edges().keys_pressed
+        return self._asked_key(name) in self._edges().keys_pressed
 
     def key_released(self, name: str) -> bool:
         """Whether ``name`` was released (per fixed step inside one, else per frame)."""
-        return _key(name) in self._edges().keys_released
+        return self._asked_key(name) in self._edges().keys_released
 
     def mouse_pressed(self, button: int | str = 1) -> bool:
         """Whether ``button`` was pressed (per fixed step inside one, else per frame)."""
-        return _button(button) in self._edges().buttons_pressed
+        return self._asked_button(button) in self._edges().buttons_pressed
 
     def mouse_released(self, button: int | str = 1) -> bool:
         """Whether ``button`` was released (per fixed step inside one, else per frame)."""
-        return _button(button) in self._edges().buttons_released
+        return self._asked_button(button) in self._edges().buttons_released
 
     # -- explicit edge sets ------------------------------------------------------------------
     def frame_key_pressed(self, name: str) -> bool:
         """Whether ``name`` was pressed during this frame."""
-        return _key(name) in self._frame.keys_pressed
+        return self._asked_key(name) in self._frame.keys_pressed
 
     def frame_key_released(self, name: str) -> bool:
         """Whether ``name`` was released during this frame."""
-        return _key(name) in self._frame.keys_released
+        return self._asked_key(name) in self._frame.keys_released
 
     def frame_mouse_pressed(self, button: int | str = 1) -> bool:
         """Whether ``button`` was pressed during this frame."""
-        return _button(button) in self._frame.buttons_pressed
+        return self._asked_button(button) in self._frame.buttons_pressed
 
     def frame_mouse_released(self, button: int | str = 1) -> bool:
         """Whether ``button`` was released during this frame."""
-        return _button(button) in self._frame.buttons_released
+        return self._asked_button(button) in self._frame.buttons_released
 
     def step_key_pressed(self, name: str) -> bool:
         """Whether ``name`` was pressed before the current (or last) fixed step."""
-        return _key(name) in self._step.keys_pressed
+        return self._asked_key(name) in self._step.keys_pressed
 
     def step_key_released(self, name: str) -> bool:
         """Whether ``name`` was released before the current (or last) fixed step."""
-        return _key(name) in self._step.keys_released
+        return self._asked_key(name) in self._step.keys_released
+
+    # -- what the fixed steps read -----------------------------------------------------------
+    def key_read_in_steps(self, name: str) -> bool:
+        """Whether code inside a fixed step has asked about key ``name`` so far.
+
+        Any of ``key_pressed``, ``key_released``, ``key_held``, ``axis``, the ``step_*``
+        and ``frame_*`` methods counts; reading ``keys_held`` or ``step_view`` there counts
+        for every key. The App's time travel branches only for presses the steps read
+        (docs/app.md, "Time travel").
+        """
+        return self._read_all or _key(name) in self._read_keys
+
+    def button_read_in_steps(self, button: int | str) -> bool:
+        """Whether code inside a fixed step has asked about mouse ``button`` so far."""
+        return self._read_all or _button(button) in self._read_buttons
+
+    def _asked_key(self, name: str) -> str:
+        key = _key(name)
+        if in_fixed_step():
+            self._read_keys.add(key)
+        return key
+
+    def _asked_button(self, button: int | str) -> int:
+        b = _button(button)
+        if in_fixed_step():
+            self._read_buttons.add(b)
+        return b
 
     def __repr__(self) -> str:
         return (

@@ -436,6 +436,21 @@ class DragSpring:
     def _current(self) -> np.ndarray:
         return np.asarray(self.world.external_forces[self.picked.env_id, self.picked.index])
 
+    @property
+    def held(self) -> tuple[float, float, float] | None:
+        """The body's ``(fx, fy, torque)`` row `apply` last held (None before it did)."""
+        if self._held is None:
+            return None
+        return (float(self._held[0]), float(self._held[1]), float(self._held[2]))
+
+    def resume(self, held: tuple[float, float, float]) -> None:
+        """Take ``held`` (an earlier spring's `held` on this body) as this spring's own.
+
+        For a drag picked up again where a World was restored from a snapshot: the body
+        still holds that row, so `alive` and `remove` treat it as written by `apply`.
+        """
+        self._held = np.array(held, dtype=np.float64)
+
     def set_target(self, point: tuple[float, float]) -> None:
         """Move the spring's free end to ``point`` (display frame, metres)."""
         self.target = (float(point[0]), float(point[1]))

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from kelab.app.config import AppConfig, LiveSettings
     from kelab.app.hud import AppStats
     from kelab.app.input import Input
-    from kelab.app.interaction import PickedBody
+    from kelab.app.interaction import DragSpring, PickedBody
     from kelab.app.recorders import Recorder, VideoRecorder
     from kelab.app.systems import EngineSystems
     from kelab.app.view import ViewController
@@ -361,6 +361,12 @@ class TimeTravelHost(Protocol):
     def recordings(self) -> RecordingsPort:
         """Recorders muted while a seek re-runs steps."""
 
+    def on_drag_begin(self, body: PickedBody) -> None:
+        """Called where a re-run or a redo passes a logged drag's start."""
+
+    def on_drag_end(self, body: PickedBody) -> None:
+        """Called where a replayed drag ends (its end logged, or a branch lets go)."""
+
 
 class TimeKeysPort(Protocol):
     """The App's time travel (`kelab.app.time_travel.TimeTravel`) as the hotkeys use it."""
@@ -409,6 +415,10 @@ class DraggingPort(Protocol):
     @property
     def target(self) -> tuple[float, float] | None:
         """The drag target."""
+
+    @property
+    def spring(self) -> DragSpring | None:
+        """The drag's spring (its frequency, the force it holds)."""
 
     def release(self) -> None:
         """End the drag."""

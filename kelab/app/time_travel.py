@@ -11,16 +11,21 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
   a **digest** of the state after it (bodies, held controls, the subclass's state).
 
 ``seek(k)`` restores the newest keyframe at or before ``k`` (or, seeking forward at most
-a second or from no older than that keyframe, with nothing changed, stays put) and
-re-runs the steps from there with their logged inputs (recorders and sync points muted),
-which is exact because the World, the timeline and the App's callbacks are
-deterministic. A World restore re-simulates the World's log since its last rebase, so the
-App keeps that log short (`WORLD_LOG_STEPS`) where the World's rebases are warm.
+a second or from no older than that keyframe, with nothing changed since and no change
+made in code on the way, stays put) and re-runs the steps from there with their logged
+inputs (recorders and sync points muted), which is exact because the World, the
+timeline and the App's callbacks are deterministic. A seek is all or nothing: where a
+hook raises (``load_state_dict``, a re-run step) the App is put back as it was and the
+error propagates. A World restore re-simulates the World's log since its last rebase, so
+the App keeps that log short (`WORLD_LOG_STEPS`) where the World's rebases are warm.
 Running on after a seek *redoes* the recorded future while nothing new
 happens: the logged inputs are replayed and each step's digest is checked. The first new
-input (a key or button pressed, a drag, a changed binding or rate, a state changed in
-code between steps) starts a **branch**: the abandoned future leaves the history and
-`branch` counts up.
+input (a key or button pressed that the fixed steps read, a drag, a changed binding or
+rate, a state changed in code between steps) starts a **branch**: the abandoned future
+leaves the history and `branch` counts up. A replayed drag calls ``on_drag_begin`` and
+``on_drag_end`` where it starts and ends; a branch lets its body go.
+The subclass's state is compared by value (`kelab.app.state_values`). The history is
+bounded by `history_s` seconds and by `history_mb` of memory.
 It sees the App only as a `kelab.app.ports.TimeTravelHost`.
 """
 
@@ -36,8 +41,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab._validate import is_int, must
-from kelab.app.config import check_history_s
+from kelab.app.config import check_history_mb, check_history_s
+from kelab.app.hooks import call_hook
 from kelab.app.interaction import DragSpring, PickedBody
+from kelab.app.state_values import state_digest
 from kelab.timing.guard import ensure_not_in_fixed_step, fixed_step_scope
 
 if TYPE_CHECKING:
@@ -46,6 +53,7 @@ if TYPE_CHECKING:
     from kelab.timing.timeline import Binding
 
 __all__ = [
+    "DEFAULT_HISTORY_MB",
     "DEFAULT_HISTORY_S",
     "DEFAULT_KEYFRAME_EVERY",
     "WORLD_LOG_STEPS",
@@ -56,6 +64,10 @@ __all__ = [
 
 #: Default `TimeTravel.history_s`: at least the last minute of simulated time.
 DEFAULT_HISTORY_S = 60.0
+#: Default `TimeTravel.history_mb`: the most memory the history takes (MB, 2**20 bytes).
+DEFAULT_HISTORY_MB = 512.0
+#: What one logged fixed step (its inputs and digest) counts for against `history_mb`.
+STEP_BYTES = 1024
 #: Default `TimeTravel.keyframe_every` (fixed steps between keyframes).
 DEFAULT_KEYFRAME_EVERY = 8
 #: The App's World is rebased at least this often (``World.max_log_steps``, physics steps)
@@ -96,27 +108,34 @@ class _Keyframe:
     timeline: tuple
     clock: tuple
     app_state: Any
+    drag: _Drag | None  # the drag whose spring was on then (the user's or a replayed one)
+    held: tuple[float, float, float] | None  # the force its spring held on the body
+    nbytes: int  # what it counts for against history_mb
 
 
-def _feed(h: Any, value: object) -> None:
-    """Hash ``value`` exactly (arrays by their bytes, containers by their items)."""
-    if isinstance(value, np.ndarray):
-        h.update(str((value.dtype.str, value.shape)).encode())
-        h.update(np.ascontiguousarray(value).tobytes())
-    elif isinstance(value, dict):
-        for key in sorted(value, key=repr):
-            h.update(repr(key).encode())
-            _feed(h, value[key])
-    elif isinstance(value, list | tuple):
-        h.update(b"[%d" % len(value))
-        for item in value:
-            _feed(h, item)
-    elif isinstance(value, np.random.Generator):
-        _feed(h, value.bit_generator.state)
-    elif isinstance(value, float):
-        h.update(np.float64(value).tobytes())
-    else:
-        h.update(repr(value).encode())
+@dataclass(frozen=True)
+class _UserState:
+    """The App subclass's ``state_dict()`` as returned, its value digest and size."""
+
+    value: Any
+    digest: bytes
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class _Undo:
+    """The App as a seek found it: put back where the seek fails."""
+
+    key: _Keyframe
+    step: int
+    view: tuple
+
+
+def _feed_arrays(h: Any, *arrays: np.ndarray) -> None:
+    """Hash arrays exactly: dtype, shape and bytes."""
+    for a in arrays:
+        h.update(str((a.dtype.str, a.shape)).encode())
+        h.update(np.ascontiguousarray(a).tobytes())
 
 
 class TimeTravel:
@@ -125,6 +144,8 @@ class TimeTravel:
     Args:
         app: The App (as a `TimeTravelHost`).
         history_s: Simulated seconds one can always seek back (at least).
+        history_mb: The most memory the history takes (MB, 2**20 bytes): past it the
+            oldest steps are dropped first, even within ``history_s`` (a warning, once).
         keyframe_every: Fixed steps between keyframes: a seek re-runs fewer than this
             many steps after restoring a keyframe; more saves memory.
     """
@@ -133,20 +154,24 @@ class TimeTravel:
         self,
         app: TimeTravelHost,
         history_s: float = DEFAULT_HISTORY_S,
+        history_mb: float = DEFAULT_HISTORY_MB,
         keyframe_every: int = DEFAULT_KEYFRAME_EVERY,
     ) -> None:
         self._app = app
+        self._keys: dict[int, _Keyframe] = {}
+        self._key_bytes = 0  # the keyframes' nbytes, summed
+        self._bytes_trimmed = False  # history_mb shortened the history (warned once)
         self.history_s = history_s
+        self.history_mb = history_mb
         self.keyframe_every = keyframe_every
         self._step = 0  # fixed steps run (the App's `fixed_step`)
         self._newest = 0  # newest step recorded (> _step after a seek: the future)
         self._abandoned = -1  # the newest step a branch has abandoned (for seek's errors)
-        self._keys: dict[int, _Keyframe] = {}
         self._inputs: dict[int, _Step] = {}
         self._digests: dict[int, bytes] = {}
         self._open: _Step | None = None  # the step running now (between open and close)
         self._live_view: tuple | None = None  # the live input while a logged one replays
-        self._spring: DragSpring | None = None  # the replayed drag
+        self._spring: DragSpring | None = None  # a replayed drag's spring, while it is on
         self._branch = 0
         self._branch_points: list[int] = []
         #: step -> the digest before a change made in code at that step (a redo that
@@ -154,7 +179,7 @@ class TimeTravel:
         self._changed: dict[int, bytes] = {}
         self._warned = False
         self._seeking = False
-        self._base = 0  # step of the first keyframe taken (the history starts there)
+        self._closed = False
 
     # ------------------------------------------------------------------ settings
     @property
@@ -165,6 +190,30 @@ class TimeTravel:
     @history_s.setter
     def history_s(self, value: float) -> None:
         self._history_s = check_history_s(value, "TimeTravel.history_s")
+
+    @property
+    def history_mb(self) -> float:
+        """The most memory the history takes, in MB of 2**20 bytes (settable; default 512).
+
+        Past it the oldest keyframes and steps are dropped, even within `history_s`, and
+        a `RuntimeWarning` says so once. Setting it trims the history now.
+        """
+        return self._history_mb
+
+    @history_mb.setter
+    def history_mb(self, value: float) -> None:
+        self._history_mb = check_history_mb(value, "TimeTravel.history_mb")
+        if self._keys:
+            self._trim()
+
+    @property
+    def history_bytes(self) -> int:
+        """Bytes the history holds now, as counted against `history_mb`.
+
+        Its keyframes' World snapshots and ``state_dict()`` copies, and `STEP_BYTES` for
+        each logged step.
+        """
+        return self._key_bytes + STEP_BYTES * len(self._inputs)
 
     @property
     def keyframe_every(self) -> int:
@@ -246,50 +295,75 @@ class TimeTravel:
         return True
 
     def seek(self, step: int) -> None:
-        """Return exactly to fixed step ``step`` (see the module doc).
+        """Return exactly to fixed step ``step`` (see the module doc); all or nothing.
+
+        Before the first fixed step the history is ``range(0, 1)`` and ``seek(0)`` leaves
+        the App as it stands. A drag in progress ends first (``on_drag_end``).
 
         Raises:
             TypeError: ``step`` is not an int.
-            ValueError: ``step`` is outside `history`.
+            ValueError: ``step`` is outside `history`, or ``state_dict()`` returned a value
+                that cannot be kept (`kelab.app.state_values`).
+            RuntimeError: From inside a fixed step, or after the App closed.
+            Exception: What a hook raised (``load_state_dict``, a re-run step): the App
+                was put back as it was before the seek.
         """
         if not is_int(step):
             raise TypeError(must("App.seek(step)", "an int (a fixed step)", step))
+        if self._closed:
+            raise RuntimeError("this App was closed; seek() can no longer run")
+        step = int(step)
         hist = self.history
-        if int(step) not in hist:
+        if step not in hist:
             raise ValueError(
                 must(
                     "App.seek(step)",
                     f"a step in app.history = range({hist.start}, {hist.stop})",
                     step,
                 )
-                + self._why_not(int(step), hist)
+                + self._why_not(step, hist)
             )
         ensure_not_in_fixed_step("App.seek()", "Seek from the top level or a frame hook.")
+        if not self._keys:
+            return  # nothing ran yet: the App stands at step 0 as it is
         self._warn_no_state()
         self._close_live_view()
         if self._app.dragging.dragged is not None:
-            self._app.dragging.release()
-        step = int(step)
-        start = max(k for k in self._keys if k <= step)
-        here, hz = self._step, self._hz()
-        near = start <= here or step - here <= hz  # no keyframe between, or a second at most
-        if here <= step and near and self._digests.get(here) == self._digest():
-            start = here  # forward, unchanged since: run on from here (no World restore)
-        else:
-            self._restore(self._keys[start])
-            self._drop_spring()
+            self._user_state()  # a state_dict() time travel cannot keep: refused first
+            self._app.dragging.release()  # (on_drag_end may change the state: asked again)
+        user = self._user_state()
+        here, start = self._step, max(k for k in self._keys if k <= step)
+        run_on = self._runs_on(here, step, start)
+        run_on = run_on and self._digests.get(here) == self._digest(user)
+        undo = _Undo(self._capture(None, user), here, self._app.input.step_view())
         self._seeking = True
         muted = self._mute()
         try:
+            if run_on:
+                start = here  # forward, unchanged since: run on from here (no World restore)
+            else:
+                self._restore(self._keys[start])
             for n in range(start, step):
                 self._run_logged(n)
+        except BaseException as exc:
+            self._rollback(undo, exc)
+            raise
         finally:
             self._seeking = False
             for b in muted:
                 b.enabled = True
-        self._drop_spring_quietly()
+        self._app.input.set_step_view(undo.view)  # the live keys, buttons and pointer
         self._app.input.drop_pending()
         self._step = step
+
+    def close(self) -> None:
+        """Let the history go (the App closed): `seek` raises from now on."""
+        self._closed = True
+        self._spring = self._open = None
+        for table in (self._keys, self._inputs, self._digests, self._changed):
+            table.clear()
+        self._key_bytes = 0
+        self._newest = self._step
 
     # ------------------------------------------------------------------ App hooks
     def before_step(self) -> None:
@@ -301,25 +375,20 @@ class TimeTravel:
     def open_step(self) -> None:
         """Before a live fixed step (after the input latch): log it, or redo, or branch."""
         app, n = self._app, self._step
+        if self._closed:
+            return
         if not self._keys:
-            self._keyframe(n)
+            self._keyframe(n, self._user_state())
         self._close_live_view()
         if n < self._newest:
-            if not self._new_input():
-                if n in self._changed and self._digest() == self._changed[n]:
-                    self._restore(self._keys[n])  # the change made in code here, redone
-                logged = self._inputs[n]
-                self._replay_drag(logged.drag)  # a drag's end came between the steps
-                if self._digest() == self._digests.get(n):
-                    self._live_view = app.input.step_view()
-                    app.input.set_step_view(logged.view)
-                    self._open = logged
-                    return
+            if not self._new_input() and self._redo(n):
+                return
             self._cut(n)
-        if self._digest() != self._digests[n]:
+        self._end_replayed_drag()  # the user's own input from here: a replayed drag lets go
+        user = self._user_state()
+        if self._digest(user) != self._digests[n]:
             self._changed[n] = self._digests[n]
-            self._keyframe(n)  # changed between steps: re-runs start after the change
-        self._drop_spring()
+            self._keyframe(n, user)  # changed between steps: re-runs start after the change
         self._open = _Step(app.input.step_view(), self._drag_now())
         self._inputs[n] = self._open
 
@@ -331,7 +400,8 @@ class TimeTravel:
         self._close_live_view()
         self._step += 1
         n = self._step
-        digest = self._digest()
+        user = self._user_state()
+        digest = self._digest(user)
         if n <= self._newest:
             # the future did not come back (nor the state a change in code then changed)
             if digest not in (self._digests.get(n), self._changed.get(n)):
@@ -341,7 +411,7 @@ class TimeTravel:
         self._newest = n
         self._digests[n] = digest
         if n % self._every == 0:
-            self._keyframe(n)
+            self._keyframe(n, user)
         self._trim()
 
     def drag_step(self, ts: float) -> None:
@@ -354,18 +424,53 @@ class TimeTravel:
         """Fixed steps per second (the clock's main runner, whatever it is called now)."""
         return float(1 / self._app.clock.step_exact)
 
+    def _runs_on(self, here: int, step: int, start: int) -> bool:
+        """Whether a seek from ``here`` to ``step`` may run on instead of restoring ``start``.
+
+        Forward, with no keyframe between or at most a second ahead, and no change made in
+        code on the way (its keyframe holds what the logged inputs alone do not redo).
+        """
+        if not here <= step or not (start <= here or step - here <= self._hz()):
+            return False
+        return not any(here < c <= step for c in self._changed)
+
+    def _redo(self, n: int) -> bool:
+        """Redo recorded step n+1 if the App stands where it stood; whether it does."""
+        logged = self._inputs[n]
+        before = self._digest()
+        now = self._digest() if self._replay_drag(logged.drag) else before
+        if now != self._digests[n] and self._changed.get(n) == before:
+            key = self._keys[n]  # the change made in code here, redone from its keyframe
+            self._restore(key)
+            self._replay_drag(logged.drag)
+            now = self._digest()
+        if now != self._digests[n]:
+            return False
+        self._live_view = self._app.input.step_view()
+        self._app.input.set_step_view(logged.view)
+        self._open = logged
+        return True
+
     def _new_input(self) -> bool:
-        """Whether the live input is new: a press, a held key or a drag of the user's."""
-        view = self._app.input.step_view()
-        if self._app.dragging.dragged is not None or view[4]:
+        """Whether the live input is new: a drag of the user's, or a press the steps read.
+
+        Keys and buttons no fixed step has asked about (F1, F2, a click on nothing) do not
+        act on the simulation: they start no branch (`Input.key_read_in_steps`).
+        """
+        inp = self._app.input
+        view = inp.step_view()
+        if self._app.dragging.dragged is not None:
             return True
-        return bool(set(view[2]) - TIME_TRAVEL_KEYS)
+        if any(inp.button_read_in_steps(b) for b in view[4]):
+            return True
+        return any(inp.key_read_in_steps(k) for k in set(view[2]) - TIME_TRAVEL_KEYS)
 
     def _cut(self, n: int) -> None:
         """Start a branch at step n: the recorded future leaves the history."""
-        self._drop_spring()
         for table in (self._keys, self._inputs, self._digests):
             for k in [k for k in table if k > n or (table is self._inputs and k >= n)]:
+                if table is self._keys:
+                    self._key_bytes -= self._keys[k].nbytes
                 del table[k]
         self._changed = {k: d for k, d in self._changed.items() if k < n}  # n's is new
         self._abandoned = max(self._abandoned, self._newest)
@@ -375,41 +480,79 @@ class TimeTravel:
         self._app.recordings.branch = self._branch  # the data recorders' branch column
 
     def _trim(self) -> None:
-        """Drop what the history no longer needs (older than history_s plus a keyframe)."""
-        hz = self._hz()
-        keep = max(1, math.ceil(self._history_s * hz))
-        floor = self._newest - keep
-        old = [k for k in self._keys if k <= floor]
-        if len(old) < 2:
-            return
-        oldest = max(old)  # the newest keyframe at or before the floor stays
-        for k in old:
-            if k < oldest:
-                del self._keys[k]
+        """Drop what the history no longer needs.
+
+        Older than history_s plus a keyframe, then, past history_mb, the oldest keyframes
+        first (the newest one stays).
+        """
+        keys = sorted(self._keys)
+        keep = max(1, math.ceil(self._history_s * self._hz()))
+        old = [k for k in keys if k <= self._newest - keep]
+        if len(old) >= 2:
+            self._drop_before(old[-1])  # the newest keyframe at or before the floor stays
+            keys = keys[len(old) - 1 :]
+        over = False
+        while self.history_bytes > self._history_mb * 2**20 and len(keys) > 1:
+            keys.pop(0)
+            self._drop_before(keys[0])
+            over = True
+        if over and not self._bytes_trimmed:
+            self._bytes_trimmed = True
+            warnings.warn(
+                f"the App's history holds more than history_mb = {self._history_mb:g} MB: "
+                f"its oldest steps are dropped (it goes back {len(self.history) / self._hz():.1f}"
+                f" s of the {self._history_s:g} s of history_s); raise App(history_mb=...) or "
+                "keep state_dict() smaller",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _drop_before(self, oldest: int) -> None:
+        """Forget every keyframe and step before keyframe ``oldest``."""
+        for k in [k for k in self._keys if k < oldest]:
+            self._key_bytes -= self._keys.pop(k).nbytes
         for table in (self._inputs, self._digests):
             for k in [k for k in table if k < oldest]:
                 del table[k]
         self._branch_points = [s for s in self._branch_points if s >= oldest]
         self._changed = {k: d for k, d in self._changed.items() if k >= oldest}
 
-    def _keyframe(self, n: int) -> None:
-        app = self._app
-        world = app.world
+    def _keyframe(self, n: int, user: _UserState | None) -> None:
+        world = self._app.world
         if world is not None and world.warm_rebases and world.max_log_steps > WORLD_LOG_STEPS:
             world.max_log_steps = WORLD_LOG_STEPS  # rebases now if its log is longer
+        if n in self._keys:
+            self._key_bytes -= self._keys[n].nbytes
+        key = self._keys[n] = self._capture(n, user)
+        self._key_bytes += key.nbytes
+        self._digests[n] = self._digest(user)
+
+    def _capture(self, n: int | None, user: _UserState | None) -> _Keyframe:
+        """The App now as a keyframe of step ``n`` (None: as it stands, for an undo)."""
+        app = self._app
+        world = app.world
         clock = list(app.clock.time_state())
-        clock[4] = n  # the clock counts a frame's steps ahead; this is the step's own count
-        self._keys[n] = _Keyframe(
-            world.snapshot() if world is not None else None,
+        if n is not None:
+            clock[4] = n  # the clock counts a frame's steps ahead; this is the step's own
+        spring = self._spring if self._spring is not None else app.dragging.spring
+        if spring is None or not spring.alive:
+            spring = None
+        snap = world.snapshot() if world is not None else None
+        return _Keyframe(
+            snap,
             world.max_log_steps if world is not None else None,
             app.timeline.time_state(),
             tuple(clock),
-            self._app_state(),
+            copy.deepcopy(user.value) if user is not None else None,
+            None if spring is None else _Drag(spring.picked, spring.target, spring.frequency_hz),
+            None if spring is None else spring.held,
+            (snap.nbytes if snap is not None else 0) + (user.nbytes if user is not None else 0),
         )
-        self._digests[n] = self._digest()
 
-    def _restore(self, key: _Keyframe) -> None:
+    def _restore(self, key: _Keyframe, load: bool = True) -> None:
+        """Put back ``key``: the World, the timeline, the clock, the state, a drag on then."""
         app = self._app
+        self._spring = None  # a replayed drag of another time: the World restore replaces it
         if key.world is not None and app.world is not None:
             if key.max_log_steps not in (None, app.world.max_log_steps):
                 # the bound in effect then (set in code since?): the snapshot replays under
@@ -420,14 +563,37 @@ class TimeTravel:
         paused = app.clock.paused
         app.clock.set_time_state(key.clock)
         app.clock.paused = paused
-        load = getattr(app, "load_state_dict", None)
-        if key.app_state is not None and load is not None:
-            load(copy.deepcopy(key.app_state))
+        if key.drag is not None and app.world is not None:
+            d = key.drag
+            self._spring = DragSpring(app.world, d.picked, frequency_hz=d.frequency_hz)
+            self._spring.set_target(d.target)
+            if key.held is not None:
+                self._spring.resume(key.held)
+        load_fn = getattr(app, "load_state_dict", None)
+        if load and key.app_state is not None and load_fn is not None:
+            call_hook("load_state_dict", load_fn, copy.deepcopy(key.app_state))
+
+    def _rollback(self, undo: _Undo, exc: BaseException) -> None:
+        """Put the App back as a failed seek found it (``exc`` on its way out)."""
+        self._restore(undo.key, load=False)
+        self._step = undo.step
+        self._app.input.set_step_view(undo.view)
+        load_fn = getattr(self._app, "load_state_dict", None)
+        if undo.key.app_state is None or load_fn is None:
+            return
+        try:
+            load_fn(copy.deepcopy(undo.key.app_state))
+        except Exception as again:
+            exc.add_note(
+                f"App.seek: the App subclass's own state could not be put back: its "
+                f"load_state_dict raised {again!r} with the state from before the seek"
+            )
 
     def _run_logged(self, n: int) -> None:
         """Re-run logged step n+1 (during a seek)."""
         app = self._app
         logged = self._inputs[n]
+        self._step = n  # what the hooks and callbacks see as app.fixed_step
         app.input.set_step_view(logged.view)
         self._replay_drag(logged.drag)
         clock = app.clock
@@ -441,33 +607,40 @@ class TimeTravel:
     def _keys_clock_start(self) -> Any:
         return self._app.clock.time_state()[3]
 
-    def _replay_drag(self, drag: _Drag | None) -> None:
-        spring = self._spring
+    def _replay_drag(self, drag: _Drag | None) -> bool:
+        """Make the replayed drag the logged one; whether a hook ran.
+
+        ``on_drag_end`` where the one on ends, ``on_drag_begin`` where a new one starts.
+        """
+        app, spring = self._app, self._spring
+        ran = False
+        if spring is not None and (drag is None or drag.picked != spring.picked):
+            self._end_replayed_drag()  # as the release did between those steps
+            ran = True
         if drag is None:
-            if spring is not None:
-                self._spring = None
-                spring.remove()  # as the release did between those steps
-            return
-        if spring is None or spring.picked != drag.picked:
-            if spring is not None:
-                spring.remove()
-            world = self._app.world
+            return ran
+        if self._spring is None:
+            world = app.world
             assert world is not None
-            spring = DragSpring(world, drag.picked, frequency_hz=drag.frequency_hz)
-            self._spring = spring
-        spring.set_target(drag.target)
+            self._spring = DragSpring(world, drag.picked, frequency_hz=drag.frequency_hz)
+            call_hook("on_drag_begin", app.on_drag_begin, drag.picked)
+            ran = True
+        self._spring.set_target(drag.target)
+        return ran
 
-    def _drop_spring(self) -> None:
-        """Forget the replayed drag (its force stays held, as the World has it)."""
-        self._spring = None
-
-    _drop_spring_quietly = _drop_spring
+    def _end_replayed_drag(self) -> None:
+        """A replayed drag ends: its force leaves the body, then ``on_drag_end``."""
+        spring, self._spring = self._spring, None
+        if spring is not None:
+            spring.remove()
+            call_hook("on_drag_end", self._app.on_drag_end, spring.picked)
 
     def _drag_now(self) -> _Drag | None:
         d = self._app.dragging
-        if d.dragged is None or d.target is None:
+        spring = d.spring
+        if d.dragged is None or d.target is None or spring is None:
             return None
-        return _Drag(d.dragged, d.target, float(self._app.live.drag_frequency_hz))
+        return _Drag(d.dragged, d.target, float(spring.frequency_hz))
 
     def _close_live_view(self) -> None:
         if self._live_view is not None:
@@ -486,18 +659,28 @@ class TimeTravel:
                 out.append(b)
         return out
 
-    def _app_state(self) -> Any:
+    def _user_state(self) -> _UserState | None:
+        """The subclass's ``state_dict()`` (None without one), checked and digested by value.
+
+        Raises:
+            ValueError: A value time travel cannot keep (`kelab.app.state_values`).
+        """
         fn = getattr(self._app, "state_dict", None)
-        return copy.deepcopy(fn()) if fn is not None else None
+        if fn is None:
+            return None
+        value = call_hook("state_dict", fn)
+        found = state_digest(value, "App.state_dict()")
+        return _UserState(value, found.digest, found.nbytes)
 
     def _why_not(self, step: int, hist: range) -> str:
         """Why ``step`` is outside the history, for the error of :meth:`seek`."""
         if step < 0:
             return "; fixed steps count from 0"
         if step < hist.start:
+            mb = f", history_mb = {self._history_mb:g} MB" if self._bytes_trimmed else ""
             return (
                 f"; steps before {hist.start} are older than the history keeps "
-                f"(history_s = {self._history_s:g} s)"
+                f"(history_s = {self._history_s:g} s{mb})"
             )
         if step <= self._abandoned:
             return (
@@ -521,22 +704,25 @@ class TimeTravel:
             stacklevel=4,  # the user's app.seek(...): App.seek -> TimeTravel.seek -> here
         )
 
-    def _digest(self) -> bytes:
-        """The state a fixed step starts from: bodies, controls, the App's state, bindings."""
+    def _digest(self, user: _UserState | None | bool = True) -> bytes:
+        """The state a fixed step starts from: bodies, controls, the App's state, bindings.
+
+        ``user``: the subclass's state as `_user_state` found it (True: ask it now).
+        """
         app = self._app
+        if user is True:
+            user = self._user_state()
         h = hashlib.blake2b(digest_size=16)
         w = app.world
         if w is not None:
-            for a in (w.body_poses, w.body_velocities, w.external_forces):
-                _feed(h, a)
-            _feed(h, w.max_log_steps)  # it decides where the World rebases
+            _feed_arrays(h, w.body_poses, w.body_velocities, w.external_forces)
+            h.update(b"log%d" % w.max_log_steps)  # it decides where the World rebases
             if w.joint_names:
-                _feed(h, w.joint_efforts)
-                _feed(h, w.joint_position_targets)
-        _feed(h, self._app_state())
+                _feed_arrays(h, w.joint_efforts, w.joint_position_targets)
+        h.update(b"-" if user is None else b"u" + user.digest)
         rows = [(r.name, r.hz) for r in app.timeline]
         rows += [(b.name, b.runner, b.phase, b.priority, b.enabled) for b in self._plan()]
-        _feed(h, rows)
+        h.update(state_digest(rows, "App.timeline").digest)
         return h.digest()
 
     def _plan(self) -> list[Binding]:
@@ -571,9 +757,13 @@ class TimeTravelControls:
         redoes the recorded future until a new input starts a branch (docs/app.md,
         "Time travel").
 
+        A seek is all or nothing: where ``load_state_dict`` or a re-run step raises, the
+        App is put back as it was (a drag in progress has ended) and the error propagates.
+
         Raises:
             TypeError: ``step`` is not an int.
-            ValueError: ``step`` is not in `history`.
-            RuntimeError: Called from inside a fixed step.
+            ValueError: ``step`` is not in `history`, or ``state_dict()`` returned a
+                value time travel cannot keep (one that holds itself, for one).
+            RuntimeError: Called from inside a fixed step, or after `close`.
         """
         self.time_travel.seek(step)

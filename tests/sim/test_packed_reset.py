@@ -23,9 +23,10 @@ from pymunk._chipmunk_cffi import lib as pm_lib
 
 import kelab as ke  # also registers the tasks
 from kelab.sim.physics import _chipmunk as cp
+from kelab.sim.physics import _guard as guard
 from kelab.sim.scene import JointInstance, Scene
 
-NATIVE = cp.native_module()
+NATIVE = guard.native_module()
 needs_c = pytest.mark.skipif(
     NATIVE is None, reason="the C helper is not built here (no compiler at install time)"
 )
@@ -267,8 +268,8 @@ def test_bad_tables_are_refused_with_an_error_not_a_crash() -> None:
     states = np.zeros((1, 6))
     states[0, 1:3] = (1.5 * 2.0**20, 0.5)
     NATIVE.write_bodies(env.unwrapped.world._backend._body_addrs[:1, :1].copy(), states)
-    cp.native_module.cache_clear()  # configure it again for the tests after this one
-    assert cp.native_module() is NATIVE
+    guard.native_module.cache_clear()  # configure it again for the tests after this one
+    assert guard.native_module() is NATIVE
 
 
 def test_bodies_with_several_shapes_keep_the_rebuild() -> None:
@@ -279,14 +280,14 @@ def test_bodies_with_several_shapes_keep_the_rebuild() -> None:
 
 def test_the_helper_is_off_with_the_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KELAB_NO_NATIVE", "1")
-    cp.native_module.cache_clear()
+    guard.native_module.cache_clear()
     try:
         env = _env("kelab/Humanoid-v0", 4, kept=True)
         assert all(s.kept is None for s in env.unwrapped.world._backend._shards)
         env.unwrapped.world.reset_envs([1, 2])  # the rebuild path
     finally:
         monkeypatch.delenv("KELAB_NO_NATIVE")
-        cp.native_module.cache_clear()
+        guard.native_module.cache_clear()
 
 
 #: The C signatures _native.c casts each function it calls to.
@@ -419,7 +420,7 @@ def test_packed_reads_in_c_match_the_batch_read_bit_for_bit(
     for off in (False, True):
         if off:
             monkeypatch.setenv("KELAB_NO_NATIVE", "1")
-        cp.native_module.cache_clear()
+        guard.native_module.cache_clear()
         try:
             env = _env("kelab/Humanoid-v0", 12, kept=True)
             assert (env.unwrapped.world._backend._native is None) == off
@@ -436,7 +437,7 @@ def test_packed_reads_in_c_match_the_batch_read_bit_for_bit(
             runs.append(seen)
         finally:
             monkeypatch.delenv("KELAB_NO_NATIVE", raising=False)
-            cp.native_module.cache_clear()
+            guard.native_module.cache_clear()
     assert runs[0] == runs[1]
 
 
@@ -580,14 +581,14 @@ def test_a_helper_built_for_another_table_format_is_not_used(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(cp, "NATIVE_ABI", cp.NATIVE_ABI + 1)
-    cp.native_module.cache_clear()
+    guard.native_module.cache_clear()
     try:
         with pytest.warns(RuntimeWarning, match="table format"):
-            assert cp.native_module() is None
+            assert guard.native_module() is None
     finally:
         monkeypatch.undo()
-        cp.native_module.cache_clear()
-    assert cp.native_module() is NATIVE
+        guard.native_module.cache_clear()
+    assert guard.native_module() is NATIVE
 
 
 def test_the_comparison_sees_a_difference_in_a_body_or_a_constraint() -> None:

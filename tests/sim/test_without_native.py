@@ -26,8 +26,8 @@ FILES = [
 def test_the_packed_layouts_exactness_tests_pass_without_the_c_helper() -> None:
     env = {**os.environ, "KELAB_NO_NATIVE": "1"}
     off = subprocess.run(
-        [sys.executable, "-c", "from kelab.sim.physics import _chipmunk as cp; "
-         "print(cp.native_module() is None)"],
+        [sys.executable, "-c", "from kelab.sim.physics import _guard; "
+         "print(_guard.native_module() is None)"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert off.stdout.strip() == "True", off.stdout + off.stderr

@@ -12,12 +12,15 @@ cost what calling ``lib`` did). ``pyproject.toml`` bounds pymunk to the versions
 was checked against; ``tests/sim/test_chipmunk_facade.py`` checks every name, C
 signature and struct field used here, and the behaviour of each function, so a pymunk
 upgrade that changes any of them fails loudly there rather than deep in a step.
+
+The mirrored struct layouts (below) are also checked at run time, once, before anything
+is written through them: ``_guard.py`` checks pymunk's version against
+:data:`PYMUNK_VERSIONS` and runs a self-test through the names here, and only then
+configures the C helper or lets a rebase carry warm starts.
 """
 
 from __future__ import annotations
 
-import os
-import warnings
 from collections.abc import Callable
 from functools import cache
 
@@ -334,7 +337,8 @@ _NATIVE_FUNCTIONS = (
 #: not used.
 NATIVE_ABI = 2
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
-ARBITER_CACHED, ARBITER_INVALIDATED = 3, 4
+ARBITER_CACHED = _lib.CP_ARBITER_STATE_CACHED
+ARBITER_INVALIDATED = _lib.CP_ARBITER_STATE_INVALIDATED
 #: ``CP_HASH_COEF``: a pair's hash is ``a * coef ^ b * coef`` (64-bit wrap).
 HASH_COEF = 3344921057
 
@@ -361,49 +365,32 @@ def native_layout() -> tuple[list[int], list[int]]:
     return offsets, functions
 
 
-@cache
-def native_module() -> object | None:
-    """The configured C helper of the packed layout, or None where it is not built or off.
+# -- what the run-time self-test of the mirrors reads (kelab/sim/physics/_guard.py) --------
 
-    ``kelab/sim/physics/_native.c``: packed resets in place, a shard's body reads and
-    force and state writes. ``KELAB_NO_NATIVE=1`` turns it off: the World then reads and
-    writes through pymunk.batch and rebuilds copies with Chipmunk's remove and add calls
-    (the same results, slower).
-    """
-    if os.environ.get("KELAB_NO_NATIVE", "") not in ("", "0"):
-        return None
-    try:
-        from kelab.sim.physics import _native  # type: ignore[attr-defined]
-    except ImportError:  # built without a C compiler: the rebuild path
-        return None
-    if getattr(_native, "ABI", None) != NATIVE_ABI:
-        warnings.warn(
-            f"kelab: the C helper kelab/sim/physics/_native was built for table format "
-            f"{getattr(_native, 'ABI', None)}, this kelab needs {NATIVE_ABI}; using the "
-            "slower pymunk path (rebuild it: pip install -e . or python setup.py "
-            "build_ext --inplace)",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    try:
-        offsets, functions = native_layout()
-    except TypeError as err:  # a pymunk whose structs changed: the pymunk path
-        warnings.warn(
-            f"kelab: the C helper does not fit this pymunk's structs ({err}); using the "
-            "slower pymunk path",
-            RuntimeWarning,
-            stacklevel=2,
-        )
-        return None
-    _native.configure(
-        np.asarray(offsets, dtype=np.int64).tobytes(),
-        np.asarray(functions, dtype=np.uint64).tobytes(),
-        HASH_COEF,
-        ARBITER_CACHED,
-        ARBITER_INVALIDATED,
-    )
-    return _native
+space_global_handler = _lib.cpSpaceAddGlobalCollisionHandler  # (cpSpace *) -> handler *
+space_get_static_body = _lib.cpSpaceGetStaticBody  # (cpSpace *) -> cpBody *
+space_add_post_step_callback = _lib.cpSpaceAddPostStepCallback  # (space, func, key, data)
+
+
+def constraint_ptr(constraint: pymunk.Constraint) -> object:
+    """The ``cpConstraint *`` of a pymunk Constraint."""
+    return constraint._constraint
+
+
+def arbiter_address(arbiter: pymunk.Arbiter) -> int:
+    """The address of a pymunk Arbiter's ``cpArbiter``."""
+    return address(arbiter._arbiter)
+
+
+def arbiter_at(addr: int) -> object:
+    """The ``cpArbiter`` at an address (pymunk's declaration: ``a``, ``b``, ``state``...)."""
+    return _ffi.cast("cpArbiter *", addr)
+
+
+def array_items(addr: int, most: int = 16) -> tuple[int, list[int]]:
+    """A ``cpArray *``'s count and (up to ``most`` of) its elements' addresses."""
+    arr = _ffi.cast("cpArray *", addr)
+    return arr.num, [address(arr.arr[i]) for i in range(min(arr.num, most))]
 
 
 def space_mirror(space: object) -> object:

@@ -31,6 +31,7 @@ from kelab.sim.physics._batch import (
 )
 from kelab.sim.physics._compile import CopySpace, Layout, build_copy
 from kelab.sim.physics._filters import isolated_filter
+from kelab.sim.physics._guard import structs_hold
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
@@ -82,8 +83,11 @@ class IsolatedBackend:
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [cp.space_ptr(c.space) for c in self._copies]
-        #: Warm starts carry over a rebase (each copy has its own space).
-        self.warm: WarmFormat | None = WarmFormat.of(self._copies[0], layout.dynamic)
+        #: Warm starts carry over a rebase (each copy has its own space), where Chipmunk's
+        #: structs hold as mirrored (_guard.py; else, warned, rebases are cold).
+        self.warm: WarmFormat | None = (
+            WarmFormat.of(self._copies[0], layout.dynamic) if structs_hold() else None
+        )
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True

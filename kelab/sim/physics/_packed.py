@@ -28,6 +28,7 @@ import numpy as np
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._batch import ArbiterBuffer, friction_contacts, lookup, nearest_body
 from kelab.sim.physics._compile import Layout
+from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
 from kelab.sim.physics._warm import WarmParts
@@ -223,7 +224,7 @@ class PackedBackend:
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
         #: the C helper (kelab/sim/physics/_native.c) for body reads and writes, or None
-        self._native = cp.native_module()
+        self._native = native_module()
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._direct = False
         self.rebuild(np.arange(num_envs))

@@ -82,7 +82,7 @@ class KeptReset:
     """In-place resets of one shard's copies (see the module docstring).
 
     Args:
-        module: The configured C helper (:func:`kelab.sim.physics._chipmunk.native_module`).
+        module: The configured C helper (:func:`kelab.sim.physics._guard.native_module`).
         space: The shard's ``cpSpace *``.
         adds: Per local copy, per moving body: (``cpBody *``, initial angle, initial
             position, its one ``cpShape *`` in a tuple), in the order they were added.

@@ -54,6 +54,7 @@ from kelab.sim.physics._compile import (
     reinit_call,
 )
 from kelab.sim.physics._filters import PackedFilters
+from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._reset import KeptReset, eligible
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import Box
@@ -258,7 +259,7 @@ class Shard:
             self._add_moving(cl, first=True)
         if lay.needs_handler:
             register_callbacks(space, lay, self.materials)
-        self._native_module = cp.native_module()  # the C helper, or None
+        self._native_module = native_module()  # the C helper, or None
         #: resets that keep the copies' shapes and constraints in the space (None: no C
         #: helper, or a scene it does not apply to; see _reset.py)
         self.kept = self._kept()
