@@ -21,6 +21,8 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (the one place that maps the API to the layout)
 _EXPORTS: dict[str, str] = {
+    # errors: what the user must fix (the `kelab` command prints it as one line)
+    "UserError": "kelab.errors",
     # timing
     "SimulationTimingConfig": "kelab.timing.config",
     "SimulationRunConfig": "kelab.timing.config",

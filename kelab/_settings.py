@@ -26,7 +26,7 @@ Example:
     >>> check_settings({"copies": 0}, Cfg, "Cfg.")
     Traceback (most recent call last):
     ...
-    ValueError: Cfg.copies must be an int >= 1, got 0
+    kelab.errors.UserError: Cfg.copies must be an int >= 1, got 0
     >>> print(fields_table(Cfg))
     | Field | Type | Default | Meaning |
     |---|---|---|---|

@@ -1,13 +1,14 @@
 """The checks KELab repeats at its boundaries, with one wording.
 
-Every check returns the value converted (``int``, ``float``...) or raises ``ValueError``
-worded "X must be Y, got Z; W": the field, what is allowed, the value seen (its
-``repr``, shortened when huge) and, when given, what to do. ``bool`` is never accepted
-as a number (``True`` is an ``int`` to Python, but ``num_envs=True`` is a mistake).
-numpy scalars are accepted wherever the matching Python number is.
+Every check returns the value converted (``int``, ``float``...) or raises
+:class:`kelab.errors.UserError` (a ``ValueError``: the user must fix it) worded "X must
+be Y, got Z; W": the field, what is allowed, the value seen (its ``repr``, shortened when
+huge) and, when given, what to do. ``bool`` is never accepted as a number (``True`` is
+an ``int`` to Python, but ``num_envs=True`` is a mistake). numpy scalars are accepted
+wherever the matching Python number is.
 
-This module imports nothing of KELab, so every layer (timing, sim, render, app, rl,
-tasks) may use it.
+This module imports nothing of KELab but `kelab.errors`, so every layer (timing, sim,
+render, app, rl, tasks) may use it.
 
 Example:
     >>> from kelab._validate import check_int, check_positive
@@ -18,7 +19,7 @@ Example:
     >>> check_int(True, "num_envs", low=1)
     Traceback (most recent call last):
     ...
-    ValueError: num_envs must be an int >= 1, got True
+    kelab.errors.UserError: num_envs must be an int >= 1, got True
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ import math
 import numbers
 from collections.abc import Iterable
 from typing import TypeVar
+
+from kelab.errors import UserError
 
 __all__ = [
     "LAYOUTS",
@@ -138,14 +141,14 @@ def check_int(
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"<name> must be an int >= 1, got 0"``.
+        UserError: ``"<name> must be an int >= 1, got 0"``.
     """
     if is_int(value):
         number = int(value)  # type: ignore[call-overload]
         if (low is None or number >= low) and (high is None or number <= high):
             return number
     bound = _bounds(low, high, False, False)
-    raise ValueError(must(name, f"an int {bound}" if bound else "an int", value, fix))
+    raise UserError(must(name, f"an int {bound}" if bound else "an int", value, fix))
 
 
 def check_number(
@@ -172,7 +175,7 @@ def check_number(
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"<name> must be a finite number of seconds > 0, got nan"``.
+        UserError: ``"<name> must be a finite number of seconds > 0, got nan"``.
     """
     return _number(value, name, low, high, low_open, high_open, unit, fix, "")
 
@@ -203,7 +206,7 @@ def check_number_or_none(
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"<name> must be a finite number of seconds > 0 or None, got 0"``.
+        UserError: ``"<name> must be a finite number of seconds > 0 or None, got 0"``.
 
     Example:
         >>> check_number_or_none(None, "max_frame_delta") is None
@@ -211,7 +214,7 @@ def check_number_or_none(
         >>> check_number_or_none(0, "max_frame_delta", low=0.0, low_open=True)
         Traceback (most recent call last):
         ...
-        ValueError: max_frame_delta must be a finite number > 0 or None, got 0
+        kelab.errors.UserError: max_frame_delta must be a finite number > 0 or None, got 0
     """
     if value is None:
         return None
@@ -243,7 +246,7 @@ def _number(
         return number
     bound = _bounds(low, high, low_open, high_open)
     allowed = "a finite number" + (f" of {unit}" if unit else "") + (f" {bound}" if bound else "")
-    raise ValueError(must(name, allowed + alternative, value, fix))
+    raise UserError(must(name, allowed + alternative, value, fix))
 
 
 def check_positive(
@@ -259,7 +262,7 @@ def check_positive(
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"<name> must be a finite number > 0, got -1"``.
+        UserError: ``"<name> must be a finite number > 0, got -1"``.
     """
     return check_number(value, name, low=0.0, low_open=not allow_zero, unit=unit, fix=fix)
 
@@ -280,7 +283,7 @@ def check_seed(value: object, name: str = "seed", fix: str = "") -> int:
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"seed must be an int >= 0, got -1"`` (then ``fix``: the Python API
+        UserError: ``"seed must be an int >= 0, got -1"`` (then ``fix``: the Python API
             passes :data:`SEED_FIX`).
     """
     return check_int(value, name, low=0, fix=fix)
@@ -296,7 +299,7 @@ def check_layout(value: object, name: str = "layout") -> str:
         name: The field, for the message.
 
     Raises:
-        ValueError: ``"layout must be one of ('isolated', 'packed'), got 'tiled'; ..."``,
+        UserError: ``"layout must be one of ('isolated', 'packed'), got 'tiled'; ..."``,
             saying what each layout is.
 
     Example:
@@ -331,7 +334,7 @@ def check_copies(
         ``(num_envs, seed, num_threads, layout)`` converted (numpy ints to ``int``).
 
     Raises:
-        ValueError: ``"num_threads must be an int >= 1, got 0; ..."``, for the first bad one.
+        UserError: ``"num_threads must be an int >= 1, got 0; ..."``, for the first bad one.
 
     Example:
         >>> check_copies(4, 0, 1, "packed")
@@ -360,11 +363,11 @@ def check_bool(value: object, name: str, fix: str = "") -> bool:
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"<name> must be True or False, got 1"``.
+        UserError: ``"<name> must be True or False, got 1"``.
     """
     if is_bool(value):
         return bool(value)
-    raise ValueError(must(name, "True or False", value, fix))
+    raise UserError(must(name, "True or False", value, fix))
 
 
 def check_choice(value: T, name: str, choices: Iterable[T], fix: str = "") -> T:
@@ -377,10 +380,10 @@ def check_choice(value: T, name: str, choices: Iterable[T], fix: str = "") -> T:
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"layout must be one of ('isolated', 'packed'), got 'pakced'"``.
+        UserError: ``"layout must be one of ('isolated', 'packed'), got 'pakced'"``.
     """
     options = tuple(choices)
     for option in options:
         if type(value) is type(option) and value == option:
             return value
-    raise ValueError(must(name, f"one of {options!r}", value, fix))
+    raise UserError(must(name, f"one of {options!r}", value, fix))

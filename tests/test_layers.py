@@ -20,6 +20,7 @@ import kelab
 
 ROOT = Path(kelab.__file__).parent
 RANK = {
+    "errors": -1,  # UserError: imports nothing; _validate raises it
     "_validate": 0,
     "_files": 0,
     "_after_import": 0,

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kelab._validate import check_bool
+from kelab.errors import UserError
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -63,7 +64,7 @@ def _task_target(task: TaskSource) -> TaskSource:
     """What the entry points rebuild the task from: ``"module:Class"`` where possible."""
     if isinstance(task, str):
         if not _TARGET.match(task):
-            raise ValueError(
+            raise UserError(
                 f"task must name a Task class as 'module:Class', got {task!r}; "
                 "e.g. 'my_project.tasks:ReachTask', or pass the class itself"
             )
@@ -72,7 +73,7 @@ def _task_target(task: TaskSource) -> TaskSource:
         from kelab.rl.task import Task
 
         if not issubclass(task, Task):
-            raise ValueError(
+            raise UserError(
                 f"task must be a ke.Task subclass, got the class {task.__qualname__}; "
                 "subclass ke.Task (docs/rl.md)"
             )
@@ -91,7 +92,7 @@ def _task_target(task: TaskSource) -> TaskSource:
         return task
     if callable(task):
         return task
-    raise ValueError(
+    raise UserError(
         f"task must be a ke.Task subclass, a 'module:Class' string or a function returning "
         f"a ke.Task, got {task!r}"
     )
@@ -116,7 +117,7 @@ def register_task(
             ``layout``...); keywords given to ``gymnasium.make`` / ``make_vec`` win.
 
     Raises:
-        ValueError: For a malformed id or task, or an id already registered to another
+        UserError: For a malformed id or task, or an id already registered to another
             task (unless ``replace``).
 
     Example:
@@ -133,19 +134,19 @@ def register_task(
     from gymnasium.envs.registration import parse_env_id
 
     if not isinstance(env_id, str) or ":" in env_id:
-        raise ValueError(
+        raise UserError(
             f"env_id must be a Gymnasium id such as 'me/Reach-v0' (no ':'), got {env_id!r}"
         )
     try:
         parse_env_id(env_id)
     except gymnasium.error.Error as exc:
-        raise ValueError(
+        raise UserError(
             f"env_id must be a Gymnasium id 'namespace/Name-vN' such as 'me/Reach-v0', got "
             f"{env_id!r} ({exc})"
         ) from None
     check_bool(replace, "replace")
     if "task" in env_kwargs:
-        raise ValueError("give the task as the second argument, not as a task= keyword")
+        raise UserError("give the task as the second argument, not as a task= keyword")
     kwargs = {"task": _task_target(task), **env_kwargs}
     old = gymnasium.registry.get(env_id)
     if old is not None:
@@ -153,7 +154,7 @@ def register_task(
             if old.kwargs == kwargs:
                 return
         if not replace:
-            raise ValueError(
+            raise UserError(
                 f"env_id {env_id!r} is already registered (to {old.kwargs.get('task', old)!r}); "
                 "choose another id or version, or pass replace=True"
             )

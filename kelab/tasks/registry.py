@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from kelab.errors import UserError
 from kelab.rl.direct import DirectRLEnv
 from kelab.rl.env import LearningEnv
 from kelab.rl.task import Task
@@ -36,7 +37,7 @@ def _import_task_module(module: str, target: str) -> Any:
         cwd = os.getcwd()
         on_path = any(os.path.abspath(entry or os.curdir) == cwd for entry in sys.path)
         if not missing_self or on_path:
-            raise ValueError(_import_error(module, target, err, cwd)) from err
+            raise UserError(_import_error(module, target, err, cwd)) from err
         sys.path.append(cwd)  # last: a file here never shadows what is installed
         importlib.invalidate_caches()
     try:
@@ -44,7 +45,7 @@ def _import_task_module(module: str, target: str) -> Any:
     except ImportError as err:
         if err.name is not None and (err.name == top or module.startswith(f"{err.name}.")):
             sys.path.remove(cwd)  # nothing of the task there: leave sys.path as it was
-        raise ValueError(_import_error(module, target, err, cwd)) from err
+        raise UserError(_import_error(module, target, err, cwd)) from err
 
 
 def _import_error(module: str, target: str, err: ImportError, cwd: str) -> str:
@@ -69,13 +70,13 @@ def task_class(target: str) -> type[Task]:
     current folder (as ``python -m`` would find it).
 
     Raises:
-        ValueError: For a malformed name, a module that does not import, a missing class
+        UserError: For a malformed name, a module that does not import, a missing class
             or something that is not a ``ke.Task`` subclass; the message says what to fix.
     """
     module, _, name = target.partition(":")
     parts = name.split(".")
     if not module or not all(part.isidentifier() for part in parts):
-        raise ValueError(
+        raise UserError(
             f"task {target!r} must be a built-in id or 'package.module:TaskClass' with a "
             "class name after the colon"
         )
@@ -83,9 +84,9 @@ def task_class(target: str) -> type[Task]:
     for part in parts:
         cls = getattr(cls, part, None)
         if cls is None:
-            raise ValueError(f"module {module!r} has no class {name!r}; check the name after ':'")
+            raise UserError(f"module {module!r} has no class {name!r}; check the name after ':'")
     if not (isinstance(cls, type) and issubclass(cls, Task)):
-        raise ValueError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
+        raise UserError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
     return cls
 
 
@@ -97,7 +98,7 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
             ``"kelab/CartPole-v0"``) or ``"package.module:TaskClass"`` of your own task.
 
     Raises:
-        ValueError: For an unknown id, listing the built-in ones and the closest id
+        UserError: For an unknown id, listing the built-in ones and the closest id
             (``cartpole-v0`` -> "did you mean CartPole-v0?").
 
     Example:
@@ -118,7 +119,7 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
     wanted = spec.lower().removeprefix("kelab/")
     close = difflib.get_close_matches(wanted, list(by_lower), n=1, cutoff=0.6)
     hint = f"did you mean {by_lower[close[0]]}? " if close else ""
-    raise ValueError(
+    raise UserError(
         f"unknown task {spec!r}; {hint}use a built-in task ({', '.join(names)}) or module:TaskClass"
     )
 
@@ -130,11 +131,11 @@ def build_task(task: str | type[Task] | Callable[[], Task]) -> Task:
         task: ``"module:TaskClass"``, a Task subclass, or a function returning a task.
 
     Raises:
-        ValueError: If the result is not a ``ke.Task``.
+        UserError: If the result is not a ``ke.Task``.
     """
     made = task_class(task)() if isinstance(task, str) else task()
     if not isinstance(made, Task):
-        raise ValueError(f"the registered task {task!r} made {made!r}, not a ke.Task")
+        raise UserError(f"the registered task {task!r} made {made!r}, not a ke.Task")
     return made
 
 
