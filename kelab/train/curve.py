@@ -25,8 +25,10 @@ import csv
 import io
 import json
 import math
+import operator
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -179,7 +181,8 @@ def curve_figure(runs: Sequence[RunCurve], title: str | None = None) -> Figure:
     The top axes hold the mean returns (and, for one run, wall-clock time on a second x
     axis above); the bottom axes, left out when no run has a success rate, the training
     success rates as lines, the evaluated ones as points and the targets as dashed lines,
-    with a key to them below.
+    with a key to them below. The title and the runs' names are drawn as plain text (a
+    ``$`` in a folder's name or a task id is no mathtext).
 
     Args:
         runs: The runs (at least one).
@@ -202,12 +205,11 @@ def curve_figure(runs: Sequence[RunCurve], title: str | None = None) -> Figure:
         returns, success = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     else:  # no success rule: the returns alone
         returns, success = fig.subplots(1, 1), None
+    lines = []
     for i, run in enumerate(runs):
         colour = _RETURN if single else _RUN_COLOURS[i % len(_RUN_COLOURS)]
         dot = "o" if run.env_steps.size == 1 else None  # one row: a point, not a line
-        returns.plot(
-            run.env_steps, run.mean_return, color=colour, lw=1.8, marker=dot, label=run.label
-        )
+        lines += returns.plot(run.env_steps, run.mean_return, color=colour, lw=1.8, marker=dot)
     returns.set_ylabel("mean return")
     bottom = returns if success is None else success
     bottom.set_xlabel("env steps")
@@ -223,12 +225,15 @@ def curve_figure(runs: Sequence[RunCurve], title: str | None = None) -> Figure:
         _wall_clock_axis(returns, runs[0])
     if success is not None:
         _success_panel(success, runs)
-    if not single:
-        returns.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0,
-                       title="runs", alignment="left")  # fmt: skip
+    if not single:  # the runs' names as written: a leading "_" would hide one from a legend
+        key = returns.legend(lines, [r.label for r in runs], loc="upper left",
+                             bbox_to_anchor=(1.01, 1.0), borderaxespad=0, title="runs",
+                             alignment="left")  # fmt: skip
+        for label in key.get_texts():
+            label.set_parse_math(False)  # "$x$" in a folder's name is text, not mathtext
     text = title if title is not None else _shared_title(runs)
     if text:
-        fig.suptitle(text, fontsize=13)
+        fig.suptitle(text, fontsize=13, parse_math=False)  # a task id or folder, as written
     return fig
 
 
@@ -327,27 +332,61 @@ def _interp(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- run logs
+_NO_DETAILS = "the curve is drawn without the run's task, seed and success target"
+
+
+def _run_meta(run_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """The run's ``latest`` (or ``best``) checkpoint JSON, and why none could be read.
+
+    Reads at most :data:`_MAX_JSON_BYTES` of a file; JSON nested too deep to parse, an
+    integer too long to convert or a file too large is a reason, never an exception.
+    Returns ``({}, None)`` when neither file exists.
+    """
+    problem = None
+    for name in ("latest.json", "best.json"):
+        path = run_dir / name
+        try:
+            size = path.stat().st_size
+            if size > _MAX_JSON_BYTES:
+                raise ValueError(
+                    f"is {size} bytes, more than a checkpoint's JSON can be ({_MAX_JSON_BYTES})"
+                )
+            with path.open("rb") as fh:
+                raw = fh.read(_MAX_JSON_BYTES + 1)  # bounded: it may grow after stat
+            if len(raw) > _MAX_JSON_BYTES:
+                raise ValueError(f"grew past {_MAX_JSON_BYTES} bytes while being read")
+            try:
+                loaded = json.loads(raw.decode("utf-8"))
+            except RecursionError:
+                raise ValueError("is not valid JSON (nested deeper than the parser's "
+                                 "recursion limit)") from None  # fmt: skip
+            except ValueError as err:
+                raise ValueError(f"is not valid JSON ({err})") from None
+            if not isinstance(loaded, dict):
+                raise ValueError(f"must hold a JSON object, got a {type(loaded).__name__}")
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as err:
+            reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            problem = problem or f"{path} {' '.join(reason.split())}"
+            continue
+        return loaded, None
+    return {}, problem
+
+
 def run_details(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """The target and title of a run, from its ``latest`` (or ``best``) checkpoint JSON.
 
-    A missing or unreadable JSON gives no target and an empty title: the curve is drawn
-    from ``metrics.csv`` alone.
+    A missing or unreadable JSON (also one over 4 MiB or nested too deep to parse) gives
+    no target and an empty title: the curve is drawn from ``metrics.csv`` alone.
 
     Returns:
         ``{"target": float | None, "title": str}``.
     """
-    meta: dict[str, Any] = {}
-    for name in ("latest.json", "best.json"):
-        path = Path(run_dir) / name
-        try:
-            if path.stat().st_size > _MAX_JSON_BYTES:
-                continue
-            loaded = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(loaded, dict):
-            meta = loaded
-            break
+    return _details(Path(run_dir), _run_meta(Path(run_dir))[0])
+
+
+def _details(run_dir: Path, meta: dict[str, Any]) -> dict[str, Any]:
     config = meta.get("train_config")
     target = config.get("success_target") if isinstance(config, dict) else None
     ok = isinstance(target, (int, float)) and not isinstance(target, bool)
@@ -356,12 +395,94 @@ def run_details(run_dir: str | os.PathLike[str]) -> dict[str, Any]:
     name = task.get("id") or task.get("class") if isinstance(task, dict) else None
     seed = meta.get("seed")
     parts = [str(name)] if isinstance(name, str) and name else []
-    parts.append(f"run {Path(run_dir).name}" + (f", seed {seed}" if isinstance(seed, int) else ""))
+    parts.append(f"run {run_dir.name}" + (f", seed {seed}" if isinstance(seed, int) else ""))
     return {"target": target, "title": " · ".join(parts)}
+
+
+_MAX_BUCKETS = 1024
+"""Spans a long log is cut into before :class:`_Envelope` merges them (two by two)."""
+_MAX_LINE_BYTES = 64 * 1024  # a metrics.csv row is ~100 bytes
+_BLOCK_BYTES = 1024 * 1024  # what a metrics.csv is read by
+_RECENT_ITERATIONS = 4096  # an evaluation names an iteration logged shortly before it
+
+
+class _Envelope:
+    """The rows of a long series kept in bounded memory, with the shape of its curves.
+
+    Rows are numbered as they come and cut into buckets of ``span`` consecutive rows; a
+    bucket keeps its first and last rows and, for each value column, its lowest and
+    highest row and its first empty (NaN) one, so the drawn curve keeps its ends, its
+    peaks and troughs and its gaps. The span starts at 1 (every row is kept) and doubles
+    whenever there would be more than ``2 * limit`` buckets, so at most ``2 * limit``
+    buckets are held; keeping is exact at any span (the extremes of merged buckets are
+    among the extremes of their parts).
+
+    Example:
+        >>> env = _Envelope(columns=(1,), limit=2)
+        >>> for i in range(100):
+        ...     env.add((float(i), 50.0 if i == 37 else float(i % 10)))
+        >>> rows = env.rows()
+        >>> len(rows) < 100, rows[0, 0], rows[-1, 0], rows[:, 1].max()
+        (True, np.float64(0.0), np.float64(99.0), np.float64(50.0))
+    """
+
+    _CHUNK = 8192  # rows gathered before they are kept in one numpy pass
+
+    def __init__(self, columns: tuple[int, ...], limit: int = _MAX_BUCKETS) -> None:
+        self._columns = columns
+        self._limit = limit
+        self._span = 1  # rows per bucket
+        self._count = 0  # rows added
+        self._kept: np.ndarray | None = None  # the row's number, then its values
+        self._pending: list[tuple[float, ...]] = []
+
+    def add(self, row: tuple[float, ...]) -> None:
+        """Add the next row (in order; the same number of values each time)."""
+        self._pending.append(row)
+        if len(self._pending) == self._CHUNK:
+            self._flush()
+
+    def rows(self) -> np.ndarray:
+        """The rows kept, in the order they were added: ``(n, values)`` floats."""
+        self._flush()
+        return np.zeros((0, 0)) if self._kept is None else self._kept[:, 1:]
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        chunk = np.array(self._pending, dtype=float)
+        numbers = np.arange(self._count, self._count + len(chunk), dtype=float)
+        fresh = np.column_stack((numbers, chunk))
+        kept = fresh if self._kept is None else np.concatenate((self._kept, fresh))
+        self._count += len(chunk)
+        self._pending = []
+        while -(-self._count // self._span) > 2 * self._limit:
+            self._span *= 2
+        self._kept = kept if self._span == 1 else self._keep(kept)
+
+    def _keep(self, rows: np.ndarray) -> np.ndarray:
+        bucket = (rows[:, 0] // self._span).astype(np.int64)  # sorted: rows come in order
+        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+        picked = [starts, np.r_[starts[1:], len(rows)] - 1]  # each bucket's first and last
+        for c in self._columns:
+            values = rows[:, 1 + c]
+            empty = np.isnan(values)
+            # sorted by bucket, then by the key: each bucket's first is its lowest (highest,
+            # first empty) row, the earliest of equals (lexsort is stable)
+            for key in (np.where(empty, np.inf, values), np.where(empty, np.inf, -values)):
+                picked.append(np.lexsort((key, bucket))[starts])
+            gap = np.lexsort((~empty, bucket))[starts]
+            picked.append(gap[empty[gap]])
+        return rows[np.unique(np.concatenate(picked))]
 
 
 def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCurve:
     """Read a run directory's ``metrics.csv`` (and its checkpoint's target) for a figure.
+
+    The log is read a line at a time, in bounded memory whatever its size: up to about
+    2,000 rows every row is kept; past that, the rows that keep the curve's shape (each
+    stretch's first and last rows, its highest and lowest return and success rate, and
+    its gaps), at most about 20,000.
 
     Args:
         run_dir: A ``kelab train`` run directory.
@@ -373,6 +494,11 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
     Raises:
         ValueError: A missing directory or log, or a log that is truncated or corrupt (the
             message names the file and line).
+
+    Warns:
+        UserWarning: When the run's ``latest.json`` (or ``best.json``) exists but cannot
+            be read (too large, not JSON, nested too deep): one line naming it; the curve
+            is drawn without the task, seed and target.
     """
     d = Path(run_dir)
     if not d.is_dir():
@@ -387,27 +513,24 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
             f"RUN_DIR must hold a metrics.csv, got '{d}' (none there); pass the --run-dir of "
             "a kelab train run that logged at least one iteration"
         )
-    rows = _parse_metrics(path)
-    details = run_details(d)
-    steps_at: dict[int, float] = {}
-    evals: list[tuple[float, float]] = []
-    for row in rows:
-        if row["iteration"] is not None:
-            steps_at[int(row["iteration"])] = row["env_steps"]
-        judged, rate = row["eval_iteration"], row["eval_success_rate"]
-        if judged is not None and rate is not None:
-            evals.append((steps_at.get(int(judged), row["env_steps"]), rate))
+    rows, evals = _parse_metrics(path)
+    meta, problem = _run_meta(d)
+    if problem is not None:
+        warnings.warn(f"{problem}; {_NO_DETAILS}", UserWarning, stacklevel=2)
+    details = _details(d, meta)
     title = details["title"]
     if label is None:
         label = title.split(" · ", 1)[-1].removeprefix("run ")
+    columns = rows.reshape(-1, 4)
+    evaluated = evals.reshape(-1, 2)
     return RunCurve(
         label=label,
-        env_steps=np.array([r["env_steps"] for r in rows], dtype=float),
-        mean_return=_floats([r["mean_return"] for r in rows]),
-        success_rate=_floats([r["success_rate"] for r in rows]),
-        wall_time_s=_floats([r["wall_time_s"] for r in rows]),
-        eval_steps=np.array([e[0] for e in evals], dtype=float),
-        eval_rates=np.array([e[1] for e in evals], dtype=float),
+        env_steps=columns[:, 0],
+        mean_return=columns[:, 1],
+        success_rate=columns[:, 2],
+        wall_time_s=columns[:, 3],
+        eval_steps=evaluated[:, 0],
+        eval_rates=evaluated[:, 1],
         target=details["target"],
         title=title,
     )
@@ -415,54 +538,123 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
 
 _COLUMNS = ("iteration", "env_steps", "wall_time_s", "mean_return", "success_rate",
             "eval_success_rate", "eval_iteration")  # fmt: skip
+_FIX = "the log is truncated or corrupt; plot another run, or delete the bad rows"
 
 
-def _parse_metrics(path: Path) -> list[dict[str, float | None]]:
-    """The rows of a metrics.csv, every value checked; ValueError names a bad line."""
-    fix = "the log is truncated or corrupt; plot another run, or delete the bad rows"
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path} must be UTF-8 text, got byte {err.start}; {fix}") from None
-    if text and not text.endswith("\n"):
-        line = text.count("\n") + 1
+def _lines(path: Path) -> Iterator[str]:
+    """The lines of a metrics.csv (newline cut off), read 1 MiB at a time and checked.
+
+    Every line must end with a newline, be at most :data:`_MAX_LINE_BYTES` long and be
+    UTF-8; ValueError names the line that is not.
+    """
+    number = 0  # lines yielded
+    rest = b""  # a line begun at the end of the last block
+    with path.open("rb") as fh:
+        while block := fh.read(_BLOCK_BYTES):
+            block = rest + block
+            cut = block.rfind(b"\n") + 1
+            complete, rest = block[:cut], block[cut:]
+            if len(rest) > _MAX_LINE_BYTES:
+                _too_long(path, number + complete.count(b"\n") + 1, rest)
+            if not complete:
+                continue
+            try:
+                lines = complete.decode("utf-8").split("\n")
+            except UnicodeDecodeError as err:
+                line = number + complete.count(b"\n", 0, err.start) + 1
+                column = err.start - complete.rfind(b"\n", 0, err.start)
+                raise ValueError(
+                    f"{path} line {line} must be UTF-8 text, got byte "
+                    f"{complete[err.start]:#04x} at column {column}; {_FIX}"
+                ) from None
+            lines.pop()  # the "" after the last newline
+            if max(map(len, lines)) > _MAX_LINE_BYTES // 4:  # 4 bytes a character at most
+                for k, line in enumerate(lines):
+                    if len(line.encode("utf-8")) > _MAX_LINE_BYTES:
+                        _too_long(path, number + k + 1, line.encode("utf-8"))
+            yield from lines
+            number += len(lines)
+    if rest:
         raise ValueError(
-            f"{path} line {line} must end with a newline, got a row cut short "
-            f"({_shown(text.rsplit(chr(10), 1)[-1])}); {fix}"
+            f"{path} line {number + 1} must end with a newline, got a row cut short "
+            f"({_shown(rest.decode('utf-8', 'replace'))}); {_FIX}"
         )
+
+
+def _too_long(path: Path, line: int, raw: bytes) -> None:
+    raise ValueError(
+        f"{path} line {line} must be at most {_MAX_LINE_BYTES} bytes, got a longer one "
+        f"({_shown(raw[:60].decode('utf-8', 'replace'))}); {_FIX}"
+    )
+
+
+def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A metrics.csv, read a line at a time with every value checked; ValueError names a bad line.
+
+    Returns:
+        The rows kept (:class:`_Envelope`), ``(env_steps, mean_return, success_rate,
+        wall_time_s)`` with NaN for an empty value, and the evaluations, ``(env_steps of
+        the iteration judged, success_rate)``.
+    """
+    reader = csv.reader(_lines(path))
     try:
-        lines = list(csv.reader(text.splitlines()))
-    except csv.Error as err:
-        raise ValueError(f"{path} must be CSV, got {err}; {fix}") from None
-    header = lines[0] if lines else []
-    if "env_steps" not in header or "mean_return" not in header:
-        raise ValueError(
-            f"{path} must start with a header naming env_steps and mean_return, got "
-            f"{_shown(','.join(header))}; {fix}"
-        )
-    where = {name: header.index(name) for name in _COLUMNS if name in header}
-    rows: list[dict[str, float | None]] = []
-    for number, fields in enumerate(lines[1:], start=2):
-        if len(fields) != len(header):
+        header = next(reader, [])
+        if "env_steps" not in header or "mean_return" not in header:
             raise ValueError(
-                f"{path} line {number} must hold {len(header)} values like its header, got "
-                f"{len(fields)} ({_shown(','.join(fields))}); {fix}"
+                f"{path} must start with a header naming env_steps and mean_return, got "
+                f"{_shown(','.join(header))}; {_FIX}"
             )
-        row: dict[str, float | None] = dict.fromkeys(_COLUMNS)
-        for name, index in where.items():
-            row[name] = _value(path, number, name, fields[index], fix)
-        if row["env_steps"] is None:
-            raise ValueError(f"{path} line {number} must have env_steps, got none; {fix}")
-        rows.append(row)
-    if not rows:
+        width = len(header)
+        # a column the header lacks reads the "" appended to every row: empty
+        index = [header.index(name) if name in header else width for name in _COLUMNS]
+        texts_of = operator.itemgetter(*index)
+        it, steps, wall, ret, rate, rated, judged_at = range(len(_COLUMNS))
+        empty = math.nan  # one object: `is empty` tells an empty value from a NaN
+        rows = _Envelope(columns=(1, 2))
+        evals = _Envelope(columns=(1,))
+        steps_at: dict[int, float] = {}  # the recent iterations' env steps
+        count = 0
+        for fields in reader:
+            if len(fields) != width:
+                raise ValueError(
+                    f"{path} line {reader.line_num} must hold {width} values like its header, "
+                    f"got {len(fields)} ({_shown(','.join(fields))}); {_FIX}"
+                )
+            fields.append("")
+            texts = texts_of(fields)
+            try:
+                values = [float(t) if t else empty for t in texts]
+            except ValueError:
+                values = []
+            # a number that is no number: a text float() refuses, an infinity ("inf",
+            # "1e999") or a NaN (the only texts float() reads as NaN hold an "a")
+            joined = "".join(texts)
+            if not values or math.inf in values or -math.inf in values or "a" in joined.lower():
+                for name, text in zip(_COLUMNS, texts, strict=True):
+                    _value(path, reader.line_num, name, text)  # raises, naming the value
+            if values[steps] is empty:
+                raise ValueError(
+                    f"{path} line {reader.line_num} must have env_steps, got none; {_FIX}"
+                )
+            count += 1
+            rows.add((values[steps], values[ret], values[rate], values[wall]))
+            if values[it] is not empty:
+                steps_at[int(values[it])] = values[steps]
+                if len(steps_at) > 2 * _RECENT_ITERATIONS:  # the recent ones, O(1) a row
+                    steps_at = dict(list(steps_at.items())[-_RECENT_ITERATIONS:])
+            if values[judged_at] is not empty and values[rated] is not empty:
+                evals.add((steps_at.get(int(values[judged_at]), values[steps]), values[rated]))
+    except csv.Error as err:
+        raise ValueError(f"{path} line {reader.line_num} must be CSV, got {err}; {_FIX}") from None
+    if not count:
         raise ValueError(
             f"{path} must hold at least one iteration's row, got only the header; plot the "
             "run once it has logged an iteration"
         )
-    return rows
+    return rows.rows(), evals.rows()
 
 
-def _value(path: Path, line: int, name: str, text: str, fix: str) -> float | None:
+def _value(path: Path, line: int, name: str, text: str) -> float | None:
     if text == "":
         return None
     try:
@@ -470,7 +662,7 @@ def _value(path: Path, line: int, name: str, text: str, fix: str) -> float | Non
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise ValueError(f"{path} line {line}: {name} must be a number, got {_shown(text)}; {fix}")
+        raise ValueError(f"{path} line {line}: {name} must be a number, got {_shown(text)}; {_FIX}")
     return value
 
 

@@ -319,3 +319,141 @@ def test_kelab_plot_draws_a_run_given_twice_once(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == f"wrote {out} (1 run)\n"
     assert captured.err == f"kelab: warning: {a}/ is {a} again; it is drawn once\n"
+
+
+# ------------------------------------------------ files kelab plot is handed (#37, item 18)
+_HEADER = (
+    "iteration,env_steps,wall_time_s,mean_return,success_rate,episodes,env_steps_per_s,"
+    "collect_steps_per_s,learning_rate,action_std,value_loss,surrogate_loss,entropy,"
+    "eval_success_rate,eval_iteration\r\n"
+)
+
+
+def _big_log(run_dir: Path, rows: int, spike_at: int | None = None) -> Path:
+    """A metrics.csv of ``rows`` rows (a saw-tooth return, a spike at ``spike_at``), fast."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    def row(i: int) -> str:
+        ret = 1000.0 if i == spike_at else (i % 1000) * 0.37
+        judged = f"{0.25 + (i % 3) / 4},{i - 2}" if i % 50 == 0 else ","
+        return f"{i},{1024 * i},{0.5 * i},{ret:.4f},{(i % 97) / 97:.6f},,,,,,,,,{judged}\r\n"
+
+    with open(run_dir / "metrics.csv", "w", newline="") as fh:
+        fh.write(_HEADER)
+        fh.writelines(row(i) for i in range(1, rows + 1))
+    return run_dir
+
+
+def test_a_long_log_keeps_every_row_up_to_the_bound_and_its_shape_past_it(tmp_path):
+    small = read_run(_big_log(tmp_path / "small", 1500))
+    np.testing.assert_array_equal(small.env_steps, 1024.0 * np.arange(1, 1501))  # every row
+    np.testing.assert_array_equal(small.eval_steps, 1024.0 * np.arange(48, 1500, 50))
+    run = read_run(_big_log(tmp_path / "long", 60_000, spike_at=31_234))
+    assert 2000 <= run.env_steps.size <= 30_000  # bounded, and still dense
+    assert (np.diff(run.env_steps) > 0).all()  # in order, no row twice
+    assert run.env_steps[0] == 1024 and run.env_steps[-1] == 1024 * 60_000  # both ends
+    assert run.mean_return.max() == 1000.0  # the spike survives
+    assert run.env_steps[run.mean_return.argmax()] == 1024 * 31_234
+    assert run.mean_return.min() == 0.0 and run.success_rate.max() == 0.989691  # 96 / 97
+    assert 100 <= run.eval_steps.size <= 1200  # 1,200 evaluations, bounded too
+    assert set(run.eval_rates) == {0.25, 0.5, 0.75}
+
+
+def test_kelab_plot_reads_a_large_log_in_bounded_memory(tmp_path):
+    """A 21 MB metrics.csv under a 450 MB address-space limit.
+
+    Reading it whole took ~15x its size (VmPeak 557 MB here); read a line at a time and
+    kept as its envelope, the command peaks at ~260 MB, what drawing any run takes.
+    """
+    run = _big_log(tmp_path / "big", 400_000)
+    (run / "latest.json").write_text(json.dumps({"task": {"id": "kelab/CartPole-v0"}, "seed": 3}))
+    assert (run / "metrics.csv").stat().st_size > 20_000_000
+    script = textwrap.dedent(
+        f"""
+        import resource, sys
+        limit = 450 * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        from kelab.cli import main
+        sys.exit(main(["plot", {str(run)!r}, "--out", {str(tmp_path / "big.png")!r}]))
+        """
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "big.png").read_bytes()[:8] == PNG
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        (b"1," * 40_000 + b"\n", "line 2 must be at most 65536 bytes"),
+        (b"1,2\r3,4\n", "line 2 must be CSV"),
+        (b"1,\xc3(,3\n", r"line 2 must be UTF-8 text, got byte 0xc3 at column 3"),
+    ],
+    ids=["endless-line", "lone-cr", "bad-utf8"],
+)
+def test_kelab_plot_refuses_a_line_it_cannot_read_in_one_line(tmp_path, capsys, line, says):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.csv").write_bytes(b"iteration,env_steps,mean_return\n" + line)
+    assert main(["plot", str(run), "--out", str(tmp_path / "c.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err, err
+
+
+@pytest.mark.filterwarnings("default")  # the note is a warning, printed as one line
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[" * 100_000, "nested deeper than"),
+        ('{"seed": 1' + "0" * 5000 + "}", "Exceeds the limit"),
+        (None, "is 4194305 bytes, more than"),
+    ],
+    ids=["deep", "huge-int", "huge-file"],
+)
+def test_a_latest_json_that_cannot_be_read_is_one_warning_and_the_curve_is_drawn(
+    tmp_path, capsys, text, says
+):
+    run = _write_log(tmp_path / "run", _rows())
+    latest = run / "latest.json"
+    latest.write_text(" " * (4 * 1024 * 1024 + 1) if text is None else text)
+    out = tmp_path / "c.png"
+    assert main(["plot", str(run), "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == f"wrote {out} (1 run)\n"
+    assert captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith(f"kelab: warning: {latest} ") and says in captured.err
+    assert "drawn without the run's task, seed and success target" in captured.err
+    assert out.read_bytes()[:8] == PNG
+
+
+def _drawn_texts(fig) -> list:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    FigureCanvasAgg(fig).draw()  # mathtext fails here, when a text is laid out
+    return [t for t in fig.findobj(Text) if t.get_text()]
+
+
+def test_dollars_and_underscores_in_names_are_drawn_as_written(tmp_path, capsys):
+    """`$...$` in a run dir or task id is text, not mathtext; a leading `_` stays in the legend."""
+    a = _write_log(tmp_path / "q$^$", _rows(), seed=1)
+    (a / "latest.json").write_text(
+        json.dumps({"task": {"id": r"my$task\_$x"}, "seed": 1, "train_config": {}})
+    )
+    b = _write_log(tmp_path / "_r$x$", _rows(8), seed=2)
+    out = tmp_path / "c.png"
+    assert main(["plot", str(a), "--out", str(out)]) == 0
+    assert main(["plot", str(a), str(b), "--out", str(tmp_path / "two.png")]) == 0
+    capsys.readouterr()
+    single = curve_figure([read_run(a)])
+    assert single.get_suptitle() == r"my$task\_$x · run q$^$, seed 1"
+    both = curve_figure([read_run(a), read_run(b)])
+    legend = both.axes[0].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["q$^$, seed 1", "_r$x$, seed 2"]
+    for fig in (single, both):
+        texts = _drawn_texts(fig)
+        assert any("$" in t.get_text() for t in texts)
+        assert not [t.get_text() for t in texts if "$" in t.get_text() and t.get_parse_math()]
