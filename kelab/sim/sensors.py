@@ -44,8 +44,9 @@ class SensorPipeline:
        The filter starts at the copy's first sample (or its primed value), so a reset does
        not produce a transient from zero. ``cutoff_hz=None`` passes samples through.
     3. **Noise**: at each sample, Gaussian noise of std ``noise`` is added after the
-       filter; copy ``i`` draws ``width`` standard normals from ``rngs[i]`` (and only at its
-       sample instants; ``noise=0`` draws nothing). The noisy value is what is held.
+       filter (one std for every channel, or a tuple of one per channel); copy ``i`` draws
+       ``width`` standard normals from ``rngs[i]`` (and only at its sample instants; no
+       draw when every std is 0). The noisy value is what is held.
     4. **Delay**: every update pushes the held measurement into a ring buffer of
        ``delay_steps + 1`` slots (``delay / dt`` rounded to whole steps); :meth:`read`
        returns the measurement pushed ``delay_steps`` updates ago. Until a copy has
@@ -72,7 +73,7 @@ class SensorPipeline:
         width: Channels per copy (columns), >= 1.
         dt: Physics step in seconds, > 0.
         rngs: One ``numpy.random.Generator`` per copy (a list or any sequence of length
-            ``num_envs``); may be None when ``config.noise == 0``.
+            ``num_envs``); may be None when ``config.noise`` is 0 (every value of it).
 
     Raises:
         ValueError: If an argument is out of range or ``rngs`` does not hold one Generator
@@ -104,7 +105,12 @@ class SensorPipeline:
         num_envs = check_int(num_envs, "SensorPipeline num_envs", low=1)
         width = check_int(width, "SensorPipeline width", low=1)
         dt = check_positive(dt, "SensorPipeline dt", unit="seconds")
-        if config.noise > 0 or rngs is not None:
+        if isinstance(config.noise, tuple) and len(config.noise) != width:
+            raise ValueError(
+                f"SensorPipeline config.noise must be one number or {width} (one per channel), "
+                f"got {len(config.noise)} numbers; give noise=(...) as long as the width"
+            )
+        if config.noisy or rngs is not None:
             if rngs is None:
                 raise ValueError(
                     f"SensorPipeline needs rngs (one numpy Generator per copy) because "
@@ -128,6 +134,11 @@ class SensorPipeline:
                         f"got {type(rngs[i]).__name__}"
                     )
         self._config = config
+        # the noise std: a float, or one per channel (a (width,) array)
+        self._noise = config.noise if not isinstance(config.noise, tuple) else np.array(
+            config.noise, dtype=np.float64
+        )
+        self._noisy = config.noisy
         self._num_envs = int(num_envs)
         self._width = int(width)
         self._dt = float(dt)
@@ -230,12 +241,12 @@ class SensorPipeline:
             y += self._alpha * (x - y)
         self._filter[sel] = y
         self._ready[sel] = True
-        if self._config.noise > 0:
+        if self._noisy:
             buf = self._noise_buf
             rngs = self._rngs
             for i in idx.tolist():
                 rngs[i].standard_normal(out=buf[i])
-            self._held[sel] = y + self._config.noise * buf[sel]
+            self._held[sel] = y + self._noise * buf[sel]
         else:
             self._held[sel] = y
 

@@ -342,3 +342,67 @@ def test_docs_example_runs():
     assert blocks
     for block in blocks:
         exec(compile(block, "docs/sensors.md", "exec"), {})
+
+
+# ------------------------------------------------- noise per value (#39): a joint sensor's
+# position and velocity each with its own std
+
+
+def _joint_world(noise: object) -> ke.World:
+    b = ke.SceneBuilder()
+    robot = ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1"))
+    b.add(robot, at="/World/Robot")
+    b.joint_sensor("pole", "/World/Robot/cart_to_pole", sensor=SensorConfig(noise=noise))
+    return ke.World(b.build(), num_envs=3, seed=5)
+
+
+def _run(world: ke.World, steps: int = 30) -> tuple[np.ndarray, np.ndarray]:
+    """The sensor's readings and the true joint state, step by step."""
+    read, true = [], []
+    for _ in range(steps):
+        world.step(1 / 120)
+        read.append(world.read_sensor("pole"))
+        k = world.joint_names.index("/World/Robot/cart_to_pole")
+        true.append(np.stack([world.joint_positions[:, k], world.joint_velocities[:, k]], 1))
+    return np.array(read), np.array(true)
+
+
+def test_a_joint_sensor_takes_separate_noise_for_position_and_velocity():
+    clean_read, true = _run(_joint_world(0.0))
+    assert np.array_equal(clean_read, true)
+    unit_read, _ = _run(_joint_world(1.0))  # the same draws, at std 1
+    draws = unit_read - true
+    read, _ = _run(_joint_world((0.001, 0.5)))
+    np.testing.assert_allclose(read - true, draws * [0.001, 0.5], rtol=1e-9, atol=1e-12)
+    # a zero std leaves that value exact (the draws still happen: the same stream)
+    exact_pos, _ = _run(_joint_world((0.0, 0.5)))
+    assert np.array_equal(exact_pos[..., 0], true[..., 0])
+    np.testing.assert_allclose(exact_pos[..., 1] - true[..., 1], draws[..., 1] * 0.5, rtol=1e-9)
+
+
+def test_one_noise_for_all_values_is_unchanged():
+    a, _ = _run(_joint_world(0.05))
+    b, _ = _run(_joint_world((0.05, 0.05)))
+    assert np.array_equal(a, b)  # the same bits as a std per value that are all equal
+    assert SensorConfig(noise=0.05).noise == 0.05 and SensorConfig(noise=[0, 1]).noise == (0.0, 1.0)
+
+
+def test_per_value_noise_is_checked_in_one_line():
+    with pytest.raises(ValueError, match=r"sensor 'pole': SensorConfig.noise must be one "
+                                         r"number or 2 \(one per value: position, velocity\)"):
+        _joint_world((0.1, 0.2, 0.3))
+    for bad, field in (((), "SensorConfig.noise"), ((0.1, -1.0), r"SensorConfig.noise\[1\]"),
+                       ((0.1, "x"), r"SensorConfig.noise\[1\]"),
+                       (np.zeros((2, 2)), "SensorConfig.noise")):  # fmt: skip
+        with pytest.raises(ValueError, match=f"^{field} must be") as err:
+            SensorConfig(noise=bad)
+        assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="config.noise must be one number or 3"):
+        SensorPipeline(SensorConfig(noise=(0.1, 0.2)), num_envs=1, width=3, dt=0.01, rngs=None)
+
+
+def test_per_value_noise_is_scene_data():
+    scene = _joint_world((0.001, 0.5)).scene
+    again = ke.Scene.from_dict(scene.to_dict())
+    assert again == scene and again.sensors[0].config.noise == (0.001, 0.5)
+    assert _joint_world(0.5).scene.fingerprint != scene.fingerprint

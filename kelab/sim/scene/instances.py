@@ -148,6 +148,13 @@ class SensorSpec:
                 f"got {short_repr(self.config)}"
             )
         set_field(self, "params", check_params(self.name, self.kind, self.params))
+        kind = SENSOR_KINDS[self.kind]
+        noise = self.config.noise
+        if isinstance(noise, tuple) and len(noise) != kind.width:
+            raise ValueError(
+                f"sensor {self.name!r}: SensorConfig.noise must be one number or {kind.width} "
+                f"(one per value: {kind.values}), got {len(noise)} numbers {short_repr(noise)}"
+            )
 
     def param(self, key: str) -> Any:
         """Return the value of parameter ``key`` (KeyError if absent)."""
