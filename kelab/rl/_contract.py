@@ -165,7 +165,13 @@ def check_success_rule(rule: object, name: str = "success_rule") -> SuccessRule 
         ValueError: For anything else, naming ``name``.
     """
     if rule is not None and not isinstance(rule, SuccessRule):
-        raise ValueError(f"{name} must be a rule marked with @ke.success, got {rule!r}")
+        fn = getattr(rule, "__func__", rule)  # a plain function on a class: a bound method
+        named = callable(fn) and isinstance(getattr(fn, "__name__", None), str)
+        got = f"the plain function {fn.__name__}()" if named else describe_array(rule)
+        raise ValueError(
+            f"{name} must be a rule marked with @ke.success, got {got}; put @ke.success "
+            "above its def (a rule(task) returning a bool per copy), or use None"
+        )
     return rule
 
 

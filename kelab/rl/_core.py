@@ -71,6 +71,8 @@ class EnvCore:
         if timing is None or timing.episode_length_s is None:
             raise ValueError("EnvCore needs a config whose timing is complete (env_config)")
         success_rule = check_success_rule(success_rule, "success")
+        # the task's own, refused here rather than as a TypeError in an episode's last step
+        task_rule = check_success_rule(task.success_rule, f"{type(task).__name__}.success_rule")
         n, seed = config.num_envs, config.seed
         self.copy_offset = config.copy_offset
         self.task = task
@@ -79,7 +81,7 @@ class EnvCore:
         self.obs_dim = int(task.observation_dim)
         self.act_dim = int(task.action_dim)
         self.max_episode_length = int(timing.max_episode_length)  # type: ignore[arg-type]
-        self.success_rule = success_rule if success_rule is not None else task.success_rule
+        self.success_rule = success_rule if success_rule is not None else task_rule
 
         builder = SceneBuilder()
         task.build(builder)

@@ -210,6 +210,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if ray_init is not None and not isinstance(ray_init, Mapping):
             raise ValueError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
         rule = check_success_rule(success, "success")
+        task_rule = check_success_rule(task.success_rule, f"{type(task).__name__}.success_rule")
 
         try:
             import ray  # the optional dependency
@@ -268,7 +269,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self.layout: str = d.layout
         self.fingerprint: str = d.fingerprint
         self._act_dim = int(self.single_action_space.shape[0])
-        self._success_rule: SuccessRule | None = rule if rule is not None else task.success_rule
+        self._success_rule: SuccessRule | None = rule if rule is not None else task_rule
         #: the episode counters and whether the env is in step, kept as LearningEnv keeps
         #: them (kelab/rl/_contract.py), from the workers' joined replies
         self._book = EpisodeBook(num_envs)

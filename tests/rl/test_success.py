@@ -104,3 +104,38 @@ def test_dwell_timer_rewards_arrive_and_stay():
     assert ke.DwellTimer(np.int64(2), np.float32(0.5), 0.1).hold_steps == 5
     with pytest.raises(ValueError, match="bool array"):
         timer.update(np.ones(2))
+
+
+def _plain(task):
+    return task.survived()
+
+
+class _PlainRuleTask(RecordingTask):
+    success_rule = _plain  # forgot @ke.success: on the instance it is a bound method
+
+
+@pytest.mark.parametrize("make", [ke.LearningEnv, ke.DirectRLEnv])
+@pytest.mark.parametrize(
+    ("rule", "got"),
+    [
+        (None, "the plain function _plain()"),  # None: the class attribute above
+        (lambda task: task.survived(), "the plain function <lambda>()"),
+        ("survived", "a str"),
+    ],
+)
+def test_a_success_rule_without_the_decorator_is_refused_when_the_env_is_made(make, rule, got):
+    task = _PlainRuleTask()
+    if rule is not None:
+        task.success_rule = rule
+    with pytest.raises(ValueError) as err:
+        make(task)
+    assert str(err.value).startswith(
+        f"_PlainRuleTask.success_rule must be a rule marked with @ke.success, got {got}; "
+        "put @ke.success above its def"
+    )
+    assert "\n" not in str(err.value)
+    # nothing was bound: the same task runs once its rule is marked
+    task.success_rule = ke.success(_plain)
+    env = make(task)
+    assert env.success_rule.fn is _plain
+    env.close()
