@@ -204,10 +204,11 @@ def run_preview(
     ended: dict[str, int] = {}
     steps = episodes = 0
     stop = "close the window to stop" if max_steps is None else f"{seconds:g} s"
+    gx, gy = env.world.scene.gravity  # a top-down task sets (0, 0) in build(scene)
     print_fn(
         f"previewing {cls.__name__}: {env.timing.physics_hz:.0f} Hz physics, "
         f"{env.timing.decimation} steps/action, {env.timing.control_hz:.0f} Hz control, "
-        f"{actions} actions; {stop}"
+        f"gravity ({gx:g}, {gy:g}) m/s^2, {actions} actions; {stop}"
     )
 
     def grab() -> None:

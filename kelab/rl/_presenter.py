@@ -196,10 +196,11 @@ class Presenter:
             draw_ground_marks(canvas, self._ground.top)
         task.draw(canvas, ids, origins[ids])
         step = int(core.episode_length_buf[0])
+        gx, gy = world.scene.gravity
         canvas.text(
             (8, 6),
             f"{type(task).__name__}   episode time {step * core.timing.step_dt:6.2f} s   "
-            f"step {step}/{core.max_episode_length}",
+            f"step {step}/{core.max_episode_length}   gravity ({gx:g}, {gy:g})",
             PALETTE["text"],
             size=14,
             screen_space=True,
