@@ -429,6 +429,25 @@ def test_a_latest_json_that_cannot_be_read_is_one_warning_and_the_curve_is_drawn
     assert out.read_bytes()[:8] == PNG
 
 
+def test_a_latest_json_that_is_a_fifo_is_not_waited_on(tmp_path):
+    """Reading a named pipe waits for a writer forever: it is passed over with a warning."""
+    run = _write_log(tmp_path / "run", _rows())
+    (run / "latest.json").unlink()
+    os.mkfifo(run / "latest.json")
+    out = tmp_path / "c.png"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kelab", "plot", str(run), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stderr == f"kelab: warning: {run / 'latest.json'} is not a regular file; " + (
+        "the curve is drawn without the run's task, seed and success target\n"
+    )
+    assert out.read_bytes()[:8] == PNG
+
+
 def _drawn_texts(fig) -> list:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.text import Text
