@@ -22,6 +22,9 @@ from kelab.timing.guard import in_fixed_step
 
 __all__ = ["Input", "MOUSE_BUTTONS"]
 
+_NONE: frozenset = frozenset()  # shared by every empty set a step_view holds (the history
+# keeps one view per fixed step)
+
 #: Mouse button names accepted where a button is expected (numbers work too).
 MOUSE_BUTTONS = {"left": 1, "middle": 2, "right": 3}
 
@@ -167,10 +170,9 @@ class Input:
         if in_fixed_step():
             self._read_all = True
         e = self._step
-        edges = tuple(frozenset(x) for x in (e.keys_pressed, e.keys_released))
-        buttons = (frozenset(e.buttons_pressed), frozenset(e.buttons_released))
-        held = (frozenset(self._keys_held), frozenset(self._buttons_held))
-        return held + edges + buttons + (self.mouse_world,)
+        sets = (self._keys_held, self._buttons_held, e.keys_pressed, e.keys_released)
+        sets += (e.buttons_pressed, e.buttons_released)
+        return tuple(frozenset(x) if x else _NONE for x in sets) + (self.mouse_world,)
 
     def set_step_view(self, view: tuple) -> None:
         """Make a `step_view` the current one (pending edges are left alone)."""

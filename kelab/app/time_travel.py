@@ -67,7 +67,7 @@ DEFAULT_HISTORY_S = 60.0
 #: Default `TimeTravel.history_mb`: the most memory the history takes (MB, 2**20 bytes).
 DEFAULT_HISTORY_MB = 512.0
 #: What one logged fixed step (its inputs and digest) counts for against `history_mb`.
-STEP_BYTES = 1024
+STEP_BYTES = 512
 #: Default `TimeTravel.keyframe_every` (fixed steps between keyframes).
 DEFAULT_KEYFRAME_EVERY = 8
 #: The App's World is rebased at least this often (``World.max_log_steps``, physics steps)
@@ -437,13 +437,14 @@ class TimeTravel:
     def _redo(self, n: int) -> bool:
         """Redo recorded step n+1 if the App stands where it stood; whether it does."""
         logged = self._inputs[n]
-        before = self._digest()
-        now = self._digest() if self._replay_drag(logged.drag) else before
+        before = self._digest(self._user_state())
+        ran = self._replay_drag(logged.drag)
+        now = self._digest(self._user_state()) if ran else before
         if now != self._digests[n] and self._changed.get(n) == before:
             key = self._keys[n]  # the change made in code here, redone from its keyframe
             self._restore(key)
             self._replay_drag(logged.drag)
-            now = self._digest()
+            now = self._digest(self._user_state())
         if now != self._digests[n]:
             return False
         self._live_view = self._app.input.step_view()
@@ -704,14 +705,12 @@ class TimeTravel:
             stacklevel=4,  # the user's app.seek(...): App.seek -> TimeTravel.seek -> here
         )
 
-    def _digest(self, user: _UserState | None | bool = True) -> bytes:
+    def _digest(self, user: _UserState | None) -> bytes:
         """The state a fixed step starts from: bodies, controls, the App's state, bindings.
 
-        ``user``: the subclass's state as `_user_state` found it (True: ask it now).
+        ``user``: the subclass's state as `_user_state` found it just now.
         """
         app = self._app
-        if user is True:
-            user = self._user_state()
         h = hashlib.blake2b(digest_size=16)
         w = app.world
         if w is not None:
