@@ -36,6 +36,7 @@ __all__ = [
     "DefaultsHelpFormatter",
     "KelabArgumentParser",
     "KelabUsageError",
+    "at_most",
     "converter",
     "folder_path",
     "positive_float",
@@ -157,15 +158,31 @@ def converter(
     return convert
 
 
-def _int_in(value: object, name: str, low: int, high: int, fix: str, why: str) -> int:
-    """``value`` as an int in ``[low, high]``: ``check_int``'s words, plus the top bound."""
-    number = check_int(value, name, low=low, fix=fix)
-    if number > high:
-        digits = str(number)  # as typed (show() would abbreviate a long one)
+def at_most(value: T, name: str, high: int, why: str, fix: str = "") -> T:
+    """``value`` unless it is an int above ``high``: every integer option's top bound.
+
+    Args:
+        value: A checked value (anything but an int passes).
+        name: The option's name in the message.
+        high: The largest value.
+        why: Why ``high`` is the limit, for the message.
+        fix: What to do instead, appended to the message.
+
+    Raises:
+        ValueError: ``"num-envs must be an int <= 1000000 (more copies than a World
+            holds), got 2000000"``.
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and value > high:
+        digits = str(value)  # as typed (show() would abbreviate a long one)
         seen = digits if len(digits) <= 40 else f"{digits[:12]}...({len(digits)} digits)"
         raise ValueError(f"{name} must be an int <= {high} ({why}), got {seen}" + (
             f"; {fix}" if fix else ""))  # fmt: skip
-    return number
+    return value
+
+
+def _int_in(value: object, name: str, low: int, high: int, fix: str, why: str) -> int:
+    """``value`` as an int in ``[low, high]``: ``check_int``'s words, plus the top bound."""
+    return at_most(check_int(value, name, low=low, fix=fix), name, high, why, fix)
 
 
 def positive_int(

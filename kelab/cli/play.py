@@ -14,11 +14,44 @@ from typing import TextIO
 
 from kelab._files import make_parent
 from kelab.cli.args import NUM_ENVS_MAX, positive_int
+from kelab.cli.config_options import ConfigOptions
 from kelab.cli.progress import EvalProgress
-from kelab.cli.tasks import add_task_subcommand, start_command
+from kelab.cli.tasks import ENV_EXCLUDED, add_task_subcommand, start_command
+from kelab.rl.config import EnvConfig
 from kelab.train.shipped import shipped_policy
 
-__all__ = ["add_play_parsers", "run_eval", "run_play"]
+__all__ = ["EVAL_ENV_OPTIONS", "PLAY_ENV_OPTIONS", "add_play_parsers", "run_eval", "run_play"]
+
+PLAY_ENV_OPTIONS = ConfigOptions(
+    EnvConfig,
+    excluded={
+        **ENV_EXCLUDED,
+        "num_envs": "play runs one copy (a DirectRLEnv)",
+        "seed": "--seed seeds the first episode's reset (the player's), not only the env",
+        "render_mode": "--video draws offscreen (rgb_array), --interactive opens an App, "
+        "else a window (human)",
+        "layout": "the default (isolated): the one copy at full precision",
+        "num_threads": "one copy: one thread",
+        "render_backend": "play draws with pygame (kelab preview --backend gl shows the GL "
+        "renderer)",
+    },
+)
+"""``kelab play``'s env has no option of its own (`EnvConfig`): these are the reasons."""
+
+EVAL_ENV_OPTIONS = ConfigOptions(
+    EnvConfig,
+    excluded={
+        **ENV_EXCLUDED,
+        "seed": "--seed seeds the evaluation episodes (ke.evaluate), not only the env",
+        "render_mode": "eval draws nothing (kelab play --video records episodes)",
+        "render_backend": "eval draws nothing (kelab play --video records episodes)",
+        "layout": "the default (isolated): every copy exact, as a lone copy",
+        "num_threads": "the copies step on one thread (more give the same report)",
+    },
+    defaults={"num_envs": 100},
+    highs={"num_envs": (NUM_ENVS_MAX, "more copies than a World holds")},
+)
+"""``kelab eval``'s option of `EnvConfig`: ``--num-envs`` (default 100 copies)."""
 
 
 def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
@@ -227,7 +260,8 @@ def add_play_parsers(sub: argparse._SubParsersAction) -> None:
     ev = add_task_subcommand(
         sub,
         "eval",
-        "evaluation report of a checkpoint",
+        "evaluation report of a checkpoint (its episodes run in min(--episodes, --num-envs) "
+        "copies at once)",
         run_eval,
         seed=1000,
         seed_help="seed of the evaluation episodes",
@@ -239,11 +273,5 @@ def add_play_parsers(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="episodes judged",
     )
-    ev.add_argument(
-        "--num-envs",
-        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
-        default=100,
-        metavar="N",
-        help="copies run in parallel (at most --episodes)",
-    )
+    EVAL_ENV_OPTIONS.add_to(ev)
     ev.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -23,13 +23,16 @@ import numpy as np
 
 from kelab._files import atomic_write_bytes, make_parent, publish, temp_beside
 from kelab.cli.args import KelabUsageError, positive_float, seed_int
-from kelab.cli.tasks import import_task_class
+from kelab.cli.config_options import ConfigOptions
+from kelab.cli.tasks import ENV_EXCLUDED, import_task_class
+from kelab.rl.config import EnvConfig
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
 
 __all__ = [
     "OUT_SUFFIXES",
+    "PREVIEW_ENV_OPTIONS",
     "add_preview_parser",
     "check_out_path",
     "load_task_class",
@@ -38,6 +41,20 @@ __all__ = [
 
 OUT_SUFFIXES = (".png", ".mp4", ".gif")
 """What ``--out`` can write: the last frame (PNG) or a video of every step."""
+
+PREVIEW_ENV_OPTIONS = ConfigOptions(
+    EnvConfig,
+    names={"render_backend": "backend"},
+    excluded={
+        **ENV_EXCLUDED,
+        "num_envs": "preview shows one copy (a DirectRLEnv)",
+        "seed": "--seed seeds the random actions too, not only the env",
+        "render_mode": "--headless draws offscreen (rgb_array), else a window (human)",
+        "layout": "the default (isolated): the one copy at full precision",
+        "num_threads": "one copy: one thread",
+    },
+)
+"""``kelab preview``'s option of `EnvConfig`: ``--backend`` (``render_backend``)."""
 
 HEADLESS_DEFAULT_S = 5.0
 """Simulated seconds of a headless preview without ``--seconds``."""
@@ -324,11 +341,6 @@ def add_preview_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="draw offscreen, no window or display needed (needs --out: what to keep)",
     )
     p.add_argument("--out", default=None, help="write the last frame (.png) or a video (.mp4/.gif)")
-    p.add_argument(
-        "--backend",
-        choices=("pygame", "gl"),
-        default="pygame",
-        help="renderer: pygame (software drawing) or gl (moderngl, drawn on the GPU)",
-    )
+    PREVIEW_ENV_OPTIONS.add_to(p)
     p.set_defaults(func=_main)
     return p

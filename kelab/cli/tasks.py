@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kelab.rl.task import Task
 
 __all__ = [
+    "ENV_EXCLUDED",
     "Command",
     "add_task_subcommand",
     "import_task_class",
@@ -26,6 +27,15 @@ __all__ = [
     "resolve_task",
     "start_command",
 ]
+
+
+ENV_EXCLUDED = {
+    "timing": "the task's own timing: a policy runs at the timing it was trained at",
+    "env_spacing": "display only: where the copies sit in a view",
+    "copy_offset": "RayLearningEnv sets it for its workers' slices of the copies",
+}
+"""`EnvConfig` fields no subcommand has an option for, and why (the subcommands'
+`~kelab.cli.config_options.ConfigOptions` add their own reasons for the others)."""
 
 
 def resolve_task(spec: str) -> tuple[str | None, str]:

@@ -14,13 +14,49 @@ import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
 from kelab.cli.args import NUM_ENVS_MAX, folder_path, positive_float, positive_int
+from kelab.cli.config_options import ConfigOptions
 from kelab.cli.progress import ProgressBar
-from kelab.cli.tasks import Command, add_task_subcommand, start_command
+from kelab.cli.tasks import ENV_EXCLUDED, Command, add_task_subcommand, start_command
+from kelab.rl.config import EnvConfig
+from kelab.train.config import TrainConfig, training_config_of
 
 if TYPE_CHECKING:
     from kelab.train.curve_process import CurveProcess
 
-__all__ = ["add_train_parser", "import_trainer", "run_train", "summary_line"]
+__all__ = [
+    "TRAIN_ENV_OPTIONS",
+    "TRAIN_OPTIONS",
+    "add_train_parser",
+    "import_trainer",
+    "run_train",
+    "summary_line",
+]
+
+TRAIN_OPTIONS = ConfigOptions(
+    TrainConfig,
+    excluded={
+        "max_iterations": "--iterations gives this run's iterations; the field is its "
+        "default (a task's own setting, not this run's)",
+    },
+    overrides=True,
+    highs={"num_envs": (NUM_ENVS_MAX, "more copies than a World holds")},
+)
+"""``kelab train``'s options for every `TrainConfig` field (``--learning-rate``...): each
+one given replaces the task's training config's value."""
+
+TRAIN_ENV_OPTIONS = ConfigOptions(
+    EnvConfig,
+    excluded={
+        **ENV_EXCLUDED,
+        "num_envs": "--num-envs, TrainConfig's, sets it",
+        "layout": "--layout, TrainConfig's, sets it",
+        "num_threads": "--num-threads, TrainConfig's, sets it",
+        "seed": "--seed seeds PPO too, not only the env",
+        "render_mode": "training draws nothing (kelab play shows the policy)",
+        "render_backend": "training draws nothing (kelab play shows the policy)",
+    },
+)
+"""``kelab train``'s env has no option of its own (`EnvConfig`): these are the reasons."""
 
 
 def import_trainer() -> None:
@@ -97,15 +133,16 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
     out, err, cls = cmd.out, cmd.err, cmd.cls
     import kelab as ke
 
+    config = training_config_of(cls)  # checked before torch loads: a mistake says so at once
+    try:  # the options given on top of the task's training config
+        config = config.replace(**TRAIN_OPTIONS.given(args))
+    except ValueError as error:  # a combination no option could refuse alone
+        print(f"kelab: error: {error}; see kelab train --help", file=err)
+        return 2
     import_trainer()
-    from kelab.train.trainer import RLTrainer, training_config_of
+    from kelab.train.trainer import RLTrainer
 
-    config = training_config_of(cls)
-    if args.num_envs is not None:
-        config = config.replace(num_envs=args.num_envs)
     iterations = config.max_iterations if args.iterations is None else args.iterations
-    if args.stop_at_target is not None:
-        config = config.replace(stop_at_target=args.stop_at_target)
     _sigterm_stops_like_ctrl_c()
     workers = getattr(args, "workers", None)
     address = getattr(args, "ray_address", None)
@@ -117,8 +154,9 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
     if workers is not None:  # the copies in K Ray actors (docs/scale.md)
         import importlib.util
 
-        # a Ray driver does not fork: the evaluations run in this process
-        config = config.replace(eval_process=False)
+        # a Ray driver does not fork: the evaluations run in this process (unless asked)
+        if args.eval_process is None:
+            config = config.replace(eval_process=False)
 
         if importlib.util.find_spec("ray") is None:
             print("kelab: error: --workers needs Ray; pip install 'kelab[ray]'", file=err)
@@ -289,13 +327,6 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
         seed_help="seed of the envs and of PPO",
     )
     train.add_argument(
-        "--num-envs",
-        type=positive_int("num-envs", high=NUM_ENVS_MAX, why="more copies than a World holds"),
-        default=None,
-        metavar="N",
-        help="copies run side by side (default: the task's training config)",
-    )
-    train.add_argument(
         "--iterations",
         type=positive_int("iterations"),
         default=None,
@@ -336,12 +367,10 @@ def add_train_parser(sub: argparse._SubParsersAction) -> None:
         metavar="S",
         help="seconds to wait for Ray to place the workers before giving up (default: 300)",
     )
-    train.add_argument(
-        "--stop-at-target",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="stop once the task's success target is met (by an evaluation of the "
-        "deterministic policy when the config has eval_every, else by the recent training "
-        "episodes); --no-stop-at-target trains all the iterations (default: the task's "
-        "training config)",
+    TRAIN_OPTIONS.add_to(
+        train.add_argument_group(
+            "training config",
+            "Each option given replaces that field of the task's training config (TrainConfig, "
+            "whose fields docs/training.md lists); the others keep the task's values.",
+        )
     )

@@ -2,11 +2,13 @@
 
 `LearningEnv`, `DirectRLEnv` and `RayLearningEnv` take ``config=ke.EnvConfig(...)``:
 copies, seed, timing, rendering, layout and threads, checked once, with one default
-layout (``"isolated"``) everywhere. The older keywords (``dt``,
-``physics_steps_per_action``, ``headless``, ``run_config``...) still work: they are
-folded into the config here (`env_config`), so every environment resolves them in one
-place and in one way. Gymnasium's ``render_mode=`` keyword (what ``gymnasium.make``
-passes) is the config's own field. See docs/rl.md, "Environment config".
+layout (``"isolated"``) everywhere. Each field is declared once with its doc and check
+(`kelab._settings.setting`). The environments also take every field as a keyword, and the
+older ones (``dt``, ``physics_steps_per_action``, ``headless``, ``run_config``): the list
+is declared once too (`EnvKeywords`), and they are folded into the config here
+(`env_config`), so every environment resolves them in one place and in one way.
+Gymnasium's ``render_mode=`` keyword (what ``gymnasium.make`` passes) is the config's own
+field. See docs/rl.md, "Environment config".
 """
 
 from __future__ import annotations
