@@ -180,6 +180,17 @@ def test_a_seek_that_fails_leaves_the_app_exactly_as_it_was(failing: str) -> Non
             app.seek(target)
         assert _whole(app) == before, target
     app.fail_step = False
+    app.seek(40)
+    app.fail_step = failing == "step"
+    before = _whole(app)
+    app.load_failures = int(failing == "load")
+    if failing == "step":  # on from 40, no restore: the World comes back from the undo
+        with pytest.raises(RuntimeError, match="step failed"):
+            app.seek(45)
+        assert _whole(app) == before
+    app.fail_step = False
+    app.load_failures = 0
+    app.seek(100)
     assert _run(app, 30) == _run(twin, 30)  # going on: bit for bit as if no seek was tried
     app.seek(30)
     assert _state(app) == seen[30]  # and the history is intact
@@ -383,6 +394,18 @@ def test_a_seek_that_re_runs_across_a_drag_calls_its_hooks() -> None:
     app.seek(29)
     app.seek(31)
     assert app.calls == [("begin", 10, True)] and _state(app) == seen[31]
+    app.close()
+
+
+@pytest.mark.parametrize("into", [20, 24])  # 24: a keyframe, no step re-run
+def test_a_redo_from_inside_a_replayed_drag_goes_on_with_it(into: int) -> None:
+    app = _app(Grabber)
+    seen = _drag_run(app, 10, 50, 80)
+    app.seek(into)
+    app.calls.clear()
+    again = _run(app, 80 - into)
+    assert app.time_travel.branch == 0 and again == {k: seen[k] for k in again}
+    assert app.calls == [("end", 50, False)]  # the replayed drag's own end
     app.close()
 
 
