@@ -1,8 +1,8 @@
 """Files written atomically: a temp file in the same folder, fsync, rename.
 
-A bottom-layer helper (imports nothing of kelab) for every file a user cares about:
-checkpoints, settings, recordings, exported pictures and videos. A crash at any moment
-leaves either the old file or the new one, never a mix.
+A bottom-layer helper (imports nothing of kelab but `kelab.errors`) for every file a
+user cares about: checkpoints, settings, recordings, exported pictures and videos. A
+crash at any moment leaves either the old file or the new one, never a mix.
 
 No write follows a symbolic link: the temp file is created ``O_CREAT | O_EXCL |
 O_NOFOLLOW`` (a name that exists, a link included, is never opened) and renamed over the
@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
+
+from kelab.errors import UserError
 
 __all__ = [
     "atomic_file",
@@ -53,14 +55,14 @@ def make_parent(path: str | os.PathLike[str], name: str) -> Path:
         ``path`` as a Path.
 
     Raises:
-        ValueError: ``"--out's folder 'x' cannot be created (...); choose a path in a
+        UserError: ``"--out's folder 'x' cannot be created (...); choose a path in a
             writable folder"``.
     """
     out = Path(os.fspath(path))
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ValueError(
+        raise UserError(
             f"{name}'s folder {str(out.parent)!r} cannot be created ({exc.strerror or exc}); "
             "choose a path in a writable folder"
         ) from None

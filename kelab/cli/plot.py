@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TextIO
 
 from kelab._files import make_parent
+from kelab.errors import MissingExtraError, UserError
 
 __all__ = ["add_plot_parser", "run_plot"]
 
@@ -28,15 +29,18 @@ def run_plot(args: argparse.Namespace, out: TextIO | None = None) -> int:
         out: Where the ``wrote ...`` line goes (default: stdout).
 
     Returns:
-        0 (a user error raises ValueError, which ``kelab`` prints as one line, exit 2).
+        0 (a user error raises `kelab.errors.UserError`, which ``kelab`` prints as one
+        line, exit 2).
     """
     from kelab.train.curve import draw_curves, read_run
 
     if importlib.util.find_spec("matplotlib") is None:  # the extra first, as train/export do
-        raise ImportError("kelab plot needs matplotlib (not installed); pip install 'kelab[train]'")
+        raise MissingExtraError(
+            "kelab plot needs matplotlib (not installed); pip install 'kelab[train]'"
+        )
     target = Path(args.out)
     if target.suffix.lower() != ".png":
-        raise ValueError(f"--out must be a .png file, got '{args.out}'; pass a name ending in .png")
+        raise UserError(f"--out must be a .png file, got '{args.out}'; pass a name ending in .png")
     make_parent(target, "--out")  # a missing folder is created, as for every --out
     run_dirs: dict[Path, str] = {}
     for d in args.run_dirs:  # the same run twice is drawn once, with a note
@@ -50,7 +54,7 @@ def run_plot(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         written = draw_curves(target, runs)
     except ImportError as err:
-        raise ImportError(
+        raise MissingExtraError(
             f"kelab plot needs matplotlib ({err}); pip install 'kelab[train]'"
         ) from None
     noun = "run" if len(runs) == 1 else "runs"

@@ -1,7 +1,8 @@
 """The error a task's bad output raises, and how such output is described (bottom of rl/).
 
-Every rl module that checks what a task returned raises :class:`TaskError`; this module
-imports nothing of KELab, so it sits below ``task.py``, ``terminations.py`` and
+Every rl module that checks what a task returned raises :class:`TaskError` (a
+`kelab.errors.UserError`: the task's author must fix it); this module imports nothing of
+KELab but `kelab.errors`, so it sits below ``task.py``, ``terminations.py`` and
 ``success.py`` alike.
 """
 
@@ -9,10 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from kelab.errors import UserError
+
 __all__ = ["TaskError", "describe_array"]
 
 
-class TaskError(ValueError):
+class TaskError(UserError):
     """A task returned something the environment cannot use (a bad shape, NaN, a bad name).
 
     The message names the task method, the offending condition or value, and the copies.

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from kelab._validate import check_int, check_number, check_number_or_none, must
+from kelab.errors import UserError
 
 __all__ = [
     "MAX_DECIMATION",
@@ -186,7 +187,7 @@ class SimulationRunConfig:
                 mode = None
         if not isinstance(mode, RunMode):
             valid = ", ".join(m.name for m in RunMode)
-            raise ValueError(
+            raise UserError(
                 must(
                     "SimulationRunConfig.mode",
                     f"one of {valid}",
@@ -203,13 +204,13 @@ class SimulationRunConfig:
         None -> HEADLESS_FAST, ``"human"`` -> PACED, ``"rgb_array"`` -> OFFSCREEN_FAST.
 
         Raises:
-            ValueError: For any other render mode.
+            UserError: For any other render mode.
         """
         if render_mode is None or isinstance(render_mode, str):
             for mode, mapped in _RENDER_MODE_OF.items():
                 if render_mode == mapped:
                     return cls(mode=mode)
-        raise ValueError(
+        raise UserError(
             must("render_mode", "None, 'rgb_array' or 'human'", render_mode, RENDER_MODE_FIX)
         )
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from kelab.errors import UserError
 from kelab.train._torch import adam_step
 
 __all__ = ["Adam"]
@@ -53,7 +54,7 @@ class Adam:
     def __init__(self, params: Iterable[torch.nn.Parameter], lr: float) -> None:
         params = list(params)
         if not params:
-            raise ValueError("Adam needs at least one parameter, got none; pass the networks'")
+            raise UserError("Adam needs at least one parameter, got none; pass the networks'")
         # torch.optim.Adam's group, key for key (a checkpoint's JSON records it)
         self.param_groups: list[dict[str, Any]] = [
             {
@@ -108,42 +109,42 @@ class Adam:
         """Take a :meth:`state_dict` (this class's or ``torch.optim.Adam``'s), whole or not at all.
 
         Raises:
-            ValueError: When its groups, settings or tensors do not fit these parameters.
+            UserError: When its groups, settings or tensors do not fit these parameters.
         """
         groups = state_dict["param_groups"]
         params = self._params
         if len(groups) != 1 or len(groups[0]["params"]) != len(params):
             sizes = [len(g["params"]) for g in groups]
-            raise ValueError(
+            raise UserError(
                 f"the optimizer state must hold one group of {len(params)} parameters, got "
                 f"groups of {sizes}; load the state of an optimizer over the same networks"
             )
         group = groups[0]
         for key, value in self.param_groups[0].items():
             if key not in ("lr", "params") and group.get(key, value) != value:
-                raise ValueError(
+                raise UserError(
                     f"optimizer setting {key!r} must be {value!r}, got {group[key]!r}; only "
                     "torch's fused-Adam defaults load"
                 )
         lr = group.get("lr")
         if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0.0 <= lr < math.inf:
-            raise ValueError(f"optimizer lr must be a finite number >= 0, got {lr!r}")
+            raise UserError(f"optimizer lr must be a finite number >= 0, got {lr!r}")
         new: dict[torch.nn.Parameter, dict[str, torch.Tensor]] = {}
         for i, entry in state_dict["state"].items():
             if not 0 <= int(i) < len(params):
-                raise ValueError(
+                raise UserError(
                     f"optimizer state index must be in [0, {len(params)}), got {i!r}; load the "
                     "state of an optimizer over the same networks"
                 )
             p = params[int(i)]
             step = torch.as_tensor(entry["step"], dtype=torch.float32)
             if step.numel() != 1:
-                raise ValueError(
+                raise UserError(
                     f"optimizer state {i}.step must be one number, got shape {tuple(step.shape)}"
                 )
             step = step.reshape(())
             if not (bool(torch.isfinite(step)) and step >= 0 and step == step.round()):
-                raise ValueError(
+                raise UserError(
                     f"optimizer state {i}.step must be a whole number >= 0, got {step.item()}; "
                     "the checkpoint is damaged"
                 )
@@ -151,7 +152,7 @@ class Adam:
             for name, t in (("exp_avg", avg), ("exp_avg_sq", sq)):
                 if not torch.is_tensor(t) or t.shape != p.shape:
                     shape = tuple(t.shape) if torch.is_tensor(t) else type(t).__name__
-                    raise ValueError(
+                    raise UserError(
                         f"optimizer state {i}.{name} must have its parameter's shape "
                         f"{tuple(p.shape)}, got {shape}"
                     )
@@ -160,7 +161,7 @@ class Adam:
                 if not bool(torch.isfinite(t).all()) or (
                     name == "exp_avg_sq" and bool((t < 0).any())
                 ):
-                    raise ValueError(
+                    raise UserError(
                         f"optimizer state {i}.{name} must be finite"
                         + (" and >= 0" if name == "exp_avg_sq" else "")
                         + "; the checkpoint is damaged"
@@ -173,7 +174,7 @@ class Adam:
         if new and len(new) != len(params):
             position = {id(p): k for k, p in enumerate(params)}
             indices = sorted(position[id(p)] for p in new)
-            raise ValueError(
+            raise UserError(
                 f"optimizer state must cover every parameter or none, got {indices} of "
                 f"{len(params)}; load the state of an optimizer over the same networks"
             )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from kelab.errors import UserError
 from kelab.train.config import ALGORITHMS
 
 if TYPE_CHECKING:
@@ -105,10 +106,10 @@ def build_algorithm(
     """Build algorithm ``name`` of :data:`~kelab.train.config.ALGORITHMS` as ``config`` says.
 
     Raises:
-        ValueError: For a name the registry does not hold (listing those it does).
+        UserError: For a name the registry does not hold (listing those it does).
     """
     if name not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {name!r}; known algorithms: {sorted(ALGORITHMS)}")
+        raise UserError(f"unknown algorithm {name!r}; known algorithms: {sorted(ALGORITHMS)}")
     module, _, builder = ALGORITHMS[name].partition(":")
     build = getattr(importlib.import_module(module), builder)
     return build(config, obs_dim, act_dim, num_envs, device)

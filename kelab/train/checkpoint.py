@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from kelab._files import atomic_write_bytes
 from kelab._validate import is_int, must
+from kelab.errors import UserError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,7 +84,7 @@ _DTYPE_NAMES = {
 }  # fmt: skip
 
 
-class CheckpointError(ValueError):
+class CheckpointError(UserError):
     """A checkpoint file is missing, damaged, changed, or not a KELab checkpoint."""
 
 
@@ -179,7 +180,7 @@ def save_checkpoint(
     from safetensors.torch import save as st_save
 
     if not _NAME.match(name):
-        raise ValueError(f"checkpoint name must be letters, digits, '_', '.', '-', got {name!r}")
+        raise UserError(f"checkpoint name must be letters, digits, '_', '.', '-', got {name!r}")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     flat = {k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}
@@ -629,7 +630,7 @@ def load_checkpoint(spec: str | os.PathLike[str], *, arrays: str = "torch") -> C
     elif arrays == "torch":
         from safetensors.torch import load as st_load
     else:
-        raise ValueError(must("load_checkpoint arrays", "'torch' or 'numpy'", arrays))
+        raise UserError(must("load_checkpoint arrays", "'torch' or 'numpy'", arrays))
 
     path = resolve_spec(spec)
     meta = _read_json(path)

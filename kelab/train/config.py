@@ -16,6 +16,7 @@ from typing import Any
 
 from kelab._settings import check_settings, setting
 from kelab._validate import LAYOUTS, check_bool, check_int, check_layout, check_number, must
+from kelab.errors import UserError
 from kelab.rl.config import DEFAULT_LAYOUT
 
 __all__ = ["ACTIVATIONS", "ALGORITHMS", "SCHEDULES", "TrainConfig", "training_config_of"]
@@ -76,7 +77,7 @@ def _widths(value: object, name: str) -> tuple[int, ...]:
     except (TypeError, ValueError):  # not a tuple, or a bad width
         widths = ()
     if not isinstance(value, tuple) or not widths:
-        raise ValueError(must(name, "a non-empty tuple of layer widths in [1, 4096]", value))
+        raise UserError(must(name, "a non-empty tuple of layer widths in [1, 4096]", value))
     return widths
 
 
@@ -235,14 +236,14 @@ class TrainConfig:
         for name, value in check_settings(values, TrainConfig, "TrainConfig.").items():
             self._set(name, value)
         if self.learning_rate > self.max_learning_rate:
-            raise ValueError(
+            raise UserError(
                 f"TrainConfig.learning_rate must be <= max_learning_rate="
                 f"{self.max_learning_rate}, got {self.learning_rate}; lower it or raise "
                 "max_learning_rate"
             )
         batch = self.num_envs * self.num_steps_per_env
         if batch < self.num_mini_batches:
-            raise ValueError(
+            raise UserError(
                 f"TrainConfig: a rollout of num_envs * num_steps_per_env = {batch} transitions "
                 f"cannot be split into num_mini_batches={self.num_mini_batches}; collect more "
                 "steps or use fewer mini-batches"
@@ -268,14 +269,14 @@ class TrainConfig:
         """Build a config from :meth:`to_dict` output (unknown keys are an error).
 
         Raises:
-            ValueError: For a non-dict, an unknown key, or an invalid value.
+            UserError: For a non-dict, an unknown key, or an invalid value.
         """
         if not isinstance(data, dict):
-            raise ValueError(f"a training config must be a JSON object, got {type(data).__name__}")
+            raise UserError(f"a training config must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"unknown training config keys {unknown}; known keys: {sorted(known)}")
+            raise UserError(f"unknown training config keys {unknown}; known keys: {sorted(known)}")
         return cls(**data)
 
 
@@ -287,7 +288,7 @@ def training_config_of(task_type: type) -> TrainConfig:
     ``TrainConfig`` (a user's task may import train).
 
     Raises:
-        ValueError: For anything else, an unknown field or a bad value, naming the task.
+        UserError: For anything else, an unknown field or a bad value, naming the task.
 
     Example:
         >>> class Task:
@@ -302,11 +303,11 @@ def training_config_of(task_type: type) -> TrainConfig:
     if isinstance(config, TrainConfig):
         return config
     if not isinstance(config, Mapping):
-        raise ValueError(
+        raise UserError(
             f"{name} must be a mapping of TrainConfig fields (or a kelab.train.TrainConfig), "
             f"got {config!r}; write it as a dict, e.g. {{'num_envs': 64}}"
         )
     try:
         return TrainConfig.from_dict(dict(config))
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{name}: {err}") from None
+        raise UserError(f"{name}: {err}") from None

@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab.errors import UserError
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -194,7 +196,7 @@ def curve_figure(runs: Sequence[RunCurve], title: str | None = None) -> Figure:
         The figure, ready to save (``FigureCanvasAgg(fig).print_png(...)``).
     """
     if not runs:
-        raise ValueError("runs must hold at least one RunCurve, got none; pass a run")
+        raise UserError("runs must hold at least one RunCurve, got none; pass a run")
     runs = list(runs)
     from matplotlib.figure import Figure
     from matplotlib.ticker import EngFormatter
@@ -352,22 +354,22 @@ def _run_meta(run_dir: Path) -> tuple[dict[str, Any], str | None]:
                 raise ValueError("is not a regular file")
             size = info.st_size
             if size > _MAX_JSON_BYTES:
-                raise ValueError(
+                raise UserError(
                     f"is {size} bytes, more than a checkpoint's JSON can be ({_MAX_JSON_BYTES})"
                 )
             with path.open("rb") as fh:
                 raw = fh.read(_MAX_JSON_BYTES + 1)  # bounded: it may grow after stat
             if len(raw) > _MAX_JSON_BYTES:
-                raise ValueError(f"grew past {_MAX_JSON_BYTES} bytes while being read")
+                raise UserError(f"grew past {_MAX_JSON_BYTES} bytes while being read")
             try:
                 loaded = json.loads(raw.decode("utf-8"))
             except RecursionError:
-                raise ValueError("is not valid JSON (nested deeper than the parser's "
+                raise UserError("is not valid JSON (nested deeper than the parser's "
                                  "recursion limit)") from None  # fmt: skip
             except ValueError as err:
-                raise ValueError(f"is not valid JSON ({err})") from None
+                raise UserError(f"is not valid JSON ({err})") from None
             if not isinstance(loaded, dict):
-                raise ValueError(f"must hold a JSON object, got a {type(loaded).__name__}")
+                raise UserError(f"must hold a JSON object, got a {type(loaded).__name__}")
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as err:
@@ -496,7 +498,7 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
         The run's curves.
 
     Raises:
-        ValueError: A missing directory or log, or a log that is truncated or corrupt (the
+        UserError: A missing directory or log, or a log that is truncated or corrupt (the
             message names the file and line).
 
     Warns:
@@ -507,13 +509,13 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
     d = Path(run_dir)
     if not d.is_dir():
         what = "a file" if d.exists() else "no such directory"
-        raise ValueError(
+        raise UserError(
             f"RUN_DIR must be a run directory, got '{d}' ({what}); pass the --run-dir of a "
             "kelab train run"
         )
     path = d / "metrics.csv"
     if not path.is_file():
-        raise ValueError(
+        raise UserError(
             f"RUN_DIR must hold a metrics.csv, got '{d}' (none there); pass the --run-dir of "
             "a kelab train run that logged at least one iteration"
         )
@@ -567,7 +569,7 @@ def _lines(path: Path) -> Iterator[str]:
             except UnicodeDecodeError as err:
                 line = number + complete.count(b"\n", 0, err.start) + 1
                 column = err.start - complete.rfind(b"\n", 0, err.start)
-                raise ValueError(
+                raise UserError(
                     f"{path} line {line} must be UTF-8 text, got byte "
                     f"{complete[err.start]:#04x} at column {column}; {_FIX}"
                 ) from None
@@ -579,14 +581,14 @@ def _lines(path: Path) -> Iterator[str]:
             yield from lines
             number += len(lines)
     if rest:
-        raise ValueError(
+        raise UserError(
             f"{path} line {number + 1} must end with a newline, got a row cut short "
             f"({_shown(rest.decode('utf-8', 'replace'))}); {_FIX}"
         )
 
 
 def _too_long(path: Path, line: int, raw: bytes) -> None:
-    raise ValueError(
+    raise UserError(
         f"{path} line {line} must be at most {_MAX_LINE_BYTES} bytes, got a longer one "
         f"({_shown(raw[:60].decode('utf-8', 'replace'))}); {_FIX}"
     )
@@ -604,7 +606,7 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
     try:
         header = next(reader, [])
         if "env_steps" not in header or "mean_return" not in header:
-            raise ValueError(
+            raise UserError(
                 f"{path} must start with a header naming env_steps and mean_return, got "
                 f"{_shown(','.join(header))}; {_FIX}"
             )
@@ -620,7 +622,7 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
         count = 0
         for fields in reader:
             if len(fields) != width:
-                raise ValueError(
+                raise UserError(
                     f"{path} line {reader.line_num} must hold {width} values like its header, "
                     f"got {len(fields)} ({_shown(','.join(fields))}); {_FIX}"
                 )
@@ -637,7 +639,7 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
                 for name, text in zip(_COLUMNS, texts, strict=True):
                     _value(path, reader.line_num, name, text)  # raises, naming the value
             if values[steps] is empty:
-                raise ValueError(
+                raise UserError(
                     f"{path} line {reader.line_num} must have env_steps, got none; {_FIX}"
                 )
             count += 1
@@ -649,9 +651,9 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
             if values[judged_at] is not empty and values[rated] is not empty:
                 evals.add((steps_at.get(int(values[judged_at]), values[steps]), values[rated]))
     except csv.Error as err:
-        raise ValueError(f"{path} line {reader.line_num} must be CSV, got {err}; {_FIX}") from None
+        raise UserError(f"{path} line {reader.line_num} must be CSV, got {err}; {_FIX}") from None
     if not count:
-        raise ValueError(
+        raise UserError(
             f"{path} must hold at least one iteration's row, got only the header; plot the "
             "run once it has logged an iteration"
         )
@@ -666,7 +668,7 @@ def _value(path: Path, line: int, name: str, text: str) -> float | None:
     except ValueError:
         value = math.nan
     if not math.isfinite(value):
-        raise ValueError(f"{path} line {line}: {name} must be a number, got {_shown(text)}; {_FIX}")
+        raise UserError(f"{path} line {line}: {name} must be a number, got {_shown(text)}; {_FIX}")
     return value
 
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from kelab.errors import UserError
+
 __all__ = ["RecentEpisodes", "finite_or_none"]
 
 
@@ -83,7 +85,7 @@ class RecentEpisodes:
         try:
             returns, successes, total = _parse(saved)
         except (TypeError, ValueError, OverflowError, AttributeError):
-            raise ValueError(
+            raise UserError(
                 "'recent_episodes' must be {'returns': [finite numbers or null], "
                 "'successes': [bools, no more than returns] or null, 'total': an int "
                 f"from len(returns) to 2**53}}, got {reprlib.repr(saved)}"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from kelab._files import atomic_write_bytes, make_parent
+from kelab.errors import MissingExtraError, UserError
 
 if TYPE_CHECKING:
     import onnx
@@ -45,7 +46,7 @@ def _require_onnx() -> None:
     import importlib.util
 
     if importlib.util.find_spec("onnx") is None:
-        raise ImportError(f"onnx not installed; {INSTALL_HINT}")
+        raise MissingExtraError(f"onnx not installed; {INSTALL_HINT}")
 
 
 def policy_graph(actor: NumpyActor, metadata: dict[str, str]) -> onnx.ModelProto:
@@ -119,11 +120,11 @@ def policy_graph(actor: NumpyActor, metadata: dict[str, str]) -> onnx.ModelProto
 def _check_out(out: str | os.PathLike[str]) -> Path:
     path = Path(os.fspath(out))
     if path.suffix.lower() != ".onnx":
-        raise ValueError(
+        raise UserError(
             f"--out must be a file ending in .onnx, got {str(path)!r}; e.g. policy.onnx"
         )
     if path.is_dir():
-        raise ValueError(f"--out must be a file, got the folder {str(path)!r}; add a file name")
+        raise UserError(f"--out must be a file, got the folder {str(path)!r}; add a file name")
     return make_parent(path, "--out")  # a missing folder is created, as play --video does
 
 
@@ -144,8 +145,8 @@ def export_onnx(
         The path written.
 
     Raises:
-        ImportError: Without the export extra (onnx).
-        ValueError: For a bad ``out``, an unknown task, a task without a shipped policy,
+        MissingExtraError: Without the export extra (onnx); an ImportError too.
+        UserError: For a bad ``out``, an unknown task, a task without a shipped policy,
             or a checkpoint that does not fit the task (CheckpointError).
 
     Example:
@@ -169,7 +170,7 @@ def export_onnx(
             class_path = f"{cls.__module__}:{cls.__qualname__}"
         shipped = shipped_policy(class_path)
         if shipped is None:
-            raise ValueError(
+            raise UserError(
                 f"KELab ships no policy for {class_path}; pass a checkpoint of yours "
                 "(--checkpoint RUN_DIR:best)"
             )

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import importlib.util
 
+from kelab.errors import MissingExtraError
+
 __all__ = ["INSTALL_HINT", "missing_training_packages", "require_training_extra"]
 
 INSTALL_HINT = (
@@ -33,7 +35,12 @@ def missing_training_packages() -> list[str]:
 
 
 def require_training_extra() -> None:
-    """Raise ImportError with the one-line install hint when a package is missing."""
+    """Say in one line how to install the train extra when a package of it is missing.
+
+    Raises:
+        MissingExtraError: A `kelab.errors.UserError` and an ImportError, naming the
+            missing packages and :data:`INSTALL_HINT`.
+    """
     missing = missing_training_packages()
     if missing:
-        raise ImportError(f"{', '.join(missing)} not installed; {INSTALL_HINT}")
+        raise MissingExtraError(f"{', '.join(missing)} not installed; {INSTALL_HINT}")

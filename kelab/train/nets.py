@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from kelab.errors import UserError
 from kelab.train.activations import ELU
 
 __all__ = ["ACTIVATIONS", "GaussianStd", "Normalizer", "PolicyNet"]
@@ -108,7 +109,7 @@ class PolicyNet(nn.Module):
         init_std: The action noise's starting std (None: no noise, a critic).
 
     Raises:
-        ValueError: For an unknown activation or no hidden layer.
+        UserError: For an unknown activation or no hidden layer.
     """
 
     def __init__(
@@ -122,12 +123,12 @@ class PolicyNet(nn.Module):
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
-            raise ValueError(
+            raise UserError(
                 f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}; "
                 "pick one of those"
             )
         if not hidden_dims:
-            raise ValueError("hidden_dims must name at least one layer, got (); give e.g. (64, 64)")
+            raise UserError("hidden_dims must name at least one layer, got (); give e.g. (64, 64)")
         self.obs_dim = int(obs_dim)
         self.obs_normalization = bool(obs_normalization)
         # registered in rsl-rl's order (normaliser, distribution, mlp): the same state_dict

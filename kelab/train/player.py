@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_int, check_seed, must
+from kelab.errors import UserError
 from kelab.train.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from kelab.train.numpy_actor import NumpyActor
 
@@ -52,7 +53,7 @@ def _named_task(task: str | type[Task] | Task) -> Task:
         from kelab.tasks.registry import resolve_task, task_class
 
         return task_class(resolve_task(task)[1])()
-    raise ValueError(
+    raise UserError(
         must(
             "RLPlayer task",
             "a built-in id ('CartPole-v0'), 'module:TaskClass', a ke.Task subclass or a ke.Task",
@@ -104,7 +105,7 @@ def _require_direct_env(env: object) -> None:
 
     if isinstance(env, DirectRLEnv) or isinstance(getattr(env, "unwrapped", None), DirectRLEnv):
         return  # a DirectRLEnv, or gymnasium wrappers around one (gym.make("kelab/..."))
-    raise ValueError(
+    raise UserError(
         f"RLPlayer env must be a DirectRLEnv (or gym.make('kelab/...'), wrapped or not), got "
         f"{type(env).__name__}; use "
         "ke.evaluate(env, player.policy, ...) for a LearningEnv (make the player "
@@ -135,7 +136,7 @@ class RLPlayer:
             must match it.
 
     Raises:
-        ValueError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
+        UserError: When the checkpoint's ``observation_dim`` / ``action_dim`` differ from
             the env's (naming both), ``env`` is not a DirectRLEnv, ``checkpoint`` names the
             ``.safetensors`` weights file instead of the checkpoint's ``.json``, the
             checkpoint cannot be loaded (CheckpointError), ``seed`` is not an int >= 0, or
@@ -153,7 +154,7 @@ class RLPlayer:
     ) -> None:
         self.seed = check_seed(seed)
         if env is not None and task is not None:
-            raise ValueError(
+            raise UserError(
                 "RLPlayer takes the task of the env it plays: pass env= or task=, not both"
             )
         if env is not None:
@@ -198,7 +199,7 @@ class RLPlayer:
         """Refuse an env whose task does not fit the checkpoint.
 
         Raises:
-            ValueError: When the observation or action sizes differ (naming both sides).
+            UserError: When the observation or action sizes differ (naming both sides).
         """
         base = getattr(env, "unwrapped", env)
         space = getattr(base, "single_observation_space", None) or base.observation_space
@@ -225,7 +226,7 @@ class RLPlayer:
                 if isinstance(task_meta, dict)
                 else None
             )
-            raise ValueError(
+            raise UserError(
                 f"checkpoint {self.checkpoint.path}{f' (trained on {trained})' if trained else ''} "
                 f"has observation_dim={self.observation_dim}, "
                 f"action_dim={self.action_dim}, but the env's task {type(task).__name__} "
@@ -265,7 +266,7 @@ class RLPlayer:
 
         Raises:
             CheckpointError: When no task was named and the checkpoint's is not built in.
-            ValueError: When the task does not fit the checkpoint (see :meth:`check_env`).
+            UserError: When the task does not fit the checkpoint (see :meth:`check_env`).
         """
         from kelab.rl.direct import DirectRLEnv
         from kelab.timing.config import SimulationTimingConfig
@@ -325,10 +326,10 @@ class RLPlayer:
             "video"}`` (``successes`` holds None without a success rule).
 
         Raises:
-            ValueError: For a bad ``episodes`` or ``seed``, or ``video`` without ``rgb_array``.
+            UserError: For a bad ``episodes`` or ``seed``, or ``video`` without ``rgb_array``.
         """
         if episodes is None and not interactive:
-            raise ValueError(
+            raise UserError(
                 "episodes=None (play until the window is closed) needs interactive=True; "
                 "give a number of episodes"
             )
@@ -340,7 +341,7 @@ class RLPlayer:
         env = self.env
         base = env.unwrapped  # the DirectRLEnv inside any gymnasium wrappers
         if video is not None and env.render_mode != "rgb_array":
-            raise ValueError(
+            raise UserError(
                 f"video= needs render_mode='rgb_array' (frames drawn offscreen), got "
                 f"render_mode={env.render_mode!r}; create RLPlayer(..., render_mode='rgb_array')"
             )

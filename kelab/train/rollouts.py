@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from kelab.errors import UserError
 from kelab.train.algorithm import Algorithm, Overlappable, build_algorithm
 from kelab.train.learner import OverlappedUpdates
 
@@ -78,7 +79,7 @@ class Rollouts:
         if not config.overlap_rollout:
             return
         if not isinstance(alg, Overlappable):
-            raise ValueError(
+            raise UserError(
                 f"TrainConfig.overlap_rollout needs an algorithm with a shared rollout "
                 f"storage (kelab.train.algorithm.Overlappable), got {name!r}; set "
                 "overlap_rollout=False"

@@ -18,6 +18,8 @@ import time as _time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kelab.errors import UserError
+
 try:  # POSIX: the claim is an OS lock
     import fcntl
 except ImportError:  # Windows
@@ -84,7 +86,7 @@ def claim_run_dir(
         ``(path, claim)``: release the claim when the trainer closes.
 
     Raises:
-        ValueError: When ``run_dir`` is empty or a file, when another trainer holds it,
+        UserError: When ``run_dir`` is empty or a file, when another trainer holds it,
             when it already holds a run that is not being resumed, or when the resumed
             checkpoint is older than that run's ``latest`` (which it would overwrite).
     """
@@ -119,7 +121,7 @@ def _refuse_links(path: Path) -> None:
     renamed into place), so a link there would only fail later, or hide a run's file.
 
     Raises:
-        ValueError: Naming the link and where it points.
+        UserError: Naming the link and where it points.
     """
     try:
         names = os.listdir(path)
@@ -128,7 +130,7 @@ def _refuse_links(path: Path) -> None:
     links = [n for n in sorted(names) if _written_by_trainer(n) and os.path.islink(path / n)]
     if links:
         shown = ", ".join(f"{n} -> {os.readlink(path / n)}" for n in links[:3])
-        raise ValueError(
+        raise UserError(
             f"run_dir {str(path)!r} has a symbolic link where the trainer writes ({shown}"
             f"{', ...' if len(links) > 3 else ''}); the trainer never writes through a "
             "link: remove it, or choose a new run_dir"
@@ -150,14 +152,14 @@ def _run_dir_path(run_dir: str | os.PathLike[str]) -> Path:
     """``run_dir`` as a Path, refused when empty (the current folder) or a file."""
     text = os.fspath(run_dir)
     if not str(text).strip():
-        raise ValueError(
+        raise UserError(
             f"run_dir must be a folder path, got {text!r}; name a folder (e.g. runs/my-run), "
             "or give None for runs/<TaskClass>/<UTC time> (an empty path would train into "
             "the current folder)"
         )
     path = Path(text)
     if path.exists() and not path.is_dir():
-        raise ValueError(
+        raise UserError(
             f"run_dir must be a folder, got the file {str(path)!r}; name a new folder (or "
             "the run being resumed) instead of a file"
         )
@@ -178,17 +180,17 @@ def _check_run_dir(
         if latest is None or int(resume.meta.get("iteration", 0)) >= latest:
             remove_stale_temps(path)
             return  # continuing this run from its latest state
-        raise ValueError(
+        raise UserError(
             f"cannot resume {resume.path} in place: run_dir {str(path)!r} has a later "
             f"latest (iteration {latest}) that this run would overwrite; resume "
             f"'{path}:latest', or resume this checkpoint into a new run_dir"
         )
     if not (path / "latest.json").exists():  # a run that ended before its first save
-        raise ValueError(
+        raise UserError(
             f"run_dir {str(path)!r} already holds the start of a run that saved no "
             f"checkpoint ({', '.join(held)}); choose a new run_dir, or delete this one"
         )
-    raise ValueError(
+    raise UserError(
         f"run_dir {str(path)!r} already holds a run ({', '.join(held)}); continue it with "
         f"resume='{path}:latest' (kelab train {cli_task} --resume {path}:latest --run-dir "
         f"{path}), or choose a new run_dir (or delete this one)"
@@ -239,7 +241,7 @@ class RunDirClaim:
     does not exist (Windows) the claim is the file alone and nothing is refused.
 
     Raises:
-        ValueError: When another trainer holds the run directory (naming its claim).
+        UserError: When another trainer holds the run directory (naming its claim).
     """
 
     def __init__(self, path: Path, stamp: bool = True) -> None:
@@ -258,7 +260,7 @@ class RunDirClaim:
                 if os.path.islink(self.path)
                 else "cannot be opened for writing"
             )
-            raise ValueError(
+            raise UserError(
                 f"run_dir {str(path)!r} cannot be claimed: its {_CLAIM} {what} "
                 f"({err.strerror or err}); choose a run_dir this user can write, with no "
                 "link in it"
@@ -268,7 +270,7 @@ class RunDirClaim:
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
-                    raise ValueError(
+                    raise UserError(
                         f"run_dir {str(path)!r} is in use by a trainer that is still running "
                         f"({_read_claim(fd)}, per {self.path.name}); wait for it to end or "
                         "stop it, or choose a new run_dir"

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kelab._validate import check_int, check_number, check_seed
+from kelab.errors import UserError
 from kelab.rl.evaluation import episode_quotas
 
 if TYPE_CHECKING:
@@ -95,10 +96,10 @@ def require_success_rule(task_type: type[Task], user: str) -> None:
     """Refuse a task class without a success rule, naming ``user`` (what needs one).
 
     Raises:
-        ValueError: When ``task_type.success_rule`` is None.
+        UserError: When ``task_type.success_rule`` is None.
     """
     if getattr(task_type, "success_rule", None) is None:
-        raise ValueError(
+        raise UserError(
             f"{user} needs a task with a success rule; {task_type.__name__} has none (set "
             "success_rule on the task class)"
         )
@@ -119,7 +120,7 @@ class TargetCheck:
             trainer judges in the layout it trains in (``TrainConfig.layout``).
 
     Raises:
-        ValueError: For a task without a success rule or a bad number.
+        UserError: For a task without a success rule or a bad number.
     """
 
     def __init__(

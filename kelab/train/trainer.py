@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab._validate import check_int, check_seed
-from kelab.train.extra import require_training_extra
+from kelab.errors import UserError
 from kelab.train._malloc import heap_reuse
+from kelab.train.extra import require_training_extra
 
 require_training_extra()
 
@@ -113,7 +114,7 @@ class RLTrainer:
             weights and waiting for verdicts).
 
     Raises:
-        ValueError: For an unknown algorithm (listing the known ones), a device other than
+        UserError: For an unknown algorithm (listing the known ones), a device other than
             "cpu", an env that is not a LearningEnv, a ``run_dir`` holding another run, a
             policy-only resume checkpoint, or a resume checkpoint whose
             ``observation_dim`` / ``action_dim`` differ from the env's (naming both).
@@ -137,26 +138,26 @@ class RLTrainer:
         from kelab.rl.ray_env import RayLearningEnv  # imports ray only when one is made
 
         if algorithm not in ALGORITHMS:
-            raise ValueError(
+            raise UserError(
                 f"unknown algorithm {algorithm!r}; known algorithms: {sorted(ALGORITHMS)}"
             )
         if device != "cpu":
-            raise ValueError(
+            raise UserError(
                 f"device must be 'cpu' (KELab simulates on the CPU and trains there), got "
                 f"{device!r}"
             )
         if not isinstance(env, (LearningEnv, RayLearningEnv)):
-            raise ValueError(
+            raise UserError(
                 "RLTrainer needs a ke.LearningEnv or ke.RayLearningEnv (many copies in "
                 f"lockstep), got {env!r}"
             )
         seed = check_seed(seed)
         if seed > 2**64 - 1:  # before the run dir is claimed: torch takes 64-bit seeds
-            raise ValueError(
+            raise UserError(
                 f"seed must be an int <= {2**64 - 1} (torch's seeds are 64-bit), got {seed}"
             )
         if config is not None and not isinstance(config, TrainConfig):
-            raise ValueError(f"config must be a kelab.train.TrainConfig or None, got {config!r}")
+            raise UserError(f"config must be a kelab.train.TrainConfig or None, got {config!r}")
         self.env = env
         self.task = env.task
         self.algorithm = algorithm
@@ -173,7 +174,7 @@ class RLTrainer:
             checkpoint = load_checkpoint(resume)
             self._check_dims(checkpoint, "resume")
             if checkpoint.meta.get("optimizer") is None:
-                raise ValueError(
+                raise UserError(
                     f"cannot resume from {checkpoint.path}: it holds no optimizer state (a "
                     "policy-only checkpoint, e.g. a shipped one); train from scratch or "
                     "resume from a run's RUN_DIR:latest"
@@ -257,7 +258,7 @@ class RLTrainer:
     # ------------------------------------------------------------------ checkpoints
     def _check_dims(self, checkpoint: Checkpoint, what: str) -> None:
         if checkpoint.observation_dim != self.obs_dim or checkpoint.action_dim != self.act_dim:
-            raise ValueError(
+            raise UserError(
                 f"cannot {what} from {checkpoint.path}: the checkpoint has observation_dim="
                 f"{checkpoint.observation_dim}, action_dim={checkpoint.action_dim}, but the "
                 f"env's task {type(self.task).__name__} has observation_dim={self.obs_dim}, "

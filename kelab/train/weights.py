@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from kelab.errors import UserError
 from kelab.train.checkpoint import CheckpointError
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ def load_optimizer_state(
                 f"optimizer scalars must be a JSON object, got {type(scalars).__name__}"
             )
         if meta.get("type") != type(optimizer).__name__:
-            raise ValueError(f"optimizer type {meta.get('type')!r} != {type(optimizer).__name__}")
+            raise UserError(f"optimizer type {meta.get('type')!r} != {type(optimizer).__name__}")
         groups = []
         for group in meta["param_groups"]:
             g = dict(group)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
+from kelab.errors import UserError
 from kelab.sim.physics._compile import Layout
 from kelab.sim.scene.scene import Scene
 
@@ -42,11 +43,11 @@ CONTACT_BYTES = 166_000
 CELL_BYTES = 32
 
 
-class WorldMemoryError(ValueError, MemoryError):
+class WorldMemoryError(UserError, MemoryError):
     """A World that would not fit in the memory this process may use.
 
-    Raised before anything per copy is allocated; both a ``ValueError`` (a bad
-    ``num_envs``) and a ``MemoryError``.
+    Raised before anything per copy is allocated; both a `kelab.errors.UserError` (a
+    ``ValueError``: a bad ``num_envs``) and a ``MemoryError``.
     """
 
 

@@ -13,6 +13,7 @@ import dataclasses
 import math
 from typing import Any
 
+from kelab.errors import UserError
 from kelab.sim.scene.collision import CollisionFilter
 from kelab.sim.scene.fields import short_repr
 from kelab.sim.scene.instances import (
@@ -83,7 +84,7 @@ def encode(value: Any) -> Any:
         return [encode(v) for v in value]
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"cannot serialise non-finite number {value!r} in a scene")
+            raise UserError(f"cannot serialise non-finite number {value!r} in a scene")
         return value + 0.0
     if value is None or isinstance(value, (bool, int, str)):
         return value
@@ -94,13 +95,13 @@ def check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
     """Refuse a dict whose keys are not exactly ``keys``, naming the first difference."""
     missing = [k for k in keys if k not in data]
     if missing:
-        raise ValueError(
+        raise UserError(
             f"{owner}: {where} must have the key {missing[0]!r} (missing: {short_repr(missing)}); "
             "pass the unedited output of Scene.to_dict()"
         )
     extra = [k for k in data if k not in keys]
     if extra:
-        raise ValueError(
+        raise UserError(
             f"{owner}: {where} has the unknown key {short_repr(extra[0])}; its keys must be "
             f"{keys}, so remove it"
         )
@@ -109,7 +110,7 @@ def check_keys(owner: str, where: str, data: dict, keys: list[str]) -> None:
 def decode(value: Any, where: str, depth: int) -> Any:
     """Turn JSON data back into scene objects; ``where`` names the place for errors."""
     if depth > MAX_DEPTH:
-        raise ValueError(
+        raise UserError(
             f"Scene.from_dict: {where} must be nested at most {MAX_DEPTH} levels deep, got "
             "deeper data; this is not the output of Scene.to_dict()"
         )
@@ -117,7 +118,7 @@ def decode(value: Any, where: str, depth: int) -> Any:
         name = value.get("type")
         cls = _CLASSES.get(name) if isinstance(name, str) else None
         if cls is None:
-            raise ValueError(
+            raise UserError(
                 f"Scene.from_dict: {where}: unknown type {short_repr(name)}; type must be one of "
                 f"{sorted(_CLASSES)}, so pass the output of Scene.to_dict()"
             )
@@ -130,20 +131,20 @@ def decode(value: Any, where: str, depth: int) -> Any:
         try:
             return cls(**kwargs)
         except ValueError as exc:
-            raise ValueError(f"Scene.from_dict: {where}: {exc}") from None
+            raise UserError(f"Scene.from_dict: {where}: {exc}") from None
         except (TypeError, ArithmeticError) as exc:  # defence in depth
-            raise ValueError(f"Scene.from_dict: {where} ({name}) is invalid: {exc}") from None
+            raise UserError(f"Scene.from_dict: {where} ({name}) is invalid: {exc}") from None
     if isinstance(value, (list, tuple)):
         return tuple(decode(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(value))
     if value is None or isinstance(value, (bool, str, float)):
         return value
     if isinstance(value, int):
         if abs(value) > _MAX_INT:
-            raise ValueError(
+            raise UserError(
                 f"Scene.from_dict: {where} must be an int within ±2**53, got {short_repr(value)}"
             )
         return value
-    raise ValueError(
+    raise UserError(
         f"Scene.from_dict: {where} must be JSON data (dict, list, str, number, bool or "
         f"None), got a {type(value).__name__}"
     )

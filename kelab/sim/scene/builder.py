@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from kelab._validate import check_bool, check_choice, must
+from kelab.errors import UserError
 from kelab.sim.scene.fields import check_path, field_number, field_positive, field_vec2
 from kelab.sim.scene.instances import (
     BodyInstance,
@@ -85,7 +86,7 @@ class SceneBuilder:
 
     def _claim(self, path: str, what: str) -> None:
         if path in self._paths:
-            raise ValueError(
+            raise UserError(
                 f"path {path!r} is already used by a {self._paths[path]}; every path in a scene "
                 "must be unique, choose another 'at'"
             )
@@ -105,7 +106,7 @@ class SceneBuilder:
             The item's path.
 
         Raises:
-            ValueError: For a bad or duplicate path or an unsupported item.
+            UserError: For a bad or duplicate path or an unsupported item.
         """
         if per_environment is None:
             per_environment = not isinstance(item, Terrain)
@@ -131,14 +132,14 @@ class SceneBuilder:
             self._objects.setdefault(id(item), []).append(path)
             self._keep.append(item)
         else:
-            raise ValueError(
+            raise UserError(
                 f"SceneBuilder.add: item must be a ke.Robot, ke.Prop or ke.Terrain, got {item!r}"
             )
         return path
 
     def _add_robot(self, robot: Robot, path: str, per_environment: bool) -> None:
         if any(r.path == robot.path for r in self._robots) and robot.path is not None:
-            raise ValueError(
+            raise UserError(
                 f"this Robot object was already added at {robot.path!r}; create another "
                 "ke.Robot(...) to add a second copy"
             )
@@ -187,7 +188,7 @@ class SceneBuilder:
             paths = self._objects.get(id(body), [])
             if len(paths) != 1:
                 why = "was not added" if not paths else f"was added at several paths {paths}"
-                raise ValueError(
+                raise UserError(
                     f"{what}: this {type(body).__name__} {why}; add it first with "
                     "scene.add(...) or pass its path as a string"
                 )
@@ -195,7 +196,7 @@ class SceneBuilder:
         known = [b.path for b in self._bodies]
         if isinstance(body, str) and body in known:
             return body
-        raise ValueError(
+        raise UserError(
             f"{what}: body {body!r} is not in the scene; pass an added ke.Prop or one of the "
             f"body paths {known}"
         )
@@ -204,7 +205,7 @@ class SceneBuilder:
         self, name: str, kind: str, target: str, sensor: SensorConfig | None, params: tuple = ()
     ) -> None:
         if any(s.name == name for s in self._sensors):
-            raise ValueError(f"sensor name {name!r} is already used; choose another name")
+            raise UserError(f"sensor name {name!r} is already used; choose another name")
         config = SensorConfig() if sensor is None else sensor
         self._sensors.append(SensorSpec(name, kind, target, config, params))
 
@@ -234,9 +235,7 @@ class SceneBuilder:
         if SENSOR_KINDS[kind].target == "joint":
             known = [j.path for j in self._joints]
             if target not in known:
-                raise ValueError(
-                    f"{what}: joint {target!r} is not in the scene; use one of {known}"
-                )
+                raise UserError(f"{what}: joint {target!r} is not in the scene; use one of {known}")
         else:
             target = self._body_path(target, what)
         self._sensor(name, kind, target, sensor, params)  # type: ignore[arg-type]
@@ -261,7 +260,7 @@ class SceneBuilder:
         """
         known = [j.path for j in self._joints]
         if joint not in known:
-            raise ValueError(
+            raise UserError(
                 f"joint_sensor {name!r}: joint {joint!r} is not in the scene; use one of {known}"
             )
         self._sensor(name, "joint", joint, sensor)
@@ -300,7 +299,7 @@ class SceneBuilder:
         target = self._body_path(body, f"rangefinder {name!r}")
         offset = Pose.identity() if offset is None else offset
         if not isinstance(offset, Pose):
-            raise ValueError(must(f"rangefinder {name!r}: offset", "a Pose", offset))
+            raise UserError(must(f"rangefinder {name!r}: offset", "a Pose", offset))
         params = (
             ("angle", field_number("rangefinder", "angle", angle)),
             ("max_range", field_positive("rangefinder", "max_range", max_range)),
@@ -327,12 +326,12 @@ class SceneBuilder:
             offset: Pose in the body frame.
         """
         if not isinstance(name, str) or not name.strip():
-            raise ValueError(must("site name", "a non-empty string", name))
+            raise UserError(must("site name", "a non-empty string", name))
         if any(s.name == name for s in self._sites):
-            raise ValueError(f"site name {name!r} is already used; choose another name")
+            raise UserError(f"site name {name!r} is already used; choose another name")
         offset = Pose.identity() if offset is None else offset
         if not isinstance(offset, Pose):
-            raise ValueError(must(f"site {name!r}: offset", "a Pose", offset))
+            raise UserError(must(f"site {name!r}: offset", "a Pose", offset))
         self._sites.append(SiteInstance(name, self._body_path(body, f"site {name!r}"), offset))
 
     def camera(
@@ -346,7 +345,7 @@ class SceneBuilder:
             zoom: Pixels per metre, > 0.
         """
         if any(c.name == name for c in self._cameras):
-            raise ValueError(f"camera name {name!r} is already used; choose another name")
+            raise UserError(f"camera name {name!r} is already used; choose another name")
         self._cameras.append(CameraSpec(name, center, zoom))
 
     def build(self) -> Scene:

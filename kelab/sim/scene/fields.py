@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_bool, check_number, is_int, must
+from kelab.errors import UserError
 
 __all__ = [
     "Vec2",
@@ -73,11 +74,11 @@ def field_number(
     except ValueError:
         if is_int(value):  # a finite int fails only by its size, e.g. 10**400
             big = f"it is beyond the range of a float: {fix or 'rescale the model'}"
-            raise ValueError(must(field, "a finite number", value, big)) from None
+            raise UserError(must(field, "a finite number", value, big)) from None
         raise
     if limit is not None and abs(number) > limit:
         fix = fix or "rescale the model (ranges: docs/scene.md)"
-        raise ValueError(must(field, f"within ±{limit:g}", value, fix))
+        raise UserError(must(field, f"within ±{limit:g}", value, fix))
     return number + 0.0  # + 0.0 turns -0.0 into 0.0 (stable fingerprints)
 
 
@@ -98,14 +99,14 @@ def field_positive(
     number = field_number(owner, name, value)
     field = f"{owner}.{name}"
     if number < 0.0 or (number == 0.0 and not allow_zero):
-        raise ValueError(must(field, f"a finite number {'>=' if allow_zero else '>'} 0", value))
+        raise UserError(must(field, f"a finite number {'>=' if allow_zero else '>'} 0", value))
     if number == 0.0:
         return number
     if (lo is not None and number < lo) or (hi is not None and number > hi):
         zero = "0 or " if allow_zero else ""
         low = f"[{lo:g}" if lo is not None else "(0"
         high = f"{hi:g}]" if hi is not None else "inf)"
-        raise ValueError(
+        raise UserError(
             must(
                 field,
                 f"{zero}in {low}, {high}{unit}",
@@ -121,7 +122,7 @@ def field_vec2(owner: str, name: str, value: object, *, limit: float | None = No
     """Return ``value`` as a ``(float, float)`` tuple or raise ValueError naming the field."""
     ok = isinstance(value, (tuple, list)) or (isinstance(value, np.ndarray) and value.ndim == 1)
     if not ok or len(value) != 2:  # type: ignore[arg-type]
-        raise ValueError(
+        raise UserError(
             f"{owner}.{name} must be a pair (x, y) of finite numbers, got {short_repr(value)}"
         )
     x, y = value  # type: ignore[misc]
@@ -149,7 +150,7 @@ def _text(value: object, *, slash: bool) -> bool:
 def field_name(owner: str, attr: str, value: object) -> str:
     """Return a name: a non-empty printable string without '/' or surrounding spaces."""
     if not _text(value, slash=False):
-        raise ValueError(
+        raise UserError(
             f"{owner}.{attr} must be a non-empty printable string without '/' or surrounding "
             f"spaces, got {short_repr(value)}; use a name such as 'pole'"
         )
@@ -159,7 +160,7 @@ def field_name(owner: str, attr: str, value: object) -> str:
 def field_label(owner: str, attr: str, value: object) -> str:
     """A sensor, site or camera name: printable, no surrounding spaces ('/' allowed)."""
     if not _text(value, slash=True):
-        raise ValueError(
+        raise UserError(
             f"{owner}.{attr} must be a non-empty printable string without surrounding "
             f"spaces, got {short_repr(value)}; use a name such as 'torso.imu'"
         )
@@ -174,13 +175,11 @@ def field_flag(owner: str, attr: str, value: object) -> bool:
 def field_tuple(owner: str, attr: str, value: object, types: tuple[type, ...]) -> tuple[Any, ...]:
     """Return a tuple or list of ``types`` items as a tuple."""
     if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)):
-        raise ValueError(f"{owner}.{attr} must be a tuple, got {short_repr(value)}")
+        raise UserError(f"{owner}.{attr} must be a tuple, got {short_repr(value)}")
     for i, item in enumerate(value):
         if not isinstance(item, types):
             allowed = ", ".join(t.__name__ for t in types)
-            raise ValueError(
-                f"{owner}.{attr}[{i}] must be one of {allowed}, got {short_repr(item)}"
-            )
+            raise UserError(f"{owner}.{attr}[{i}] must be one of {allowed}, got {short_repr(item)}")
     return tuple(value)
 
 
@@ -195,7 +194,7 @@ def check_path(value: object, what: str = "path") -> str:
         and all(part and part == part.strip() for part in value[1:].split("/"))
     )
     if not ok:
-        raise ValueError(
+        raise UserError(
             f"{what} must be an absolute path like '/World/Robot' (leading '/', no empty, "
             f"trailing, space-padded or unprintable parts), got {short_repr(value)}"
         )

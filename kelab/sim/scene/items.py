@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kelab._validate import check_choice
+from kelab.errors import UserError
 from kelab.sim.scene.collision import CollisionFilter
 from kelab.sim.scene.fields import (
     field_flag,
@@ -97,7 +98,7 @@ class BodySpec:
             shapes = (shapes,)
         shapes = field_tuple("BodySpec", "shapes", shapes, SHAPE_TYPES)
         if not shapes:
-            raise ValueError(f"BodySpec {self.name!r}: shapes is empty; give at least one shape")
+            raise UserError(f"BodySpec {self.name!r}: shapes is empty; give at least one shape")
         set_field(self, "shapes", shapes)
         check_choice(self.body_type, f"BodySpec {self.name!r}: body_type", BODY_TYPES)
         if self.mass is not None:
@@ -106,31 +107,31 @@ class BodySpec:
             )
             set_field(self, "mass", mass)
         if not isinstance(self.material, Material):
-            raise ValueError(
+            raise UserError(
                 f"BodySpec.material must be a Material, got {short_repr(self.material)}; "
                 "use ke.Material(...)"
             )
         field_pose("BodySpec", "initial_pose", self.initial_pose)
         if not isinstance(self.render, RenderHint):
-            raise ValueError(
+            raise UserError(
                 f"BodySpec.render must be a RenderHint, got {short_repr(self.render)}; "
                 "use ke.RenderHint(...)"
             )
         if not isinstance(self.collision, CollisionFilter):
-            raise ValueError(
+            raise UserError(
                 f"BodySpec.collision must be a CollisionFilter, got {short_repr(self.collision)}; "
                 "use ke.CollisionFilter(group=..., categories=..., mask=...)"
             )
         if self.body_type == "dynamic" and self.mass is None:
             area = self.area()
             if area <= 0.0:
-                raise ValueError(
+                raise UserError(
                     f"BodySpec {self.name!r}: mass is None and the shapes have zero area "
                     "(zero-radius segments), so no mass can be computed; give mass=... in kg"
                 )
             mass = self.resolved_mass()
             if not MASS_MIN <= mass <= MASS_MAX:
-                raise ValueError(
+                raise UserError(
                     f"BodySpec {self.name!r}: the computed mass must be in [{MASS_MIN:g}, "
                     f"{MASS_MAX:g}] kg, got {mass:g} kg (area {area:g} m² × density "
                     f"{self.material.density:g} kg/m²); give mass=... in kg or change "
@@ -197,18 +198,18 @@ class RobotDescription:
         set_field(self, "joints", joints)
         set_field(self, "sites", sites)
         if not bodies:
-            raise ValueError(f"RobotDescription {self.name!r}: bodies is empty; add a BodySpec")
+            raise UserError(f"RobotDescription {self.name!r}: bodies is empty; add a BodySpec")
         field_flag("RobotDescription", "self_collide", self.self_collide)
         seen: dict[str, str] = {}
         for kind, items in (("body", bodies), ("joint", joints), ("site", sites)):
             for item in items:
                 if item.name == WORLD:
-                    raise ValueError(
+                    raise UserError(
                         f"RobotDescription {self.name!r}: {kind} name {WORLD!r} is reserved "
                         "for the ground frame; rename it"
                     )
                 if item.name in seen:
-                    raise ValueError(
+                    raise UserError(
                         f"RobotDescription {self.name!r}: {kind} name {item.name!r} is already "
                         f"used by a {seen[item.name]}; body, joint and site names must be unique"
                     )
@@ -220,14 +221,14 @@ class RobotDescription:
                 ref = getattr(joint, attr)
                 if ref not in known and not (attr == "parent" and ref == WORLD):
                     allowed = body_names + ([WORLD] if attr == "parent" else [])
-                    raise ValueError(
+                    raise UserError(
                         f"RobotDescription {self.name!r}: joint {joint.name!r} has "
                         f"{attr}={ref!r}, which is not a body of this robot; use one of "
                         f"{short_repr(allowed)}"
                     )
         for site in sites:
             if site.body not in known:
-                raise ValueError(
+                raise UserError(
                     f"RobotDescription {self.name!r}: site {site.name!r} is on body "
                     f"{site.body!r}, which is not a body of this robot; use one of "
                     f"{short_repr(body_names)}"
@@ -300,13 +301,13 @@ class Robot:
         if description is None:
             description = getattr(asset, "description", None)
         if not isinstance(description, RobotDescription):
-            raise ValueError(
+            raise UserError(
                 f"Robot.asset must be an Asset or a RobotDescription, got {asset!r}; "
                 "use ke.Asset.from_registry('kelab/robot/cartpole:v1')"
             )
         pose = Pose.identity() if initial_pose is None else initial_pose
         if not isinstance(pose, Pose):
-            raise ValueError(f"Robot.initial_pose must be a Pose, got {initial_pose!r}")
+            raise UserError(f"Robot.initial_pose must be a Pose, got {initial_pose!r}")
         self.asset = asset
         self.description: RobotDescription = description
         self.initial_pose: Pose = pose

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from kelab._validate import must
+from kelab.errors import UserError
 from kelab.sim.scene.fields import (
     Vec2,
     field_number,
@@ -76,16 +77,16 @@ def _check_names(owner: str, joint: object) -> None:
     for attr in ("name", "parent", "child"):
         value = getattr(joint, attr)
         if not isinstance(value, str) or not value.strip() or "/" in value:
-            raise ValueError(
+            raise UserError(
                 f"{owner}.{attr} must be a non-empty string without '/', got {short_repr(value)}"
             )
     if joint.child == WORLD:  # type: ignore[attr-defined]
-        raise ValueError(
+        raise UserError(
             f"{owner} {joint.name!r}: child must be a body of the robot, not {WORLD!r}; "  # type: ignore[attr-defined]
             f"put {WORLD!r} in parent instead"
         )
     if joint.parent == joint.child:  # type: ignore[attr-defined]
-        raise ValueError(
+        raise UserError(
             f"{owner} {joint.name!r}: parent and child are both {joint.child!r}; "  # type: ignore[attr-defined]
             "a joint connects two different bodies"
         )
@@ -98,7 +99,7 @@ def _check_limits(
         return None
     lo, hi = field_vec2(owner, "limits", limits, limit=bound)
     if not lo < hi:
-        raise ValueError(
+        raise UserError(
             f"{owner} {name!r}: limits must be (lo, hi) with lo < hi, got {short_repr(limits)}; "
             "use None for an unlimited joint"
         )
@@ -107,7 +108,7 @@ def _check_limits(
 
 def _check_actuator(owner: str, name: str, actuator: object) -> None:
     if actuator is not None and not isinstance(actuator, (EffortActuator, PDActuator)):
-        raise ValueError(
+        raise UserError(
             f"{owner} {name!r}: actuator must be None, EffortActuator or PDActuator, "
             f"got {short_repr(actuator)}"
         )
@@ -131,13 +132,13 @@ def _check_error_correction(owner: str, name: str, value: object) -> float | Non
     try:
         number = field_number(owner, "error_correction", value, fix)
     except ValueError as exc:
-        raise ValueError(f"{owner} {name!r}: {exc}") from None
+        raise UserError(f"{owner} {name!r}: {exc}") from None
     if not MIN_ERROR_CORRECTION <= number <= 1.0:
         allowed = (
             f"None or a number in [{MIN_ERROR_CORRECTION:g}, 1] (the fraction of the joint's "
             "drift corrected every 1/60 s)"
         )
-        raise ValueError(
+        raise UserError(
             f"{owner} {name!r}: " + must(f"{owner}.error_correction", allowed, value, fix)
         )
     return number
@@ -222,7 +223,7 @@ class PrismaticJoint:
         ax, ay = field_vec2("PrismaticJoint", "axis", self.axis, limit=COORD_MAX)
         norm = math.hypot(ax, ay)
         if norm < 1e-9:
-            raise ValueError(
+            raise UserError(
                 f"PrismaticJoint {self.name!r}: axis must be a non-zero direction, got "
                 f"{short_repr(self.axis)}; e.g. (1.0, 0.0) for horizontal sliding"
             )

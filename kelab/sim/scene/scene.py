@@ -30,6 +30,7 @@ from functools import cached_property
 from typing import Any
 
 from kelab._validate import is_int, must
+from kelab.errors import UserError
 from kelab.sim.scene._checks import validate_scene
 from kelab.sim.scene._io import check_keys, decode, encode
 from kelab.sim.scene.fields import Vec2, field_tuple, field_vec2, set_field, short_repr
@@ -125,21 +126,21 @@ class Scene:
             The Scene, equal to the one that was serialised.
 
         Raises:
-            ValueError: If the data is not a valid scene of this format and version.
+            UserError: If the data is not a valid scene of this format and version.
         """
         if not isinstance(data, dict):
-            raise ValueError(
+            raise UserError(
                 f"Scene.from_dict: data must be a dict (the output of Scene.to_dict()), got "
                 f"{type(data).__name__}"
             )
         if data.get("format") != SCENE_FORMAT:
-            raise ValueError(
+            raise UserError(
                 f"Scene.from_dict expects a dict with format={SCENE_FORMAT!r}, got format "
                 f"{short_repr(data.get('format', '<missing>'))}; pass the output of Scene.to_dict()"
             )
         version = data.get("version")
         if not (is_int(version) and version == SCENE_VERSION):
-            raise ValueError(
+            raise UserError(
                 must(
                     "Scene.from_dict: version",
                     f"the int {SCENE_VERSION}",
@@ -153,7 +154,7 @@ class Scene:
         try:
             return Scene(**kwargs)
         except ValueError as exc:
-            raise ValueError(f"Scene.from_dict: {exc}") from None
+            raise UserError(f"Scene.from_dict: {exc}") from None
 
     def body(self, path: str) -> BodyInstance:
         """Return the body at ``path`` (KeyError listing the paths if unknown)."""

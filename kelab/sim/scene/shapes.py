@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kelab._validate import check_bool, is_int, must
+from kelab.errors import UserError
 from kelab.sim.scene.fields import (
     Vec2,
     field_number,
@@ -194,7 +195,7 @@ class Polygon:
 
     def __post_init__(self) -> None:
         if not isinstance(self.vertices, (tuple, list, np.ndarray)):
-            raise ValueError(
+            raise UserError(
                 "Polygon.vertices must be a sequence of (x, y) points, got "
                 f"{short_repr(self.vertices)}"
             )
@@ -203,14 +204,14 @@ class Polygon:
             for i, v in enumerate(self.vertices)
         )
         if len(verts) < 3:
-            raise ValueError(
+            raise UserError(
                 f"Polygon.vertices needs at least 3 points, got {len(verts)}: {short_repr(verts)}"
             )
         n = len(verts)
         for i in range(n):
             (ax, ay), (bx, by) = verts[i], verts[(i + 1) % n]
             if math.hypot(bx - ax, by - ay) < LENGTH_MIN:
-                raise ValueError(
+                raise UserError(
                     f"Polygon.vertices[{i}] and [{(i + 1) % n}] must be at least {LENGTH_MIN:g} m "
                     f"apart, got {short_repr(verts[i])} and {short_repr(verts[(i + 1) % n])}; "
                     "merge them"
@@ -219,7 +220,7 @@ class Polygon:
             (ax, ay), (bx, by), (cx, cy) = verts[i], verts[(i + 1) % n], verts[(i + 2) % n]
             cross = (bx - ax) * (cy - by) - (by - ay) * (cx - bx)
             if cross <= 0.0:
-                raise ValueError(
+                raise UserError(
                     f"Polygon.vertices must be convex and counter-clockwise; the turn at vertex "
                     f"{(i + 1) % n} {verts[(i + 1) % n]!r} is not a left turn (cross={cross!r}) "
                     f"in {short_repr(verts)}; reverse the order if clockwise, drop collinear or "
@@ -228,13 +229,13 @@ class Polygon:
         xs, ys = [v[0] for v in verts], [v[1] for v in verts]
         extent = max(max(xs) - min(xs), max(ys) - min(ys))
         if extent > LENGTH_MAX:
-            raise ValueError(
+            raise UserError(
                 f"Polygon.vertices must span at most {LENGTH_MAX:g} m, got {extent:g} m; "
                 "split a larger outline into several shapes or bodies"
             )
         set_field(self, "vertices", verts)
         if self.area() < LENGTH_MIN**2:
-            raise ValueError(
+            raise UserError(
                 f"Polygon area must be at least {LENGTH_MIN**2:g} m², got {self.area():g} m² "
                 f"for {short_repr(verts)}; use a thicker polygon or a Segment"
             )
@@ -273,11 +274,11 @@ class Segment:
         a = field_vec2("Segment", "a", self.a, limit=COORD_MAX)
         b = field_vec2("Segment", "b", self.b, limit=COORD_MAX)
         if a == b:
-            raise ValueError(f"Segment.b must differ from Segment.a, both are {a!r}")
+            raise UserError(f"Segment.b must differ from Segment.a, both are {a!r}")
         set_field(self, "a", a)
         set_field(self, "b", b)
         if not LENGTH_MIN <= self.length() <= LENGTH_MAX:
-            raise ValueError(
+            raise UserError(
                 f"Segment length must be in [{LENGTH_MIN:g}, {LENGTH_MAX:g}] m, got "
                 f"{self.length():g} m from a={a!r} to b={b!r}; "
                 + (
@@ -309,7 +310,7 @@ SHAPE_TYPES = (Circle, Box, Polygon, Segment)
 def field_pose(owner: str, attr: str, value: object) -> Pose:
     """Return ``value`` if it is a Pose (a field check, worded like :mod:`~.fields`)."""
     if not isinstance(value, Pose):
-        raise ValueError(
+        raise UserError(
             f"{owner}.{attr} must be a Pose, got {short_repr(value)}; use ke.Pose(x, y, angle)"
         )
     return value
@@ -317,7 +318,7 @@ def field_pose(owner: str, attr: str, value: object) -> Pose:
 
 def _check_offset(owner: str, offset: object) -> None:
     if not isinstance(offset, Pose):
-        raise ValueError(
+        raise UserError(
             f"{owner}.offset must be a Pose, got {short_repr(offset)}; use Pose(x, y, angle)"
         )
 
@@ -380,7 +381,7 @@ class Material:
             )
         restitution = field_number("Material", "restitution", self.restitution)
         if not 0.0 <= restitution <= 1.0:
-            raise ValueError(
+            raise UserError(
                 f"Material.restitution must be in [0, 1], got {short_repr(self.restitution)}; "
                 "use 0 for no bounce and 1 for a perfectly elastic bounce"
             )
@@ -391,7 +392,7 @@ class Material:
             field_positive("Material", "density", self.density, hi=DENSITY_MAX, unit=" kg/m²"),
         )
         if self.dynamic_friction > self.static_friction:
-            raise ValueError(
+            raise UserError(
                 f"Material.dynamic_friction ({self.dynamic_friction!r}) must be <= "
                 f"static_friction ({self.static_friction!r}): sliding friction cannot exceed "
                 "the friction that resists the start of sliding; lower dynamic_friction or "
@@ -416,11 +417,11 @@ class RenderHint:
     def __post_init__(self) -> None:
         color = tuple(self.color) if isinstance(self.color, (tuple, list)) else None
         if color is None or len(color) != 3 or not all(is_int(c) and 0 <= c <= 255 for c in color):
-            raise ValueError(
+            raise UserError(
                 must("RenderHint.color", "three integers (r, g, b) in 0..255", self.color)
             )
         set_field(self, "color", tuple(int(c) for c in color))
         if not (is_int(self.layer) and abs(self.layer) <= LAYER_MAX):  # type: ignore[arg-type]
-            raise ValueError(must("RenderHint.layer", f"an int within ±{LAYER_MAX}", self.layer))
+            raise UserError(must("RenderHint.layer", f"an int within ±{LAYER_MAX}", self.layer))
         set_field(self, "layer", int(self.layer))  # type: ignore[call-overload]
         set_field(self, "visible", check_bool(self.visible, "RenderHint.visible"))
