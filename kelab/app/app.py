@@ -194,23 +194,36 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         """History, seek, redo and branches (`TimeTravel`; docs/app.md "Time travel")."""
         self._in_frame = False
         runner = cfg.runner
-        b = self.timeline.bind
         self._bindings = [
-            b(self._fixed_update, runner, Phase.CONTROL, ON_UPDATE_PRIORITY, name="fixed_update"),
-            b(self._late_update, runner, Phase.VALIDATION, 0, name="late_update"),
+            self.timeline.bind(
+                self._fixed_update,
+                runner,
+                Phase.CONTROL,
+                ON_UPDATE_PRIORITY,
+                name="fixed_update",
+            ),
+            self.timeline.bind(self._late_update, runner, Phase.VALIDATION, 0, name="late_update"),
         ]
         self.systems = EngineSystems(self.timeline)
         """The engine's own systems, bound and timed per call (`EngineSystems`)."""
-        add = self.systems.add
         self._controllers = RobotControllers(self.systems, world)
         if world is not None:
-            self._bindings += [
-                add("drag_spring", "Mouse drag spring", self._drag_step, runner,
-                    Phase.CONTROL, DRAG_PRIORITY),
-                *self._controllers.bind(runner),
-                add("world.step", "Physics (World.step)", self._physics, runner,
-                    Phase.PHYSICS, 0),
-            ]  # fmt: skip
+            self._bindings.append(
+                self.systems.add(
+                    "drag_spring",
+                    "Mouse drag spring",
+                    self._drag_step,
+                    runner,
+                    Phase.CONTROL,
+                    DRAG_PRIORITY,
+                )
+            )
+            self._bindings += self._controllers.bind(runner)
+            self._bindings.append(
+                self.systems.add(
+                    "world.step", "Physics (World.step)", self._physics, runner, Phase.PHYSICS, 0
+                )
+            )
         self.sync = SyncPoints(self)
         """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
         self._bindings.append(self.sync.bind(self.systems, runner))
@@ -770,16 +783,21 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         call_hook("post_render", self.post_render)
 
     def _draw_viewport_off(self) -> None:
-        now = self._wall()  # a plain frame saying so, now and then (`draw_viewport_off`)
-        last, period = self._last_off_frame, VIEWPORT_OFF_PERIOD_S[self.panel.open]
+        """Viewport rendering is off: a plain frame saying so, now and then."""
+        now = self._wall()
+        last = self._last_off_frame
+        period = VIEWPORT_OFF_PERIOD_S[self.panel.open]
         if self.renderer is None or (last is not None and now - last < period):
             return
         self._last_off_frame = now
-        lay, bg = self.overlays, self.live.background
-        win = self.panel_window
-        panel = win.frame if self.panel.open else None
-        clear = self._keep_clear
-        draw_viewport_off(self.renderer, lay, bg, clear, self._draw_overlays, panel)
+        draw_viewport_off(
+            self.renderer,
+            self.overlays,
+            self.live.background,
+            self._keep_clear,
+            self._draw_overlays,
+            self.panel_window.frame if self.panel.open else None,
+        )
         self.menu.after_frame()
 
     def _keep_clear(self, size: tuple[int, int]) -> list[tuple[int, int, int, int]]:

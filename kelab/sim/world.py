@@ -140,7 +140,7 @@ class World(ControllerUpdates, SiteReadout):
         self._state_dependent = self._ctl.state_dependent
         self._rolling = self._ctl.rolling
         self._contacts = Contacts(lay, self._all, self._backend)
-        self._fric, self._stick = self._contacts.friction, self._contacts.stick
+        self._fric = self._contacts.friction
         self._sensors = SensorSuite(scene, lay, self._rngs, self._backend)
         self._has_sensors = bool(self._sensors.specs)
         self._history = History(
@@ -708,9 +708,16 @@ class World(ControllerUpdates, SiteReadout):
         Physics state is stored as the replay log since each copy's last rebuild (reset):
         restoring rebuilds the spaces and re-simulates, which is exact (docs/world.md).
         """
-        pipes, log = self._sensors.pipelines, self._log
-        t = self._time
-        return take(self._fingerprint, self._steps, t, self._dt, self._held, log, pipes, self._rngs)
+        return take(
+            self._fingerprint,
+            self._steps,
+            self._time,
+            self._dt,
+            self._held,
+            self._log,
+            self._sensors.pipelines,
+            self._rngs,
+        )
 
     def restore(self, snap: Snapshot) -> None:
         """Return to the moment ``snap`` was taken; stepping on is bit-identical.
@@ -762,7 +769,7 @@ class World(ControllerUpdates, SiteReadout):
 
     def _restore_spec(self) -> WorldSpec:
         """What a snapshot must match to be restored here (see ``_restore.check_snapshot``)."""
-        lo, hi = self._ctl.clip_bounds()
+        _, hi = self._ctl.clip_bounds()
         return WorldSpec(
             num_envs=self._n,
             n_bodies=self._nb,
