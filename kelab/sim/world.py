@@ -6,10 +6,10 @@ space, kelab/sim/physics/_packed.py). Reading and writing go through ``pymunk.ba
 iterators, never Python loops over bodies. This module is the facade: the public API, the
 construction and the stepping loop. Its helpers are built from the compiled scene, the
 backend and arrays (never the World: no reference cycle): _args.py (writers' argument
-checks), _states.py (fresh body states, finiteness), _controls.py and
-_controller_updates.py (held efforts, PD targets, external forces), _contacts.py (contact
-sums, friction regimes), _sensor_suite.py, _history.py (the replay log, resets, rebases,
-snapshots and their replay; _restore.py validates). Below them: the layouts
+checks), _states.py (fresh body states, finiteness), _controls.py (held efforts, PD
+targets, external forces, the PD torques), _contacts.py (contact sums, friction
+regimes), _sensor_suite.py, _history.py (the replay log, resets, rebases, snapshots and
+their replay; _restore.py validates). Below them: the layouts
 (kelab/sim/physics/ behind _backend.py's Backend; _warm.py: warm starts over a rebase),
 kinematics.py, robot_view.py and pymunk's internals (_chipmunk.py).
 """
@@ -27,9 +27,8 @@ from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...)
 from kelab._validate import check_copies, check_int, check_number, check_positive, must
 from kelab.sim._args import body_states, check_open, env_indices, index_arg, joint_columns
 from kelab.sim._contacts import Contacts
-from kelab.sim._controller_updates import ControllerUpdates
 from kelab.sim._controls import Controls
-from kelab.sim._history import History, take
+from kelab.sim._history import CONTROLLER_UPDATES, History, take
 from kelab.sim._restore import Restore, WorldSpec, check_snapshot
 from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._states import BodyStates, ReplayLimits
@@ -55,7 +54,7 @@ MAX_LOG_STEPS = 7200
 MAX_EPISODE_LOG_STEPS = 2**14
 
 
-class World(ControllerUpdates, SiteReadout):
+class World(SiteReadout):
     """A Scene compiled into pymunk: ``num_envs`` independent copies stepped together.
 
     Args:
@@ -565,6 +564,63 @@ class World(ControllerUpdates, SiteReadout):
         self._states.read(ids)
         self._sensors.v_prev[ids] = self._backend.raw[ids][:, :, 3:5]
         self._prime(ids)
+
+    # ------------------------------------------------------------------ controllers
+    @property
+    def controller_updates(self) -> str:
+        """How PD actuators' torques are updated: ``"every_step"`` (default) or ``"held"``.
+
+        ``"every_step"``: every physics step recomputes each PD joint's torque
+        ``kp * (target - q) - kd * qd`` (clipped to its effort limit) from the present
+        state. ``"held"``: a digital controller's zero-order hold, the torque computed at
+        the last :meth:`update_controllers` call is applied until the next one. Setting
+        ``"held"`` takes one update at once (the torque starts from the present state);
+        the switch and every update are logged, so snapshots stay exact. A reset zeroes
+        the reset copies' held torques (their joints go limp until the next update).
+
+        Raises:
+            ValueError: On setting anything but ``"every_step"`` or ``"held"``.
+
+        Example:
+            >>> import kelab as ke
+            >>> world = ke.World(ke.SceneBuilder().build())
+            >>> world.controller_updates = "held"
+            >>> world.controller_updates
+            'held'
+        """
+        return CONTROLLER_UPDATES[self._ctl.pd_held]
+
+    @controller_updates.setter
+    def controller_updates(self, mode: str) -> None:
+        check_open(self._closed)
+        if self._history.set_controller_updates(mode, self._steps):
+            self.update_controllers()
+
+    def update_controllers(self, env_ids: npt.ArrayLike | None = None) -> None:
+        """Recompute the held PD torques of copies from their present state (``"held"``).
+
+        One tick of the robots' joint controllers: each PD joint's torque
+        ``kp * (target - q) - kd * qd`` is computed from the present joint state and
+        targets, clipped to its effort limit, and held by every physics step until the
+        next call (:attr:`controller_efforts`). Logged, so snapshots stay exact.
+
+        Args:
+            env_ids: Copies to update (indices or a bool mask); None means all.
+
+        Raises:
+            ValueError: If :attr:`controller_updates` is ``"every_step"``, or on bad ids.
+        """
+        ids = self._ids(env_ids)
+        self._history.update_controllers(ids, self._states.fresh(ids), self._steps)
+
+    @property
+    def controller_efforts(self) -> np.ndarray:
+        """PD torques held by the controllers, ``(num_envs, n_joints)`` (0: other joints).
+
+        In ``"held"`` updates, what every step applies to the PD joints; set by
+        :meth:`update_controllers`, zeroed by resets.
+        """
+        return self._ctl.pd_efforts.copy()
 
     # ------------------------------------------------------------------ stepping
     def step(self, dt: float) -> None:

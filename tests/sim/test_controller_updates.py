@@ -185,3 +185,10 @@ def test_a_world_that_holds_no_torque_writes_the_snapshot_bytes_it_wrote_before(
     again = ke.World(_arm_scene(), 2)
     again.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
     assert np.array_equal(again.controller_efforts, world.controller_efforts)
+
+
+def test_the_controller_api_is_the_world_s_own_no_forwarding_mixin() -> None:
+    """#38: World's controller methods live in world.py, not in a mixin kept for its size."""
+    for name in ("controller_updates", "update_controllers", "controller_efforts"):
+        assert name in vars(ke.World), name
+    assert [c.__name__ for c in ke.World.__mro__ if "Controller" in c.__name__] == []
