@@ -3,7 +3,7 @@
 from kelab.app.app import App
 from kelab.app.config import AppConfig
 from kelab.app.hud import AppStats
-from kelab.app.input import Input
+from kelab.app.input import Input, StepView
 from kelab.app.interaction import DragSpring, PickedBody, pick_body
 from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
 
@@ -16,6 +16,7 @@ __all__ = [
     "Input",
     "PickedBody",
     "Recorder",
+    "StepView",
     "VideoRecorder",
     "pick_body",
 ]

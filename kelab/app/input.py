@@ -15,18 +15,58 @@ timeline runs) answers from the fixed-step edges; outside, from the frame edges.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from kelab._validate import check_int, must
 from kelab.render.events import InputEvent
 from kelab.timing.guard import in_fixed_step
 
-__all__ = ["Input", "MOUSE_BUTTONS"]
+__all__ = ["Input", "MOUSE_BUTTONS", "StepView"]
 
 _NONE: frozenset = frozenset()  # shared by every empty set a step_view holds (the history
 # keeps one view per fixed step)
 
+
+def _frozen(items: set) -> frozenset:
+    """``items`` as a frozenset; the shared empty one when empty."""
+    return frozenset(items) if items else _NONE
+
+
 #: Mouse button names accepted where a button is expected (numbers work too).
 MOUSE_BUTTONS = {"left": 1, "middle": 2, "right": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class StepView:
+    """What one fixed step sees of the input (`Input.step_view`): a frozen record.
+
+    The App's time travel keeps one per fixed step and replays it (`Input.set_step_view`);
+    ``dataclasses.replace`` makes an edited copy.
+
+    Example:
+        >>> import kelab as ke
+        >>> inp = ke.Input()
+        >>> inp.handle(ke.InputEvent("key_down", key="a"))
+        >>> inp.latch_fixed_step()
+        >>> view = inp.step_view()
+        >>> sorted(view.keys_held), sorted(view.keys_pressed), view.mouse_world
+        (['a'], ['a'], None)
+    """
+
+    keys_held: frozenset[str]
+    """Keys held down."""
+    buttons_held: frozenset[int]
+    """Mouse buttons held down."""
+    keys_pressed: frozenset[str]
+    """Keys pressed since the step before (the step's edges)."""
+    keys_released: frozenset[str]
+    """Keys released since the step before."""
+    buttons_pressed: frozenset[int]
+    """Mouse buttons pressed since the step before."""
+    buttons_released: frozenset[int]
+    """Mouse buttons released since the step before."""
+    mouse_world: tuple[float, float] | None
+    """The pointer in world metres (None: not over the window yet)."""
 
 
 def _button(button: int | str) -> int:
@@ -162,26 +202,41 @@ class Input:
         self._step, self._pending = self._pending, self._step
         self._pending.clear()
 
-    def step_view(self) -> tuple:
+    def step_view(self) -> StepView:
         """What a fixed step sees (held keys and buttons, the step's edges, the pointer).
 
-        Immutable; `set_step_view` puts it back (the App's time travel replays it).
+        A frozen `StepView`; `set_step_view` puts it back (the App's time travel replays
+        it).
         """
         if in_fixed_step():
             self._read_all = True
         e = self._step
-        sets = (self._keys_held, self._buttons_held, e.keys_pressed, e.keys_released)
-        sets += (e.buttons_pressed, e.buttons_released)
-        return tuple(frozenset(x) if x else _NONE for x in sets) + (self.mouse_world,)
+        return StepView(
+            _frozen(self._keys_held),
+            _frozen(self._buttons_held),
+            _frozen(e.keys_pressed),
+            _frozen(e.keys_released),
+            _frozen(e.buttons_pressed),
+            _frozen(e.buttons_released),
+            self.mouse_world,
+        )
 
-    def set_step_view(self, view: tuple) -> None:
-        """Make a `step_view` the current one (pending edges are left alone)."""
-        keys, buttons, kp, kr, bp, br, world = view
-        self._keys_held, self._buttons_held = set(keys), set(buttons)
+    def set_step_view(self, view: StepView) -> None:
+        """Make a `step_view` the current one (pending edges are left alone).
+
+        Raises:
+            ValueError: ``view`` is not a `StepView` (nothing changed).
+        """
+        if not isinstance(view, StepView):
+            raise ValueError(
+                must("Input.set_step_view(view)", "a StepView", view, fix="pass a step_view()")
+            )
+        self._keys_held, self._buttons_held = set(view.keys_held), set(view.buttons_held)
         e = self._step
-        e.keys_pressed, e.keys_released = set(kp), set(kr)
-        e.buttons_pressed, e.buttons_released = set(bp), set(br)
-        self.mouse_world = world
+        e.keys_pressed, e.keys_released = set(view.keys_pressed), set(view.keys_released)
+        e.buttons_pressed = set(view.buttons_pressed)
+        e.buttons_released = set(view.buttons_released)
+        self.mouse_world = view.mouse_world
 
     def drop_pending(self) -> None:
         """Forget the edges waiting for the next fixed step (and the current step's)."""

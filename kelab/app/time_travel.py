@@ -35,7 +35,7 @@ import copy
 import hashlib
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,8 +48,10 @@ from kelab.app.state_values import state_digest
 from kelab.timing.guard import ensure_not_in_fixed_step, fixed_step_scope
 
 if TYPE_CHECKING:
+    from kelab.app.input import StepView
     from kelab.app.ports import TimeTravelHost
     from kelab.sim.snapshot import Snapshot
+    from kelab.timing.clock import ClockState
     from kelab.timing.timeline import Binding
 
 __all__ = [
@@ -95,7 +97,7 @@ class _Drag:
 class _Step:
     """What fixed step n+1 saw before it ran (logged at step n)."""
 
-    view: tuple
+    view: StepView
     drag: _Drag | None
 
 
@@ -106,7 +108,7 @@ class _Keyframe:
     world: Snapshot | None
     max_log_steps: int | None  # the World's bound then: its snapshot needs it to replay
     timeline: tuple
-    clock: tuple
+    clock: ClockState
     app_state: Any
     drag: _Drag | None  # the drag whose spring was on then (the user's or a replayed one)
     held: tuple[float, float, float] | None  # the force its spring held on the body
@@ -128,7 +130,7 @@ class _Undo:
 
     key: _Keyframe
     step: int
-    view: tuple
+    view: StepView
 
 
 def _feed_arrays(h: Any, *arrays: np.ndarray) -> None:
@@ -170,7 +172,7 @@ class TimeTravel:
         self._inputs: dict[int, _Step] = {}
         self._digests: dict[int, bytes] = {}
         self._open: _Step | None = None  # the step running now (between open and close)
-        self._live_view: tuple | None = None  # the live input while a logged one replays
+        self._live_view: StepView | None = None  # the live input while a logged one replays
         self._spring: DragSpring | None = None  # a replayed drag's spring, while it is on
         self._branch = 0
         self._branch_points: list[int] = []
@@ -462,9 +464,9 @@ class TimeTravel:
         view = inp.step_view()
         if self._app.dragging.dragged is not None:
             return True
-        if any(inp.button_read_in_steps(b) for b in view[4]):
+        if any(inp.button_read_in_steps(b) for b in view.buttons_pressed):
             return True
-        return any(inp.key_read_in_steps(k) for k in set(view[2]) - TIME_TRAVEL_KEYS)
+        return any(inp.key_read_in_steps(k) for k in view.keys_pressed - TIME_TRAVEL_KEYS)
 
     def _cut(self, n: int) -> None:
         """Start a branch at step n: the recorded future leaves the history."""
@@ -532,9 +534,9 @@ class TimeTravel:
         """The App now as a keyframe of step ``n`` (None: as it stands, for an undo)."""
         app = self._app
         world = app.world
-        clock = list(app.clock.time_state())
+        clock = app.clock.time_state()
         if n is not None:
-            clock[4] = n  # the clock counts a frame's steps ahead; this is the step's own
+            clock = replace(clock, steps=n)  # the clock counts a frame's steps ahead
         spring = self._spring if self._spring is not None else app.dragging.spring
         if spring is None or not spring.alive:
             spring = None
@@ -543,7 +545,7 @@ class TimeTravel:
             snap,
             world.max_log_steps if world is not None else None,
             app.timeline.time_state(),
-            tuple(clock),
+            clock,
             copy.deepcopy(user.value) if user is not None else None,
             None if spring is None else _Drag(spring.picked, spring.target, spring.frequency_hz),
             None if spring is None else spring.held,
@@ -598,15 +600,12 @@ class TimeTravel:
         app.input.set_step_view(logged.view)
         self._replay_drag(logged.drag)
         clock = app.clock
-        end = self._keys_clock_start() + clock.step_exact
+        start = clock.time_state().timeline_step_start
+        end = start + clock.step_exact
         with fixed_step_scope():
             app.timeline.run_before(end)
-        state = list(clock.time_state())
-        state[3], state[4] = end, state[4] + 1  # _timeline_step_start, _steps
-        clock.set_time_state(tuple(state))
-
-    def _keys_clock_start(self) -> Any:
-        return self._app.clock.time_state()[3]
+        state = clock.time_state()
+        clock.set_time_state(replace(state, timeline_step_start=end, steps=state.steps + 1))
 
     def _replay_drag(self, drag: _Drag | None) -> bool:
         """Make the replayed drag the logged one; whether a hook ran.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from fractions import Fraction
 
 from kelab._validate import (
@@ -43,13 +44,59 @@ from kelab.timing.config import TimeMode
 from kelab.timing.guard import fixed_step_scope
 from kelab.timing.timeline import Timeline, to_fraction
 
-__all__ = ["MAX_CLOCK_S", "MAX_TIME_SCALE", "FixedStepClock"]
+__all__ = ["MAX_CLOCK_S", "MAX_TIME_SCALE", "ClockState", "FixedStepClock"]
 
 _NS_PER_S = 1_000_000_000
 #: Clock readings beyond +-this many seconds are refused (no wall clock reads that much).
 MAX_CLOCK_S = 1e12
 #: The largest time_scale accepted (simulated seconds per wall second).
 MAX_TIME_SCALE = 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class ClockState:
+    """Where a `FixedStepClock` stands in simulated time (`FixedStepClock.time_state`).
+
+    A frozen record: `FixedStepClock.set_time_state` returns the clock to it, and
+    ``dataclasses.replace(state, steps=n)`` makes an edited copy (the App's time travel
+    keeps one per keyframe and moves its step count). Not in it: the wall-time reference,
+    the time mode and the pause.
+
+    Example:
+        >>> import dataclasses
+        >>> clock = FixedStepClock(0.02)
+        >>> state = clock.time_state()
+        >>> clock.set_time_state(dataclasses.replace(state, steps=5))
+        >>> clock.steps, clock.sim_time
+        (5, 0.1)
+    """
+
+    step: Fraction
+    """The fixed step in seconds (exact)."""
+    acc: int
+    """Simulated time accumulated but not stepped yet, in the clock's integer units."""
+    scale: Fraction
+    """The time scale (exact)."""
+    timeline_step_start: Fraction | None
+    """The start of the driven timeline's next fixed step (None: not driving one yet)."""
+    steps: int
+    """Fixed steps run (`FixedStepClock.steps`)."""
+    alpha: float
+    """The interpolation fraction of the last tick."""
+    time0: Fraction
+    """Simulated time at the last change of the step."""
+    steps0: int
+    """Fixed steps run at the last change of the step."""
+    skipped0: Fraction
+    """Time skipped (GAME_REALTIME) before the last change of the step."""
+    dropped0: Fraction
+    """Time dropped (SIM_REALTIME) before the last change of the step."""
+    skipped_steps: int
+    """Whole steps skipped since the last change of the step."""
+    dropped_steps: int
+    """Whole steps dropped since the last change of the step."""
+    pending_single_steps: int
+    """Single steps asked for while paused (`FixedStepClock.step_once`) not run yet."""
 
 
 def _check_exact_number(value: object, field: str, example: str) -> None:
@@ -343,25 +390,31 @@ class FixedStepClock:
         self._acc = 0
         self._alpha = 0.0
 
-    _STATE = (
-        "_step _acc _scale _timeline_step_start _steps _alpha _time0 _steps0 _skipped0 "
-        "_dropped0 _skipped_steps _dropped_steps _pending_single_steps"
-    ).split()
-
-    def time_state(self) -> tuple:
-        """Where the clock is in simulated time (opaque, immutable): see `set_time_state`.
+    def time_state(self) -> ClockState:
+        """Where the clock is in simulated time (a frozen `ClockState`): see `set_time_state`.
 
         The step, fixed steps run, the timeline step start and the counted time; not the
         wall-time reference, the mode or the pause. Used by the App's time travel.
         """
-        return tuple(getattr(self, name) for name in self._STATE)
+        return ClockState(*(getattr(self, "_" + f.name) for f in fields(ClockState)))
 
-    def set_time_state(self, state: tuple) -> None:
-        """Return to a `time_state`; the next tick restarts the wall-time reference."""
-        if not isinstance(state, tuple) or len(state) != len(self._STATE):
-            raise ValueError(must("FixedStepClock.set_time_state(state)", "a time_state()", state))
-        for name, value in zip(self._STATE, state, strict=True):
-            setattr(self, name, value)
+    def set_time_state(self, state: ClockState) -> None:
+        """Return to a `time_state`; the next tick restarts the wall-time reference.
+
+        Raises:
+            ValueError: ``state`` is not a `ClockState` (nothing changed).
+        """
+        if not isinstance(state, ClockState):
+            raise ValueError(
+                must(
+                    "FixedStepClock.set_time_state(state)",
+                    "a ClockState",
+                    state,
+                    fix="pass what time_state() returned, or a dataclasses.replace() of it",
+                )
+            )
+        for f in fields(ClockState):
+            setattr(self, "_" + f.name, getattr(state, f.name))
         self._set_units()
         self._last_ns = None
 
