@@ -32,6 +32,12 @@ Cases (``--cases``, comma separated):
 - ``states``: no timing; a SHA-256 of the packed Humanoid env's observations, rewards and
   dones over 300 random-action steps (hundreds of resets), so "bit-identical" is checked
   against the commit in the same run.
+- ``single-cartpole``, ``single-humanoid``, ``single-ball``, ``single-pi``: one copy made
+  by ``gymnasium.make`` (kelab/CartPole-v0, Humanoid-v0, BallToGoal-v0, Pi-Locomotion-v0),
+  random actions of its seeded action space, reset when an episode ends; steps/s after
+  50 untimed steps (benchmarks/single_env.py measures the same loop against its peers).
+- ``single-states``: no timing; a SHA-256 of those four single envs' observations,
+  rewards and flags over the steps (seeded actions, episodes ending and restarting).
 """
 
 from __future__ import annotations
@@ -108,13 +114,40 @@ elif case == "states":
         for a in (obs, rew, term, trunc):
             h.update(np.ascontiguousarray(a).tobytes())
     out = {"hash": h.hexdigest()[:16], "resets": ends}
+elif case.startswith("single-"):
+    ids = {"cartpole": "CartPole-v0", "humanoid": "Humanoid-v0", "ball": "BallToGoal-v0",
+           "pi": "Pi-Locomotion-v0"}
+    names = list(ids.values()) if case == "single-states" else [ids[case[7:]]]
+    h = hashlib.sha256()
+    ends = 0
+    for name in names:
+        env = gymnasium.make("kelab/" + name)
+        env.reset(seed=0)
+        env.action_space.seed(0)
+        acts = [env.action_space.sample() for _ in range(50 + steps)]
+        for k, a in enumerate(acts):
+            if k == 50:
+                t0 = start_clock()
+            obs, rew, term, trunc, _ = env.step(a)
+            h.update(np.ascontiguousarray(obs).tobytes() + np.float64(rew).tobytes())
+            h.update(bytes([term, trunc]))
+            if term or trunc:
+                ends += 1
+                obs, _ = env.reset()
+                h.update(np.ascontiguousarray(obs).tobytes())
+        rate = steps / (time.perf_counter() - t0)
+        env.close()
+    out = {"hash": h.hexdigest()[:16], "resets": ends} if case == "single-states" else {
+        "rate": rate, "resets": ends / (50 + steps)}
 else:
     raise SystemExit(f"unknown case {case!r}")
 print("AB-RESULT " + json.dumps(out))
 """
 
 DEFAULT_STEPS = {"world": 200, "world2": 200, "humanoid": 200, "humanoid2": 200,
-                 "cartpole": 200, "states": 300}  # fmt: skip
+                 "cartpole": 200, "states": 300, "single-cartpole": 2000,
+                 "single-humanoid": 2000, "single-ball": 2000, "single-pi": 300,
+                 "single-states": 500}  # fmt: skip
 TRAIN_TASKS = {"train-cartpole": "CartPole-v0", "train-humanoid": "Humanoid-v0"}
 
 
@@ -232,10 +265,10 @@ def main() -> None:
             print(f"| {case} | failed | failed | - | - | 0 |")
             continue
         a, b = got[(case, "A")], got[(case, "B")]
-        if case == "states":
+        if case in ("states", "single-states"):
             same = all(x["hash"] == b[0]["hash"] for x in a + b)
             verdict = "identical" if same else "DIFFERENT"
-            print(f"| states (sha256 of the steps, {a[0]['resets']} resets) | {a[0]['hash']} | "
+            print(f"| {case} (sha256 of the steps, {a[0]['resets']} resets) | {a[0]['hash']} | "
                   f"{b[0]['hash']} | {verdict} | - | {len(a)} |")  # fmt: skip
             continue
         key = "seconds" if case in TRAIN_TASKS else "rate"
