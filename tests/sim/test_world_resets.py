@@ -49,7 +49,7 @@ def _history(w: ke.World, steps: int, phase: float) -> bool:
             vels[:, 3:6, 0] += 2.0
             w.set_body_states(np.arange(n), poses, vels)
         w.step(DT)
-        slid = slid or not w._stick.all()
+        slid = slid or not w._contacts.stick.all()
     return slid
 
 
@@ -97,10 +97,10 @@ def test_snapshot_mid_slide_restores_the_friction_regimes(layout: str) -> None:
     w = ke.World(_scene(), num_envs=3, layout=layout)
     _history(w, 90, 2.0)
     snap = w.snapshot()
-    regimes = w._stick.copy()
+    regimes = w._contacts.stick.copy()
     future = _future(w, 90)
     w.restore(snap)
-    assert np.array_equal(w._stick, regimes)  # derived again by the replay
+    assert np.array_equal(w._contacts.stick, regimes)  # derived again by the replay
     assert np.array_equal(_future(w, 90), future)
     other = ke.World(_scene(), num_envs=3, layout=layout)
     other.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
@@ -120,13 +120,13 @@ def test_sliding_block_uses_dynamic_friction_then_sticks(layout: str) -> None:
     vels[0, 1] = (3.0, 0.0, 0.0)
     w.set_body_states([0], poses, vels)
     w.step(1 / 240)
-    assert not w._stick[0, 1]  # sliding after its first step
+    assert not w._contacts.stick[0, 1]  # sliding after its first step
     for _ in range(int(2.0 / (1 / 240))):
         w.step(1 / 240)
     travelled = w.body_poses[0, 1, 0]
     expected = 3.0**2 / (2 * 0.4 * G)  # the dynamic coefficient while it slides
     assert abs(travelled - expected) / expected < 0.03
-    assert w._stick[0, 1] and abs(w.body_velocities[0, 1, 0]) < 1e-6  # stopped, sticking
+    assert w._contacts.stick[0, 1] and abs(w.body_velocities[0, 1, 0]) < 1e-6  # stopped, sticking
 
 
 def test_friction_model_values_and_callback_pairs() -> None:
@@ -186,7 +186,7 @@ def _travel_after_kick(w: ke.World, v0: float, dt: float = 1 / 1000) -> float:
     """Settle, give the block speed ``v0`` along the slope, return how far it went in 1 s."""
     for _ in range(int(0.1 / dt)):
         w.step(dt)
-    assert w._stick[0, 1]  # resting: static friction
+    assert w._contacts.stick[0, 1]  # resting: static friction
     poses = w.body_poses
     vels = np.zeros_like(poses)
     vels[0, 1] = (v0, 0.0, 0.0)
@@ -223,4 +223,4 @@ def test_a_sliding_block_that_slows_down_sticks_again(layout: str) -> None:
     x = w.body_poses[0, 1, 0]
     for _ in range(500):
         w.step(1 / 1000)
-    assert w._stick[0, 1] and abs(w.body_poses[0, 1, 0] - x) < 1e-6
+    assert w._contacts.stick[0, 1] and abs(w.body_poses[0, 1, 0] - x) < 1e-6
