@@ -177,35 +177,77 @@ def test_debug_shows_the_traceback(tmp_path):
     assert proc.returncode != 0 and "Traceback" in proc.stderr and "unknown task" in proc.stderr
 
 
-def test_user_error_mapping_covers_other_subcommands(capsys):
+def test_user_error_mapping_covers_other_subcommands(monkeypatch, capsys):
+    import kelab as ke
     from kelab.cli import USER_ERRORS, KelabUsageError
 
-    assert KelabUsageError in USER_ERRORS and ValueError in USER_ERRORS
-    # any registered subcommand's ValueError becomes one line and exit 2 (train/play/eval too)
-    import argparse
+    assert issubclass(KelabUsageError, ke.UserError) and ke.UserError in USER_ERRORS
+    # a bare ValueError or ImportError is a bug (#38), not something the user must fix
+    assert not {ValueError, ImportError} & set(USER_ERRORS)
 
-    import kelab.cli as cli
+    def fail(args):
+        raise ke.UserError("config must be a .toml file, got x.txt; pass --config run.toml")
 
-    original = cli.build_parser
-
-    def with_extra() -> argparse.ArgumentParser:
-        parser = original()
-        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-        extra = sub.add_parser("extra")
-
-        def fail(args):
-            raise ValueError("config must be a .toml file, got x.txt; pass --config run.toml")
-
-        extra.set_defaults(func=fail)
-        return parser
-
-    cli.build_parser = with_extra
-    try:
-        assert main(["extra"]) == 2
-    finally:
-        cli.build_parser = original
+    # any registered subcommand's UserError becomes one line and exit 2 (train/play/eval too)
+    _with_extra_command(monkeypatch, fail)
+    assert main(["extra"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["kelab: error: config must be a .toml file, got x.txt; pass --config run.toml"]
+
+
+_FAILING_COMMAND = """
+import argparse, sys
+import kelab as ke
+import kelab.cli as cli
+
+original = cli.build_parser
+
+def fail(args):
+    if args.kind == "user":
+        raise ke.UserError("episodes must be an int >= 1, got 0; pass --episodes 5")
+    if args.kind == "extra":
+        from kelab.errors import MissingExtraError
+
+        raise MissingExtraError("onnx not installed; pip install 'kelab[export]'")
+    raise {internal}("internal: a list index went wrong")  # a bug inside a command
+
+def with_failing() -> argparse.ArgumentParser:
+    parser = original()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    failing = sub.add_parser("failing")
+    failing.add_argument("kind")
+    failing.set_defaults(func=fail)
+    return parser
+
+cli.build_parser = with_failing
+sys.argv = ["kelab", "failing", sys.argv[1]]
+cli.run()
+"""
+
+
+@pytest.mark.parametrize("internal", ["ValueError", "ImportError", "TypeError"])
+def test_an_internal_error_keeps_its_traceback_and_a_user_error_is_one_line(internal):
+    def kelab_failing(kind: str) -> subprocess.CompletedProcess:
+        code = _FAILING_COMMAND.format(internal=internal)
+        return subprocess.run(
+            [sys.executable, "-c", code, kind], capture_output=True, text=True, timeout=120
+        )
+
+    bug = kelab_failing("internal")
+    assert bug.returncode == 1, bug.stderr
+    assert "Traceback (most recent call last)" in bug.stderr
+    assert bug.stderr.strip().splitlines()[-1] == f"{internal}: internal: a list index went wrong"
+    assert "kelab: error:" not in bug.stderr
+    user = kelab_failing("user")
+    assert (user.returncode, user.stderr) == (
+        2,
+        "kelab: error: episodes must be an int >= 1, got 0; pass --episodes 5\n",
+    )
+    extra = kelab_failing("extra")
+    assert (extra.returncode, extra.stderr) == (
+        2,
+        "kelab: error: onnx not installed; pip install 'kelab[export]'\n",
+    )
 
 
 def _with_extra_command(monkeypatch, run) -> None:

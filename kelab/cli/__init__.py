@@ -35,6 +35,7 @@ from kelab.cli.play import add_play_parsers  # noqa: E402
 from kelab.cli.plot import add_plot_parser  # noqa: E402
 from kelab.cli.preview import add_preview_parser  # noqa: E402
 from kelab.cli.train import add_train_parser  # noqa: E402
+from kelab.errors import UserError  # noqa: E402
 
 __all__ = [
     "SUBCOMMANDS",
@@ -49,13 +50,11 @@ __all__ = [
 ]
 
 #: Exceptions that mean "the user asked for something that cannot be done" (exit 2, one
-#: line); anything else is a bug and keeps its traceback.
-USER_ERRORS: tuple[type[BaseException], ...] = (
-    KelabUsageError,
-    ValueError,
-    ImportError,
-    OSError,
-)
+#: line): `kelab.errors.UserError` (``KelabUsageError``, a bad value, config, scene,
+#: checkpoint or run folder, a missing extra...) and an OSError (a file or the machine:
+#: a missing file, no permission, a full disk). Anything else, a bare ``ValueError`` or
+#: ``ImportError`` included, is a bug and keeps its traceback (exit 1).
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, OSError)
 
 
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], object], ...] = (
@@ -113,7 +112,7 @@ def _one_line_warnings() -> Iterator[None]:
 #: User errors whose traceback shows nothing useful: the message is the whole story, so
 #: the error line does not offer ``--debug``.
 _PLAIN_ERRORS: tuple[type[BaseException], ...] = (
-    ValueError,
+    UserError,
     FileNotFoundError,
     IsADirectoryError,
     NotADirectoryError,
@@ -123,10 +122,11 @@ _PLAIN_ERRORS: tuple[type[BaseException], ...] = (
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kelab`` command (and of ``python -m kelab``).
 
-    Every subcommand's user errors (an unknown task, no display, a bad ``module:Class``,
-    a missing file, a bad value) print one ``kelab: error: ...`` line and return 2; an
-    ImportError or another OSError adds ``(--debug shows the traceback)``, and with
-    ``--debug`` (anywhere on the line) the traceback is shown instead. Argument errors
+    Every subcommand's user errors (`USER_ERRORS`: an unknown task, no display, a bad
+    ``module:Class``, a missing file, a bad value) print one ``kelab: error: ...`` line
+    and return 2; an OSError other than a missing file adds ``(--debug shows the
+    traceback)``, and with ``--debug`` (anywhere on the line) the traceback is shown
+    instead. Any other exception is a bug: it propagates with its traceback. Argument errors
     print one ``kelab SUBCOMMAND: error: ...; see kelab SUBCOMMAND --help`` line and exit
     2 (``SystemExit``). Warnings print as ``kelab: warning: ...`` lines.
 

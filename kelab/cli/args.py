@@ -6,7 +6,8 @@ default in ``--help``; :class:`KelabUsageError` is a mistake on the command line
 ``float``), checks the value with the shared check of `kelab._validate` and turns its
 ``ValueError`` into ``argparse.ArgumentTypeError``, so a bad option prints
 ``argument --seed: seed must be an int >= 0, got -3``. Every subcommand module of
-`kelab.cli` uses them; this module imports nothing of kelab but `kelab._validate`.
+`kelab.cli` uses them; this module imports nothing of kelab but `kelab._validate` and
+`kelab.errors`.
 
 Example:
     >>> from kelab.cli.args import positive_int, seed_int
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kelab._validate import check_int, check_positive, check_seed, must
+from kelab.errors import UserError
 
 __all__ = [
     "COUNT_MAX",
@@ -63,7 +65,7 @@ TASK_HELP = (
 """The help of the ``task`` argument of ``train``, ``play``, ``eval`` and ``export``."""
 
 
-class KelabUsageError(ValueError):
+class KelabUsageError(UserError):
     """A mistake on the command line: ``main`` prints it as one ``kelab: error:`` line."""
 
 
@@ -169,13 +171,13 @@ def at_most(value: T, name: str, high: int, why: str, fix: str = "") -> T:
         fix: What to do instead, appended to the message.
 
     Raises:
-        ValueError: ``"num-envs must be an int <= 1000000 (more copies than a World
+        UserError: ``"num-envs must be an int <= 1000000 (more copies than a World
             holds), got 2000000"``.
     """
     if isinstance(value, int) and not isinstance(value, bool) and value > high:
         digits = str(value)  # as typed (show() would abbreviate a long one)
         seen = digits if len(digits) <= 40 else f"{digits[:12]}...({len(digits)} digits)"
-        raise ValueError(f"{name} must be an int <= {high} ({why}), got {seen}" + (
+        raise UserError(f"{name} must be an int <= {high} ({why}), got {seen}" + (
             f"; {fix}" if fix else ""))  # fmt: skip
     return value
 
@@ -212,12 +214,12 @@ def folder_path(name: str) -> Callable[[str], str]:
     def check(value: object) -> str:
         text = str(value)
         if not text.strip():
-            raise ValueError(
+            raise UserError(
                 must(name, "a folder path", value, "name a folder, e.g. runs/my-run (an "
                      "empty path would write into the current folder)")
             )  # fmt: skip
         if os.path.exists(text) and not os.path.isdir(text):
-            raise ValueError(
+            raise UserError(
                 f"{name} must be a folder, got the file {text!r}; name a new folder (or the "
                 "run being resumed) instead of a file"
             )

@@ -17,6 +17,7 @@ from kelab.cli.args import NUM_ENVS_MAX, positive_int
 from kelab.cli.config_options import ConfigOptions
 from kelab.cli.progress import EvalProgress
 from kelab.cli.tasks import ENV_EXCLUDED, add_task_subcommand, start_command
+from kelab.errors import UserError
 from kelab.rl.config import EnvConfig
 from kelab.train.shipped import shipped_policy
 
@@ -62,7 +63,7 @@ def _checkpoint_spec(args: argparse.Namespace, class_path: str) -> str:
         return args.checkpoint
     shipped = shipped_policy(class_path)
     if shipped is None:
-        raise ValueError(
+        raise UserError(
             f"KELab ships no policy for {args.task}; train one with `kelab train {args.task}` "
             "and pass --checkpoint RUN_DIR:best"
         )
@@ -86,7 +87,7 @@ VIDEO_SUFFIXES = (".mp4", ".gif")
 
 def _check_video(video: str) -> None:
     if Path(video).suffix.lower() not in VIDEO_SUFFIXES:
-        raise ValueError(f"--video must end in .mp4 or .gif, got {video!r}; e.g. --video play.mp4")
+        raise UserError(f"--video must end in .mp4 or .gif, got {video!r}; e.g. --video play.mp4")
     make_parent(video, "--video")  # a missing folder is created, as for every --out
 
 
@@ -113,7 +114,7 @@ def run_play(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     if args.video is not None:  # in the CLI's words, before a window or a video opens
         _check_video(args.video)
     if args.video and args.interactive:
-        raise ValueError("--video and --interactive cannot be combined; pick one")
+        raise UserError("--video and --interactive cannot be combined; pick one")
     if args.interactive and not display_available():  # the App's advice is for Python
         from kelab.render.renderer import DisplayUnavailableError
 

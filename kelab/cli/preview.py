@@ -25,6 +25,7 @@ from kelab._files import atomic_write_bytes, make_parent, publish, temp_beside
 from kelab.cli.args import KelabUsageError, positive_float, seed_int
 from kelab.cli.config_options import ConfigOptions
 from kelab.cli.tasks import ENV_EXCLUDED, import_task_class
+from kelab.errors import UserError
 from kelab.rl.config import EnvConfig
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ def load_task_class(task_id: str) -> type[Task]:
     """Return the Task class of a built-in id or a ``"module:TaskClass"``.
 
     Raises:
-        ValueError: For an unknown id, a module that does not import (or raises while it
+        UserError: For an unknown id, a module that does not import (or raises while it
             is imported), a missing class or something that is not a ``ke.Task``
             subclass; the message says what to fix.
     """
@@ -83,16 +84,16 @@ def check_out_path(out: str | os.PathLike[str]) -> Path:
         It as a Path.
 
     Raises:
-        ValueError: For a folder, another suffix, or a folder that cannot be created.
+        UserError: For a folder, another suffix, or a folder that cannot be created.
     """
     path = Path(out)
     if path.is_dir() or str(out).endswith(("/", os.sep)):
-        raise ValueError(
+        raise UserError(
             f"--out must name a file, got the folder {str(out)!r}; add a file name, e.g. "
             f"{str(path / 'preview.png')!r}"
         )
     if path.suffix.lower() not in OUT_SUFFIXES:
-        raise ValueError(
+        raise UserError(
             f"--out must end in {', '.join(OUT_SUFFIXES)}, got {str(out)!r}; .png saves the "
             "last frame, .mp4/.gif a video of every step"
         )
@@ -193,21 +194,21 @@ def run_preview(
         ``{"steps", "episodes", "ended_by": {name: count}, "out": path or None}``.
 
     Raises:
-        ValueError: For an unknown task, action mode or ``out`` path.
+        UserError: For an unknown task, action mode or ``out`` path.
     """
     from kelab.render.renderer import BACKENDS, require_display
     from kelab.rl.config import EnvConfig
     from kelab.rl.direct import DirectRLEnv
 
     if actions not in ("zero", "random"):
-        raise ValueError(f"actions must be 'zero' or 'random', got {actions!r}")
+        raise UserError(f"actions must be 'zero' or 'random', got {actions!r}")
     if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise UserError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if seconds is not None and not (np.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"seconds must be a number > 0 or None, got {seconds!r}")
+        raise UserError(f"seconds must be a number > 0 or None, got {seconds!r}")
     out_path = None if out is None else check_out_path(out)
     if out_path is not None and render_mode is None:
-        raise ValueError("out needs render_mode 'human' or 'rgb_array' (frames to write)")
+        raise UserError("out needs render_mode 'human' or 'rgb_array' (frames to write)")
     cls = load_task_class(task_id)
     if render_mode == "human":
         require_display(backend)

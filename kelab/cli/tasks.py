@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from kelab.cli.args import TASK_HELP, seed_int
+from kelab.errors import UserError
 
 if TYPE_CHECKING:
     from kelab.rl.task import Task
@@ -44,7 +45,7 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
     The one resolution of every subcommand (:func:`kelab.tasks.registry.resolve_task`).
 
     Raises:
-        ValueError: For an unknown id, listing the built-in ones.
+        UserError: For an unknown id, listing the built-in ones.
     """
     from kelab.tasks.registry import resolve_task as resolve
 
@@ -58,19 +59,19 @@ def import_task_class(class_path: str) -> type[Task]:
     imported (its own bug) is one line naming the module and its error, not a traceback.
 
     Raises:
-        ValueError: ``cannot import module 'broken' of task 'broken:Task': RuntimeError:
+        UserError: ``cannot import module 'broken' of task 'broken:Task': RuntimeError:
             boom`` (``--debug`` shows the module's traceback: it is the cause).
     """
     from kelab.tasks.registry import task_class
 
     try:
         return task_class(class_path)
-    except ValueError:
+    except UserError:
         raise  # already worded for the command line (a missing module, a bad name...)
     except Exception as err:  # the module's own code failed while importing
         module = class_path.partition(":")[0]
         what = " ".join(f"{type(err).__name__}: {err}".split())
-        raise ValueError(
+        raise UserError(
             f"cannot import module {module!r} of task {class_path!r}: {what}; fix the "
             f"error in {module} (kelab --debug ... shows where it was raised)"
         ) from err

@@ -17,6 +17,7 @@ from kelab.cli.args import NUM_ENVS_MAX, folder_path, positive_float, positive_i
 from kelab.cli.config_options import ConfigOptions
 from kelab.cli.progress import ProgressBar
 from kelab.cli.tasks import ENV_EXCLUDED, Command, add_task_subcommand, start_command
+from kelab.errors import UserError
 from kelab.rl.config import EnvConfig
 from kelab.train.config import TrainConfig, training_config_of
 
@@ -136,7 +137,7 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
     config = training_config_of(cls)  # checked before torch loads: a mistake says so at once
     try:  # the options given on top of the task's training config
         config = config.replace(**TRAIN_OPTIONS.given(args))
-    except ValueError as error:  # a combination no option could refuse alone
+    except UserError as error:  # a combination no option could refuse alone
         print(f"kelab: error: {error}; see kelab train --help", file=err)
         return 2
     import_trainer()
@@ -192,7 +193,7 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
             cap = re.search(r"num_envs must be at most (\d+)", str(err))
             if cap is None:
                 raise
-            raise ValueError(
+            raise UserError(
                 f"--num-envs {config.num_envs} is more copies than {cmd.task_name} fits "
                 f"here; pass --num-envs {cap.group(1)} or fewer ({err})"
             ) from None

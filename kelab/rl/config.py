@@ -30,6 +30,7 @@ from kelab._validate import (
     check_seed,
     must,
 )
+from kelab.errors import UserError
 from kelab.timing.config import (
     MAX_DECIMATION,
     RENDER_MODE_FIX,
@@ -79,7 +80,7 @@ def _check_seed(value: object, name: str) -> int:
 def _check_timing(value: object, name: str) -> SimulationTimingConfig | None:
     if value is None or isinstance(value, SimulationTimingConfig):
         return value
-    raise ValueError(
+    raise UserError(
         f"{name} must be a ke.SimulationTimingConfig or None, got {value!r}; leave it None "
         "to use the task's own timing"
     )
@@ -88,7 +89,7 @@ def _check_timing(value: object, name: str) -> SimulationTimingConfig | None:
 def _check_render_mode(value: object, name: str) -> object:
     if value is None or (isinstance(value, str) and value in RENDER_MODES):
         return value
-    raise ValueError(must(name, "None, 'rgb_array' or 'human'", value, RENDER_MODE_FIX))
+    raise UserError(must(name, "None, 'rgb_array' or 'human'", value, RENDER_MODE_FIX))
 
 
 def _check_num_threads(value: object, name: str) -> int:
@@ -257,7 +258,7 @@ def check_fields(values: dict[str, object], prefix: str = "") -> dict[str, objec
         The values converted (numpy ints to ``int``, numbers to ``float``).
 
     Raises:
-        ValueError: ``"EnvConfig.seed must be an int >= 0, got -1; pass ..."``, for the
+        UserError: ``"EnvConfig.seed must be an int >= 0, got -1; pass ..."``, for the
             first bad field, with what to do instead.
     """
     return check_settings(values, EnvConfig, prefix)
@@ -280,16 +281,16 @@ def resolve_run_config(
         The run config.
 
     Raises:
-        ValueError: For an unknown render mode, or a pair that does not match, saying which
+        UserError: For an unknown render mode, or a pair that does not match, saying which
             render mode the run config requires.
     """
     if run_config is None:
         return SimulationRunConfig.from_render_mode(render_mode)
     if not isinstance(run_config, SimulationRunConfig):
-        raise ValueError(f"run_config must be a ke.SimulationRunConfig or None, got {run_config!r}")
+        raise UserError(f"run_config must be a ke.SimulationRunConfig or None, got {run_config!r}")
     SimulationRunConfig.from_render_mode(render_mode)  # validates the render mode itself
     if run_config.render_mode != render_mode:
-        raise ValueError(
+        raise UserError(
             f"run_config mode {run_config.mode.name} requires render_mode="
             f"{run_config.render_mode!r}, got render_mode={render_mode!r}; pass render_mode="
             f"{run_config.render_mode!r} with it (or leave run_config=None to choose the mode "
@@ -320,7 +321,7 @@ def resolve_timing(
         A timing with every field set.
 
     Raises:
-        ValueError: For a ``timing`` that is not a ``SimulationTimingConfig``, or a ``dt`` /
+        UserError: For a ``timing`` that is not a ``SimulationTimingConfig``, or a ``dt`` /
             ``physics_steps_per_action`` out of the config's ranges (named as passed).
     """
     if timing is None:
@@ -328,7 +329,7 @@ def resolve_timing(
             sim_dt=task.sim_dt, decimation=task.decimation, episode_length_s=task.episode_length_s
         )
     elif not isinstance(timing, SimulationTimingConfig):
-        raise ValueError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
+        raise UserError(f"timing must be a ke.SimulationTimingConfig or None, got {timing!r}")
     elif timing.episode_length_s is None:
         timing = dataclasses.replace(timing, episode_length_s=task.episode_length_s)
     if dt is not None:  # checked under the caller's name, by the config's own rule
@@ -384,15 +385,15 @@ def env_config(
         The config, its ``timing`` complete.
 
     Raises:
-        ValueError: For a config that is not an EnvConfig, a render mode that disagrees
+        UserError: For a config that is not an EnvConfig, a render mode that disagrees
             with ``config``, ``run_config`` or ``headless``, and any invalid field.
     """
     if config is None:
         config = EnvConfig()
     elif not isinstance(config, EnvConfig):
-        raise ValueError(f"config must be a ke.EnvConfig or None, got {config!r}")
+        raise UserError(f"config must be a ke.EnvConfig or None, got {config!r}")
     if render_mode is not None and config.render_mode not in (None, render_mode):
-        raise ValueError(
+        raise UserError(
             f"render_mode={render_mode!r} disagrees with config.render_mode="
             f"{config.render_mode!r}; give the render mode once"
         )
@@ -405,7 +406,7 @@ def env_config(
             headless, "headless", fix="or leave it out (None) to follow render_mode"
         )
         if headless and resolved.mode is RunMode.PACED:
-            raise ValueError(
+            raise UserError(
                 "render_mode='human' opens a window, but headless=True; leave headless out "
                 "(it follows render_mode) to watch the copies, or use render_mode='rgb_array' "
                 "for offscreen frames"

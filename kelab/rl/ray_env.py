@@ -28,6 +28,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from kelab._validate import check_bool, check_int, check_positive, is_int, must
+from kelab.errors import MissingExtraError, UserError
 from kelab.rl._contract import (
     EpisodeBook,
     check_actions,
@@ -119,10 +120,10 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             ``run_config`` only a HEADLESS_FAST one: no worker opens a window.
 
     Raises:
-        ValueError: For out-of-range arguments.
-        ImportError: When Ray is not installed (``pip install kelab[ray]``).
+        UserError: For out-of-range arguments.
+        MissingExtraError: An ImportError, when Ray is not installed (``pip install kelab[ray]``).
         ConnectionError: For a ``host:port`` address nothing answers on.
-        ValueError: When this process's own local Ray (no autoscaler) has too few CPUs
+        UserError: When this process's own local Ray (no autoscaler) has too few CPUs
             for the workers: at once, naming the CPUs needed and free.
         TimeoutError: When a Ray that can grow (one joined by address) does not place
             every worker within ``start_timeout_s``.
@@ -168,13 +169,13 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         self._restarts_closed = 0  # restarts once the pool is gone
         validate_task_class(task)
         if "env" in task.__dict__:
-            raise ValueError(
+            raise UserError(
                 f"RayLearningEnv: this {type(task).__name__} instance already runs in an "
                 "environment; pass a new task object"
             )
         cfg = env_config(task, config, num_envs=num_envs, seed=seed, **settings)
         if cfg.render_mode is not None:
-            raise ValueError(
+            raise UserError(
                 f"RayLearningEnv: render_mode={cfg.render_mode!r} cannot be passed to the "
                 "workers' LearningEnv: the workers are headless (render_mode must be None); "
                 "render with a LearningEnv or DirectRLEnv"
@@ -184,7 +185,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             num_workers, "RayLearningEnv: num_workers", low=1, fix="say how many Ray actors"
         )
         if num_workers > num_envs:
-            raise ValueError(
+            raise UserError(
                 must(
                     "RayLearningEnv: num_workers",
                     f"<= num_envs ({num_envs})",
@@ -193,7 +194,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
                 )
             )
         if address is not None and (not isinstance(address, str) or not address):
-            raise ValueError(
+            raise UserError(
                 must(
                     "RayLearningEnv: address",
                     "None (local Ray), 'auto' or a cluster address such as 'ray://head:10001'",
@@ -208,14 +209,14 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             start_timeout_s, "RayLearningEnv: start_timeout_s", unit="seconds"
         )
         if ray_init is not None and not isinstance(ray_init, Mapping):
-            raise ValueError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
+            raise UserError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
         rule = check_success_rule(success, "success")
         task_rule = check_success_rule(task.success_rule, f"{type(task).__name__}.success_rule")
 
         try:
             import ray  # the optional dependency
         except ImportError as err:
-            raise ImportError(
+            raise MissingExtraError(
                 "RayLearningEnv needs Ray: pip install 'kelab[ray]' (on every machine of the "
                 "cluster)"
             ) from err
@@ -399,7 +400,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             ``(obs, {})``.
 
         Raises:
-            ValueError: For bad options or seeds, in ``LearningEnv``'s words; nothing
+            UserError: For bad options or seeds, in ``LearningEnv``'s words; nothing
                 changes then.
             RuntimeError: For a partial reset before the first reset or after a failed
                 step, or while the env is closed.
@@ -429,7 +430,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         ``step(a)`` is ``step_async(a)`` followed by ``step_wait()``.
 
         Raises:
-            ValueError: For actions of the wrong shape or with NaN/inf.
+            UserError: For actions of the wrong shape or with NaN/inf.
             RuntimeError: Before ``reset()``, or with a step already in flight.
         """
         if self.closed:
@@ -486,7 +487,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         """Advance every copy by one env step, all workers at once (see the class docstring).
 
         Raises:
-            ValueError: For actions of the wrong shape or with NaN/inf.
+            UserError: For actions of the wrong shape or with NaN/inf.
             WorkerDiedError: A worker died and ``restart`` is False.
             TaskError: When the task returns invalid dones, rewards or observations.
         """
@@ -579,12 +580,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         if a worker still refuses its part, every worker is put back as it was.
 
         Raises:
-            ValueError: For a snapshot not from ``RayLearningEnv.snapshot()``, of another
+            UserError: For a snapshot not from ``RayLearningEnv.snapshot()``, of another
                 scene, taken with other copy ranges (num_envs / num_workers), with unknown
                 or missing keys or entries that do not fit (naming the entry).
         """
         if not isinstance(snap, Snapshot) or snap.meta.get("kind") != SNAPSHOT_KIND:
-            raise ValueError(
+            raise UserError(
                 "restore() needs a snapshot from RayLearningEnv.snapshot(), got "
                 f"{snap!r:.80}; a LearningEnv snapshot restores into a LearningEnv"
             )
@@ -615,7 +616,7 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             f"meta {k}" for k in sorted(set(meta) - set(_SNAPSHOT_META))
         ]
         if unknown:
-            raise ValueError(
+            raise UserError(
                 f"a RayLearningEnv snapshot must hold only the arrays {sorted(known)} and the "
                 f"meta keys {list(_SNAPSHOT_META)}, got unknown keys {unknown}; {fix}"
             )
@@ -625,31 +626,31 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
         except (TypeError, ValueError):
             ranges = raw
         if ranges != self.ranges:
-            raise ValueError(
+            raise UserError(
                 f"snapshot copy ranges must match this env's {self.ranges}, got {ranges}; "
                 "restore into a RayLearningEnv with the same num_envs and num_workers"
             )
         missing = [w for w in workers if w not in arrays]
         if missing:
-            raise ValueError(f"snapshot arrays {missing} must be present, got none; {fix}")
+            raise UserError(f"snapshot arrays {missing} must be present, got none; {fix}")
         blobs = []
         for w in workers:
             blob = arrays[w]
             if blob.dtype != np.uint8 or blob.ndim != 1:
-                raise ValueError(f"snapshot array {w!r} must be a worker's snapshot bytes; {fix}")
+                raise UserError(f"snapshot array {w!r} must be a worker's snapshot bytes; {fix}")
             blobs.append(blob.tobytes())
             Snapshot.from_bytes(blobs[-1])  # corrupt bytes: ValueError, before any worker
         lengths, returns = check_counters(arrays, "driver/", self.num_envs, self.max_episode_length)
         obs = arrays.get("driver/obs")
         shape = (self.num_envs, self.single_observation_space.shape[0])
         if obs is not None and (obs.dtype != np.float32 or obs.shape != shape):
-            raise ValueError(
+            raise UserError(
                 f"snapshot array 'driver/obs' must be float32 {shape}, got {obs.dtype} "
                 f"{obs.shape}; {fix}"
             )
         started = meta.get("started", obs is not None)
         if not isinstance(started, bool):
-            raise ValueError(f"snapshot meta 'started' must be True or False, got {started!r}")
+            raise UserError(f"snapshot meta 'started' must be True or False, got {started!r}")
         return blobs, lengths, returns, None if obs is None else np.array(obs), started
 
     # ------------------------------------------------------------------ closing

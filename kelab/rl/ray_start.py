@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from kelab.errors import UserError
+
 __all__ = ["check_room", "owns_local_ray", "probe_address", "start_ray", "wait_for_workers"]
 
 PROBE_TIMEOUT_S = 10.0
@@ -142,7 +144,7 @@ def check_room(ray: ModuleType, num_workers: int, cpus_per_worker: float, can_gr
     to :func:`wait_for_workers`.
 
     Raises:
-        ValueError: Naming the CPUs needed, the Ray's CPUs and free CPUs, and what to do.
+        UserError: Naming the CPUs needed, the Ray's CPUs and free CPUs, and what to do.
     """
     if can_grow:
         return
@@ -161,7 +163,7 @@ def check_room(ray: ModuleType, num_workers: int, cpus_per_worker: float, can_gr
         if len(cpus) == 1 and most >= num_workers / 100
         else "lower num_workers or cpus_per_worker"
     )
-    raise ValueError(
+    raise UserError(
         f"RayLearningEnv: num_workers x cpus_per_worker must fit this process's local Ray "
         f"({total:g} CPUs, {free:g} free; it has no autoscaler and cannot grow), got "
         f"{num_workers} x {cpus_per_worker:g} = {need:g} CPUs; {hint}, start Ray with more "
