@@ -41,10 +41,14 @@ def test_the_numpy_actor_gives_the_torch_actors_actions(env_id):
     rng = np.random.default_rng(0)
     random = rng.normal(0.0, 3.0, (512, numpy_actor.observation_dim)).astype(np.float32)
     real = _real_observations(TASK_IDS[env_id], numpy_actor)
-    for obs in (random, real):
+    # Random observations lie far outside what the policy was trained on: its hidden
+    # values grow large there, and two float32 matmuls that sum in another order (BLAS
+    # kernels differ per CPU) differ by a few ulps of those: 1.4e-5 for Humanoid on an
+    # AMD EPYC, under 1e-5 elsewhere. On the observations the task gives, 1e-5 holds.
+    for obs, tolerance in ((random, 1e-4), (real, 1e-5)):
         mine, theirs = numpy_actor(obs), torch_actor(obs)
         assert mine.dtype == np.float32 and mine.shape == theirs.shape
-        assert np.abs(mine - theirs).max() <= 1e-5
+        assert np.abs(mine - theirs).max() <= tolerance
     assert np.abs(numpy_actor(real[0]) - torch_actor(real[0])).max() <= 1e-5  # one obs
 
 
