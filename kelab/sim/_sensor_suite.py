@@ -1,14 +1,16 @@
 """A World's sensors: their ideal values from the body states, and their pipelines.
 
 :class:`SensorSuite` computes what each sensor of the scene would report without noise
-(:meth:`SensorSuite.ideals`: IMU, joint, contact, pose, rangefinder) from rows of body
-states, and feeds the :class:`~kelab.sim.sensors.SensorPipeline` of each sensor (rate,
-delay, filter, noise) after every step. The pipelines need dt: they exist from the first
+(:meth:`SensorSuite.ideals`: IMU, joint, contact, pose, rangefinder, a camera's body
+poses) from rows of body states, and feeds the :class:`~kelab.sim.sensors.SensorPipeline`
+of each sensor (rate, delay, filter, noise) after every step; a camera's held poses become
+its images when read (:mod:`kelab.sim.camera`). The pipelines need dt: they exist from the first
 step on. The World reads the states and hands them in (kelab.sim internal).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -16,8 +18,9 @@ import numpy as np
 from kelab.sim.kinematics import joint_state
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout
+from kelab.sim.scene.instances import SensorSpec
 from kelab.sim.scene.scene import Scene
-from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS, WORLD_FRAME
 from kelab.sim.sensors import SensorPipeline
 
 
@@ -50,21 +53,32 @@ class SensorSuite:
         self._joint_index = {p: i for i, p in enumerate(layout.joint_paths)}
         #: Per sensor: its kind's ideal-value function, target index and parameters.
         self._ideal = [
-            (
-                s.name,
-                SENSOR_KINDS[s.kind].ideal,
-                (self._joint_index if SENSOR_KINDS[s.kind].target == "joint" else self._body_index)[
-                    s.target
-                ],
-                dict(s.params),
-            )
+            (s.name, SENSOR_KINDS[s.kind].ideal, self._target(s), dict(s.params))
             for s in scene.sensors
         ]
+        #: What turns a sensor's held values into its reading (a camera's images), by name.
+        self.readings: dict[str, Callable[[np.ndarray], np.ndarray]] = {}
+        for s in scene.sensors:
+            reading = SENSOR_KINDS[s.kind].reading
+            if reading is not None:
+                module, _, name = reading.partition(":")
+                cls = getattr(importlib.import_module(module), name)
+                self.readings[s.name] = cls(scene, layout.body_paths, s, self.n)
+
+    def _target(self, spec: SensorSpec) -> int:
+        """The body (or joint) index a sensor targets; -1 for the copy's own frame."""
+        target = SENSOR_KINDS[spec.kind].target
+        if target == "frame" and spec.target == WORLD_FRAME:
+            return -1
+        return (self._joint_index if target == "joint" else self._body_index)[spec.target]
 
     def new_pipelines(self, dt: float) -> dict[str, SensorPipeline]:
         """Fresh pipelines for a step of ``dt``, by sensor name (not installed)."""
+        nb = len(self.layout.body_paths)
         return {
-            s.name: SensorPipeline(s.config, self.n, SENSOR_KINDS[s.kind].width, dt, self.rngs)
+            s.name: SensorPipeline(
+                s.config, self.n, SENSOR_KINDS[s.kind].held_width(nb), dt, self.rngs
+            )
             for s in self.sensors
         }
 
@@ -90,7 +104,8 @@ class SensorSuite:
         """What sensor ``name`` reports now, ``(num_envs, k)`` (``World.read_sensor``).
 
         Before the first step (no pipelines yet) the ideal present value, from the body
-        states ``fresh(every)`` gives.
+        states ``fresh(every)`` gives. A kind with a reading (a camera) turns the held
+        values into it: ``(num_envs, height, width, channels)`` uint8 images.
 
         Raises:
             KeyError: If no sensor has that name (the message lists the known ones).
@@ -101,8 +116,11 @@ class SensorSuite:
         pipe = self.pipelines.get(name)
         if pipe is None:  # no step yet (the pipelines need dt): the ideal present value
             ideals = self.ideals(every, fresh(every), after_step=False)
-            return np.array(ideals[name], dtype=np.float64)
-        return pipe.read()
+            held = np.array(ideals[name], dtype=np.float64)
+        else:
+            held = pipe.read()
+        reading = self.readings.get(name)
+        return held if reading is None else reading(held)
 
     def prime(self, ids: np.ndarray, raw: np.ndarray) -> None:
         """Reset the pipelines of copies ``ids`` primed with their present ideal values.

@@ -750,7 +750,9 @@ class World(SiteReadout):
         """Return what sensor ``name`` reports now, shape ``(num_envs, k)``.
 
         Widths k: imu 4 (omega, ax, ay in the body frame incl. -gravity, angle), joint 2
-        (position, velocity), contact 2 (fx, fy), rangefinder 1 (distance), pose 3.
+        (position, velocity), contact 2 (fx, fy), rangefinder 1 (distance), pose 3. A
+        camera reports images instead, ``(num_envs, height, width, channels)`` uint8
+        (docs/sensors.md, "Cameras").
 
         Raises:
             KeyError: If no sensor has that name (the message lists the known ones).

@@ -487,10 +487,16 @@ def _ball_scene(add_sensors) -> ke.Scene:
 def test_every_sensor_kind_reports_its_registered_width():
     from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
 
+    camera = (("size", (8, 6)), ("channels", 3), ("zoom", 10.0), ("offset", ke.Pose()),
+              ("follow", "pose"), ("background", (0, 0, 0)))  # fmt: skip
+
     def sensors(b, ball):
         for kind in SENSOR_KINDS:
             target = "/World/Robot/cart_to_pole" if kind == "joint" else ball
-            params = {"rangefinder": (("angle", -1.5), ("max_range", 3.0), ("offset", ke.Pose()))}
+            params = {
+                "rangefinder": (("angle", -1.5), ("max_range", 3.0), ("offset", ke.Pose())),
+                "camera": camera,
+            }
             b.add_sensor(f"s.{kind}", kind, target, params=params.get(kind, ()))
 
     scene = _ball_scene(sensors)
@@ -498,7 +504,9 @@ def test_every_sensor_kind_reports_its_registered_width():
     world = ke.World(scene, num_envs=2)
     world.step(1 / 60)
     for kind, spec in SENSOR_KINDS.items():
-        assert world.read_sensor(f"s.{kind}").shape == (2, spec.width)
+        # a kind with a reading (the camera: its image) reports that, the others their values
+        want = (2, 6, 8, 3) if spec.reading else (2, spec.width)
+        assert world.read_sensor(f"s.{kind}").shape == want
     world.close()
 
 

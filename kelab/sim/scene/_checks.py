@@ -18,7 +18,7 @@ from kelab.sim.scene.instances import (
     SensorSpec,
     SiteInstance,
 )
-from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS, WORLD_FRAME
 
 
 def validate_scene(
@@ -86,7 +86,10 @@ def validate_scene(
                 )
             seen.add(item.name)
     for sensor in sensors:
-        known = joint_paths if SENSOR_KINDS[sensor.kind].target == "joint" else body_paths
+        target = SENSOR_KINDS[sensor.kind].target
+        known = joint_paths if target == "joint" else body_paths
+        if target == "frame":
+            known = known | {WORLD_FRAME}
         if sensor.target not in known:
             raise UserError(
                 f"sensor {sensor.name!r} targets unknown path {sensor.target!r}; a "

@@ -31,7 +31,7 @@ from kelab.sim.scene.joints import (
 )
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.sensor_config import SensorConfig
-from kelab.sim.scene.sensor_kinds import SENSOR_KINDS
+from kelab.sim.scene.sensor_kinds import SENSOR_KINDS, WORLD_FRAME
 from kelab.sim.scene.shapes import GRAVITY_MAX, Pose
 
 
@@ -225,7 +225,8 @@ class SceneBuilder:
         Args:
             name: Unique sensor name.
             kind: A sensor kind, e.g. ``"imu"``.
-            target: A joint path for a joint sensor; else an added Prop or a body path.
+            target: A joint path for a joint sensor; else an added Prop or a body path
+                (a camera's may be ``"/"``: fixed to the world).
             sensor: Degradation settings; None means ideal.
             params: The kind's ``(key, value)`` parameters (a rangefinder's angle,
                 max_range and offset; none for the others).
@@ -236,7 +237,7 @@ class SceneBuilder:
             known = [j.path for j in self._joints]
             if target not in known:
                 raise UserError(f"{what}: joint {target!r} is not in the scene; use one of {known}")
-        else:
+        elif not (SENSOR_KINDS[kind].target == "frame" and target == WORLD_FRAME):
             target = self._body_path(target, what)
         self._sensor(name, kind, target, sensor, params)  # type: ignore[arg-type]
 
@@ -316,6 +317,61 @@ class SceneBuilder:
             sensor: Degradation settings; None means ideal.
         """
         self._sensor(name, "pose", self._body_path(body, f"pose_sensor {name!r}"), sensor)
+
+    def camera_sensor(
+        self,
+        name: str,
+        body: Prop | str | None = None,
+        *,
+        size: tuple[int, int] = (64, 64),
+        channels: int = 3,
+        zoom: float = 20.0,
+        offset: Pose | None = None,
+        follow: str = "pose",
+        background: tuple[int, int, int] = (0, 0, 0),
+        sensor: SensorConfig | None = None,
+    ) -> None:
+        """Add a camera sensor: what a small camera sees, an image per copy (docs/sensors.md).
+
+        ``world.read_sensor(name)`` gives ``(num_envs, height, width, channels)`` uint8:
+        every visible body drawn in its ``RenderHint`` colour (layer order), anti-aliased,
+        over ``background``. The image is drawn from the body poses the sensor holds, so
+        ``SensorConfig.sample_interval`` and ``delay`` apply to it as to any sensor.
+
+        Args:
+            name: Unique sensor name.
+            body: The body it is fixed to (an added Prop or a body path); None fixes it
+                to the world (the copy's frame).
+            size: ``(width, height)`` in pixels, each in [4, 1024].
+            channels: 3 (RGB) or 1 (grayscale: the colours' luma).
+            zoom: Pixels per metre.
+            offset: The camera's pose (the image centre and its rotation) in the body's
+                frame, or in the copy's frame when fixed to the world.
+            follow: On a body: ``"pose"`` turns with it, ``"position"`` keeps its angle.
+            background: ``(r, g, b)`` where no body is drawn.
+            sensor: ``SensorConfig(sample_interval=..., delay=...)``; None means ideal.
+
+        Example:
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> _ = b.add(ke.Prop(ke.Circle(0.2), initial_pose=ke.Pose(0.0, 1.0)), at="/Ball")
+            >>> b.camera_sensor("eye", size=(32, 24), channels=1, zoom=10.0,
+            ...                 offset=ke.Pose(0.0, 1.0))
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> world.read_sensor("eye").shape
+            (2, 24, 32, 1)
+        """
+        target = WORLD_FRAME if body is None else self._body_path(body, f"camera_sensor {name!r}")
+        offset = Pose.identity() if offset is None else offset
+        params = (
+            ("size", size),
+            ("channels", channels),
+            ("zoom", zoom),
+            ("offset", offset),
+            ("follow", follow),
+            ("background", background),
+        )
+        self._sensor(name, "camera", target, sensor, params)
 
     def site(self, name: str, body: Prop | str, offset: Pose | None = None) -> None:
         """Add a named frame on a body.

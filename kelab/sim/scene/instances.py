@@ -29,7 +29,13 @@ from kelab.sim.scene.fields import (
 from kelab.sim.scene.items import BodySpec
 from kelab.sim.scene.joints import JOINT_TYPES, WORLD, Joint
 from kelab.sim.scene.sensor_config import SensorConfig
-from kelab.sim.scene.sensor_kinds import SENSOR_KINDS, check_params
+from kelab.sim.scene.sensor_kinds import (
+    SENSOR_KINDS,
+    WORLD_FRAME,
+    ZOOM_MAX,
+    ZOOM_MIN,
+    check_params,
+)
 from kelab.sim.scene.shapes import COORD_MAX, Pose, field_pose
 
 __all__ = [
@@ -42,10 +48,6 @@ __all__ = [
     "SensorSpec",
     "SiteInstance",
 ]
-
-ZOOM_MIN, ZOOM_MAX = 1e-3, 1e6
-"""Range of ``CameraSpec.zoom`` in pixels per metre."""
-
 
 @dataclass(frozen=True)
 class BodyInstance:
@@ -126,8 +128,10 @@ class SensorSpec:
 
     Attributes:
         name: Unique sensor name, e.g. ``"torso.imu"``.
-        kind: ``"imu"``, ``"joint"``, ``"contact"``, ``"rangefinder"`` or ``"pose"``.
-        target: Body path (joint path for ``"joint"``).
+        kind: ``"imu"``, ``"joint"``, ``"contact"``, ``"rangefinder"``, ``"pose"`` or
+            ``"camera"`` (``SENSOR_KINDS``).
+        target: Body path (joint path for ``"joint"``; a camera's may be ``"/"``, the
+            copy's own frame: fixed to the world).
         config: Degradation pipeline settings.
         params: Extra ``(key, value)`` pairs (rangefinder: angle, max_range, offset).
     """
@@ -141,14 +145,16 @@ class SensorSpec:
     def __post_init__(self) -> None:
         field_label("SensorSpec", "name", self.name)
         check_choice(self.kind, "SensorSpec.kind", SENSOR_KINDS)
-        check_path(self.target, f"sensor {self.name!r}: target")
+        kind = SENSOR_KINDS[self.kind]
+        if not (kind.target == "frame" and self.target == WORLD_FRAME):
+            check_path(self.target, f"sensor {self.name!r}: target")
         if not isinstance(self.config, SensorConfig):
             raise ValueError(
                 f"sensor {self.name!r}: sensor must be a ke.SensorConfig (SensorSpec.config), "
                 f"got {short_repr(self.config)}"
             )
         set_field(self, "params", check_params(self.name, self.kind, self.params))
-        kind = SENSOR_KINDS[self.kind]
+        kind.check_config(self.name, self.kind, self.config)
         noise = self.config.noise
         if isinstance(noise, tuple) and len(noise) != kind.width:
             raise ValueError(

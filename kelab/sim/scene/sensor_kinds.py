@@ -8,7 +8,9 @@ noise-free) value is computed from a step's body states (the World's sensor suit
 
 Adding a kind is one entry in :data:`SENSOR_KINDS` (plus, for convenience, a
 ``SceneBuilder`` method that calls ``SceneBuilder.add_sensor``); see docs/scene.md,
-"Sensors".
+"Sensors". A kind whose reading is not its held values (the camera: it holds every
+body's pose and draws them when read) names its reading's class, ``"module:Class"``,
+which the World imports when it builds the sensor.
 """
 
 from __future__ import annotations
@@ -19,10 +21,33 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kelab._validate import is_int, must
+from kelab.errors import UserError
 from kelab.sim.scene.fields import field_number, field_positive, field_tuple, short_repr
+from kelab.sim.scene.sensor_config import SensorConfig
 from kelab.sim.scene.shapes import ANGLE_MAX, LENGTH_MAX, LENGTH_MIN, field_pose
 
-__all__ = ["SENSOR_KINDS", "SensorInputs", "SensorKind", "check_params"]
+__all__ = [
+    "CAMERA_FOLLOW",
+    "CAMERA_SIZE_MAX",
+    "CAMERA_SIZE_MIN",
+    "SENSOR_KINDS",
+    "WORLD_FRAME",
+    "ZOOM_MAX",
+    "ZOOM_MIN",
+    "SensorInputs",
+    "SensorKind",
+    "check_params",
+]
+
+ZOOM_MIN, ZOOM_MAX = 1e-3, 1e6
+"""Range of a view's zoom in pixels per metre (``CameraSpec.zoom``, a camera sensor's)."""
+CAMERA_SIZE_MIN, CAMERA_SIZE_MAX = 4, 1024
+"""Range of a camera sensor's image width and height in pixels."""
+WORLD_FRAME = "/"
+"""A ``"frame"`` target naming the copy's own frame: a camera fixed to the world."""
+CAMERA_FOLLOW = ("pose", "position")
+"""How a camera on a body follows it: its position and angle, or its position only."""
 
 
 class SensorInputs(Protocol):
@@ -77,10 +102,17 @@ class SensorKind:
     Attributes:
         width: Values it reports per copy.
         values: What they are, in order (docs and messages).
-        target: ``"body"`` or ``"joint"``: what ``SensorSpec.target`` names.
+        target: ``"body"`` or ``"joint"``: what ``SensorSpec.target`` names;
+            ``"frame"``: a body path, or ``"/"`` for the copy's own frame (fixed to the
+            world).
         ideal: Its noise-free value (see :data:`Ideal`).
         params: Its parameters' checks by name, ``check(owner, name, value) -> value``;
             a sensor of this kind must give exactly these keys.
+        per_body: ``width`` values for each body of the scene (the camera's poses).
+        reading: ``"module:Class"`` of what turns the held values into the reading
+            (``Class(scene, body_paths, spec, num_envs)``, called with the held values
+            ``(num_envs, k)``); None: the held values are the reading.
+        refuses: ``SensorConfig`` fields this kind does not take (left at their defaults).
     """
 
     width: int
@@ -88,6 +120,29 @@ class SensorKind:
     target: str
     ideal: Ideal
     params: Mapping[str, Callable[[str, str, object], Any]] = field(default_factory=dict)
+    per_body: bool = False
+    reading: str | None = None
+    refuses: tuple[str, ...] = ()
+
+    def held_width(self, num_bodies: int) -> int:
+        """Values a sensor of this kind holds per copy in a scene of ``num_bodies`` bodies."""
+        return self.width * num_bodies if self.per_body else self.width
+
+    def check_config(self, name: str, kind: str, config: SensorConfig) -> None:
+        """Refuse a ``SensorConfig`` that sets a field this kind does not take.
+
+        Raises:
+            UserError: Naming the sensor, the field and its value.
+        """
+        defaults = SensorConfig()
+        for key in self.refuses:
+            value = getattr(config, key)
+            if value != getattr(defaults, key):
+                raise UserError(
+                    f"sensor {name!r}: a {kind} sensor takes no SensorConfig.{key}, got "
+                    f"{short_repr(value)}; leave it at {getattr(defaults, key)!r} "
+                    '(docs/sensors.md, "Cameras")'
+                )
 
 
 def _imu(inputs: SensorInputs, b: int, params: Mapping[str, Any]) -> np.ndarray:
@@ -144,6 +199,48 @@ def _rangefinder(inputs: SensorInputs, b: int, params: Mapping[str, Any]) -> np.
     return np.where(np.isnan(alpha), max_range, alpha * max_range)[:, None]
 
 
+def _camera(inputs: SensorInputs, b: int, params: Mapping[str, Any]) -> np.ndarray:
+    """Every body's x, y, angle: held (sampled, delayed), then drawn when read."""
+    raw = inputs.raw
+    return raw[:, :, 0:3].reshape(raw.shape[0], raw.shape[1] * 3)
+
+
+def _size(owner: str, name: str, value: object) -> tuple[int, int]:
+    lo, hi = CAMERA_SIZE_MIN, CAMERA_SIZE_MAX
+    ok = isinstance(value, (tuple, list)) and len(value) == 2
+    if not ok or not all(is_int(v) and lo <= v <= hi for v in value):  # type: ignore[union-attr]
+        raise UserError(
+            must(
+                f"{owner}.{name}",
+                f"(width, height), two ints in [{lo}, {hi}] pixels",
+                value,
+                "e.g. size=(64, 64)",
+            )
+        )
+    return (int(value[0]), int(value[1]))  # type: ignore[index]
+
+
+def _channels(owner: str, name: str, value: object) -> int:
+    if not is_int(value) or value not in (1, 3):
+        raise UserError(
+            must(f"{owner}.{name}", "1 (grayscale) or 3 (RGB)", value, "e.g. channels=3")
+        )
+    return int(value)  # type: ignore[call-overload]
+
+
+def _color(owner: str, name: str, value: object) -> tuple[int, int, int]:
+    ok = isinstance(value, (tuple, list)) and len(value) == 3
+    if not ok or not all(is_int(c) and 0 <= c <= 255 for c in value):  # type: ignore[union-attr]
+        raise UserError(must(f"{owner}.{name}", "three ints (r, g, b) in 0..255", value))
+    return (int(value[0]), int(value[1]), int(value[2]))  # type: ignore[index]
+
+
+def _follow(owner: str, name: str, value: object) -> str:
+    if value not in CAMERA_FOLLOW:
+        raise UserError(must(f"{owner}.{name}", f"one of {list(CAMERA_FOLLOW)}", value))
+    return str(value)
+
+
 SENSOR_KINDS: dict[str, SensorKind] = {
     "imu": SensorKind(4, "angular velocity, ax, ay (body frame), angle", "body", _imu),
     "joint": SensorKind(2, "position, velocity", "joint", _joint),
@@ -162,6 +259,25 @@ SENSOR_KINDS: dict[str, SensorKind] = {
         },
     ),
     "pose": SensorKind(3, "x, y, angle (copy frame)", "body", _pose),
+    "camera": SensorKind(
+        3,
+        "an image (height, width, channels) uint8, drawn from every body's held x, y, angle",
+        "frame",
+        _camera,
+        {
+            "size": _size,
+            "channels": _channels,
+            "zoom": lambda owner, name, v: field_positive(
+                owner, name, v, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m"
+            ),
+            "offset": field_pose,
+            "follow": _follow,
+            "background": _color,
+        },
+        per_body=True,
+        reading="kelab.sim.camera:CameraView",
+        refuses=("cutoff_hz", "noise"),
+    ),
 }
 """Every sensor kind by name, in the order the docs list them."""
 
