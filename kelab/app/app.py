@@ -29,10 +29,10 @@ import numpy as np
 from kelab._validate import check_int, must
 from kelab.app.attributes import ReadOnlyAttributes
 from kelab.app.config import AppConfig, LiveSettings
-from kelab.app.dragging import DRAG_PRIORITY, Dragging
+from kelab.app.dragging import DRAG_PRIORITY, DragContext, Dragging, DragHooks
 from kelab.app.free_step import FrameDelta
 from kelab.app.hooks import call_hook, name_in_message
-from kelab.app.hotkeys import HOTKEYS, apply_hotkey
+from kelab.app.hotkeys import HOTKEYS, HotkeyContext, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input
 from kelab.app.interaction import PickedBody
@@ -40,12 +40,13 @@ from kelab.app.menu import MenuBar
 from kelab.app.overlays import VIEWPORT_OFF_PERIOD_S, OverlayLayout, draw_viewport_off
 from kelab.app.panel.model import PanelModel
 from kelab.app.panel_window import PanelWindow, require_imgui
-from kelab.app.recording_controls import RecordingControls
-from kelab.app.recordings import Recordings
+from kelab.app.ports import Controls, PanelContext
+from kelab.app.recorders import Recorder, VideoRecorder
+from kelab.app.recordings import RecordingContext, Recordings
 from kelab.app.scene_layers import draw_scene
-from kelab.app.sync import SyncPoints
+from kelab.app.sync import SyncContext, SyncPoints
 from kelab.app.systems import EngineSystems, RobotControllers
-from kelab.app.time_travel import TimeTravel, TimeTravelControls
+from kelab.app.time_travel import StateHooks, TimeTravel, TimeTravelContext
 from kelab.app.view import ViewController
 from kelab.render.camera import Camera
 from kelab.render.events import InputEvent
@@ -64,15 +65,22 @@ if TYPE_CHECKING:
 __all__ = ["DRAG_PRIORITY", "HOTKEYS", "App", "AppConfig"]
 
 
-class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
+class App(ReadOnlyAttributes):
     """An interactive simulation: a window, a fixed-step clock driving a Timeline, a World.
 
     Subclass it and override the lifecycle hooks: `setup` (once, after the window and
     renderer exist), then every frame `pre_update`, `fixed_update` / `late_update` (zero
     or more times, on the Robot runner's fixed steps), `pre_render`, `render`,
-    `post_render`; and the interaction hooks `on_pick`, `on_pick_hover`,
-    `on_drag_begin`, `on_drag_update`, `on_drag_end`. Bind other callbacks to any runner,
-    phase and priority with ``app.timeline.bind(...)``; `execution_order` shows the table.
+    `post_render`; the interaction hooks `on_pick`, `on_pick_hover`, `on_drag_begin`,
+    `on_drag_update`, `on_drag_end`; and, for a subclass with state of its own that
+    `seek` should rewind, `state_dict` / `load_state_dict`. Bind other callbacks to any
+    runner, phase and priority with ``app.timeline.bind(...)``; `execution_order` shows
+    the table.
+
+    The App wires its parts: each collaborator (``dragging``, ``recordings``,
+    ``time_travel``, ``sync``, ``menu``, ``panel``, ``panel_window``) is given a small
+    context of what it uses (`kelab.app.ports`), never the App, and the App connects them
+    (a time-travel branch reaches the recordings through ``on_branch``).
 
     Settings come as one `AppConfig` (``App(config=AppConfig(...))``) or, the shorthand,
     as keywords naming its fields (``App(title="Cartpole", headless=True)`` builds the
@@ -186,11 +194,42 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         self._pacer: SimulationPacer | None = None
         self._stats = FrameStats()
         self._frame_dt = FrameDelta()
-        self.dragging = Dragging(self)
+        hooks = DragHooks(
+            on_pick=self.on_pick,
+            on_pick_hover=self.on_pick_hover,
+            on_drag_begin=self.on_drag_begin,
+            on_drag_update=self.on_drag_update,
+            on_drag_end=self.on_drag_end,
+        )
+        self.dragging = Dragging(
+            DragContext(world, self.input, self.live, camera=lambda: self.camera, hooks=hooks)
+        )
         """Picking, hovering and dragging bodies with the mouse (`Dragging`)."""
-        self.recordings = Recordings(self)
+        self.recordings = Recordings(
+            RecordingContext(
+                self.timeline,
+                world,
+                renderer=lambda: self.renderer,
+                recording_dir=cfg.recording_dir,
+                title=cfg.title,
+            )
+        )
         """The attached recorders and the F9 video recording (`Recordings`)."""
-        self.time_travel = TimeTravel(self, cfg.history_s, cfg.history_mb)
+        self.time_travel = TimeTravel(
+            TimeTravelContext(
+                world,
+                self.timeline,
+                self.clock,
+                self.input,
+                self.dragging,
+                hooks=hooks,
+                state=self._state_hooks(),
+                recorders=lambda: self.recordings.recorders,
+                on_branch=self.recordings.set_branch,
+            ),
+            cfg.history_s,
+            cfg.history_mb,
+        )
         """History, seek, redo and branches (`TimeTravel`; docs/app.md "Time travel")."""
         self._in_frame = False
         runner = cfg.runner
@@ -224,17 +263,74 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
                     "world.step", "Physics (World.step)", self._physics, runner, Phase.PHYSICS, 0
                 )
             )
-        self.sync = SyncPoints(self)
+        self.sync = SyncPoints(SyncContext(self.timeline, self.clock, world, owner=self))
         """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
         self._bindings.append(self.sync.bind(self.systems, runner))
+        controls = Controls(
+            paused=lambda: self.paused,
+            pause=self.pause,
+            toggle_pause=self.toggle_pause,
+            step_once=self.step_once,
+            panel_open=lambda: self.panel_open,
+            toggle_panel=self.toggle_panel,
+            recording=lambda: self.recording,
+            toggle_video_recording=self.toggle_video_recording,
+            request_close=self.request_close,
+        )
+        self._hotkeys = HotkeyContext(
+            controls,
+            self.input,
+            self.live,
+            self.view,
+            camera=lambda: None if self.renderer is None else self.renderer.camera,
+            seek_key=self.time_travel.hotkey,
+        )
         shown = cfg.menu_bar if cfg.menu_bar is not None else not cfg.headless
-        self.menu = MenuBar(self, shown)
+        self.menu = MenuBar(
+            controls,
+            shown,
+            save_png=self.write_pixels_png,
+            folder=cfg.recording_dir,
+            title=cfg.title,
+        )
         """The window's menu bar: Edit -> Settings (F2), pause, step, record... (`MenuBar`)."""
-        self.panel = PanelModel(self, cfg.settings)
+        self.panel = PanelModel(
+            PanelContext(
+                config=cfg,
+                live=self.live,
+                clock=self.clock,
+                timeline=self.timeline,
+                world=world,
+                recordings=self.recordings,
+                systems=self.systems,
+                time_travel=self.time_travel,
+                physics_dt=lambda: self.physics_dt,
+                stats=lambda: self.stats,
+                set_time_mode=self.set_time_mode,
+            ),
+            cfg.settings,
+        )
         """The Settings panel's model: its pages and changes (F2 shows it; docs/app.md)."""
         self.panel.open = cfg.panel
-        self.panel_window = PanelWindow(self, self.panel, clock)
+        self.panel_window = PanelWindow(self.panel, clock, self.clock, lambda: self.stats)
         """Shows the panel in the window: its ImGui host and settings file (`PanelWindow`)."""
+
+    def _state_hooks(self) -> StateHooks:
+        """The subclass's `state_dict` / `load_state_dict` as time travel calls them.
+
+        A subclass outside KELab that defines not both is named, for seek's warning (its
+        own attributes are not rewound).
+        """
+        cls = type(self)
+        declared = (
+            cls.state_dict is not App.state_dict and cls.load_state_dict is not App.load_state_dict
+        )
+        own = cls.__module__.startswith("kelab.")  # KELab's Apps keep no state but the World's
+        return StateHooks(
+            self.state_dict,
+            self.load_state_dict,
+            undeclared=None if declared or own else cls.__name__,
+        )
 
     # ================================================================ lifecycle hooks
     def setup(self) -> None:
@@ -279,6 +375,28 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
 
     def post_render(self) -> None:
         """Called once per drawn frame, after the frame was presented."""
+
+    def state_dict(self) -> Any:
+        """The subclass's own state, for `seek` to rewind (default: None, no state).
+
+        Override it, with `load_state_dict`, in a subclass that keeps state of its own (a
+        counter, a controller's integrator, a Generator): `seek` saves a deep copy with
+        each keyframe, compares it by value every step (`kelab.app.state_values`) and
+        hands it back to `load_state_dict`. Without both, `seek` warns once that the
+        subclass's attributes are not rewound (docs/app.md, "Time travel").
+
+        Returns:
+            A value time travel can keep (a dict of numbers, arrays, Generators...), or
+            None for no state.
+        """
+        return None
+
+    def load_state_dict(self, state: Any) -> None:
+        """Return the subclass to a `state_dict` (a deep copy of it); default: nothing.
+
+        Args:
+            state: What `state_dict` returned.
+        """
 
     def on_pick(self, body: PickedBody) -> None:
         """Called when the left button is pressed over a body."""
@@ -417,6 +535,85 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
         """While paused, run exactly one fixed step on the next frame."""
         self.clock.step_once()
 
+    # ================================================================ recorders (app.recordings)
+    @property
+    def recorders(self) -> tuple[Recorder, ...]:
+        """The attached recorders (``app.recordings.recorders``)."""
+        return self.recordings.recorders
+
+    @property
+    def recording(self) -> bool:
+        """Whether the F9 video recording is on."""
+        return self.recordings.video is not None
+
+    def add_recorder(self, recorder: Recorder) -> Recorder:
+        """Attach a recorder (bound to its runner and phase); the App closes it when it stops.
+
+        Returns:
+            The recorder.
+
+        Raises:
+            RuntimeError: After the App closed.
+        """
+        return self.recordings.add(recorder)
+
+    def remove_recorder(self, recorder: Recorder) -> None:
+        """Close a recorder and forget it (its file is complete)."""
+        self.recordings.remove(recorder)
+
+    def start_video_recording(
+        self, path: str | os.PathLike[str] | None = None, **kwargs: Any
+    ) -> VideoRecorder:
+        """Start recording the drawn frames to a video (what F9 does).
+
+        Args:
+            path: ``.mp4`` or ``.gif``; default ``recording_dir/<title>-NNN.mp4`` (the
+                first free number).
+            **kwargs: More `VideoRecorder` options (runner, phase, fps...).
+
+        Returns:
+            The recorder.
+        """
+        return self.recordings.start_video(path, **kwargs)
+
+    def stop_video_recording(self) -> Path | None:
+        """Stop the video recording; return its file (None if none was running)."""
+        return self.recordings.stop_video()
+
+    def toggle_video_recording(self) -> None:
+        """Start or stop the video recording (F9), saying where the file goes."""
+        self.recordings.toggle_video()
+
+    # ================================================================ time travel (app.time_travel)
+    @property
+    def fixed_step(self) -> int:
+        """Fixed steps run since the start (after a `seek`: the step sought)."""
+        return self.time_travel.fixed_step
+
+    @property
+    def history(self) -> range:
+        """The fixed steps `seek` can return to (at least the last ``history_s`` seconds)."""
+        return self.time_travel.history
+
+    def seek(self, step: int) -> None:
+        """Return exactly to fixed step ``step``: World, timeline, clock, inputs, state.
+
+        The App subclass's own attributes come back through its `state_dict` /
+        `load_state_dict` hooks (without them, a warning, once). Running on redoes the
+        recorded future until a new input starts a branch (docs/app.md, "Time travel").
+
+        A seek is all or nothing: where ``load_state_dict`` or a re-run step raises, the
+        App is put back as it was (a drag in progress has ended) and the error propagates.
+
+        Raises:
+            TypeError: ``step`` is not an int.
+            ValueError: ``step`` is not in `history`, or ``state_dict()`` returned a
+                value time travel cannot keep (one that holds itself, for one).
+            RuntimeError: Called from inside a fixed step, or after `close`.
+        """
+        self.time_travel.seek(step)
+
+    # ================================================================ timeline
     def execution_order(self) -> ExecutionOrder:
         """Every bound callback grouped by phase and sorted by priority (a table)."""
         return self.timeline.execution_order()
@@ -712,7 +909,7 @@ class App(RecordingControls, TimeTravelControls, ReadOnlyAttributes):
             if ev.kind == "quit":
                 self.request_close()
             elif ev.kind == "key_down" and self.live.hotkeys:
-                apply_hotkey(self, ev.key)
+                apply_hotkey(self._hotkeys, ev.key)
             elif ev.kind in ("mouse_down", "mouse_up", "mouse_move"):
                 self._update_mouse_world()
                 if ev.kind == "mouse_down" and ev.button == 1:

@@ -1,13 +1,23 @@
-"""The App's default hotkeys: the table (`HOTKEYS`) and what each key does."""
+"""The App's default hotkeys: the table (`HOTKEYS`) and what each key does.
+
+`apply_hotkey` is given a `HotkeyContext`, never the App: the App's controls, the input
+(Shift), the live settings, the view and the time-travel keys.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kelab.app.ports import HotkeyHost
+    from kelab.app.config import LiveSettings
+    from kelab.app.input import Input
+    from kelab.app.ports import Controls
+    from kelab.app.view import ViewController
+    from kelab.render.camera import Camera
 
-__all__ = ["HOTKEYS", "apply_hotkey"]
+__all__ = ["HOTKEYS", "HotkeyContext", "apply_hotkey"]
 
 #: The default hotkeys (``hotkeys=False`` turns them all off).
 HOTKEYS = {
@@ -27,35 +37,54 @@ HOTKEYS = {
 }
 
 
-def apply_hotkey(app: HotkeyHost, key: str | None) -> None:
-    """Do what ``key`` does in `HOTKEYS` to ``app`` (through its public API).
+@dataclass(frozen=True)
+class HotkeyContext:
+    """What `apply_hotkey` is given: what the keys act on."""
+
+    controls: Controls
+    """Pause, step, the panel, the video, quit."""
+    input: Input
+    """``mods``: Shift makes Left / Right jump one second."""
+    live: LiveSettings
+    """``show_hud``, ``escape_quits``, ``show_joints``, ``show_contacts``."""
+    view: ViewController
+    """Follow and reset the view."""
+    camera: Callable[[], Camera | None]
+    """The window's camera (None before the window opens)."""
+    seek_key: Callable[[str | None, bool], bool]
+    """Left / Right / Home while paused (``TimeTravel.hotkey``): whether it was one."""
+
+
+def apply_hotkey(context: HotkeyContext, key: str | None) -> None:
+    """Do what ``key`` does in `HOTKEYS` (through the App's public controls).
 
     Args:
-        app: The App (as a `kelab.app.ports.HotkeyHost`: its public controls).
+        context: What the keys act on (`HotkeyContext`).
         key: The pressed key's name (others are ignored).
     """
-    if app.paused and app.time_travel.hotkey(key, "shift" in app.input.mods):
+    c, live, view = context.controls, context.live, context.view
+    if c.paused() and context.seek_key(key, "shift" in context.input.mods):
         return  # a seek (docs/app.md, "Time travel")
     if key == "return":
-        app.toggle_pause()
+        c.toggle_pause()
     elif key == "space":
-        if app.paused:
-            app.step_once()
+        if c.paused():
+            c.step_once()
         else:
-            app.pause()
+            c.pause()
     elif key == "f1":
-        app.live.show_hud = not app.live.show_hud
+        live.show_hud = not live.show_hud
     elif key == "f2":
-        app.toggle_panel()
+        c.toggle_panel()
     elif key == "f9":
-        app.toggle_video_recording()
-    elif key == "escape" and app.live.escape_quits:
-        app.request_close()
-    elif key in ("home", "c") and app.renderer is not None:
-        app.view.reset(app.renderer.camera)
-    elif key == "f" and app.view.follow is not None:
-        app.view.following = not app.view.following
+        c.toggle_video_recording()
+    elif key == "escape" and live.escape_quits:
+        c.request_close()
+    elif key in ("home", "c") and (camera := context.camera()) is not None:
+        view.reset(camera)
+    elif key == "f" and view.follow is not None:
+        view.following = not view.following
     elif key == "j":
-        app.live.show_joints = not app.live.show_joints
+        live.show_joints = not live.show_joints
     elif key == "k":
-        app.live.show_contacts = not app.live.show_contacts
+        live.show_contacts = not live.show_contacts

@@ -4,7 +4,8 @@ A strip along the top of the window with three menus: **File** (Save screenshot,
 Quit), **Edit** (Settings, F2) and **Simulation** (Pause/Resume, Step, Record video). A
 click on a title opens its menu, a click on an item runs it and closes the menu, a click
 anywhere else closes it; the clicks the menu takes reach nothing else. Each item calls
-the App's public control (the same as its hotkey), through `kelab.app.ports.MenuHost`.
+the App's public control (the same as its hotkey), given as `kelab.app.ports.Controls`;
+File -> Save screenshot writes the next frame through the ``save_png`` it is given.
 Drawn with the canvas (both backends; no imgui needed).
 """
 
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from kelab.app.ports import MenuHost
+    from kelab.app.ports import Controls
     from kelab.render.canvas import Canvas
     from kelab.render.events import InputEvent
 
@@ -33,11 +34,11 @@ Rect = tuple[int, int, int, int]
 
 
 class MenuItem(NamedTuple):
-    """One menu entry: what it says, its shortcut, and what it does."""
+    """One menu entry: what it says, its shortcut, and what it does (``action()``)."""
 
     label: str
     shortcut: str
-    action: Callable[[MenuHost], object]
+    action: Callable[[], object]
 
 
 def screenshot_path(folder: Path, title: str) -> Path:
@@ -49,24 +50,20 @@ def screenshot_path(folder: Path, title: str) -> Path:
     return folder / f"{slug}-shot-{n:03d}.png"
 
 
-def _menus(app: MenuHost, shoot: Callable[[], Path]) -> dict[str, list[MenuItem]]:
+def _menus(c: Controls, shoot: Callable[[], Path]) -> dict[str, list[MenuItem]]:
     return {
         "File": [
-            MenuItem("Save screenshot", "", lambda a: shoot()),
-            MenuItem("Quit", "Esc", lambda a: a.request_close()),
+            MenuItem("Save screenshot", "", shoot),
+            MenuItem("Quit", "Esc", c.request_close),
         ],
-        "Edit": [
-            MenuItem(
-                "Hide Settings" if app.panel_open else "Settings", "F2", lambda a: a.toggle_panel()
-            )
-        ],
+        "Edit": [MenuItem("Hide Settings" if c.panel_open() else "Settings", "F2", c.toggle_panel)],
         "Simulation": [
-            MenuItem("Resume" if app.paused else "Pause", "Enter", lambda a: a.toggle_pause()),
-            MenuItem("Step", "Space", lambda a: a.step_once()),
+            MenuItem("Resume" if c.paused() else "Pause", "Enter", c.toggle_pause),
+            MenuItem("Step", "Space", c.step_once),
             MenuItem(
-                "Stop recording" if app.recording else "Record video",
+                "Stop recording" if c.recording() else "Record video",
                 "F9",
-                lambda a: a.toggle_video_recording(),
+                c.toggle_video_recording,
             ),
         ],
     }
@@ -76,12 +73,25 @@ class MenuBar:
     """The menu bar of an App's window (``app.menu``).
 
     Args:
-        app: The App (as a `MenuHost`).
+        controls: The App's controls the items call.
         shown: Whether the bar is shown (``AppConfig.menu_bar``).
+        save_png: Writes the last frame drawn to a PNG file (``App.write_pixels_png``).
+        folder: Where screenshots go (``AppConfig.recording_dir``).
+        title: Names the screenshots' files (``AppConfig.title``).
     """
 
-    def __init__(self, app: MenuHost, shown: bool) -> None:
-        self._app = app
+    def __init__(
+        self,
+        controls: Controls,
+        shown: bool,
+        save_png: Callable[[Path], Path],
+        folder: Path,
+        title: str,
+    ) -> None:
+        self._controls = controls
+        self._save_png = save_png
+        self._folder = folder
+        self._title = title
         self.shown = shown
         """Whether the bar is drawn and answers clicks (settable)."""
         self.open_menu: str | None = None
@@ -96,7 +106,7 @@ class MenuBar:
 
     def menus(self) -> dict[str, list[MenuItem]]:
         """The menus and their items, labelled for the App's state now."""
-        return _menus(self._app, self.shoot_next_frame)
+        return _menus(self._controls, self.shoot_next_frame)
 
     def shoot_next_frame(self) -> Path:
         """Save the next frame drawn as a screenshot; return the path it will have.
@@ -105,8 +115,7 @@ class MenuBar:
         menu; the menu closes on that click, so the next frame is the scene without it.
         `after_frame` writes it.
         """
-        cfg = self._app.config
-        self.pending_shot = screenshot_path(cfg.recording_dir, cfg.title)
+        self.pending_shot = screenshot_path(self._folder, self._title)
         return self.pending_shot
 
     def after_frame(self) -> Path | None:
@@ -116,7 +125,7 @@ class MenuBar:
             The path written, or None when none was pending.
         """
         path, self.pending_shot = self.pending_shot, None
-        return None if path is None else self._app.write_pixels_png(path)
+        return None if path is None else self._save_png(path)
 
     def rects(self, display: tuple[int, int]) -> list[Rect]:
         """What the bar (and an open menu) covers, for the overlays to keep clear."""
@@ -195,6 +204,6 @@ class MenuBar:
             return True
         was_open, self.open_menu, self._items = self.open_menu is not None, None, []
         if hit:
-            self.last_result = hit[0].action(self._app)
+            self.last_result = hit[0].action()
             return True
         return was_open or y < BAR_HEIGHT

@@ -23,11 +23,12 @@ from kelab._validate import check_bool
 from kelab.app.overlays import Rect, panel_rect
 
 if TYPE_CHECKING:
+    from kelab.app.hud import AppStats
     from kelab.app.panel.host import PanelHost
     from kelab.app.panel.model import PanelModel
-    from kelab.app.ports import StatsHost
     from kelab.render.events import InputEvent
     from kelab.render.renderer import Renderer
+    from kelab.timing.clock import FixedStepClock
 
 __all__ = ["PanelWindow", "require_imgui"]
 
@@ -55,14 +56,21 @@ class PanelWindow:
     """Shows an App's `PanelModel` in the App's window (see the module docstring).
 
     Args:
-        app: The App (as a `kelab.app.ports.StatsHost`): the clock and stats the plots
-            sample.
         model: The panel's model (``app.panel``).
         wall: The App's wall clock in seconds (times the plots' samples).
+        clock: The App's fixed-step clock (the plots sample its ``last_frame_steps``).
+        stats: The App's frame statistics now (the plots sample the real-time factor).
     """
 
-    def __init__(self, app: StatsHost, model: PanelModel, wall: Callable[[], float]) -> None:
-        self._app = app
+    def __init__(
+        self,
+        model: PanelModel,
+        wall: Callable[[], float],
+        clock: FixedStepClock,
+        stats: Callable[[], AppStats],
+    ) -> None:
+        self._clock = clock
+        self._stats = stats
         self._wall_clock = wall
         self.model = model
         """The panel's model (the App's ``panel``)."""
@@ -130,11 +138,10 @@ class PanelWindow:
 
     def frame(self, renderer: Renderer) -> None:
         """Sample the plots and build the panel's ImGui frame (drawn by ``end_frame``)."""
-        app = self._app
         now = self._wall_clock()
         dt = 1 / 60 if self._wall is None else now - self._wall
         self._wall = now
-        self.model.sample(dt, app.clock.last_frame_steps, app.stats.real_time_factor)
+        self.model.sample(dt, self._clock.last_frame_steps, self._stats().real_time_factor)
         if self._host is None:
             from kelab.app.panel.host import PanelHost
 

@@ -2,15 +2,18 @@
 
 The App owns one (``app.recordings``); the App's ``add_recorder``,
 ``start_video_recording``... are its public face, and the Settings panel uses it
-directly. It sees the App only as a `kelab.app.ports.RecordingHost` (timeline, World,
-renderer, config). Recorders bind to the App's timeline and read its World and its
-drawn frames; `close` closes them all (files complete); none can be added after.
+directly. It is given a `RecordingContext`, never the App: the timeline, the World, the
+window's renderer and where videos go. Recorders bind to the App's timeline and read its
+World and its drawn frames; `close` closes them all (files complete); none can be added
+after. The App tells it a time-travel branch with `set_branch`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +23,12 @@ from kelab.app.hud import Rect, draw_recording_badge
 from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
 
 if TYPE_CHECKING:
-    from kelab.app.ports import RecordingHost
     from kelab.render.canvas import Canvas
+    from kelab.render.renderer import Renderer
+    from kelab.sim.world import World
+    from kelab.timing.timeline import Timeline
 
-__all__ = ["Recordings", "default_video_path"]
+__all__ = ["RecordingContext", "Recordings", "default_video_path"]
 
 
 def default_video_path(folder: Path, title: str) -> Path:
@@ -35,36 +40,55 @@ def default_video_path(folder: Path, title: str) -> Path:
     return folder / f"{slug}-{n:03d}.mp4"
 
 
+@dataclass(frozen=True)
+class RecordingContext:
+    """What `Recordings` is given: where recorders bind, what they read, where videos go."""
+
+    timeline: Timeline
+    """Where recorders bind."""
+    world: World | None
+    """What data recorders read."""
+    renderer: Callable[[], Renderer | None]
+    """The window's renderer, where video frames come from (None before it opens)."""
+    recording_dir: Path
+    """The folder of the F9 video (``AppConfig.recording_dir``)."""
+    title: str
+    """The App's title, which names the F9 video's file."""
+
+
 class Recordings:
     """The App's attached recorders and its video recording.
 
     Args:
-        app: The App (as a `RecordingHost`) whose timeline, World and frames are recorded.
+        context: The timeline, World and frames recorded (`RecordingContext`).
     """
 
-    def __init__(self, app: RecordingHost) -> None:
-        self._app = app
+    def __init__(self, context: RecordingContext) -> None:
+        self._ctx = context
         self._recorders: list[Recorder] = []
         self._video: VideoRecorder | None = None
         self._closed = False
         self._branch = 0
-        app.timeline.add_rename_hook(self._runner_renamed)
+        context.timeline.add_rename_hook(self._runner_renamed)
 
     @property
     def branch(self) -> int:
         """The time-travel branch the data recorders' ``branch`` column shows (0 first).
 
-        The App's `TimeTravel` sets it when a rewind branches; every attached
-        `DataRecorder` and each one added later write it in their rows.
+        Every attached `DataRecorder` and each one added later write it in their rows;
+        `set_branch` changes it.
         """
         return self._branch
 
-    @branch.setter
-    def branch(self, value: int) -> None:
+    def set_branch(self, branch: int) -> None:
+        """A rewind branched: the data recorders write ``branch`` from now on.
+
+        The App wires it to its time travel's branch event (``TimeTravelContext.on_branch``).
+        """
         for rec in self._recorders:
             if isinstance(rec, DataRecorder):
-                rec.branch = value
-        self._branch = value
+                rec.branch = branch
+        self._branch = branch
 
     def _runner_renamed(self, old: str, new: str) -> None:
         """A renamed runner: the attached recorders' ``runner`` follows (their bindings do)."""
@@ -90,10 +114,10 @@ class Recordings:
         """
         if self._closed:
             raise RuntimeError("the App is closed; recorders can no longer be added")
-        app = self._app
+        ctx = self._ctx
         if isinstance(recorder, DataRecorder) and recorder.branch is None:
             recorder.branch = self._branch  # a branch column (docs/app.md "Time travel")
-        recorder.attach(app.timeline, world=app.world, frame_source=self.frame_source)
+        recorder.attach(ctx.timeline, world=ctx.world, frame_source=self.frame_source)
         self._recorders.append(recorder)
         return recorder
 
@@ -112,7 +136,7 @@ class Recordings:
         if self._video is not None:
             raise RuntimeError(f"already recording to {self._video.path}; stop it first")
         if path is None:
-            path = default_video_path(self._app.config.recording_dir, self._app.config.title)
+            path = default_video_path(self._ctx.recording_dir, self._ctx.title)
         video = VideoRecorder(path, **kwargs)
         self.add(video)
         self._video = video
@@ -139,7 +163,7 @@ class Recordings:
 
     def frame_source(self) -> np.ndarray | None:
         """The last drawn frame as RGB (top row first), or None before the first one."""
-        renderer = self._app.renderer
+        renderer = self._ctx.renderer()
         if renderer is None or renderer.closed or renderer.frame_count == 0:
             return None
         return renderer.read_rgb_pixels(flip_y=True)

@@ -13,7 +13,9 @@ by one assignment.
 
 Sync points are a system on the timeline like any other: by default the ``Sync``
 runner at 10 Hz, EXPORT phase (after the step's physics and checks), named
-``sync_point`` (the panel's Subsystems page rebinds it).
+``sync_point`` (the panel's Subsystems page rebinds it). They are given a `SyncContext`,
+never the App: the timeline, the clock and the World they publish, and the object each
+call gets (the App: ``fn(app)``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -28,10 +31,12 @@ import numpy as np
 from kelab.timing.timeline import MAX_RUNNERS, Binding, Phase
 
 if TYPE_CHECKING:
-    from kelab.app.ports import SyncHost
     from kelab.app.systems import EngineSystems
+    from kelab.sim.world import World
+    from kelab.timing.clock import FixedStepClock
+    from kelab.timing.timeline import Timeline
 
-__all__ = ["SYNC_HZ", "SYNC_RUNNER", "SyncPoints", "SyncState"]
+__all__ = ["SYNC_HZ", "SYNC_RUNNER", "SyncContext", "SyncPoints", "SyncState"]
 
 SYNC_RUNNER = "Sync"
 SYNC_HZ = 10
@@ -60,6 +65,20 @@ class SyncState(NamedTuple):
     body_names: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SyncContext:
+    """What `SyncPoints` is given: where they bind, what they publish, what calls get."""
+
+    timeline: Timeline
+    """Where the sync points bind (the ``Sync`` runner)."""
+    clock: FixedStepClock
+    """``current_step`` and the time at its end (what a published state names)."""
+    world: World | None
+    """The body states published (None: none)."""
+    owner: object
+    """What each submitted call gets: ``fn(owner)`` (the App)."""
+
+
 def _frozen(array: np.ndarray) -> np.ndarray:
     out = np.array(array, copy=True)
     out.flags.writeable = False
@@ -70,7 +89,7 @@ class SyncPoints:
     """Calls from other threads, run on the App's thread at its sync points.
 
     Args:
-        app: The App (as a `kelab.app.ports.SyncHost`).
+        context: The timeline, clock and World, and what calls get (`SyncContext`).
 
     Example:
         >>> import threading, kelab as ke
@@ -87,8 +106,8 @@ class SyncPoints:
         >>> app.close()
     """
 
-    def __init__(self, app: SyncHost) -> None:
-        self._app = app
+    def __init__(self, context: SyncContext) -> None:
+        self._ctx = context
         self._lock = threading.Lock()  # guards _calls and _closed (never held while fn runs)
         self._calls: list[tuple[Callable[[Any], Any], Future[Any]]] = []
         self._latest: SyncState | None = None
@@ -101,7 +120,7 @@ class SyncPoints:
         They run on the ``Sync`` runner, added at `SYNC_HZ` when the timeline has none
         and has room for it, else on ``main_runner``.
         """
-        timeline = self._app.timeline
+        timeline = self._ctx.timeline
         if SYNC_RUNNER not in timeline.runners and len(timeline.runners) < MAX_RUNNERS:
             timeline.add_runner(SYNC_RUNNER, SYNC_HZ)
             self._added_runner = True
@@ -111,7 +130,7 @@ class SyncPoints:
 
     def remove_runner(self) -> None:
         """Remove the ``Sync`` runner `bind` added (a caller's timeline outlives the App)."""
-        timeline = self._app.timeline
+        timeline = self._ctx.timeline
         if self._added_runner and SYNC_RUNNER in timeline.runners:
             timeline.remove_runner(SYNC_RUNNER)
         self._added_runner = False
@@ -162,7 +181,7 @@ class SyncPoints:
                 _fail(future)
             elif future.set_running_or_notify_cancel():  # False: cancelled by its submitter
                 try:
-                    result = fn(self._app)
+                    result = fn(self._ctx.owner)
                 except BaseException as exc:  # the caller's error: to its future, never the loop
                     future.set_exception(exc)
                 else:
@@ -170,15 +189,15 @@ class SyncPoints:
         self._publish()
 
     def _publish(self) -> None:
-        app = self._app
-        world = app.world
+        ctx = self._ctx
+        world = ctx.world
         if world is None:
             poses = vels = None
             names: tuple[str, ...] = ()
         else:
             poses, vels = _frozen(world.body_poses), _frozen(world.body_velocities)
             names = tuple(world.body_names)
-        clock = app.clock
+        clock = ctx.clock
         step = clock.current_step  # clock.steps already counts the frame's later steps
         time = clock.sim_time_exact - (clock.steps - step) * clock.step_exact
         self._latest = SyncState(float(time), step, poses, vels, names)

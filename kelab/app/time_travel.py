@@ -26,7 +26,10 @@ leaves the history and `branch` counts up. A replayed drag calls ``on_drag_begin
 ``on_drag_end`` where it starts and ends; a branch lets its body go.
 The subclass's state is compared by value (`kelab.app.state_values`). The history is
 bounded by `history_s` seconds and by `history_mb` of memory.
-It sees the App only as a `kelab.app.ports.TimeTravelHost`.
+It is given a `TimeTravelContext`, never the App: the World, the timeline, the clock and
+the input it saves and re-runs, the user's drag, the drag hooks, the App's state hooks
+(`StateHooks`), the recorders a re-run mutes, and ``on_branch``, which the App wires to
+its recordings (their ``branch`` column).
 """
 
 from __future__ import annotations
@@ -35,24 +38,27 @@ import copy
 import hashlib
 import math
 import warnings
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kelab._validate import is_int, must
 from kelab.app.config import check_history_mb, check_history_s
+from kelab.app.dragging import DragHooks
 from kelab.app.hooks import call_hook
 from kelab.app.interaction import DragSpring, PickedBody
 from kelab.app.state_values import state_digest
 from kelab.timing.guard import ensure_not_in_fixed_step, fixed_step_scope
 
 if TYPE_CHECKING:
-    from kelab.app.input import StepView
-    from kelab.app.ports import TimeTravelHost
+    from kelab.app.dragging import Dragging
+    from kelab.app.input import Input, StepView
     from kelab.sim.snapshot import Snapshot
-    from kelab.timing.clock import ClockState
-    from kelab.timing.timeline import Binding
+    from kelab.sim.world import World
+    from kelab.timing.clock import ClockState, FixedStepClock
+    from kelab.timing.timeline import Binding, Timeline
 
 __all__ = [
     "DEFAULT_HISTORY_MB",
@@ -60,8 +66,9 @@ __all__ = [
     "DEFAULT_KEYFRAME_EVERY",
     "WORLD_LOG_STEPS",
     "TIME_TRAVEL_KEYS",
+    "StateHooks",
     "TimeTravel",
-    "TimeTravelControls",
+    "TimeTravelContext",
 ]
 
 #: Default `TimeTravel.history_s`: at least the last minute of simulated time.
@@ -82,6 +89,61 @@ WORLD_LOG_STEPS = 32
 #: The arrows and Home seek only while paused, where their presses are dropped; while
 #: running they are the App's keys like any other (the Cartpole demo moves its cart).
 TIME_TRAVEL_KEYS = frozenset({"left shift", "right shift", "return", "space"})
+
+
+def _no_state() -> None:
+    """The default ``state_dict``: no state of its own."""
+    return None
+
+
+def _load_nothing(state: Any) -> None:
+    """The default ``load_state_dict``: nothing to load."""
+
+
+def _ignore(branch: int) -> None:
+    """The default ``on_branch``: nobody to tell."""
+
+
+@dataclass(frozen=True)
+class StateHooks:
+    """The App subclass's own state, as time travel keeps it (``App.state_dict`` hooks).
+
+    ``state_dict()`` returns the state (None: no state of its own); keyframes keep a deep
+    copy and a seek hands one to ``load_state_dict(state)``.
+    """
+
+    state_dict: Callable[[], Any] = _no_state
+    """Returns the subclass's state (None: none)."""
+    load_state_dict: Callable[[Any], None] = _load_nothing
+    """Returns the subclass to a state ``state_dict`` returned."""
+    undeclared: str | None = None
+    """The App class a seek warns about, once, because it defines not both hooks (None:
+    no warning)."""
+
+
+@dataclass(frozen=True)
+class TimeTravelContext:
+    """What `TimeTravel` is given: what it saves, re-runs and tells (never the App)."""
+
+    world: World | None
+    """Snapshotted and restored; its bodies and controls are digested per step."""
+    timeline: Timeline
+    """Its time is saved; re-run steps run on it."""
+    clock: FixedStepClock
+    """Its simulated time is saved and restored (its step sets the history's length)."""
+    input: Input
+    """What each fixed step saw (`Input.step_view`), replayed."""
+    dragging: Dragging
+    """The user's drag: logged per step, released by a seek."""
+    hooks: DragHooks = field(default_factory=DragHooks)
+    """``on_drag_begin`` / ``on_drag_end`` where a replayed drag starts and ends."""
+    state: StateHooks = field(default_factory=StateHooks)
+    """The App subclass's own state."""
+    recorders: Callable[[], Iterable[object]] = tuple
+    """The attached recorders: their bindings are muted in a re-run and left out of the
+    digest."""
+    on_branch: Callable[[int], None] = _ignore
+    """Called with the new branch number when a new input starts a branch."""
 
 
 @dataclass(frozen=True)
@@ -144,7 +206,7 @@ class TimeTravel:
     """The App's history: keyframes, logged inputs, seek, redo and branches.
 
     Args:
-        app: The App (as a `TimeTravelHost`).
+        context: What it saves, re-runs and tells (`TimeTravelContext`).
         history_s: Simulated seconds one can always seek back (at least).
         history_mb: The most memory the history takes (MB, 2**20 bytes): past it the
             oldest steps are dropped first, even within ``history_s`` (a warning, once).
@@ -154,12 +216,12 @@ class TimeTravel:
 
     def __init__(
         self,
-        app: TimeTravelHost,
+        context: TimeTravelContext,
         history_s: float = DEFAULT_HISTORY_S,
         history_mb: float = DEFAULT_HISTORY_MB,
         keyframe_every: int = DEFAULT_KEYFRAME_EVERY,
     ) -> None:
-        self._app = app
+        self._ctx = context
         self._keys: dict[int, _Keyframe] = {}
         self._key_bytes = 0  # the keyframes' nbytes, summed
         self._bytes_trimmed = False  # history_mb shortened the history (warned once)
@@ -293,7 +355,7 @@ class TimeTravel:
             target = min(max(target, hist.start), hist.stop - 1)
         if target != self._step:
             self.seek(target)
-        self._app.input.drop_pending()  # the press was for time travel, not for a step
+        self._ctx.input.drop_pending()  # the press was for time travel, not for a step
         return True
 
     def seek(self, step: int) -> None:
@@ -330,14 +392,14 @@ class TimeTravel:
             return  # nothing ran yet: the App stands at step 0 as it is
         self._warn_no_state()
         self._close_live_view()
-        if self._app.dragging.dragged is not None:
+        if self._ctx.dragging.dragged is not None:
             self._user_state()  # a state_dict() time travel cannot keep: refused first
-            self._app.dragging.release()  # (on_drag_end may change the state: asked again)
+            self._ctx.dragging.release()  # (on_drag_end may change the state: asked again)
         user = self._user_state()
         here, start = self._step, max(k for k in self._keys if k <= step)
         run_on = self._runs_on(here, step, start)
         run_on = run_on and self._digests.get(here) == self._digest(user)
-        undo = _Undo(self._capture(None, user), here, self._app.input.step_view())
+        undo = _Undo(self._capture(None, user), here, self._ctx.input.step_view())
         self._seeking = True
         muted = self._mute()
         try:
@@ -354,8 +416,8 @@ class TimeTravel:
             self._seeking = False
             for b in muted:
                 b.enabled = True
-        self._app.input.set_step_view(undo.view)  # the live keys, buttons and pointer
-        self._app.input.drop_pending()
+        self._ctx.input.set_step_view(undo.view)  # the live keys, buttons and pointer
+        self._ctx.input.drop_pending()
         self._step = step
 
     def close(self) -> None:
@@ -371,12 +433,12 @@ class TimeTravel:
     def before_step(self) -> None:
         """The App's before-step hook: close the last step, latch the input, open this one."""
         self.close_step()
-        self._app.input.latch_fixed_step()
+        self._ctx.input.latch_fixed_step()
         self.open_step()
 
     def open_step(self) -> None:
         """Before a live fixed step (after the input latch): log it, or redo, or branch."""
-        app, n = self._app, self._step
+        ctx, n = self._ctx, self._step
         if self._closed:
             return
         if not self._keys:
@@ -391,7 +453,7 @@ class TimeTravel:
         if self._digest(user) != self._digests[n]:
             self._changed[n] = self._digests[n]
             self._keyframe(n, user)  # changed between steps: re-runs start after the change
-        self._open = _Step(app.input.step_view(), self._drag_now())
+        self._open = _Step(ctx.input.step_view(), self._drag_now())
         self._inputs[n] = self._open
 
     def close_step(self) -> None:
@@ -424,7 +486,7 @@ class TimeTravel:
     # ------------------------------------------------------------------ internals
     def _hz(self) -> float:
         """Fixed steps per second (the clock's main runner, whatever it is called now)."""
-        return float(1 / self._app.clock.step_exact)
+        return float(1 / self._ctx.clock.step_exact)
 
     def _runs_on(self, here: int, step: int, start: int) -> bool:
         """Whether a seek from ``here`` to ``step`` may run on instead of restoring ``start``.
@@ -449,8 +511,8 @@ class TimeTravel:
             now = self._digest(self._user_state())
         if now != self._digests[n]:
             return False
-        self._live_view = self._app.input.step_view()
-        self._app.input.set_step_view(logged.view)
+        self._live_view = self._ctx.input.step_view()
+        self._ctx.input.set_step_view(logged.view)
         self._open = logged
         return True
 
@@ -460,9 +522,9 @@ class TimeTravel:
         Keys and buttons no fixed step has asked about (F1, F2, a click on nothing) do not
         act on the simulation: they start no branch (`Input.key_read_in_steps`).
         """
-        inp = self._app.input
+        inp = self._ctx.input
         view = inp.step_view()
-        if self._app.dragging.dragged is not None:
+        if self._ctx.dragging.dragged is not None:
             return True
         if any(inp.button_read_in_steps(b) for b in view.buttons_pressed):
             return True
@@ -480,7 +542,7 @@ class TimeTravel:
         self._newest = n
         self._branch += 1
         self._branch_points.append(n)
-        self._app.recordings.branch = self._branch  # the data recorders' branch column
+        self._ctx.on_branch(self._branch)  # the App tells its data recorders
 
     def _trim(self) -> None:
         """Drop what the history no longer needs.
@@ -521,7 +583,7 @@ class TimeTravel:
         self._changed = {k: d for k, d in self._changed.items() if k >= oldest}
 
     def _keyframe(self, n: int, user: _UserState | None) -> None:
-        world = self._app.world
+        world = self._ctx.world
         if world is not None and world.warm_rebases and world.max_log_steps > WORLD_LOG_STEPS:
             world.max_log_steps = WORLD_LOG_STEPS  # rebases now if its log is longer
         if n in self._keys:
@@ -532,19 +594,19 @@ class TimeTravel:
 
     def _capture(self, n: int | None, user: _UserState | None) -> _Keyframe:
         """The App now as a keyframe of step ``n`` (None: as it stands, for an undo)."""
-        app = self._app
-        world = app.world
-        clock = app.clock.time_state()
+        ctx = self._ctx
+        world = ctx.world
+        clock = ctx.clock.time_state()
         if n is not None:
             clock = replace(clock, steps=n)  # the clock counts a frame's steps ahead
-        spring = self._spring if self._spring is not None else app.dragging.spring
+        spring = self._spring if self._spring is not None else ctx.dragging.spring
         if spring is None or not spring.alive:
             spring = None
         snap = world.snapshot() if world is not None else None
         return _Keyframe(
             snap,
             world.max_log_steps if world is not None else None,
-            app.timeline.time_state(),
+            ctx.timeline.time_state(),
             clock,
             copy.deepcopy(user.value) if user is not None else None,
             None if spring is None else _Drag(spring.picked, spring.target, spring.frequency_hz),
@@ -554,38 +616,37 @@ class TimeTravel:
 
     def _restore(self, key: _Keyframe, load: bool = True) -> None:
         """Put back ``key``: the World, the timeline, the clock, the state, a drag on then."""
-        app = self._app
+        ctx = self._ctx
         self._spring = None  # a replayed drag of another time: the World restore replaces it
-        if key.world is not None and app.world is not None:
-            if key.max_log_steps not in (None, app.world.max_log_steps):
+        if key.world is not None and ctx.world is not None:
+            if key.max_log_steps not in (None, ctx.world.max_log_steps):
                 # the bound in effect then (set in code since?): the snapshot replays under
                 # it, and the re-run steps rebase where they did
-                app.world.max_log_steps = key.max_log_steps
-            app.world.restore(key.world)
-        app.timeline.set_time_state(key.timeline)
-        paused = app.clock.paused
-        app.clock.set_time_state(key.clock)
-        app.clock.paused = paused
-        if key.drag is not None and app.world is not None:
+                ctx.world.max_log_steps = key.max_log_steps
+            ctx.world.restore(key.world)
+        ctx.timeline.set_time_state(key.timeline)
+        paused = ctx.clock.paused
+        ctx.clock.set_time_state(key.clock)
+        ctx.clock.paused = paused
+        if key.drag is not None and ctx.world is not None:
             d = key.drag
-            self._spring = DragSpring(app.world, d.picked, frequency_hz=d.frequency_hz)
+            self._spring = DragSpring(ctx.world, d.picked, frequency_hz=d.frequency_hz)
             self._spring.set_target(d.target)
             if key.held is not None:
                 self._spring.resume(key.held)
-        load_fn = getattr(app, "load_state_dict", None)
-        if load and key.app_state is not None and load_fn is not None:
+        if load and key.app_state is not None:
+            load_fn = ctx.state.load_state_dict
             call_hook("load_state_dict", load_fn, copy.deepcopy(key.app_state))
 
     def _rollback(self, undo: _Undo, exc: BaseException) -> None:
         """Put the App back as a failed seek found it (``exc`` on its way out)."""
         self._restore(undo.key, load=False)
         self._step = undo.step
-        self._app.input.set_step_view(undo.view)
-        load_fn = getattr(self._app, "load_state_dict", None)
-        if undo.key.app_state is None or load_fn is None:
+        self._ctx.input.set_step_view(undo.view)
+        if undo.key.app_state is None:
             return
         try:
-            load_fn(copy.deepcopy(undo.key.app_state))
+            self._ctx.state.load_state_dict(copy.deepcopy(undo.key.app_state))
         except Exception as again:
             exc.add_note(
                 f"App.seek: the App subclass's own state could not be put back: its "
@@ -594,16 +655,16 @@ class TimeTravel:
 
     def _run_logged(self, n: int) -> None:
         """Re-run logged step n+1 (during a seek)."""
-        app = self._app
+        ctx = self._ctx
         logged = self._inputs[n]
         self._step = n  # what the hooks and callbacks see as app.fixed_step
-        app.input.set_step_view(logged.view)
+        ctx.input.set_step_view(logged.view)
         self._replay_drag(logged.drag)
-        clock = app.clock
+        clock = ctx.clock
         start = clock.time_state().timeline_step_start
         end = start + clock.step_exact
         with fixed_step_scope():
-            app.timeline.run_before(end)
+            ctx.timeline.run_before(end)
         state = clock.time_state()
         clock.set_time_state(replace(state, timeline_step_start=end, steps=state.steps + 1))
 
@@ -612,7 +673,7 @@ class TimeTravel:
 
         ``on_drag_end`` where the one on ends, ``on_drag_begin`` where a new one starts.
         """
-        app, spring = self._app, self._spring
+        ctx, spring = self._ctx, self._spring
         ran = False
         if spring is not None and (drag is None or drag.picked != spring.picked):
             self._end_replayed_drag()  # as the release did between those steps
@@ -620,10 +681,10 @@ class TimeTravel:
         if drag is None:
             return ran
         if self._spring is None:
-            world = app.world
+            world = ctx.world
             assert world is not None
             self._spring = DragSpring(world, drag.picked, frequency_hz=drag.frequency_hz)
-            call_hook("on_drag_begin", app.on_drag_begin, drag.picked)
+            call_hook("on_drag_begin", ctx.hooks.on_drag_begin, drag.picked)
             ran = True
         self._spring.set_target(drag.target)
         return ran
@@ -633,10 +694,10 @@ class TimeTravel:
         spring, self._spring = self._spring, None
         if spring is not None:
             spring.remove()
-            call_hook("on_drag_end", self._app.on_drag_end, spring.picked)
+            call_hook("on_drag_end", self._ctx.hooks.on_drag_end, spring.picked)
 
     def _drag_now(self) -> _Drag | None:
-        d = self._app.dragging
+        d = self._ctx.dragging
         spring = d.spring
         if d.dragged is None or d.target is None or spring is None:
             return None
@@ -644,15 +705,15 @@ class TimeTravel:
 
     def _close_live_view(self) -> None:
         if self._live_view is not None:
-            self._app.input.set_step_view(self._live_view)
+            self._ctx.input.set_step_view(self._live_view)
             self._live_view = None
 
     def _mute(self) -> list[Binding]:
         """Turn off the recorders' and sync points' bindings for a re-run."""
-        app = self._app
-        recorders = set(map(id, app.recordings.recorders))
+        ctx = self._ctx
+        recorders = set(map(id, ctx.recorders()))
         out = []
-        for b in app.timeline.bindings:
+        for b in ctx.timeline.bindings:
             owner = getattr(b.callback, "__self__", None)
             if b.enabled and (id(owner) in recorders or b.name == "sync_point"):
                 b.enabled = False
@@ -665,10 +726,9 @@ class TimeTravel:
         Raises:
             ValueError: A value time travel cannot keep (`kelab.app.state_values`).
         """
-        fn = getattr(self._app, "state_dict", None)
-        if fn is None:
-            return None
-        value = call_hook("state_dict", fn)
+        value = call_hook("state_dict", self._ctx.state.state_dict)
+        if value is None:
+            return None  # no state of its own
         found = state_digest(value, "App.state_dict()")
         return _UserState(value, found.digest, found.nbytes)
 
@@ -690,14 +750,12 @@ class TimeTravel:
         return f"; the newest step run so far is {hist.stop - 1}"
 
     def _warn_no_state(self) -> None:
-        app = self._app
-        if self._warned or hasattr(app, "state_dict") and hasattr(app, "load_state_dict"):
+        name = self._ctx.state.undeclared
+        if self._warned or name is None:
             return
-        if type(app).__module__.startswith("kelab."):
-            return  # KELab's own App keeps no state of its own outside what seek restores
         self._warned = True
         warnings.warn(
-            f"{type(app).__name__} has no state_dict()/load_state_dict(): App.seek rewinds "
+            f"{name} does not define state_dict()/load_state_dict(): App.seek rewinds "
             "the World, the timeline, the clock and the inputs, but not the App subclass's "
             'own attributes; define both hooks to rewind them (docs/app.md, "Time travel")',
             RuntimeWarning,
@@ -709,59 +767,24 @@ class TimeTravel:
 
         ``user``: the subclass's state as `_user_state` found it just now.
         """
-        app = self._app
+        ctx = self._ctx
         h = hashlib.blake2b(digest_size=16)
-        w = app.world
+        w = ctx.world
         if w is not None:
             _feed_arrays(h, w.body_poses, w.body_velocities, w.external_forces)
             h.update(b"log%d" % w.max_log_steps)  # it decides where the World rebases
             if w.joint_names:
                 _feed_arrays(h, w.joint_efforts, w.joint_position_targets)
         h.update(b"-" if user is None else b"u" + user.digest)
-        rows = [(r.name, r.hz) for r in app.timeline]
+        rows = [(r.name, r.hz) for r in ctx.timeline]
         rows += [(b.name, b.runner, b.phase, b.priority, b.enabled) for b in self._plan()]
         h.update(state_digest(rows, "App.timeline").digest)
         return h.digest()
 
     def _plan(self) -> list[Binding]:
-        recorders = set(map(id, self._app.recordings.recorders))
+        recorders = set(map(id, self._ctx.recorders()))
         return [
             b
-            for b in self._app.timeline.bindings
+            for b in self._ctx.timeline.bindings
             if id(getattr(b.callback, "__self__", None)) not in recorders
         ]
-
-
-class TimeTravelControls:
-    """The App's time-travel face (a base class of the App; all delegate to ``time_travel``)."""
-
-    time_travel: TimeTravel
-
-    @property
-    def fixed_step(self) -> int:
-        """Fixed steps run since the start (after a `seek`: the step sought)."""
-        return self.time_travel.fixed_step
-
-    @property
-    def history(self) -> range:
-        """The fixed steps `seek` can return to (at least the last ``history_s`` seconds)."""
-        return self.time_travel.history
-
-    def seek(self, step: int) -> None:
-        """Return exactly to fixed step ``step``: World, timeline, clock, inputs, state.
-
-        The App subclass's own attributes come back through its ``state_dict()`` /
-        ``load_state_dict(state)`` hooks (without them, a warning, once). Running on
-        redoes the recorded future until a new input starts a branch (docs/app.md,
-        "Time travel").
-
-        A seek is all or nothing: where ``load_state_dict`` or a re-run step raises, the
-        App is put back as it was (a drag in progress has ended) and the error propagates.
-
-        Raises:
-            TypeError: ``step`` is not an int.
-            ValueError: ``step`` is not in `history`, or ``state_dict()`` returned a
-                value time travel cannot keep (one that holds itself, for one).
-            RuntimeError: Called from inside a fixed step, or after `close`.
-        """
-        self.time_travel.seek(step)

@@ -1,7 +1,8 @@
 """The App layer's import graph: no circle, the App on top.
 
 Every import counts, also those under ``if TYPE_CHECKING:`` (they are real knowledge of
-another module). The App's collaborators see it through `kelab.app.ports` Protocols.
+another module). The App's collaborators never see it: each is given a small context
+(tests/app/test_collaborators.py).
 """
 
 from __future__ import annotations
@@ -81,30 +82,10 @@ def test_the_app_layer_has_no_import_circle():
 def test_only_the_package_imports_the_app_module():
     edges = _graph()
     users = sorted(m for m, ws in edges.items() if "kelab.app.app" in ws)
-    assert users == ["kelab.app"], users  # collaborators use kelab.app.ports instead
+    assert users == ["kelab.app"], users  # collaborators are given contexts instead
 
 
-def test_ports_import_nothing_above_them():
-    above = {"kelab.app.app", "kelab.app.dragging", "kelab.app.recordings"}
-    above |= {"kelab.app.panel_window", "kelab.app.hotkeys", "kelab.app.panel"}
-    assert not (_graph()["kelab.app.ports"] & above)
+def test_ports_import_none_of_their_users():
+    users = {"kelab.app.app", "kelab.app.menu", "kelab.app.hotkeys", "kelab.app.panel"}
+    assert not (_graph()["kelab.app.ports"] & users)
     assert not any(m.startswith("kelab.app.panel.") for m in _graph()["kelab.app.ports"])
-
-
-def test_the_app_has_every_member_of_every_port():
-    import inspect
-
-    import kelab as ke
-    from kelab.app import ports
-
-    app = ke.App(headless=True, size=(64, 48), render_hz=None)
-    protocols = [ports.DragHost, ports.RecordingHost, ports.HotkeyHost, ports.StatsHost]
-    protocols += [ports.PanelApp]
-    for proto in protocols:
-        members = [n for n, _ in inspect.getmembers(proto) if not n.startswith("_")]
-        assert members, proto
-        missing = [n for n in members if not hasattr(app, n)]
-        assert missing == [], (proto.__name__, missing)
-    recordings = [n for n, _ in inspect.getmembers(ports.RecordingsPort) if n[0] != "_"]
-    assert [n for n in recordings if not hasattr(app.recordings, n)] == []
-    app.close()

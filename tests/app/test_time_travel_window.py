@@ -93,7 +93,7 @@ def test_keys_and_the_panel_slider_scrub_and_mark_the_branch(real_window) -> Non
     assert app.panel_open
     strip = app.panel_window.host.ui.history
     x0, y0, x1, y1 = strip.rect
-    assert x1 - x0 > 200 and strip.model.app.history == range(0, newest + 1)
+    assert x1 - x0 > 200 and strip.model.app.time_travel.history == range(0, newest + 1)
     y = (y0 + y1) // 2
     _mouse(app, clock, "mouse_move", (round(strip.x_of(app.fixed_step)), y))
     _mouse(app, clock, "mouse_down", (round(strip.x_of(app.fixed_step)), y))

@@ -8,6 +8,7 @@ declares ``state_dict`` / ``load_state_dict`` as hooks (default: no state).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from fractions import Fraction
 
 import pytest
@@ -63,3 +64,54 @@ def test_a_step_view_that_is_no_step_view_is_refused() -> None:
     inp = ke.Input()
     with pytest.raises(ValueError, match=r"set_step_view\(view\) must be a StepView, got"):
         inp.set_step_view((frozenset(),) * 6 + (None,))
+
+
+class _Counter(ke.App):
+    n = 0
+
+    def fixed_update(self, ts: float) -> None:
+        self.n += 1
+
+
+class _Kept(_Counter):
+    def state_dict(self) -> dict:
+        return {"n": self.n}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n = state["n"]
+
+
+class _Half(_Counter):
+    def state_dict(self) -> dict:  # no load_state_dict: seek cannot rewind n
+        return {"n": self.n}
+
+
+def _run(cls: type[ke.App], tmp_path) -> ke.App:
+    app = make_app(FakeClock(), cls, world=ke.World(ball_scene(1)), settings=tmp_path / "s.json")
+    app.clock.time_mode = ke.TimeMode.SIM_HIGH_PERF
+    for _ in range(20):
+        app.renderFrameOnce()
+    return app
+
+
+def test_state_dict_and_load_state_dict_are_declared_hooks_of_the_app(tmp_path) -> None:
+    app = ke.App(headless=True, size=(64, 48), render_hz=None)
+    assert app.state_dict() is None and app.load_state_dict({"anything": 1}) is None
+    app.close()
+    kept = _run(_Kept, tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # both hooks defined: no warning
+        kept.seek(5)
+    assert kept.n == 5 and kept.fixed_step == 5
+    kept.close()
+
+
+def test_a_subclass_that_defines_not_both_hooks_is_warned_once(tmp_path) -> None:
+    half = _run(_Half, tmp_path)
+    with pytest.warns(RuntimeWarning, match="_Half does not define state_dict"):
+        half.seek(5)
+    assert half.n == 25  # not rewound (no load_state_dict): it counts the 5 re-run steps
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        half.seek(4)  # once
+    half.close()

@@ -5,9 +5,9 @@ scripts drive it directly. Every change goes through the public API a script use
 (`TimeRunner.hz`, `Binding.rebind` / ``enabled``, `Timeline.add_runner` /
 `remove_runner`, `Recorder.rebind`, `App.set_time_mode`, ``app.live``...), so it is
 validated with the same errors; a refused change returns False and leaves the reason in
-`PanelModel.message` (the panel shows it). It sees the App only as a
-`kelab.app.ports.PanelApp` (timeline, clock, live settings, World, recordings, stats):
-a new page reads and changes the App through those. No imgui here.
+`PanelModel.message` (the panel shows it). It is given a `kelab.app.ports.PanelContext`
+(timeline, clock, live settings, World, recordings, history, stats), never the App: a
+new page reads and changes the App through those. No imgui here.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from kelab.timing.timeline import (
 )
 
 if TYPE_CHECKING:
-    from kelab.app.ports import PanelApp
+    from kelab.app.ports import PanelContext
 
 __all__ = [
     "FRAME_SIGNALS",
@@ -93,13 +93,16 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
     """The pages of the Settings panel over one App (see the module docstring).
 
     Args:
-        app: The App it configures (as a `PanelApp`).
+        app: What it configures of the App (`kelab.app.ports.PanelContext`), kept as
+            ``app``.
         settings_path: The settings file (None: `default_settings_path` of the title).
     """
 
     _read_only = frozenset({"app", "settings_path", "plots", "recorder_settings", "last_files"})
 
-    def __init__(self, app: PanelApp, settings_path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, app: PanelContext, settings_path: str | os.PathLike[str] | None = None
+    ) -> None:
         self.app = app
         self.settings_path = (
             Path(settings_path)
@@ -250,7 +253,7 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         world = self.app.world
         if world is None or not world.scene.sensors:
             return
-        fixed = self.app.physics_dt
+        fixed = self.app.physics_dt()
         step = self._physics_binding()
         if fixed is None and step is not None and world.step_count > 0:
             fixed = self.app.timeline.runner(step.runner).ts  # stepped before the App

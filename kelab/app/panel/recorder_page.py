@@ -19,7 +19,7 @@ from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder, check_pha
 from kelab.timing.timeline import Phase
 
 if TYPE_CHECKING:
-    from kelab.app.ports import PanelApp
+    from kelab.app.ports import PanelContext
 
 __all__ = ["RecorderPage", "RecorderRow", "RunningRecorder"]
 
@@ -65,7 +65,7 @@ def _count(rec: Recorder) -> int:
 class RecorderPage:
     """The Recorder page's rows and changes (mixed into `PanelModel`)."""
 
-    app: PanelApp
+    app: PanelContext
     message: str
     recorder_settings: dict[str, RecorderSettings]
     last_files: dict[str, str]

@@ -477,7 +477,7 @@ class PanelUI:
     def _plots(self) -> None:
         m = self.model
         if imgui.get_time() - self._stats_time >= PLOT_REFRESH_S:
-            stats = m.app.stats
+            stats = m.app.stats()
             self._stats_time = imgui.get_time()
             self._stats_text = (
                 f"{stats.fps:5.1f} fps   {stats.steps_per_frame} steps/frame   "
