@@ -71,8 +71,11 @@ def check_actions(actions: Any, num_envs: int, act_dim: int, single: bool = Fals
     if src.shape != shape:
         extra = "" if single else " (copies, action_dim)"
         raise ValueError(f"{what} must have shape {shape}{extra}, got {src.shape}")
-    with np.errstate(over="ignore"):
-        a = src.astype(np.float32).reshape(-1, act_dim)  # a copy: the task owns it
+    if src.dtype == np.float32:  # nothing to overflow (the usual case: no errstate scope)
+        a = src.reshape(-1, act_dim).copy()  # a copy: the task owns it
+    else:
+        with np.errstate(over="ignore"):
+            a = src.astype(np.float32).reshape(-1, act_dim)  # a copy: the task owns it
     if not np.isfinite(a).all():
         bad = ~np.isfinite(a).all(axis=1)
         src_rows = np.asarray(src, dtype=np.float64).reshape(-1, act_dim)
@@ -91,7 +94,8 @@ def check_actions(actions: Any, num_envs: int, act_dim: int, single: bool = Fals
             f"{float(np.finfo(np.float32).max):.3g}); {what} are clipped to [-1, 1], so "
             "scale them into that range"
         )
-    np.clip(a, -1.0, 1.0, out=a)
+    # np.clip's values (a is finite) without its Python wrapper (#42.1: ~3 us a step)
+    np.minimum(np.maximum(a, -1.0, out=a), 1.0, out=a)
     return a
 
 

@@ -254,7 +254,24 @@ class EnvCore:
         """
         self.check_open()
         self.book.check_step()
-        acts = self.check_actions(actions)  # refused actions change nothing
+        return self._run(self.check_actions(actions))  # refused actions change nothing
+
+    def step_checked(
+        self, acts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, EpisodeEnds | None]:
+        """`step` with actions ``check_actions`` returned (the env's own copy, not checked twice).
+
+        Raises:
+            RuntimeError: After :meth:`close`, before the first reset or after a failed step.
+        """
+        self.check_open()
+        self.book.check_step()
+        return self._run(acts)
+
+    def _run(
+        self, acts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, EpisodeEnds | None]:
+        """`_advance`, marking the env out of step if it raises."""
         try:
             return self._advance(acts)
         except BaseException as exc:

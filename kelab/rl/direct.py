@@ -161,7 +161,7 @@ class DirectRLEnv(CoreBackedEnv, gymnasium.Env):
         """
         a = self._core.check_actions(action, single=True)  # (1, action_dim)
         self._presenter.before_step()
-        obs, rewards, terminated, truncated, ends = self._core.step(a)
+        obs, rewards, terminated, truncated, ends = self._core.step_checked(a)
         info = single_info(ends)
         if ends is not None and info:
             self._pending = obs

@@ -150,15 +150,18 @@ class Controls:
                 full = np.maximum(vals, lo)
                 np.minimum(full, hi, out=full)
             else:
-                full = target[ids]
+                # every copy: a whole-array copy, not a gather of rows (#42.1)
+                full = target.copy() if every_copy else target[ids]
                 lim = self._limit[cols]
-                full[:, cols] = np.where(self._actuated[cols], np.clip(vals, -lim, lim), 0.0)
+                # np.clip's values (vals are finite) without its Python wrapper
+                clipped = np.minimum(np.maximum(vals, -lim), lim)
+                full[:, cols] = np.where(self._actuated[cols], clipped, 0.0)
         elif every:
             full = np.array(vals)
         else:
-            full = target[ids]
+            full = target.copy() if every_copy else target[ids]
             full[:, cols] = vals
-        if every:
+        if every_copy:
             target[...] = full
         else:
             target[ids] = full

@@ -75,7 +75,12 @@ class IsolatedBackend:
         self._angles = BatchRows(num_envs, nr, ANGLE)
         self._posvel = BatchRows(num_envs, nr * 5, POSVEL)
         self._dyn = np.flatnonzero(layout.dynamic)
-        self._nd = int(self._dyn.size)
+        self._nd = nd = int(self._dyn.size)
+        # the moving bodies' columns of raw: a slice where they are consecutive (the
+        # usual scene: static ground first), cheaper than a gather (#42.1)
+        first = int(self._dyn[0]) if nd else 0
+        consecutive = nd and int(self._dyn[-1]) - first == nd - 1
+        self._dyn_cols: slice | np.ndarray = slice(first, first + nd) if consecutive else self._dyn
         self.raw = np.zeros((num_envs, nb, 6))
         static = ~layout.dynamic
         self.raw[:, static, 0:3] = layout.initial[static]  # static bodies never move
@@ -120,14 +125,12 @@ class IsolatedBackend:
     def _store(self, ids: np.ndarray) -> None:
         """Copy the batch rows just read of copies ``ids`` into ``raw``, then ``on_read``."""
         rows = self._state.view.reshape(self._n, self._layout.n_rows, 6)
-        if ids.size == self._n and self._nd == self._nb:  # every copy and body: no gather
-            self.raw[...] = rows[:, : self._nd]
-        elif ids.size == self._n:
-            self.raw[:, self._dyn] = rows[:, : self._nd]
+        if ids.size == self._n:  # every copy: no gather of copies
+            self.raw[:, self._dyn_cols] = rows[:, : self._nd]
         else:
             self.raw[np.ix_(ids, self._dyn)] = rows[ids, : self._nd]
-        if self.on_read is not None:
-            self.on_read(ids)
+        if self.on_read is not None:  # every copy: a slice (views, no gathers; #42.1)
+            self.on_read(slice(None) if ids.size == self._n else ids)
 
     def set_forces(self, ids: np.ndarray, forces: np.ndarray) -> None:
         """Hold body forces/torques ``(len(ids), n_bodies, 3)``, written before every step.
