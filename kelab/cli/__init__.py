@@ -8,6 +8,7 @@ The command line is the top layer of KELab: nothing in kelab imports this packag
 - `kelab.cli.train`: ``kelab train``;
 - `kelab.cli.play`: ``kelab play`` and ``kelab eval``;
 - `kelab.cli.export`: ``kelab export``; `kelab.cli.plot`: ``kelab plot``;
+- `kelab.cli.new`: ``kelab new``, a starter project (a task of your own);
 
 with the shared parser and converters in `kelab.cli.args`, the task a subcommand starts
 from in `kelab.cli.tasks` and the progress lines in `kelab.cli.progress`. Building the
@@ -31,6 +32,7 @@ from kelab.cli._exit import exit_now  # noqa: E402
 from kelab.cli.args import KelabArgumentParser, KelabUsageError, positive_int  # noqa: E402
 from kelab.cli.demo import add_demo_parser, run_demo  # noqa: E402
 from kelab.cli.export import add_export_parser  # noqa: E402
+from kelab.cli.new import add_new_parser  # noqa: E402
 from kelab.cli.play import add_play_parsers  # noqa: E402
 from kelab.cli.plot import add_plot_parser  # noqa: E402
 from kelab.cli.preview import add_preview_parser  # noqa: E402
@@ -64,6 +66,7 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction], object], ...] = (
     add_play_parsers,
     add_plot_parser,
     add_export_parser,
+    add_new_parser,
 )
 """What registers each subcommand, in the order ``kelab --help`` lists them."""
 

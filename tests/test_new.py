@@ -1,0 +1,173 @@
+"""``kelab new NAME`` (#39): a starter project whose tests and README commands pass.
+
+The README's commands are read from its ``sh`` block and run as written, in the new
+folder, with the real ``kelab`` console script (which, unlike ``python -m kelab``, does not
+put the current folder on ``sys.path``): only ``kelab train`` gets ``--iterations 3``
+added, so the test does not wait for a whole training run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kelab.cli import main
+from kelab.cli import new as new_module
+from kelab.cli.new import STARTER_FILES, create_project, starter_for
+
+REPO = Path(__file__).resolve().parents[1]
+TEMPLATES = REPO / "kelab" / "cli" / "templates" / "starter"
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    env.pop("PYTHONPATH", None)  # the project's module must be found from its own folder
+    env["SDL_VIDEODRIVER"] = "dummy"
+    return env
+
+
+def _kelab_executable() -> list[str]:
+    """The installed ``kelab`` script beside this Python (``python -m kelab`` without it)."""
+    script = Path(sys.executable).parent / "kelab"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "kelab"]
+
+
+def readme_commands(readme: str) -> list[str]:
+    """The command lines of the README's ``sh`` block (comments left out)."""
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    assert len(blocks) == 1, "the README has one sh block: its commands"
+    lines = [line.strip() for line in blocks[0].splitlines()]
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("my-arm", "Python identifier"),
+        ("2arm", "Python identifier"),
+        ("class", "not a keyword"),
+        ("", "Python identifier"),
+        ("json", "standard library"),
+        ("numpy", "a module Python already imports"),
+        ("kelab", "a module Python already imports"),
+        ("tests", "tests folder"),
+    ],
+)
+def test_new_refuses_a_bad_name_in_one_line(tmp_path, monkeypatch, capsys, name, why):
+    monkeypatch.chdir(tmp_path)
+    assert main(["new", name]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("kelab: error: ") and why in err, err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.parametrize("kind", ["folder", "file"])
+def test_new_refuses_an_existing_path(tmp_path, monkeypatch, capsys, kind):
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "arm"
+    if kind == "folder":
+        target.mkdir()
+        (target / "mine.txt").write_text("keep me")
+    else:
+        target.write_text("keep me")
+    assert main(["new", "arm"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"already exists (a {kind})" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arm"]
+    assert (target / "mine.txt" if kind == "folder" else target).read_text() == "keep me"
+
+
+def test_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    written = []
+
+    def fail_on_the_third(path, data):
+        if len(written) == 2:
+            raise OSError(28, "No space left on device")
+        written.append(path)
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
+
+    monkeypatch.setattr(new_module, "atomic_write_bytes", fail_on_the_third)
+    with pytest.raises(OSError, match="No space"):
+        create_project("arm", tmp_path)
+    assert list(tmp_path.iterdir()) == []  # neither arm/ nor the temp folder
+
+
+def test_the_project_is_rendered_whole(tmp_path):
+    folder = create_project("my_arm", tmp_path)
+    files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert files == sorted(out.format(name="my_arm") for out in STARTER_FILES.values())
+    for path in folder.rglob("*"):
+        if path.is_file():
+            assert "{{" not in path.read_text(), path  # every field filled in
+    assert starter_for("my_arm").task_spec == "my_arm:MyArmTask"
+    assert "class MyArmTask(ke.Task):" in (folder / "my_arm.py").read_text()
+    assert "kelab train my_arm:MyArmTask --run-dir runs/first" in readme_commands(
+        (folder / "README.md").read_text()
+    )
+
+
+def test_every_template_ships_as_package_data():
+    """``pip install .`` (not editable) installs the templates: pyproject lists them."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]["kelab.cli"]
+    for template in STARTER_FILES:
+        relative = f"templates/starter/{template}"
+        assert (TEMPLATES / template).is_file()
+        assert any(fnmatch.fnmatch(relative, p) for p in patterns), (relative, patterns)
+    assert sorted(p.name for p in TEMPLATES.iterdir()) == sorted(STARTER_FILES)
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # a subprocess's, not ours
+def test_the_starter_passes_its_tests_and_its_readme_runs_as_written(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    made = subprocess.run(
+        [*_kelab_executable(), "new", "demo_arm"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "demo_arm:DemoArmTask" in made.stdout
+    project = tmp_path / "demo_arm"
+    commands = readme_commands((project / "README.md").read_text())
+    assert [shlex.split(c)[:2] for c in commands] == [
+        ["python", "-m"],
+        ["kelab", "preview"],
+        ["kelab", "train"],
+        ["kelab", "eval"],
+        ["kelab", "play"],
+        ["kelab", "export"],
+    ]
+    for command in commands:
+        argv = shlex.split(command)
+        pytest_run = argv[0] == "python"
+        if pytest_run:
+            argv = [sys.executable, *argv[1:], "-q", "-p", "no:cacheprovider"]
+        else:
+            argv = [*_kelab_executable(), *argv[1:]]
+        if argv[-3:-1] == ["--run-dir", "runs/first"] and "train" in argv:
+            argv += ["--iterations", "3"]  # a short run: the test does not wait for the target
+        done = subprocess.run(
+            argv, cwd=project, env=_env(), capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, (command, done.stdout[-2000:], done.stderr[-2000:])
+        assert "Traceback" not in done.stderr and "warning" not in done.stderr, (
+            command,
+            done.stderr[-2000:],
+        )
+        if pytest_run:  # the project's own tests
+            assert re.search(r"\b4 passed\b", done.stdout), done.stdout[-2000:]
+    for output in ("preview.png", "runs/first/best.json", "play.mp4", "demo_arm.onnx"):
+        assert (project / output).is_file(), output
