@@ -41,6 +41,7 @@ from kelab.train.checkpoint import (  # noqa: E402
     save_checkpoint,
 )
 from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # noqa: E402
+from kelab.train.diagnose import Finding, TrainingWarning, TrainingWatch  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.judge import Judge  # noqa: E402
 from kelab.train.records import IterationRow, Judged, TrainState  # noqa: E402
@@ -181,6 +182,7 @@ class RLTrainer:
                 )
             if config is None:
                 config = TrainConfig.from_dict(checkpoint.meta["train_config"])
+        given = config is not None  # by the caller, or the resumed run's
         if config is None:
             config = training_config_of(type(self.task))
         elif config.num_envs != env.num_envs:
@@ -192,6 +194,16 @@ class RLTrainer:
                 stacklevel=2,
             )
         self.config = config.replace(num_envs=int(env.num_envs))
+        layout = env.layout if isinstance(env, RayLearningEnv) else env.config.layout
+        if given and config.layout != layout:  # as num_envs: the env decides, and says so
+            warnings.warn(
+                f"TrainConfig.layout={self.config.layout!r} differs from the env's layout "
+                f"{layout!r}; training and evaluating {layout!r} (the env decides: build it "
+                "with layout=config.layout to train in the config's layout)",
+                UserWarning,
+                stacklevel=2,
+            )
+            self.config = self.config.replace(layout=layout)
         self.run_dir, self._claim = claim_run_dir(
             run_dir,
             type(self.task).__name__,
@@ -232,6 +244,7 @@ class RLTrainer:
         # the best state since the last write: written with `latest` (not at every gain)
         self._pending_best: TrainState | None = None
         self._judge = Judge(type(self.task), self.config, self.obs_dim, self.act_dim)
+        self._watch = TrainingWatch(self.config)  # says when the run shows a known failure
         self._stop: StopRequest | None = None  # Ctrl-C during train(): stop at a safe point
         self._rollouts = Rollouts(
             self.vec, self.alg, self.algorithm, self.config, self._episodes, self._count_steps,
@@ -242,6 +255,15 @@ class RLTrainer:
     def evaluations(self) -> int:
         """Evaluations of the deterministic policy run so far (``eval_every``)."""
         return self._judge.evaluations
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Known failures this trainer's runs showed, each warned when it was seen.
+
+        The action noise collapsing, the value loss exploding, the deterministic policy
+        doing worse than the noisy one (`kelab.train.diagnose`).
+        """
+        return list(self._watch.findings)
 
     @property
     def evaluation_time_s(self) -> float:
@@ -519,6 +541,8 @@ class RLTrainer:
             None if verdict is None else verdict.success_rate,
             None if judged is None else judged.row.iteration,
         )
+        for finding in self._watch.observe(row):  # said when seen, once per kind
+            warnings.warn(finding.message, TrainingWarning, stacklevel=4)
         call.last_row = row
         self._runlog.record(row)
         call.unrecorded = None
