@@ -1,10 +1,10 @@
 """Where a scene's sites are: each site's pose in every copy's frame, batched.
 
 A site (``ke.Site`` on a robot body, ``SceneBuilder.site`` on any body) is a frame fixed
-to a body at an offset: a fingertip, a sensor mount, a marker. :class:`SiteReadout` is
-the part of ``World``'s public API that reads them (``World.site_poses``,
-``World.site_positions``, ``World.site_names``); it is mixed into ``World`` and reads
-only the World's public ``scene``, ``body_names`` and ``body_poses``. A robot's view
+to a body at an offset: a fingertip, a sensor mount, a marker. :class:`Sites` is the
+World's helper that reads them: built from the scene and the body order (never the
+World), it composes the bodies' poses with the sites' offsets. The public API is
+``World.site_names``, ``World.site_poses`` and ``World.site_positions``; a robot's view
 reads its own sites by their short names (``RobotView.site_positions``). See
 docs/world.md, "Reading".
 """
@@ -12,14 +12,13 @@ docs/world.md, "Reading".
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cached_property
 
 import numpy as np
 
 from kelab.sim.scene.fields import short_repr
 from kelab.sim.scene.scene import Scene
 
-__all__ = ["SiteReadout", "site_names_arg"]
+__all__ = ["Sites", "site_names_arg"]
 
 
 def site_names_arg(names: str | Sequence[str], where: str) -> list[str]:
@@ -37,73 +36,67 @@ def site_names_arg(names: str | Sequence[str], where: str) -> list[str]:
     return list(out)
 
 
-class SiteReadout:
-    """``World``'s site readout (a mixin over the World's public API)."""
+class Sites:
+    """A scene's sites: each one's body index and offset, and their poses in copy frames.
 
-    scene: Scene
-    body_names: tuple[str, ...]
-    body_poses: np.ndarray
+    Args:
+        scene: The scene whose sites these are.
+        body_names: The body paths in the order of the World's body arrays.
 
-    @cached_property
-    def _site_table(self) -> dict[str, tuple[int, tuple[float, float, float]]]:
-        """Each site's body index and offset ``(x, y, angle)`` in that body's frame."""
-        index = {p: i for i, p in enumerate(self.body_names)}
-        return {
-            s.name: (index[s.body], (s.offset.x, s.offset.y, s.offset.angle))
-            for s in self.scene.sites
+    Example:
+        >>> import numpy as np
+        >>> import kelab as ke
+        >>> b = ke.SceneBuilder()
+        >>> ball = ke.Prop(ke.Circle(0.1))
+        >>> _ = b.add(ball, at="/World/Ball")
+        >>> b.site("ball.top", ball, ke.Pose(0.0, 0.1))
+        >>> sites = Sites(b.build(), ("/World/Ball",))
+        >>> sites.names
+        ('ball.top',)
+        >>> poses = np.array([[[1.0, 2.0, np.pi / 2]]])  # (num_envs, bodies, 3)
+        >>> sites.poses(poses, "ball.top").round(6).tolist()
+        [[[0.9, 2.0, 1.570796]]]
+    """
+
+    def __init__(self, scene: Scene, body_names: Sequence[str]) -> None:
+        index = {p: i for i, p in enumerate(body_names)}
+        self._table = {
+            s.name: (index[s.body], (s.offset.x, s.offset.y, s.offset.angle)) for s in scene.sites
         }
 
     @property
-    def site_names(self) -> tuple[str, ...]:
+    def names(self) -> tuple[str, ...]:
         """Every site's name in scene order (a robot's: ``"<robot path>/<site name>"``)."""
-        return tuple(self._site_table)
+        return tuple(self._table)
 
-    def site_poses(self, names: str | Sequence[str]) -> np.ndarray:
+    def poses(
+        self, body_poses: np.ndarray, names: str | Sequence[str], where: str = "World.site_poses"
+    ) -> np.ndarray:
         """Poses of sites in each copy's frame, ``(num_envs, len(names), 3)``: x, y, angle.
 
-        The body's pose composed with the site's offset, batched over copies (the body
-        pose is its frame's origin, where the offset is measured from).
+        Each site's body pose (its frame's origin, where the offset is measured from)
+        composed with the site's offset, batched over copies.
 
         Args:
-            names: A site name or a list of them (see :attr:`site_names`).
+            body_poses: Every body's pose, ``(num_envs, num_bodies, 3)``.
+            names: A site name or a list of them (see :attr:`names`).
+            where: What the error messages name.
 
         Raises:
             KeyError: For a name that is no site (the message lists the sites).
             ValueError: For names that are not strings.
         """
-        wanted = site_names_arg(names, "World.site_poses")
-        table = self._site_table
+        wanted = site_names_arg(names, where)
+        table = self._table
         for name in wanted:
             if name not in table:
                 raise KeyError(f"no site {name!r}; sites: {list(table)}")
         body = np.array([table[n][0] for n in wanted], dtype=np.int64)
         off = np.array([table[n][1] for n in wanted], dtype=np.float64).reshape(-1, 3)
-        poses = self.body_poses[:, body]  # (num_envs, k, 3)
+        poses = body_poses[:, body]  # (num_envs, k, 3)
         c, s = np.cos(poses[..., 2]), np.sin(poses[..., 2])
         out = np.empty_like(poses)
         out[..., 0] = poses[..., 0] + c * off[:, 0] - s * off[:, 1]
         out[..., 1] = poses[..., 1] + s * off[:, 0] + c * off[:, 1]
         out[..., 2] = poses[..., 2] + off[:, 2]
         return out
-
-    def site_positions(self, names: str | Sequence[str]) -> np.ndarray:
-        """Positions of sites in each copy's frame, ``(num_envs, len(names), 2)``.
-
-        Args:
-            names: A site name or a list of them (see :attr:`site_names`).
-
-        Raises:
-            KeyError: For a name that is no site (the message lists the sites).
-            ValueError: For names that are not strings.
-
-        Example:
-            >>> import kelab as ke
-            >>> b = ke.SceneBuilder()
-            >>> ball = ke.Prop(ke.Circle(0.1), body_type="kinematic", initial_pose=ke.Pose(1, 2))
-            >>> _ = b.add(ball, at="/World/Ball")
-            >>> b.site("ball.top", ball, ke.Pose(0.0, 0.1))
-            >>> world = ke.World(b.build(), num_envs=2)
-            >>> world.site_positions(["ball.top"]).round(6).tolist()
-            [[[1.0, 2.1]], [[1.0, 2.1]]]
-        """
-        return self.site_poses(names)[..., :2]

@@ -8,14 +8,15 @@ construction and the stepping loop. Its helpers are built from the compiled scen
 backend and arrays (never the World: no reference cycle): _args.py (writers' argument
 checks), _states.py (fresh body states, finiteness), _controls.py (held efforts, PD
 targets, external forces, the PD torques), _contacts.py (contact sums, friction
-regimes), _sensor_suite.py, _history.py (the replay log, resets, rebases, snapshots and
-their replay; _restore.py validates). Below them: the layouts
+regimes), _sensor_suite.py, sites.py (site poses), _history.py (the replay log, resets,
+rebases, snapshots and their replay; _restore.py validates). Below them: the layouts
 (kelab/sim/physics/ behind _backend.py's Backend; _warm.py: warm starts over a rebase),
 kinematics.py, robot_view.py and pymunk's internals (_chipmunk.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from functools import partial
 from typing import Any
@@ -40,7 +41,7 @@ from kelab.sim.physics._compile import JointLayout, Layout, make_layout
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene.scene import Scene
-from kelab.sim.sites import SiteReadout
+from kelab.sim.sites import Sites
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 #: What a refused snapshot's message suggests.
@@ -54,7 +55,7 @@ MAX_LOG_STEPS = 7200
 MAX_EPISODE_LOG_STEPS = 2**14
 
 
-class World(SiteReadout):
+class World:
     """A Scene compiled into pymunk: ``num_envs`` independent copies stepped together.
 
     Args:
@@ -142,6 +143,7 @@ class World(SiteReadout):
         self._fric = self._contacts.friction
         self._sensors = SensorSuite(scene, lay, self._rngs, self._backend)
         self._has_sensors = bool(self._sensors.specs)
+        self._sites = Sites(scene, lay.body_paths)
         self._history = History(
             int(max_log_steps), self._backend, self._states, self._ctl, self._contacts
         )
@@ -280,6 +282,48 @@ class World(SiteReadout):
         b = index_arg(body_index, len(self.body_names), "body_state: body_index")
         self._states.ensure(self._steps)
         return self._backend.raw[:, b].copy()
+
+    @property
+    def site_names(self) -> tuple[str, ...]:
+        """Every site's name in scene order (a robot's: ``"<robot path>/<site name>"``)."""
+        return self._sites.names
+
+    def site_poses(self, names: str | Sequence[str]) -> np.ndarray:
+        """Poses of sites in each copy's frame, ``(num_envs, len(names), 3)``: x, y, angle.
+
+        The body's pose composed with the site's offset, batched over copies (the body
+        pose is its frame's origin, where the offset is measured from; kelab/sim/sites.py).
+
+        Args:
+            names: A site name or a list of them (see :attr:`site_names`).
+
+        Raises:
+            KeyError: For a name that is no site (the message lists the sites).
+            ValueError: For names that are not strings.
+        """
+        return self._sites.poses(self.body_poses, names)
+
+    def site_positions(self, names: str | Sequence[str]) -> np.ndarray:
+        """Positions of sites in each copy's frame, ``(num_envs, len(names), 2)``.
+
+        Args:
+            names: A site name or a list of them (see :attr:`site_names`).
+
+        Raises:
+            KeyError: For a name that is no site (the message lists the sites).
+            ValueError: For names that are not strings.
+
+        Example:
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> ball = ke.Prop(ke.Circle(0.1), body_type="kinematic", initial_pose=ke.Pose(1, 2))
+            >>> _ = b.add(ball, at="/World/Ball")
+            >>> b.site("ball.top", ball, ke.Pose(0.0, 0.1))
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> world.site_positions(["ball.top"]).round(6).tolist()
+            [[[1.0, 2.1]], [[1.0, 2.1]]]
+        """
+        return self.site_poses(names)[..., :2]
 
     @property
     def joint_positions(self) -> np.ndarray:

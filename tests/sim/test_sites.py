@@ -98,3 +98,19 @@ def test_body_poses_are_the_body_origin_and_velocities_the_centre_of_mass() -> N
     np.testing.assert_allclose(world.body_poses[0, 0, :2], (2.0, 2.0), atol=1e-9)
     np.testing.assert_allclose(world.body_velocities[0, 0, :2], (0.0, 0.0), atol=1e-12)
     world.close()
+
+
+def test_the_site_api_is_the_world_s_own_no_mixin() -> None:
+    """#38: site reading is a collaborator World holds (kelab.sim.sites.Sites), built from
+    the scene, not a mixin World inherits to keep world.py short."""
+    for name in ("site_names", "site_poses", "site_positions"):
+        assert name in vars(ke.World), name
+    assert ke.World.__mro__[1:] == (object,)
+    from kelab.sim.sites import Sites
+
+    world = _world()
+    sites = Sites(world.scene, world.body_names)
+    assert sites.names == world.site_names
+    names = ["ball.top", "/World/Arm/tip"]
+    assert np.array_equal(sites.poses(world.body_poses, names), world.site_poses(names))
+    world.close()
