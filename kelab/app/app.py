@@ -684,7 +684,7 @@ class App(ReadOnlyAttributes):
         Returns:
             The path written.
         """
-        import pygame
+        from kelab.render.pygame_door import pygame
 
         img = self.read_rgb_pixels(flip_y=True)
         out = Path(path)

@@ -190,7 +190,7 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
         return 2
     spec = _checkpoint_spec(args, cmd.class_path)
     import kelab as ke
-    from kelab.rl.evaluation import EvaluationInterrupted
+    from kelab.rl.evaluation import EvaluationInterrupted, episode_quotas
     from kelab.train.player import RLPlayer
 
     player = RLPlayer(spec, render_mode=None)
@@ -198,10 +198,11 @@ def run_eval(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | 
     interrupted = False
     try:
         player.check_env(env)
-        bar = EvalProgress(args.episodes, cmd.err)
-        try:
+        share = int(episode_quotas(args.episodes, env.num_envs).max())  # episodes per copy
+        bar = EvalProgress(args.episodes, cmd.err, most_steps=share * env.max_episode_length)
+        try:  # progress every step: long episodes that end together show where they are
             report = ke.evaluate(
-                env, player.policy, episodes=args.episodes, seed=args.seed, on_episode=bar
+                env, player.policy, episodes=args.episodes, seed=args.seed, on_step=bar.step
             )
         except EvaluationInterrupted as stop:  # Ctrl-C: the report of the finished ones
             report, interrupted = stop.report, True

@@ -156,7 +156,7 @@ class _FrameSink:
 
 
 def _write_png_atomic(img: np.ndarray, path: Path) -> None:
-    import pygame
+    from kelab.render.pygame_door import pygame
 
     h, w = img.shape[:2]
     surf = pygame.image.frombuffer(np.ascontiguousarray(img).tobytes(), (w, h), "RGB")

@@ -221,7 +221,7 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
             )
             bar = ProgressBar(iterations, trainer.iteration, err)
             try:
-                stats = trainer.train(iterations, callback=bar)
+                stats = trainer.train(iterations, callback=bar, progress=False)
             finally:
                 bar.close()
             # printed while the curve is drawn: closing the trainer waits for it

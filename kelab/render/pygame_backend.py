@@ -8,7 +8,6 @@ from collections.abc import Callable, Hashable
 from typing import NamedTuple
 
 import numpy as np
-import pygame
 
 from kelab.render.camera import Camera
 from kelab.render.canvas import Canvas, Color
@@ -22,6 +21,7 @@ from kelab.render.geometry import (
     thick_line_quads,
 )
 from kelab.render.plan import DrawPlan, Primitive
+from kelab.render.pygame_door import pygame
 from kelab.render.renderer_base import Renderer, require_display
 from kelab.render.text import TextCache
 

@@ -168,7 +168,7 @@ class Renderer(ABC):
         Returns:
             The path written.
         """
-        import pygame
+        from kelab.render.pygame_door import pygame
 
         img = self.read_rgb_pixels(flip_y=True)
         h, w = img.shape[:2]

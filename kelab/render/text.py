@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections import OrderedDict
 
 import numpy as np
-import pygame
-import pygame.freetype
+
+from kelab.render.pygame_door import pygame  # with pygame.freetype
 
 __all__ = ["SUPERSAMPLE", "TextCache", "shared_text_cache"]
 

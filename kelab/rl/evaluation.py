@@ -171,6 +171,7 @@ def evaluate(
     seed: int | None = None,
     max_steps: int | None = None,
     on_episode: Callable[[int], object] | None = None,
+    on_step: Callable[[int, int], object] | None = None,
 ) -> EvaluationReport:
     """Run ``policy`` for ``episodes`` episodes and report how they ended.
 
@@ -196,6 +197,9 @@ def evaluate(
         max_steps: Optional bound on env steps (ValueError when reached first).
         on_episode: Called with the number of episodes judged so far each time it grows
             (progress of a long evaluation).
+        on_step: Called after every step of the env with the steps taken and the episodes
+            judged so far (progress within long episodes, e.g. many copies whose
+            fixed-length episodes all end together).
 
     Returns:
         The :class:`EvaluationReport`.
@@ -219,7 +223,7 @@ def evaluate(
     rule = success if success is not None else previous
     base.success_rule = rule
     judged: list[tuple[int, Record]] = []  # (episode index, record), as they finish
-    progress = on_episode or (lambda count: None)
+    progress = _Progress(on_episode, on_step)
     try:
         if hasattr(base, "num_envs") and hasattr(base, "single_action_space"):
             _run_vector(
@@ -239,6 +243,25 @@ def evaluate(
     return _report(records, rule, base.condition_names, float(base.step_dt))
 
 
+class _Progress:
+    """:func:`evaluate`'s two progress callbacks, each optional."""
+
+    def __init__(
+        self,
+        on_episode: Callable[[int], object] | None,
+        on_step: Callable[[int, int], object] | None,
+    ) -> None:
+        self.on_episode = on_episode
+        self.on_step = on_step
+
+    def stepped(self, steps: int, judged: int, grew: bool) -> None:
+        """After a step: ``judged`` episodes so far (``grew``: more than before it)."""
+        if grew and self.on_episode is not None:
+            self.on_episode(judged)
+        if self.on_step is not None:
+            self.on_step(steps, judged)
+
+
 def _out_of_steps(done: int, episodes: int, max_steps: int) -> ValueError:
     return ValueError(
         f"evaluate: only {done} of {episodes} episodes finished within max_steps={max_steps}; "
@@ -254,7 +277,7 @@ def _run_vector(
     seed: int | None,
     max_steps: int | None,
     judged: list[tuple[int, Record]],
-    progress: Callable[[int], object],
+    progress: _Progress,
 ) -> None:
     """Step every copy until each finished its quota, adding to ``judged`` as they end."""
     quota = episode_quotas(episodes, num_envs)
@@ -266,10 +289,9 @@ def _run_vector(
             raise _out_of_steps(len(judged), episodes, max_steps)
         obs, _, _, _, info = env.step(policy(obs))
         steps += 1
-        if not info:
-            continue
-        counted = np.flatnonzero(np.asarray(info["_ended_by"]) & (done < quota))
-        if counted.size == 0:
+        counted = np.flatnonzero(np.asarray(info["_ended_by"]) & (done < quota)) if info else ()
+        if len(counted) == 0:
+            progress.stepped(steps, len(judged), grew=False)
             continue
         checks = {k: v for k, v in info.get("checks", {}).items() if not k.startswith("_")}
         success = info.get("is_success")
@@ -283,7 +305,7 @@ def _run_vector(
             )
             judged.append((int(done[i]) * num_envs + i, record))
         done[counted] += 1
-        progress(len(judged))
+        progress.stepped(steps, len(judged), grew=True)
 
 
 def _run_single(
@@ -293,7 +315,7 @@ def _run_single(
     seed: int | None,
     max_steps: int | None,
     judged: list[tuple[int, Record]],
-    progress: Callable[[int], object],
+    progress: _Progress,
 ) -> None:
     """Run the episodes one after the other, adding each to ``judged`` as it ends."""
     steps = 0
@@ -312,8 +334,10 @@ def _run_single(
                 dict(info.get("checks", {})),
             )
             judged.append((len(judged), record))
-            progress(len(judged))
+            progress.stepped(steps, len(judged), grew=True)
             obs, _ = env.reset()
+        else:
+            progress.stepped(steps, len(judged), grew=False)
 
 
 def _report(

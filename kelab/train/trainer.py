@@ -12,6 +12,7 @@ import datetime as _dt
 import json
 import math
 import os
+import sys
 import time
 import warnings
 import weakref
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kelab._validate import check_int, check_seed
+from kelab._validate import check_bool, check_int, check_seed
 from kelab.errors import UserError
 from kelab.train._malloc import heap_reuse
 from kelab.train.extra import require_training_extra
@@ -44,6 +45,7 @@ from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # no
 from kelab.train.diagnose import Finding, TrainingWarning, TrainingWatch  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.judge import Judge  # noqa: E402
+from kelab.train.progress import ProgressBar  # noqa: E402
 from kelab.train.records import IterationRow, Judged, TrainState  # noqa: E402
 from kelab.train.rollouts import Rollouts  # noqa: E402
 from kelab.train.rundir import (  # noqa: E402
@@ -433,6 +435,8 @@ class RLTrainer:
         self,
         max_iterations: int | None = None,
         callback: Callable[[dict[str, Any]], bool | None] | None = None,
+        *,
+        progress: bool = True,
     ) -> dict[str, Any]:
         """Run ``max_iterations`` PPO iterations (more after a resume) and return statistics.
 
@@ -445,6 +449,9 @@ class RLTrainer:
                 ``env_steps_per_s``, ``wall_time_s``...), e.g. for a progress bar;
                 when it returns True, training ends after that iteration (e.g. once an
                 evaluation of :meth:`policy` passes).
+            progress: Show ``kelab train``'s progress line on stderr (iteration, return,
+                success, steps/s, ETA): redrawn in place on a terminal, a line about
+                every 10 s otherwise (a log, a notebook); False shows nothing.
 
         Returns:
             ``best_reward``, ``last_reward`` (mean return of the recent episodes),
@@ -457,6 +464,11 @@ class RLTrainer:
             ``interrupted``, ``run_dir`` and ``checkpoints`` (``{"best": path, "latest":
             path}``).
         """
+        bar = None
+        if check_bool(progress, "train: progress"):
+            total = self.config.max_iterations if max_iterations is None else max_iterations
+            bar = ProgressBar(total, self.iteration, sys.stderr)
+            callback = bar.then(callback)
         # glibc keeps the update's tensors' pages (kelab.train._malloc); Ctrl-C stops at
         # the next safe point (kelab.train._ctrl_c)
         with heap_reuse(), StopRequest() as stop:
@@ -465,6 +477,8 @@ class RLTrainer:
                 return self._train(max_iterations, callback)
             finally:
                 self._stop = self._rollouts.stop = None
+                if bar is not None:
+                    bar.close()
 
     def _train(
         self,

@@ -146,12 +146,16 @@ def one_torch_thread():
 def _sb3_ppo(seed, n_steps):
     import gymnasium as gym
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     import kelab  # noqa: F401 - registers the kelab/... ids
 
     env = gym.make("kelab/CartPole-v0")
-    return PPO("MlpPolicy", env, n_steps=n_steps, batch_size=128, n_epochs=2, seed=seed,
-               device="cpu")  # fmt: skip
+    model = PPO("MlpPolicy", env, n_steps=n_steps, batch_size=128, n_epochs=2, seed=seed,
+                device="cpu")  # fmt: skip
+    # SB3's default logger makes an empty SB3-<time> folder in the temp folder per learn()
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def test_stable_baselines3_ppo_trains_on_a_kelab_task_unchanged(one_torch_thread):
@@ -194,3 +198,25 @@ def test_stable_baselines3_ppo_on_a_kelab_task_is_reproducible(one_torch_thread)
     first, again, other = weights(0), weights(0), weights(1)
     assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))  # bit-identical
     assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_stable_baselines3_here_and_in_docs_leaves_no_folder_in_the_temp_folder(
+    one_torch_thread, tmp_path, monkeypatch
+):
+    # every learn() left an empty SB3-<timestamp> folder in the temp folder (#42)
+    import re
+    import tempfile
+    from pathlib import Path
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    model = _sb3_ppo(seed=0, n_steps=128)
+    model.learn(total_timesteps=128)
+    model.get_env().close()
+    rl_md = (Path(__file__).resolve().parents[2] / "docs" / "rl.md").read_text()
+    (example,) = [b for b in re.findall(r"```python\n(.*?)```", rl_md, re.S)
+                  if "stable_baselines3" in b]  # fmt: skip
+    exec(compile(example, "docs/rl.md", "exec"), {"__name__": "docs_rl_sb3"})
+    # (torch's own cache folder, torchinductor_<user>, may be made there: it is reused)
+    assert [p.name for p in temp.iterdir() if p.name.startswith("SB3-")] == []

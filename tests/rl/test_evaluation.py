@@ -158,3 +158,26 @@ def test_ball_to_goal_controller_always_succeeds_and_zero_never_does():
         ke.evaluate(env, controller, episodes=True)
     with pytest.raises(ValueError, match=r"max_steps must be an int >= 1, got '10'; give None"):
         ke.evaluate(env, controller, episodes=1, max_steps="10")
+
+
+def test_on_step_reports_progress_within_episodes_that_end_together():
+    # 4 copies of 6-step episodes (time limit): the episodes end together at steps 6 and
+    # 12; on_episode alone said nothing before step 6 (#42: a long eval looked stuck)
+    env = ke.LearningEnv(RecordingTask(end_at=[0, 0, 0, 0]), num_envs=4)
+    zeros = np.zeros((4, 1), np.float32)
+    stepped, ended = [], []
+    report = ke.evaluate(env, lambda obs: zeros, episodes=8, seed=0,
+                         on_episode=ended.append, on_step=lambda *a: stepped.append(a))  # fmt: skip
+    assert report.episodes == 8 and ended == [4, 8]
+    assert stepped == [(1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 4),
+                       (7, 4), (8, 4), (9, 4), (10, 4), (11, 4), (12, 8)]  # fmt: skip
+    assert int(episode_quotas(8, 4).max()) * env.max_episode_length == 12  # eval's bound
+    # a single env too
+    single = gymnasium.make("kelab/CartPole-v0")
+    counts = []
+    report = ke.evaluate(single, lambda obs: np.zeros(1, np.float32), episodes=1, seed=0,
+                         on_step=lambda steps, done: counts.append((steps, done)))  # fmt: skip
+    assert [c[0] for c in counts] == list(range(1, int(report.length_mean) + 1))
+    assert counts[-1][1] == 1 and all(done == 0 for _, done in counts[:-1])
+    single.close()
+    env.close()

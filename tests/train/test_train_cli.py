@@ -495,9 +495,11 @@ def test_eval_shows_progress_and_ctrl_c_prints_the_finished_episodes(trained_run
     out, err = io.StringIO(), _Terminal()
     assert play_cli.run_eval(args, out, err) == 130
     live = re.findall(
-        r"\reval: ([\d,]+)/1,000,000 episodes  [\d,.]+ episodes/s  ETA \S+", err.getvalue()
+        r"\reval: ([\d,]+)/1,000,000 episodes  step [\d,]+/[\d,]+  [\d,.]+ steps/s  ETA \S+",
+        err.getvalue(),
     )
-    assert live and int(live[0].replace(",", "")) >= 1  # the first finished ones are shown
+    # from the first step on; the first finished ones are shown as they end
+    assert live and live[0] == "0" and any(int(n.replace(",", "")) >= 1 for n in live)
     finished = re.search(
         r"interrupted after ([\d,]+) of 1,000,000 episodes; the report of the episodes finished:",
         err.getvalue(),

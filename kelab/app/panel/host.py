@@ -318,7 +318,7 @@ class PanelHost:
 
     def _overlay_pygame(self, draw_data: imgui.ImDrawData | None, surface: pygame.Surface) -> None:
         """Render offscreen and blit; an unchanged opaque panel is blitted from a cache."""
-        import pygame
+        from kelab.render.pygame_door import pygame
 
         size = surface.get_size()
         if self._offscreen is None:
