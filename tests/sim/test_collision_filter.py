@@ -19,14 +19,16 @@ from kelab.sim.physics._filters import MAX_CLASSES
 
 F = ke.CollisionFilter
 PLATE_Y = 0.5  # the plate's centre
-BALL_Y = 1.05  # where the ball starts (a ray cast from a spatial hash cell's edge, y = 1.0,
-# misses the cell below in Chipmunk's segment query: not what these tests are about)
+BALL_Y = 1.05  # where the ball starts (the rays are also cast from y = 1.0, a packed
+# space's spatial hash cell edge, where Chipmunk's own segment query walks its cells late)
 ON_PLATE = PLATE_Y + 0.025 + 0.1  # half the plate's thickness plus the ball's radius
 ON_GROUND = 0.1
 LAYOUTS = [("isolated", 1), ("isolated", 2), ("packed", 1), ("packed", 2)]
 
 
-def plate_scene(plate: ke.CollisionFilter, ball: ke.CollisionFilter) -> ke.Scene:
+def plate_scene(
+    plate: ke.CollisionFilter, ball: ke.CollisionFilter, ball_y: float = BALL_Y
+) -> ke.Scene:
     b = ke.SceneBuilder()
     b.add(ke.Terrain.plane(), at="/")
     b.add(
@@ -35,7 +37,7 @@ def plate_scene(plate: ke.CollisionFilter, ball: ke.CollisionFilter) -> ke.Scene
         at="/World/Plate",
     )  # fmt: skip
     b.add(
-        ke.Prop(ke.Circle(0.1), mass=0.2, initial_pose=ke.Pose(0.0, BALL_Y), collision=ball),
+        ke.Prop(ke.Circle(0.1), mass=0.2, initial_pose=ke.Pose(0.0, ball_y), collision=ball),
         at="/World/Ball",
     )
     b.rangefinder("ball.down", "/World/Ball", angle=-math.pi / 2, max_range=5.0)
@@ -70,12 +72,13 @@ def test_a_ball_rests_on_the_plate_or_passes_through_it(case, layout, threads) -
     world.close()
 
 
+@pytest.mark.parametrize("ball_y", [BALL_Y, 1.0], ids=["inside a cell", "on a cell edge"])
 @pytest.mark.parametrize("layout", ["isolated", "packed"])
-def test_a_ray_sees_only_the_shapes_its_body_collides_with(layout) -> None:
+def test_a_ray_sees_only_the_shapes_its_body_collides_with(layout, ball_y) -> None:
     # the ball's ray, cast from its centre, hits the plate, or (filtered) the ground
-    for plate, expect in ((F(), BALL_Y - (PLATE_Y + 0.025)), (F(group=3), BALL_Y)):
-        world = ke.World(plate_scene(plate, F(group=3) if plate.group else F()), num_envs=3,
-                         layout=layout)  # fmt: skip
+    for plate, expect in ((F(), ball_y - (PLATE_Y + 0.025)), (F(group=3), ball_y)):
+        world = ke.World(plate_scene(plate, F(group=3) if plate.group else F(), ball_y),
+                         num_envs=3, layout=layout)  # fmt: skip
         np.testing.assert_allclose(world.read_sensor("ball.down")[:, 0], expect, atol=1e-9)
         world.close()
 

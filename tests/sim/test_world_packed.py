@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import numpy as np
+import pymunk
 import pytest
 from _world_scenes import DT, drive
 
@@ -13,7 +15,7 @@ from kelab.sim.kinematics import joint_state as _joint_state
 from kelab.sim.kinematics import point_state as _point
 from kelab.sim.physics._compile import JointLayout
 from kelab.sim.physics._packed import ShardWorkers
-from kelab.sim.physics._shard import CAPACITY, packed_spacing
+from kelab.sim.physics._shard import CAPACITY, _first_hit_near, packed_spacing
 from kelab.sim.scene.assets import Asset
 
 
@@ -373,3 +375,90 @@ def test_body_rows_equal_the_stored_rows_after_resets() -> None:
     want = np.concatenate([w.body_poses, w.body_velocities], axis=2).reshape(-1, 6)[rows]
     assert np.array_equal(got, want)
     w.close()
+
+
+RAYS = {"down": -math.pi / 2, "down_left": -3 * math.pi / 4, "down_right": -math.pi / 4,
+        "left": math.pi}  # fmt: skip
+
+
+def _balls_over_a_plate(height: float) -> ke.Scene:
+    # two balls (1 m hash cells: 4x their size), one on an x cell edge, over a plate with
+    # a post to their left; every ray of both, down, diagonal and left
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    plate = ke.Prop(ke.Box(4.0, 0.05), body_type="static", initial_pose=ke.Pose(0.0, 0.5))
+    b.add(plate, at="/World/Plate")
+    post = ke.Prop(ke.Box(0.05, 3.0), body_type="static", initial_pose=ke.Pose(-1.5, 2.0))
+    b.add(post, at="/World/Post")
+    for k, x in enumerate((0.0, 0.3)):
+        ball = ke.Prop(ke.Circle(0.1), mass=0.2, initial_pose=ke.Pose(x, height))
+        b.add(ball, at=f"/World/Ball{k}")
+        for name, angle in RAYS.items():
+            b.rangefinder(f"b{k}.{name}", f"/World/Ball{k}", angle=angle, max_range=5.0)
+    return b.build()
+
+
+def _ranges(world: ke.World) -> np.ndarray:
+    return np.stack([world.read_sensor(f"b{k}.{n}")[:, 0] for k in (0, 1) for n in RAYS], 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_packed_rangefinders_read_the_isolated_distances_from_cell_edges(threads) -> None:
+    # Chipmunk's hash walk of a ray that starts on a cell edge (here y = 1, 2, 3 and x = 0
+    # of every copy) and runs down or left visits each cell late and stopped at the
+    # ground before the plate or the post (it read 1.0 for 0.475 at y = 1)
+    for height in np.arange(0.625, 3.01, 0.125).tolist():
+        scene = _balls_over_a_plate(height)
+        iso = ke.World(scene, num_envs=3, layout="isolated", num_threads=threads)
+        packed = ke.World(scene, num_envs=3, layout="packed", num_threads=threads)
+        assert packed._backend._plan.cell == 1.0  # the cell edges the heights meet
+        want = _ranges(iso)
+        np.testing.assert_allclose(_ranges(packed), want, rtol=0, atol=1e-9, err_msg=height)
+        if height == 1.0:
+            assert np.allclose(want[:, [0, 4]], 0.475)  # straight down onto the plate
+        # a reset copy is rebuilt where it started: the same readings
+        packed.reset_envs([1])
+        np.testing.assert_allclose(_ranges(packed), want, rtol=0, atol=1e-9, err_msg=height)
+        iso.close()
+        packed.close()
+
+
+def test_the_near_shapes_query_is_chipmunks_first_hit_bit_for_bit() -> None:
+    # random rays, on and off cell edges, short and long (several pieces), in a hashed
+    # space and in a tree-indexed one with the same shapes: the same alpha, bit for bit
+    rng = np.random.default_rng(7)
+    cell = 0.25
+    places = rng.uniform([-6.0, 0.2], [6.0, 6.0], (60, 2)).tolist()
+    sizes = rng.uniform(0.02, 0.8, (60, 2)).tolist()
+    hashed, tree = pymunk.Space(), pymunk.Space()
+    hashed.use_spatial_hash(cell, 1000)
+    for space in (hashed, tree):
+        ground = pymunk.Body(body_type=pymunk.Body.STATIC)
+        space.add(ground, pymunk.Poly(ground, [(-1e5, -1.0), (1e5, -1.0), (1e5, 0.0), (-1e5, 0.0)]))
+        for i, (place, size) in enumerate(zip(places, sizes, strict=True)):
+            body = pymunk.Body(body_type=pymunk.Body.STATIC)
+            body.position = place
+            shape = (
+                pymunk.Circle(body, size[0] / 2),
+                pymunk.Poly.create_box(body, size),
+                pymunk.Segment(body, (0.0, 0.0), (size[0], size[1] - 0.4), 0.0),
+            )[i % 3]
+            shape.sensor = i % 11 == 5  # seen by pymunk 7's first hit as by the near query
+            shape.filter = pymunk.ShapeFilter(group=1 if i % 7 == 3 else 0)
+            space.add(body, shape)
+    filt = pymunk.ShapeFilter(group=1)  # skips the group's shapes
+    for i in range(400):
+        on_edge = i % 2 == 0
+        start = rng.uniform(-5, 5, 2)
+        if on_edge:
+            start = np.round(start / cell) * cell
+        length = float(rng.choice([0.3, 2.0, 9.0, 40.0]))
+        angle = float(rng.uniform(-math.pi, math.pi))
+        a = (float(start[0]), float(start[1]))
+        b = (a[0] + length * math.cos(angle), a[1] + length * math.sin(angle))
+        hit = tree.segment_query_first(a, b, 0.0, filt)
+        got = _first_hit_near(hashed, a, b, filt, cell)
+        if hit is None:
+            assert math.isnan(got), (a, b, got)
+        else:
+            assert got == hit.alpha, (a, b, got, hit.alpha)

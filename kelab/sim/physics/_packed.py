@@ -647,21 +647,18 @@ class PackedBackend:
         """Alpha of the first hit of one ray per copy of ``ids`` (NaN: none).
 
         Row ``k`` of ``start``/``end`` (copy frame) belongs to copy ``ids[k]``; shapes of
-        ``body``'s collision group in that copy are ignored.
+        ``body``'s collision group in that copy are ignored. A ray from a hash cell's
+        edge finds what the isolated layout finds (:meth:`Shard.segment_first`).
         """
         self.sync()
         out = np.full(ids.size, np.nan)
         ox = self._plan.origin_x
         for k, c in enumerate(ids.tolist()):
-            shard = self._shards[self._shard_of[c]]
-            hit = shard.space.segment_query_first(
+            out[k] = self._shards[self._shard_of[c]].segment_first(
                 (float(ox[c] + start[k, 0]), float(start[k, 1])),
                 (float(ox[c] + end[k, 0]), float(end[k, 1])),
-                0.0,
                 self._plan.copy_filter(c, body),
             )
-            if hit is not None:
-                out[k] = hit.alpha
         return out
 
     def body_at(self, env: int, x: float, y: float, tolerance: float) -> int | None:

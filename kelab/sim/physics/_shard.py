@@ -68,6 +68,8 @@ CAPACITY = 2.0**16
 MIN_CELL = 2.0**-4
 #: Hash ids of static shapes start here (far from every moving shape's id).
 _STATIC_IDS = 1 << 56
+#: Longest piece of a ray that _first_hit_near queries by one bounding box, in cells.
+_PIECE_CELLS = 8
 
 
 def packed_spacing(env_spacing: float) -> float:
@@ -529,3 +531,66 @@ class Shard:
             self.ffa.num = 0
             cp.space_each_body(self.ptr, SET, self.fdata)
         cp.space_step(self.ptr, dt)
+
+    def segment_first(
+        self, start: tuple[float, float], end: tuple[float, float], filt: pymunk.ShapeFilter
+    ) -> float:
+        """Alpha of the first hit of the ray ``start -> end`` (space frame; NaN: none).
+
+        What ``segment_query_first`` (radius 0) gives in a space without a spatial hash:
+        the least alpha below 1 of the shapes ``filt`` lets through (sensors too, in
+        pymunk 7), from each shape's own segment query.
+
+        Chipmunk's hash walk is wrong for a ray that starts exactly on a cell edge and
+        runs towards lower x (or y): it starts in the cell above (right of) the edge,
+        which the ray never enters, and then visits every cell one cell's alpha after the
+        ray enters it, so it stops once a hit found so far (the stretched ground is in
+        every bucket) lies before that late visit, missing a nearer shape in the cell.
+        Such rays test the shapes near the ray instead (:func:`_first_hit_near`); every
+        other ray keeps the walk, so its results do not change.
+        """
+        inv = 1.0 / self.plan.cell  # the walk's cell coordinates, as Chipmunk's
+        ax, ay = start[0] * inv, start[1] * inv
+        late = (end[0] * inv < ax and ax.is_integer()) or (end[1] * inv < ay and ay.is_integer())
+        if late:
+            return _first_hit_near(self.space, start, end, filt, self.plan.cell)
+        hit = self.space.segment_query_first(start, end, 0.0, filt)
+        return math.nan if hit is None else hit.alpha
+
+
+def _first_hit_near(
+    space: pymunk.Space,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    filt: pymunk.ShapeFilter,
+    cell: float,
+) -> float:
+    """``segment_query_first``'s alpha from the shapes whose boxes meet the ray's (NaN: none).
+
+    The ray is cut into pieces of at most ``_PIECE_CELLS`` cells, each queried by its
+    bounding box (padded by 1/1024 of a cell, far above the rounding of its ends), in
+    order, until the least alpha found lies before the next piece: a shape the ray meets
+    has its bounding box meet the piece's, so the least alpha is exact. Each shape's
+    alpha is its own segment query with the whole ray, the call Chipmunk's first-hit
+    query makes, so the result is the walk's when the walk is right.
+    """
+    (sx, sy), (ex, ey) = start, end
+    n = max(1, math.ceil(math.hypot(ex - sx, ey - sy) / (_PIECE_CELLS * cell)))
+    pad = cell / 1024.0
+    best = 1.0  # Chipmunk keeps a hit below alpha 1 only
+    seen: set[pymunk.Shape] = set()
+    cuts = [(sx + (ex - sx) * k / n, sy + (ey - sy) * k / n) for k in range(1, n)]
+    ends = [(sx, sy), *cuts, (ex, ey)]
+    for k in range(n):
+        if best <= k / n:  # a shape not met yet starts after alpha k / n
+            break
+        (x0, y0), (x1, y1) = ends[k], ends[k + 1]
+        box = pymunk.BB(min(x0, x1) - pad, min(y0, y1) - pad, max(x0, x1) + pad, max(y0, y1) + pad)
+        for shape in space.bb_query(box, filt):
+            if shape in seen:
+                continue
+            seen.add(shape)
+            hit = shape.segment_query(start, end, 0.0)
+            if hit is not None and hit.alpha < best:
+                best = hit.alpha
+    return best if best < 1.0 else math.nan
