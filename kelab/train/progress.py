@@ -14,7 +14,21 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-__all__ = ["ProgressBar", "format_duration"]
+__all__ = ["ProgressBar", "end_live_line", "format_duration"]
+
+_live_bar: ProgressBar | None = None  # the bar whose line is live on a terminal now
+
+
+def end_live_line() -> None:
+    """End the live progress line on the terminal, if one is drawn (else do nothing).
+
+    What is printed next then starts a line of its own instead of running on after the
+    bar: the trainer calls it before it warns (`kelab.train.diagnose`). The bar's next
+    row is drawn on a new line.
+    """
+    bar = _live_bar
+    if bar is not None:
+        bar.end_line()
 
 
 def format_duration(seconds: float) -> str:
@@ -90,9 +104,11 @@ class ProgressBar:
                 head = head.rsplit(" ", 2)[0] if head.count(" ") >= 2 else head.split(" ")[0]
                 text = f"{head} ETA {eta}"
         if self.tty:  # one line that fits the terminal, clearing what a longer one left
+            global _live_bar
             self.out.write("\r" + text[:cols] + "\x1b[K")
             self.out.flush()
             self._live = True
+            _live_bar = self
         elif elapsed - self.last_print >= 10.0 or done == self.total:
             self.last_print = elapsed
             self._unprinted = None
@@ -130,12 +146,20 @@ class ProgressBar:
         except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
             return 99
 
-    def close(self) -> None:
-        """End the live line (on a terminal) or print the last line if it is not out yet."""
+    def end_line(self) -> None:
+        """End the live line on the terminal (the next row starts a new one)."""
+        global _live_bar
+        if _live_bar is self:
+            _live_bar = None
         if self._live:
             self.out.write("\n")
             self.out.flush()
             self._live = False
+
+    def close(self) -> None:
+        """End the live line (on a terminal) or print the last line if it is not out yet."""
+        if self._live:
+            self.end_line()
         elif self._unprinted is not None:
             print(self._unprinted, file=self.out, flush=True)
             self._unprinted = None

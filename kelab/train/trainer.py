@@ -45,7 +45,7 @@ from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # no
 from kelab.train.diagnose import Finding, TrainingWarning, TrainingWatch  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.judge import Judge  # noqa: E402
-from kelab.train.progress import ProgressBar  # noqa: E402
+from kelab.train.progress import ProgressBar, end_live_line  # noqa: E402
 from kelab.train.records import IterationRow, Judged, TrainState  # noqa: E402
 from kelab.train.rollouts import Rollouts  # noqa: E402
 from kelab.train.rundir import (  # noqa: E402
@@ -556,6 +556,7 @@ class RLTrainer:
             None if judged is None else judged.row.iteration,
         )
         for finding in self._watch.observe(row):  # said when seen, once per kind
+            end_live_line()  # on a line of its own, not after the progress bar's
             warnings.warn(finding.message, TrainingWarning, stacklevel=4)
         call.last_row = row
         self._runlog.record(row)

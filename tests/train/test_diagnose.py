@@ -8,7 +8,9 @@ layout differs from the env's is warned, as ``num_envs`` is.
 
 from __future__ import annotations
 
+import io
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -187,6 +189,29 @@ def test_a_run_whose_deterministic_policy_does_worse_says_so(tmp_path):
     )  # fmt: skip
     assert [f.kind for f in findings] == ["evaluation below training"]
     assert findings[0].iteration == 1 and "0% of its evaluation episodes" in messages[0]
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_finding_starts_a_line_of_its_own_after_the_live_progress_line(tmp_path, monkeypatch):
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)  # where train()'s progress line goes
+    monkeypatch.setenv("COLUMNS", "150")
+    config = tiny_config()
+    env = ke.LearningEnv(Inflating(), num_envs=config.num_envs, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", TrainingWarning)
+        warnings.showwarning = lambda message, *args, **kw: terminal.write(f"said: {message}\n")
+        with ke.RLTrainer(env, seed=0, config=config, run_dir=tmp_path, log=False) as trainer:
+            trainer.train(10)
+    env.close()
+    lines = terminal.getvalue().split("\n")
+    said = [line for line in lines if "said: iteration" in line]
+    assert len(said) == 1 and said[0].startswith("said: iteration"), lines
+    assert lines[lines.index(said[0]) - 1].startswith("\r[")  # the bar's line, ended
 
 
 def test_a_healthy_run_says_nothing(tmp_path):
