@@ -36,6 +36,18 @@ def _display_alive(display: str) -> bool:
     return os.path.exists(f"/tmp/.X11-unix/X{number}")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_config_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The panel's default settings files (the user's config folder, #42) go to a temp one."""
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def x_display() -> Iterator[str]:
     """An X display for windowed tests: the user's one, or a private Xvfb server."""

@@ -197,8 +197,10 @@ class AppConfig:
     steps are dropped, with a warning once, even within ``history_s`` (live:
     ``app.time_travel.history_mb``)."""
     settings: Path | None = None
-    """The panel's settings file (None: ``<title>.kelab.json`` next to the script);
-    applied after ``setup``, saved when the App closes if the panel changed something."""
+    """The panel's settings file, applied after ``setup``, saved when the App closes if
+    the panel changed something. None: a file named by the title in the user's config
+    folder (``~/.config/kelab/settings/`` on Linux; ``app.panel.settings_path``), which
+    only a window uses: a headless App neither applies nor saves it."""
 
     def __post_init__(self) -> None:
         put = object.__setattr__

@@ -151,12 +151,14 @@ class PanelWindow:
     def close(self) -> list[BaseException]:
         """Save the settings file if the panel changed something, end the ImGui context.
 
+        The file is saved where the App uses one (`PanelModel.settings_file_used`).
+
         Returns:
             The errors met (an unwritable settings file), for the App to raise after it
             closed everything else.
         """
         errors: list[BaseException] = []
-        if self.model.dirty:
+        if self.model.dirty and self.model.settings_file_used:
             try:
                 self.model.save()
             except OSError as exc:

@@ -13,6 +13,7 @@ new page reads and changes the App through those. No imgui here.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from fractions import Fraction
 from pathlib import Path
@@ -95,20 +96,27 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
     Args:
         app: What it configures of the App (`kelab.app.ports.PanelContext`), kept as
             ``app``.
-        settings_path: The settings file (None: `default_settings_path` of the title).
+        settings_path: The settings file (None: `default_settings_path` of the title, in
+            the user's config folder, which a headless App neither reads nor writes: see
+            `settings_file_used`).
     """
 
-    _read_only = frozenset({"app", "settings_path", "plots", "recorder_settings", "last_files"})
+    _read_only = frozenset(
+        {"app", "settings_path", "settings_given", "plots", "recorder_settings", "last_files"}
+    )
 
     def __init__(
         self, app: PanelContext, settings_path: str | os.PathLike[str] | None = None
     ) -> None:
         self.app = app
+        self.settings_given = settings_path is not None
+        """Whether the App named its settings file (``App(settings=path)``)."""
         self.settings_path = (
             Path(settings_path)
             if settings_path is not None
             else default_settings_path(app.config.title)
         )
+        self._said: set[str] = set()  # "read" / "saved": the lines said about the file
         self._page = "Time Runners"
         self.open = False
         self.message = ""
@@ -168,11 +176,14 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         """The settings file's state, as the panel's footer says it.
 
         Returns:
-            ``"not used (see above)"`` after a bad file, ``"unsaved changes"``, ``"not
-            saved yet"`` when there is no file, else ``"saved"``.
+            ``"not used (see above)"`` after a bad file, ``"not used (headless)"`` for the
+            default file of a headless App, ``"unsaved changes"``, ``"not saved yet"``
+            when there is no file, else ``"saved"``.
         """
         if self.settings_error:
             return "not used (see above)"
+        if not self.settings_file_used:
+            return "not used (headless)"
         if self.dirty:
             return "unsaved changes"
         return "saved" if self.settings_path.is_file() else "not saved yet"
@@ -516,10 +527,33 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
             page=self.page,
         )
 
+    @property
+    def settings_file_used(self) -> bool:
+        """Whether the App reads its settings file at start and saves it when it closes.
+
+        A file the App named (``App(settings=path)``) always. The default one (in the
+        user's config folder) only in a window: a headless run computes the same whatever
+        a window saved there, and leaves it as it was (``App(settings=app.panel.
+        settings_path)`` applies it on purpose).
+        """
+        return self.settings_given or not self.app.config.headless
+
+    def _say(self, what: str, line: str) -> None:
+        """Say once per App where the default settings file was read or written (stderr)."""
+        if not self.settings_given and what not in self._said:
+            self._said.add(what)
+            print(f"kelab: {line}", file=sys.stderr, flush=True)
+
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
         """Write the settings file atomically (default: `settings_path`)."""
         out = save_settings(self.current_settings(), path or self.settings_path)
         self.dirty = False
+        if path is None:
+            self._say(
+                "saved",
+                f"panel settings saved to {out} (the next window of this scene applies "
+                "them; delete the file to go back to the defaults)",
+            )
         return out
 
     def load(self, path: str | os.PathLike[str] | None = None) -> bool:
@@ -535,6 +569,13 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
         self._note_script_names()  # the runners setup() added keep their script names
         if not p.exists():
             return False
+        if path is None and not self.settings_file_used:  # headless: the window's file
+            self._say(
+                "read",
+                f"panel settings in {p} not applied: a headless run uses the App's "
+                "defaults (pass settings=<that file> to apply them)",
+            )
+            return False
         try:
             settings = load_settings(p)
             self.apply(settings, source=p)
@@ -549,6 +590,8 @@ class PanelModel(RecorderPage, ReadOnlyAttributes):
             return False
         self.settings_error = None
         self.dirty = False
+        if path is None:
+            self._say("read", f"panel settings read from {p} (delete it for the defaults)")
         return True
 
     def apply(self, s: PanelSettings, source: Path | None = None) -> None:

@@ -10,12 +10,14 @@ rename). No imgui here: an App reads its settings without the panel's toolkit.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
 import re
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -37,6 +39,7 @@ __all__ = [
     "default_settings_path",
     "load_settings",
     "save_settings",
+    "user_config_folder",
 ]
 
 #: The panel's pages, in tab order.
@@ -141,19 +144,62 @@ class PanelSettings:
     page: str | None = None
 
 
-def default_settings_path(title: str) -> Path:
-    """The default file: next to the running script, named by the scene (the App title).
+def user_config_folder(
+    environ: Mapping[str, str] | None = None,
+    platform: str | None = None,
+    home: Path | None = None,
+) -> Path:
+    """KELab's folder in the user's config folder, where the platform keeps such files.
+
+    ``$XDG_CONFIG_HOME/kelab`` (an absolute one), else ``~/.config/kelab`` on Linux and
+    other Unixes; ``~/Library/Application Support/kelab`` on macOS; ``kelab`` in
+    ``%APPDATA%`` on Windows (else ``~/AppData/Roaming/kelab``).
 
     Args:
-        title: The App's title; ``"Multi rate!"`` gives ``Multi-rate.kelab.json``.
+        environ: The environment (default: ``os.environ``).
+        platform: ``sys.platform``'s value (default: this one).
+        home: The home folder (default: ``Path.home()``).
+
+    Example:
+        >>> user_config_folder({}, "linux", Path("/home/ada")).as_posix()
+        '/home/ada/.config/kelab'
+        >>> user_config_folder({"XDG_CONFIG_HOME": "/cfg"}, "linux", Path("/h")).as_posix()
+        '/cfg/kelab'
+        >>> user_config_folder({}, "darwin", Path("/Users/ada")).as_posix()
+        '/Users/ada/Library/Application Support/kelab'
+        >>> user_config_folder({"APPDATA": "C:/Users/ada/AppData/Roaming"}, "win32").as_posix()
+        'C:/Users/ada/AppData/Roaming/kelab'
+    """
+    environ = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    home = Path.home() if home is None else home
+    if platform == "win32":
+        appdata = environ.get("APPDATA", "")
+        return (Path(appdata) if appdata else home / "AppData" / "Roaming") / "kelab"
+    if platform == "darwin":
+        return home / "Library" / "Application Support" / "kelab"
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else home / ".config") / "kelab"
+
+
+def default_settings_path(title: str) -> Path:
+    """The default file: in the user's config folder, named by the scene.
+
+    The scene is the App's title and the running script's folder (the current folder when
+    there is no script): two scripts' scenes of one title in two folders keep two files,
+    and nothing is written next to a script, into a source tree.
+
+    Args:
+        title: The App's title; ``"Multi rate!"`` gives ``Multi-rate-<8 hex>.kelab.json``.
 
     Returns:
-        ``<script folder>/<slug>.kelab.json`` (the current folder when there is no script).
+        ``<user_config_folder()>/settings/<slug>-<hash of the folder>.kelab.json``.
     """
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     folder = Path(main).resolve().parent if main else Path.cwd()
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-.") or "kelab"
-    return folder / f"{slug}.kelab.json"
+    where = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return user_config_folder() / "settings" / f"{slug}-{where}.kelab.json"
 
 
 def _hz_to_json(hz: Fraction) -> float | str:
