@@ -38,6 +38,9 @@ Cases (``--cases``, comma separated):
   50 untimed steps (benchmarks/single_env.py measures the same loop against its peers).
 - ``single-states``: no timing; a SHA-256 of those four single envs' observations,
   rewards and flags over the steps (seeded actions, episodes ending and restarting).
+- ``sb3-cartpole``: Stable-Baselines3's PPO ``learn()`` on kelab/CartPole-v0 as SB3 users
+  run it (``make_vec_env``: 8 ``gymnasium.make`` envs in a ``DummyVecEnv``; n_steps 128,
+  batch 256, 4 epochs, one torch thread), timesteps per second of ``learn()`` alone.
 """
 
 from __future__ import annotations
@@ -139,6 +142,18 @@ elif case.startswith("single-"):
         env.close()
     out = {"hash": h.hexdigest()[:16], "resets": ends} if case == "single-states" else {
         "rate": rate, "resets": ends / (50 + steps)}
+elif case == "sb3-cartpole":
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    torch.set_num_threads(1)
+    venv = make_vec_env("kelab/CartPole-v0", n_envs=8, seed=0)
+    model = PPO("MlpPolicy", venv, n_steps=128, batch_size=256, n_epochs=4, seed=0,
+                device="cpu")
+    t0 = start_clock()
+    model.learn(steps)
+    out = {"rate": steps / (time.perf_counter() - t0)}
+    venv.close()
 else:
     raise SystemExit(f"unknown case {case!r}")
 print("AB-RESULT " + json.dumps(out))
@@ -147,7 +162,7 @@ print("AB-RESULT " + json.dumps(out))
 DEFAULT_STEPS = {"world": 200, "world2": 200, "humanoid": 200, "humanoid2": 200,
                  "cartpole": 200, "states": 300, "single-cartpole": 2000,
                  "single-humanoid": 2000, "single-ball": 2000, "single-pi": 300,
-                 "single-states": 500}  # fmt: skip
+                 "single-states": 500, "sb3-cartpole": 8192}  # fmt: skip
 TRAIN_TASKS = {"train-cartpole": "CartPole-v0", "train-humanoid": "Humanoid-v0"}
 
 
