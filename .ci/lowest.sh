@@ -27,6 +27,9 @@ fi
 # under the feet of any process using it): the tests and the processes they start import
 # the source tree all the same, through PYTHONPATH
 pip install -q -c "$VENV/lowest-constraints.txt" ".[dev]"
+if ! ls kelab/sim/physics/_native*.so >/dev/null 2>&1; then  # a fresh checkout: build it
+  python setup.py -q build_ext --inplace
+fi
 pip list --format=freeze > "$VENV/installed.txt"
 python .ci/lowest.py --installed
 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python -m pytest "$@"
