@@ -15,6 +15,7 @@ import pytest
 
 import kelab as ke
 import kelab.tasks  # noqa: F401  (registers the kelab/ tasks)
+from kelab.tasks.cartpole import CartPoleTask
 
 # steps per task: enough for episodes to end and restart under random actions
 TASKS = {
@@ -96,4 +97,20 @@ def test_the_single_env_is_a_copy_of_the_batched_env(task_id):
 def test_the_single_env_is_a_direct_env():
     env = gymnasium.make("kelab/CartPole-v0")
     assert isinstance(env.unwrapped, ke.DirectRLEnv)
+    env.close()
+
+
+def test_a_robots_per_step_attributes_are_its_views_and_refused_before_binding():
+    # Robot reads joint_pos & co. through a descriptor (no failed lookup first): the same
+    # values as its view's, and the same error as any runtime attribute before binding
+    robot = ke.Robot(asset=ke.Asset.from_registry("kelab/robot/cartpole:v1"))
+    for name in ("joint_pos", "set_joint_effort_target", "find_joints"):
+        with pytest.raises(AttributeError, match=f"no attribute '{name}' until an environment"):
+            getattr(robot, name)
+    env = ke.DirectRLEnv(CartPoleTask())
+    env.reset()
+    robot, view = env.task.robot, env.task.robot._view
+    for name in ("joint_pos", "joint_vel", "root_pose", "root_velocity"):
+        assert np.array_equal(getattr(robot, name), getattr(view, name))
+    assert robot.set_joint_effort_target == view.set_joint_effort_target
     env.close()
