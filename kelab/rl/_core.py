@@ -24,6 +24,7 @@ from kelab.rl._contract import (
 )
 from kelab.rl._env_snapshot import EnvRestorePlan, check_env_snapshot
 from kelab.rl._seeding import place_world_streams, reseed, task_generators
+from kelab.rl._spaces import image_batch
 from kelab.rl.episode_ends import EpisodeEnds
 from kelab.rl.errors import TaskError, describe_array
 from kelab.rl.success import RuleContext, SuccessRule, judge
@@ -194,8 +195,10 @@ class EnvCore:
         return out
 
     def observe(self) -> np.ndarray:
-        """Call get_observations() and check it."""
+        """Call get_observations() and check it (an image task's: `image_batch`)."""
         obs = self.task.get_observations()
+        if self.task.observation_shape is not None:
+            return image_batch(self.task, obs, self.num_envs)
         return self._float_batch(obs, "get_observations()", (self.num_envs, self.obs_dim))
 
     # ------------------------------------------------------------------ the step order

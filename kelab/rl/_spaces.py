@@ -1,7 +1,9 @@
 """The Gymnasium spaces of a task's observations and actions (internal).
 
 A task may declare ``observation_bounds = (low, high)``; both environments (and the Ray
-workers, through LearningEnv) build their Box spaces here.
+workers, through LearningEnv) build their Box spaces here. An image task
+(``observation_shape``) gets Gymnasium's uint8 image space, and its observations are
+checked by :func:`image_batch`.
 """
 
 from __future__ import annotations
@@ -9,10 +11,10 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 
-from kelab.rl.errors import TaskError
+from kelab.rl.errors import TaskError, describe_array
 from kelab.rl.task import Task
 
-__all__ = ["action_space", "observation_bounds", "observation_space"]
+__all__ = ["action_space", "image_batch", "observation_bounds", "observation_space"]
 
 
 def observation_bounds(task: Task, obs_dim: int) -> tuple[np.ndarray, np.ndarray]:
@@ -50,10 +52,31 @@ def observation_bounds(task: Task, obs_dim: int) -> tuple[np.ndarray, np.ndarray
 
 
 def observation_space(task: Task) -> gymnasium.spaces.Box:
-    """One copy's observation space: float32 ``(observation_dim,)`` within the task's bounds."""
+    """One copy's observation space: float32 ``(observation_dim,)`` within the task's bounds.
+
+    An image task's (``observation_shape`` set): ``Box(0, 255, (height, width, channels),
+    uint8)``, Gymnasium's image space (what Stable-Baselines3's ``CnnPolicy`` takes).
+    """
+    if task.observation_shape is not None:
+        return gymnasium.spaces.Box(0, 255, tuple(task.observation_shape), np.uint8)
     dim = int(task.observation_dim)
     low, high = observation_bounds(task, dim)
     return gymnasium.spaces.Box(low, high, (dim,), np.float32)
+
+
+def image_batch(task: Task, value: object, num_envs: int) -> np.ndarray:
+    """An image task's ``get_observations()`` checked: a new uint8 ``(num_envs, H, W, C)``.
+
+    Raises:
+        TaskError: For anything but a uint8 array of that shape, naming both.
+    """
+    shape = (num_envs, *task.observation_shape)  # type: ignore[misc]
+    if not isinstance(value, np.ndarray) or value.dtype != np.uint8 or value.shape != shape:
+        raise TaskError(
+            f"{type(task).__name__}.get_observations() must return a uint8 array of shape "
+            f"{shape} (one image per copy: observation_shape), got {describe_array(value)}"
+        )
+    return value.copy()  # a new array: the task may reuse its buffer
 
 
 def action_space(task: Task) -> gymnasium.spaces.Box:

@@ -89,7 +89,12 @@ class Task:
     per-copy draws).
 
     Attributes:
-        observation_dim: Size of one copy's observation vector (int >= 1).
+        observation_dim: Size of one copy's observation vector (int >= 1); for an image
+            task, the size of its image (``height * width * channels``).
+        observation_shape: None for a float vector of ``observation_dim`` values; an image
+            task's ``(height, width, channels)``: ``get_observations()`` returns uint8
+            ``(num_envs, height, width, channels)`` and the observation space is
+            Gymnasium's ``Box(0, 255, (height, width, channels), uint8)`` (docs/rl.md).
         action_dim: Size of one copy's action vector (int >= 1). Actions arrive in [-1, 1].
         episode_length_s: The episode's time limit in simulated seconds (> 0).
         sim_dt: Preferred physics step (used by DirectRLEnv and the registered tasks).
@@ -119,6 +124,7 @@ class Task:
     """
 
     observation_dim: int = 0
+    observation_shape: tuple[int, int, int] | None = None
     action_dim: int = 0
     episode_length_s: float = 0.0
     sim_dt: float = 1.0 / 120.0
@@ -163,7 +169,11 @@ class Task:
         """
 
     def get_observations(self) -> np.ndarray:
-        """Return the observation batch, float ``(num_envs, observation_dim)``."""
+        """Return the observation batch, float ``(num_envs, observation_dim)``.
+
+        An image task (``observation_shape`` set) returns uint8 ``(num_envs, height, width,
+        channels)``.
+        """
         raise NotImplementedError(f"{type(self).__name__} must implement get_observations()")
 
     def get_rewards(self) -> np.ndarray:
@@ -529,6 +539,9 @@ def validate_task_class(task: Task) -> None:
                 high=MAX_DIM,
                 fix="set it as a class attribute",
             )
+        shape = task.observation_shape
+        if shape is not None:
+            _check_image_shape(name, shape, task.observation_dim)
         check_number(
             task.episode_length_s,
             f"{name}.episode_length_s",
@@ -540,3 +553,24 @@ def validate_task_class(task: Task) -> None:
         )
     except ValueError as err:
         raise TaskError(str(err)) from None
+
+
+def _check_image_shape(name: str, shape: object, dim: int) -> None:
+    """An image task's ``observation_shape``: three ints >= 1 whose product is its dim."""
+    ok = isinstance(shape, tuple) and len(shape) == 3 and all(is_int(v) and v >= 1 for v in shape)
+    if not ok:
+        raise TaskError(
+            must(
+                f"{name}.observation_shape",
+                "None or (height, width, channels), three ints >= 1",
+                shape,
+                "set it as a class attribute",
+            )
+        )
+    height, width, channels = (int(v) for v in shape)  # type: ignore[union-attr]
+    if height * width * channels != dim:
+        raise TaskError(
+            f"{name}.observation_dim must be {height * width * channels}, the size of its "
+            f"observation_shape {shape!r}, got {dim}; set observation_dim = "
+            f"{height} * {width} * {channels}"
+        )

@@ -3,8 +3,8 @@
 ``gymnasium.make("kelab/CartPole-v0", render_mode=...)`` returns a
 :class:`~kelab.rl.direct.DirectRLEnv`; ``gymnasium.make_vec("kelab/CartPole-v0",
 num_envs=N, vectorization_mode="vector_entry_point")`` returns a
-:class:`~kelab.rl.env.LearningEnv`. Ids: ``kelab/CartPole-v0``, ``kelab/Humanoid-v0``,
-``kelab/Pi-Locomotion-v0``, ``kelab/BallToGoal-v0``.
+:class:`~kelab.rl.env.LearningEnv`. Ids: ``kelab/CartPole-v0``, ``kelab/CartPole-Pixels-v0``,
+``kelab/Humanoid-v0``, ``kelab/Pi-Locomotion-v0``, ``kelab/BallToGoal-v0``.
 
 Registration is explicit: importing this module calls :func:`register_tasks`, which
 calls ``gymnasium.register`` once per built-in id (nothing else of KELab is imported
@@ -49,6 +49,7 @@ __all__ = ["TASK_IDS", "register_task", "register_tasks"]
 
 TASK_IDS: dict[str, str] = {
     "kelab/CartPole-v0": "kelab.tasks.cartpole:CartPoleTask",
+    "kelab/CartPole-Pixels-v0": "kelab.tasks.cartpole_pixels:CartPolePixelsTask",
     "kelab/Humanoid-v0": "kelab.tasks.humanoid:HumanoidTask",
     "kelab/Pi-Locomotion-v0": "kelab.tasks.pi_locomotion:PiLocomotionTask",
     "kelab/BallToGoal-v0": "kelab.tasks.ball_to_goal:BallToGoalTask",

@@ -37,6 +37,7 @@ def test_check_env_passes(env_id, monkeypatch):
     "env_id, hz, decimation, names",
     [
         ("kelab/CartPole-v0", 120, 2, ("pole fell", "cart left the track")),
+        ("kelab/CartPole-Pixels-v0", 120, 2, ("pole fell", "cart left the track")),
         ("kelab/Humanoid-v0", 120, 2, ("torso fell",)),
         ("kelab/Pi-Locomotion-v0", 1000, 20, ("body fell",)),
         ("kelab/BallToGoal-v0", 120, 2, ("ball stayed at the goal", "ball left the table")),
@@ -84,7 +85,7 @@ def test_import_kelab_registers_explicitly_and_lightly():
         "assert not {'pymunk', 'pygame', 'moderngl', 'kelab.rl.env'} & set(sys.modules); "
         "print(sorted(k for k in gymnasium.registry if k.startswith('kelab/')))"
     )
-    assert _fresh(code) == str(sorted(IDS))
+    assert _fresh(code) == str(sorted([*IDS, "kelab/CartPole-Pixels-v0"]))
     # without importing kelab first: Gymnasium's own "module:id" form imports it
     code = (
         "import gymnasium; env = gymnasium.make('kelab:kelab/CartPole-v0'); "

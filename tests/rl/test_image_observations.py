@@ -1,0 +1,143 @@
+"""Image observations (#43 item 2): a task's observation_shape, kelab/CartPole-Pixels-v0."""
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import kelab as ke
+from kelab.tasks.cartpole_pixels import CAMERAS, CartPolePixelsTask
+
+
+def test_the_pixel_task_is_registered_and_passes_gymnasiums_check_env():
+    env = gymnasium.make("kelab/CartPole-Pixels-v0", render_mode=None)
+    space = env.observation_space
+    assert space == gymnasium.spaces.Box(0, 255, (36, 64, 4), np.uint8)
+    check_env(env.unwrapped, skip_render_check=True)
+    obs, _ = env.reset(seed=3)
+    assert obs.dtype == np.uint8 and obs.shape == (36, 64, 4) and space.contains(obs)
+    env.close()
+
+
+def test_the_vector_env_gives_image_batches_and_final_observations():
+    env = gymnasium.make_vec(
+        "kelab/CartPole-Pixels-v0", num_envs=3, vectorization_mode="vector_entry_point"
+    )
+    assert env.single_observation_space.shape == (36, 64, 4)
+    assert env.observation_space.shape == (3, 36, 64, 4)
+    obs, _ = env.reset(seed=0)
+    ended = None
+    for _ in range(400):  # pushed hard one way: the pole falls, the episodes end
+        obs, _, terminated, truncated, info = env.step(np.ones((3, 1), np.float32))
+        assert obs.dtype == np.uint8 and obs.shape == (3, 36, 64, 4)
+        if (terminated | truncated).any():
+            ended = info
+            break
+    assert ended is not None
+    final = ended["final_obs"]
+    assert final.dtype == np.uint8 and final.shape == (3, 36, 64, 4)
+    done = ended["_final_obs"]
+    # the new episode's stacks hold its first images twice; the final ones do not
+    assert (obs[done, ..., 0] == obs[done, ..., 1]).all()
+    assert (obs[done, ..., 2] == obs[done, ..., 3]).all()
+    assert not np.array_equal(final[done], obs[done])
+    env.close()
+
+
+def test_frames_are_the_camera_images_oldest_first():
+    env = ke.LearningEnv(task=CartPolePixelsTask(), num_envs=2, seed=1)
+    env.reset(seed=1)
+
+    def images():
+        return [env.world.read_sensor(name)[..., 0] for name in CAMERAS]
+
+    seen = [images()]
+    for _ in range(3):
+        obs, *_ = env.step(np.zeros((2, 1), np.float32))
+        seen.append(images())
+    (track_old, pole_old), (track, pole) = seen[-2], seen[-1]
+    for channel, image in enumerate((track_old, track, pole_old, pole)):
+        assert np.array_equal(obs[..., channel], image)
+    assert not np.array_equal(track, pole)  # two cameras: the track and the pole up close
+    env.close()
+
+
+def test_env_snapshots_give_back_the_frames():
+    env = ke.LearningEnv(task=CartPolePixelsTask(), num_envs=2, seed=1)
+    env.reset(seed=1)
+    actions = np.random.default_rng(0).uniform(-1, 1, (30, 2, 1)).astype(np.float32)
+    for a in actions[:10]:
+        env.step(a)
+    snap = env.snapshot()
+    first = [env.step(a)[0] for a in actions[10:]]
+    env.restore(snap)
+    again = [env.step(a)[0] for a in actions[10:]]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    env.close()
+
+
+class _Images(ke.Task):
+    observation_shape = (4, 5, 1)
+    observation_dim = 20
+    action_dim, episode_length_s = 1, 1.0
+    result = None
+
+    def build(self, scene):
+        scene.add(ke.Prop(ke.Circle(0.1), initial_pose=ke.Pose(0.0, 1.0)), at="/Ball")
+
+    def apply_actions(self, actions):
+        pass
+
+    def get_observations(self):
+        return self.result(self.num_envs)
+
+    def get_rewards(self):
+        return np.zeros(self.num_envs, np.float32)
+
+    def get_dones(self):
+        return {}, self.episode_length_buf >= self.max_episode_length - 1
+
+    def reset_idx(self, env_ids):
+        pass
+
+
+@pytest.mark.parametrize(
+    ("result", "message"),
+    [
+        (lambda n: np.zeros((n, 4, 5, 1), np.float32), r"must return a uint8 array of shape"),
+        (lambda n: np.zeros((n, 5, 4, 1), np.uint8), r"\(2, 4, 5, 1\) \(one image per copy"),
+        (lambda n: np.zeros((n, 20), np.uint8), r"must return a uint8 array"),
+    ],
+)
+def test_an_image_task_returning_other_arrays_is_a_task_error(result, message):
+    task = _Images()
+    task.result = result
+    env = ke.LearningEnv(task=task, num_envs=2)
+    with pytest.raises(ke.TaskError, match=message):
+        env.reset()
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("shape", "dim", "message"),
+    [
+        ((4, 5), 20, r"observation_shape must be None or \(height, width, channels\)"),
+        ((4, 5, 0), 20, r"observation_shape must be None or \(height, width, channels\)"),
+        ((4, 5, 1), 4, r"observation_dim must be 20, the size of its observation_shape"),
+    ],
+)
+def test_a_bad_observation_shape_is_refused_in_one_line(shape, dim, message):
+    task = type("Bad", (_Images,), {"observation_shape": shape, "observation_dim": dim})()
+    with pytest.raises(ke.TaskError, match=message) as info:
+        ke.LearningEnv(task=task, num_envs=1)
+    assert "\n" not in str(info.value)
+
+
+def test_an_image_task_s_space_is_gymnasiums_image_box():
+    task = _Images()
+    task.result = lambda n: np.full((n, 4, 5, 1), 7, np.uint8)
+    env = ke.DirectRLEnv(task)
+    assert env.observation_space == gymnasium.spaces.Box(0, 255, (4, 5, 1), np.uint8)
+    obs, _ = env.reset()
+    assert obs.shape == (4, 5, 1) and (obs == 7).all()
+    env.close()
