@@ -400,12 +400,13 @@ class DragSpring:
                 )
         self.world = world
         self.picked = picked
-        # the compiled body's mass properties (the World's own, both layouts)
-        b = picked.index
-        self.mass = float(world.body_masses[b])
+        # the picked copy's body's mass properties (the World's own, per copy: a copy's
+        # masses may be randomized, docs/world.md "Per-copy parameters"; both layouts)
+        b, env = picked.index, picked.env_id
+        self.mass = float(world.body_masses[env, b])
         cog = world.body_centers_of_gravity[b]
         self._cog = (float(cog[0]), float(cog[1]))
-        self.moment = float(world.body_moments[b])
+        self.moment = float(world.body_moments[env, b])
         self._origin = np.asarray(world.env_origins, dtype=np.float64)[picked.env_id]
         self.target: tuple[float, float] = (float(picked.point[0]), float(picked.point[1]))
         """The current target in the display frame."""

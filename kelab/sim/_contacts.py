@@ -52,6 +52,11 @@ class Contacts:
         self.friction = bool(layout.needs_handler and fric_bodies.size and layout.main_static.any())
         #: ``(num_envs, nb)`` True where a body sticks (static friction).
         self.stick = np.ones((num_envs, nb), dtype=bool)
+        #: ``(num_envs, nb)`` the friction each body's shapes carry while it sticks / slides
+        #: (per copy: ``World.set_body_friction``; the scene's ``Layout.stick_value`` /
+        #: ``slide_value`` until changed): the table the friction rule reads.
+        self.stick_table = np.tile(layout.stick_value, (num_envs, 1))
+        self.slide_table = np.tile(layout.slide_value, (num_envs, 1))
         # every body sticks (kept with each write of stick): a step with no contact then
         # has nothing to choose (#42.1: ~20 us of numpy a physics step of a single env)
         self._all_stick = True
@@ -103,7 +108,7 @@ class Contacts:
         self._arb = None
         rows = (ids[:, None] * self.nb + np.arange(self.nb)).reshape(-1)[~stick.reshape(-1)]
         if rows.size:
-            self.backend.set_friction(rows, self.layout.slide_value[rows % self.nb])
+            self.backend.set_friction(rows, self.slide_table.reshape(-1)[rows])
 
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The last step's arbiters of copies ``ids`` (read once per step for all copies)."""
@@ -227,9 +232,11 @@ class Contacts:
             if changed.size:
                 stick[changed] = now[flip]
                 self._all_stick = bool(stick.all())
-                b = changed % nb
-                backend.set_friction(
-                    changed, np.where(now[flip], lay.stick_value[b], lay.slide_value[b])
+                values = np.where(
+                    now[flip],
+                    self.stick_table.reshape(-1)[changed],
+                    self.slide_table.reshape(-1)[changed],
                 )
+                backend.set_friction(changed, values)
         if rows.size:
             speed[rows] = -1.0

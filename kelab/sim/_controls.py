@@ -48,6 +48,22 @@ class Controls:
         self.pd_held = False
         #: The held values changed since the forces were last handed to the backend.
         self.dirty = True
+        # per-copy parameters (kelab/sim/_params.py keeps these tables, set here by it):
+        #: ``(num_envs, nj)`` actuator strength: each actuator's effort (held, clipped or
+        #: PD) is multiplied by it; used once :attr:`strength_any`.
+        self.strength = np.ones((num_envs, nj))
+        self.strength_any = False
+        #: ``(num_envs, 2)`` each copy's gravity minus the space's, applied as the force
+        #: ``mass * difference`` on every body (layouts whose copies share a space); used
+        #: once :attr:`gravity_any`.
+        self.gravity_delta = np.zeros((num_envs, 2))
+        self.gravity_any = False
+        #: ``(num_envs, nb)`` body masses, moments and rolling friction per copy (the
+        #: scene's until changed; read once :attr:`per_copy_rolling` / gravity_any).
+        self.masses = np.tile(layout.mass, (num_envs, 1))
+        self.moments = np.tile(layout.moment, (num_envs, 1))
+        self.roll_mu = np.tile(layout.roll_mu, (num_envs, 1))
+        self.per_copy_rolling = False
         act = [j.actuator for j in layout.joints]
         self._pd = np.array([a == "pd" for a in act], dtype=bool)
         self._limit = np.array([j.limit for j in layout.joints], dtype=np.float64)
@@ -321,6 +337,8 @@ class Controls:
             pd = self._kp * (self.targets[ids] - pos) - self._kd * vel
             effort = effort.copy()
             effort[:, self._pd] = np.clip(pd, -self._limit, self._limit)[:, self._pd]
+        if self.strength_any:
+            effort = effort * (self.strength if all_ids else self.strength[ids])
         if self._layers is not None:
             flat = out.reshape(ids.size, 3 * self.nb)
             for slots, joints, coefs in self._layers:
@@ -331,13 +349,16 @@ class Controls:
             assert rows is not None
             round_ = lay.roll_radius > 0
             w = rows[:, round_, 5]
-            cap = np.abs(w) * lay.moment[round_] / dt
-            tau = np.minimum(
-                lay.roll_mu[round_] * normals[ids][:, round_] * lay.roll_radius[round_], cap
-            )
+            moment, mu = lay.moment[round_], lay.roll_mu[round_]
+            if self.per_copy_rolling:
+                moment, mu = self.moments[ids][:, round_], self.roll_mu[ids][:, round_]
+            cap = np.abs(w) * moment / dt
+            tau = np.minimum(mu * normals[ids][:, round_] * lay.roll_radius[round_], cap)
             out[:, round_, 2] -= np.sign(w) * tau
         if self.external_any:
             out += self.external[ids]
+        if self.gravity_any:  # each body's weight difference from the space's gravity
+            out[:, :, 0:2] += self.masses[ids][:, :, None] * self.gravity_delta[ids][:, None, :]
         return out
 
     def _add_terms(self, out: np.ndarray, effort: np.ndarray, rows: np.ndarray | None) -> None:

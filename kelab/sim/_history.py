@@ -21,6 +21,7 @@ import numpy as np
 
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
+from kelab.sim._params import Params
 from kelab.sim._restore import Restore
 from kelab.sim._states import BodyStates
 from kelab.sim.physics._backend import Backend
@@ -40,11 +41,15 @@ SNAPSHOT_ARRAYS = (
     ("imu/v_prev", "v_prev"),
     ("controls/pd_efforts", "pd_efforts"),
     ("contacts/rebase_sums", "rebase_sums"),
+    ("sensors/noise_scale", "noise_scale"),
 )
 
 #: Arrays left out of a snapshot while all zero (restore reads "absent" as zeros), so a
 #: World that never holds a PD torque writes the same bytes as before held updates existed.
 OMITTED_WHILE_ZERO = frozenset({"controls/pd_efforts", "contacts/rebase_sums"})
+#: Arrays left out while all one (restore reads "absent" as ones): the same for a World
+#: whose sensor noise was never scaled.
+OMITTED_WHILE_ONE = frozenset({"sensors/noise_scale"})
 
 #: ``World.controller_updates`` values, by :attr:`Controls.pd_held`.
 CONTROLLER_UPDATES = ("every_step", "held")
@@ -75,7 +80,8 @@ def take(
     arrays = {
         name: held[field].copy()
         for name, field in SNAPSHOT_ARRAYS
-        if name not in OMITTED_WHILE_ZERO or held[field].any()
+        if (name not in OMITTED_WHILE_ZERO or held[field].any())
+        and (name not in OMITTED_WHILE_ONE or (held[field] != 1.0).any())
     }
     arrays.update(log.encode())
     for name, p in pipelines.items():
@@ -127,7 +133,9 @@ def schedule(
     """The events that re-simulate ``log`` up to ``end_step``, in order.
 
     A copy starts at its last rebuild (``epoch``: an index into ``log`` per copy) and steps
-    from there on; the dt in effect comes from the log's dt entries.
+    from there on; the dt in effect comes from the log's dt entries. A per-copy parameter
+    (:attr:`Kind.parameter`) is written for all its copies, started or not: it outlives
+    their rebuilds.
     """
     active = np.zeros(epoch.size, dtype=bool)
     dt = None
@@ -145,7 +153,7 @@ def schedule(
             yield Start(start, ids)
             active[start] = True
             continue
-        sel = active[ids]
+        sel = np.ones(ids.size, dtype=bool) if kind.parameter else active[ids]
         yield Write(kind, ids[sel], sel, a, b)
     while step < end_step:
         yield from _advance(active, dt)
@@ -171,6 +179,8 @@ class History:
         states: The World's body-state cache.
         controls: The World's held controls (a rebuild clears them).
         contacts: The World's contact bookkeeping (a rebuild forgets it).
+        params: The World's per-copy parameters (a rebuild keeps them; a replay starts
+            from the scene's and writes the logged ones).
     """
 
     def __init__(
@@ -180,11 +190,13 @@ class History:
         states: BodyStates,
         controls: Controls,
         contacts: Contacts,
+        params: Params,
     ) -> None:
         self.backend = backend
         self.states = states
         self.controls = controls
         self.contacts = contacts
+        self.params = params
         self.every = every = states.every
         n = every.size
         self.log = ReplayLog()  # docs/world.md, "Snapshots"
@@ -249,6 +261,11 @@ class History:
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         self.backend.write_states(ids, poses, vels)
+        self.states.valid[ids] = False
+
+    def set_velocities(self, ids: np.ndarray, vels: np.ndarray) -> None:
+        """Write checked body velocities of copies ``ids`` without a rebuild (a push)."""
+        self.backend.set_velocities(ids, vels)
         self.states.valid[ids] = False
 
     def set_max_log(self, max_log: int, step: int) -> None:
@@ -379,6 +396,7 @@ class History:
         left to :meth:`restore`.
         """
         every, controls = self.every, self.controls
+        self.params.reset(every)  # the scene's values, before the rebuild places the bodies
         self.backend.rebuild(every)
         self.forget(every, every)
         self.contacts.normals[:] = 0.0
@@ -399,7 +417,15 @@ class History:
             else:
                 kind, live, sel, a, b = event
                 assert a is not None
-                if kind == Kind.STATES:
+                if kind.parameter:
+                    self.params.set(kind, live, a)
+                    # a rebuild after it places the bodies with these values: a copy
+                    # starting later is rebuilt again at its start, as the live one was
+                    self.touched[live] = True
+                elif kind == Kind.VELOCITIES:
+                    if live.size:
+                        self.set_velocities(live, a[sel])
+                elif kind == Kind.STATES:
                     if live.size:
                         assert b is not None
                         self._write_states(live, a[sel], b[sel])

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from kelab._validate import check_int, check_number_or_none
+from kelab.sim._params import NOISE_SCALE_MAX, ParamRules
 from kelab.sim._values import DT_MAX, STATE_SPEED_MAX, body_states_error, forces_error
 from kelab.sim.physics._warm import WarmFormat, unpack
 from kelab.sim.replay_log import Kind, LogEntry
@@ -24,7 +25,8 @@ from kelab.sim.sensors import SensorPipeline
 from kelab.sim.snapshot import Snapshot, set_rng_state
 
 # replay log event kinds (the World's)
-BUILD, EFFORTS, TARGETS, STATES, DT, FORCES, PD_EFFORTS, PD_MODE, WARM = Kind
+BUILD, EFFORTS, TARGETS, STATES, DT, FORCES, PD_EFFORTS, PD_MODE, WARM = list(Kind)[:9]
+LAST_KIND = max(Kind)
 KIND_NAMES = tuple(k.name.lower() for k in Kind)
 
 _FIX = "take snapshots with World.snapshot() and restore them unchanged"
@@ -52,6 +54,8 @@ class WorldSpec:
     """Sensor pipelines for a dt (the World's own, or new ones), by sensor name."""
     warm: WarmFormat | None = None
     """How the layout's copies carry warm starts over a rebase (None: rebases are cold)."""
+    params: ParamRules | None = None
+    """What per-copy parameters the World takes (None: a snapshot may hold none)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ class Restore:
     v_prev: np.ndarray
     pd_efforts: np.ndarray
     rebase_sums: np.ndarray
+    noise_scale: np.ndarray
     step_count: int
     time: Fraction
     dt: float | None
@@ -166,6 +171,27 @@ def _warm_ok(
             )
 
 
+def _parameter(
+    vals: np.ndarray, copies: int, kind: Kind, spec: WorldSpec, where: str
+) -> np.ndarray:
+    """A per-copy parameter's (or a velocity write's) rows, checked as the setters check."""
+    if spec.params is None:
+        raise _fail(f"{where}: this World takes no per-copy parameters")
+    a = vals.reshape(copies, *{
+        Kind.MASSES: (spec.n_bodies,),
+        Kind.MATERIALS: (spec.n_bodies, 4),
+        Kind.GRAVITY: (2,),
+        Kind.STRENGTH: (spec.n_joints,),
+        Kind.VELOCITIES: (spec.n_bodies, 3),
+    }[kind]).copy()
+    problem = spec.params.error(kind, a)
+    if problem is None and kind == Kind.VELOCITIES and a[:, ~spec.dynamic].any():
+        problem = "static bodies have no velocity (a World writes 0 for them)"
+    if problem is not None:
+        raise _fail(f"{where}: {problem}")
+    return a
+
+
 def _meta_int(value: Any, name: str) -> int:
     return check_int(value, f"World.restore: snapshot meta {name!r}", fix=_FIX)
 
@@ -211,6 +237,11 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
     rebase_sums = np.zeros((n, nb, 2))  # all zero: omitted (_history.OMITTED_WHILE_ZERO)
     if "contacts/rebase_sums" in ar:  # taken right after a rebase: that step's contact sums
         rebase_sums = _array(ar, "contacts/rebase_sums", np.float64, (n, nb, 2))
+    noise_scale = np.ones(n)  # all one: omitted (_history.OMITTED_WHILE_ONE)
+    if "sensors/noise_scale" in ar:
+        noise_scale = _array(ar, "sensors/noise_scale", np.float64, (n,))
+        if ((noise_scale < 0) | (noise_scale > NOISE_SCALE_MAX)).any():
+            raise _fail(f"'sensors/noise_scale' must be in [0, {NOISE_SCALE_MAX:g}] per copy")
     epoch = _array(ar, "copies/epoch", np.int64, (n,))
     v_prev = _array(ar, "imu/v_prev", np.float64, (n, nb, 2))
     if (np.abs(v_prev) > STATE_SPEED_MAX).any():  # body velocities never leave that bound
@@ -236,6 +267,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         "controls/external",
         "controls/pd_efforts",
         "contacts/rebase_sums",
+        "sensors/noise_scale",
         "copies/epoch",
         "imu/v_prev",
         "log/step",
@@ -285,8 +317,8 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
             f"step {steps[0]} to {step_count}); restore it into a World with a larger "
             "max_log_steps if it is genuine"
         )
-    if ((kinds < 0) | (kinds > WARM)).any():
-        raise _fail(f"log kinds must be in [0, {WARM}], got {sorted(set(kinds.tolist()))}")
+    if ((kinds < 0) | (kinds > LAST_KIND)).any():
+        raise _fail(f"log kinds must be in [0, {LAST_KIND}], got {sorted(set(kinds.tolist()))}")
     if ids_all.size and (ids_all.min() < 0 or ids_all.max() >= n):
         raise _fail(f"log copy ids must be in [0, {n}), got [{ids_all.min()}, {ids_all.max()}]")
     log: list[LogEntry] = []
@@ -300,6 +332,11 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         FORCES: nb * 3,
         BUILD: 0,
         PD_EFFORTS: nj,
+        Kind.MASSES: nb,
+        Kind.MATERIALS: nb * 4,
+        Kind.GRAVITY: 2,
+        Kind.STRENGTH: nj,
+        Kind.VELOCITIES: nb * 3,
     }
     for e, (at, kind, i0, i1, v0, v1) in enumerate(
         zip(
@@ -353,6 +390,8 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 a = vals.reshape(ids.size, nj).copy()
                 if kind != TARGETS:
                     _efforts_ok(a, spec.effort_bound, where)
+            elif kind >= Kind.MASSES:
+                a = _parameter(vals, ids.size, Kind(kind), spec, where)
             elif kind == STATES:
                 half = ids.size * nb * 3
                 a = vals[:half].reshape(ids.size, nb, 3).copy()
@@ -433,6 +472,7 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
         v_prev=v_prev,
         pd_efforts=pd_efforts,
         rebase_sums=rebase_sums,
+        noise_scale=noise_scale,
         step_count=step_count,
         time=time,
         dt=dt,

@@ -39,6 +39,12 @@ class SensorSuite:
     ) -> None:
         self.sensors = scene.sensors
         self.gravity = np.asarray(scene.gravity, dtype=np.float64)
+        #: ``(num_envs, 2)`` each copy's gravity once one differs from the scene's
+        #: (``World.set_gravity``; the IMU reads it), else None.
+        self.copy_gravity: np.ndarray | None = None
+        #: ``(num_envs,)`` a factor on each copy's sensor noise (``World.set_sensor_noise_scale``),
+        #: shared by every pipeline, once one is not 1; else None.
+        self.noise_scale: np.ndarray | None = None
         self.layout = layout
         self.rngs = rngs
         self.backend = backend
@@ -75,12 +81,21 @@ class SensorSuite:
     def new_pipelines(self, dt: float) -> dict[str, SensorPipeline]:
         """Fresh pipelines for a step of ``dt``, by sensor name (not installed)."""
         nb = len(self.layout.body_paths)
-        return {
+        pipes = {
             s.name: SensorPipeline(
                 s.config, self.n, SENSOR_KINDS[s.kind].held_width(nb), dt, self.rngs
             )
             for s in self.sensors
         }
+        for p in pipes.values():
+            p.noise_scale = self.noise_scale
+        return pipes
+
+    def set_noise_scale(self, scale: np.ndarray | None) -> None:
+        """Share a ``(num_envs,)`` noise factor with every pipeline (None: 1 for all)."""
+        self.noise_scale = scale
+        for p in self.pipelines.values():
+            p.noise_scale = scale
 
     def pipelines_for(self, dt: float, current_dt: float | None) -> dict[str, SensorPipeline]:
         """The installed pipelines when they run at ``dt`` (``current_dt``), else new ones."""
@@ -178,7 +193,8 @@ class _Inputs:
         contacts: Callable[[], np.ndarray] | None,
     ) -> None:
         self.ids, self.raw, self.after_step, self.dt = ids, raw, after_step, dt
-        self.gravity = suite.gravity
+        g = suite.copy_gravity
+        self.gravity = suite.gravity if g is None else g[ids]
         self.v_prev = suite.v_prev
         self._layout = suite.layout
         self._contacts = contacts

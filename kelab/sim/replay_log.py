@@ -9,8 +9,9 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
+from functools import partial
 from typing import NamedTuple, overload
 
 import numpy as np
@@ -41,11 +42,35 @@ class Kind(IntEnum):
     """Warm starts a rebase carried over (it follows the rebase's BUILD and STATES
     entries), ``a``: the last dt, then per copy whether each body sticks (1.0) or slides,
     each body's normal force sum and its warm-start vector (kelab/sim/physics/_warm.py)."""
+    MASSES = 9
+    """Body masses of the copies (``World.set_body_masses``), ``a``: ``(copies, n_bodies)``
+    kg (0 for static and kinematic bodies)."""
+    MATERIALS = 10
+    """Body materials of the copies (``World.set_body_friction`` / ``set_body_restitution``),
+    ``a``: ``(copies, n_bodies, 4)``: static, dynamic and rolling friction, restitution."""
+    GRAVITY = 11
+    """Gravity of the copies (``World.set_gravity``), ``a``: ``(copies, 2)`` m/s²."""
+    STRENGTH = 12
+    """Actuator strength of the copies (``World.set_actuator_strength``), ``a``:
+    ``(copies, n_joints)`` (1 for joints without an actuator)."""
+    VELOCITIES = 13
+    """Body velocities written without a rebuild (``World.set_body_velocities``: a push),
+    ``a``: ``(copies, n_bodies, 3)`` vx, vy, omega (static bodies' rows 0)."""
 
     @property
     def setting(self) -> bool:
         """A World-wide setting in effect until the next entry of its kind (dt, PD mode)."""
         return self in (Kind.DT, Kind.PD_MODE)
+
+    @property
+    def parameter(self) -> bool:
+        """A per-copy physical parameter: in effect until set again, across rebuilds."""
+        return self in PARAMETERS
+
+
+#: The per-copy parameter kinds (:attr:`Kind.parameter`), in the order a pruned log
+#: keeps their entries at its head.
+PARAMETERS = (Kind.MASSES, Kind.MATERIALS, Kind.GRAVITY, Kind.STRENGTH)
 
 
 class LogEntry(NamedTuple):
@@ -101,15 +126,19 @@ class ReplayLog:
         return self.entries[index]
 
     def prune(self, epoch: np.ndarray) -> None:
-        """Drop entries older than every copy's last rebuild; the settings in effect stay.
+        """Drop entries older than every copy's last rebuild; what is in effect stays.
 
         ``epoch`` (each copy's last rebuild, an index into this log) is shifted in place.
         The dt and the PD mode in effect (:attr:`Kind.setting`) move up to the first kept
-        entry (a replay starts there).
+        entry (a replay starts there), and so do the per-copy parameters
+        (:attr:`Kind.parameter`): the dropped entries of each kind fold into one entry
+        holding, for every copy they set, its last value.
         """
         first = int(epoch.min())
-        last = {e.kind: e for e in self.entries[:first] if e.kind.setting}
+        dropped = self.entries[:first]
+        last = {e.kind: e for e in dropped if e.kind.setting}
         kept = sorted(last.values(), key=lambda e: e.kind)  # DT first, as before
+        kept += [e for e in map(partial(_fold, dropped), PARAMETERS) if e is not None]
         shift = first - len(kept)
         if shift <= 0:
             return
@@ -143,3 +172,18 @@ class ReplayLog:
             "log/vals": np.concatenate(vals_all) if vals_all else np.zeros(0),
             "log/val_off": np.array(val_off, dtype=np.int64),
         }
+
+
+def _fold(entries: Sequence[LogEntry], kind: Kind) -> LogEntry | None:
+    """One entry of parameter ``kind`` holding each copy's last value in ``entries``.
+
+    None where ``entries`` set no copy's (a replay then starts from the scene's values).
+    """
+    rows: dict[int, np.ndarray] = {}
+    for e in entries:
+        if e.kind == kind and e.a is not None:
+            rows.update(zip(e.ids.tolist(), e.a, strict=True))
+    if not rows:
+        return None
+    ids = np.array(sorted(rows), dtype=np.int64)
+    return LogEntry(entries[0].step, kind, ids, np.stack([rows[i] for i in ids.tolist()]))

@@ -162,6 +162,9 @@ class SensorPipeline:
         self._ring = np.zeros((n, length, w), dtype=np.float64)
         self._head = np.zeros((), dtype=np.int64)  # ring slot written last (shared)
         self._fill = np.zeros(n, dtype=np.int64)  # values pushed since reset, capped
+        #: ``(num_envs,)`` a factor on each copy's noise std (``World.set_sensor_noise_scale``:
+        #: its owner's array, shared by its pipelines), or None: 1 for every copy.
+        self.noise_scale: np.ndarray | None = None
         # scratch, not state
         self._noise_buf = np.zeros((n, w), dtype=np.float64)
         self._rows = np.arange(n)
@@ -246,7 +249,10 @@ class SensorPipeline:
             rngs = self._rngs
             for i in idx.tolist():
                 rngs[i].standard_normal(out=buf[i])
-            self._held[sel] = y + self._noise * buf[sel]
+            if self.noise_scale is None:
+                self._held[sel] = y + self._noise * buf[sel]
+            else:
+                self._held[sel] = y + self._noise * buf[sel] * self.noise_scale[sel, None]
         else:
             self._held[sel] = y
 

@@ -26,14 +26,16 @@ import numpy.typing as npt
 
 from kelab._validate import LAYOUTS as LAYOUTS  # re-exported: World(layout=...) values
 from kelab._validate import check_copies, check_int, check_number, check_positive, must
+from kelab.errors import UserError
 from kelab.sim._args import body_states, check_open, env_indices, index_arg, joint_columns
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
 from kelab.sim._history import CONTROLLER_UPDATES, History, take
+from kelab.sim._params import NOISE_SCALE_MAX, ParamRules, Params
 from kelab.sim._restore import Restore, WorldSpec, check_snapshot
 from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._states import BodyStates, ReplayLimits
-from kelab.sim._values import DT_MAX
+from kelab.sim._values import DT_MAX, float_array
 from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.physics._backend import Backend, make_backend
@@ -144,11 +146,24 @@ class World:
         self._sensors = SensorSuite(scene, lay, self._rngs, self._backend)
         self._has_sensors = bool(self._sensors.specs)
         self._sites = Sites(scene, lay.body_paths)
+        self._rules = ParamRules.of(scene, lay)
+        self._params = Params(
+            self._rules, num_envs, self._backend, self._ctl, self._contacts, self._sensors
+        )
         self._history = History(
-            int(max_log_steps), self._backend, self._states, self._ctl, self._contacts
+            int(max_log_steps),
+            self._backend,
+            self._states,
+            self._ctl,
+            self._contacts,
+            self._params,
         )
         # what a snapshot saves besides the log (by _history.SNAPSHOT_ARRAYS field)
-        self._held = {**self._history.held(), "v_prev": self._sensors.v_prev}
+        self._held = {
+            **self._history.held(),
+            "v_prev": self._sensors.v_prev,
+            "noise_scale": self._params.noise_scale,
+        }
         self._states.read(self._all)
         self._sensors.v_prev[:] = self._backend.raw[:, :, 3:5]
 
@@ -353,15 +368,15 @@ class World:
         """PD position targets held per joint, ``(num_envs, n_joints)``."""
         return self._ctl.targets.copy()
 
-    # ------------------------------------------------------------------ constants
+    # ------------------------------------------------------------------ per-copy parameters
     @property
     def body_masses(self) -> np.ndarray:
-        """Mass of each body in kg, ``(n_bodies,)``, as pymunk computed it (0: not dynamic).
+        """Mass of each body in kg per copy, ``(num_envs, n_bodies)`` (0: static, kinematic).
 
-        Shapes share a body's mass in proportion to their areas (docs/scene.md); the
-        same for every copy and constant for the World's life (a copy).
+        The scene's (as pymunk computed them: shapes share a body's mass in proportion to
+        their areas, docs/scene.md) until :meth:`set_body_masses` changes a copy's (a copy).
         """
-        return self._layout.mass.copy()
+        return self._params.masses.copy()
 
     @property
     def body_centers_of_gravity(self) -> np.ndarray:
@@ -370,12 +385,207 @@ class World:
 
     @property
     def body_moments(self) -> np.ndarray:
-        """Moment of inertia of each body about its centre of gravity (kg m^2), ``(n_bodies,)``.
+        """Moment of inertia of each body about its centre of gravity (kg m^2) per copy.
 
-        0 for static and kinematic bodies (a copy).
+        ``(num_envs, n_bodies)``; 0 for static and kinematic bodies; it scales with the
+        body's mass (:meth:`set_body_masses`). A copy.
         """
-        return self._layout.moment.copy()
+        return self._params.moments.copy()
 
+    def set_body_masses(self, masses: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
+        """Give copies their own body masses; each body's moment of inertia scales with its.
+
+        Each shape carries its share of the body's mass (by area, as the scene compiles
+        it), so the centre of gravity stays and the moment is the scene's times the mass
+        ratio. Held until set again, through the copies' resets; logged (snapshots and
+        restores exact, docs/world.md "Per-copy parameters").
+
+        Args:
+            masses: ``(len(env_ids), n_bodies)`` kg: in [1e-6, 1e6] for the bodies with
+                mass, 0 for static and kinematic bodies (any other value is refused).
+            env_ids: Copies to set; None means all.
+
+        Raises:
+            UserError: On a wrong shape, a value out of range (naming the body) or bad ids.
+
+        Example:
+            >>> import kelab as ke
+            >>> b = ke.SceneBuilder()
+            >>> _ = b.add(ke.Prop(ke.Circle(0.1), mass=1.0), at="/World/Ball")
+            >>> world = ke.World(b.build(), num_envs=2)
+            >>> world.set_body_masses([[2.0]], env_ids=[1])
+            >>> world.body_masses.tolist(), world.body_moments[1, 0] / world.body_moments[0, 0]
+            ([[1.0], [2.0]], 2.0)
+        """
+        self._set_param(Kind.MASSES, masses, env_ids, "World.set_body_masses: masses")
+
+    @property
+    def body_friction(self) -> np.ndarray:
+        """Friction coefficients per copy and body, ``(num_envs, n_bodies, 3)`` (a copy).
+
+        Static, dynamic and rolling friction of the body's material (all its shapes): the
+        scene's until :meth:`set_body_friction` changes a copy's.
+        """
+        return self._params.materials[:, :, 0:3].copy()
+
+    @property
+    def body_restitution(self) -> np.ndarray:
+        """Restitution per copy and body, ``(num_envs, n_bodies)`` (a copy)."""
+        return self._params.materials[:, :, 3].copy()
+
+    def set_body_friction(
+        self, friction: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Give copies' bodies their own friction coefficients (all of a body's shapes).
+
+        A contact combines the two bodies' coefficients as the scene's materials do
+        (docs/world.md, "Materials"): ``sqrt(a * b)``, static while the body sticks and
+        dynamic while it slides. Static bodies keep the scene's (the ground of the packed
+        layout is shared by every copy). Held through resets; logged.
+
+        Args:
+            friction: ``(len(env_ids), n_bodies, 3)`` static, dynamic, rolling friction,
+                each in [0, 100] with dynamic <= static. Where the scene has no static/
+                dynamic model (every material with equal coefficients) static must equal
+                dynamic; rolling friction changes only on bodies that roll in the scene.
+            env_ids: Copies to set; None means all.
+
+        Raises:
+            UserError: On a wrong shape or a value the World cannot hold (naming it).
+        """
+        ids = self._ids(env_ids)
+        rows = self._params.materials[ids].copy()
+        name = "World.set_body_friction: friction"
+        f = float_array(friction, name)
+        if f.shape != (ids.size, self._nb, 3):
+            raise UserError(
+                f"{name} must have shape {(ids.size, self._nb, 3)} (copies, bodies, static/"
+                f"dynamic/rolling), got {f.shape}"
+            )
+        rows[:, :, 0:3] = f
+        self._set_param(Kind.MATERIALS, rows, ids, name)
+
+    def set_body_restitution(
+        self, restitution: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Give copies' bodies their own restitution, ``(len(env_ids), n_bodies)`` in [0, 1].
+
+        Combined by ``max`` in a contact; only in scenes whose materials' restitutions
+        differ (else the World keeps the scene's one: docs/world.md, "Materials"). Static
+        bodies keep the scene's. Held through resets; logged.
+
+        Raises:
+            UserError: On a wrong shape or a value the World cannot hold (naming it).
+        """
+        ids = self._ids(env_ids)
+        rows = self._params.materials[ids].copy()
+        name = "World.set_body_restitution: restitution"
+        e = float_array(restitution, name)
+        if e.shape != (ids.size, self._nb):
+            raise UserError(f"{name} must have shape {(ids.size, self._nb)}, got {e.shape}")
+        rows[:, :, 3] = e
+        self._set_param(Kind.MATERIALS, rows, ids, name)
+
+    @property
+    def gravity(self) -> np.ndarray:
+        """Gravity of each copy, ``(num_envs, 2)`` m/s^2: the scene's until set (a copy)."""
+        return self._params.gravity.copy()
+
+    def set_gravity(self, gravity: npt.ArrayLike, env_ids: npt.ArrayLike | None = None) -> None:
+        """Give copies their own gravity, ``(len(env_ids), 2)`` m/s^2 (within ±1e4).
+
+        Isolated layout: the copy's space's gravity. Packed layout (copies share a space):
+        the space keeps the scene's and each body of the copy gets the force ``m (g -
+        g_scene)`` every step (docs/world.md, "Per-copy parameters"). The IMU reads the
+        copy's gravity. Held through resets; logged.
+
+        Raises:
+            UserError: On a wrong shape or values out of range.
+        """
+        self._set_param(Kind.GRAVITY, gravity, env_ids, "World.set_gravity: gravity")
+
+    @property
+    def actuator_strength(self) -> np.ndarray:
+        """Each actuator's strength per copy, ``(num_envs, n_joints)`` (1: the scene's)."""
+        return self._params.strength.copy()
+
+    def set_actuator_strength(
+        self, strength: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Scale what copies' actuators exert: the effort (held, clipped) or PD torque x strength.
+
+        A motor's gain: ``strength * clip(effort, ±limit)``, ``strength * clip(kp (t - q)
+        - kd qd, ±limit)``; the commands themselves (``joint_efforts``) are unchanged.
+
+        Args:
+            strength: ``(len(env_ids), n_joints)`` in [0, 100]; 1 for joints without an
+                actuator.
+            env_ids: Copies to set; None means all.
+
+        Raises:
+            UserError: On a wrong shape or values out of range.
+        """
+        self._set_param(Kind.STRENGTH, strength, env_ids, "World.set_actuator_strength: strength")
+
+    def _set_param(
+        self, kind: Kind, values: npt.ArrayLike, env_ids: npt.ArrayLike | None, name: str
+    ) -> None:
+        """Check, hold, apply and log a per-copy parameter for copies ``env_ids``."""
+        ids = self._ids(env_ids)
+        rows = self._rules.values(kind, values, ids.size, name)
+        self._params.set(kind, ids, rows)
+        self._log.append(self._steps, kind, ids.copy(), rows, None)
+        self._state_valid[ids] = False  # a new mass realigns a body's centre of gravity
+
+    def set_body_velocities(
+        self, velocities: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Set body velocities without a reset: a push (contacts, joints and controls go on).
+
+        Unlike :meth:`set_body_states` nothing is rebuilt. Logged (snapshots exact).
+
+        Args:
+            velocities: ``(len(env_ids), n_bodies, 3)`` vx, vy (centre of mass), omega;
+                static bodies' rows are ignored.
+            env_ids: Copies to set; None means all.
+
+        Raises:
+            UserError: On a wrong shape or values beyond ±1e7 (m/s, rad/s).
+        """
+        ids = self._ids(env_ids)
+        name = "World.set_body_velocities: velocities"
+        rows = self._rules.values(Kind.VELOCITIES, velocities, ids.size, name)
+        rows[:, ~self._layout.dynamic] = 0.0
+        self._history.set_velocities(ids, rows)
+        self._log.append(self._steps, Kind.VELOCITIES, ids.copy(), rows, None)
+
+    @property
+    def sensor_noise_scale(self) -> np.ndarray:
+        """Each copy's factor on every sensor's noise std, ``(num_envs,)`` (1: as configured)."""
+        return self._params.noise_scale.copy()
+
+    def set_sensor_noise_scale(
+        self, scale: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Scale the noise of every sensor of copies, ``(len(env_ids),)`` in [0, 1000].
+
+        Held through resets; a snapshot stores it (sensors are restored, not replayed).
+
+        Raises:
+            UserError: On a wrong shape or values out of range.
+        """
+        ids = self._ids(env_ids)
+        name = "World.set_sensor_noise_scale: scale"
+        s = float_array(scale, name)
+        if s.shape != (ids.size,):
+            raise UserError(f"{name} must have shape ({ids.size},) (copies), got {s.shape}")
+        if not (np.isfinite(s).all() and (s >= 0).all() and (s <= NOISE_SCALE_MAX).all()):
+            raise UserError(
+                f"{name} must be finite and in [0, {NOISE_SCALE_MAX:g}], got {s.tolist()[:8]}"
+            )
+        self._params.set_noise_scale(ids, s)
+
+    # ------------------------------------------------------------------ constants
     @property
     def initial_body_poses(self) -> np.ndarray:
         """Scene poses of the bodies (x, y, angle) in a copy's frame, ``(n_bodies, 3)``."""
@@ -864,6 +1074,7 @@ class World:
         self._time = plan.time
         self._dt = plan.dt
         self._sensors.restore(plan.pipelines, plan.sensor_states)
+        self._params.set_noise_scale(self._all, plan.noise_scale)
         for g, st in zip(self._rngs, plan.rng_states, strict=True):
             set_rng_state(g, st)
         self._state_valid[:] = False
@@ -882,6 +1093,7 @@ class World:
             warm=self._backend.warm,
             rng_types=tuple(type(g.bit_generator) for g in self._rngs),
             pipelines=partial(self._sensors.pipelines_for, current_dt=self._dt),
+            params=self._rules,
         )
 
     # ------------------------------------------------------------------ robots

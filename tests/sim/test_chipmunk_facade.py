@@ -190,6 +190,13 @@ def test_shape_setters_and_space_calls() -> None:
     extra = pymunk.Circle(body, 0.1)
     space.add(extra)
     assert lib.cpShapeGetHashID(extra._shape) == 1000  # the next shape added gets it
+    # per-copy parameters (World.set_body_masses, set_gravity): mass data, space gravity
+    cp.shape_set_mass(cp.shape_ptr(shape), 3.0)
+    ptr = cp.body_ptr(body)
+    assert cp.body_get_mass(ptr) == body.mass == 3.0
+    assert cp.body_get_moment(ptr) == body.moment == pytest.approx(3.0 * 0.5**2 / 2)
+    cp.space_set_gravity(cp.space_ptr(space), (1.0, -2.0))
+    assert tuple(space.gravity) == (1.0, -2.0)
 
 
 def test_removed_shapes_are_cleared() -> None:

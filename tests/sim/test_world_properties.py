@@ -25,7 +25,10 @@ def test_mass_properties(layout: str) -> None:
     names = w.body_names
     disc, box = names.index("/World/Disc"), names.index("/World/Box")
     masses, cogs, moments = w.body_masses, w.body_centers_of_gravity, w.body_moments
-    assert masses.shape == (len(names),) and cogs.shape == (len(names), 2)
+    # per copy (docs/world.md, "Per-copy parameters"): every copy has the scene's
+    assert masses.shape == moments.shape == (2, len(names)) and cogs.shape == (len(names), 2)
+    assert (masses == masses[0]).all() and (moments == moments[0]).all()
+    masses, moments = masses[0], moments[0]
     assert masses[disc] == 2.0 and moments[disc] == pytest.approx(0.5 * 2.0 * 0.5**2)
     assert masses[box] == 3.0
     assert moments[box] == pytest.approx(3.0 * (0.4**2 + 0.2**2) / 12)
@@ -40,7 +43,7 @@ def test_mass_properties(layout: str) -> None:
     assert w.body_velocities[0, disc, 0] == pytest.approx(0.04)
     # copies: changing them changes nothing
     masses[:] = 0.0
-    assert w.body_masses[disc] == 2.0
+    assert (w.body_masses[:, disc] == 2.0).all()
     w.close()
 
 

@@ -38,6 +38,9 @@ class Backend(Protocol):
     warm: WarmFormat | None
     """How a rebase carries a copy's warm starts over (kelab/sim/physics/_warm.py); None
     where the layout cannot (its copies share a space): its rebases are cold."""
+    gravity_in_space: bool
+    """Whether each copy has a space whose gravity :meth:`set_gravity` sets; else (copies
+    share a space) the World applies a copy's own gravity as a force."""
 
     def read(self, ids: np.ndarray) -> np.ndarray:
         """Batch-read copies ``ids`` (or more) into :attr:`raw`; return the copies read."""
@@ -79,6 +82,40 @@ class Backend(Protocol):
 
     def set_friction(self, rows: np.ndarray, values: np.ndarray) -> None:
         """Set the friction of the shapes of body rows ``rows``."""
+        ...
+
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Give copies ``ids`` body masses ``(len(ids), n_bodies)`` (moments scale with them).
+
+        Returns the ``(masses, moments)`` the bodies then hold, ``(len(ids), n_bodies)``.
+        """
+        ...
+
+    def set_materials(
+        self,
+        ids: np.ndarray,
+        friction: np.ndarray,
+        reset_friction: np.ndarray,
+        elasticity: np.ndarray | None,
+        coefficients: np.ndarray | None,
+    ) -> None:
+        """Give copies ``ids`` their moving shapes' friction model values, ``(len(ids), nb)``.
+
+        ``friction`` now, ``reset_friction`` what a rebuild gives back, ``elasticity``
+        (None: unchanged) and the ``pre_solve`` callback's ``coefficients`` ``(len(ids),
+        nb, 3)`` (None where no contact pair is left to it).
+        """
+        ...
+
+    def set_gravity(self, ids: np.ndarray, gravity: np.ndarray, own: np.ndarray) -> None:
+        """Give copies ``ids`` gravity ``(len(ids), 2)`` (only where :attr:`gravity_in_space`).
+
+        ``own``: whether it differs from the scene's (kept over rebuilds).
+        """
+        ...
+
+    def set_velocities(self, ids: np.ndarray, velocities: np.ndarray) -> None:
+        """Set the moving bodies' velocities ``(len(ids), nb, 3)`` without a rebuild."""
         ...
 
     def arbiters(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

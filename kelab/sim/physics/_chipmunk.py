@@ -75,15 +75,19 @@ body_set_torque = _lib.cpBodySetTorque  # (cpBody *, cpFloat)
 body_update_position = _lib.cpBodyUpdatePosition  # (cpBody *, cpFloat dt)
 body_get_velocity = _lib.cpBodyGetVelocity  # (cpBody *) -> cpVect
 body_get_angular_velocity = _lib.cpBodyGetAngularVelocity  # (cpBody *) -> cpFloat
+body_get_mass = _lib.cpBodyGetMass  # (cpBody *) -> cpFloat
+body_get_moment = _lib.cpBodyGetMoment  # (cpBody *) -> cpFloat
 
 # -- shapes ------------------------------------------------------------------------------
 
 shape_set_friction = _lib.cpShapeSetFriction  # (cpShape *, cpFloat)
 shape_set_elasticity = _lib.cpShapeSetElasticity  # (cpShape *, cpFloat)
+shape_set_mass = _lib.cpShapeSetMass  # (cpShape *, cpFloat): its body's mass data again
 
 # -- spaces ------------------------------------------------------------------------------
 
 space_step = _lib.cpSpaceStep  # (cpSpace *, cpFloat dt)
+space_set_gravity = _lib.cpSpaceSetGravity  # (cpSpace *, cpVect)
 space_add_body = _lib.cpSpaceAddBody  # (cpSpace *, cpBody *)
 space_remove_body = _lib.cpSpaceRemoveBody  # (cpSpace *, cpBody *)
 space_add_shape = _lib.cpSpaceAddShape  # (cpSpace *, cpShape *)

@@ -81,6 +81,9 @@ class Layout:
     slide_value: np.ndarray  # (n_bodies,)
     bounce_value: np.ndarray  # (n_bodies,)
     main_static: np.ndarray  # (n_bodies,) bool: a static body of the main static material
+    # (static, dynamic friction, restitution) of the main static material, what a moving
+    # body's values combine with: the same for every copy (static bodies never change)
+    main_material: tuple[float, float, float]
     callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
     filters: FilterClasses  # the users' collision filters, as classes (_filters.py)
 
@@ -219,8 +222,37 @@ def _friction_model(scene: Scene, dynamic: np.ndarray, groups: np.ndarray, needs
         "slide_value": slide,
         "bounce_value": bounce,
         "main_static": main,
+        "main_material": (gs, gd, gr) if needs else (1.0, 1.0, 0.0),
         "callback_pairs": tuple(pairs),
     }
+
+
+def shape_values(
+    layout: Layout, coefficients: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The friction model's shape values for per-copy material coefficients.
+
+    ``coefficients``: ``(k, n_bodies, 4)`` static, dynamic and rolling friction and
+    restitution per copy and body (``World.body_friction`` / ``body_restitution``; static
+    bodies keep the scene's). Returns ``(stick, slide, bounce)``, each ``(k, n_bodies)``:
+    what :func:`_friction_model` gives the scene's materials (the same arithmetic, so the
+    scene's own coefficients give :attr:`Layout.stick_value` etc. bit for bit), for each
+    copy. Without the model (:attr:`Layout.needs_handler` False) a shape carries
+    ``sqrt`` of its dynamic friction and restitution (the World then keeps static ==
+    dynamic and the scene's one restitution).
+    """
+    mu_s, mu_d, e = coefficients[..., 0], coefficients[..., 1], coefficients[..., 3]
+    if not layout.needs_handler:
+        return np.sqrt(mu_d), np.sqrt(mu_d), np.sqrt(e)
+    gs, gd, gr = layout.main_material
+    moving = layout.dynamic
+    stick = np.broadcast_to(layout.stick_value, mu_s.shape).copy()
+    slide = np.broadcast_to(layout.slide_value, mu_s.shape).copy()
+    bounce = np.broadcast_to(layout.bounce_value, mu_s.shape).copy()
+    stick[:, moving] = np.sqrt(mu_s[:, moving] * gs)
+    slide[:, moving] = np.sqrt(mu_d[:, moving] * gd)
+    bounce[:, moving] = np.maximum(e[:, moving], gr)
+    return stick, slide, bounce
 
 
 def collision_type(layout: Layout, body: int) -> int:
@@ -343,13 +375,21 @@ def make_shapes(body: pymunk.Body, spec) -> list[pymunk.Shape]:
         else:  # pragma: no cover - the scene validates shape types
             raise ValueError(f"unsupported shape {shape!r}")
     if spec.body_type == "dynamic":
-        areas = np.array([s.area() for s in spec.shapes], dtype=np.float64)
         total = spec.resolved_mass()
-        weights = areas / areas.sum() if areas.sum() > 0 else np.full(len(areas), 1 / len(areas))
-        for s, w in zip(shapes, weights, strict=True):
+        for s, w in zip(shapes, mass_weights(spec), strict=True):
             s.mass = float(total * w)
     _apply_material(shapes, spec.material)
     return shapes
+
+
+def mass_weights(spec) -> np.ndarray:
+    """The share of a dynamic body's mass each of its shapes carries: by area.
+
+    Shape ``k`` of a body of mass ``m`` carries ``float(m * weights[k])`` (one shape: all
+    of it, exactly ``m``).
+    """
+    areas = np.array([s.area() for s in spec.shapes], dtype=np.float64)
+    return areas / areas.sum() if areas.sum() > 0 else np.full(len(areas), 1 / len(areas))
 
 
 def _apply_material(shapes: list[pymunk.Shape], material: Material) -> None:
@@ -429,6 +469,18 @@ class CopySpace:
     def body_ptrs(self) -> list:
         """The ``cpBody *`` of each body, in scene order."""
         return self._body_ptrs
+
+    def set_reset_friction(self, values: np.ndarray) -> None:
+        """The friction each moving body's shapes get back at a rebuild, ``(n_bodies,)``.
+
+        The friction model's sticking values (per-copy materials); nothing without it.
+        """
+        if self._layout.needs_handler:
+            moving = np.flatnonzero(self._layout.dynamic).tolist()
+            self._resets = [
+                (bp, pos, angle, [(sp, float(values[b])) for sp, _ in fric])
+                for (bp, pos, angle, fric), b in zip(self._resets, moving, strict=True)
+            ]
 
     @property
     def shape_ptrs(self) -> list:

@@ -33,6 +33,7 @@ from kelab.sim.physics._compile import CopySpace, Layout, build_copy
 from kelab.sim.physics._filters import isolated_filter
 from kelab.sim.physics._guard import structs_hold
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
+from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
 
@@ -50,6 +51,8 @@ class IsolatedBackend:
     """
 
     name = "isolated"
+    #: Each copy has its own space: :meth:`set_gravity` sets a copy's gravity there.
+    gravity_in_space = True
 
     def __init__(
         self,
@@ -100,6 +103,11 @@ class IsolatedBackend:
         self._threads = num_threads
         self._pool = ThreadPoolExecutor(num_threads) if num_threads > 1 else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
+        # per-copy parameters (kelab/sim/physics/_params.py): the gravity of each copy
+        # whose gravity is not the scene's (a rebuilt space gets the scene's again)
+        self._gravity: dict[int, tuple[float, float]] = {}
+        self._mass_writer: MassWriter | None = None  # made at the first set_masses
+        self._moving = self._dyn.tolist()
 
     # ------------------------------------------------------------------ state
     def stepped(self, ids: np.ndarray) -> np.ndarray:
@@ -180,9 +188,12 @@ class IsolatedBackend:
 
         ``place`` is accepted for the packed layout's sake (a new space is built anyway).
         """
+        gravity = self._gravity
         for c in ids.tolist():
             self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
             self._ptrs[c] = cp.space_ptr(self._copies[c].space)
+            if c in gravity:  # a copy's own gravity outlives its rebuilds
+                cp.space_set_gravity(self._ptrs[c], gravity[c])
 
     def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
         """The warm starts of copies ``ids`` (kelab/sim/physics/_warm.py), a vector each."""
@@ -199,6 +210,62 @@ class IsolatedBackend:
         """Set the friction of the shapes of bodies ``rows`` (flat ``copy * nb + body``)."""
         nb = self._nb
         set_shape_values([self._copies[r // nb].body_shapes[r % nb] for r in rows.tolist()], values)
+
+    # ------------------------------------------------------------------ per-copy parameters
+    def _shape_ptrs(self, c: int, b: int) -> list:
+        return [cp.shape_ptr(s) for s in self._copies[c].body_shapes[b]]
+
+    def _body_ptr(self, c: int, b: int) -> object:
+        return self._copies[c].body_ptrs[b]
+
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Give copies ``ids`` body masses ``(len(ids), n_bodies)``; the moments scale.
+
+        Returns the ``(masses, moments)`` the bodies now hold (see ``_params.MassWriter``).
+        """
+        if self._mass_writer is None:
+            self._mass_writer = MassWriter(self._scene, self._layout)
+        return self._mass_writer.write(ids, masses, self._shape_ptrs, self._body_ptr)
+
+    def set_materials(
+        self,
+        ids: np.ndarray,
+        friction: np.ndarray,
+        reset_friction: np.ndarray,
+        elasticity: np.ndarray | None,
+        coefficients: np.ndarray | None,
+    ) -> None:
+        """Give copies ``ids`` their moving shapes' friction values, ``(len(ids), nb)`` each.
+
+        ``friction`` now (by friction regime), ``reset_friction`` what a rebuild gives back
+        (the sticking value), ``elasticity`` (None: unchanged), and ``coefficients``
+        ``(len(ids), nb, 3)`` the ``pre_solve`` callback's (sqrt static, sqrt dynamic,
+        restitution; None where no contact pair is left to it).
+        """
+        write_materials(ids, self._moving, self._shape_ptrs, friction, elasticity)
+        for k, c in enumerate(ids.tolist()):
+            copy = self._copies[c]
+            copy.set_reset_friction(reset_friction[k])
+            if coefficients is not None:
+                for b in self._moving:
+                    for s in copy.body_shapes[b]:
+                        copy.shape_material[s] = tuple(coefficients[k, b].tolist())
+
+    def set_gravity(self, ids: np.ndarray, gravity: np.ndarray, own: np.ndarray) -> None:
+        """Give copies ``ids`` the gravity ``(len(ids), 2)`` in their spaces.
+
+        ``own``: ``(len(ids),)`` whether it differs from the scene's (kept over rebuilds).
+        """
+        for c, g, o in zip(ids.tolist(), gravity.tolist(), own.tolist(), strict=True):
+            cp.space_set_gravity(self._ptrs[c], (g[0], g[1]))
+            if o:
+                self._gravity[c] = (g[0], g[1])
+            else:
+                self._gravity.pop(c, None)
+
+    def set_velocities(self, ids: np.ndarray, velocities: np.ndarray) -> None:
+        """Set the moving bodies' velocities ``(len(ids), nb, 3)`` of copies ``ids`` (a push)."""
+        write_velocities(ids, self._moving, self._body_ptr, velocities)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""

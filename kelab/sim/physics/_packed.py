@@ -30,6 +30,7 @@ from kelab.sim.physics._batch import ArbiterBuffer, friction_contacts, lookup, n
 from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
+from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
 from kelab.sim.physics._warm import WarmParts
 from kelab.sim.scene.scene import Scene
@@ -161,6 +162,10 @@ class PackedBackend:
     """
 
     name = "packed"
+    #: Copies share a space (one gravity): the World applies a copy's own gravity as the
+    #: difference ``m (g_copy - g_scene)``, a force on each body (docs/world.md, "Per-copy
+    #: parameters").
+    gravity_in_space = False
     #: None: copies share a space, so a rebase cannot step one alone to carry its warm
     #: starts over (kelab/sim/physics/_warm.py); rebases are cold.
     warm = None
@@ -226,6 +231,7 @@ class PackedBackend:
         #: the C helper (kelab/sim/physics/_native.c) for body reads and writes, or None
         self._native = native_module()
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
+        self._mass_writer: MassWriter | None = None  # made at the first set_masses
         self._direct = False
         self.rebuild(np.arange(num_envs))
         #: Whether ``_forces`` is the one shard's force buffer itself (every body moves):
@@ -552,6 +558,53 @@ class PackedBackend:
         for r, v in zip(rows.tolist(), values.tolist(), strict=True):
             for sp in table[r]:
                 setf(sp, v)
+
+    # ------------------------------------------------------------------ per-copy parameters
+    def _shape_ptrs(self, c: int, b: int) -> tuple:
+        return self._shapes[c * self._nb + b]
+
+    def _body_ptr(self, c: int, b: int) -> object:
+        shard = self._shards[self._shard_of[c]]
+        return shard.recipe[self._local[c]].body_ptrs[self._moving_index[b]]
+
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Give copies ``ids`` body masses ``(len(ids), n_bodies)``; the moments scale.
+
+        Returns the ``(masses, moments)`` the bodies now hold (see ``_params.MassWriter``).
+        """
+        self._shape_table()  # waits for the shard threads too
+        if self._mass_writer is None:
+            self._mass_writer = MassWriter(self._plan.scene, self._layout)
+        return self._mass_writer.write(ids, masses, self._shape_ptrs, self._body_ptr)
+
+    def set_materials(
+        self,
+        ids: np.ndarray,
+        friction: np.ndarray,
+        reset_friction: np.ndarray,
+        elasticity: np.ndarray | None,
+        coefficients: np.ndarray | None,
+    ) -> None:
+        """Give copies ``ids`` their moving shapes' friction values (see the isolated layout's)."""
+        self._shape_table()  # waits for the shard threads too
+        moving = self._plan.moving.tolist()
+        write_materials(ids, moving, self._shape_ptrs, friction, elasticity)
+        for k, c in enumerate(ids.tolist()):
+            shard, cl = self._shards[self._shard_of[c]], int(self._local[c])
+            shard.set_reset_friction(cl, reset_friction[k, moving].tolist())
+            if coefficients is not None:
+                for j, b in enumerate(moving):
+                    for s in shard.parts[cl][1][j]:
+                        shard.materials[s] = tuple(coefficients[k, b].tolist())
+
+    def set_gravity(self, ids: np.ndarray, gravity: np.ndarray, own: np.ndarray) -> None:
+        """Never called: :attr:`gravity_in_space` is False (the copies share a space)."""
+        raise NotImplementedError("the packed layout's copies share their space's gravity")
+
+    def set_velocities(self, ids: np.ndarray, velocities: np.ndarray) -> None:
+        """Set the moving bodies' velocities ``(len(ids), nb, 3)`` of copies ``ids`` (a push)."""
+        self.sync()
+        write_velocities(ids, self._plan.moving.tolist(), self._body_ptr, velocities)
 
     def _shape_table(self) -> list[tuple]:
         """Shape pointers of every body row ``copy * nb + body`` (moving bodies; cached)."""

@@ -148,6 +148,11 @@ class KeptReset:
             self.block, self.owner, self._images, self._rows, self._fric, self._stride,
         )  # fmt: skip
 
+    def set_frictions(self, local: int, values: list[float]) -> None:
+        """The friction local copy ``local``'s shapes get back at a reset (per moving body)."""
+        if self._fric.size:
+            self._fric[local] = values
+
     def resync(self) -> None:
         """Find each copy's constraint block in the space's array again.
 

@@ -387,6 +387,22 @@ class Shard:
             biased,
         )
 
+    def set_reset_friction(self, cl: int, values: list[float]) -> None:
+        """The friction local copy ``cl``'s moving shapes get back at a rebuild.
+
+        One value per moving body (the friction model's sticking value for the copy's
+        materials); only where the layout has the model (else a rebuild keeps friction).
+        """
+        recipe = self.recipe[cl]
+        if recipe is None or not self.plan.layout.needs_handler:
+            return
+        own = self.parts[cl][1]
+        fric = [(cp.shape_ptr(s), v) for v, shapes in zip(values, own, strict=True) for s in shapes]
+        self.recipe[cl] = recipe._replace(frictions=fric)
+        self._calls[True][cl] = self._calls[False][cl] = None  # made again with them
+        if self.kept is not None:
+            self.kept.set_frictions(cl, [f for _, f in fric])
+
     def _kept(self) -> KeptReset | None:
         """The in-place resets of this shard, where the C helper is built and they apply."""
         module = self._native_module

@@ -60,7 +60,8 @@ class SensorInputs(Protocol):
         after_step: True right after a physics step of ``dt``; False for the present
             state as if it had been held (no acceleration, no contact force).
         dt: The step, seconds (None when not ``after_step``).
-        gravity: ``(2,)`` m/s².
+        gravity: ``(2,)`` m/s², or ``(n, 2)`` (a row per copy of ``ids``) once some copy
+            has its own (``World.set_gravity``).
         v_prev: Body velocities ``(num_envs, num_bodies, 2)`` after the previous step.
     """
 

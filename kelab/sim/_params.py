@@ -1,0 +1,356 @@
+"""Per-copy physical parameters of a World: checked, held and applied (kelab.sim internal).
+
+Each copy of a World can have its own body masses (moments of inertia scale with them),
+materials (static, dynamic and rolling friction, restitution), gravity and actuator
+strength (docs/world.md, "Per-copy parameters"). :class:`ParamRules` says which values a
+World takes (the live setters and a snapshot's log are checked by the same rules, in one
+wording); :class:`Params` holds the tables, one row per copy, and applies a change where
+it acts: the layout's pymunk objects (shape masses, shape friction and elasticity, a
+copy's space gravity), the contact rule's friction tables (``Contacts.stick_table`` /
+``slide_table``), the held controls (strength, rolling friction, the gravity force of
+copies that share a space) and the IMU's gravity. A change is logged by the World
+(``replay_log.Kind.parameter``), outlives the copy's resets and is replayed by restores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kelab.errors import UserError
+from kelab.sim._contacts import Contacts
+from kelab.sim._controls import Controls
+from kelab.sim._sensor_suite import SensorSuite
+from kelab.sim._values import STATE_SPEED_MAX, float_array
+from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._compile import Layout, shape_values
+from kelab.sim.replay_log import Kind
+from kelab.sim.scene.scene import Scene
+from kelab.sim.scene.shapes import FRICTION_MAX, GRAVITY_MAX, MASS_MAX, MASS_MIN
+
+#: The columns of a copy's material row (``World.body_friction`` then restitution).
+MATERIAL_COLUMNS = ("static_friction", "dynamic_friction", "rolling_friction", "restitution")
+#: Largest actuator strength (a factor on each actuator's effort).
+STRENGTH_MAX = 100.0
+#: Largest sensor noise scale (a factor on every sensor's noise std).
+NOISE_SCALE_MAX = 1000.0
+
+
+@dataclass(frozen=True)
+class ParamRules:
+    """What per-copy parameters a World takes (the live setters and restores alike)."""
+
+    layout: Layout
+    """The compiled scene (its friction model)."""
+    mass: np.ndarray
+    """``(n_bodies,)`` the scene's masses; 0 for bodies without mass (static, kinematic)."""
+    materials: np.ndarray
+    """``(n_bodies, 4)`` the scene's material coefficients (:data:`MATERIAL_COLUMNS`)."""
+    gravity: np.ndarray
+    """``(2,)`` the scene's gravity."""
+    actuated: np.ndarray
+    """``(n_joints,)`` bool: joints with an actuator."""
+
+    @classmethod
+    def of(cls, scene: Scene, layout: Layout) -> ParamRules:
+        """The rules of a World of ``scene``."""
+        mats = [b.spec.material for b in scene.bodies]
+        table = np.array(
+            [[getattr(m, c) for c in MATERIAL_COLUMNS] for m in mats], dtype=np.float64
+        ).reshape(len(mats), 4)
+        return cls(
+            layout=layout,
+            mass=layout.mass.copy(),
+            materials=table,
+            gravity=np.asarray(scene.gravity, dtype=np.float64),
+            actuated=np.array([j.actuator != "none" for j in layout.joints], dtype=bool),
+        )
+
+    def _body(self, b: int) -> str:
+        return repr(self.layout.body_paths[b])
+
+    def values(self, kind: Kind, value: npt.ArrayLike, copies: int, name: str) -> np.ndarray:
+        """``value`` as the checked ``(copies, ...)`` rows of a parameter of ``kind``.
+
+        ``name`` is ``"<caller>: <argument>"`` (``"World.set_gravity: gravity"``).
+
+        Raises:
+            UserError: ``"<caller>: ... must ..., got ...; ..."`` naming what is wrong.
+        """
+        arr = float_array(value, name)
+        nb, nj = self.mass.size, self.actuated.size
+        want = {
+            Kind.MASSES: ((copies, nb), "(copies, bodies) kg"),
+            Kind.MATERIALS: ((copies, nb, 4), "(copies, bodies, 4)"),
+            Kind.GRAVITY: ((copies, 2), "(copies, 2) m/s^2"),
+            Kind.STRENGTH: ((copies, nj), "(copies, joints)"),
+            Kind.VELOCITIES: ((copies, nb, 3), "(copies, bodies, 3): vx, vy, omega"),
+        }[kind]
+        if arr.shape != want[0]:
+            raise UserError(f"{name} must have shape {want[0]} {want[1]}, got {arr.shape}")
+        problem = self.error(kind, arr)
+        if problem is not None:
+            raise UserError(f"{name.split(':')[0]}: {problem}")
+        return arr.copy()
+
+    def error(self, kind: Kind, a: np.ndarray) -> str | None:
+        """Why rows ``a`` of a parameter of ``kind`` cannot be held, or None."""
+        if not np.isfinite(a).all():
+            return "values must be finite numbers, got NaN or inf; give real values"
+        if kind == Kind.MASSES:
+            return self._masses_error(a)
+        if kind == Kind.MATERIALS:
+            return self._materials_error(a)
+        if kind == Kind.GRAVITY:
+            big = float(np.abs(a).max(initial=0.0))
+            if big > GRAVITY_MAX:
+                return (
+                    f"gravity components must be within ±{GRAVITY_MAX:g} m/s^2 (as a scene's), "
+                    f"got {big:g}; give a smaller gravity"
+                )
+            return None
+        if kind == Kind.STRENGTH:
+            return self._strength_error(a)
+        fast = float(np.abs(a).max(initial=0.0))
+        if fast > STATE_SPEED_MAX:
+            return (
+                f"velocities must be within ±{STATE_SPEED_MAX:g} (m/s, rad/s), got {fast:g}; "
+                "give velocities a body can have"
+            )
+        return None
+
+    def _masses_error(self, a: np.ndarray) -> str | None:
+        has = self.mass > 0.0
+        bad = np.argwhere(~has[None, :] & (a != 0.0))
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"the mass of {self._body(b)} must stay 0 (a static or kinematic body has no "
+                f"mass), got {a[k, b]:g} in row {k}; give 0 for it"
+            )
+        bad = np.argwhere(has[None, :] & ((a < MASS_MIN) | (a > MASS_MAX)))
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"the mass of {self._body(b)} must be in [{MASS_MIN:g}, {MASS_MAX:g}] kg (as a "
+                f"scene's), got {a[k, b]:g} in row {k}; give a mass in that range"
+            )
+        return None
+
+    def _materials_error(self, a: np.ndarray) -> str | None:
+        lay = self.layout
+        scene = self.materials
+        moving = lay.dynamic
+        fixed = np.argwhere(~moving[None, :, None] & (a != scene[None]))
+        if fixed.size:
+            k, b, c = (int(v) for v in fixed[0])
+            return (
+                f"{MATERIAL_COLUMNS[c]} of {self._body(b)} must stay the scene's {scene[b, c]:g} "
+                f"(a static body's material is shared by every copy), got {a[k, b, c]:g} in "
+                f"row {k}; vary the moving bodies' (a contact combines both)"
+            )
+        fr = a[:, :, 0:3]
+        bad = np.argwhere((fr < 0.0) | (fr > FRICTION_MAX))
+        if bad.size:
+            k, b, c = (int(v) for v in bad[0])
+            return (
+                f"{MATERIAL_COLUMNS[c]} of {self._body(b)} must be in [0, {FRICTION_MAX:g}], "
+                f"got {a[k, b, c]:g} in row {k}"
+            )
+        bad = np.argwhere(a[:, :, 1] > a[:, :, 0])
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"dynamic_friction of {self._body(b)} must be <= its static_friction "
+                f"{a[k, b, 0]:g}, got {a[k, b, 1]:g} in row {k}"
+            )
+        bad = np.argwhere((a[:, :, 3] < 0.0) | (a[:, :, 3] > 1.0))
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"restitution of {self._body(b)} must be in [0, 1], got {a[k, b, 3]:g} in row {k}"
+            )
+        rolls = lay.roll_radius > 0
+        bad = np.argwhere(~rolls[None, :] & (a[:, :, 2] != scene[None, :, 2]))
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"rolling_friction of {self._body(b)} must stay the scene's {scene[b, 2]:g} (it "
+                f"does not roll: no circle with rolling friction in the scene), got "
+                f"{a[k, b, 2]:g} in row {k}; give it a rolling_friction > 0 in the scene"
+            )
+        if not lay.needs_handler:
+            return self._plain_error(a)
+        stick, slide, _ = shape_values(lay, a)
+        one = moving & (lay.stick_value == lay.slide_value)  # no regime tracked
+        bad = np.argwhere(one[None, :] & (stick != slide))
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"static_friction {a[k, b, 0]:g} and dynamic_friction {a[k, b, 1]:g} of "
+                f"{self._body(b)} must make one contact friction (row {k}): the World tracks "
+                "no sticking/sliding regime for it, as its scene material's make one; give "
+                "it a material with static_friction > dynamic_friction in the scene"
+            )
+        return None
+
+    def _plain_error(self, a: np.ndarray) -> str | None:
+        """Without the friction model: static == dynamic, the scene's one restitution."""
+        bad = np.argwhere(a[:, :, 0] != a[:, :, 1])
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"static_friction of {self._body(b)} must equal its dynamic_friction "
+                f"{a[k, b, 1]:g} in this scene, got {a[k, b, 0]:g} in row {k}: every material "
+                "of the scene has equal coefficients, so the World models no static friction "
+                '(docs/world.md, "Materials"); give a scene material static_friction > '
+                "dynamic_friction to vary them apart"
+            )
+        e = self.materials[0, 3] if self.materials.size else 0.0
+        bad = np.argwhere(a[:, :, 3] != e)
+        if bad.size:
+            k, b = (int(v) for v in bad[0])
+            return (
+                f"restitution of {self._body(b)} must stay the scene's {e:g}, got "
+                f"{a[k, b, 3]:g} in row {k}: every material of the scene has that restitution, "
+                'so the World combines none by max (docs/world.md, "Materials"); give a scene '
+                "material another restitution to vary it"
+            )
+        return None
+
+    def _strength_error(self, a: np.ndarray) -> str | None:
+        bad = np.argwhere(~self.actuated[None, :] & (a != 1.0))
+        if bad.size:
+            k, j = (int(v) for v in bad[0])
+            return (
+                f"the strength of joint {self.layout.joint_paths[j]!r} must stay 1 (it has no "
+                f"actuator), got {a[k, j]:g} in row {k}; give 1 for it"
+            )
+        bad = np.argwhere((a < 0.0) | (a > STRENGTH_MAX))
+        if bad.size:
+            k, j = (int(v) for v in bad[0])
+            return (
+                f"the strength of joint {self.layout.joint_paths[j]!r} must be in "
+                f"[0, {STRENGTH_MAX:g}] (a factor on its effort), got {a[k, j]:g} in row {k}"
+            )
+        return None
+
+
+class Params:
+    """The per-copy parameter tables of a World's copies, applied where each acts.
+
+    Args:
+        rules: The World's :class:`ParamRules`.
+        num_envs: Copies.
+        backend: The World's layout (pymunk objects).
+        controls: The held controls (strength, gravity forces, rolling friction tables).
+        contacts: The contact bookkeeping (the friction rule's tables).
+        sensors: The sensors (the IMU's gravity, the noise scale).
+    """
+
+    def __init__(
+        self,
+        rules: ParamRules,
+        num_envs: int,
+        backend: Backend,
+        controls: Controls,
+        contacts: Contacts,
+        sensors: SensorSuite,
+    ) -> None:
+        self.rules = rules
+        self.backend = backend
+        self.controls = controls
+        self.contacts = contacts
+        self.sensors = sensors
+        lay = rules.layout
+        n = num_envs
+        #: ``(num_envs, nb)`` masses, moments (the controls' tables: rolling, gravity).
+        self.masses = controls.masses
+        self.moments = controls.moments
+        #: ``(num_envs, nb, 4)`` materials (:data:`MATERIAL_COLUMNS`).
+        self.materials = np.tile(rules.materials, (n, 1, 1))
+        #: ``(num_envs, nb)`` the shapes' elasticity (what the backend holds).
+        self._bounce = np.tile(lay.bounce_value, (n, 1))
+        #: ``(num_envs, 2)`` gravity.
+        self.gravity = np.tile(rules.gravity, (n, 1))
+        #: ``(num_envs, nj)`` actuator strength (the controls' table).
+        self.strength = controls.strength
+        #: ``(num_envs,)`` the sensor noise scale.
+        self.noise_scale = np.ones(n)
+        self._rolls = lay.roll_radius > 0
+        self._callbacks = bool(lay.callback_pairs)
+        self.changed: set[Kind] = set()
+        """The kinds set since the World was built or replayed from the scene's values."""
+
+    def set(self, kind: Kind, ids: np.ndarray, a: np.ndarray) -> None:
+        """Hold checked rows ``a`` of parameter ``kind`` for copies ``ids`` and apply them."""
+        if kind == Kind.MASSES:
+            held, moments = self.backend.set_masses(ids, a)
+            self.masses[ids] = held
+            self.moments[ids] = moments
+            self.controls.per_copy_rolling |= bool(self._rolls.any())
+        elif kind == Kind.MATERIALS:
+            self._set_materials(ids, a)
+        elif kind == Kind.GRAVITY:
+            self._set_gravity(ids, a)
+        else:
+            self.strength[ids] = a
+            self.controls.strength_any = bool((self.strength != 1.0).any())
+        self.controls.dirty = True
+        self.changed.add(kind)
+
+    def _set_materials(self, ids: np.ndarray, a: np.ndarray) -> None:
+        lay = self.rules.layout
+        self.materials[ids] = a
+        stick, slide, bounce = shape_values(lay, a)
+        c = self.contacts
+        c.stick_table[ids] = stick
+        c.slide_table[ids] = slide
+        now = np.where(c.stick[ids], stick, slide)
+        elasticity = None if np.array_equal(bounce, self._bounce[ids]) else bounce
+        self._bounce[ids] = bounce
+        coefficients = None
+        if self._callbacks:  # the pre_solve callback's (sqrt static, sqrt dynamic, e)
+            coefficients = np.stack([np.sqrt(a[..., 0]), np.sqrt(a[..., 1]), a[..., 3]], axis=-1)
+        self.backend.set_materials(ids, now, stick, elasticity, coefficients)
+        if self._rolls.any():
+            self.controls.roll_mu[ids] = np.where(self._rolls, a[..., 2], 0.0)
+            self.controls.per_copy_rolling = True
+
+    def _set_gravity(self, ids: np.ndarray, a: np.ndarray) -> None:
+        g0 = self.rules.gravity
+        self.gravity[ids] = a
+        if self.backend.gravity_in_space:
+            self.backend.set_gravity(ids, a, (a != g0).any(axis=1))
+        else:  # copies share the space's gravity: the difference is a force on each body
+            ctl = self.controls
+            ctl.gravity_delta[ids] = a - g0
+            ctl.gravity_any = bool(ctl.gravity_delta.any())
+        own = (self.gravity != g0).any()
+        self.sensors.copy_gravity = self.gravity if own else None
+
+    def set_noise_scale(self, ids: np.ndarray, scale: np.ndarray) -> None:
+        """Hold checked noise scales ``(len(ids),)`` of copies ``ids``.
+
+        Not logged: sensors are restored, not replayed (a snapshot stores the scales).
+        """
+        self.noise_scale[ids] = scale
+        ones = bool((self.noise_scale == 1.0).all())
+        self.sensors.set_noise_scale(None if ones else self.noise_scale)
+
+    def reset(self, every: np.ndarray) -> None:
+        """Every copy back to the scene's values (a replay starts there)."""
+        rules = self.rules
+        n = every.size
+        for kind in sorted(self.changed):
+            if kind == Kind.MASSES:
+                self.set(kind, every, np.tile(rules.mass, (n, 1)))
+            elif kind == Kind.MATERIALS:
+                self.set(kind, every, np.tile(rules.materials, (n, 1, 1)))
+            elif kind == Kind.GRAVITY:
+                self.set(kind, every, np.tile(rules.gravity, (n, 1)))
+            else:
+                self.set(kind, every, np.ones((n, rules.actuated.size)))
+        self.changed.clear()
