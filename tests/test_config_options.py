@@ -76,7 +76,8 @@ def test_the_configs_set_by_the_commands_are_all_declared():
     # a field added to a config must get an option or a reason in every command setting it
     assert {o.config for _, o in _cases()} == {TrainConfig, EnvConfig}
     assert set(TRAIN_OPTIONS.fields) == {f.name for f in dataclasses.fields(TrainConfig)} - {
-        "max_iterations"
+        "max_iterations",
+        "observation_shape",  # the trainer's, from the env (#43)
     }
 
 

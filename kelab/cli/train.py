@@ -38,6 +38,7 @@ TRAIN_OPTIONS = ConfigOptions(
     excluded={
         "max_iterations": "--iterations gives this run's iterations; the field is its "
         "default (a task's own setting, not this run's)",
+        "observation_shape": "the trainer sets it from the task's image observation space",
     },
     overrides=True,
     highs={"num_envs": (NUM_ENVS_MAX, "more copies than a World holds")},

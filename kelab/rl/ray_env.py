@@ -212,6 +212,12 @@ class RayLearningEnv(gymnasium.vector.VectorEnv):
             raise UserError(must("RayLearningEnv: ray_init", "a dict or None", ray_init))
         rule = check_success_rule(success, "success")
         task_rule = check_success_rule(task.success_rule, f"{type(task).__name__}.success_rule")
+        if task.observation_shape is not None:  # its channel carries float vectors
+            raise UserError(
+                f"RayLearningEnv runs tasks whose observations are vectors; "
+                f"{type(task).__name__} observes images {task.observation_shape}: run it in "
+                "a ke.LearningEnv"
+            )
 
         try:
             import ray  # the optional dependency

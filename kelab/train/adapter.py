@@ -46,7 +46,7 @@ class RslVecEnv:
         self.env = env
         self.num_envs = int(env.num_envs)
         self.num_actions = int(env.single_action_space.shape[0])
-        self.num_obs = int(env.single_observation_space.shape[0])
+        self.num_obs = int(np.prod(env.single_observation_space.shape))
         self.max_episode_length = int(env.max_episode_length)
         self.episode_length_buf = torch.from_numpy(env.episode_length_buf)
         self.device = "cpu"
@@ -56,8 +56,17 @@ class RslVecEnv:
         self._obs = obs
 
     def get_observations(self) -> torch.Tensor:
-        """The current observations, ``(num_envs, obs_dim)`` (sharing the env's array)."""
-        return torch.from_numpy(self._obs)
+        """The current observations, ``(num_envs, obs_dim)`` (sharing the env's array).
+
+        An image task's ``(num_envs, H, W, C)`` uint8 images come flat, as float32 (a new
+        tensor).
+        """
+        return self._flat(self._obs)
+
+    def _flat(self, obs: np.ndarray) -> torch.Tensor:
+        if obs.ndim == 2:
+            return torch.from_numpy(obs)
+        return torch.from_numpy(obs.reshape(obs.shape[0], -1).astype(np.float32))
 
     def step(
         self, actions: torch.Tensor
@@ -77,9 +86,9 @@ class RslVecEnv:
         dones = terminated | truncated
         extras = {"time_outs": torch.from_numpy(truncated & ~terminated)}
         if info:
-            extras["final_obs"] = torch.from_numpy(info["final_obs"])
+            extras["final_obs"] = self._flat(info["final_obs"])
         return (
-            torch.from_numpy(obs),
+            self._flat(obs),
             torch.from_numpy(rewards),
             torch.from_numpy(dones.astype(np.uint8)),
             extras,

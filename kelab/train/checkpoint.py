@@ -402,22 +402,24 @@ def network_shapes(
     obs_normalization: bool,
     *,
     actor: bool,
+    cnn: tuple[tuple[int, int, int], ...] = (),
+    image: tuple[int, int, int] | None = None,
 ) -> dict[str, tuple[int, ...]]:
     """The tensors of a policy network as KELab saves it: name -> shape.
 
     :class:`~kelab.train.nets.PolicyNet`, with rsl-rl-lib's ``MLPModel`` names:
-    ``mlp.<2k>.weight``/``.bias`` for each linear layer, the
-    observation normaliser's statistics when it normalises, and the actor's action std.
+    ``mlp.<2k>.weight``/``.bias`` for each linear layer (a convolutional network's
+    layers where :mod:`kelab.train.architecture` puts them), the observation
+    normaliser's statistics when it normalises, and the actor's action std.
 
     Example:
         >>> network_shapes("actor", 4, 1, [8], False, actor=True)["actor.mlp.2.weight"]
         (1, 8)
     """
-    dims = [obs_dim, *hidden_dims, out_dim]
-    shapes: dict[str, tuple[int, ...]] = {}
-    for k, (n_in, n_out) in enumerate(zip(dims[:-1], dims[1:], strict=True)):
-        shapes[f"{prefix}.mlp.{2 * k}.weight"] = (n_out, n_in)
-        shapes[f"{prefix}.mlp.{2 * k}.bias"] = (n_out,)
+    from kelab.train.architecture import architecture
+
+    arch = architecture(obs_dim, out_dim, hidden_dims, cnn=cnn, image=image)
+    shapes: dict[str, tuple[int, ...]] = arch.shapes(prefix)
     if obs_normalization:
         for stat in ("_mean", "_var", "_std"):
             shapes[f"{prefix}.obs_normalizer.{stat}"] = (1, obs_dim)
@@ -458,10 +460,15 @@ def check_networks(path: Path, meta: dict[str, Any], shapes: dict[str, tuple[int
     nets = [("actor", act_dim, config.actor_hidden_dims, True)]
     if any(name.startswith("critic.") for name in shapes):
         nets.append(("critic", 1, config.critic_hidden_dims, False))
+    image = config.image if config.cnn else None
     for prefix, out_dim, hidden, actor in nets:
-        want = network_shapes(
-            prefix, obs_dim, out_dim, hidden, config.obs_normalization, actor=actor
-        )
+        try:
+            want = network_shapes(
+                prefix, obs_dim, out_dim, hidden, config.obs_normalization, actor=actor,
+                cnn=config.cnn, image=image,
+            )  # fmt: skip
+        except ValueError as err:
+            raise CheckpointError(f"{path}: bad train_config ({err})") from None
         have = {k: v for k, v in shapes.items() if k.startswith(prefix + ".")}
         if want == have:
             continue
@@ -470,6 +477,8 @@ def check_networks(path: Path, meta: dict[str, Any], shapes: dict[str, tuple[int
             f"{prefix}_hidden_dims={_dims_text(tuple(hidden))}, obs_normalization="
             f"{config.obs_normalization}"
         )
+        if config.cnn:
+            sizes += f", cnn_channels={list(config.cnn_channels)}, observation_shape={image}"
         wrong = [k for k in want if k in have and want[k] != have[k]]
         if wrong:
             key = wrong[0]

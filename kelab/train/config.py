@@ -68,6 +68,31 @@ def _at_least_0(value: object, name: str) -> object:
     return _real(value, name, low=0.0)
 
 
+def _sizes(value: object, name: str, high: int) -> tuple[int, ...]:
+    """A tuple (or list) of ints in [1, high], possibly empty."""
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple):
+        raise UserError(must(name, f"a tuple of ints in [1, {high}] (empty: none)", value))
+    return tuple(check_int(v, name, low=1, high=high) for v in value)
+
+
+def _cnn_channels(value: object, name: str) -> tuple[int, ...]:
+    return _sizes(value, name, 1024)
+
+
+def _cnn_sizes(value: object, name: str) -> tuple[int, ...]:
+    return _sizes(value, name, 64)
+
+
+def _image(value: object, name: str) -> tuple[int, ...]:
+    """``()`` or an image's ``(height, width, channels)``."""
+    shape = _sizes(value, name, 2**20)
+    if len(shape) not in (0, 3):
+        raise UserError(must(name, "() or (height, width, channels)", value))
+    return shape
+
+
 def _widths(value: object, name: str) -> tuple[int, ...]:
     """Hidden layer widths: a non-empty tuple (or list) of ints in [1, 4096]."""
     if isinstance(value, list):
@@ -104,6 +129,24 @@ class TrainConfig:
     )
     critic_hidden_dims: tuple[int, ...] = setting(
         (64, 64), "Hidden layer widths of the value network.", _widths
+    )
+    cnn_channels: tuple[int, ...] = setting(
+        (),
+        "Filters of each convolution of a convolutional policy, for an image observation "
+        "(docs/training.md, Learning from pixels); empty: no convolution, an MLP.",
+        _cnn_channels,
+    )
+    cnn_kernels: tuple[int, ...] = setting(
+        (), "Square kernel side of each convolution (one per cnn_channels entry).", _cnn_sizes
+    )
+    cnn_strides: tuple[int, ...] = setting(
+        (), "Stride of each convolution (one per cnn_channels entry).", _cnn_sizes
+    )
+    observation_shape: tuple[int, ...] = setting(
+        (),
+        "The image (height, width, channels) the policy reads its observation as: RLTrainer "
+        "sets it from the env's image observation space; () for a vector observation.",
+        _image,
     )
     activation: str = setting(
         "elu",
@@ -241,6 +284,13 @@ class TrainConfig:
                 f"{self.max_learning_rate}, got {self.learning_rate}; lower it or raise "
                 "max_learning_rate"
             )
+        counts = {len(self.cnn_channels), len(self.cnn_kernels), len(self.cnn_strides)}
+        if len(counts) > 1:
+            raise UserError(
+                "TrainConfig.cnn_channels, cnn_kernels and cnn_strides must have one entry per "
+                f"convolution each, got {len(self.cnn_channels)}, {len(self.cnn_kernels)} and "
+                f"{len(self.cnn_strides)}; give all three the same length"
+            )
         batch = self.num_envs * self.num_steps_per_env
         if batch < self.num_mini_batches:
             raise UserError(
@@ -260,9 +310,20 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         """Return the config as a JSON-compatible dict."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        out["actor_hidden_dims"] = list(self.actor_hidden_dims)
-        out["critic_hidden_dims"] = list(self.critic_hidden_dims)
+        for name in _TUPLES:
+            out[name] = list(getattr(self, name))
         return out
+
+    @property
+    def cnn(self) -> tuple[tuple[int, int, int], ...]:
+        """Each convolution's ``(channels, kernel, stride)``; empty for an MLP policy."""
+        return tuple(zip(self.cnn_channels, self.cnn_kernels, self.cnn_strides, strict=True))
+
+    @property
+    def image(self) -> tuple[int, int, int] | None:
+        """:attr:`observation_shape` as ``(height, width, channels)``, or None."""
+        shape = self.observation_shape
+        return (shape[0], shape[1], shape[2]) if shape else None
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
@@ -278,6 +339,17 @@ class TrainConfig:
         if unknown:
             raise UserError(f"unknown training config keys {unknown}; known keys: {sorted(known)}")
         return cls(**data)
+
+
+_TUPLES = (
+    "actor_hidden_dims",
+    "critic_hidden_dims",
+    "cnn_channels",
+    "cnn_kernels",
+    "cnn_strides",
+    "observation_shape",
+)
+"""The tuple fields, saved as JSON lists."""
 
 
 def training_config_of(task_type: type) -> TrainConfig:

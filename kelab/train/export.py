@@ -2,7 +2,10 @@
 
 The graph maps raw float32 observations ``[N, observation_dim]`` to the actions
 ``ke.RLPlayer.act`` sends (``[N, action_dim]``): the frozen observation normaliser, the
-linear layers and their activation, and the clipping to [-1, 1] are all in it. It is
+linear layers and their activation, and the clipping to [-1, 1] are all in it. A policy
+of an image task takes its uint8 images ``[N, height, width, channels]`` as the env gives
+them (``kelab.observation_shape`` in the metadata), and its convolutions are ``Conv``
+nodes. It is
 built from the weights with ``onnx.helper`` (no torch), and its metadata names the task,
 the sizes and the checkpoint's weights hash (``kelab.task``, ``kelab.observation_dim``,
 ``kelab.action_dim``, ``kelab.checkpoint_sha256``, ``kelab.checkpoint``). The file is
@@ -11,6 +14,7 @@ written atomically. Needs the export extra: ``pip install 'kelab[export]'``.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from pathlib import Path
@@ -20,6 +24,7 @@ import numpy as np
 
 from kelab._files import atomic_write_bytes, make_parent
 from kelab.errors import MissingExtraError, UserError
+from kelab.train.architecture import PIXEL_SCALE
 
 if TYPE_CHECKING:
     import onnx
@@ -69,43 +74,71 @@ def policy_graph(actor: NumpyActor, metadata: dict[str, str]) -> onnx.ModelProto
         inits.append(numpy_helper.from_array(np.asarray(value, dtype=np.float32), name))
         return name
 
-    def node(op: str, inputs: list[str], out: str, **attrs: float) -> str:
+    def node(op: str, inputs: list[str], out: str, **attrs: object) -> str:
         nodes.append(helper.make_node(op, inputs, [out], **attrs))
         return out
 
+    def activate(x: str, out: str) -> str:
+        name, k = actor.activation_name, out
+        if name == "elu":
+            return node("Elu", [x], out, alpha=1.0)
+        if name == "relu":
+            return node("Relu", [x], out)
+        if name == "tanh":
+            return node("Tanh", [x], out)
+        if name == "selu":
+            return node("Selu", [x], out, **_SELU)
+        if name == "silu":  # x * sigmoid(x)
+            return node("Mul", [x, node("Sigmoid", [x], f"{k}_s")], out)
+        # gelu, exact: 0.5 x (1 + erf(x / sqrt 2))
+        scaled = node("Mul", [x, const(f"{k}_rsqrt2", np.float32(1 / math.sqrt(2)))], f"{k}_a")
+        erf = node("Erf", [scaled], f"{k}_b")
+        one = node("Add", [erf, const(f"{k}_one", np.float32(1.0))], f"{k}_c")
+        half = node("Mul", [x, const(f"{k}_half", np.float32(0.5))], f"{k}_d")
+        return node("Mul", [half, one], out)
+
+    def shape(name: str, dims: list[int]) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(dims, dtype=np.int64), name))
+        return name
+
     x = "observations"
+    image = actor.image
+    if image is not None:  # uint8 images as the env gives them, read flat
+        x = node("Cast", [x], "pixels", to=TensorProto.FLOAT)
+        x = node("Reshape", [x, shape("flat_shape", [-1, actor.observation_dim])], "flat")
     if actor.mean is not None and actor.scale is not None:
         x = node("Sub", [x, const("obs_mean", actor.mean)], "centred")
         x = node("Div", [x, const("obs_scale", actor.scale)], "normalised")
+    if actor.convolutions:
+        arch_image = actor.architecture.image
+        assert arch_image is not None
+        x = node("Reshape", [x, shape("image_shape", [-1, *arch_image])], "images")
+        x = node("Transpose", [x], "channels_first", perm=[0, 3, 1, 2])
+        x = node("Mul", [x, const("pixel_scale", np.float32(PIXEL_SCALE))], "scaled")
+        for k, (conv, weight, bias) in enumerate(actor.convolutions):
+            kernel = weight.T.reshape(conv.weight_shape)  # back to (out, in, k, k)
+            x = node(
+                "Conv",
+                [x, const(f"conv_w{k}", kernel), const(f"conv_b{k}", bias)],
+                f"conv{k}",
+                kernel_shape=[conv.kernel, conv.kernel],
+                strides=[conv.stride, conv.stride],
+            )
+            x = activate(x, f"conv_act{k}")
+        x = node("Flatten", [x], "features", axis=1)
     last = len(actor.layers) - 1
     for k, (weight, bias) in enumerate(actor.layers):
         x = node("MatMul", [x, const(f"w{k}", weight)], f"matmul{k}")
         x = node("Add", [x, const(f"b{k}", bias)], f"linear{k}")
-        if k == last:
-            break
-        name = actor.activation_name
-        out = f"hidden{k}"
-        if name == "elu":
-            node("Elu", [x], out, alpha=1.0)
-        elif name == "relu":
-            node("Relu", [x], out)
-        elif name == "tanh":
-            node("Tanh", [x], out)
-        elif name == "selu":
-            node("Selu", [x], out, **_SELU)
-        elif name == "silu":  # x * sigmoid(x)
-            node("Mul", [x, node("Sigmoid", [x], f"s{k}")], out)
-        else:  # gelu, exact: 0.5 x (1 + erf(x / sqrt 2))
-            scaled = node("Mul", [x, const(f"rsqrt2_{k}", np.float32(1 / math.sqrt(2)))], f"g{k}a")
-            erf = node("Erf", [scaled], f"g{k}b")
-            one = node("Add", [erf, const(f"one_{k}", np.float32(1.0))], f"g{k}c")
-            half = node("Mul", [x, const(f"half_{k}", np.float32(0.5))], f"g{k}d")
-            node("Mul", [half, one], out)
-        x = out
+        if k < last:
+            x = activate(x, f"hidden{k}")
     node("Clip", [x, const("low", np.float32(-1.0)), const("high", np.float32(1.0))], "actions")
-    obs = helper.make_tensor_value_info(
-        "observations", TensorProto.FLOAT, ["N", actor.observation_dim]
-    )
+    if image is not None:
+        obs = helper.make_tensor_value_info("observations", TensorProto.UINT8, ["N", *image])
+    else:
+        obs = helper.make_tensor_value_info(
+            "observations", TensorProto.FLOAT, ["N", actor.observation_dim]
+        )
     actions = helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["N", actor.action_dim])
     graph = helper.make_graph(nodes, "kelab_policy", [obs], [actions], inits)
     model = helper.make_model(
@@ -182,6 +215,7 @@ def export_onnx(
         "kelab.task": str(task_meta.get("id") or task_meta.get("class") or ""),
         "kelab.task_class": str(task_meta.get("class") or ""),
         "kelab.observation_dim": str(player.observation_dim),
+        "kelab.observation_shape": json.dumps(list(player.policy.image or ())),
         "kelab.action_dim": str(player.action_dim),
         "kelab.checkpoint_sha256": str(meta["weights"]["sha256"]),
         "kelab.checkpoint": str(player.checkpoint.path),

@@ -26,8 +26,9 @@ from torch import nn
 
 from kelab.errors import UserError
 from kelab.train.activations import ELU
+from kelab.train.architecture import PIXEL_SCALE, architecture
 
-__all__ = ["ACTIVATIONS", "GaussianStd", "Normalizer", "PolicyNet"]
+__all__ = ["ACTIVATIONS", "GaussianStd", "Normalizer", "PixelInput", "PolicyNet"]
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "elu": ELU,  # torch's ELU through one exp (kelab.train.activations)
@@ -97,8 +98,30 @@ class GaussianStd(nn.Module):
         return self.std_param.clamp(self.std_range[0], self.std_range[1])
 
 
+class PixelInput(nn.Module):
+    """The flat observation read as images: ``(N, H*W*C)`` -> ``(N, C, H, W)``, times 1/255.
+
+    Any ``(N, ...)`` of ``H*W*C`` values per row works (``(N, H, W, C)`` too).
+
+    Args:
+        image: ``(height, width, channels)``.
+    """
+
+    def __init__(self, image: tuple[int, int, int]) -> None:
+        super().__init__()
+        self.image = tuple(int(v) for v in image)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Channels first, scaled to [0, 1] for pixel values in [0, 255]."""
+        return x.reshape(-1, *self.image).permute(0, 3, 1, 2) * PIXEL_SCALE
+
+
 class PolicyNet(nn.Module):
     """An MLP behind an observation normaliser (see the module docstring).
+
+    With ``cnn`` the ``mlp`` Sequential starts with convolutions on the observation read
+    as an ``image`` (:mod:`kelab.train.architecture`: a :class:`PixelInput`, each
+    ``Conv2d`` followed by the activation, a flatten, then the MLP).
 
     Args:
         obs_dim: Observation size.
@@ -107,9 +130,12 @@ class PolicyNet(nn.Module):
         activation: A name of :data:`ACTIVATIONS`.
         obs_normalization: Normalise observations (else the normaliser is the identity).
         init_std: The action noise's starting std (None: no noise, a critic).
+        cnn: ``(channels, kernel, stride)`` per convolution; empty for an MLP.
+        image: The observation's ``(height, width, channels)`` (needed with ``cnn``).
 
     Raises:
-        UserError: For an unknown activation or no hidden layer.
+        UserError: For an unknown activation, no hidden layer, or convolutions that do
+            not fit the image.
     """
 
     def __init__(
@@ -120,6 +146,9 @@ class PolicyNet(nn.Module):
         activation: str,
         obs_normalization: bool,
         init_std: float | None = None,
+        *,
+        cnn: Sequence[tuple[int, int, int]] = (),
+        image: tuple[int, int, int] | None = None,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -137,11 +166,21 @@ class PolicyNet(nn.Module):
         )
         self.distribution = None if init_std is None else GaussianStd(out_dim, float(init_std))
         act = ACTIVATIONS[activation]
-        sizes = [self.obs_dim, *(int(h) for h in hidden_dims)]
+        hidden = [int(h) for h in hidden_dims]
+        arch = architecture(self.obs_dim, out_dim, hidden, cnn=cnn, image=image)
         layers: list[nn.Module] = []
-        for n_in, n_out in zip(sizes[:-1], sizes[1:], strict=True):
-            layers += [nn.Linear(n_in, n_out), act()]
-        layers.append(nn.Linear(sizes[-1], out_dim))
+        if arch.image is not None:
+            layers.append(PixelInput(arch.image))
+            for conv in arch.convolutions:
+                layers += [
+                    nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel, conv.stride),
+                    act(),
+                ]
+            layers.append(nn.Flatten())
+        for k, linear in enumerate(arch.linears):
+            layers.append(nn.Linear(linear.n_in, linear.n_out))
+            if k < len(arch.linears) - 1:
+                layers.append(act())
         self.mlp = nn.Sequential(*layers)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

@@ -2,10 +2,11 @@
 
 Playing a policy needs no torch: :class:`NumpyActor` computes the same function as the
 torch actor that trained it (:class:`~kelab.train.nets.PolicyNet`: the frozen normaliser,
-the linear layers with the config's hidden activation between them, the Gaussian's mean
-as the action), from the weights that :func:`~kelab.train.checkpoint.load_checkpoint`
-reads with safetensors' numpy API, and clips the actions to [-1, 1] as the player sends
-them. It agrees with :class:`kelab.train.policy.CheckpointPolicy` (torch) within 1e-5
+the convolutions of an image policy, the linear layers with the config's hidden
+activation between them, the Gaussian's mean as the action), from the weights that
+:func:`~kelab.train.checkpoint.load_checkpoint` reads with safetensors' numpy API, and
+clips the actions to [-1, 1] as the player sends them. It agrees with
+:class:`kelab.train.policy.CheckpointPolicy` (torch) within 1e-5
 (``tests/train/test_numpy_actor.py``, every shipped policy).
 """
 
@@ -16,7 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
+from numpy.lib.stride_tricks import sliding_window_view
 
+from kelab.train.architecture import PIXEL_SCALE, architecture_of
 from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks, check_tensors
 from kelab.train.config import TrainConfig
 
@@ -30,14 +33,20 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def observation_batch(obs: npt.ArrayLike, observation_dim: int) -> tuple[np.ndarray, bool]:
+def observation_batch(
+    obs: npt.ArrayLike, observation_dim: int, image: tuple[int, ...] | None = None
+) -> tuple[np.ndarray, bool]:
     """Observations as a float32 ``(N, observation_dim)`` batch, and whether one was given.
 
     The one check both policies (:class:`NumpyActor`, torch's ``CheckpointPolicy``) make.
+    A policy trained on images (``image``: ``(height, width, channels)``) also takes them
+    as the env gives them, ``(N, height, width, channels)`` or one image (uint8 or
+    float), read flat.
 
     Args:
         obs: ``(N, observation_dim)`` observations, or one ``(observation_dim,)``.
         observation_dim: The size the policy was trained on.
+        image: The image shape the policy was trained on, or None.
 
     Returns:
         The batch, and True when ``obs`` was a single observation (a batch of one).
@@ -49,14 +58,19 @@ def observation_batch(obs: npt.ArrayLike, observation_dim: int) -> tuple[np.ndar
         >>> batch, single = observation_batch([0.0, 1.0], 2)
         >>> batch.shape, single
         ((1, 2), True)
+        >>> observation_batch(np.zeros((5, 3, 4, 2), np.uint8), 24, (3, 4, 2))[0].shape
+        (5, 24)
     """
     x = np.asarray(obs, dtype=np.float32)
+    if image is not None and x.shape[-3:] == tuple(image) and x.ndim in (3, 4):
+        x = x.reshape(-1, observation_dim) if x.ndim == 4 else x.reshape(observation_dim)
     single = x.ndim == 1
     if single:
         x = x[None, :]
     if x.ndim != 2 or x.shape[1] != observation_dim:
+        images = f", (N, {', '.join(map(str, image))})" if image is not None else ""
         raise ValueError(
-            f"observations must have shape (N, {observation_dim}) or ({observation_dim},), "
+            f"observations must have shape (N, {observation_dim}){images} or one of them, "
             f"got {np.shape(obs)}"
         )
     return x, single
@@ -145,13 +159,28 @@ class NumpyActor:
         self.action_dim = checkpoint.action_dim
         self.activation_name = config.activation
         self.activation = ACTIVATIONS[config.activation]
-        count = len(config.actor_hidden_dims) + 1
+        self.architecture = architecture_of(
+            config, self.observation_dim, self.action_dim, config.actor_hidden_dims
+        )  # checked by check_networks above
+        self.image = config.image  # what the observations may come as
+        #: Per convolution: its layer, its weights ``(out, in * k * k)`` and bias ``(out,)``.
+        self.convolutions = [
+            (
+                conv,
+                np.ascontiguousarray(
+                    tensors[f"mlp.{conv.index}.weight"].reshape(conv.out_channels, -1).T,
+                    dtype=np.float32,
+                ),
+                tensors[f"mlp.{conv.index}.bias"].astype(np.float32),
+            )
+            for conv in self.architecture.convolutions
+        ]
         self.layers = [
             (
-                np.ascontiguousarray(tensors[f"mlp.{2 * k}.weight"].T, dtype=np.float32),
-                tensors[f"mlp.{2 * k}.bias"].astype(np.float32),
+                np.ascontiguousarray(tensors[f"mlp.{linear.index}.weight"].T, dtype=np.float32),
+                tensors[f"mlp.{linear.index}.bias"].astype(np.float32),
             )
-            for k in range(count)
+            for linear in self.architecture.linears
         ]
         self.mean: np.ndarray | None = None
         self.scale: np.ndarray | None = None
@@ -167,12 +196,34 @@ class NumpyActor:
         Raises:
             ValueError: For observations of another size, or NaN actions.
         """
-        x, single = observation_batch(obs, self.observation_dim)
+        x, single = observation_batch(obs, self.observation_dim, self.image)
         if self.mean is not None:
             x = (x - self.mean) / self.scale
+        if self.convolutions:
+            x = self._convolve(x)
         last = len(self.layers) - 1
         for k, (weight, bias) in enumerate(self.layers):
             x = x @ weight + bias
             if k < last:
                 x = self.activation(x)
         return finished_actions(x, single)
+
+    def _convolve(self, x: np.ndarray) -> np.ndarray:
+        """The convolutions on flat images ``(N, H*W*C)``; flat features ``(N, F)`` out.
+
+        Each is a matrix product over the kernel's windows (``sliding_window_view``), as
+        torch's ``Conv2d`` without padding computes it, then the activation.
+        """
+        image = self.architecture.image
+        assert image is not None
+        n = x.shape[0]
+        h = (x.reshape(n, *image) * np.float32(PIXEL_SCALE)).transpose(0, 3, 1, 2)
+        for conv, weight, bias in self.convolutions:
+            k, s = conv.kernel, conv.stride
+            oh, ow = conv.out_size
+            windows = sliding_window_view(h, (k, k), axis=(2, 3))[:, :, ::s, ::s][:, :, :oh, :ow]
+            # (N, C, oh, ow, k, k) -> (N, oh, ow, C * k * k), in the weights' (C, k, k) order
+            cols = windows.transpose(0, 2, 3, 1, 4, 5).reshape(n * oh * ow, -1)
+            out = self.activation(cols @ weight + bias)  # (N * oh * ow, out)
+            h = out.reshape(n, oh, ow, conv.out_channels).transpose(0, 3, 1, 2)
+        return np.ascontiguousarray(h).reshape(n, -1)  # (N, C, h, w) flat, as nn.Flatten

@@ -204,7 +204,8 @@ class RLPlayer:
         base = getattr(env, "unwrapped", env)
         space = getattr(base, "single_observation_space", None) or base.observation_space
         act_space = getattr(base, "single_action_space", None) or base.action_space
-        self._check_task(base.task, int(space.shape[-1]), int(act_space.shape[-1]))
+        obs_dim = int(np.prod(space.shape))  # an image task's: its images' size
+        self._check_task(base.task, obs_dim, int(act_space.shape[-1]))
         fingerprint = self.checkpoint.meta.get("scene_fingerprint")
         world = getattr(base, "world", None)
         scene_differs = bool(fingerprint and world is not None and world.fingerprint != fingerprint)

@@ -65,10 +65,12 @@ class CheckpointPolicy:
     def __call__(self, obs: np.ndarray) -> np.ndarray:
         """Actions for ``(N, obs_dim)`` or ``(obs_dim,)`` observations, in [-1, 1].
 
+        An image policy also takes ``(N, H, W, C)`` or one ``(H, W, C)`` image.
+
         Raises:
             ValueError: For observations of another size.
         """
-        x, single = observation_batch(obs, self.observation_dim)
+        x, single = observation_batch(obs, self.observation_dim, self.config.image)
         with torch.inference_mode():
             t = torch.from_numpy(np.ascontiguousarray(x))
             out = deterministic_actions(self.actor, t).numpy()

@@ -72,12 +72,17 @@ def _gaussian_log_prob(z: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
 
 
 def deterministic_actions(actor: PolicyNet, obs: torch.Tensor) -> torch.Tensor:
-    """The actor's deterministic output (the Gaussian's mean) for ``(N, obs_dim)`` obs."""
+    """The actor's deterministic output (the Gaussian's mean) for ``(N, obs_dim)`` obs.
+
+    Image observations ``(N, H, W, C)`` are taken flat, as the env's adapter hands them.
+    """
+    if obs.dim() > 2:
+        obs = obs.reshape(obs.shape[0], -1)
     return actor.mlp(actor.obs_normalizer(obs))
 
 
 def build_actor(config: TrainConfig, obs_dim: int, act_dim: int) -> PolicyNet:
-    """The Gaussian policy: (normaliser ->) MLP -> action means, learnt std."""
+    """The Gaussian policy: (normaliser ->) (convolutions ->) MLP -> action means, learnt std."""
     return PolicyNet(
         obs_dim,
         act_dim,
@@ -85,13 +90,21 @@ def build_actor(config: TrainConfig, obs_dim: int, act_dim: int) -> PolicyNet:
         config.activation,
         config.obs_normalization,
         init_std=float(config.init_noise_std),
+        cnn=config.cnn,
+        image=config.image,
     )
 
 
 def build_critic(config: TrainConfig, obs_dim: int) -> PolicyNet:
-    """The value network: (normaliser ->) MLP -> one value."""
+    """The value network: (normaliser ->) (convolutions ->) MLP -> one value."""
     return PolicyNet(
-        obs_dim, 1, config.critic_hidden_dims, config.activation, config.obs_normalization
+        obs_dim,
+        1,
+        config.critic_hidden_dims,
+        config.activation,
+        config.obs_normalization,
+        cnn=config.cnn,
+        image=config.image,
     )
 
 

@@ -169,7 +169,8 @@ class RLTrainer:
         self.task_id = task_id
         self.log = bool(log)
         self._curve_process = curve_process
-        self.obs_dim = int(env.single_observation_space.shape[0])
+        shape = tuple(int(d) for d in env.single_observation_space.shape)
+        self.obs_dim = math.prod(shape)  # an image task's images are taken flat
         self.act_dim = int(env.single_action_space.shape[0])
 
         checkpoint: Checkpoint | None = None
@@ -195,7 +196,9 @@ class RLTrainer:
                 UserWarning,
                 stacklevel=2,
             )
-        self.config = config.replace(num_envs=int(env.num_envs))
+        self.config = config.replace(
+            num_envs=int(env.num_envs), observation_shape=shape if len(shape) == 3 else ()
+        )
         layout = env.layout if isinstance(env, RayLearningEnv) else env.config.layout
         if given and config.layout != layout:  # as num_envs: the env decides, and says so
             warnings.warn(

@@ -141,3 +141,8 @@ def test_an_image_task_s_space_is_gymnasiums_image_box():
     obs, _ = env.reset()
     assert obs.shape == (4, 5, 1) and (obs == 7).all()
     env.close()
+
+
+def test_the_ray_env_refuses_an_image_task_before_starting_ray():
+    with pytest.raises(ValueError, match=r"CartPolePixelsTask observes images \(36, 64, 4\)"):
+        ke.RayLearningEnv(CartPolePixelsTask(), num_envs=2, num_workers=1)
