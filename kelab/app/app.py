@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -131,6 +132,15 @@ class App(ReadOnlyAttributes):
         **settings: Any,
     ) -> None:
         cfg = AppConfig.merged(config, settings)
+        if cfg.disable_viewport_rendering and cfg.time_mode is not TimeMode.SIM_HIGH_PERF:
+            warnings.warn(
+                "App.disable_viewport_rendering=True acts only in SIM_HIGH_PERF, and "
+                f"time_mode is {cfg.time_mode.name}: the World is drawn until the mode "
+                "switches (app.set_time_mode, the panel); pass "
+                "time_mode=ke.TimeMode.SIM_HIGH_PERF, or leave it False",
+                UserWarning,
+                stacklevel=2,
+            )
         if world is not None and not all(
             hasattr(world, a) for a in ("step", "body_poses", "body_names", "scene")
         ):
@@ -178,6 +188,7 @@ class App(ReadOnlyAttributes):
         """The renderer, once the window is open (`setup` and later)."""
         self._opened = False
         self._closed = False
+        self._ran_order: ExecutionOrder | None = None  # the table as it was when closed
         self._close_requested = False
         self._close_after_frame = False  # close() was called from inside a frame
         self._frames = 0
@@ -615,7 +626,13 @@ class App(ReadOnlyAttributes):
 
     # ================================================================ timeline
     def execution_order(self) -> ExecutionOrder:
-        """Every bound callback grouped by phase and sorted by priority (a table)."""
+        """Every bound callback grouped by phase and sorted by priority (a table).
+
+        After `close` (also when `start` returns): the table as it was when the App
+        closed, recorders included (closing detaches them from the timeline).
+        """
+        if self._ran_order is not None:
+            return self._ran_order
         return self.timeline.execution_order()
 
     @property
@@ -773,6 +790,7 @@ class App(ReadOnlyAttributes):
             self.sync.close()
             return
         self._closed = True
+        self._ran_order = self.timeline.execution_order()  # before recorders detach
         errors: list[BaseException] = []
         if self.dragging.dragged is not None:
             try:

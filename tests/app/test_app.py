@@ -526,3 +526,30 @@ def test_dragging_and_recordings_are_collaborators_the_app_owns(fake_clock: Fake
     assert app.stop_video_recording() == video.path and not app.recording
     app.close()
     assert app.dragging.dragged is None and app.recorders == ()
+
+
+def test_execution_order_after_close_keeps_what_ran(fake_clock: FakeClock, tmp_path):
+    """After start() returns, the table still lists the recorders that ran (#39 item 5)."""
+    world = ke.World(cartpole_scene())
+    app = make_app(fake_clock, world=world, time_mode=ke.TimeMode.SIM_HIGH_PERF)
+    app.add_recorder(ke.DataRecorder(tmp_path / "log.csv"))
+    running = [(r.phase, r.priority, r.name, r.runner) for r in app.execution_order()]
+    assert any("DataRecorder" in name or "log.csv" in name for _, _, name, _ in running)
+    app.start(max_frames=3)
+    after = [(r.phase, r.priority, r.name, r.runner) for r in app.execution_order()]
+    assert after == running
+
+
+def test_viewport_off_outside_high_perf_warns(fake_clock: FakeClock):
+    """disable_viewport_rendering only acts in SIM_HIGH_PERF: elsewhere a warning says so."""
+    with pytest.warns(UserWarning, match="disable_viewport_rendering.*SIM_HIGH_PERF"):
+        app = make_app(fake_clock, disable_viewport_rendering=True)
+    app.close()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        make_app(
+            fake_clock, disable_viewport_rendering=True, time_mode=ke.TimeMode.SIM_HIGH_PERF
+        ).close()
+        make_app(fake_clock).close()
