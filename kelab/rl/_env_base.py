@@ -71,6 +71,16 @@ class CoreBackedEnv:
         return self._presenter.renderer
 
     @property
+    def frame_count(self) -> int:
+        """Frames this env has drawn (0 in HEADLESS_FAST and before the first draw).
+
+        ``"human"`` draws after each reset and step (and an episode's last frame);
+        ``"rgb_array"`` draws when `render` is called (and, once it has been, an
+        episode's last frame). Read-only; it keeps its value after `close`.
+        """
+        return self._presenter.frames
+
+    @property
     def config(self) -> EnvConfig:
         """The validated `EnvConfig` this environment was made with (its timing complete)."""
         return self._config

@@ -131,7 +131,7 @@ def test_a_frame_after_an_episode_ended_shows_how_it_ended_not_the_restart(monke
     paced = ke.DirectRLEnv(CartPoleTask(), render_mode="human", pacer=pacer, seed=0)
     paced.reset(seed=0)
     _push_until_the_pole_falls(paced)
-    assert paced._presenter.frames == 1 + steps + 1  # reset, each step, the ending
+    assert paced.frame_count == 1 + steps + 1  # reset, each step, the ending
     assert len(clock.sleeps) == steps + 1
     paced.close()
 
@@ -140,7 +140,7 @@ def test_an_ending_is_drawn_only_for_a_recorder_and_a_drawing_error_keeps_the_en
     env = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
     env.reset(seed=0)
     _push_until_the_pole_falls(env)  # render() never called: nothing drawn
-    assert env._presenter.frames == 0 and env.renderer is None
+    assert env.frame_count == 0 and env.renderer is None
     env.reset()
     env.render()
 
@@ -180,3 +180,23 @@ def test_timing_override():
     env = ke.DirectRLEnv(CartPoleTask(), timing=timing)
     assert env.step_dt == pytest.approx(1 / 60) and env.max_episode_length == 300
     assert env.task.sim_dt == pytest.approx(1 / 240) and env.task.decimation == 4
+
+
+def test_renderer_and_frame_count_are_public_and_read_only():
+    """A frame's renderer and how many frames were drawn, without private names (#39)."""
+    env = ke.DirectRLEnv(CartPoleTask(), render_mode="rgb_array", seed=0)
+    env.reset(seed=0)
+    assert env.frame_count == 0 and env.renderer is None
+    frame = env.render()
+    env.step(np.zeros(1))
+    env.render()
+    assert env.frame_count == 2 and env.renderer.read_rgb_pixels().shape == frame.shape
+    with pytest.raises(AttributeError):
+        env.frame_count = 5
+    env.close()
+    assert env.frame_count == 2
+    headless = ke.DirectRLEnv(CartPoleTask(), seed=0)
+    headless.reset(seed=0)
+    headless.step(np.zeros(1))
+    assert headless.frame_count == 0 and headless.render() is None
+    headless.close()
