@@ -205,12 +205,13 @@ class App(ReadOnlyAttributes):
         self._pacer: SimulationPacer | None = None
         self._stats = FrameStats()
         self._frame_dt = FrameDelta()
+        # each hook read from the App when called: one assigned on the instance counts
         hooks = DragHooks(
-            on_pick=self.on_pick,
-            on_pick_hover=self.on_pick_hover,
-            on_drag_begin=self.on_drag_begin,
-            on_drag_update=self.on_drag_update,
-            on_drag_end=self.on_drag_end,
+            on_pick=lambda body: self.on_pick(body),
+            on_pick_hover=lambda body: self.on_pick_hover(body),
+            on_drag_begin=lambda body: self.on_drag_begin(body),
+            on_drag_update=lambda body, target: self.on_drag_update(body, target),
+            on_drag_end=lambda body: self.on_drag_end(body),
         )
         self.dragging = Dragging(
             DragContext(world, self.input, self.live, camera=lambda: self.camera, hooks=hooks)
@@ -274,7 +275,15 @@ class App(ReadOnlyAttributes):
                     "world.step", "Physics (World.step)", self._physics, runner, Phase.PHYSICS, 0
                 )
             )
-        self.sync = SyncPoints(SyncContext(self.timeline, self.clock, world, owner=self))
+        self.sync = SyncPoints(
+            SyncContext(
+                self.timeline,
+                self.clock,
+                world,
+                owner=self,
+                on_calls_ran=self.time_travel.note_unreplayed_code,
+            )
+        )
         """Other threads' calls, run on the App's thread at its sync points (`SyncPoints`)."""
         self._bindings.append(self.sync.bind(self.systems, runner))
         controls = Controls(
@@ -333,14 +342,20 @@ class App(ReadOnlyAttributes):
         own attributes are not rewound).
         """
         cls = type(self)
-        declared = (
-            cls.state_dict is not App.state_dict and cls.load_state_dict is not App.load_state_dict
-        )
+        has = {
+            "state_dict()": cls.state_dict is not App.state_dict,
+            "load_state_dict()": cls.load_state_dict is not App.load_state_dict,
+        }
+        missing = [name for name, defined in has.items() if not defined]
         own = cls.__module__.startswith("kelab.")  # KELab's Apps keep no state but the World's
+        if len(missing) == 1:
+            other = next(name for name, defined in has.items() if defined)
+            missing = [f"{missing[0]} (only {other})"]
         return StateHooks(
             self.state_dict,
             self.load_state_dict,
-            undeclared=None if declared or own else cls.__name__,
+            undeclared=None if not missing or own else cls.__name__,
+            missing="/".join(missing) if missing else StateHooks.missing,
         )
 
     # ================================================================ lifecycle hooks

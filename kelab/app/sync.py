@@ -6,10 +6,12 @@ the App directly. They call ``app.sync.submit(fn)``, which returns a
 ``fn(app)`` runs and its result (or its exception: never raised into the App's loop)
 goes to the future. A sync point runs only the calls submitted before it began (one
 submitted meanwhile waits for the next), and every future ends done: once the App
-closes, the calls still waiting fail with a `RuntimeError`. At every sync point the App
-also publishes a read-only `SyncState` (time, step, body states) that any thread reads
-with `SyncPoints.latest`, without locks: each state is a new immutable object swapped in
-by one assignment.
+closes, or is garbage-collected unclosed, the calls still waiting fail with a
+`RuntimeError`. The App's time travel keeps a keyframe after a sync point that ran
+calls (``on_calls_ran``): re-runs skip the calls, so a seek restores what they left.
+At every sync point the App also publishes a read-only `SyncState` (time, step, body
+states) that any thread reads with `SyncPoints.latest`, without locks: each state is a
+new immutable object swapped in by one assignment.
 
 Sync points are a system on the timeline like any other: by default the ``Sync``
 runner at 10 Hz, EXPORT phase (after the step's physics and checks), named
@@ -21,6 +23,7 @@ call gets (the App: ``fn(app)``).
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -65,6 +68,10 @@ class SyncState(NamedTuple):
     body_names: tuple[str, ...]
 
 
+def _nobody() -> None:
+    """The default ``on_calls_ran``: nobody to tell."""
+
+
 @dataclass(frozen=True)
 class SyncContext:
     """What `SyncPoints` is given: where they bind, what they publish, what calls get."""
@@ -77,6 +84,9 @@ class SyncContext:
     """The body states published (None: none)."""
     owner: object
     """What each submitted call gets: ``fn(owner)`` (the App)."""
+    on_calls_ran: Callable[[], None] = _nobody
+    """Called after a sync point ran calls (the App's time travel keeps a keyframe there:
+    re-runs skip the calls, so the state they left is kept)."""
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:
@@ -108,11 +118,16 @@ class SyncPoints:
 
     def __init__(self, context: SyncContext) -> None:
         self._ctx = context
-        self._lock = threading.Lock()  # guards _calls and _closed (never held while fn runs)
+        # guards _calls, _waiting and _closed (never held while fn runs)
+        self._lock = threading.Lock()
         self._calls: list[tuple[Callable[[Any], Any], Future[Any]]] = []
+        # the futures of _calls alone: what the finalizer fails if the App is dropped
+        # unclosed (it holds no fn, which may hold the App, and so never keeps it alive)
+        self._waiting: list[Future[Any]] = []
         self._latest: SyncState | None = None
         self._closed = False
         self._added_runner = False  # bind() added the Sync runner to the timeline
+        weakref.finalize(self, _fail_dropped, self._lock, self._waiting)
 
     def bind(self, systems: EngineSystems, main_runner: str) -> Binding:
         """Bind the sync points as the ``sync_point`` system (EXPORT phase); its binding.
@@ -140,7 +155,8 @@ class SyncPoints:
 
         A call submitted while a sync point runs (also by one of its calls) waits for
         the next sync point. Every future ends done: with ``fn``'s result or exception,
-        or, if the App closes first, with a `RuntimeError` saying so.
+        or, if the App closes (or is garbage-collected unclosed) first, with a
+        `RuntimeError` saying so.
 
         Returns:
             A Future with ``fn``'s result, or the exception it raised.
@@ -156,6 +172,7 @@ class SyncPoints:
             if self._closed:
                 raise RuntimeError("app.sync.submit: the App is closed; nothing would run fn")
             self._calls.append((fn, future))
+            self._waiting.append(future)
         return future
 
     def latest(self) -> SyncState | None:
@@ -176,16 +193,21 @@ class SyncPoints:
         del ts
         with self._lock:
             calls, self._calls = self._calls, []
+            self._waiting.clear()
+        ran = False
         for fn, future in calls:
             if self._closed:
                 _fail(future)
             elif future.set_running_or_notify_cancel():  # False: cancelled by its submitter
+                ran = True
                 try:
                     result = fn(self._ctx.owner)
                 except BaseException as exc:  # the caller's error: to its future, never the loop
                     future.set_exception(exc)
                 else:
                     future.set_result(result)
+        if ran:
+            self._ctx.on_calls_ran()
         self._publish()
 
     def _publish(self) -> None:
@@ -207,10 +229,24 @@ class SyncPoints:
         with self._lock:
             self._closed = True
             calls, self._calls = self._calls, []
+            self._waiting.clear()
         for _, future in calls:
             _fail(future)
 
 
-def _fail(future: Future[Any]) -> None:
+def _fail(future: Future[Any], why: str = "the App closed before the sync point") -> None:
     if future.set_running_or_notify_cancel():
-        future.set_exception(RuntimeError("the App closed before the sync point"))
+        future.set_exception(RuntimeError(why))
+
+
+def _fail_dropped(lock: threading.Lock, waiting: list[Future[Any]]) -> None:
+    """The SyncPoints were garbage-collected: fail the calls still waiting (never run)."""
+    with lock:
+        futures = waiting[:]
+        waiting.clear()
+    for future in futures:
+        _fail(
+            future,
+            "the App was garbage-collected, unclosed, before the sync point ran this call; "
+            "keep a reference to the App and run its frames (or close() it) while calls wait",
+        )

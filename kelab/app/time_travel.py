@@ -119,6 +119,8 @@ class StateHooks:
     undeclared: str | None = None
     """The App class a seek warns about, once, because it defines not both hooks (None:
     no warning)."""
+    missing: str = "state_dict()/load_state_dict()"
+    """The hook (or hooks) that class does not define, as the warning names them."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,10 @@ class TimeTravel:
         #: step -> the digest before a change made in code at that step (a redo that
         #: arrives there with it makes the change again: the keyframe taken after it)
         self._changed: dict[int, bytes] = {}
+        #: steps in which code ran that re-runs and redos skip (sync calls): each has a
+        #: keyframe of its end state, which they restore rather than re-run past
+        self._unreplayed: set[int] = set()
+        self._ran_unreplayed = False  # such code ran in the step open now
         self._warned = False
         self._seeking = False
         self._closed = False
@@ -426,6 +432,7 @@ class TimeTravel:
         self._spring = self._open = None
         for table in (self._keys, self._inputs, self._digests, self._changed):
             table.clear()
+        self._unreplayed.clear()
         self._key_bytes = 0
         self._newest = self._step
 
@@ -464,19 +471,38 @@ class TimeTravel:
         self._close_live_view()
         self._step += 1
         n = self._step
+        ran, self._ran_unreplayed = self._ran_unreplayed, False
         user = self._user_state()
         digest = self._digest(user)
         if n <= self._newest:
-            # the future did not come back (nor the state a change in code then changed)
-            if digest not in (self._digests.get(n), self._changed.get(n)):
-                self._cut(n)
-            else:
+            if digest in (self._digests.get(n), self._changed.get(n)):
+                return  # redone (a change in code then: the next open_step makes it again)
+            if n in self._unreplayed and not ran:
+                # the recorded sync calls of this step, which a redo does not make again:
+                # their keyframe holds the step's end state
+                self._restore(self._keys[n])
                 return
+            self._cut(n)  # the future did not come back
+            self._unreplayed.discard(n)
         self._newest = n
         self._digests[n] = digest
-        if n % self._every == 0:
+        if ran:
+            self._unreplayed.add(n)
+            self._keyframe(n, user)
+        elif n % self._every == 0:
             self._keyframe(n, user)
         self._trim()
+
+    def note_unreplayed_code(self) -> None:
+        """Code that re-runs and redos skip ran in the step open now (a sync point's calls).
+
+        The App calls it after a sync point ran calls. The step's end state is kept as a
+        keyframe when it closes, so a seek to it or past it restores that state rather
+        than re-running the step without the change, and a redo that reaches it restores
+        it and goes on redoing.
+        """
+        if self._open is not None and not self._seeking:
+            self._ran_unreplayed = True
 
     def drag_step(self, ts: float) -> None:
         """The drag spring of a replayed drag (the App calls it from its drag system)."""
@@ -496,7 +522,8 @@ class TimeTravel:
         """
         if not here <= step or not (start <= here or step - here <= self._hz()):
             return False
-        return not any(here < c <= step for c in self._changed)
+        crossed = (*self._changed, *self._unreplayed)
+        return not any(here < c <= step for c in crossed)
 
     def _redo(self, n: int) -> bool:
         """Redo recorded step n+1 if the App stands where it stood; whether it does."""
@@ -538,6 +565,7 @@ class TimeTravel:
                     self._key_bytes -= self._keys[k].nbytes
                 del table[k]
         self._changed = {k: d for k, d in self._changed.items() if k < n}  # n's is new
+        self._unreplayed = {k for k in self._unreplayed if k <= n}
         self._abandoned = max(self._abandoned, self._newest)
         self._newest = n
         self._branch += 1
@@ -581,6 +609,7 @@ class TimeTravel:
                 del table[k]
         self._branch_points = [s for s in self._branch_points if s >= oldest]
         self._changed = {k: d for k, d in self._changed.items() if k >= oldest}
+        self._unreplayed = {k for k in self._unreplayed if k >= oldest}
 
     def _keyframe(self, n: int, user: _UserState | None) -> None:
         world = self._ctx.world
@@ -750,12 +779,13 @@ class TimeTravel:
         return f"; the newest step run so far is {hist.stop - 1}"
 
     def _warn_no_state(self) -> None:
-        name = self._ctx.state.undeclared
+        hooks = self._ctx.state
+        name = hooks.undeclared
         if self._warned or name is None:
             return
         self._warned = True
         warnings.warn(
-            f"{name} does not define state_dict()/load_state_dict(): App.seek rewinds "
+            f"{name} does not define {hooks.missing}: App.seek rewinds "
             "the World, the timeline, the clock and the inputs, but not the App subclass's "
             'own attributes; define both hooks to rewind them (docs/app.md, "Time travel")',
             RuntimeWarning,

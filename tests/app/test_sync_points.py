@@ -274,3 +274,129 @@ def test_close_from_setup_closes_before_any_frame(tmp_path):
     app = _app(tmp_path, CloseInSetup)
     assert app.renderFrameOnce() is False
     assert app.frames == 0 and "closed" in repr(app)
+
+
+# ------------------------------------------------- a sync call's change is kept by time travel
+class _Counter(ke.App):
+    def setup(self):
+        self.n = 0
+
+    def state_dict(self):
+        return {"n": self.n}
+
+    def load_state_dict(self, state):
+        self.n = state["n"]
+
+
+def _set_n(app):
+    app.n = 5
+    return app.clock.current_step
+
+
+def _lift(app):
+    poses = app.world.body_poses.copy()
+    poses[0, list(app.world.body_names).index("/World/Ball0"), 1] = 3.0
+    app.world.set_body_states([0], poses, np.zeros_like(poses))
+    return app.clock.current_step
+
+
+@pytest.mark.parametrize("change", [_set_n, _lift], ids=["state_dict", "set_body_states"])
+def test_a_change_made_by_a_sync_call_is_kept_by_seek_and_a_redo_stays_a_redo(tmp_path, change):
+    # before the fix: seek(k) landed on a state without the change (n 0, the ball low),
+    # and a redo over step k branched, dropping the recorded future
+    app = _app(tmp_path, _Counter, world=ke.World(ball_scene(1)))
+    recorded = {}
+
+    def frame():
+        app.renderFrameOnce()  # one fixed step a frame
+        recorded[app.fixed_step] = (app.n, app.world.body_poses.copy())
+
+    for _ in range(3):
+        frame()
+    fut = app.sync.submit(change)
+    while not fut.done():
+        frame()
+    k = fut.result()
+    assert k % app.time_travel.keyframe_every != 0  # no regular keyframe there
+    assert recorded[k][0] == 5 or 3.0 in recorded[k][1][0, :, 1]
+    for _ in range(30):
+        frame()
+    newest = app.fixed_step
+
+    def assert_at(step):
+        assert app.fixed_step == step
+        n, poses = recorded[step]
+        assert app.n == n and np.array_equal(app.world.body_poses, poses), step
+
+    for step in (k, k + 1, k + 3, k - 1):  # back and forward, onto and over step k
+        app.seek(step)
+        assert_at(step)
+    app.seek(k - 2)
+    app.seek(k + 2)  # forward over k from a state without the change
+    assert_at(k + 2)
+    app.seek(k - 2)
+    for _ in range(newest - (k - 2)):  # redo over step k, to the newest step recorded
+        app.renderFrameOnce()
+        assert_at(app.fixed_step)
+    assert app.time_travel.branch == 0 and app.history == range(0, newest + 1)
+    app.close()
+
+
+def test_a_new_sync_call_that_changes_state_during_a_redo_starts_a_branch(tmp_path):
+    app = _app(tmp_path, _Counter, world=ke.World(ball_scene(1)))
+    for _ in range(20):
+        app.renderFrameOnce()
+    app.seek(4)
+    fut = app.sync.submit(lambda a: setattr(a, "n", 9) or a.clock.current_step)
+    while not fut.done():
+        app.renderFrameOnce()
+    k = fut.result()
+    assert app.time_travel.branch == 1 and app.time_travel.branch_points == (k,)
+    app.renderFrameOnce()
+    app.seek(k)  # the new change is kept there
+    assert app.n == 9
+    app.seek(k - 1)
+    assert app.n == 0
+    app.close()
+
+
+DROPPED = """
+import gc, sys, weakref
+import kelab as ke
+
+class A(ke.App):
+    def answer(self):
+        return 42
+
+app = ke.App(headless=True, size=(64, 48), render_hz=None,
+             time_mode=ke.TimeMode.SIM_HIGH_PERF, settings="/nonexistent.json")
+app.renderFrameOnce()
+plain = app.sync.submit(lambda a: 42)
+holding = app.sync.submit(app.renderFrameOnce)   # a call that holds the App itself
+gone = weakref.ref(app)
+del app
+gc.collect()
+assert gone() is None, "the App was kept alive"
+for fut in (plain, holding):
+    try:
+        fut.result(timeout=5)
+    except RuntimeError as exc:
+        print("failed:", exc)
+    else:
+        sys.exit("a future of a dropped App returned")
+"""
+
+
+def test_a_pending_call_fails_when_its_app_is_garbage_collected_unclosed(tmp_path):
+    # before the fix fut.result() blocked for ever (here: a TimeoutError after 5 s)
+    out = subprocess.run(
+        [sys.executable, "-c", DROPPED],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.splitlines()
+    assert len(lines) == 2 and all("garbage-collected" in line for line in lines), out.stdout

@@ -86,6 +86,15 @@ class _Half(_Counter):
         return {"n": self.n}
 
 
+class _LoadOnly(_Counter):
+    def load_state_dict(self, state) -> None:
+        self.n = state
+
+
+class _Neither(ke.App):
+    pass
+
+
 def _run(cls: type[ke.App], tmp_path) -> ke.App:
     app = make_app(FakeClock(), cls, world=ke.World(ball_scene(1)), settings=tmp_path / "s.json")
     app.clock.time_mode = ke.TimeMode.SIM_HIGH_PERF
@@ -108,10 +117,27 @@ def test_state_dict_and_load_state_dict_are_declared_hooks_of_the_app(tmp_path) 
 
 def test_a_subclass_that_defines_not_both_hooks_is_warned_once(tmp_path) -> None:
     half = _run(_Half, tmp_path)
-    with pytest.warns(RuntimeWarning, match="_Half does not define state_dict"):
+    # it names the hook missing (before: "does not define state_dict()/load_state_dict()")
+    with pytest.warns(
+        RuntimeWarning, match=r"_Half does not define load_state_dict\(\) \(only state_dict\(\)\):"
+    ):
         half.seek(5)
     assert half.n == 25  # not rewound (no load_state_dict): it counts the 5 re-run steps
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         half.seek(4)  # once
     half.close()
+
+
+@pytest.mark.parametrize(
+    ("cls", "named"),
+    [
+        (_LoadOnly, r"_LoadOnly does not define state_dict\(\) \(only load_state_dict\(\)\):"),
+        (_Neither, r"_Neither does not define state_dict\(\)/load_state_dict\(\):"),
+    ],
+)
+def test_the_seek_warning_names_the_hooks_missing(tmp_path, cls, named) -> None:
+    app = _run(cls, tmp_path)
+    with pytest.warns(RuntimeWarning, match=named):
+        app.seek(5)
+    app.close()
