@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from app_helpers import FakeClock, ball_scene, make_app
@@ -170,3 +171,44 @@ def test_a_recorders_runner_phase_and_priority_take_effect_and_its_path_refuses(
     app.timeline.runner("Robot").name = "Main"  # a rename: the recorder follows
     assert rec.runner == binding.runner == "Main"
     app.close()
+
+
+def test_pick_and_drag_hooks_assigned_on_the_instance_are_called(tmp_path):
+    # before the fix the App called the class's hooks, bound at construction: [] here
+    app = _app(tmp_path)
+    seen = []
+    app.on_pick_hover = lambda body: seen.append(("hover", body.path))
+    app.on_pick = lambda body: seen.append(("pick", body.path))
+    app.on_drag_begin = lambda body: seen.append(("begin", body.path))
+    app.on_drag_update = lambda body, target: seen.append(("update", body.path))
+    app.on_drag_end = lambda body: seen.append(("end", body.path))
+    ball = "/World/Ball0"
+    i = list(app.world.body_names).index(ball)
+    x, y = map(int, app.camera.world_to_screen(tuple(app.world.body_poses[0, i, :2])))
+    app.inject_event(ke.InputEvent("mouse_move", pos=(x, y)))
+    app.renderFrameOnce()
+    app.inject_events([ke.InputEvent("mouse_down", button=1, pos=(x, y))])
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("mouse_move", pos=(x + 20, y)))
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("mouse_up", button=1, pos=(x + 20, y)))
+    app.renderFrameOnce()
+    kinds = [kind for kind, path in seen if path == ball]
+    for kind in ("hover", "pick", "begin", "update", "end"):
+        assert kind in kinds, (kind, seen)
+    assert kinds.index("pick") < kinds.index("begin") < kinds.index("update") < kinds.index("end")
+    app.close()
+
+
+def test_the_apps_read_only_properties_refuse_with_a_message_naming_them(tmp_path):
+    # before: Python's bare "property 'stats' of 'App' object has no setter"
+    app = _app(tmp_path)
+    for name in ("stats", "history", "paused", "recording", "camera", "fixed_step"):
+        with pytest.raises(AttributeError, match=rf"^App\.{name} is read-only \(App computes"):
+            setattr(app, name, 1)
+    app.close()
+    reserved = ke.App.reserved_names()
+    assert {"stats", "history", "view", "sync", "camera"} <= set(reserved)
+    doc = (Path(__file__).parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
+    missing = [name for name in reserved if f"`{name}`" not in doc]
+    assert not missing, f"docs/app.md does not list these reserved App names: {missing}"
