@@ -4,7 +4,10 @@ module, path and name docs/DESIGN.md gives exists, so the map never goes stale."
 from __future__ import annotations
 
 import ast
+import contextlib
+import doctest
 import importlib
+import io
 import re
 import textwrap
 import types
@@ -19,13 +22,50 @@ PAGES = sorted(p for p in DOCS.glob("*.md") if BLOCK.search(p.read_text())) + [
 ]
 
 
+#: A shown output: ``# out: TEXT`` ending a line (after a print) or on a line of its own.
+SHOWN = re.compile(r"#\s*out:\s?(.*)$", re.M)
+_CHECKER = doctest.OutputChecker()
+
+
+def shown_output_problems(code: str, printed: str) -> list[str]:
+    """What a block shows (``# out: ...``) that its run did not print, in order.
+
+    Each shown line must match a printed line after the previous one matched (``...``
+    stands for any text, as in a doctest); printed lines nothing shows are allowed.
+    """
+    lines = printed.splitlines()
+    at, problems = 0, []
+    for want in (w.strip() for w in SHOWN.findall(code)):
+        for j in range(at, len(lines)):
+            if _CHECKER.check_output(want + "\n", lines[j].strip() + "\n", doctest.ELLIPSIS):
+                at = j + 1
+                break
+        else:
+            problems.append(f"shows {want!r}, printed {lines[at:]!r}")
+            break
+    return problems
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_doc_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
     for i, block in enumerate(BLOCK.findall(page.read_text())):
         namespace = {"__name__": f"docs_{page.stem}_{i}"}
         code = textwrap.dedent(block)  # a block inside a list item is indented
-        exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
+        assert shown_output_problems(code, printed.getvalue()) == [], f"{page.name}[block {i}]"
+
+
+def test_shown_outputs_are_checked():
+    code = (
+        "print(21, False)  # out: 21 False\nprint('x')\nprint('a long line')\n"
+        "# out: a ... line\n"
+    )
+    assert shown_output_problems(code, "21 False\nx\na long line\n") == []
+    assert shown_output_problems(code, "20 False\nx\na long line\n") != []
+    assert shown_output_problems("print(1)  # out: 1\nprint(2)  # out: 2\n", "2\n1\n") != []
 
 
 # ---------------------------------------------------------------- docs/DESIGN.md, the map
