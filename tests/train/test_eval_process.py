@@ -131,7 +131,7 @@ def test_a_passing_verdict_stops_the_run_with_the_judged_policy_as_best(tmp_path
         eval_every=2, eval_episodes=20, stop_at_target=True, min_iterations=1,
         eval_process=True, checkpoint_every=100,
     )  # fmt: skip
-    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0, layout=config.layout)
     with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
         tr.alg.actor.load_state_dict(shipped.actor.state_dict())  # a policy that passes
         judged = {}
