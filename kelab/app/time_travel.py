@@ -4,8 +4,9 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
 ``app.fixed_step`` are its face). While the App runs it keeps, in bounded memory:
 
 - a **keyframe** every `keyframe_every` fixed steps (and wherever something changed
-  between two steps): the World's exact snapshot, the timeline's and the clock's time,
-  and the App subclass's ``state_dict()``;
+  between two steps, and after a step whose sync point ran calls, which re-runs skip:
+  `note_unreplayed_code`): the World's exact snapshot, the timeline's and the clock's
+  time, and the App subclass's ``state_dict()``;
 - per fixed step, the **inputs** that step saw (held keys and buttons, the step's key
   and button edges, the pointer in the world, the body dragged and the drag target) and
   a **digest** of the state after it (bodies, held controls, the subclass's state).
