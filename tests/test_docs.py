@@ -9,6 +9,7 @@ import doctest
 import importlib
 import io
 import re
+import sys
 import textwrap
 import types
 from pathlib import Path
@@ -46,16 +47,33 @@ def shown_output_problems(code: str, printed: str) -> list[str]:
     return problems
 
 
+#: A block that is a module the page's later blocks import: its first line names the file.
+FILE_LINE = re.compile(r"# file: (\w+\.py)\n")
+
+
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_doc_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples may write files
-    for i, block in enumerate(BLOCK.findall(page.read_text())):
-        namespace = {"__name__": f"docs_{page.stem}_{i}"}
-        code = textwrap.dedent(block)  # a block inside a list item is indented
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
-        assert shown_output_problems(code, printed.getvalue()) == [], f"{page.name}[block {i}]"
+    monkeypatch.syspath_prepend(str(tmp_path))  # ... and import the modules they save
+    monkeypatch.setenv("KELAB_DOCS_QUICK", "1")  # a page's training: a few iterations
+    saved: list[str] = []
+    try:
+        for i, block in enumerate(BLOCK.findall(page.read_text())):
+            namespace = {"__name__": f"docs_{page.stem}_{i}"}
+            code = textwrap.dedent(block)  # a block inside a list item is indented
+            named = FILE_LINE.match(code)
+            if named:  # "# file: puck.py": saved there, as the page tells the reader to
+                (tmp_path / named.group(1)).write_text(code)
+                saved.append(named.group(1)[:-3])
+                sys.modules.pop(saved[-1], None)
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
+            problems = shown_output_problems(code, printed.getvalue())
+            assert problems == [], f"{page.name}[block {i}]"
+    finally:
+        for name in saved:  # another page may save a module of the same name
+            sys.modules.pop(name, None)
 
 
 def test_shown_outputs_are_checked():
