@@ -96,7 +96,8 @@ class CartpoleKeys(ke.App):
             "left/right: move (paused: rewind)   b: assist   r: reset   i: interp.   enter: pause",
         ]
         for i, text in enumerate(lines):
-            canvas.text((12, 10 + 22 * i), text, (225, 230, 238), 16, screen_space=True)
+            y = self.overlays.top + 10 + 22 * i  # below the window's menu bar
+            canvas.text((12, y), text, (225, 230, 238), 16, screen_space=True)
         self._alpha_chart(canvas, w, h)
 
     def _alpha_chart(self, canvas, w: int, h: int) -> None:

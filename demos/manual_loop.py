@@ -48,7 +48,7 @@ class Manual(ke.App):
 
     def render(self, canvas, alpha: float) -> None:
         canvas.text(
-            (12, 10),
+            (12, self.overlays.top + 10),  # below the window's menu bar
             f"manual loop: frame {self.frame_count}   sim {self.sim_time:6.2f} s",
             (225, 230, 238),
             18,

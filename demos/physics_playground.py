@@ -136,8 +136,10 @@ class Playground(ke.App):
     def render(self, canvas, alpha: float) -> None:
         help_text = "drag: left button on a body   spawn: click empty space (right: crate)"
         x0 = 70  # right of the left wall, above the scene (the ground band stays clear)
-        canvas.text((x0, 8), help_text, (200, 205, 215), 15, screen_space=True)
-        canvas.text((x0, 30), f"spawned {self.spawned}", (230, 230, 230), 18, screen_space=True)
+        top = self.overlays.top  # below the window's menu bar
+        canvas.text((x0, top + 8), help_text, (200, 205, 215), 15, screen_space=True)
+        spawned = f"spawned {self.spawned}"
+        canvas.text((x0, top + 30), spawned, (230, 230, 230), 18, screen_space=True)
         if self.dragged is not None:
             status, color = f"dragging {self.dragged.path}", (250, 210, 80)
         elif self.hovered is not None:
@@ -145,7 +147,7 @@ class Playground(ke.App):
         else:
             status = ""
         if status:
-            canvas.text((x0, 54), status, color, 15, screen_space=True)
+            canvas.text((x0, top + 54), status, color, 15, screen_space=True)
 
 
 def script(app: ke.App, frame: int) -> None:

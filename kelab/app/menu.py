@@ -127,6 +127,11 @@ class MenuBar:
         path, self.pending_shot = self.pending_shot, None
         return None if path is None else self._save_png(path)
 
+    @property
+    def height(self) -> int:
+        """The pixel rows the bar covers at the top of the window (0 while hidden)."""
+        return BAR_HEIGHT if self.shown else 0
+
     def rects(self, display: tuple[int, int]) -> list[Rect]:
         """What the bar (and an open menu) covers, for the overlays to keep clear."""
         if not self.shown:

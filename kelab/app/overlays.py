@@ -199,10 +199,20 @@ class OverlayLayout:
     def __init__(self) -> None:
         self.rects: list[Rect] = []
         """The rectangles placed (or reserved) so far this frame."""
+        self.top = 0
+        """The first pixel row clear of the window's menu bar (0 without one): text your
+        ``render`` draws at fixed screen places starts at ``y >= top``, so the bar does
+        not hide it."""
 
-    def begin_frame(self, reserved: Iterable[Rect] = ()) -> None:
-        """Start a frame with ``reserved`` rectangles (the open Settings panel)."""
+    def begin_frame(self, reserved: Iterable[Rect] = (), top: int = 0) -> None:
+        """Start a frame: ``reserved`` rectangles and the menu bar's height.
+
+        Args:
+            reserved: Rectangles taken before any overlay (the open panel, the menu bar).
+            top: The pixel rows the menu bar covers at the top of the window.
+        """
         self.rects = [tuple(int(v) for v in r) for r in reserved]  # type: ignore[misc]
+        self.top = int(top)
 
     def place(self, canvas: Canvas, box: tuple[int, int], avoid: Iterable[Rect] = ()) -> Rect:
         """Place an overlay of ``box`` (w, h) pixels by the rule and remember it.
