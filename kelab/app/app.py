@@ -336,27 +336,33 @@ class App(ReadOnlyAttributes):
         """Shows the panel in the window: its ImGui host and settings file (`PanelWindow`)."""
 
     def _state_hooks(self) -> StateHooks:
-        """The subclass's `state_dict` / `load_state_dict` as time travel calls them.
+        """The `state_dict` / `load_state_dict` hooks as time travel calls them.
 
-        A subclass outside KELab that defines not both is named, for seek's warning (its
-        own attributes are not rewound).
+        Each is read from the App when called (one assigned on the instance counts). A
+        subclass outside KELab that defines not both is named, with the hook it lacks,
+        for seek's warning (its own attributes are not rewound).
         """
-        cls = type(self)
-        has = {
-            "state_dict()": cls.state_dict is not App.state_dict,
-            "load_state_dict()": cls.load_state_dict is not App.load_state_dict,
-        }
-        missing = [name for name, defined in has.items() if not defined]
-        own = cls.__module__.startswith("kelab.")  # KELab's Apps keep no state but the World's
-        if len(missing) == 1:
-            other = next(name for name, defined in has.items() if defined)
-            missing = [f"{missing[0]} (only {other})"]
         return StateHooks(
-            self.state_dict,
-            self.load_state_dict,
-            undeclared=None if not missing or own else cls.__name__,
-            missing="/".join(missing) if missing else StateHooks.missing,
+            lambda: self.state_dict(),
+            lambda state: self.load_state_dict(state),
+            undeclared=self._undeclared_state_hooks,
         )
+
+    def _undeclared_state_hooks(self) -> str | None:
+        """What seek's warning says this App lacks of the state hooks (None: nothing)."""
+        cls = type(self)
+        if cls.__module__.startswith("kelab."):  # KELab's Apps keep no state but the World's
+            return None
+        has = {
+            name: name in self.__dict__ or getattr(cls, name) is not getattr(App, name)
+            for name in ("state_dict", "load_state_dict")
+        }
+        if all(has.values()):
+            return None
+        if not any(has.values()):
+            return f"{cls.__name__} does not define state_dict()/load_state_dict()"
+        lacks, only = sorted(has, key=has.get)
+        return f"{cls.__name__} does not define {lacks}() (only {only}())"
 
     # ================================================================ lifecycle hooks
     def setup(self) -> None:

@@ -101,6 +101,10 @@ def _load_nothing(state: Any) -> None:
     """The default ``load_state_dict``: nothing to load."""
 
 
+def _all_declared() -> None:
+    """The default ``undeclared``: nothing to warn about."""
+
+
 def _ignore(branch: int) -> None:
     """The default ``on_branch``: nobody to tell."""
 
@@ -117,11 +121,9 @@ class StateHooks:
     """Returns the subclass's state (None: none)."""
     load_state_dict: Callable[[Any], None] = _load_nothing
     """Returns the subclass to a state ``state_dict`` returned."""
-    undeclared: str | None = None
-    """The App class a seek warns about, once, because it defines not both hooks (None:
-    no warning)."""
-    missing: str = "state_dict()/load_state_dict()"
-    """The hook (or hooks) that class does not define, as the warning names them."""
+    undeclared: Callable[[], str | None] = _all_declared
+    """Asked at the first seek: what the App lacks, for a warning (``"Counter does not
+    define load_state_dict() (only state_dict())"``), or None: both hooks are there."""
 
 
 @dataclass(frozen=True)
@@ -780,13 +782,14 @@ class TimeTravel:
         return f"; the newest step run so far is {hist.stop - 1}"
 
     def _warn_no_state(self) -> None:
-        hooks = self._ctx.state
-        name = hooks.undeclared
-        if self._warned or name is None:
+        if self._warned:
+            return
+        lacks = self._ctx.state.undeclared()
+        if lacks is None:
             return
         self._warned = True
         warnings.warn(
-            f"{name} does not define {hooks.missing}: App.seek rewinds "
+            f"{lacks}: App.seek rewinds "
             "the World, the timeline, the clock and the inputs, but not the App subclass's "
             'own attributes; define both hooks to rewind them (docs/app.md, "Time travel")',
             RuntimeWarning,

@@ -141,3 +141,18 @@ def test_the_seek_warning_names_the_hooks_missing(tmp_path, cls, named) -> None:
     with pytest.warns(RuntimeWarning, match=named):
         app.seek(5)
     app.close()
+
+
+def test_state_hooks_assigned_on_the_instance_are_used_by_seek(tmp_path) -> None:
+    # before: the App kept the class's hooks from construction; n was not rewound (25)
+    app = make_app(FakeClock(), _Counter, world=ke.World(ball_scene(1)), settings=tmp_path / "s")
+    app.clock.time_mode = ke.TimeMode.SIM_HIGH_PERF
+    app.state_dict = lambda: {"n": app.n}
+    app.load_state_dict = lambda state: setattr(app, "n", state["n"])
+    for _ in range(20):
+        app.renderFrameOnce()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # both hooks there (on the instance): no warning
+        app.seek(5)
+    assert app.n == 5
+    app.close()
