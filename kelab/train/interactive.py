@@ -72,6 +72,7 @@ def _env_part(snap: Snapshot) -> dict[str, Any]:
 
 def _app_class() -> type[App]:
     from kelab.app.app import App
+    from kelab.app.overlays import fit_lines
     from kelab.render.scenery import PALETTE
 
     class PolicyApp(App):
@@ -221,15 +222,26 @@ def _app_class() -> type[App]:
             self.obs, _ = self.env.reset()
             self.episode_steps = 0
 
+        def _free_width(self) -> int:
+            """The pixels left of the open Settings panel (the window's width if closed)."""
+            width = int(self.camera.size[0])
+            rects = self.panel_window.rects(self.camera.size)
+            return max(1, min([width, *(r[0] for r in rects if r[0] > 0)]))
+
         def pre_render(self) -> None:
-            """Follow the robot with the camera at the task's zoom."""
+            """Follow the robot with the camera at the task's zoom.
+
+            With the Settings panel open the robot is centred in the room left of it.
+            """
             task = self.env.unwrapped.task
             center = task.camera_center()
             if center is None:
                 poses = self.world.body_poses
                 center = (float(poses[0, -1, 0]), 1.0)
-            self.camera.center = center
-            self.camera.zoom = float(task.render_zoom)
+            zoom = float(task.render_zoom)
+            shift = (self.camera.size[0] - self._free_width()) / 2 / zoom
+            self.camera.center = (float(center[0]) + shift, float(center[1]))
+            self.camera.zoom = zoom
 
         def render(self, canvas: Canvas, alpha: float) -> None:
             """The task's markers, and a status line."""
@@ -245,8 +257,17 @@ def _app_class() -> type[App]:
                 status += "    " + self._banner[0] + ("  (restarting)" if self._hold else "")
             paused = "paused (Space: step, Enter: play, Left / Home: rewind)"
             state = paused if self.paused else "Space: pause"
-            for row, line in enumerate((status, f"{state}  drag the robot with the mouse")):
-                canvas.text((8, 6 + 18 * row), line, self._text_color, size=14, screen_space=True)
+            # below the menu bar, wrapped to the room left of the open Settings panel
+            lines, size = fit_lines(
+                canvas,
+                [status, f"{state}  drag the robot with the mouse"],
+                14,
+                self._free_width() - 16,
+            )
+            top = self.overlays.top + 6
+            for row, line in enumerate(lines):
+                pos = (8, top + (size + 4) * row)
+                canvas.text(pos, line, self._text_color, size=size, screen_space=True)
 
     return PolicyApp
 

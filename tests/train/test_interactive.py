@@ -184,3 +184,43 @@ def test_rewind_before_a_fall_redo_it_exactly_then_drag_and_the_policy_goes_on()
     assert app.fixed_step == at + 10
     app.close()
     env.close()
+
+
+def test_a_small_window_with_the_panel_open_shows_the_robot_and_the_hints(real_window, tmp_path):
+    """At 640x480 with the Settings panel open: the status and hint lines sit below the
+    menu bar and left of the panel, the robot is drawn left of the panel (read back from
+    the window's pixels) and the footer names the file plainly (#42 item 5)."""
+    import imageio.v3 as iio
+
+    from kelab.tasks.humanoid import HumanoidTask
+
+    env = ke.DirectRLEnv(HumanoidTask(), seed=0)
+    n = env.action_space.shape[-1]
+    clock = Clock()
+    app = policy_app(env, lambda obs: np.zeros(n, np.float32), episodes=None, seed=0,
+                     size=(640, 480), render_hz=None, clock=clock, sleep=clock.sleep)  # fmt: skip
+    try:
+        app.panel_open = True
+        _frames(app, clock, 12)
+        canvas = app.renderer.canvas
+        (px0, py0, px1, py1) = app.panel_window.rects(app.camera.size)[0]
+        ours = ("episode", "Space", "paused", "the mouse", "drag")
+        boxes = zip(canvas.text_boxes(), canvas.frame_texts, strict=True)
+        status = [b for b, t in boxes if t[2].startswith(ours)]
+        world = env.unwrapped.world
+        robot = [_screen(app, p[:2]) for p in world.body_poses[0]]
+        footer = app.panel_window._host.ui.footer
+        png = app.write_pixels_png(tmp_path / "humanoid_640.png")
+    finally:
+        app.close()
+    assert len(status) >= 2
+    for x0, y0, x1, y1 in status:
+        assert y0 >= app.menu.height and x1 <= px0, ((x0, y0, x1, y1), (px0, py0))
+    assert all(0 < x < px0 for x, _ in robot), (robot, px0)
+    img = iio.imread(png)[..., :3].astype(int)
+    blue = (img[..., 2] > 150) & (img[..., 2] - img[..., 0] > 80)  # the robot's links
+    ys, xs = np.nonzero(blue[py1 + 4 :])  # below the panel (the ImGui panel has blue too)
+    left = np.nonzero(blue[:, :px0])[0]
+    assert left.size > 500, left.size  # the robot, in the room left of the panel
+    assert xs.size == 0 or xs.max() < px0 + 4, xs.max()
+    assert footer.startswith("KELab-HumanoidTask-policy-"), footer

@@ -197,7 +197,7 @@ def default_settings_path(title: str) -> Path:
     """
     main = getattr(sys.modules.get("__main__"), "__file__", None)
     folder = Path(main).resolve().parent if main else Path.cwd()
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", title).strip("-.") or "kelab"
+    slug = re.sub(r"[^A-Za-z0-9_.]+", "-", title).strip("-.") or "kelab"  # "A - B": "A-B"
     where = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return user_config_folder() / "settings" / f"{slug}-{where}.kelab.json"
 
