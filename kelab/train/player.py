@@ -80,6 +80,8 @@ def _builtin_task(checkpoint: Checkpoint) -> Task:
     if isinstance(env_id, str) and env_id in TASK_IDS:
         return task_class(TASK_IDS[env_id])()
     recorded = task_meta.get("class") or env_id
+    if env_id is None and recorded in TASK_IDS.values():  # a built-in class, its id unrecorded
+        return task_class(recorded)()
     raise CheckpointError(
         f"{checkpoint.path} was trained on task {recorded!r}, not a built-in one; KELab never "
         "imports code a checkpoint names: pass the task, RLPlayer(..., task='module:TaskClass') "

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from kelab.train.checkpoint import Checkpoint
 
 __all__ = [
+    "builtin_task_id",
     "claim_run_dir",
     "library_versions",
     "RunDirClaim",
@@ -58,6 +59,21 @@ def task_class_path(task: Task) -> str:
     """``"module:Class"`` of a task (how a checkpoint names it)."""
     cls = type(task)
     return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def builtin_task_id(task: Task) -> str | None:
+    """The built-in Gymnasium id of ``task``'s class (None for any other class).
+
+    Only the class itself counts, not a subclass of a built-in task.
+
+    >>> from kelab.tasks.cartpole import CartPoleTask
+    >>> builtin_task_id(CartPoleTask())
+    'kelab/CartPole-v0'
+    """
+    from kelab.tasks import TASK_IDS
+
+    path = task_class_path(task)
+    return next((env_id for env_id, cls in TASK_IDS.items() if cls == path), None)
 
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # 0 where the platform has none (Windows)

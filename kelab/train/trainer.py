@@ -49,6 +49,7 @@ from kelab.train.progress import ProgressBar, end_live_line  # noqa: E402
 from kelab.train.records import IterationRow, Judged, TrainState  # noqa: E402
 from kelab.train.rollouts import Rollouts  # noqa: E402
 from kelab.train.rundir import (  # noqa: E402
+    builtin_task_id,
     claim_run_dir,
     library_versions,
     task_class_path,
@@ -98,7 +99,8 @@ class RLTrainer:
             to continue from: weights, normaliser, optimizer, iteration and env steps.
             The resumed run's ``best`` stays ``best`` (copied into a new ``run_dir``)
             until a better one is found.
-        task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); optional.
+        task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); None records a
+            built-in task's own id (``RLPlayer("RUN:best")`` then builds it), else none.
         log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png``.
         curve_process: Draw ``training_curve.png`` in this
             :class:`~kelab.train.curve_process.CurveProcess` (its owner closes it) while
@@ -166,7 +168,8 @@ class RLTrainer:
         self.algorithm = algorithm
         self.seed = int(seed)
         self.device = device
-        self.task_id = task_id
+        # a built-in task made through the API records its id too (RLPlayer builds it)
+        self.task_id = task_id if task_id is not None else builtin_task_id(self.task)
         self.log = bool(log)
         self._curve_process = curve_process
         shape = tuple(int(d) for d in env.single_observation_space.shape)

@@ -264,3 +264,35 @@ def test_kelab_play_never_imports_the_module_a_checkpoint_names(tmp_path, monkey
     assert code == 2, err
     assert err.count("\n") == 1 and "was trained on task 'evil_task:EvilTask'" in err
     assert not marker.exists() and "evil_task" not in sys.modules
+
+
+def test_a_builtin_task_trained_through_the_api_plays_without_naming_it(tmp_path):
+    """Training ``CartPoleTask()`` with no ``task_id`` records its built-in id, so
+    ``RLPlayer("run:best")`` builds the task; a checkpoint written before that (id None,
+    a built-in class) plays too. A subclass of a built-in task is still not one (#42)."""
+    import json
+
+    from train_helpers import tiny_config
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    with ke.RLTrainer(env, seed=3, run_dir=tmp_path / "a", config=tiny_config(), log=False) as tr:
+        tr.train(1)
+    env.close()
+    best = tmp_path / "a" / "best.json"
+    assert json.loads(best.read_text())["task"]["id"] == "kelab/CartPole-v0"
+    with ke.RLPlayer(f"{tmp_path / 'a'}:best", render_mode=None) as player:
+        assert player.play(episodes=1)["episodes"] == 1
+        assert type(player.env.task) is CartPoleTask
+    old = tmp_path / "old"
+    old.mkdir()
+    path = _policy_copy(old, "kelab.tasks.cartpole:CartPoleTask",
+                        {"id": None, "class": "kelab.tasks.cartpole:CartPoleTask"})  # fmt: skip
+    with ke.RLPlayer(path, render_mode=None) as player:
+        assert player.play(episodes=1)["episodes"] == 1
+
+    from kelab.train.rundir import builtin_task_id
+
+    class MyCartPole(CartPoleTask):
+        pass
+
+    assert builtin_task_id(MyCartPole()) is None
