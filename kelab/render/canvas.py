@@ -223,6 +223,71 @@ class Canvas(ABC):
         quad = np.array([[[x0, y0], [x1, y0], [x1, y1], [x0, y1]]])
         self.paint_polygons(quad, rgb, np.array([min(x1 - x0, y1 - y0)]))
 
+    def image(self, rect: Sequence[float], pixels: np.ndarray) -> None:
+        """Draw an image into a screen rectangle, each pixel a block (nearest, no smoothing).
+
+        For small pictures such as a camera sensor's (what a policy sees): each row's runs
+        of one colour become one filled rectangle, drawn with one call per colour, so it
+        works on every backend.
+
+        Args:
+            rect: ``(x0, y0, x1, y1)`` pixels from the top-left corner (+Y down).
+            pixels: ``(height, width)`` grayscale or ``(height, width, 3)`` RGB, uint8.
+
+        Raises:
+            ValueError: For pixels that are not such an array, or a bad rect.
+
+        Example:
+            >>> from kelab.render import create_renderer
+            >>> r = create_renderer("pygame", size=(40, 20), headless=True)
+            >>> r.begin_frame(); r.canvas.clear((0, 0, 0))
+            >>> r.canvas.image((0, 0, 40, 20), np.array([[255, 0], [0, 90]], np.uint8))
+            >>> r.end_frame()
+            >>> rgb = r.read_rgb_pixels()
+            >>> rgb[5, 5].tolist(), rgb[5, 35].tolist(), rgb[15, 35].tolist()
+            ([255, 255, 255], [0, 0, 0], [90, 90, 90])
+            >>> r.close()
+        """
+        arr = pixels if isinstance(pixels, np.ndarray) else None
+        ok = arr is not None and arr.dtype == np.uint8 and arr.size > 0
+        if not ok or not (arr.ndim == 2 or (arr.ndim == 3 and arr.shape[2] == 3)):  # type: ignore[union-attr]
+            got = f"{arr.dtype} {arr.shape}" if arr is not None else type(pixels).__name__
+            raise ValueError(
+                f"Canvas.image: pixels must be a non-empty uint8 (height, width) or (height, "
+                f"width, 3) array, got {got}"
+            )
+        try:
+            x0, y0, x1, y1 = (float(v) for v in rect)
+        except (TypeError, ValueError):
+            raise ValueError(f"rect must be (x0, y0, x1, y1) in pixels, got {rect!r}") from None
+        if not all(np.isfinite((x0, y0, x1, y1))):
+            raise ValueError(f"rect must be finite, got {rect!r}")
+        if x1 <= x0 or y1 <= y0:
+            return
+        rgb = np.repeat(arr[:, :, None], 3, axis=2) if arr.ndim == 2 else arr  # type: ignore[union-attr]
+        height, width = rgb.shape[:2]
+        key = (
+            (rgb[..., 0].astype(np.int64) << 16) | (rgb[..., 1].astype(np.int64) << 8) | rgb[..., 2]
+        )
+        starts = np.ones((height, width), dtype=bool)
+        starts[:, 1:] = key[:, 1:] != key[:, :-1]  # a run starts where the colour changes
+        rows, first = np.nonzero(starts)
+        ends = np.append(first[1:], width)
+        ends[np.append(rows[1:] != rows[:-1], True)] = width  # a row's last run ends at its edge
+        sx, sy = (x1 - x0) / width, (y1 - y0) / height
+        colors = key[rows, first]
+        for color in np.unique(colors):
+            pick = colors == color
+            r, a, b = rows[pick], first[pick], ends[pick]
+            quads = np.empty((r.size, 4, 2))
+            quads[:, 0, 0] = quads[:, 3, 0] = x0 + a * sx
+            quads[:, 1, 0] = quads[:, 2, 0] = x0 + b * sx
+            quads[:, 0, 1] = quads[:, 1, 1] = y0 + r * sy
+            quads[:, 2, 1] = quads[:, 3, 1] = y0 + (r + 1) * sy
+            c = int(color)
+            widths = np.minimum((b - a) * sx, sy)
+            self.paint_polygons(quads, (c >> 16, (c >> 8) & 255, c & 255), widths)
+
     def vertical_gradient(self, rect: Sequence[float], top: Color, bottom: Color) -> None:
         """Fill a screen rectangle shading from ``top`` (its first row) to ``bottom``.
 

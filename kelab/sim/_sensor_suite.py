@@ -114,13 +114,18 @@ class SensorSuite:
             p.set_state(states[name])
 
     def read(
-        self, name: str, every: np.ndarray, fresh: Callable[[np.ndarray], np.ndarray]
+        self,
+        name: str,
+        every: np.ndarray,
+        fresh: Callable[[np.ndarray], np.ndarray],
+        ids: np.ndarray | None = None,
     ) -> np.ndarray:
         """What sensor ``name`` reports now, ``(num_envs, k)`` (``World.read_sensor``).
 
         Before the first step (no pipelines yet) the ideal present value, from the body
         states ``fresh(every)`` gives. A kind with a reading (a camera) turns the held
-        values into it: ``(num_envs, height, width, channels)`` uint8 images.
+        values into it: ``(num_envs, height, width, channels)`` uint8 images. With ``ids``
+        only those copies' rows (a camera draws only them).
 
         Raises:
             KeyError: If no sensor has that name (the message lists the known ones).
@@ -134,6 +139,8 @@ class SensorSuite:
             held = np.array(ideals[name], dtype=np.float64)
         else:
             held = pipe.read()
+        if ids is not None:
+            held = held[ids]
         reading = self.readings.get(name)
         return held if reading is None else reading(held)
 

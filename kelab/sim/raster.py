@@ -114,12 +114,14 @@ _REACH = 0.51
 def _window(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[np.ndarray, int]:
     """Per copy, the first pixel of a window covering pixel centres in ``[lo, hi]``; its size.
 
-    The size is the largest any copy needs (at most the image's); each window is moved
-    inside the image, where it still covers the part of ``[lo, hi]`` the image holds.
+    Only the part inside the image counts. The size is the largest any copy needs (0 when
+    the shape is outside every copy's image); each window is moved inside the image, where
+    it still covers the part of ``[lo, hi]`` the image holds.
     """
-    first = np.ceil(lo)
-    need = np.floor(hi) - first + 1.0
-    span = int(min(size, max(1.0, float(need.max())))) if need.size else 1
+    first = np.clip(np.ceil(lo), 0, size)
+    last = np.clip(np.floor(hi), -1, size - 1)
+    need = last - first + 1.0
+    span = int(max(0.0, float(need.max()))) if need.size else 0
     start = np.clip(first, 0, size - span).astype(np.int64)
     return start, span
 
@@ -172,6 +174,8 @@ def draw(
     pad = shape.radius * zoom + _REACH
     c0, w = _window(cols.min(axis=1) - pad, cols.max(axis=1) + pad, width)
     r0, h = _window(rows.min(axis=1) - pad, rows.max(axis=1) + pad, height)
+    if w == 0 or h == 0:  # outside every copy's image
+        return
     # every copy's window: its pixels' columns (n, w) and rows (n, h)
     jj = (c0[:, None] + np.arange(w, dtype=np.int64)).astype(np.float64)
     ii = (r0[:, None] + np.arange(h, dtype=np.int64)).astype(np.float64)
@@ -183,7 +187,14 @@ def draw(
     qx0 = cr * u0 + sr * v0
     qy0 = cr * v0 - sr * u0
     distance = _distance(shape, zoom, qx0, qy0, cr, sr, jj, ii)
-    cover = np.clip(np.float32(0.5) - distance, np.float32(0.0), np.float32(1.0))
+    cover = np.clip(np.float32(0.5) - distance, np.float32(0.0), np.float32(1.0), out=distance)
+    color = np.asarray(shape.color, dtype=np.float32)
+    if h == height and w == width:  # the windows are the images: no gathering
+        current = images.astype(np.float32)
+        current += cover[..., None] * (color - current)
+        current += np.float32(0.5)
+        images[...] = current  # the same rounding as the windows' astype below
+        return
     index = (
         (np.arange(n, dtype=np.int64)[:, None] * height + r0[:, None])[:, :, None] * width
         + (c0[:, None] + np.arange(h, dtype=np.int64)[None, :] * width)[:, :, None]
@@ -191,7 +202,6 @@ def draw(
     )
     flat = images.reshape(n * height * width, channels)
     current = flat[index].astype(np.float32)  # (n, h, w, C)
-    color = np.asarray(shape.color, dtype=np.float32)
     current += cover[..., None] * (color - current)
     current += np.float32(0.5)
     flat[index] = current.astype(np.uint8)

@@ -1000,7 +1000,7 @@ class World:
         if self._sensors.pipelines and ids.size:
             self._sensors.prime(ids, self._states.fresh(ids))
 
-    def read_sensor(self, name: str) -> np.ndarray:
+    def read_sensor(self, name: str, env_ids: npt.ArrayLike | None = None) -> np.ndarray:
         """Return what sensor ``name`` reports now, shape ``(num_envs, k)``.
 
         Widths k: imu 4 (omega, ax, ay in the body frame incl. -gravity, angle), joint 2
@@ -1008,10 +1008,17 @@ class World:
         camera reports images instead, ``(num_envs, height, width, channels)`` uint8
         (docs/sensors.md, "Cameras").
 
+        Args:
+            name: The sensor.
+            env_ids: Only these copies' rows, in this order (indices or a bool mask; a
+                camera then draws only them); None: every copy.
+
         Raises:
             KeyError: If no sensor has that name (the message lists the known ones).
+            ValueError: On bad copy indices.
         """
-        return self._sensors.read(name, self._all, self._states.fresh)
+        ids = None if env_ids is None else env_indices(env_ids, self._all, False)
+        return self._sensors.read(name, self._all, self._states.fresh, ids)
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> Snapshot:

@@ -12,11 +12,16 @@ frames 1/60 s apart show the motion. A new episode's stack holds its first image
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from kelab.sim.scene import Pose
 from kelab.sim.scene.builder import SceneBuilder
 from kelab.tasks.cartpole import CartPoleTask
+
+if TYPE_CHECKING:
+    from kelab.render.canvas import Canvas
 
 __all__ = ["CAMERAS", "FRAMES", "SIZE", "CartPolePixelsTask"]
 
@@ -26,6 +31,8 @@ CAMERAS = ("track", "pole")
 """The task's camera sensors, in the observation's channel order."""
 SIZE = (64, 36)
 """Each camera's (width, height), pixels."""
+VIEW_SCALE = 3
+"""Screen pixels per camera pixel where frames show what the policy sees."""
 
 
 class CartPolePixelsTask(CartPoleTask):
@@ -73,17 +80,18 @@ class CartPolePixelsTask(CartPoleTask):
         super().on_start(env)
         self.frames = np.zeros((self.num_envs, *self.observation_shape), dtype=np.uint8)
 
-    def _images(self) -> np.ndarray:
-        """Every camera's image now, ``(num_envs, H, W, cameras)``."""
+    def _images(self, env_ids: np.ndarray | None = None) -> np.ndarray:
+        """Every camera's image now, ``(copies, H, W, cameras)``: every copy or ``env_ids``."""
         read = self.world.read_sensor
-        return np.concatenate([read(name) for name in CAMERAS], axis=-1)
+        return np.concatenate([read(name, env_ids) for name in CAMERAS], axis=-1)
 
     def on_post_physics_step(self) -> None:
         """CartPole's joint state for the rules, and the cameras' new images on the stacks."""
         super().on_post_physics_step()
         frames = self.frames
-        frames[..., :-1] = frames[..., 1:]  # each camera's newest is last: shift all, then
-        frames[..., FRAMES - 1 :: FRAMES] = self._images()  # write each camera's newest
+        for k in range(FRAMES - 1):  # each camera's frames move one older (no overlap)
+            frames[..., k::FRAMES] = frames[..., k + 1 :: FRAMES]
+        frames[..., FRAMES - 1 :: FRAMES] = self._images()  # and its newest goes last
 
     def get_observations(self) -> np.ndarray:
         """The stacked images, ``(num_envs, 36, 64, 4)`` uint8 (see the module docstring)."""
@@ -92,5 +100,27 @@ class CartPolePixelsTask(CartPoleTask):
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """CartPole's reset; the copies' stacks start with their first images."""
         super().reset_idx(env_ids)
-        images = self._images()[env_ids]  # (k, H, W, cameras)
+        images = self._images(env_ids)  # (k, H, W, cameras): only theirs are drawn
         self.frames[env_ids] = np.repeat(images, FRAMES, axis=-1)
+
+    def draw(self, canvas: Canvas, env_ids: np.ndarray, origins: np.ndarray) -> None:
+        """What the policy sees, beside the scene: the first copy's newest camera images.
+
+        Top right of the frame, :data:`VIEW_SCALE` screen pixels per camera pixel, the
+        track camera above the pole camera (``kelab preview``, ``kelab play`` and the App
+        draw it; the observation also holds the frame before each).
+        """
+        if not len(env_ids) or "frames" not in self.__dict__:
+            return
+        obs = self.frames[int(env_ids[0])]
+        width, _ = canvas.camera.size
+        w, h = SIZE[0] * VIEW_SCALE, SIZE[1] * VIEW_SCALE
+        x0, y = width - w - 10, 30
+        white, dark = (235, 235, 235), (30, 30, 30)
+        canvas.text((x0, y - 2), "what the policy sees", dark, size=13, screen_space=True)
+        y += 16
+        for k, name in enumerate(CAMERAS):
+            canvas.screen_rect((x0 - 2, y - 2, x0 + w + 2, y + h + 2), (150, 150, 150))
+            canvas.image((x0, y, x0 + w, y + h), obs[..., k * FRAMES + FRAMES - 1])
+            canvas.text((x0 + 4, y + 2), name, white, size=12, screen_space=True)
+            y += h + 8

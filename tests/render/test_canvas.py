@@ -350,3 +350,27 @@ def test_frame_texts_and_camera_are_the_canvas_public_protocol(headless):
     assert canvas.camera is cam
     with pytest.raises(ValueError, match="Canvas.camera must be a kelab Camera"):
         canvas.camera = "camera"
+
+
+def test_an_image_fills_its_screen_rect_pixel_by_pixel(headless):
+    """Canvas.image (#43: what a policy's camera sees), nearest pixel, both backends."""
+    gray = np.array([[0, 90, 90, 255], [30, 30, 200, 7]], np.uint8)
+    rgb = np.zeros((2, 3, 3), np.uint8)
+    rgb[0, 1], rgb[1, 2] = RED, BLUE
+
+    def draw(c):
+        c.image((20, 10, 100, 50), gray)  # 20 px per image pixel
+        c.image((120, 60, 150, 80), rgb)  # 10 px per image pixel
+
+    img = frame(headless, draw)
+    for r in range(2):
+        for k in range(4):
+            block = img[
+                10 + 20 * r + 2 : 10 + 20 * (r + 1) - 2, 20 + 20 * k + 2 : 20 + 20 * (k + 1) - 2
+            ]
+            assert (block == gray[r, k]).all(), (r, k)
+    assert tuple(img[65, 135]) == RED and tuple(img[75, 145]) == BLUE
+    assert tuple(img[65, 125]) == BG and tuple(img[5, 5]) == BG  # its black, and outside
+    for bad in (np.zeros((2, 2), np.float32), np.zeros((2, 2, 4), np.uint8), [[1, 2]]):
+        with pytest.raises(ValueError, match=r"Canvas.image: pixels must be a non-empty uint8"):
+            headless.canvas.image((0, 0, 10, 10), bad)

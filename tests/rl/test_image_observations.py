@@ -146,3 +146,29 @@ def test_an_image_task_s_space_is_gymnasiums_image_box():
 def test_the_ray_env_refuses_an_image_task_before_starting_ray():
     with pytest.raises(ValueError, match=r"CartPolePixelsTask observes images \(36, 64, 4\)"):
         ke.RayLearningEnv(CartPolePixelsTask(), num_envs=2, num_workers=1)
+
+
+def test_frames_show_what_the_policy_sees(monkeypatch):
+    """A rendered frame holds the first copy's newest camera images, 3x, top right."""
+    from kelab.tasks.cartpole_pixels import FRAMES, SIZE, VIEW_SCALE
+
+    monkeypatch.setenv("SDL_VIDEODRIVER", "dummy")
+    env = ke.LearningEnv(
+        task=CartPolePixelsTask(), num_envs=1, seed=2, render_mode="rgb_array",
+        render_backend="pygame",
+    )  # fmt: skip
+    env.reset(seed=2)
+    for _ in range(5):
+        obs, *_ = env.step(np.full((1, 1), 0.5, np.float32))
+    frame = env.render()
+    env.close()
+    w, h = SIZE[0] * VIEW_SCALE, SIZE[1] * VIEW_SCALE
+    x0, y = frame.shape[1] - w - 10, 46
+    for k in range(len(CAMERAS)):
+        shown = frame[y : y + h : VIEW_SCALE, x0 : x0 + w : VIEW_SCALE]  # one per pixel
+        want = obs[0, ..., k * FRAMES + FRAMES - 1]
+        inside = np.ones_like(want, dtype=bool)
+        inside[:6, :20] = False  # the camera's name is written there
+        assert (shown[..., 0][inside] == want[inside]).all()
+        assert (shown[..., 0] == shown[..., 2]).all()  # gray
+        y += h + 8

@@ -287,3 +287,25 @@ def test_a_camera_scene_round_trips_through_json():
     scene = cartpole_scene(body="/World/Robot/pole", follow="position", channels=1)
     again = ke.Scene.from_dict(json.loads(json.dumps(scene.to_dict())))
     assert again == scene and again.fingerprint == scene.fingerprint
+
+
+def test_reading_some_copies_draws_just_their_rows():
+    scene = cartpole_scene(sensor=ke.SensorConfig(delay=2 * DT))
+    world = ke.World(scene, num_envs=6)
+    tilt(world, np.linspace(-0.4, 0.4, 6), xs=np.linspace(-1, 1, 6))
+    for _ in range(4):
+        world.step(DT)
+    every = world.read_sensor("eye")
+    for ids in ([4, 1], np.array([True, False, False, True, False, True]), []):
+        some = world.read_sensor("eye", env_ids=ids)
+        assert np.array_equal(some, every[np.asarray(ids, dtype=bool if len(ids) == 6 else int)])
+    with pytest.raises(ValueError, match="env_ids"):
+        world.read_sensor("eye", env_ids=[6])
+    world.close()
+
+
+def test_a_shape_outside_every_image_is_skipped():
+    images = np.full((3, 8, 8, 1), 7, np.uint8)
+    bodies = np.array([[[50.0, 0.0, 0.0]], [[0.0, -40.0, 1.0]], [[-9.0, 9.0, 0.0]]])
+    draw(images, Primitive.circle(0, (0.0, 0.0), 1.0, (200,)), np.zeros((3, 3)), bodies, 1.0)
+    assert (images == 7).all()
