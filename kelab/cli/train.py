@@ -220,13 +220,17 @@ def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) 
                 file=out,
                 flush=True,
             )
-            bar = ProgressBar(iterations, trainer.iteration, err)
+            bar = ProgressBar(
+                iterations, trainer.iteration, err, window=trainer.config.success_window
+            )
             try:
                 stats = trainer.train(iterations, callback=bar, progress=False)
             finally:
                 bar.close()
             # printed while the curve is drawn: closing the trainer waits for it
-            _print_summary(args, stats, trainer.best_iteration, bar.start_iteration, out)
+            _print_summary(
+                args, stats, trainer.best_iteration, bar.start_iteration, out, bar.window
+            )
     finally:
         env.close()
     return 130 if stats["interrupted"] else 0
@@ -238,9 +242,10 @@ def _print_summary(
     best_iteration: int | None,
     start_iteration: int,
     out: TextIO,
+    window: int | None = None,
 ) -> None:
     """The lines after a run: the summary, the last verdict, the target, the checkpoints."""
-    print(summary_line(stats, start_iteration=start_iteration), file=out)
+    print(summary_line(stats, start_iteration=start_iteration, window=window), file=out)
     if stats["eval_success_rate"] is not None:
         print(
             f"last evaluation (deterministic policy): success rate "
@@ -286,12 +291,17 @@ def _percent(rate: float) -> str:
     return f"{100 * rate:.0f}%"
 
 
-def summary_line(stats: dict[str, Any], start_iteration: int = 0) -> str:
+def summary_line(
+    stats: dict[str, Any], start_iteration: int = 0, window: int | None = None
+) -> str:
     """The ``done:`` line of ``kelab train``: rounded numbers, ``n/a`` with its reason.
+
+    The success rate and mean return say how many episodes they are over: the recent
+    ``window`` (``TrainConfig.success_window``) of the ``stats["episodes"]`` that ended.
 
     Example:
         ``done: 12 iterations, 9,600 env steps in 3.2 s (3,000 steps/s); mean return
-        98.0, success rate 2% (training episodes, with exploration noise)``
+        98.0, success rate 2% over 40 training episodes (with exploration noise)``
     """
     total = int(stats["iterations"])
     ran = total - start_iteration
@@ -303,9 +313,12 @@ def summary_line(stats: dict[str, Any], start_iteration: int = 0) -> str:
         mean = "n/a (no finite return)" if ret is None else f"{ret:.1f}"
         rate = stats["success_rate"]
         success = "n/a (the task has no success rule)" if rate is None else _percent(rate)
+        count = int(stats["episodes"])
+        last = "the last " if window is not None and count > window else ""
+        count = count if window is None else min(count, window)
         episodes = (
-            f"mean return {mean}, success rate {success} "
-            "(training episodes, with exploration noise)"
+            f"mean return {mean}, success rate {success} over {last}"
+            f"{_plural(count, 'training episode')} (with exploration noise)"
         )
     else:
         episodes = "mean return n/a, success rate n/a (no training episode ended in this run)"

@@ -51,13 +51,24 @@ def format_duration(seconds: float) -> str:
 class ProgressBar:
     """One live line per iteration on a terminal (a line every ~10 s otherwise).
 
-    Shows the iteration, mean return, success rate, env-steps/s and the ETA. ``close()``
-    prints the last iteration's line when it was not printed yet, so a run that stops at
-    its target, is interrupted or ends always shows where it ended.
+    Shows the iteration, mean return, success rate (with the number of episodes it is
+    over: ``success  1.00 (1 ep)``), env-steps/s and the ETA. ``close()`` prints the last
+    iteration's line when it was not printed yet, so a run that stops at its target, is
+    interrupted or ends always shows where it ended.
+
+    Args:
+        total: Iterations this run plans.
+        start_iteration: The trainer's iteration when the run starts.
+        out: Where the lines go.
+        window: ``TrainConfig.success_window``: the most recent episodes a rate is over
+            (None: the row's episode count as it is).
     """
 
-    def __init__(self, total: int, start_iteration: int, out: TextIO) -> None:
+    def __init__(
+        self, total: int, start_iteration: int, out: TextIO, window: int | None = None
+    ) -> None:
         self.total = total
+        self.window = window
         self.start_iteration = start_iteration
         self.out = out
         self.tty = bool(getattr(out, "isatty", lambda: False)())
@@ -82,10 +93,14 @@ class ProgressBar:
         if row.get("eval_success_rate") is not None:
             self.evaluated = row["eval_success_rate"]
         evaluated = "" if self.evaluated is None else f"eval {self.evaluated:4.2f}  "
+        over = ""  # how many episodes the rate is over: 1.00 from one episode says so
+        if rate is not None and row.get("episodes") is not None:
+            count = row["episodes"] if self.window is None else min(row["episodes"], self.window)
+            over = f" ({count} ep)"
         text = (
             f"it {row['iteration']:>5} ({done}/{self.total})  "
             f"return {ret:8.2f}  "
-            f"success {'  -  ' if rate is None else f'{rate:5.2f}'}  {evaluated}"
+            f"success {'  -  ' if rate is None else f'{rate:5.2f}{over}'}  {evaluated}"
             f"{row['env_steps_per_s'] / 1000:6.1f}k steps/s  ETA {format_duration(eta)}"
         ) if math.isfinite(ret) else (
             f"it {row['iteration']:>5} ({done}/{self.total})  (no episode finished yet)"

@@ -33,7 +33,7 @@ def test_train_writes_a_run_and_prints_where(tmp_path, capsys):
     done = next(line for line in out.out.splitlines() if line.startswith("done:"))
     assert re.fullmatch(
         r"done: 2 iterations, 256 env steps in \d+\.\d s \([\d,]+ steps/s\); mean return "
-        r"-?\d+\.\d, success rate \d+% \(training episodes, with exploration noise\)",
+        r"-?\d+\.\d, success rate \d+% over \d+ training episodes? \(with exploration noise\)",
         done,
     ), done
     assert (run / "metrics.csv").exists() and (run / "training_curve.png").exists()
@@ -192,7 +192,7 @@ def test_the_summary_rounds_and_says_why_a_number_is_missing():
              "interrupted": False}  # fmt: skip
     assert summary_line(stats) == (
         "done: 12 iterations, 9,600 env steps in 3.2 s (2,991 steps/s); mean return 98.0, "
-        "success rate 2% (training episodes, with exploration noise)"
+        "success rate 2% over 40 training episodes (with exploration noise)"
     )
     no_rule = {**stats, "success_rate": None, "iterations": 1, "interrupted": True}
     assert summary_line(no_rule).startswith("interrupted: 1 iteration, ")
@@ -546,3 +546,26 @@ def test_plot_creates_a_missing_out_folder(trained_run, tmp_path, capsys):
     out = tmp_path / "new" / "curves.png"
     assert main(["plot", str(trained_run["dir"]), "--out", str(out)]) == 0, capsys.readouterr()
     assert out.is_file()
+
+
+def test_a_success_rate_says_how_many_episodes_it_is_over():
+    """A rate from 1 or 2 episodes must not read like a run's verdict (#39 item 2)."""
+    stats = {"iterations": 1, "env_steps": 96, "wall_time_s": 0.5, "env_steps_per_s": 192.0,
+             "last_reward": 3.0, "success_rate": 1.0, "episodes": 2,
+             "interrupted": False}  # fmt: skip
+    assert summary_line(stats).endswith(
+        "success rate 100% over 2 training episodes (with exploration noise)"
+    )
+    # the rate is over the window of recent episodes, not every episode of the run
+    many = {**stats, "episodes": 5000, "success_rate": 0.34}
+    assert summary_line(many, window=200).endswith(
+        "success rate 34% over the last 200 training episodes (with exploration noise)"
+    )
+    out = io.StringIO()
+    bar = progress.ProgressBar(1, 0, out, window=200)
+    bar({**_row(1), "success_rate": 1.0, "episodes": 1})
+    assert "success  1.00 (1 ep)  " in out.getvalue()
+    out = io.StringIO()
+    bar = progress.ProgressBar(1, 0, out, window=200)
+    bar({**_row(1), "episodes": 900})
+    assert "success  0.50 (200 ep)  " in out.getvalue()

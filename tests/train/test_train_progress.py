@@ -16,8 +16,8 @@ from kelab.errors import UserError
 from kelab.tasks.cartpole import CartPoleTask
 
 LINE = re.compile(
-    r"(\[[#-]{24}\] )?it +(\d+) \((\d+)/(\d+)\)  (return +-?[\d.]+  success +\S+|\(no episode "
-    r"finished yet\))  +[\d.]+k steps/s  ETA \S+"
+    r"(\[[#-]{24}\] )?it +(\d+) \((\d+)/(\d+)\)  (return +-?[\d.]+  "
+    r"success +\S+( \(\d+ ep\))?|\(no episode finished yet\))  +[\d.]+k steps/s  ETA \S+"
 )
 
 
