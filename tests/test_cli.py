@@ -80,6 +80,12 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
     ("args", "expected"),
     [
         (("preview", "NoSuch-v0"), "unknown task 'NoSuch-v0'; use a built-in task"),
+        (  # an id of ke.register_task is Gymnasium's: the commands say what they take
+            ("preview", "me/PuckSlot-v0"),
+            "unknown task 'me/PuckSlot-v0'; an id from ke.register_task is for "
+            "gymnasium.make: name its class as module:TaskClass instead (for class PuckSlot in "
+            "mytask.py: mytask:PuckSlot, imported from the current folder)",
+        ),
         (("preview", "no_such_module:Task"), "cannot import module 'no_such_module'"),
         (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'"),
         (("preview", "kelab.tasks.cartpole:FORCE_SCALE"), "is not a ke.Task subclass"),

@@ -119,6 +119,14 @@ def resolve_task(spec: str) -> tuple[str | None, str]:
     wanted = spec.lower().removeprefix("kelab/")
     close = difflib.get_close_matches(wanted, list(by_lower), n=1, cutoff=0.6)
     hint = f"did you mean {by_lower[close[0]]}? " if close else ""
+    namespace, _, name = spec.partition("/")
+    if name and namespace != "kelab" and not close:  # "me/Reach-v0": a registered id
+        cls = name.split("-")[0] if name.split("-")[0].isidentifier() else "MyTask"
+        raise UserError(
+            f"unknown task {spec!r}; an id from ke.register_task is for gymnasium.make: name "
+            f"its class as module:TaskClass instead (for class {cls} in mytask.py: "
+            f"mytask:{cls}, imported from the current folder), or use a built-in task"
+        )
     raise UserError(
         f"unknown task {spec!r}; {hint}use a built-in task ({', '.join(names)}) or module:TaskClass"
     )
