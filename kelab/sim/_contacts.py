@@ -16,6 +16,7 @@ import numpy as np
 
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import SLIDE_SPEED_THRESHOLD, STATIC_SPEED_THRESHOLD, Layout
+from kelab.sim.physics._friction import SLIDE, STICK
 
 
 class Contacts:
@@ -46,26 +47,38 @@ class Contacts:
         self._arb: tuple | None = None  # the last step's arbiters of every copy, cached
         # static/dynamic friction without a callback: per moving body, stick (True) or
         # slide, decided after every step from its contacts with the main static material
-        # (bodies whose two values differ; nothing to do without a main static material)
-        fric_bodies = np.flatnonzero(layout.dynamic & (layout.stick_value != layout.slide_value))
+        # (bodies whose two values differ; nothing to do without a main static material).
+        # The regimes and coefficients live in the backend's table (physics/_friction.py),
+        # which the C helper's rules read too; without one (the scene needs no friction
+        # model) nothing is chosen and these arrays are the scene's values
+        table = backend.friction
         #: Whether any body's friction regime is chosen after each step.
-        self.friction = bool(layout.needs_handler and fric_bodies.size and layout.main_static.any())
+        self.friction = table is not None and table.chooses
         #: ``(num_envs, nb)`` True where a body sticks (static friction).
-        self.stick = np.ones((num_envs, nb), dtype=bool)
+        self.stick = (
+            np.ones((num_envs, nb), dtype=bool)
+            if table is None
+            else table.stick.reshape(num_envs, nb)
+        )
         #: ``(num_envs, nb)`` the friction each body's shapes carry while it sticks / slides
         #: (per copy: ``World.set_body_friction``; the scene's ``Layout.stick_value`` /
-        #: ``slide_value`` until changed): the table the friction rule reads.
-        self.stick_table = np.tile(layout.stick_value, (num_envs, 1))
-        self.slide_table = np.tile(layout.slide_value, (num_envs, 1))
+        #: ``slide_value`` until changed): the table the friction rule reads (views of
+        #: the backend's table's columns, so a write reaches the rule in C too).
+        if table is None:
+            self.stick_table = np.tile(layout.stick_value, (num_envs, 1))
+            self.slide_table = np.tile(layout.slide_value, (num_envs, 1))
+        else:
+            self.stick_table = table.coef[: num_envs * nb, STICK].reshape(num_envs, nb)
+            self.slide_table = table.coef[: num_envs * nb, SLIDE].reshape(num_envs, nb)
+        # the backend's steps choose the regimes themselves (in C): nothing left to do here
+        self._in_step = bool(backend.friction_in_step)
         # every body sticks (kept with each write of stick): a step with no contact then
         # has nothing to choose (#42.1: ~20 us of numpy a physics step of a single env)
         self._all_stick = True
         # per body: 1 if its regime is chosen, 2 if of the main static material, else 0
-        self._code = np.zeros(nb, dtype=np.int64)
-        self._code[fric_bodies] = 1
-        self._code[layout.main_static] = 2
+        self._code = np.zeros(nb, dtype=np.int64) if table is None else table.codes
         # whether a friction body's centre of gravity is off its origin (else r is simpler)
-        self._cog = bool(np.any(layout.cog[fric_bodies] != 0.0))
+        self._cog = table is not None and table.has_cog
         self._speed = np.full(num_envs * nb, -1.0)  # scratch of update_friction
 
     def stepped(self, dt: float) -> None:
@@ -174,6 +187,8 @@ class Contacts:
             read: Reads copies into ``backend.raw`` (for the World's own bookkeeping:
                 it never changes the physics).
         """
+        if self._in_step:  # chosen in the step itself, in C (physics/_friction.py)
+            return
         lay = self.layout
         nb = self.nb
         backend = self.backend

@@ -307,6 +307,7 @@ NATIVE_SIGNATURES = {
     "cpBodyGetAngularVelocity": "double(*)(cpBody *)",
     "cpBodySetForce": "void(*)(cpBody *, cpVect)",
     "cpBodySetTorque": "void(*)(cpBody *, double)",
+    "cpSpaceEachCachedArbiter": "void(*)(cpSpace *, void(*)(cpArbiter *, void *), void *)",
 }
 
 
@@ -316,7 +317,13 @@ def test_the_c_helpers_functions_have_the_signatures_it_calls() -> None:
         got = pm_ffi.typeof(pm_ffi.addressof(pm_lib, name)).cname
         assert got.replace("struct ", "") == sig, name
     offsets, functions = cp.native_layout()
-    assert len(offsets) == len(cp._NATIVE_FIELDS) and all(f > 0 for f in functions)
+    assert len(offsets) == len(cp._NATIVE_FIELDS) + len(cp._NATIVE_SIZES)
+    assert all(f > 0 for f in functions)
+    # the pre-solve _native.c's Friction hands out is a collision handler's preSolveFunc
+    handler = pm_ffi.typeof("cpCollisionHandler").fields
+    assert dict(handler)["preSolveFunc"].type.cname == (
+        "void(*)(struct cpArbiter *, struct cpSpace *, void *)"
+    )
 
 
 def test_mirrors_match_pymunk_and_the_space_getters() -> None:

@@ -20,6 +20,7 @@ FILES = [
     "tests/sim/test_world_full_reset.py",
     "tests/sim/test_packed_fastpath.py",
     "tests/sim/test_determinism.py",
+    "tests/sim/test_friction_native.py",
 ]
 
 

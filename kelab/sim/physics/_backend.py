@@ -16,6 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from kelab.sim.physics._compile import Layout
+from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._isolated import IsolatedBackend
 from kelab.sim.physics._packed import PackedBackend
 from kelab.sim.physics._warm import WarmFormat, WarmParts
@@ -38,6 +39,12 @@ class Backend(Protocol):
     warm: WarmFormat | None
     """How a rebase carries a copy's warm starts over (kelab/sim/physics/_warm.py); None
     where the layout cannot (its copies share a space): its rebases are cold."""
+    friction: FrictionTable | None
+    """The friction model's coefficients per body row and regimes (physics/_friction.py);
+    None where the scene needs no friction model (equal coefficients everywhere)."""
+    friction_in_step: bool
+    """Whether :meth:`step` chooses the friction regimes itself (the C helper); else the
+    World does after each step (``_contacts.Contacts.update_friction``)."""
     gravity_in_space: bool
     """Whether each copy has a space whose gravity :meth:`set_gravity` sets; else (copies
     share a space) the World applies a copy's own gravity as a force."""

@@ -328,18 +328,31 @@ _NATIVE_FIELDS: tuple[tuple[str, tuple[str, ...], int], ...] = (
     ("struct kl_body", ("transform",), 48),
     ("struct kl_body", ("f",), 16),
     ("struct kl_body", ("t",), 8),
+    # the friction model (kelab/sim/physics/_friction.py)
+    ("struct kl_body", ("p",), 16),
+    ("struct kl_body", ("cog",), 16),
+    ("cpArbiter", ("e",), 8),
+    ("cpArbiter", ("u",), 8),
+    ("cpArbiter", ("count",), 4),
+    ("cpArbiter", ("contacts",), 8),
+    ("cpArbiter", ("n",), 16),
+    ("cpArbiter", ("swapped",), 1),
+    ("struct cpContact", ("r1",), 16),
+    ("struct cpContact", ("r2",), 16),
 )
+#: Struct sizes ``_native.c`` takes after the offsets: the stride of an arbiter's contacts.
+_NATIVE_SIZES = ("struct cpContact",)
 #: The Chipmunk functions ``_native.c`` calls, in the order of its functions enum.
 _NATIVE_FUNCTIONS = (
     "cpBodySetVelocity", "cpBodySetAngularVelocity", "cpBodySetAngle", "cpBodySetPosition",
     "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
     "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
-    "cpBodySetForce", "cpBodySetTorque",
+    "cpBodySetForce", "cpBodySetTorque", "cpSpaceEachCachedArbiter",
 )  # fmt: skip
 #: The format of the tables ``_native.c`` reads (its ``ABI``): a build for another is
 #: not used.
-NATIVE_ABI = 2
+NATIVE_ABI = 3
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED = _lib.CP_ARBITER_STATE_CACHED
 ARBITER_INVALIDATED = _lib.CP_ARBITER_STATE_INVALIDATED
@@ -348,7 +361,7 @@ HASH_COEF = 3344921057
 
 
 def native_layout() -> tuple[list[int], list[int]]:
-    """The byte offsets and function addresses ``_native.c``'s ``configure`` takes.
+    """The byte offsets (then the sizes) and function addresses ``configure`` takes.
 
     Raises:
         TypeError: If a field's size is not the one ``_native.c`` reads (a pymunk whose
@@ -365,8 +378,29 @@ def native_layout() -> tuple[list[int], list[int]]:
         if ffi.sizeof(ctype) != size:
             raise TypeError(f"{struct}.{'.'.join(path)} is {ffi.sizeof(ctype)} bytes, not {size}")
         offsets.append(ffi.offsetof(struct, *path))
+    offsets += [_ffi.sizeof(struct) for struct in _NATIVE_SIZES]
     functions = [int(_ffi.cast("uintptr_t", _ffi.addressof(_lib, f))) for f in _NATIVE_FUNCTIONS]
     return offsets, functions
+
+
+# -- collision handlers whose pre-solve is a C function (the friction model) -------------
+
+#: The type of a collision handler's ``preSolveFunc``.
+_PRE_SOLVE = "void(*)(cpArbiter *, cpSpace *, void *)"
+
+
+def set_pre_solve(space: object, type_a: int, type_b: int, function: int, data: int) -> None:
+    """Make a C function the pre-solve of a ``cpSpace *``'s handler of two collision types.
+
+    ``function`` and ``data`` are addresses (the C helper's ``Friction.handler()``):
+    Chipmunk calls ``function(arbiter, space, data)`` for each arbiter of those types in
+    every step, inside ``cpSpaceStep``, where pymunk's own ``pre_solve`` would call into
+    Python. The handler is created as ``Space.on_collision`` creates it (pymunk does not
+    know of it: its other callbacks stay Chipmunk's do-nothing ones).
+    """
+    handler = _lib.cpSpaceAddCollisionHandler(space, type_a, type_b)
+    handler.preSolveFunc = _ffi.cast(_PRE_SOLVE, function)
+    handler.userData = _ffi.cast("void *", data)
 
 
 # -- what the run-time self-test of the mirrors reads (kelab/sim/physics/_guard.py) --------

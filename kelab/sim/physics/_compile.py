@@ -9,6 +9,7 @@ spaces, the batched buffers and the stepping.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,9 @@ class Layout:
     # body's values combine with: the same for every copy (static bodies never change)
     main_material: tuple[float, float, float]
     callback_pairs: tuple[tuple[int, int], ...]  # collision type pairs left to pre_solve
+    # per body, what pre_solve combines: sqrt(static friction), sqrt(dynamic friction),
+    # restitution of its material, (n_bodies, 3) (the rows of _friction.FrictionTable)
+    pair_values: np.ndarray
     filters: FilterClasses  # the users' collision filters, as classes (_filters.py)
 
 
@@ -224,6 +228,11 @@ def _friction_model(scene: Scene, dynamic: np.ndarray, groups: np.ndarray, needs
         "main_static": main,
         "main_material": (gs, gd, gr) if needs else (1.0, 1.0, 0.0),
         "callback_pairs": tuple(pairs),
+        "pair_values": np.array(
+            [(math.sqrt(m.static_friction), math.sqrt(m.dynamic_friction), m.restitution)
+             for m in mats],
+            dtype=np.float64,
+        ).reshape(nb, 3),
     }
 
 
@@ -415,6 +424,8 @@ class CopySpace:
         self._scene = scene
         self._layout = layout
         self._handler = materials is not None
+        # registers the friction model's pre-solve in C on a new space (use_pre_solve)
+        self._pre_solve_c: Callable[[object], None] | None = None
         self.bodies: list[pymunk.Body] = []
         self.body_shapes: list[list[pymunk.Shape]] = []
         self.shape_material: dict[pymunk.Shape, tuple[float, float, float]] = {}
@@ -512,9 +523,20 @@ class CopySpace:
             set_bias = cp.constraint_set_error_bias
             for con, bias in self._biases:
                 set_bias(con, bias)
-        if self._handler and self._layout.needs_handler:
+        if self._pre_solve_c is not None:
+            self._pre_solve_c(ptr)
+        elif self._handler and self._layout.needs_handler:
             register_callbacks(space, self._layout, self.shape_material)
         return space
+
+    def use_pre_solve(self, register: Callable[[object], None]) -> None:
+        """Let ``register(space_ptr)`` give this copy's spaces their pre-solve (in C).
+
+        Applied to the present space now and to every space a rebuild makes, instead of
+        the Python :func:`pre_solve` (kelab/sim/physics/_friction.py: the same rule).
+        """
+        self._pre_solve_c = register
+        register(cp.space_ptr(self.space))
 
     def rebuild(self) -> None:
         """Make this copy fresh: a new Space with the same objects in their initial state.

@@ -169,6 +169,8 @@ def self_test() -> str | None:
         lambda: _differ(
             ("cpBody m, i", (b.m, b.i), (body.mass, body.moment)),
             ("cpBody cog", (b.cog.x, b.cog.y), tuple(body.center_of_gravity)),
+            # the centre of gravity in the world: set with the position at angle 0
+            ("cpBody p", (b.p.x, b.p.y), (0.125 + 0.5, -0.25 + 0.4)),
             ("cpBody v", (b.v.x, b.v.y), tuple(body.velocity)),
             ("cpBody f", (b.f.x, b.f.y), tuple(body.force)),
             ("cpBody a, w, t", (b.a, b.w, b.t), (0.375, 1.5, 4.5)),
@@ -423,4 +425,61 @@ def helper_self_test(module: object) -> str | None:
         module.write_bodies(addrs, np.array([0.5, 2.0, 3.0, -0.25, 0.125, 0.375]))
         got = (body.angle, *body.position, *body.velocity, body.angular_velocity)
         found = _differ(("write_bodies", got, (0.5, 2.0, 3.0, -0.25, 0.125, 0.375)))
-    return found
+    return found or _friction_probe(module)
+
+
+def _friction_probe(module: object) -> str | None:
+    """The helper's friction model (``Friction``) on a probe, against its rules by hand.
+
+    A box sliding on a static ground: its regime turns to sliding, its shape gets the
+    sliding value. A box riding along on it: their arbiter gets the static product (no
+    relative motion); a ball sliding across it: the dynamic product; restitutions the
+    larger of each pair.
+    """
+    space = pymunk.Space()
+    space.gravity = (0.0, -10.0)
+    ground = pymunk.Segment(space.static_body, (-50.0, 0.0), (50.0, 0.0), 0.0)
+    box, rider, ball = pymunk.Body(), pymunk.Body(), pymunk.Body()
+    shapes = [
+        pymunk.Poly.create_box(box, (1.0, 0.5)),
+        pymunk.Poly.create_box(rider, (0.5, 0.5)),
+        pymunk.Circle(ball, 0.25),
+    ]
+    for s in shapes:
+        s.mass, s.collision_type = 1.0, 1
+    box.position, rider.position, ball.position = (0.0, 0.249), (-0.2, 0.748), (0.3, 0.748)
+    box.velocity = rider.velocity = (2.0, 0.0)
+    ball.velocity = (-1.0, 0.0)
+    space.add(ground, box, rider, ball, *shapes)
+    # rows: ground 0 (main static), box 1 (regime chosen), rider 2, ball 3; one copy
+    codes = np.array([2, 1, 0, 0], dtype=np.int64)
+    coef = np.zeros((8, 5))
+    coef[:4] = [[1.0, 1.0, 0.0, 1.0, 1.0], [0.5, 0.25, 0.125, 0.75, 0.375],
+                [0.625, 0.5, 0.25, 0.0, 0.0], [0.875, 0.375, 0.5, 0.0, 0.0]]  # fmt: skip
+    stick = np.ones(4, dtype=bool)
+    bodies = [space.static_body, box, rider, ball]
+    keys = np.array([cp.address(cp.body_ptr(x)) for x in bodies], dtype=np.uint64)
+    order = np.argsort(keys)
+    starts = np.array([0, 0, 1, 1, 1], dtype=np.int64)
+    model = module.Friction(
+        keys[order], np.arange(4, dtype=np.int64)[order], coef, codes, np.zeros(8),
+        np.zeros(1), stick, starts, np.array([cp.address(cp.shape_ptr(shapes[0]))], np.uint64),
+        0.01, 0.02, 0.01 * 0.01, False,
+    )  # fmt: skip
+    function, data = model.handler()
+    cp.set_pre_solve(cp.space_ptr(space), 1, 1, function, data)
+    space.step(_DT)
+    model.update(np.array([cp.address(cp.space_ptr(space))], np.uint64), np.zeros(1, np.int64))
+    pairs = {}
+
+    def seen(arb: object) -> None:
+        a, b = cp.address(arb.body_a), cp.address(arb.body_b)
+        pairs[frozenset((a, b))] = (arb.u, arb.e)
+
+    cp.each_cached_arbiter(cp.space_ptr(space), seen)
+    at = {x: cp.address(cp.body_ptr(x)) for x in (box, rider, ball)}
+    return _differ(
+        ("Friction.update (regime)", (bool(stick[1]), shapes[0].friction), (False, 0.375)),
+        ("the pre-solve (riding)", pairs.get(frozenset((at[box], at[rider]))), (0.5 * 0.625, 0.25)),
+        ("the pre-solve (sliding)", pairs.get(frozenset((at[box], at[ball]))), (0.25 * 0.375, 0.5)),
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 
@@ -31,6 +32,7 @@ from kelab.sim.physics._batch import (
 )
 from kelab.sim.physics._compile import CopySpace, Layout, build_copy
 from kelab.sim.physics._filters import isolated_filter
+from kelab.sim.physics._friction import FrictionTable, friction_module
 from kelab.sim.physics._guard import structs_hold
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
@@ -89,15 +91,23 @@ class IsolatedBackend:
         self.raw[:, static, 0:3] = layout.initial[static]  # static bodies never move
         #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
         self.on_read: Callable[[slice | np.ndarray], None] | None = None
+        #: Copy origins along x in their space (0: every copy has its own space).
+        self.origin_x = np.zeros(num_envs)
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]
         self._ptrs = [cp.space_ptr(c.space) for c in self._copies]
+        self._space_addrs = np.array([cp.address(p) for p in self._ptrs], dtype=np.uint64)
+        #: The friction model's table (kelab/sim/physics/_friction.py; None: not needed)
+        self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None
+        self._friction_c = self._friction_model()
+        #: Whether each step chooses the stepped copies' friction regimes (in C)
+        self.friction_in_step = bool(
+            self._friction_c is not None and self.friction is not None and self.friction.chooses
+        )
         #: Warm starts carry over a rebase (each copy has its own space), where Chipmunk's
         #: structs hold as mirrored (_guard.py; else, warned, rebases are cold).
         self.warm: WarmFormat | None = (
             WarmFormat.of(self._copies[0], layout.dynamic) if structs_hold() else None
         )
-        #: Copy origins along x in their space (0: every copy has its own space).
-        self.origin_x = np.zeros(num_envs)
         self._ids_dirty = True
         self._fric_vals: np.ndarray | None = None
         self._threads = num_threads
@@ -108,6 +118,30 @@ class IsolatedBackend:
         self._gravity: dict[int, tuple[float, float]] = {}
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
         self._moving = self._dyn.tolist()
+
+    def _friction_model(self) -> object | None:
+        """The C helper's friction model over every copy's bodies (None: Python's rules).
+
+        One table for all the copies' spaces (body ``b`` of copy ``c`` is row
+        ``c * nb + b``); each copy's spaces get its pre-solve.
+        """
+        table, module = self.friction, friction_module()
+        if table is None or module is None or not (table.pairs or table.chooses):
+            return None
+        nb = self._nb
+        bodies = [
+            (cp.address(p), c * nb + b)
+            for c, copy in enumerate(self._copies)
+            for b, p in enumerate(copy.body_ptrs)
+        ]
+        shapes = [
+            [cp.shape_ptr(s) for s in own] for copy in self._copies for own in copy.body_shapes
+        ]
+        model = table.native(module, bodies, shapes, self.origin_x)
+        if table.pairs:
+            for copy in self._copies:
+                copy.use_pre_solve(partial(table.register, model=model))
+        return model
 
     # ------------------------------------------------------------------ state
     def stepped(self, ids: np.ndarray) -> np.ndarray:
@@ -170,6 +204,7 @@ class IsolatedBackend:
             for c in ids.tolist():
                 force.run(c, ptrs[c], SET)
                 step(ptrs[c], dt)
+            self._choose(ids)
             return
         # write, step and read each space in one pass (the World reads after every step)
         each, f_arr, f_data = cp.space_each_body, force.floats, force.data
@@ -181,7 +216,14 @@ class IsolatedBackend:
             step(ptr, dt)
             r_arr[c].num = 0
             each(ptr, GET, r_data[c])
+        self._choose(ids)
         self._store(ids)
+
+    def _choose(self, ids: np.ndarray) -> None:
+        """Choose the friction regimes of copies ``ids`` just stepped (in C), if it does."""
+        if self.friction_in_step:
+            assert self._friction_c is not None  # friction_in_step says so
+            self._friction_c.update(self._space_addrs[ids], np.ascontiguousarray(ids, np.int64))
 
     def rebuild(self, ids: np.ndarray, place: bool = True) -> None:
         """Make copies ``ids`` fresh (initial configuration, no history).
@@ -192,6 +234,7 @@ class IsolatedBackend:
         for c in ids.tolist():
             self._copies[c].rebuild()  # the same bodies (same ids) in a fresh space
             self._ptrs[c] = cp.space_ptr(self._copies[c].space)
+            self._space_addrs[c] = cp.address(self._ptrs[c])
             if c in gravity:  # a copy's own gravity outlives its rebuilds
                 cp.space_set_gravity(self._ptrs[c], gravity[c])
 
@@ -250,6 +293,8 @@ class IsolatedBackend:
                 for b in self._moving:
                     for s in copy.body_shapes[b]:
                         copy.shape_material[s] = tuple(coefficients[k, b].tolist())
+        if coefficients is not None and self.friction is not None:
+            self.friction.set_pairs(ids, self._moving, coefficients)
 
     def set_gravity(self, ids: np.ndarray, gravity: np.ndarray, own: np.ndarray) -> None:
         """Give copies ``ids`` the gravity ``(len(ids), 2)`` in their spaces.

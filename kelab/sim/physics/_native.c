@@ -1,13 +1,15 @@
-/* KELab's C helper for the packed layout: one call per batch, the GIL released.
+/* KELab's C helper: one call per batch, the GIL released.
  *
  * - reset(): packed resets in place, the copies' shapes and constraints kept in the space
  *   (kelab/sim/physics/_reset.py says what and why; the Python side builds every table
  *   this file reads);
  * - read_rows(), write_forces(), write_bodies(): a shard's body states read straight into
  *   the World's state rows, its held forces and reset states written (_shard.py,
- *   _packed.py).
+ *   _packed.py);
+ * - Friction (_native_friction.c): the friction model of both layouts without Python per
+ *   contact (kelab/sim/physics/_friction.py).
  *
- * This file knows no Chipmunk struct. The byte offsets of the fields it reads and writes
+ * It knows no Chipmunk struct (_native.h). The byte offsets of the fields it reads and writes
  * and the addresses of the Chipmunk functions it calls are handed to configure() once,
  * computed by kelab/sim/physics/_chipmunk.py from its cffi mirror structs and pymunk's own
  * cffi library: the layouts are declared in one place, checked there against pymunk.
@@ -16,54 +18,16 @@
  * KELAB_NO_NATIVE=1) pymunk.batch and Chipmunk's remove and add calls do the same work,
  * to the same bits, slower.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "_native.h"
 
-typedef struct { double x, y; } Vect;
-
-/* Field offsets, in the order _chipmunk.KEPT_OFFSETS lists them. */
-enum {
-    O_BODY_ARBITER_LIST,
-    O_ARB_A, O_ARB_B, O_ARB_BODY_A, O_ARB_BODY_B,
-    O_ARB_A_NEXT, O_ARB_A_PREV, O_ARB_B_NEXT, O_ARB_B_PREV, O_ARB_STATE,
-    O_SPACE_CONSTRAINTS, O_SPACE_ARBITERS, O_SPACE_CACHED, O_SPACE_POOLED,
-    O_SPACE_LOCKED, O_SPACE_POST_STEP, O_SPACE_ROUSED,
-    O_ARRAY_NUM, O_ARRAY_ARR,
-    O_SET_ENTRIES, O_SET_SIZE, O_SET_TABLE, O_SET_POOLED,
-    O_BIN_ELT, O_BIN_NEXT,
-    O_BODY_V, O_BODY_A, O_BODY_W, O_BODY_TRANSFORM, O_BODY_F, O_BODY_T,
-    N_OFFSETS
-};
-
-/* Chipmunk functions, in the order _chipmunk.KEPT_FUNCTIONS lists them. */
-typedef void (*set_vect_f)(void *, Vect);
-typedef void (*set_float_f)(void *, double);
-typedef Vect (*get_vect_f)(void *);
-typedef void (*two_ptr_f)(void *, void *);
-typedef void (*set_hash_f)(void *, uintptr_t);
-typedef double (*get_float_f)(void *);
-enum {
-    F_BODY_SET_VELOCITY, F_BODY_SET_ANGULAR_VELOCITY, F_BODY_SET_ANGLE, F_BODY_SET_POSITION,
-    F_BODY_GET_POSITION, F_BODY_UPDATE_POSITION, F_SHAPE_SET_FRICTION,
-    F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
-    F_BODY_GET_ANGLE, F_BODY_GET_VELOCITY, F_BODY_GET_ANGULAR_VELOCITY,
-    F_BODY_SET_FORCE, F_BODY_SET_TORQUE,
-    N_FUNCTIONS
-};
-
-static Py_ssize_t off[N_OFFSETS];
-static void *fn[N_FUNCTIONS];
+Py_ssize_t off[N_OFFSETS];
+void *fn[N_FUNCTIONS];
+uintptr_t state_cached;
 static int configured = 0;
-static uintptr_t hash_coef, state_cached, state_invalidated;
-
-#define AT(p, o, T) (*(T *)((char *)(p) + off[o]))
-#define PTR(p, o) AT(p, o, void *)
+static uintptr_t hash_coef, state_invalidated;
 
 /* The checks every entry point starts with: configured, then its buffers' sizes. */
-static int
+int
 require_configured(const char *name)
 {
     if (configured) return 1;
@@ -71,7 +35,7 @@ require_configured(const char *name)
     return 0;
 }
 
-static PyObject *
+PyObject *
 refuse(Py_buffer **held, int n, const char *message)
 {
     for (int i = 0; i < n; i++) PyBuffer_Release(held[i]);
@@ -588,17 +552,24 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
-    "KELab's C helper for the packed layout (kelab/sim/physics/_native.c).", -1, methods, NULL, NULL, NULL, NULL,
+    "KELab's C helper: packed resets, body reads and writes, the friction model "
+    "(kelab/sim/physics/_native.c).",
+    -1, methods, NULL, NULL, NULL, NULL,
 };
 
 /* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 2
+#define NATIVE_ABI 3
 
 PyMODINIT_FUNC
 PyInit__native(void)
 {
+    if (PyType_Ready(&FrictionType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
-    if (m && PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0) {
+    if (!m) return NULL;
+    Py_INCREF(&FrictionType);
+    if (PyModule_AddIntConstant(m, "ABI", NATIVE_ABI) < 0
+        || PyModule_AddObject(m, "Friction", (PyObject *)&FrictionType) < 0) {
+        Py_DECREF(&FrictionType);
         Py_DECREF(m);
         return NULL;
     }

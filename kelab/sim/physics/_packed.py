@@ -28,6 +28,7 @@ import numpy as np
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._batch import ArbiterBuffer, friction_contacts, lookup, nearest_body
 from kelab.sim.physics._compile import Layout
+from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
 from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
@@ -230,6 +231,8 @@ class PackedBackend:
         self._fric_vals: np.ndarray | None = None
         #: the C helper (kelab/sim/physics/_native.c) for body reads and writes, or None
         self._native = native_module()
+        #: The friction model's table (kelab/sim/physics/_friction.py; None: not needed)
+        self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
         self._direct = False
@@ -484,7 +487,9 @@ class PackedBackend:
             return
         fresh = getattr(self, "_shards", None) is None
         if fresh:
-            self._shards = [Shard(self._plan, part) for part in self._split]
+            self._shards = [Shard(self._plan, part, self.friction) for part in self._split]
+            #: Whether each shard's step chooses its friction regimes (in C)
+            self.friction_in_step = all(shard.chooses for shard in self._shards)
             # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
             self._body_addrs = np.concatenate([shard.body_addrs for shard in self._shards]).reshape(
                 self._n, self._plan.moving.size
@@ -596,6 +601,8 @@ class PackedBackend:
                 for j, b in enumerate(moving):
                     for s in shard.parts[cl][1][j]:
                         shard.materials[s] = tuple(coefficients[k, b].tolist())
+        if coefficients is not None and self.friction is not None:
+            self.friction.set_pairs(ids, moving, coefficients)
 
     def set_gravity(self, ids: np.ndarray, gravity: np.ndarray, own: np.ndarray) -> None:
         """Never called: :attr:`gravity_in_space` is False (the copies share a space)."""

@@ -54,6 +54,7 @@ from kelab.sim.physics._compile import (
     reinit_call,
 )
 from kelab.sim.physics._filters import PackedFilters
+from kelab.sim.physics._friction import FrictionTable, friction_module
 from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._reset import KeptReset, eligible
 from kelab.sim.scene.scene import Scene
@@ -193,7 +194,9 @@ def _free_parts(parts: list[tuple[list, list, list]]) -> None:
 class Shard:
     """One shard: a pymunk Space with copies ``copies`` (global indices, ascending)."""
 
-    def __init__(self, plan: Plan, copies: np.ndarray) -> None:
+    def __init__(
+        self, plan: Plan, copies: np.ndarray, friction: FrictionTable | None = None
+    ) -> None:
         self.plan = plan
         self.copies = copies
         n = copies.size
@@ -259,9 +262,17 @@ class Shard:
         for cl in range(n):
             self.parts.append(self._create_moving(cl))
             self._add_moving(cl, first=True)
-        if lay.needs_handler:
-            register_callbacks(space, lay, self.materials)
         self._native_module = native_module()  # the C helper, or None
+        #: the friction model in C (kelab/sim/physics/_friction.py), or None
+        self.friction_c = self._friction(friction)
+        if self.friction_c is not None and friction is not None and friction.pairs:
+            friction.register(self.ptr, self.friction_c)
+        elif lay.needs_handler:
+            register_callbacks(space, lay, self.materials)
+        #: Whether each step chooses its copies' friction regimes (the regime rule in C)
+        self.chooses = self.friction_c is not None and friction is not None and friction.chooses
+        self._space_addrs = np.array([cp.address(self.ptr)], dtype=np.uint64)
+        self._copy_ids = np.ascontiguousarray(copies, dtype=np.int64)
         #: resets that keep the copies' shapes and constraints in the space (None: no C
         #: helper, or a scene it does not apply to; see _reset.py)
         self.kept = self._kept()
@@ -403,6 +414,28 @@ class Shard:
         if self.kept is not None:
             self.kept.set_frictions(cl, [f for _, f in fric])
 
+    def _friction(self, table: FrictionTable | None) -> object | None:
+        """The C helper's friction model over this shard's bodies (None: Python's rules).
+
+        Every body with shapes in the space gets its row: a copy's own bodies
+        ``copy * nb + body``, the stretched ground its shared row.
+        """
+        module = friction_module()
+        if table is None or module is None or not (table.pairs or table.chooses):
+            return None
+        nb = table.nb
+        bodies = [(cp.address(cp.body_ptr(body)), table.shared_row(b))
+                  for b, body in self.shared.items()]  # fmt: skip
+        shapes: list[list] = [[] for _ in range(table.num_envs * nb)]
+        moving = self.plan.moving.tolist()
+        for cl, c in enumerate(self.copies.tolist()):
+            for b, body in enumerate(self.bodies[cl]):
+                if body is not None:
+                    bodies.append((cp.address(cp.body_ptr(body)), c * nb + b))
+            for b, own in zip(moving, self.parts[cl][1], strict=True):
+                shapes[c * nb + b] = [cp.shape_ptr(s) for s in own]
+        return table.native(module, bodies, shapes, self.plan.origin_x)
+
     def _kept(self) -> KeptReset | None:
         """The in-place resets of this shard, where the C helper is built and they apply."""
         module = self._native_module
@@ -533,7 +566,10 @@ class Shard:
         self.fbuf[: n * kd * 3].reshape(n, kd, 3)[:] = forces
 
     def step(self, dt: float) -> None:
-        """Write the held forces and take one physics step (releases the GIL in C).
+        """Write the held forces, take one physics step, choose the friction regimes.
+
+        Each in C, releasing the GIL (the regimes where the C helper runs the friction
+        model: ``_friction.py``; else the World chooses them after the step).
 
         With the C helper the forces go to the moving bodies only (the static bodies' rows
         of the buffer are zeros and stay unread), written to their fields: the setters
@@ -547,6 +583,8 @@ class Shard:
             self.ffa.num = 0
             cp.space_each_body(self.ptr, SET, self.fdata)
         cp.space_step(self.ptr, dt)
+        if self.chooses:  # the friction regimes for the next step, in C (no GIL)
+            self.friction_c.update(self._space_addrs, self._copy_ids)
 
     def segment_first(
         self, start: tuple[float, float], end: tuple[float, float], filt: pymunk.ShapeFilter
