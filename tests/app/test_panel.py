@@ -466,3 +466,37 @@ def test_any_exception_from_a_panel_edit_becomes_a_panel_message(tmp_path, monke
     _run(app, 2)
     assert app.clock.steps == 3
     app.close()
+
+
+def test_plots_drop_the_abandoned_future_after_a_rewind(tmp_path):
+    """A seek back and a new input (a branch): every plotted signal holds only the past of
+    the moment shown, in time order, none of the abandoned future's samples (#42 item 5)."""
+
+    class Kick(ke.App):
+        def fixed_update(self, ts):
+            if self.input.key_pressed("k"):
+                self.world.set_body_velocities(np.full_like(self.world.body_velocities, 2.0))
+            self.plot("t", self.timeline.time_s)
+
+        def state_dict(self):
+            return {}
+
+        def load_state_dict(self, state):
+            pass
+
+    app = _app(tmp_path, Kick, world=ke.World(ball_scene()))
+    app.panel_open = True
+    assert app.panel.add_plot("/World/Ball0.y")
+    _run(app, 60)
+    assert app.panel.history("app.t")[0].max() == pytest.approx(59 * 0.02)
+    app.seek(20)
+    app.inject_event(ke.InputEvent("key_down", key="k"))
+    app.inject_event(ke.InputEvent("key_up", key="k"))
+    _run(app, 5)
+    assert app.time_travel.branch == 1
+    now = app.sim_time
+    for signal in ("app.t", "/World/Ball0.y", "frame.time_ms"):
+        x, _ = app.panel.history(signal)
+        assert x.size and x.max() <= now + 1e-9, (signal, x.max(), now)
+        assert np.all(np.diff(x) >= 0), signal
+    app.close()

@@ -1,4 +1,9 @@
-"""An untouched Settings panel is not rebuilt every frame, yet shows every change."""
+"""An untouched Settings panel is not rebuilt every frame, yet shows every change.
+
+A headless frame is a record (a PNG, a video frame): while the App runs its panel is
+rebuilt at each new step, so its History line names the step drawn; these tests hold the
+App paused to watch the cache.
+"""
 
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ def _counting(app):
 @pytest.mark.parametrize("backend", ["gl", "pygame"])
 def test_untouched_panel_is_shown_from_its_cache_and_changes_show_next_frame(tmp_path, backend):
     app, clock = _app(tmp_path, backend, "Execution Order")
+    app.pause()  # a headless frame's History line shows each new step (#42): hold still
     for _ in range(3):
         clock.advance(0.3)  # past the start-up settling
         app.renderFrameOnce()
@@ -77,6 +83,7 @@ def test_untouched_panel_is_shown_from_its_cache_and_changes_show_next_frame(tmp
 
 def test_plots_page_redraws_at_its_refresh_rate(tmp_path):
     app, clock = _app(tmp_path, "gl", "Plots")
+    app.pause()  # running, a headless frame is rebuilt at each new step (#42)
     for _ in range(3):
         clock.advance(0.3)
         app.renderFrameOnce()
@@ -106,3 +113,18 @@ def test_closing_and_reopening_rebuilds(tmp_path):
     assert built == [1]
     assert app.panel_window.host.ui.rows["Time Runners"][-1] == "Runner 3: Runner 3"
     app.close()
+
+
+def test_a_running_headless_frame_names_the_step_it_was_drawn_at(tmp_path):
+    """The History line of each headless frame (a PNG, a video frame) is the step drawn,
+    not one up to IDLE_REFRESH_S old (#42 item 5)."""
+    app, clock = _app(tmp_path, "gl", "Time Runners")
+    lines = []
+    for _ in range(40):
+        clock.advance(0.02)
+        app.renderFrameOnce()
+        lines.append((app.panel_window.host.ui.history.line, app.fixed_step))
+    app.close()
+    assert lines[-1][1] > 20
+    for line, step in lines:
+        assert line.startswith(f"step {step} (newest); branch 0"), (line, step)

@@ -37,14 +37,22 @@ class HistoryStrip:
         """The slider's frame ``(x0, y0, x1, y1)`` in pixels, as drawn last frame."""
         self.ticks: dict[int, float] = {}
         """Branch point -> the x of its tick, as drawn last frame."""
+        self.line = ""
+        """The line under the slider as drawn last frame (``step 105 (newest); branch 0``)."""
         self._grab = 0.0
 
     def key(self) -> tuple[object, ...]:
-        """What the strip shows, for `PanelUI.shown_key` (while running: the bounds only)."""
+        """What the strip shows, for `PanelUI.shown_key`.
+
+        A window running live leaves the step out (the line refreshes with the page, not
+        every step); a headless frame is a record (a PNG, a video frame), so its line
+        always shows the step it was drawn at.
+        """
         app = self.model.app
         tt = app.time_travel
         hist = tt.history
-        at = tt.fixed_step if app.clock.paused or tt.fixed_step < hist.stop - 1 else None
+        exact = app.clock.paused or tt.fixed_step < hist.stop - 1 or app.config.headless
+        at = tt.fixed_step if exact else None
         bounds = (hist.start, hist.stop) if at is not None else ()
         return (at, tt.branch, tt.branch_points, *bounds)
 
@@ -90,4 +98,5 @@ class HistoryStrip:
         where = f"rewound to step {tt.fixed_step} of {hi}" if rewound else f"step {hi} (newest)"
         points = len(tt.branch_points)
         marks = f", {points} branch point{'s' * (points != 1)} (orange)" if points else ""
-        imgui.text_colored(_GREY, f"{where}; branch {tt.branch}{marks}")
+        self.line = f"{where}; branch {tt.branch}{marks}"
+        imgui.text_colored(_GREY, self.line)

@@ -41,7 +41,18 @@ MAX_PUBLISHED = 64  # app.plot() names kept
 
 
 class SignalHistory:
-    """A fixed-size ring of ``(x, y)`` samples (flat memory over long runs)."""
+    """A fixed-size ring of ``(x, y)`` samples (flat memory over long runs).
+
+    ``x`` is simulated time: a sample earlier than the newest (the App went back in
+    time, a seek or a branch) first drops the samples after it, so the ring holds the
+    past of the moment shown, never an abandoned future.
+
+    >>> h = SignalHistory()
+    >>> for t in (0.0, 0.5, 1.0, 0.25):
+    ...     h.add(t, t)
+    >>> h.arrays()[0].tolist()
+    [0.0, 0.25]
+    """
 
     __slots__ = ("_n", "_x", "_y")
 
@@ -51,7 +62,9 @@ class SignalHistory:
         self._n = 0
 
     def add(self, x: float, y: float) -> None:
-        """Append one sample (the oldest is dropped when full)."""
+        """Append one sample (the oldest is dropped when full; later ones when x went back)."""
+        if self._n and x < self._x[(self._n - 1) % self._x.size]:
+            self._drop_after(x)
         i = self._n % self._x.size
         self._x[i] = x
         self._y[i] = y
@@ -71,6 +84,14 @@ class SignalHistory:
     def last(self) -> float:
         """The newest value (nan when empty)."""
         return float(self._y[(self._n - 1) % self._x.size]) if self._n else math.nan
+
+    def _drop_after(self, x: float) -> None:
+        """Keep only the samples at ``x`` or before it, oldest first from index 0."""
+        xs, ys = self.arrays()
+        keep = xs <= x
+        k = int(keep.sum())
+        self._x[:k], self._y[:k] = xs[keep], ys[keep]
+        self._n = k
 
 
 def world_signals(world: World) -> list[str]:
