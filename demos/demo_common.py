@@ -62,11 +62,27 @@ def _png_file(text: str) -> str:
     return text
 
 
-def parse_args(description: str, default_frames: int = 240) -> argparse.Namespace:
-    """Parse the demo command line."""
+def parse_args(
+    description: str, default_frames: int = 240, records: bool = False
+) -> argparse.Namespace:
+    """Parse the demo command line.
+
+    Args:
+        description: What ``--help`` says the demo is.
+        default_frames: The frames of a ``--headless`` run without ``--frames``.
+        records: The demo writes recordings (into ``--record-dir``): a ``--headless`` run
+            keeps those, so it may leave ``--out`` out. Otherwise ``--headless`` without
+            ``--out`` would draw and keep nothing, and is refused in one line (exit 2).
+    """
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--headless", action="store_true", help="draw offscreen, scripted input")
-    parser.add_argument("--frames", type=_frames, default=None, help="stop after N >= 1 frames")
+    parser.add_argument(
+        "--frames",
+        type=_frames,
+        default=None,
+        help=f"stop after N >= 1 frames (default: {default_frames} with --headless; "
+        "a window runs until it is closed)",
+    )
     parser.add_argument(
         "--out", type=_png_file, default=None, help="write the last frame to this PNG"
     )
@@ -79,6 +95,12 @@ def parse_args(description: str, default_frames: int = 240) -> argparse.Namespac
         help="World layout (docs/world.md, 'Layouts')",
     )
     args = parser.parse_args()
+    if args.headless and args.out is None and not records:  # it would keep nothing
+        parser.exit(
+            2,
+            f"{parser.prog}: --headless needs --out to keep what it draws; add --out shot.png "
+            "(the last frame), or drop --headless to watch it in a window\n",
+        )
     if args.headless and args.frames is None:
         args.frames = default_frames
     return args

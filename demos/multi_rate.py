@@ -200,7 +200,7 @@ class MultiRate(ke.App):
 
 
 def main() -> None:
-    args = parse_args("KELab multi-rate time runners", default_frames=150)
+    args = parse_args("KELab multi-rate time runners", default_frames=150, records=True)
     world = ke.World(build_scene(), **world_options(args))
     # the Settings panel (F2) opens on the Execution Order page (needs kelab[panel])
     panel = importlib.util.find_spec("imgui_bundle") is not None

@@ -148,3 +148,27 @@ def test_manual_loop_keeps_every_ball_in_view_for_minutes(monkeypatch):
     assert app.sim_time == pytest.approx(300.0)
     assert worst > 0.0, f"a ball left the view by {-worst:.2f} m"
     assert top > 0.6, "the balls stopped hopping"
+
+
+@pytest.mark.parametrize(
+    "demo", ["physics_playground.py", "cartpole_keyboard.py", "manual_loop.py"]
+)
+def test_headless_without_out_is_refused_in_one_line_and_help_names_the_defaults(tmp_path, demo):
+    """`--headless` with no `--out` would draw and keep nothing: refused (exit 2) in one
+    line before any work; `--help` gives the headless `--frames` default (#42 item 5)."""
+    env = dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1")
+    run = [sys.executable, str(DEMOS / demo)]
+    proc = subprocess.run(
+        [*run, "--headless"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert f"{demo}: --headless needs --out to keep what it draws; add --out shot.png" in (
+        proc.stderr
+    )
+    assert list(tmp_path.iterdir()) == []
+    helped = subprocess.run(
+        [*run, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    default = {"physics_playground.py": 200, "cartpole_keyboard.py": 180, "manual_loop.py": 200}
+    assert f"(default: {default[demo]} with --headless;" in " ".join(helped.stdout.split())
