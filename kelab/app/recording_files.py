@@ -97,9 +97,15 @@ def check_destination(path: Path, owner: str) -> None:
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        file = next((p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None)
+        if file is not None:
+            why = f"{str(file)!r} is a file, not a directory"
+        else:
+            base = next((p for p in parent.parents if p.is_dir()), parent)
+            why = _why_no_files(str(base), exc)
         raise ValueError(
-            f"{owner}: cannot create the directory {str(parent)!r} for {str(path)!r} "
-            f"({exc.strerror or exc}); choose a path in a writable directory"
+            f"{owner}: cannot create the directory {str(parent)!r} for {str(path)!r}: "
+            f"{why}; choose a path in a writable directory"
         ) from None
     if path.is_dir():
         raise ValueError(f"{owner}: path {str(path)!r} is a directory; give a file name")
@@ -109,9 +115,27 @@ def check_destination(path: Path, owner: str) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise ValueError(
-            f"{owner}: the directory {str(parent)!r} is not writable ({exc.strerror or exc}); "
-            "choose a path in a writable directory before recording"
+            f"{owner}: path {str(path)!r} must be in a directory that takes new files, but "
+            f"{_why_no_files(str(parent), exc)}; choose a path in a writable directory "
+            "before recording"
         ) from None
+
+
+def _why_no_files(parent: str, exc: OSError) -> str:
+    """What is wrong with an existing directory a file could not be created in."""
+    code = exc.errno
+    if code in (errno.EACCES, errno.EPERM):
+        return f"you may not create files in {parent!r} (permission denied)"
+    if code == errno.EROFS:
+        return f"{parent!r} is on a read-only file system"
+    if code in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        return f"the disk (or your quota) holding {parent!r} is full"
+    if code == errno.ENOENT:  # the directory exists: it is not an ordinary one
+        return (
+            f"{parent!r} takes no files (a special file system, such as /proc or /sys; "
+            "creating one there reports 'No such file or directory')"
+        )
+    return f"creating a file in {parent!r} failed ({exc.strerror or exc})"
 
 
 @dataclass(frozen=True)

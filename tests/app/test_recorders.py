@@ -221,3 +221,23 @@ def test_a_link_planted_at_an_mp4_path_is_never_written_through(tmp_path):
 def test_a_wrong_suffix_says_which_name_would_do(tmp_path, make, fixed):
     with pytest.raises(ValueError, match=rf"must end in one of .*; name the file .*{fixed}"):
         make(tmp_path)
+
+
+def test_a_destination_that_takes_no_files_says_what_is_wrong(tmp_path):
+    """/proc exists but takes no files: the error says so, not "not writable (No such file
+    or directory)"; a file where a directory should be is named as one (#42 item 5)."""
+    import re
+    from pathlib import Path
+
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc on this platform")
+    for path in ("/proc/run.csv", "/proc/x/run.csv"):
+        with pytest.raises(ValueError) as err:
+            ke.DataRecorder(path)
+        text = str(err.value)
+        assert "'/proc' takes no files (a special file system, such as /proc or /sys" in text
+        assert "not writable" not in text and "choose a path in a writable directory" in text
+    (tmp_path / "file").write_text("x")
+    where = re.escape(repr(str(tmp_path / "file")))
+    with pytest.raises(ValueError, match=f"{where} is a file, not a directory; choose a path"):
+        ke.DataRecorder(tmp_path / "file" / "sub" / "run.csv")
