@@ -267,9 +267,15 @@ class LearningEnv(CoreBackedEnv, gymnasium.vector.VectorEnv):
         return self._presenter.render()
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close the window and release the world."""
-        self._presenter.close()
-        self._core.close()
+        """Close the window and release the world (what there is of them).
+
+        A constructor that refused its arguments leaves a half-built env, which
+        gymnasium 1.1's ``VectorEnv.__del__`` closes too.
+        """
+        for part in ("_presenter", "_core"):
+            built = self.__dict__.get(part)
+            if built is not None:
+                built.close()
 
     # ------------------------------------------------------------------ snapshots
     def snapshot(self) -> Snapshot:

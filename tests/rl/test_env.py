@@ -448,3 +448,12 @@ def test_env_config_is_one_validated_description(monkeypatch):
     frame = env.render()
     assert env.renderer is not None and frame.shape == (*env.renderer.size[::-1], 3)
     env.close()
+
+
+def test_a_half_built_env_closes_without_an_error():
+    # gymnasium 1.1's VectorEnv.__del__ closes an env whose constructor refused its
+    # arguments: "Exception ignored in __del__: AttributeError: no attribute '_presenter'"
+    # after each refusal (an error under pytest 7.4: found by .ci/lowest.sh, #42)
+    env = ke.LearningEnv.__new__(ke.LearningEnv)
+    env.close()
+    assert env.closed
