@@ -148,6 +148,33 @@ class ShardWorkers:
         self._threads = []
 
 
+#: The calling thread's shard holds this share of a worker's copies. Between physics steps
+#: the calling thread runs the World's and the task's numpy while the workers wait for the
+#: next step, so a shard of its own as large as theirs leaves them idle. Measured on the
+#: 2-core VM (2 threads, each thread's CPU time, 12 interleaved rounds; benchmarks/README.md,
+#: "contacts"): the estimated 2-thread gain, even shards -> 2/3: Humanoid-v0 x256 1.54x ->
+#: 1.70-1.80x, 1024 cartpoles 1.63x -> 1.84x (1/2: 1.86x for Humanoid, but a loop with
+#: less numpy between steps would wait on the calling thread). Results do not depend on it:
+#: a copy's bits are its own in any shard (tested against one thread).
+CALLER_SHARE = 2 / 3
+
+
+def shard_split(num_envs: int, shards: int) -> list[np.ndarray]:
+    """Copies ``0..num_envs-1`` in ``shards`` runs of consecutive copies, one per thread.
+
+    The first (the calling thread's) holds :data:`CALLER_SHARE` of each other's; every run
+    at least one copy.
+
+    >>> [s.tolist() for s in shard_split(10, 2)]
+    [[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]]
+    """
+    if shards <= 1:
+        return [np.arange(num_envs)]
+    first = round(num_envs * CALLER_SHARE / (CALLER_SHARE + shards - 1))
+    first = min(max(first, 1), num_envs - (shards - 1))
+    return [np.arange(first), *np.array_split(np.arange(first, num_envs), shards - 1)]
+
+
 class PackedBackend:
     """Copies packed in one pymunk Space per thread shard.
 
@@ -196,7 +223,7 @@ class PackedBackend:
         self._nb = len(layout.body_paths)
         self._layout = layout
         self._plan = Plan(scene, layout, num_envs, spacing)
-        self._split = np.array_split(np.arange(num_envs), min(num_threads, num_envs))
+        self._split = shard_split(num_envs, min(num_threads, num_envs))
         self._parts = [slice(int(p[0]), int(p[-1]) + 1) for p in self._split]
         # shards whose held forces changed since their buffer was last written
         self._pending = [True] * len(self._split)
