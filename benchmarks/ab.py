@@ -182,7 +182,22 @@ def export(commit: str) -> tuple[str, Path]:
             ["git", "archive", "--format=tar", full], cwd=ROOT, capture_output=True, check=True
         )
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    build_helper(dest)
     return full, dest
+
+
+def build_helper(root: Path) -> None:
+    """Build a tree's optional C helper in place, as ``pip install`` does where a compiler is.
+
+    An export has only the sources: without this, side A ran without the helper (the
+    slower pymunk path) wherever the commit has one, and every timed case favoured B.
+    """
+    helper = root / "kelab" / "sim" / "physics"
+    if (root / "setup.py").exists() and not list(helper.glob("_native*.so")):
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=root, capture_output=True, check=False,
+        )  # fmt: skip
 
 
 def compile_tree(root: Path) -> None:
