@@ -1,0 +1,178 @@
+"""Contacts at full speed (#40): the friction model's cost, side by side in one process.
+
+    python benchmarks/contacts.py [--copies 256] [--rounds 15] [--chunk 20]
+    python benchmarks/contacts.py --humanoid [--rounds 8]
+
+``stack`` (the default): a floor, 5 stacked boxes and a ball, copies packed, one thread.
+Three Worlds step in alternating chunks of ``--chunk`` physics steps, each chunk timed by
+this process's CPU clock (other processes' load moves it far less than wall time):
+
+- the default material (``ke.Material()``: static 0.6, dynamic 0.5) everywhere, with the
+  friction model in KELab's C helper (the default where the helper is built);
+- the same with the Python rules (``_friction.USE_C`` off: pymunk's per-contact
+  ``pre_solve`` callback and the numpy regime update: what every World ran before #40,
+  and what a World without the helper runs);
+- equal coefficients everywhere (``Material(static_friction=0.5, dynamic_friction=0.5)``:
+  no friction model at all, the engine's own speed).
+
+The table gives env-steps per CPU second (the median chunk) and the median of the
+per-round ratios to the equal-coefficient World.
+
+``--humanoid``: Humanoid-v0 x256 (packed, random actions: the reset-heavy loop) with 1
+and with 2 threads, each with the rules in C and with the Python rules, interleaved
+env-step chunks: the 2-thread/1-thread ratio by wall clock (what counts, on a machine
+with a core free for each thread) and the same ratio from each thread's CPU time (the
+1-thread CPU time over the larger of the calling thread's and the workers' CPU time of
+the 2-thread run: what the wall ratio is where each thread has a core, and far steadier
+on a loaded machine, where wall ratios of threads mean little).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+import kelab as ke
+from kelab.sim.physics import _friction
+from kelab.sim.physics._guard import native_module
+
+DT = 1 / 120
+EQUAL = ke.Material(static_friction=0.5, dynamic_friction=0.5)
+
+
+def stack_scene(material: ke.Material) -> ke.Scene:
+    """A floor, 5 stacked boxes (0.4 x 0.3 m, 1 kg) and a ball on top, all of ``material``."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(material=material), at="/")
+    for i in range(5):
+        box = ke.Prop(ke.Box(0.4, 0.3), mass=1.0, material=material,
+                      initial_pose=ke.Pose(0.0, 0.15 + 0.301 * i))  # fmt: skip
+        b.add(box, at=f"/World/Box{i}")
+    ball = ke.Prop(ke.Circle(0.15), mass=0.5, material=material, initial_pose=ke.Pose(0.3, 2.0))
+    b.add(ball, at="/World/Ball")
+    return b.build()
+
+
+def world(material: ke.Material, copies: int, use_c: bool) -> ke.World:
+    """A packed World of the stack, its ball landed (1 s stepped)."""
+    saved = _friction.USE_C
+    _friction.USE_C = use_c
+    try:
+        w = ke.World(stack_scene(material), num_envs=copies, layout="packed")
+    finally:
+        _friction.USE_C = saved
+    for _ in range(120):
+        w.step(DT)
+    return w
+
+
+def interleave(
+    runs: dict[str, Callable[[], None]], rounds: int, clock: Callable[[], float]
+) -> dict:
+    """Time each run once per round, the order rotating; seconds per run, by round."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    names = list(runs)
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            gc.collect()
+            t0 = clock()
+            runs[name]()
+            times[name].append(clock() - t0)
+    return times
+
+
+def stack(copies: int, rounds: int, chunk: int) -> None:
+    worlds = {
+        "default material, rules in C": world(ke.Material(), copies, True),
+        "default material, Python rules": world(ke.Material(), copies, False),
+        "equal coefficients (no model)": world(EQUAL, copies, True),
+    }
+
+    def stepper(w: ke.World) -> Callable[[], None]:
+        def run() -> None:
+            for _ in range(chunk):
+                w.step(DT)
+
+        return run
+
+    times = interleave({k: stepper(w) for k, w in worlds.items()}, rounds, time.process_time)
+    base = times["equal coefficients (no model)"]
+    print(f"\nstack x{copies}, packed, 1 thread, {rounds} rounds of {chunk} steps (CPU clock)\n")
+    print("| World | env-steps per CPU second | vs equal coefficients |")
+    print("|---|---:|---:|")
+    for name, t in times.items():
+        rate = copies * chunk / statistics.median(t)
+        ratio = statistics.median(b / x for x, b in zip(t, base, strict=True))
+        print(f"| {name} | {rate:,.0f} | {ratio:.2f}x |")
+    for w in worlds.values():
+        w.close()
+
+
+def humanoid(rounds: int, chunk: int) -> None:
+    import gymnasium
+
+    envs = {}
+    for use_c in (True, False):
+        for threads in (1, 2):
+            _friction.USE_C = use_c
+            env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
+                                     vectorization_mode="vector_entry_point",
+                                     num_threads=threads)  # fmt: skip
+            env.reset(seed=0)
+            envs[(use_c, threads)] = env
+    _friction.USE_C = True
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-1, 1, (256, 6)).astype(np.float32) for _ in range(chunk)]
+    for env in envs.values():  # warm: the first steps build caches
+        for a in actions:
+            env.step(a)
+    # per run: wall seconds, the calling thread's CPU seconds, the other threads' CPU
+    times: dict[tuple[bool, int], list[tuple[float, float, float]]] = {k: [] for k in envs}
+    keys = list(envs)
+    for r in range(rounds):
+        for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
+            env = envs[key]
+            gc.collect()
+            w0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+            for a in actions:
+                env.step(a)
+            main = time.thread_time() - c0
+            times[key].append((time.perf_counter() - w0, main, time.process_time() - p0 - main))
+    print(f"\nHumanoid-v0 x256, packed, {rounds} rounds of {chunk} env steps\n")
+    print("| rules | 1 thread env-steps/s (wall) | 2 threads (wall) | 2 threads / 1 thread, "
+          "wall | the same from each thread's CPU time |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|")
+    for use_c in (True, False):
+        one, two = times[(use_c, 1)], times[(use_c, 2)]
+        wall = statistics.median(a[0] / b[0] for a, b in zip(one, two, strict=True))
+        # where each thread has a core: the calling thread's CPU time, or the workers'
+        cpu = statistics.median(a[1] / max(b[1], b[2]) for a, b in zip(one, two, strict=True))
+        r1, r2 = (256 * chunk / statistics.median(t[0] for t in x) for x in (one, two))
+        name = "C" if use_c else "Python"
+        print(f"| {name} | {r1:,.0f} | {r2:,.0f} | {wall:.2f}x | {cpu:.2f}x |")
+    for env in envs.values():
+        env.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--copies", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--chunk", type=int, default=20, help="steps per timed chunk")
+    ap.add_argument("--humanoid", action="store_true", help="Humanoid-v0, 1 vs 2 threads")
+    args = ap.parse_args()
+    if native_module() is None:
+        print("(no C helper here: every row runs the Python rules)")
+    if args.humanoid:
+        humanoid(args.rounds, args.chunk)
+    else:
+        stack(args.copies, args.rounds, args.chunk)
+
+
+if __name__ == "__main__":
+    main()
