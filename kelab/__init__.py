@@ -83,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "Task": "kelab.rl.task",
     "TaskError": "kelab.rl.task",
     "TerminationSet": "kelab.rl.terminations",
+    "Randomize": "kelab.rl.randomization",
     "EnvConfig": "kelab.rl.config",
     "LearningEnv": "kelab.rl.env",
     "DirectRLEnv": "kelab.rl.direct",

@@ -228,6 +228,8 @@ def run_preview(
         f"{env.timing.decimation} steps/action, {env.timing.control_hz:.0f} Hz control, "
         f"gravity ({gx:g}, {gy:g}) m/s^2, {actions} actions; {stop}"
     )
+    if env.randomizer is not None:  # the task's domain randomization (docs/tasks.md)
+        print_fn("randomized: " + "; ".join(env.randomizer.describe()))
 
     def grab() -> None:
         if sink is None:
@@ -258,6 +260,9 @@ def run_preview(
                     f"episode {episodes}: ended by {info['ended_by']!r} after "
                     f"{info['episode_length']} steps, return {info['episode_return']:.2f}{ok_text}"
                 )
+                if "randomization" in info:  # the values this episode ran with
+                    drawn = ", ".join(f"{k} {v:.4g}" for k, v in info["randomization"].items())
+                    print_fn(f"  randomized: {drawn}")
                 env.reset()
             grab()
         ok = True

@@ -27,6 +27,7 @@ from kelab.rl._seeding import place_world_streams, reseed, task_generators
 from kelab.rl._spaces import image_batch
 from kelab.rl.episode_ends import EpisodeEnds
 from kelab.rl.errors import TaskError, describe_array
+from kelab.rl.randomization import Randomizer, declared
 from kelab.rl.success import RuleContext, SuccessRule, judge
 from kelab.rl.task import Task, TaskEnv, validate_task_class
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
@@ -63,6 +64,7 @@ class EnvCore:
         env: TaskEnv,
     ) -> None:
         validate_task_class(task)
+        terms = declared(task)  # the domain randomization, refused before anything is built
         if "env" in task.__dict__:
             raise ValueError(
                 f"this {type(task).__name__} instance already runs in another environment; "
@@ -128,6 +130,10 @@ class EnvCore:
             device="cpu",
         )
         task.on_start(env)
+        #: The task's domain randomization bound to the World (None: it declares none).
+        self.randomizer = (
+            Randomizer(terms, self.world, self.task_rngs, timing.step_dt) if terms else None
+        )
 
     # ------------------------------------------------------------------ set-up
     def _bind_robots(self) -> list[Robot]:
@@ -161,6 +167,8 @@ class EnvCore:
         """
         sel = None if ids is None else ids.tolist()
         reseed(self.task_rngs, self.world.rngs, seed, self.copy_offset, sel)
+        if self.randomizer is not None:  # startup values follow the seed
+            self.randomizer.reseeded(ids)
 
     @property
     def started(self) -> bool:
@@ -215,7 +223,7 @@ class EnvCore:
         if seed is not None:
             self.reseed(seed)
         self.world.reset_envs(None)
-        self.task.reset_idx(self.all_ids.copy())
+        self._reset_task(self.all_ids)
         obs = self.observe()
         self.book.reset_done()
         return obs
@@ -241,7 +249,7 @@ class EnvCore:
         if seed is not None:
             self.reseed(seed, ids)
         self.world.reset_envs(ids)
-        self.task.reset_idx(ids.copy())
+        self._reset_task(ids)
         obs = self.observe()
         self.book.reset_done()
         return obs
@@ -287,6 +295,8 @@ class EnvCore:
         """The body of `step` after the actions were checked."""
         task, world, n = self.task, self.world, self.num_envs
         task.apply_actions(acts)
+        if self.randomizer is not None:  # interval terms (pushes...) before the physics
+            self.randomizer.tick()
         dt = self.timing.sim_dt
         for _ in range(self.timing.decimation):
             world.step(dt)
@@ -305,10 +315,18 @@ class EnvCore:
             ids = ends.ids
             if self.on_episode_end is not None:
                 self.on_episode_end()
-            task.reset_idx(ids.copy())
+            self._reset_task(ids)
             self.book.restart(ids)
             obs = self.observe()
         return obs, rewards, terminated, truncated, ends
+
+    def _reset_task(self, ids: np.ndarray) -> None:
+        """The task's ``reset_idx`` of copies ``ids``, within the randomizer's draws."""
+        if self.randomizer is not None:
+            self.randomizer.begin(ids)  # startup and reset terms: the episode's World
+        self.task.reset_idx(ids.copy())
+        if self.randomizer is not None:
+            self.randomizer.after_reset(ids)  # pushes that start the episode
 
     def _ends(
         self,
@@ -343,6 +361,7 @@ class EnvCore:
             names=names,
             is_success=is_success,
             checks=checks,
+            randomization=None if self.randomizer is None else self.randomizer.episode(),
         )
 
     # ------------------------------------------------------------------ snapshots
@@ -352,6 +371,9 @@ class EnvCore:
         arrays = {f"world/{k}": v for k, v in wsnap.arrays.items()}
         arrays["env/episode_length_buf"] = self.episode_length_buf.copy()
         arrays["env/returns"] = self.book.returns.copy()
+        if self.randomizer is not None:
+            for key, value in self.randomizer.state_dict().items():
+                arrays[f"env/randomization/{key}"] = value
         for key, value in self.task.state_dict().items():
             arrays[f"task/{key}"] = value
         meta = {
@@ -399,6 +421,7 @@ class EnvCore:
             max_episode_length=self.max_episode_length,
             task=self.task,
             task_rngs=self.task_rngs,
+            randomizer=self.randomizer,
         )
 
     def _apply(self, plan: EnvRestorePlan) -> None:
@@ -406,6 +429,8 @@ class EnvCore:
         self.task.load_state_dict(dict(plan.task_state))
         self.episode_length_buf[:] = plan.episode_length_buf
         self.book.returns[:] = plan.returns
+        if self.randomizer is not None and plan.randomization is not None:
+            self.randomizer.load_state_dict(plan.randomization)
         for gen, state in zip(self.task_rngs, plan.task_rngs, strict=True):
             set_rng_state(gen, state)
         self.validator.names = plan.condition_names

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from kelab.rl._core import EnvCore
     from kelab.rl._presenter import Presenter
     from kelab.rl.config import EnvConfig
+    from kelab.rl.randomization import Randomizer
     from kelab.rl.success import SuccessRule
     from kelab.timing.pacer import SimulationPacer
 
@@ -41,6 +42,15 @@ class CoreBackedEnv:
     @success_rule.setter
     def success_rule(self, rule: SuccessRule | None) -> None:
         self._core.success_rule = check_success_rule(rule)
+
+    @property
+    def randomizer(self) -> Randomizer | None:
+        """The task's domain randomization bound to this env (None: the task declares none).
+
+        ``randomizer.describe()`` says what each term draws; ``randomizer.values`` holds
+        what every copy's episode runs with (labels ``randomizer.labels``).
+        """
+        return self._core.randomizer
 
     @property
     def condition_names(self) -> tuple[str, ...]:

@@ -20,6 +20,7 @@ from kelab._validate import show
 from kelab.sim.snapshot import Snapshot, rng_from_state
 
 if TYPE_CHECKING:
+    from kelab.rl.randomization import Randomizer
     from kelab.rl.task import Task
 
 __all__ = [
@@ -52,6 +53,7 @@ class EnvRestorePlan:
     task_rngs: list[Mapping[str, Any]]
     condition_names: tuple[str, ...] | None
     started: bool
+    randomization: dict[str, np.ndarray] | None = None
 
 
 def check_counters(
@@ -138,6 +140,7 @@ def check_env_snapshot(
     max_episode_length: int,
     task: Task,
     task_rngs: Sequence[np.random.Generator],
+    randomizer: Randomizer | None = None,
 ) -> EnvRestorePlan:
     """Check an env snapshot against the env in full; return what a restore sets.
 
@@ -148,6 +151,8 @@ def check_env_snapshot(
         max_episode_length: The env's episode limit in steps.
         task: The env's task (its state keys).
         task_rngs: The task's Generators (their bit generator types).
+        randomizer: The env's domain randomization (its ``env/randomization/*`` state),
+            or None (then the snapshot may hold none).
 
     Raises:
         ValueError: For anything else than this env's snapshot, unknown or missing keys,
@@ -167,8 +172,13 @@ def check_env_snapshot(
             "this snapshot comes from World.snapshot(), not env.snapshot(); restore it "
             "with env.world.restore(...)"
         )
+    drawn = "env/randomization/"
     unknown = sorted(
-        k for k in arrays if not k.startswith(("world/", "task/")) and k not in _ENV_ARRAYS
+        k
+        for k in arrays
+        if not k.startswith(("world/", "task/"))
+        and k not in _ENV_ARRAYS
+        and (randomizer is None or not k.startswith(drawn))
     )
     unknown_meta = sorted(set(meta) - set(ENV_META))
     if unknown or unknown_meta:
@@ -181,6 +191,11 @@ def check_env_snapshot(
     if missing:
         raise ValueError(f"snapshot meta {show(missing)} must be present, got none; {_FIX}")
     lengths, returns = check_counters(arrays, "env/", num_envs, max_episode_length)
+    randomization = None
+    if randomizer is not None:
+        randomization = randomizer.check_state(
+            {k[len(drawn) :]: v for k, v in arrays.items() if k.startswith(drawn)}
+        )
     task_state = {k[len("task/") :]: np.array(v) for k, v in arrays.items() if k[:5] == "task/"}
     _check_task_state(task, task_state)
     states = meta["task_rngs"]
@@ -237,4 +252,5 @@ def check_env_snapshot(
         task_rngs=list(states),
         condition_names=None if names is None else tuple(names),
         started=started,
+        randomization=randomization,
     )

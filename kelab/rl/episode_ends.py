@@ -55,6 +55,9 @@ class EpisodeEnds:
     """bool ``(n,)``: the success rule's verdict (None without a rule)."""
     checks: dict[str, np.ndarray] | None = None
     """The rule's named checks, bool ``(n,)`` each (None without a rule)."""
+    randomization: dict[str, np.ndarray] | None = None
+    """The values each copy's episode ran with, float ``(n,)`` per label (the task's
+    domain randomization, kelab/rl/randomization.py; None where it declares none)."""
 
     @property
     def episode_return(self) -> np.ndarray:
@@ -116,6 +119,10 @@ def vector_info(ends: EpisodeEnds | None, num_envs: int) -> dict[str, Any]:
             checks[f"_{name}"] = mask.copy()
         episode["checks"] = checks
         episode["_checks"] = mask.copy()
+    if ends.randomization is not None:
+        drawn = ends.randomization.items()
+        episode["randomization"] = {k: np.where(mask, v, 0.0) for k, v in drawn}
+        episode["_randomization"] = mask.copy()
     info: dict[str, Any] = {
         "final_obs": final_obs,
         "_final_obs": mask.copy(),
@@ -154,4 +161,6 @@ def single_info(ends: EpisodeEnds | None) -> dict[str, Any]:
     if ends.is_success is not None and ends.checks is not None:
         info["is_success"] = bool(ends.is_success[0])
         info["checks"] = {name: bool(v[0]) for name, v in ends.checks.items()}
+    if ends.randomization is not None:
+        info["randomization"] = {k: float(v[0]) for k, v in ends.randomization.items()}
     return info

@@ -48,6 +48,9 @@ class EvaluationReport:
         length_mean: Mean episode length in env steps.
         length_std: Standard deviation of the episode lengths.
         step_dt: Seconds per env step (to read lengths as time).
+        randomization: Per judged episode (in episode order), the values its task's domain
+            randomization drew for it, by label (``info["randomization"]``; empty dicts
+            where the task declares none).
     """
 
     episodes: int
@@ -60,6 +63,7 @@ class EvaluationReport:
     length_mean: float = 0.0
     length_std: float = 0.0
     step_dt: float = 0.0
+    randomization: tuple[dict[str, float], ...] = ()
 
     @property
     def success_rate(self) -> float | None:
@@ -82,6 +86,7 @@ class EvaluationReport:
             "length_mean": self.length_mean,
             "length_std": self.length_std,
             "step_dt": self.step_dt,
+            "randomization": [dict(r) for r in self.randomization],
         }
 
     def table(self) -> str:
@@ -106,6 +111,12 @@ class EvaluationReport:
             rows.append(("checks (true)", ""))
             for name, frac in self.checks.items():
                 rows.append((f"  {name}", f"{100 * frac:5.1f} %"))
+        drawn = [r for r in self.randomization if r]
+        if drawn:
+            rows.append(("randomized (min .. max, mean)", ""))
+            for name in drawn[0]:
+                v = np.array([r[name] for r in drawn])
+                rows.append((f"  {name}", f"{v.min():.4g} .. {v.max():.4g}, {v.mean():.4g}"))
         width = max(len(k) for k, _ in rows)
         lines = ["Evaluation report", "-" * (width + 24)]
         lines += [f"{k:<{width}}  {v}".rstrip() for k, v in rows]
@@ -115,8 +126,9 @@ class EvaluationReport:
         return self.table()
 
 
-Record = tuple[str, float, int, bool | None, dict[str, bool]]
-"""One judged episode: (ended_by, return, length, success or None, checks)."""
+Record = tuple[str, float, int, bool | None, dict[str, bool], dict[str, float]]
+"""One judged episode: (ended_by, return, length, success or None, checks, the values its
+domain randomization drew)."""
 
 
 def _judged(env: gymnasium.Env | gymnasium.vector.VectorEnv) -> Judged:
@@ -295,6 +307,7 @@ def _run_vector(
             continue
         checks = {k: v for k, v in info.get("checks", {}).items() if not k.startswith("_")}
         success = info.get("is_success")
+        drawn = {k: v for k, v in info.get("randomization", {}).items() if not k.startswith("_")}
         for i in counted.tolist():
             record = (
                 str(info["ended_by"][i]),
@@ -302,6 +315,7 @@ def _run_vector(
                 int(info["episode_length"][i]),
                 None if success is None else bool(success[i]),
                 {k: bool(v[i]) for k, v in checks.items()},
+                {k: float(v[i]) for k, v in drawn.items()},
             )
             judged.append((int(done[i]) * num_envs + i, record))
         done[counted] += 1
@@ -332,6 +346,7 @@ def _run_single(
                 int(info["episode_length"]),
                 info.get("is_success"),
                 dict(info.get("checks", {})),
+                dict(info.get("randomization", {})),
             )
             judged.append((len(judged), record))
             progress.stepped(steps, len(judged), grew=True)
@@ -349,7 +364,7 @@ def _report(
     checks: dict[str, list[bool]] = {}
     returns = np.array([r[1] for r in records], dtype=np.float64)
     lengths = np.array([r[2] for r in records], dtype=np.float64)
-    for name, _, _, _, episode_checks in records:
+    for name, _, _, _, episode_checks, _ in records:
         ended[name] = ended.get(name, 0) + 1
         for key, value in episode_checks.items():
             checks.setdefault(key, []).append(value)
@@ -369,4 +384,5 @@ def _report(
         length_mean=stat(lengths, np.mean),
         length_std=stat(lengths, np.std),
         step_dt=step_dt,
+        randomization=tuple(r[5] for r in records),
     )

@@ -15,6 +15,7 @@ copies that share a space) and the IMU's gravity. A change is logged by the Worl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -97,6 +98,8 @@ class ParamRules:
 
     def error(self, kind: Kind, a: np.ndarray) -> str | None:
         """Why rows ``a`` of a parameter of ``kind`` cannot be held, or None."""
+        if kind == Kind.MATERIALS and self._materials_ok(a):  # the usual case, cheaply
+            return None
         if not np.isfinite(a).all():
             return "values must be finite numbers, got NaN or inf; give real values"
         if kind == Kind.MASSES:
@@ -121,8 +124,19 @@ class ParamRules:
             )
         return None
 
+    @cached_property
+    def _massive(self) -> tuple[np.ndarray, np.ndarray]:
+        """The bodies without mass and those with, as indices (made once)."""
+        return np.flatnonzero(self.mass <= 0.0), np.flatnonzero(self.mass > 0.0)
+
     def _masses_error(self, a: np.ndarray) -> str | None:
         has = self.mass > 0.0
+        none, some = self._massive
+        m = a[:, some]
+        if not (a[:, none].any() or m.min(initial=MASS_MIN) < MASS_MIN) and (
+            m.max(initial=MASS_MAX) <= MASS_MAX
+        ):
+            return None  # the usual case, cheaply (NaN has failed isfinite before)
         bad = np.argwhere(~has[None, :] & (a != 0.0))
         if bad.size:
             k, b = (int(v) for v in bad[0])
@@ -138,6 +152,46 @@ class ParamRules:
                 f"scene's), got {a[k, b]:g} in row {k}; give a mass in that range"
             )
         return None
+
+    @cached_property
+    def _fast(
+        self,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What :meth:`_materials_ok` compares, made once.
+
+        The moving bodies, the scene's rows of the static bodies, the bodies that do not
+        roll and their rolling friction, and the moving bodies whose regime is not tracked.
+        """
+        lay, scene = self.layout, self.materials
+        moving = np.flatnonzero(lay.dynamic)
+        fixed = np.flatnonzero(~lay.dynamic)
+        still = np.flatnonzero(lay.dynamic & (lay.roll_radius == 0))
+        one = np.flatnonzero(lay.dynamic & (lay.stick_value == lay.slide_value))
+        return moving, fixed, scene[fixed], still, scene[still, 2], one
+
+    def _materials_ok(self, a: np.ndarray) -> bool:
+        """Whether materials rows pass every check of :meth:`_materials_error` (no message)."""
+        lay = self.layout
+        moving, fixed, fixed_rows, still, still_roll, one = self._fast
+        if a.size == 0:
+            return True
+        if fixed.size and not (a[:, fixed] == fixed_rows).all():
+            return False
+        m = a[:, moving]  # the rows that may change: friction in range, dynamic <= static
+        lo, hi = m.min(axis=(0, 1)), m.max(axis=(0, 1))
+        if not (lo.min() >= 0.0 and hi[0:3].max() <= FRICTION_MAX and hi[3] <= 1.0):
+            return False  # NaN fails every comparison too
+        if not (m[:, :, 1] <= m[:, :, 0]).all():
+            return False
+        if still.size and not (a[:, still, 2] == still_roll).all():
+            return False
+        if not lay.needs_handler:
+            e = self.materials[0, 3]
+            return bool((m[:, :, 0] == m[:, :, 1]).all() and (m[:, :, 3] == e).all())
+        if not one.size:
+            return True
+        gs, gd, _ = lay.main_material
+        return bool((np.sqrt(a[:, one, 0] * gs) == np.sqrt(a[:, one, 1] * gd)).all())
 
     def _materials_error(self, a: np.ndarray) -> str | None:
         lay = self.layout

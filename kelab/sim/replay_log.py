@@ -179,11 +179,11 @@ def _fold(entries: Sequence[LogEntry], kind: Kind) -> LogEntry | None:
 
     None where ``entries`` set no copy's (a replay then starts from the scene's values).
     """
-    rows: dict[int, np.ndarray] = {}
-    for e in entries:
-        if e.kind == kind and e.a is not None:
-            rows.update(zip(e.ids.tolist(), e.a, strict=True))
-    if not rows:
-        return None
-    ids = np.array(sorted(rows), dtype=np.int64)
-    return LogEntry(entries[0].step, kind, ids, np.stack([rows[i] for i in ids.tolist()]))
+    parts = [e for e in entries if e.kind == kind and e.a is not None]
+    if len(parts) <= 1:  # one entry (a fold already): kept as it is
+        return parts[0] if parts else None
+    ids = np.unique(np.concatenate([e.ids for e in parts]))
+    rows = np.empty((ids.size, *parts[0].a.shape[1:]))
+    for e in parts:  # in log order: the last value of each copy wins
+        rows[np.searchsorted(ids, e.ids)] = e.a
+    return LogEntry(entries[0].step, kind, ids, rows)

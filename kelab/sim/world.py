@@ -414,10 +414,11 @@ class World:
             >>> _ = b.add(ke.Prop(ke.Circle(0.1), mass=1.0), at="/World/Ball")
             >>> world = ke.World(b.build(), num_envs=2)
             >>> world.set_body_masses([[2.0]], env_ids=[1])
-            >>> world.body_masses.tolist(), world.body_moments[1, 0] / world.body_moments[0, 0]
+            >>> ratio = world.body_moments[1, 0] / world.body_moments[0, 0]
+            >>> world.body_masses.tolist(), float(ratio)
             ([[1.0], [2.0]], 2.0)
         """
-        self._set_param(Kind.MASSES, masses, env_ids, "World.set_body_masses: masses")
+        self._set_param(Kind.MASSES, masses, self._ids(env_ids), "World.set_body_masses: masses")
 
     @property
     def body_friction(self) -> np.ndarray:
@@ -502,7 +503,7 @@ class World:
         Raises:
             UserError: On a wrong shape or values out of range.
         """
-        self._set_param(Kind.GRAVITY, gravity, env_ids, "World.set_gravity: gravity")
+        self._set_param(Kind.GRAVITY, gravity, self._ids(env_ids), "World.set_gravity: gravity")
 
     @property
     def actuator_strength(self) -> np.ndarray:
@@ -525,13 +526,11 @@ class World:
         Raises:
             UserError: On a wrong shape or values out of range.
         """
-        self._set_param(Kind.STRENGTH, strength, env_ids, "World.set_actuator_strength: strength")
+        name = "World.set_actuator_strength: strength"
+        self._set_param(Kind.STRENGTH, strength, self._ids(env_ids), name)
 
-    def _set_param(
-        self, kind: Kind, values: npt.ArrayLike, env_ids: npt.ArrayLike | None, name: str
-    ) -> None:
-        """Check, hold, apply and log a per-copy parameter for copies ``env_ids``."""
-        ids = self._ids(env_ids)
+    def _set_param(self, kind: Kind, values: npt.ArrayLike, ids: np.ndarray, name: str) -> None:
+        """Check, hold, apply and log a per-copy parameter for copies ``ids`` (checked)."""
         rows = self._rules.values(kind, values, ids.size, name)
         self._params.set(kind, ids, rows)
         self._log.append(self._steps, kind, ids.copy(), rows, None)

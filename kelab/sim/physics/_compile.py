@@ -254,13 +254,10 @@ def shape_values(
     if not layout.needs_handler:
         return np.sqrt(mu_d), np.sqrt(mu_d), np.sqrt(e)
     gs, gd, gr = layout.main_material
-    moving = layout.dynamic
-    stick = np.broadcast_to(layout.stick_value, mu_s.shape).copy()
-    slide = np.broadcast_to(layout.slide_value, mu_s.shape).copy()
-    bounce = np.broadcast_to(layout.bounce_value, mu_s.shape).copy()
-    stick[:, moving] = np.sqrt(mu_s[:, moving] * gs)
-    slide[:, moving] = np.sqrt(mu_d[:, moving] * gd)
-    bounce[:, moving] = np.maximum(e[:, moving], gr)
+    moving = layout.dynamic  # static bodies keep the scene's values
+    stick = np.where(moving, np.sqrt(mu_s * gs), layout.stick_value)
+    slide = np.where(moving, np.sqrt(mu_d * gd), layout.slide_value)
+    bounce = np.where(moving, np.maximum(e, gr), layout.bounce_value)
     return stick, slide, bounce
 
 

@@ -35,7 +35,7 @@ from kelab.sim.physics._filters import isolated_filter
 from kelab.sim.physics._friction import FrictionTable, friction_module
 from kelab.sim.physics._guard import structs_hold
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
-from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
+from kelab.sim.physics._params import MassWriter, ShapeRows, write_materials, write_velocities
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
 
@@ -117,6 +117,7 @@ class IsolatedBackend:
         # whose gravity is not the scene's (a rebuilt space gets the scene's again)
         self._gravity: dict[int, tuple[float, float]] = {}
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
+        self._param_shapes: ShapeRows | None = None
         self._moving = self._dyn.tolist()
 
     def _friction_model(self) -> object | None:
@@ -255,8 +256,18 @@ class IsolatedBackend:
         set_shape_values([self._copies[r // nb].body_shapes[r % nb] for r in rows.tolist()], values)
 
     # ------------------------------------------------------------------ per-copy parameters
-    def _shape_ptrs(self, c: int, b: int) -> list:
-        return [cp.shape_ptr(s) for s in self._copies[c].body_shapes[b]]
+    def _shape_rows(self) -> ShapeRows:
+        """Every body row's shapes, moving bodies only (made once)."""
+        if self._param_shapes is None:
+            moving = self._layout.dynamic
+            self._param_shapes = ShapeRows(
+                [
+                    tuple(map(cp.shape_ptr, shapes)) if moving[b] else ()
+                    for copy in self._copies
+                    for b, shapes in enumerate(copy.body_shapes)
+                ]
+            )
+        return self._param_shapes
 
     def _body_ptr(self, c: int, b: int) -> object:
         return self._copies[c].body_ptrs[b]
@@ -268,7 +279,7 @@ class IsolatedBackend:
         """
         if self._mass_writer is None:
             self._mass_writer = MassWriter(self._scene, self._layout)
-        return self._mass_writer.write(ids, masses, self._shape_ptrs, self._body_ptr)
+        return self._mass_writer.write(ids, masses, self._shape_rows(), self._body_ptr)
 
     def set_materials(
         self,
@@ -285,7 +296,7 @@ class IsolatedBackend:
         ``(len(ids), nb, 3)`` the ``pre_solve`` callback's (sqrt static, sqrt dynamic,
         restitution; None where no contact pair is left to it).
         """
-        write_materials(ids, self._moving, self._shape_ptrs, friction, elasticity)
+        write_materials(ids, self._moving, self._shape_rows(), friction, elasticity)
         for k, c in enumerate(ids.tolist()):
             copy = self._copies[c]
             copy.set_reset_friction(reset_friction[k])

@@ -31,7 +31,7 @@ from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
-from kelab.sim.physics._params import MassWriter, write_materials, write_velocities
+from kelab.sim.physics._params import MassWriter, ShapeRows, write_materials, write_velocities
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
 from kelab.sim.physics._warm import WarmParts
 from kelab.sim.scene.scene import Scene
@@ -262,6 +262,7 @@ class PackedBackend:
         self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
+        self._param_shapes: ShapeRows | None = None
         self._direct = False
         self.rebuild(np.arange(num_envs))
         #: Whether ``_forces`` is the one shard's force buffer itself (every body moves):
@@ -592,8 +593,12 @@ class PackedBackend:
                 setf(sp, v)
 
     # ------------------------------------------------------------------ per-copy parameters
-    def _shape_ptrs(self, c: int, b: int) -> tuple:
-        return self._shapes[c * self._nb + b]
+    def _shape_rows(self) -> ShapeRows:
+        """Every body row's shapes (made once; waits for the shard threads)."""
+        table = self._shape_table()
+        if self._param_shapes is None:
+            self._param_shapes = ShapeRows(table)
+        return self._param_shapes
 
     def _body_ptr(self, c: int, b: int) -> object:
         shard = self._shards[self._shard_of[c]]
@@ -604,10 +609,10 @@ class PackedBackend:
 
         Returns the ``(masses, moments)`` the bodies now hold (see ``_params.MassWriter``).
         """
-        self._shape_table()  # waits for the shard threads too
+        shapes = self._shape_rows()
         if self._mass_writer is None:
             self._mass_writer = MassWriter(self._plan.scene, self._layout)
-        return self._mass_writer.write(ids, masses, self._shape_ptrs, self._body_ptr)
+        return self._mass_writer.write(ids, masses, shapes, self._body_ptr)
 
     def set_materials(
         self,
@@ -618,14 +623,16 @@ class PackedBackend:
         coefficients: np.ndarray | None,
     ) -> None:
         """Give copies ``ids`` their moving shapes' friction values (see the isolated layout's)."""
-        self._shape_table()  # waits for the shard threads too
-        moving = self._plan.moving.tolist()
-        write_materials(ids, moving, self._shape_ptrs, friction, elasticity)
-        for k, c in enumerate(ids.tolist()):
-            shard, cl = self._shards[self._shard_of[c]], int(self._local[c])
-            shard.set_reset_friction(cl, reset_friction[k, moving].tolist())
-            if coefficients is not None:
-                for j, b in enumerate(moving):
+        moving = self._plan.moving
+        write_materials(ids, moving, self._shape_rows(), friction, elasticity)
+        shard_of = self._shard_of[ids]
+        for k, shard in enumerate(self._shards):
+            mine = slice(None) if len(self._shards) == 1 else shard_of == k
+            shard.set_reset_friction(self._local[ids[mine]], reset_friction[mine][:, moving])
+        if coefficients is not None:  # the pre_solve callback's, per shape
+            for k, c in enumerate(ids.tolist()):
+                shard, cl = self._shards[self._shard_of[c]], int(self._local[c])
+                for j, b in enumerate(moving.tolist()):
                     for s in shard.parts[cl][1][j]:
                         shard.materials[s] = tuple(coefficients[k, b].tolist())
         if coefficients is not None and self.friction is not None:

@@ -10,6 +10,7 @@ pointer tables.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -18,10 +19,37 @@ from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._compile import Layout, make_body, make_shapes, mass_weights
 from kelab.sim.scene.scene import Scene
 
-#: ``shape_ptrs(copy, body)``: the ``cpShape *`` of one body of one copy.
-ShapePtrs = Callable[[int, int], Sequence[object]]
 #: ``body_ptr(copy, body)``: the ``cpBody *`` of one moving body of one copy.
 BodyPtr = Callable[[int, int], object]
+
+
+class ShapeRows:
+    """The shapes of every body row ``copy * n_bodies + body`` (moving bodies' only).
+
+    Args:
+        table: Per row, its ``cpShape *`` (an empty tuple for static bodies).
+    """
+
+    def __init__(self, table: list[tuple]) -> None:
+        self.table = table
+        #: Per row, its one shape's pointer where it has exactly one, else None (an object
+        #: array: fancy indexing picks the pointers of many rows at once).
+        self.single = np.fromiter(
+            (t[0] if len(t) == 1 else None for t in table), dtype=object, count=len(table)
+        )
+        self._one = np.array([len(t) == 1 for t in table], dtype=bool)
+
+    def call(self, fn: object, rows: np.ndarray, values: np.ndarray) -> None:
+        """``fn(shape, value)`` for every shape of body rows ``rows`` (one value a row).
+
+        Rows of one shape are handed to the C calls by ``map`` (no Python loop).
+        """
+        if self._one[rows].all():
+            deque(map(fn, self.single[rows], values.tolist()), maxlen=0)
+            return
+        for r, v in zip(rows.tolist(), values.tolist(), strict=True):
+            for sp in self.table[r]:
+                fn(sp, v)
 
 
 class MassWriter:
@@ -34,6 +62,7 @@ class MassWriter:
 
     def __init__(self, scene: Scene, layout: Layout) -> None:
         nb = len(layout.body_paths)
+        self._nb = nb
         #: The bodies that have mass (dynamic ones): a static or kinematic body has none.
         self.bodies = [b for b in range(nb) if layout.mass[b] > 0.0]
         self._weights = {b: mass_weights(scene.bodies[b].spec) for b in self.bodies}
@@ -50,7 +79,7 @@ class MassWriter:
             self._unit[b] = shape.moment
 
     def write(
-        self, ids: np.ndarray, masses: np.ndarray, shape_ptrs: ShapePtrs, body_ptr: BodyPtr
+        self, ids: np.ndarray, masses: np.ndarray, shapes: ShapeRows, body_ptr: BodyPtr
     ) -> tuple[np.ndarray, np.ndarray]:
         """Give copies ``ids`` the masses ``(len(ids), n_bodies)`` (bodies with mass only).
 
@@ -60,15 +89,14 @@ class MassWriter:
             ``(masses, moments)`` the bodies now hold, ``(len(ids), n_bodies)`` each.
         """
         set_mass = cp.shape_set_mass
-        weights = self._weights
+        one = [b for b in self.bodies if b not in self._multi]
+        if one:  # one shape: it carries the body's mass, m exactly
+            rows = (ids[:, None] * self._nb + np.array(one)).reshape(-1)
+            shapes.call(set_mass, rows, masses[:, one].reshape(-1))
         for c, row in zip(ids.tolist(), masses.tolist(), strict=True):
-            for b in self.bodies:
-                sps = shape_ptrs(c, b)
-                if len(sps) == 1:
-                    set_mass(sps[0], row[b])
-                else:
-                    for sp, w in zip(sps, weights[b], strict=True):
-                        set_mass(sp, float(row[b] * w))
+            for b in self._multi:
+                for sp, w in zip(shapes.table[c * self._nb + b], self._weights[b], strict=True):
+                    set_mass(sp, float(row[b] * w))
         held = masses.copy()
         moments = masses * self._unit
         for k, c in enumerate(ids.tolist()):
@@ -82,7 +110,7 @@ class MassWriter:
 def write_materials(
     ids: np.ndarray,
     moving: Sequence[int],
-    shape_ptrs: ShapePtrs,
+    shapes: ShapeRows,
     friction: np.ndarray,
     elasticity: np.ndarray | None,
 ) -> None:
@@ -91,15 +119,12 @@ def write_materials(
     ``friction`` and ``elasticity`` are ``(len(ids), n_bodies)`` pymunk shape values
     (kelab/sim/physics/_compile.py ``shape_values``); None keeps the elasticity.
     """
-    set_f, set_e = cp.shape_set_friction, cp.shape_set_elasticity
-    fr = friction.tolist()
-    el = None if elasticity is None else elasticity.tolist()
-    for k, c in enumerate(ids.tolist()):
-        for b in moving:
-            for sp in shape_ptrs(c, b):
-                set_f(sp, fr[k][b])
-                if el is not None:
-                    set_e(sp, el[k][b])
+    nb = friction.shape[1]
+    cols = np.asarray(moving, dtype=np.int64)
+    rows = (ids[:, None] * nb + cols).reshape(-1)
+    shapes.call(cp.shape_set_friction, rows, friction[:, cols].reshape(-1))
+    if elasticity is not None:
+        shapes.call(cp.shape_set_elasticity, rows, elasticity[:, cols].reshape(-1))
 
 
 def write_velocities(
@@ -110,11 +135,8 @@ def write_velocities(
     vx, vy of the centre of mass and omega, with Chipmunk's setters (nothing else of the
     body changes: no rebuild, its contacts and joints carry on).
     """
-    set_v, set_w = cp.body_set_velocity, cp.body_set_angular_velocity
-    rows = velocities.tolist()
-    for k, c in enumerate(ids.tolist()):
-        for b in moving:
-            bp = body_ptr(c, b)
-            vx, vy, w = rows[k][b]
-            set_v(bp, (vx, vy))
-            set_w(bp, w)
+    cols = list(moving)
+    ptrs = [body_ptr(c, b) for c in ids.tolist() for b in cols]
+    v = velocities[:, cols].reshape(-1, 3).tolist()
+    deque(map(cp.body_set_velocity, ptrs, [(x, y) for x, y, _ in v]), maxlen=0)
+    deque(map(cp.body_set_angular_velocity, ptrs, [w for _, _, w in v]), maxlen=0)

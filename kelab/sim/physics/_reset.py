@@ -148,10 +148,10 @@ class KeptReset:
             self.block, self.owner, self._images, self._rows, self._fric, self._stride,
         )  # fmt: skip
 
-    def set_frictions(self, local: int, values: list[float]) -> None:
-        """The friction local copy ``local``'s shapes get back at a reset (per moving body)."""
+    def set_frictions(self, locals_: np.ndarray, values: np.ndarray) -> None:
+        """The friction local copies' shapes get back at a reset, ``(len(locals_), shapes)``."""
         if self._fric.size:
-            self._fric[local] = values
+            self._fric[locals_] = values
 
     def resync(self) -> None:
         """Find each copy's constraint block in the space's array again.

@@ -252,6 +252,9 @@ class Shard:
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
         self.recipe: list[Recipe | None] = [None] * n  # per copy: the C calls of a rebuild
+        # per copy whose materials differ from the scene's: the frictions its rebuild gives
+        self._reset_fric: dict[int, np.ndarray] = {}
+        self._shape_body: np.ndarray | None = None  # each moving shape's body (made once)
         # per place flag, per copy: the rebuild's calls in one flat sequence (made lazily)
         self._calls: dict[bool, list[tuple | None]] = {True: [None] * n, False: [None] * n}
         # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
@@ -398,21 +401,25 @@ class Shard:
             biased,
         )
 
-    def set_reset_friction(self, cl: int, values: list[float]) -> None:
-        """The friction local copy ``cl``'s moving shapes get back at a rebuild.
+    def set_reset_friction(self, locals_: np.ndarray, values: np.ndarray) -> None:
+        """The friction local copies' moving shapes get back at a rebuild.
 
-        One value per moving body (the friction model's sticking value for the copy's
-        materials); only where the layout has the model (else a rebuild keeps friction).
+        ``values``: ``(len(locals_), moving bodies)``, the friction model's sticking value
+        of each body for the copy's materials; only where the layout has the model (else
+        a rebuild keeps the shapes' friction).
         """
-        recipe = self.recipe[cl]
-        if recipe is None or not self.plan.layout.needs_handler:
+        if not self.plan.layout.needs_handler or not locals_.size:
             return
-        own = self.parts[cl][1]
-        fric = [(cp.shape_ptr(s), v) for v, shapes in zip(values, own, strict=True) for s in shapes]
-        self.recipe[cl] = recipe._replace(frictions=fric)
-        self._calls[True][cl] = self._calls[False][cl] = None  # made again with them
+        # one value per shape, in the order the recipe's frictions hold them
+        if self._shape_body is None:
+            self._shape_body = np.repeat(np.arange(self.kd), [len(s) for s in self.parts[0][1]])
+        per_shape = values[:, self._shape_body]
+        calls = self._calls
+        for cl, row in zip(locals_.tolist(), per_shape, strict=True):
+            self._reset_fric[cl] = row
+            calls[True][cl] = calls[False][cl] = None  # made again with them
         if self.kept is not None:
-            self.kept.set_frictions(cl, [f for _, f in fric])
+            self.kept.set_frictions(locals_, per_shape)
 
     def _friction(self, table: FrictionTable | None) -> object | None:
         """The C helper's friction model over this shard's bodies (None: Python's rules).
@@ -524,6 +531,9 @@ class Shard:
         ptr = self.ptr
         cons = self.parts[cl][2]
         adds, inits, shape_ptrs, _, fric, biased = self.recipe[cl]
+        own = self._reset_fric.get(cl)  # the copy's own materials' (set_reset_friction)
+        if own is not None:
+            fric = [(sp, f) for (sp, _), f in zip(fric, own.tolist(), strict=True)]
         zero = (0.0, 0.0)
         seq: list[tuple[object, tuple]] = []
         seq += [(cp.space_remove_constraint, (ptr, con)) for con in reversed(cons)]

@@ -1,0 +1,484 @@
+"""Domain randomization a task declares: what is drawn, when, from which range.
+
+A task lists :class:`Randomize` terms as plain data in its ``randomization`` class
+attribute (like its ``training_config``); each term is checked where it is declared.
+The environment's :class:`Randomizer` draws them from each copy's own Generator
+(``task.rngs``: deterministic for a seed, saved by snapshots) and writes them into the
+World's per-copy parameters (docs/world.md, "Per-copy parameters"): body masses and
+friction, gravity, actuator strength, sensor noise, and pushes (velocity kicks). It
+records, per copy, the values its episode runs with; an episode's end reports them
+(``info["randomization"]``, ``ke.evaluate``'s report). See docs/tasks.md, "Domain
+randomization".
+
+Example:
+    >>> import kelab as ke
+    >>> from kelab.tasks.cartpole import CartPoleTask
+    >>> class Robust(CartPoleTask):
+    ...     randomization = (
+    ...         ke.Randomize("mass_scale", 0.5, 2.0, bodies=("/World/Robot/pole",)),
+    ...         ke.Randomize("push", (-0.5, 0.0), (0.5, 0.0), when="interval",
+    ...                      interval_s=(1.0, 2.0), bodies=("/World/Robot/pole",)),
+    ...     )
+    >>> env = ke.LearningEnv(Robust(), num_envs=2, seed=0)
+    >>> _ = env.reset(seed=0)
+    >>> env.world.body_masses[:, 2].round(3).tolist()
+    [0.193, 0.175]
+    >>> env.close()
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kelab._validate import is_number, show
+from kelab.errors import UserError
+from kelab.rl.errors import TaskError
+
+if TYPE_CHECKING:
+    from kelab.sim.world import World
+
+__all__ = ["KINDS", "Randomize", "Randomizer"]
+
+KINDS: dict[str, tuple[int, str]] = {
+    "mass_scale": (1, "a factor on each chosen body's scene mass (moments scale with it)"),
+    "friction_scale": (1, "a factor on each chosen body's static and dynamic friction"),
+    "gravity": (2, "an offset (gx, gy) m/s^2 added to the scene's gravity"),
+    "actuator_strength": (1, "a factor on each chosen actuator's output"),
+    "push": (2, "a velocity kick (vx, vy) m/s added to the chosen bodies"),
+    "sensor_noise_scale": (1, "a factor on every sensor's noise std"),
+}
+"""What a term can randomize: values drawn per copy (per body or joint where chosen)."""
+WHEN = ("startup", "reset", "interval")
+DISTRIBUTIONS = ("uniform", "log_uniform", "normal")
+#: What a scale may reach (the World's bounds on what it scales are checked as well).
+SCALE_MAX = 100.0
+
+
+def _pair(value: Any, width: int, name: str) -> tuple[float, ...]:
+    """``value`` as ``width`` finite floats (a number or a sequence of them)."""
+    if width == 1 and is_number(value):
+        items: Sequence[Any] = (value,)
+    elif isinstance(value, (tuple, list)) and len(value) == width:
+        items = value
+    else:
+        shape = "a number" if width == 1 else f"{width} numbers, e.g. (-0.5, 0.5)"
+        raise UserError(f"Randomize.{name} must be {shape}, got {show(value)}")
+    out = []
+    for v in items:
+        if not is_number(v) or not math.isfinite(float(v)):
+            raise UserError(f"Randomize.{name} must hold finite numbers, got {show(value)}")
+        out.append(float(v))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Randomize:
+    """One randomized quantity of a task: what, its range and distribution, and when.
+
+    Attributes:
+        what: One of :data:`KINDS`: ``"mass_scale"``, ``"friction_scale"``,
+            ``"gravity"``, ``"actuator_strength"``, ``"push"``, ``"sensor_noise_scale"``.
+        low: The range's low end: a number, or ``(x, y)`` for gravity and push.
+        high: The high end (>= low, per component); ``low == high`` holds a fixed value.
+        distribution: ``"uniform"``; ``"log_uniform"`` (scales: uniform in log, low > 0);
+            ``"normal"``: mean at the middle, std a quarter of the range, clipped to it.
+        when: ``"startup"`` (once per copy: its first episode, and again when the env is
+            re-seeded), ``"reset"`` (every episode start) or ``"interval"`` (every
+            ``interval_s`` of simulated time within an episode, drawn per copy).
+        interval_s: ``(shortest, longest)`` seconds between two draws (``"interval"``
+            only); the first comes that long after the episode starts.
+        bodies: Body paths or glob patterns (``"/World/Robot/*"``) the term acts on; None
+            means every body it can (the moving ones; with mass for ``mass_scale``).
+        joints: Joint paths or patterns for ``actuator_strength``; None: every actuated one.
+
+    Raises:
+        UserError: When declared, naming the field, the value and the fix.
+    """
+
+    what: str
+    low: float | tuple[float, ...]
+    high: float | tuple[float, ...]
+    distribution: str = "uniform"
+    when: str = "reset"
+    interval_s: tuple[float, float] | None = None
+    bodies: tuple[str, ...] | None = None
+    joints: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.what not in KINDS:
+            raise UserError(
+                f"Randomize.what must be one of {tuple(KINDS)}, got {show(self.what)}; "
+                + "; ".join(f"{k}: {d}" for k, (_, d) in KINDS.items())
+            )
+        width = KINDS[self.what][0]
+        low, high = _pair(self.low, width, "low"), _pair(self.high, width, "high")
+        if any(a > b for a, b in zip(low, high, strict=True)):
+            raise UserError(f"Randomize.low must be <= high per component, got {low} > {high}")
+        scale = self.what.endswith(("_scale", "_strength"))
+        if scale and (low[0] < 0.0 or high[0] > SCALE_MAX):
+            raise UserError(
+                f"Randomize({self.what!r}) draws a factor: low and high must be in "
+                f"[0, {SCALE_MAX:g}], got {low[0]:g}..{high[0]:g}"
+            )
+        if self.distribution not in DISTRIBUTIONS:
+            raise UserError(
+                f"Randomize.distribution must be one of {DISTRIBUTIONS}, got "
+                f"{show(self.distribution)}"
+            )
+        if self.distribution == "log_uniform" and min(low) <= 0.0:
+            raise UserError(
+                f"Randomize.distribution 'log_uniform' needs low > 0, got {low}; use "
+                "'uniform' for a range that reaches 0"
+            )
+        if self.when not in WHEN:
+            raise UserError(f"Randomize.when must be one of {WHEN}, got {show(self.when)}")
+        if self.what == "push" and self.when == "startup":
+            raise UserError(
+                "Randomize('push') kicks bodies: when must be 'reset' or 'interval', got 'startup'"
+            )
+        interval = None
+        if self.when == "interval":
+            if self.interval_s is None:
+                raise UserError(
+                    "Randomize.interval_s must be (shortest, longest) seconds for "
+                    "when='interval', got None; e.g. interval_s=(2.0, 4.0)"
+                )
+            interval = _pair(self.interval_s, 2, "interval_s")
+            if not 0.0 < interval[0] <= interval[1]:
+                raise UserError(
+                    f"Randomize.interval_s must be 0 < shortest <= longest seconds, got "
+                    f"{self.interval_s!r}"
+                )
+        elif self.interval_s is not None:
+            raise UserError(
+                f"Randomize.interval_s is for when='interval', got {self.interval_s!r} with "
+                f"when={self.when!r}; leave it None"
+            )
+        for field in ("bodies", "joints"):
+            value = getattr(self, field)
+            if value is None:
+                continue
+            if isinstance(value, str) or not (
+                isinstance(value, (tuple, list))
+                and value
+                and all(isinstance(v, str) for v in value)
+            ):
+                raise UserError(
+                    f"Randomize.{field} must be a tuple of paths or patterns, got {show(value)}; "
+                    f"e.g. {field}=('/World/Robot/*',)"
+                )
+            object.__setattr__(self, field, tuple(value))
+        if self.joints is not None and self.what != "actuator_strength":
+            raise UserError(f"Randomize.joints is for 'actuator_strength', not {self.what!r}")
+        if self.bodies is not None and self.what not in ("mass_scale", "friction_scale", "push"):
+            raise UserError(f"Randomize.bodies is not for {self.what!r}; leave it None")
+        object.__setattr__(self, "low", low if width > 1 else low[0])
+        object.__setattr__(self, "high", high if width > 1 else high[0])
+        object.__setattr__(self, "interval_s", interval)
+
+    @property
+    def label(self) -> str:
+        """A short description: ``"mass_scale U(0.5, 2) at reset"``."""
+        dist = {"uniform": "U", "log_uniform": "logU", "normal": "N"}[self.distribution]
+        when = (
+            f"every {self.interval_s[0]:g}-{self.interval_s[1]:g} s"
+            if self.interval_s
+            else (f"at {self.when}")
+        )
+        return f"{self.what} {dist}({self.low}, {self.high}) {when}"
+
+
+def declared(task: object) -> tuple[Randomize, ...]:
+    """A task's ``randomization`` attribute, checked: a sequence of :class:`Randomize`.
+
+    Raises:
+        TaskError: Naming the task and what it holds instead.
+    """
+    terms = getattr(task, "randomization", ())
+    if terms is None:
+        return ()
+    name = type(task).__name__
+    if isinstance(terms, Randomize):
+        terms = (terms,)
+    if not isinstance(terms, (tuple, list)) or not all(isinstance(t, Randomize) for t in terms):
+        raise TaskError(
+            f"{name}.randomization must be a tuple of ke.Randomize terms, got "
+            f"{show(terms)}; e.g. randomization = (ke.Randomize('mass_scale', 0.8, 1.2),)"
+        )
+    return tuple(terms)
+
+
+class _Term:
+    """A declared term bound to a World: its columns, what it acts on, its draws."""
+
+    def __init__(self, spec: Randomize, index: int, world: World, step_dt: float) -> None:
+        self.spec = spec
+        self.index = index
+        kind = spec.what
+        lay_names = world.body_names
+        self.rows: np.ndarray = np.zeros(0, dtype=np.int64)  # bodies or joints acted on
+        if kind in ("mass_scale", "friction_scale", "push"):
+            can = world.body_masses[0] > 0.0  # the bodies that move by forces (dynamic)
+            self.rows = _select(spec.bodies, lay_names, can, "dynamic bodies", "body")
+        elif kind == "actuator_strength":
+            can = np.array([j.actuator != "none" for j in world.joint_layouts], dtype=bool)
+            self.rows = _select(spec.joints, world.joint_names, can, "actuated joints", "joint")
+        width = KINDS[kind][0]
+        per = self.rows.size if kind in ("mass_scale", "friction_scale", "actuator_strength") else 1
+        #: values drawn per copy (per body or joint, or one vector)
+        self.count = per * width if kind != "push" else width
+        names = lay_names if kind != "actuator_strength" else world.joint_names
+        if kind == "push":
+            self.labels = ("push count", "push vx", "push vy")
+        elif kind == "gravity":
+            self.labels = ("gravity dx", "gravity dy")
+        elif kind == "sensor_noise_scale":
+            self.labels = ("sensor_noise_scale",)
+        else:
+            self.labels = tuple(f"{kind} {names[r]}" for r in self.rows.tolist())
+        self.low = np.resize(np.asarray(spec.low, dtype=np.float64), self.count)
+        self.high = np.resize(np.asarray(spec.high, dtype=np.float64), self.count)
+        if spec.interval_s is not None:
+            self.steps = (
+                max(1, round(spec.interval_s[0] / step_dt)),
+                max(1, round(spec.interval_s[1] / step_dt)),
+            )
+
+    def draw(self, rngs: list[np.random.Generator], ids: np.ndarray) -> np.ndarray:
+        """``(len(ids), count)`` values from each copy's own Generator (one call per copy)."""
+        normal = self.spec.distribution == "normal"
+        out = np.empty((ids.size, self.count))
+        for k, i in enumerate(ids.tolist()):
+            if normal:
+                rngs[i].standard_normal(out=out[k])
+            else:
+                rngs[i].random(out=out[k])
+        lo, hi = self.low, self.high
+        if normal:  # mean at the middle, std a quarter of the range, clipped to it
+            return np.clip((lo + hi) / 2.0 + out * ((hi - lo) / 4.0), lo, hi)
+        if self.spec.distribution == "log_uniform":
+            return np.exp(np.log(lo) + out * (np.log(hi) - np.log(lo)))
+        return lo + out * (hi - lo)
+
+    def interval(self, rngs: list[np.random.Generator], ids: np.ndarray) -> np.ndarray:
+        """Env steps until the next draw, per copy of ``ids`` (uniform in the interval)."""
+        a, b = self.steps
+        u = np.array([rngs[i].random() for i in ids.tolist()])  # one draw per copy
+        return a + np.minimum((u * (b - a + 1)).astype(np.int64), b - a)
+
+
+def _select(
+    patterns: tuple[str, ...] | None,
+    names: tuple[str, ...],
+    can: np.ndarray,
+    what: str,
+    type_name: str,
+) -> np.ndarray:
+    """Indices of ``names`` the patterns match (None: every one ``can`` allows)."""
+    if patterns is None:
+        return np.flatnonzero(can)
+    picked = np.zeros(len(names), dtype=bool)
+    for pattern in patterns:
+        hit = np.array([fnmatchcase(n, pattern) for n in names], dtype=bool)
+        if not (hit & can).any():
+            allowed = [n for n, c in zip(names, can, strict=True) if c]
+            raise TaskError(
+                f"Randomize pattern {pattern!r} must match a {type_name} it can act on "
+                f"({what}: {allowed[:12]}), got none"
+            )
+        picked |= hit & can
+    return np.flatnonzero(picked)
+
+
+class Randomizer:
+    """A task's :class:`Randomize` terms bound to its environment's World.
+
+    Draws each term from the copies' own Generators (``rngs``: the task's), writes the
+    values into the World's per-copy parameters and keeps, per copy, the values its
+    episode runs with (:attr:`values`, labelled by :attr:`labels`). The environment calls
+    :meth:`begin` after a copy's World reset and before the task's ``reset_idx`` (startup
+    and reset terms, the interval timers), :meth:`after_reset` after it (pushes at the
+    episode start) and :meth:`tick` once per env step before the physics (interval
+    terms). Per copy, the draws come in the order the terms are declared.
+
+    Args:
+        terms: The task's declared terms (:func:`declared`).
+        world: The environment's World; the scales multiply its values as they are now.
+        rngs: One Generator per copy (the task's).
+        step_dt: Seconds per env step (interval terms count env steps).
+
+    Raises:
+        TaskError: Where a term names bodies or joints the World does not have.
+    """
+
+    def __init__(
+        self,
+        terms: Sequence[Randomize],
+        world: World,
+        rngs: list[np.random.Generator],
+        step_dt: float,
+    ) -> None:
+        self.world = world
+        self.rngs = rngs
+        self.terms = [_Term(t, k, world, step_dt) for k, t in enumerate(terms)]
+        n = world.num_envs
+        # what the scales multiply and the offsets add to (the World's values now)
+        self._base = {
+            "mass_scale": world.body_masses,
+            "friction_scale": world.body_friction,
+            "gravity": world.gravity,
+            "actuator_strength": world.actuator_strength,
+            "sensor_noise_scale": world.sensor_noise_scale,
+        }
+        labels: list[str] = []
+        self._cols: list[slice] = []
+        for term in self.terms:
+            self._cols.append(slice(len(labels), len(labels) + len(term.labels)))
+            labels.extend(term.labels)
+        #: The name of each column of :attr:`values`.
+        self.labels: tuple[str, ...] = tuple(labels)
+        #: ``(num_envs, len(labels))`` the values each copy's episode runs with (a push
+        #: term: how many kicks so far and the last one).
+        self.values = np.zeros((n, len(labels)))
+        #: ``(num_envs,)`` copies whose startup terms are due (first episode, re-seeded).
+        self.pending = np.ones(n, dtype=bool)
+        self._interval = [t for t in self.terms if t.spec.when == "interval"]
+        #: ``(num_envs, interval terms)`` env steps until each interval term draws again.
+        self.timers = np.zeros((n, len(self._interval)), dtype=np.int64)
+
+    def describe(self) -> list[str]:
+        """One line per term: what it draws, how, when and on what."""
+        out = []
+        for t in self.terms:
+            on = ""
+            if t.rows.size:
+                names = (
+                    self.world.joint_names
+                    if t.spec.what == "actuator_strength"
+                    else (self.world.body_names)
+                )
+                on = f" on {', '.join(names[r] for r in t.rows.tolist())}"
+            out.append(t.spec.label + on)
+        return out
+
+    def reseeded(self, ids: np.ndarray | None) -> None:
+        """The copies' Generators were re-seeded: their startup terms are drawn again."""
+        self.pending[slice(None) if ids is None else ids] = True
+
+    def begin(self, ids: np.ndarray) -> None:
+        """Copies ``ids`` start an episode (their World is reset, ``reset_idx`` is next)."""
+        for term, cols in zip(self.terms, self._cols, strict=True):
+            if term.spec.what == "push":
+                self.values[ids, cols] = 0.0
+        start = ids[self.pending[ids]]
+        for term in self.terms:
+            if term.spec.when == "startup" and start.size:
+                self._apply(term, start)
+            elif term.spec.when == "reset" and term.spec.what != "push":
+                self._apply(term, ids)
+        self.pending[ids] = False
+        for j, term in enumerate(self._interval):
+            self.timers[ids, j] = term.interval(self.rngs, ids)
+
+    def after_reset(self, ids: np.ndarray) -> None:
+        """After ``reset_idx`` of copies ``ids``: the pushes that start their episodes."""
+        for term in self.terms:
+            if term.spec.when == "reset" and term.spec.what == "push":
+                self._apply(term, ids)
+
+    def tick(self) -> None:
+        """One env step: the interval terms whose time has come draw (before the physics)."""
+        if not self._interval:
+            return
+        self.timers -= 1
+        for j, term in enumerate(self._interval):
+            due = np.flatnonzero(self.timers[:, j] <= 0)
+            if due.size:
+                self._apply(term, due)
+                self.timers[due, j] = term.interval(self.rngs, due)
+
+    def _apply(self, term: _Term, ids: np.ndarray) -> None:
+        """Draw ``term`` for copies ``ids`` and write it into the World."""
+        v = term.draw(self.rngs, ids)
+        w, kind, rows = self.world, term.spec.what, term.rows
+        cols = self._cols[term.index]
+        base = self._base.get(kind)
+        if kind == "mass_scale":
+            m = w.body_masses[ids]
+            m[:, rows] = base[ids][:, rows] * v
+            w.set_body_masses(m, ids)
+        elif kind == "friction_scale":
+            f = w.body_friction[ids]
+            f[:, rows, 0:2] = base[ids][:, rows, 0:2] * v[:, :, None]
+            w.set_body_friction(f, ids)
+        elif kind == "gravity":
+            w.set_gravity(base[ids] + v, ids)
+        elif kind == "actuator_strength":
+            s = w.actuator_strength[ids]
+            s[:, rows] = base[ids][:, rows] * v
+            w.set_actuator_strength(s, ids)
+        elif kind == "sensor_noise_scale":
+            w.set_sensor_noise_scale(base[ids] * v[:, 0], ids)
+        else:  # push: the same kick for every chosen body (a rigid push of a robot)
+            vel = w.body_velocities[ids]
+            vel[:, rows, 0:2] += v[:, None, :]
+            w.set_body_velocities(vel, ids)
+            count = self.values[ids, cols.start] + 1.0
+            v = np.concatenate([count[:, None], v], axis=1)
+        self.values[ids, cols] = v
+
+    def episode(self) -> dict[str, np.ndarray]:
+        """Every copy's values by label, ``(num_envs,)`` each (copies: an episode's record)."""
+        return {name: self.values[:, k].copy() for k, name in enumerate(self.labels)}
+
+    # ---------------------------------------------------------------- snapshots
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """What an env snapshot keeps (``env/randomization/...``)."""
+        return {
+            "values": self.values.copy(),
+            "pending": self.pending.copy(),
+            "timers": self.timers.copy(),
+        }
+
+    def check_state(self, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """A snapshot's state, checked against this randomizer (nothing changes).
+
+        Raises:
+            ValueError: Naming the array and what it must be.
+        """
+        want = {
+            "values": (self.values.shape, "f"),
+            "pending": (self.pending.shape, "b"),
+            "timers": (self.timers.shape, "iu"),
+        }
+        if set(state) != set(want):
+            raise ValueError(
+                f"snapshot arrays 'env/randomization/*' must be {sorted(want)}, got "
+                f"{sorted(state)}; restore a snapshot this env made, unchanged"
+            )
+        for key, (shape, kinds) in want.items():
+            a = state[key]
+            ok = a.shape == shape and a.dtype.kind in kinds
+            if ok and key == "values":
+                ok = bool(np.isfinite(a).all())
+            if ok and key == "timers":
+                ok = bool((a >= 0).all())
+            if not ok:
+                raise ValueError(
+                    f"snapshot array 'env/randomization/{key}' must be {shape} of kind "
+                    f"{kinds!r} (finite, timers >= 0), got {a.dtype} {a.shape}; restore a "
+                    "snapshot this env made, unchanged"
+                )
+        return {k: np.array(v) for k, v in state.items()}
+
+    def load_state_dict(self, state: dict[str, np.ndarray]) -> None:
+        """Put back a checked state."""
+        self.values[...] = state["values"]
+        self.pending[...] = state["pending"]
+        self.timers[...] = state["timers"]

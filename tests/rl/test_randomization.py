@@ -1,0 +1,177 @@
+"""A task's declared domain randomization (issue #41 item 2): checked where declared,
+drawn from each copy's own Generator, exact through snapshots, reported per episode."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.cli.preview import run_preview
+from kelab.tasks.cartpole import CartPoleTask
+
+POLE = "/World/Robot/pole"
+
+
+class Robust(CartPoleTask):
+    """CartPole with every kind of term."""
+
+    randomization = (
+        ke.Randomize("mass_scale", 0.5, 2.0, bodies=(POLE,)),
+        ke.Randomize("friction_scale", 0.5, 2.0, distribution="log_uniform"),
+        ke.Randomize("gravity", (-0.5, -1.0), (0.5, 1.0), when="startup"),
+        ke.Randomize("actuator_strength", 0.7, 1.3, distribution="normal"),
+        ke.Randomize(
+            "push", (-0.4, 0.0), (0.4, 0.0), when="interval", interval_s=(0.2, 0.5), bodies=(POLE,)
+        ),  # fmt: skip
+        ke.Randomize("push", (-0.2, 0.0), (0.2, 0.0), bodies=("/World/Robot/*",)),
+        ke.Randomize("sensor_noise_scale", 0.5, 2.0),
+    )
+
+
+def _run(env: ke.LearningEnv, steps: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        obs, rew, term, trunc, info = env.step(rng.uniform(-1, 1, (env.num_envs, 1)))
+        drawn = info.get("randomization", {})
+        w = env.world
+        values = [np.ravel(v) for v in drawn.values()]
+        params = [w.body_masses.ravel(), w.gravity.ravel(), w.body_friction.ravel()]
+        out.append(np.concatenate([obs.ravel(), rew, term, trunc, *values, *params]))
+    return out
+
+
+@pytest.mark.parametrize("layout", ["isolated", "packed"])
+def test_deterministic_per_seed_and_exact_through_snapshots(layout: str) -> None:
+    runs = []
+    for threads in (1, 2):
+        env = ke.LearningEnv(Robust(), num_envs=6, seed=4, layout=layout, num_threads=threads)
+        env.reset(seed=4)
+        head = _run(env, 60, seed=1)
+        snap = env.snapshot()
+        assert "env/randomization/timers" in snap.arrays
+        tail = _run(env, 80, seed=2)
+        env.restore(snap)
+        again = _run(env, 80, seed=2)
+        assert all(np.array_equal(a, b) for a, b in zip(tail, again, strict=True))
+        runs.append(head + tail)
+        env.close()
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0], runs[1], strict=True))
+    other = ke.LearningEnv(Robust(), num_envs=6, seed=5, layout=layout)
+    other.reset(seed=5)
+    assert not np.array_equal(_run(other, 1, seed=1)[0], runs[0][0])
+    other.close()
+
+
+def test_values_follow_the_seed_and_are_the_worlds() -> None:
+    env = ke.LearningEnv(Robust(), num_envs=3, seed=0)
+    env.reset(seed=7)
+    w = env.world
+    first = (w.body_masses, w.gravity, w.actuator_strength, w.body_friction)
+    pole = w.body_names.index(POLE)
+    r = env.randomizer
+    assert r is not None and r.labels[0] == f"mass_scale {POLE}"
+    assert np.allclose(w.body_masses[:, pole] / r.values[:, 0], w.body_masses[0, pole] /
+                       r.values[0, 0])  # fmt: skip
+    g = r.values[:, r.labels.index("gravity dx") : r.labels.index("gravity dy") + 1]
+    assert np.array_equal(w.gravity, np.array([0.0, -9.81]) + g)
+    _run(env, 30, seed=3)
+    env.reset(seed=7)  # re-seeded: the startup gravity is drawn again, the same
+    assert np.array_equal(env.world.gravity, first[1])
+    assert np.array_equal(env.world.body_masses, first[0])
+    fresh = ke.LearningEnv(Robust(), num_envs=3, seed=99)
+    fresh.reset(seed=7)  # the values depend on the reset's seed only
+    assert np.array_equal(fresh.world.gravity, first[1])
+    env.reset()  # no seed: the reset terms draw on, the startup ones stay
+    assert np.array_equal(env.world.gravity, first[1])
+    assert not np.array_equal(env.world.body_masses, first[0])
+    env.close()
+    fresh.close()
+
+
+def test_episode_records_pushes_and_evaluation_report() -> None:
+    env = ke.LearningEnv(Robust(), num_envs=4, seed=0)
+    report = ke.evaluate(env, lambda obs: np.zeros((4, 1)), episodes=8, seed=3)
+    assert len(report.randomization) == 8
+    first = report.randomization[0]
+    assert f"mass_scale {POLE}" in first and "push count" in first
+    assert all(0.5 <= r[f"mass_scale {POLE}"] <= 2.0 for r in report.randomization)
+    assert "randomized (min .. max, mean)" in report.table()
+    assert report.to_dict()["randomization"][0] == first
+    # an episode of more than 0.5 s had its interval pushes counted
+    long = [r for r in report.randomization if r["push count"] >= 1]
+    assert long
+    env.close()
+
+
+def test_a_task_without_randomization_reports_none() -> None:
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=0)
+    env.reset(seed=0)
+    assert env.randomizer is None
+    snap = env.snapshot()
+    assert not any(k.startswith("env/randomization") for k in snap.arrays)
+    report = ke.evaluate(env, lambda obs: np.zeros((2, 1)), episodes=2, seed=0)
+    assert report.randomization == ({}, {}) and "randomized" not in report.table()
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(what="mass", low=0.5, high=2.0), "Randomize.what must be one of"),
+        (dict(what="mass_scale", low=2.0, high=0.5), "low must be <= high"),
+        (dict(what="mass_scale", low=-1.0, high=0.5), "[0, 100]"),
+        (dict(what="gravity", low=0.5, high=2.0), "must be 2 numbers"),
+        (dict(what="gravity", low=(0, float("nan")), high=(1, 1)), "finite numbers"),
+        (dict(what="mass_scale", low=0.5, high=2.0, distribution="beta"), "distribution"),
+        (dict(what="mass_scale", low=0.0, high=2.0, distribution="log_uniform"), "low > 0"),
+        (dict(what="mass_scale", low=0.5, high=2.0, when="sometimes"), "when must be"),
+        (dict(what="push", low=(0, 0), high=(1, 1), when="startup"), "'reset' or 'interval'"),
+        (dict(what="push", low=(0, 0), high=(1, 1), when="interval"), "interval_s must be"),
+        (dict(what="push", low=(0, 0), high=(1, 1), when="interval", interval_s=(2, 1)), "0 <"),
+        (dict(what="mass_scale", low=1, high=1, interval_s=(1, 2)), "is for when='interval'"),
+        (dict(what="mass_scale", low=1, high=1, bodies="/World/*"), "tuple of paths"),
+        (dict(what="gravity", low=(0, 0), high=(0, 0), bodies=("/a",)), "not for 'gravity'"),
+        (dict(what="mass_scale", low=1, high=1, joints=("/a",)), "for 'actuator_strength'"),
+    ],
+)
+def test_terms_are_checked_where_declared(kwargs: dict, words: str) -> None:
+    with pytest.raises(ke.UserError) as err:
+        ke.Randomize(**kwargs)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_task_attribute_and_its_names_are_checked_when_the_env_is_made() -> None:
+    class Wrong(CartPoleTask):
+        randomization = ({"what": "mass_scale"},)
+
+    with pytest.raises(ke.TaskError, match="must be a tuple of ke.Randomize"):
+        ke.LearningEnv(Wrong(), num_envs=1)
+
+    class Nowhere(CartPoleTask):
+        randomization = (ke.Randomize("mass_scale", 1.0, 2.0, bodies=("/World/Arm/*",)),)
+
+    with pytest.raises(ke.TaskError, match=r"'/World/Arm/\*' must match a body"):
+        ke.LearningEnv(Nowhere(), num_envs=1)
+
+    class TooHeavy(CartPoleTask):  # the World's own bounds hold too
+        randomization = (ke.Randomize("gravity", (0.0, -1e4), (0.0, -1e4)),)
+
+    env = ke.LearningEnv(TooHeavy(), num_envs=1)
+    with pytest.raises(ke.UserError, match=r"gravity components must be within ±10000"):
+        env.reset(seed=0)
+    env.close()
+
+
+def test_preview_shows_the_values() -> None:
+    lines: list[str] = []
+    run_preview(
+        "tests.rl.test_randomization:Robust",
+        actions="random",
+        seconds=6.0,
+        render_mode=None,
+        print_fn=lines.append,
+    )
+    assert any(line.startswith("randomized: mass_scale U(0.5, 2.0) at reset on") for line in lines)
+    assert any(line.startswith("  randomized: mass_scale /World/Robot/pole") for line in lines)
