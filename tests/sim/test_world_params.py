@@ -376,3 +376,31 @@ def test_a_world_that_randomizes_nothing_writes_the_snapshot_it_wrote_before(lay
     snap = w.snapshot()
     assert "sensors/noise_scale" not in snap.arrays
     assert int(ke.sim.replay_log.Kind.MASSES) not in snap.arrays["log/kind"].tolist()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_friction_per_copy_reaches_contacts_between_moving_bodies(layout: str) -> None:
+    """The pair rule (a box sliding on another moving box) reads the copy's coefficients."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(material=ke.Material(1.0, 0.9)), at="/")
+    base = ke.Prop(ke.Box(4.0, 0.2), mass=50.0, material=ke.Material(0.8, 0.6),
+                   initial_pose=ke.Pose(0.0, 0.1))  # fmt: skip
+    b.add(base, at="/World/Base")
+    top = ke.Prop(ke.Box(0.2, 0.2), mass=1.0, material=ke.Material(0.5, 0.4),
+                  initial_pose=ke.Pose(-1.0, 0.3))  # fmt: skip
+    b.add(top, at="/World/Top")
+    w = ke.World(b.build(), num_envs=2, layout=layout)
+    t = w.body_names.index("/World/Top")
+    fr = w.body_friction
+    fr[1, t] = (0.1, 0.1, 0.0)
+    w.set_body_friction(fr[1:], env_ids=[1])
+    poses = np.tile(w.initial_body_poses, (2, 1, 1))
+    vels = np.zeros_like(poses)
+    vels[:, t, 0] = 1.5
+    w.set_body_states([0, 1], poses, vels)
+    for _ in range(480):
+        w.step(1 / 240)
+    d = w.body_poses[:, t, 0] - poses[:, t, 0]
+    for copy, mu_top in ((0, 0.4), (1, 0.1)):
+        mu = np.sqrt(mu_top * 0.6)  # the Box2D combination of the two dynamic coefficients
+        assert d[copy] == pytest.approx(1.5**2 / (2 * mu * 9.81), rel=0.05)
