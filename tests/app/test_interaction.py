@@ -274,3 +274,21 @@ def test_app_layer_uses_only_the_public_world_api():
         src = path.read_text()
         hit = re.search(r"world\._[A-Za-z]", src)
         assert hit is None, f"{path.name} reads a private World attribute: {hit.group(0)}"
+
+
+@pytest.mark.parametrize("layout", ["isolated", "packed"])
+def test_drag_uses_the_dragged_copys_mass(layout: str):
+    """Per-copy masses (#41): the spring is scaled by the picked copy's body, not copy 0's."""
+    world = ke.World(ball_scene(), num_envs=2, env_spacing=6.0, layout=layout)
+    ball = world.body_names.index("/World/Ball0")
+    masses = world.body_masses
+    masses[1, ball] *= 4.0
+    world.set_body_masses(masses[1:], env_ids=[1])
+    drags = []
+    for env in (0, 1):
+        start = world.body_poses[env, ball, :2] + world.env_origins[env]
+        drag = ke.app.DragSpring(world, ke.pick_body(world, tuple(start)))
+        assert drag.picked.env_id == env
+        drags.append(drag)
+    assert drags[1].mass == 4.0 * drags[0].mass
+    assert drags[1].moment == pytest.approx(4.0 * drags[0].moment, rel=1e-15)
