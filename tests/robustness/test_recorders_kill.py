@@ -219,7 +219,7 @@ def test_unwritable_destination_refused_for_a_regular_user():
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
         )
-        assert "refused:" in out.stdout and "not writable" in out.stdout, out.stderr
+        assert "refused:" in out.stdout and "permission denied" in out.stdout, out.stderr
         assert os.listdir(locked) == []  # no probe file left behind
     finally:
         shutil.rmtree(base)

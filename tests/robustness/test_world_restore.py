@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kelab as ke
+from kelab.sim.replay_log import Kind
 from kelab.sim.scene.assets import Asset
 
 DT = 1 / 120
@@ -144,7 +145,7 @@ DOCTORED: list[tuple[str, Callable, str]] = [
     ("id out of range", lambda a, m: _set(a, "log/ids", 0, 7), "in [0, 3)"),
     ("negative id", lambda a, m: _set(a, "log/ids", 0, -1), "in [0, 3)"),
     ("repeated id", lambda a, m: _set(a, "log/ids", 1, a["log/ids"][0]), "unique"),
-    ("kind", lambda a, m: _set(a, "log/kind", 1, 9), "kinds"),
+    ("kind", lambda a, m: _set(a, "log/kind", 1, len(Kind)), "kinds"),  # one past the last
     ("offsets", lambda a, m: _set(a, "log/val_off", -1, 3), "offsets"),
     (
         "steps back",
