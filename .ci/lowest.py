@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib.metadata as metadata
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 

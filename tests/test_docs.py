@@ -78,8 +78,7 @@ def test_doc_examples_run(page, tmp_path, monkeypatch):
 
 def test_shown_outputs_are_checked():
     code = (
-        "print(21, False)  # out: 21 False\nprint('x')\nprint('a long line')\n"
-        "# out: a ... line\n"
+        "print(21, False)  # out: 21 False\nprint('x')\nprint('a long line')\n# out: a ... line\n"
     )
     assert shown_output_problems(code, "21 False\nx\na long line\n") == []
     assert shown_output_problems(code, "20 False\nx\na long line\n") != []

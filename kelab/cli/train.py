@@ -291,9 +291,7 @@ def _percent(rate: float) -> str:
     return f"{100 * rate:.0f}%"
 
 
-def summary_line(
-    stats: dict[str, Any], start_iteration: int = 0, window: int | None = None
-) -> str:
+def summary_line(stats: dict[str, Any], start_iteration: int = 0, window: int | None = None) -> str:
     """The ``done:`` line of ``kelab train``: rounded numbers, ``n/a`` with its reason.
 
     The success rate and mean return say how many episodes they are over: the recent

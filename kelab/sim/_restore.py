@@ -177,13 +177,16 @@ def _parameter(
     """A per-copy parameter's (or a velocity write's) rows, checked as the setters check."""
     if spec.params is None:
         raise _fail(f"{where}: this World takes no per-copy parameters")
-    a = vals.reshape(copies, *{
-        Kind.MASSES: (spec.n_bodies,),
-        Kind.MATERIALS: (spec.n_bodies, 4),
-        Kind.GRAVITY: (2,),
-        Kind.STRENGTH: (spec.n_joints,),
-        Kind.VELOCITIES: (spec.n_bodies, 3),
-    }[kind]).copy()
+    a = vals.reshape(
+        copies,
+        *{
+            Kind.MASSES: (spec.n_bodies,),
+            Kind.MATERIALS: (spec.n_bodies, 4),
+            Kind.GRAVITY: (2,),
+            Kind.STRENGTH: (spec.n_joints,),
+            Kind.VELOCITIES: (spec.n_bodies, 3),
+        }[kind],
+    ).copy()
     problem = spec.params.error(kind, a)
     if problem is None and kind == Kind.VELOCITIES and a[:, ~spec.dynamic].any():
         problem = "static bodies have no velocity (a World writes 0 for them)"

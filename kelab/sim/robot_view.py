@@ -257,8 +257,7 @@ class RobotView:
         for name in wanted:
             if name not in own:
                 raise ValueError(
-                    f"robot {self.path!r}: names must be its site names, got {name!r}; "
-                    f"sites: {own}"
+                    f"robot {self.path!r}: names must be its site names, got {name!r}; sites: {own}"
                 )
         return self._world.site_poses([f"{self.path}/{n}" for n in wanted])
 

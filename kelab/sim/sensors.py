@@ -135,8 +135,10 @@ class SensorPipeline:
                     )
         self._config = config
         # the noise std: a float, or one per channel (a (width,) array)
-        self._noise = config.noise if not isinstance(config.noise, tuple) else np.array(
-            config.noise, dtype=np.float64
+        self._noise = (
+            config.noise
+            if not isinstance(config.noise, tuple)
+            else np.array(config.noise, dtype=np.float64)
         )
         self._noisy = config.noisy
         self._num_envs = int(num_envs)

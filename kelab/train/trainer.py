@@ -473,9 +473,7 @@ class RLTrainer:
         bar = None
         if check_bool(progress, "train: progress"):
             total = self.config.max_iterations if max_iterations is None else max_iterations
-            bar = ProgressBar(
-                total, self.iteration, sys.stderr, window=self.config.success_window
-            )
+            bar = ProgressBar(total, self.iteration, sys.stderr, window=self.config.success_window)
             callback = bar.then(callback)
         # glibc keeps the update's tensors' pages (kelab.train._malloc); Ctrl-C stops at
         # the next safe point (kelab.train._ctrl_c)

@@ -15,9 +15,9 @@ import pytest
 from kelab.rl.direct import DirectRLEnv
 from kelab.rl.env import LearningEnv
 from kelab.rl.task import TaskError
+from kelab.tasks import TASK_IDS
 from kelab.tasks.ball_to_goal import BallToGoalTask
 from kelab.tasks.cartpole import CartPoleTask
-from kelab.tasks import TASK_IDS
 from kelab.tasks.pi_locomotion import MAX_COMMAND, PiLocomotionTask
 
 

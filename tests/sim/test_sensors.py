@@ -388,8 +388,11 @@ def test_one_noise_for_all_values_is_unchanged():
 
 
 def test_per_value_noise_is_checked_in_one_line():
-    with pytest.raises(ValueError, match=r"sensor 'pole': SensorConfig.noise must be one "
-                                         r"number or 2 \(one per value: position, velocity\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"sensor 'pole': SensorConfig.noise must be one "
+        r"number or 2 \(one per value: position, velocity\)",
+    ):
         _joint_world((0.1, 0.2, 0.3))
     for bad, field in (((), "SensorConfig.noise"), ((0.1, -1.0), r"SensorConfig.noise\[1\]"),
                        ((0.1, "x"), r"SensorConfig.noise\[1\]"),

@@ -229,8 +229,10 @@ def _friction_model(scene: Scene, dynamic: np.ndarray, groups: np.ndarray, needs
         "main_material": (gs, gd, gr) if needs else (1.0, 1.0, 0.0),
         "callback_pairs": tuple(pairs),
         "pair_values": np.array(
-            [(math.sqrt(m.static_friction), math.sqrt(m.dynamic_friction), m.restitution)
-             for m in mats],
+            [
+                (math.sqrt(m.static_friction), math.sqrt(m.dynamic_friction), m.restitution)
+                for m in mats
+            ],
             dtype=np.float64,
         ).reshape(nb, 3),
     }

@@ -49,6 +49,7 @@ __all__ = [
     "SiteInstance",
 ]
 
+
 @dataclass(frozen=True)
 class BodyInstance:
     """One body of a built scene.
