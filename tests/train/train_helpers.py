@@ -13,6 +13,24 @@ if TYPE_CHECKING:
     from kelab.train.config import TrainConfig
     from kelab.train.records import IterationRow
 
+#: Built-in tasks that ship no trained policy yet, each with why. The tests of shipped
+#: policies run over every other built-in task, and test_player.py checks each entry here
+#: really ships none (an entry is removed when its policy lands).
+NOT_YET_SHIPPED: dict[str, str] = {
+    "kelab/CartPole-Pixels-v0": (
+        "#43: its convolutional policy has not reached the task's target on this 2-core "
+        "machine yet (success 0.03-0.14 after ~105 iterations, 13 min)"
+    ),
+}
+
+
+def shipped_task_ids() -> list[str]:
+    """The built-in task ids that ship a policy, sorted (all but `NOT_YET_SHIPPED`)."""
+    from kelab.tasks import TASK_IDS
+
+    return sorted(set(TASK_IDS) - set(NOT_YET_SHIPPED))
+
+
 #: The smallest TrainConfig fields that still train for real (the tests' default).
 TINY: dict[str, Any] = {
     "num_envs": 16,
