@@ -28,7 +28,9 @@ Cases (``--cases``, comma separated):
   policy (no resets before the 5 s limit: the reset-free loop).
 - ``train-cartpole`` / ``train-humanoid``: the whole ``python -m kelab train TASK``
   command with its defaults, wall seconds (imports, environment start, training to the
-  task's stopping rule).
+  task's stopping rule); the row also gives the CPU seconds of the command's processes
+  (steadier than wall time on a loaded machine), whether every run saved the same weights
+  (the checkpoints' files are named by their SHA-256) and the command's last line.
 - ``states``: no timing; a SHA-256 of the packed Humanoid env's observations, rewards and
   dones over 300 random-action steps (hundreds of resets), so "bit-identical" is checked
   against the commit in the same run.
@@ -48,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -220,6 +223,7 @@ def run_case(case: str, root: Path, steps: int, clock: str = "wall") -> dict:
     env.setdefault("SDL_VIDEODRIVER", "dummy")
     if case in TRAIN_TASKS:
         with tempfile.TemporaryDirectory() as tmp:
+            c0 = children_cpu()
             t0 = time.perf_counter()
             done = subprocess.run(
                 [sys.executable, "-m", "kelab", "train", TRAIN_TASKS[case], "--run-dir",
@@ -227,9 +231,14 @@ def run_case(case: str, root: Path, steps: int, clock: str = "wall") -> dict:
                 cwd=tmp, env=env, capture_output=True, text=True, check=False,
             )  # fmt: skip
             wall = time.perf_counter() - t0
+            cpu = children_cpu() - c0
+            # the checkpoints' weights files are named by their SHA-256: the same names,
+            # the same weights
+            weights = sorted(p.name for p in (Path(tmp) / "run").rglob("*.safetensors"))
         if done.returncode != 0:
             raise CaseFailedError(f"{case} failed under {root}:\n{done.stderr[-2000:]}")
-        return {"seconds": wall, "tail": done.stdout.strip().splitlines()[-1:]}
+        tail = done.stdout.strip().splitlines()[-1:]
+        return {"seconds": wall, "cpu": cpu, "tail": tail, "weights": weights}
     done = subprocess.run(
         [sys.executable, "-c", CHILD, case, str(steps), str(root), clock],
         cwd=HERE, env=env, capture_output=True, text=True, check=False,
@@ -238,6 +247,12 @@ def run_case(case: str, root: Path, steps: int, clock: str = "wall") -> dict:
         if line.startswith("AB-RESULT "):
             return json.loads(line[len("AB-RESULT ") :])
     raise CaseFailedError(f"{case} failed under {root}:\n{done.stderr[-3000:]}")
+
+
+def children_cpu() -> float:
+    """CPU seconds of this process's finished children (and theirs that they waited for)."""
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime
 
 
 def load() -> str:
@@ -312,6 +327,15 @@ def main() -> None:
             extra = f" (vs bare: A {va:.2f}x, B {vb:.2f}x)"
         if "resets" in a[0]:
             extra = f" ({100 * a[0]['resets']:.1f} % / {100 * b[0]['resets']:.1f} % resets)"
+        if "weights" in a[0]:
+            same = all(x["weights"] == a[0]["weights"] for x in a + b)
+            verdict = "identical" if same else "DIFFERENT"
+            ca, cb = (statistics.median(x["cpu"] for x in side) for side in (a, b))
+            cpu = statistics.median(y["cpu"] / x["cpu"] for x, y in zip(a, b, strict=True))
+            extra = (
+                f" (CPU seconds A {ca:.1f}, B {cb:.1f}: B/A {cpu:.3f}; weights {verdict} on "
+                f"both sides; {a[0]['tail']})"
+            )
         print(f"| {case}{extra} | {ma:,.1f}{unit} | {mb:,.1f}{unit} | "
               f"{statistics.median(ratios):.3f} | {min(ratios):.3f}-{max(ratios):.3f} | "
               f"{len(a)} |")  # fmt: skip
