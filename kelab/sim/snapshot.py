@@ -191,11 +191,19 @@ def _decode_state(value: Any, depth: int = 0) -> Any:
                 or not all(isinstance(x, int) and not isinstance(x, bool) for x in data)
             ):
                 raise ValueError("array data must be a flat list of at most 65536 ints")
+            info = np.iinfo(dtype)
+            wrong = next((x for x in data if not info.min <= x <= info.max), None)
+            if wrong is not None:  # numpy 1.x would wrap it, with only a DeprecationWarning
+                raise ValueError(f"array data must fit {dtype}, got {str(wrong)[:40]}")
             arr = np.array(list(data), dtype=dtype)
             return arr.reshape(tuple(value["shape"]))
         return {k: _decode_state(v, depth + 1) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_decode_state(v, depth + 1) for v in value]
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        # every field of numpy's bit generators is unsigned: numpy 2 refuses a negative
+        # one (OverflowError), numpy 1.x wraps it with only a DeprecationWarning
+        raise ValueError(f"its numbers must be >= 0, got {str(value)[:40]}")
     return value
 
 

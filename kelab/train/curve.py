@@ -428,8 +428,8 @@ class _Envelope:
         >>> for i in range(100):
         ...     env.add((float(i), 50.0 if i == 37 else float(i % 10)))
         >>> rows = env.rows()
-        >>> len(rows) < 100, rows[0, 0], rows[-1, 0], rows[:, 1].max()
-        (True, np.float64(0.0), np.float64(99.0), np.float64(50.0))
+        >>> len(rows) < 100, float(rows[0, 0]), float(rows[-1, 0]), float(rows[:, 1].max())
+        (True, 0.0, 99.0, 50.0)
     """
 
     _CHUNK = 8192  # rows gathered before they are kept in one numpy pass

@@ -18,7 +18,8 @@ BAD = [
     ({"num_envs": 2.0}, "num_envs must be an int >= 1, got 2.0; "),
     ({"seed": -1}, "seed must be an int >= 0, got -1"),
     ({"seed": True}, "seed must be an int >= 0, got True"),
-    ({"seed": np.float64(3.0)}, "seed must be an int >= 0, got np.float64(3.0)"),
+    # repr: np.float64(3.0) from numpy 2 on, 3.0 before
+    ({"seed": np.float64(3.0)}, f"seed must be an int >= 0, got {np.float64(3.0)!r}"),
     ({"num_threads": 0}, "num_threads must be an int >= 1, got 0; "),
     ({"num_threads": False}, "num_threads must be an int >= 1, got False; "),
     ({"layout": "tiled"}, "layout must be one of ('isolated', 'packed'), got 'tiled'; "),
