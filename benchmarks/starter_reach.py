@@ -95,13 +95,14 @@ def run(task: type, changes: dict, seed: int, iterations: int, folder: str) -> d
     config = training_config_of(task).replace(eval_process=False, **changes)
     env = ke.LearningEnv(task(), num_envs=config.num_envs, seed=seed, layout=config.layout)
     cpu = time.process_time()
-    evals: list[float] = []
+    evals: list[str] = []  # as shown: "at most" where the check stopped early
     stds: list[float] = []
 
     def watch(row: dict) -> None:
         stds.append(row["action_std"])
         if row["eval_success_rate"] is not None:
-            evals.append(row["eval_success_rate"])
+            bound = "at most " if row["eval_stopped_early"] else ""
+            evals.append(f"{bound}{row['eval_success_rate']:.0%}")
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TrainingWarning)  # trainer.findings has them
@@ -141,7 +142,7 @@ def main() -> None:
         for seed in args.seeds:
             r = run(task, changes, seed, args.iterations, tempfile.mkdtemp(dir=home))
             reached = "-" if r["reached"] is None else f"iteration {r['reached']}"
-            evaluated = "-" if r["eval"] is None else f"{r['eval']:.0%}"
+            evaluated = "-" if r["eval"] is None else r["eval"]
             print(
                 f"| {name}: {what} | {seed} | {reached} | {r['env_steps']:,} | "
                 f"{r['cpu_s']:.1f} | {evaluated} | {r['std']:.2f} | {r['said']} |",

@@ -246,12 +246,9 @@ def _print_summary(
 ) -> None:
     """The lines after a run: the summary, the last verdict, the target, the checkpoints."""
     print(summary_line(stats, start_iteration=start_iteration, window=window), file=out)
-    if stats["eval_success_rate"] is not None:
-        print(
-            f"last evaluation (deterministic policy): success rate "
-            f"{_percent(stats['eval_success_rate'])}",
-            file=out,
-        )
+    evaluated = evaluation_line(stats)
+    if evaluated is not None:
+        print(evaluated, file=out)
     met = target_line(stats, best_iteration)
     if met is not None:
         print(met, file=out)
@@ -259,6 +256,36 @@ def _print_summary(
     print(f"latest: {stats['checkpoints']['latest']}", file=out)
     print(f"play it: kelab play {args.task} --checkpoint {stats['run_dir']}:best", file=out)
     out.flush()
+
+
+def evaluation_line(stats: dict[str, Any]) -> str | None:
+    """The line of ``kelab train`` giving the last evaluation's success rate (None: none).
+
+    A check that stopped early (the target out of reach) measured no rate: the line
+    gives the most it can be.
+
+    Args:
+        stats: What ``RLTrainer.train`` returned.
+
+    Example:
+        >>> evaluation_line({"eval_success_rate": 1.0, "eval_episodes": 100,
+        ...                  "eval_stopped_early": False})
+        'last evaluation (deterministic policy): success rate 100%'
+        >>> evaluation_line({"eval_success_rate": 0.94, "eval_episodes": 100,
+        ...                  "eval_stopped_early": True})  # doctest: +NORMALIZE_WHITESPACE
+        'last evaluation (deterministic policy): success rate at most 94% of its 100
+        episodes (the check stopped once the target was out of reach)'
+    """
+    rate = stats.get("eval_success_rate")
+    if rate is None:
+        return None
+    line = "last evaluation (deterministic policy): success rate"
+    if not stats.get("eval_stopped_early"):
+        return f"{line} {_percent(rate)}"
+    return (
+        f"{line} at most {_percent(rate)} of its {stats.get('eval_episodes')} episodes (the "
+        "check stopped once the target was out of reach)"
+    )
 
 
 def target_line(stats: dict[str, Any], judged: int | None) -> str | None:

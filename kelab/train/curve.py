@@ -2,7 +2,8 @@ r"""Training curves: ``training_curve.png`` and ``kelab plot`` (matplotlib, Agg,
 
 The trainer draws ``training_curve.png`` in its run directory: the mean return on the top
 axes, the success rate (training episodes, with exploration noise) on the bottom one, the
-evaluated success rate of the deterministic policy as points, the task's success target
+evaluated success rate of the deterministic policy as points (a downward triangle where
+the check stopped early and its rate is only the most it can be), the task's success target
 as a dashed line, env steps along the bottom and wall-clock time along the top.
 ``kelab plot RUN_DIR [RUN_DIR ...]`` draws the same from the runs' ``metrics.csv`` files,
 several runs on one figure (one colour each). matplotlib is imported only when a figure
@@ -72,6 +73,8 @@ class RunCurve:
         wall_time_s: Wall-clock seconds since the run began, per iteration.
         eval_steps: Env steps of each evaluated policy.
         eval_rates: The evaluated success rate of each.
+        eval_at_most: Whether each evaluation stopped early: its rate is then the most it
+            can be, not a measurement (drawn as a downward triangle).
         target: The success target of the run's training config (None: unknown).
         title: What the figure of this run alone is titled ("" for none).
     """
@@ -83,6 +86,7 @@ class RunCurve:
     wall_time_s: np.ndarray
     eval_steps: np.ndarray = field(default_factory=lambda: np.zeros(0))
     eval_rates: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    eval_at_most: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     target: float | None = None
     title: str = ""
 
@@ -94,7 +98,7 @@ def _floats(values: Sequence[float | None]) -> np.ndarray:
 def write_training_curve(
     path: str | os.PathLike[str],
     history: Sequence[tuple[int, float, float | None]],
-    evaluations: Sequence[tuple[int, float]] = (),
+    evaluations: Sequence[tuple[int, float] | tuple[int, float, bool]] = (),
     *,
     wall_times: Sequence[float | None] = (),
     target: float | None = None,
@@ -107,7 +111,9 @@ def write_training_curve(
             replaced, never followed).
         history: One ``(env_steps, mean_return, success_rate)`` row per iteration
             (``success_rate`` None without a success rule; a NaN return: no episode yet).
-        evaluations: ``(env_steps, success_rate)`` of each evaluated deterministic policy.
+        evaluations: ``(env_steps, success_rate)`` of each evaluated deterministic policy,
+            or ``(env_steps, success_rate, stopped_early)``: with ``stopped_early`` True
+            the rate is the most it can be (the check stopped early).
         wall_times: Wall-clock seconds per row; with as many finite, increasing values as
             rows, the top axis shows wall-clock time.
         target: The success target, drawn as a dashed line (None: no line).
@@ -125,6 +131,7 @@ def write_training_curve(
         wall_time_s=np.full(len(history), math.nan) if walls is None else walls,
         eval_steps=np.array([e[0] for e in evaluations], dtype=float),
         eval_rates=_floats([e[1] for e in evaluations]),
+        eval_at_most=np.array([len(e) > 2 and bool(e[2]) for e in evaluations], dtype=bool),
         target=target,
         title=title,
     )
@@ -251,10 +258,12 @@ def _success_panel(ax: Axes, runs: list[RunCurve]) -> None:
         ax.plot(run.env_steps, run.success_rate, color=_SUCCESS if single else colour,
                 lw=1.6, alpha=1.0 if single else 0.75,
                 marker="o" if run.env_steps.size == 1 else None)  # fmt: skip
-        if run.eval_steps.size:
-            ax.plot(run.eval_steps, run.eval_rates, ls="none", marker="o", ms=6,
-                    color=_EVAL if single else colour, mec="white", mew=1.0,
-                    zorder=3)  # fmt: skip
+        at_most = _at_most(run)
+        for shown, marker in ((~at_most, "o"), (at_most, "v")):
+            if shown.any():
+                ax.plot(run.eval_steps[shown], run.eval_rates[shown], ls="none",
+                        marker=marker, ms=6, color=_EVAL if single else colour, mec="white",
+                        mew=1.0, zorder=3)  # fmt: skip
     targets = sorted({r.target for r in runs if r.target is not None})
     for t in targets:
         ax.axhline(t, color=_TARGET, ls=(0, (5, 3)), lw=1.3, zorder=1)
@@ -275,12 +284,24 @@ def _success_panel(ax: Axes, runs: list[RunCurve]) -> None:
         keys.append(Line2D([], [], ls="none", marker="o", ms=6, mec="white",
                            color=_EVAL if single else "#666666",
                            label="evaluated (deterministic policy)"))  # fmt: skip
+    if any(_at_most(r).any() for r in runs):
+        keys.append(Line2D([], [], ls="none", marker="v", ms=6, mec="white",
+                           color=_EVAL if single else "#666666",
+                           label="evaluation stopped early: at most"))  # fmt: skip
     if targets:
         shown = ", ".join(f"{100 * t:.0f}%" for t in targets)
         keys.append(Line2D([], [], color=_TARGET, ls=(0, (5, 3)), lw=1.3,
                            label=f"target {shown}"))  # fmt: skip
     ax.legend(handles=keys, loc="upper left", bbox_to_anchor=(0, -0.32), ncols=3,
               borderaxespad=0, handlelength=2.4)  # fmt: skip
+
+
+def _at_most(run: RunCurve) -> np.ndarray:
+    """Which of the run's evaluations give a bound (all False when it says none)."""
+    flags = np.asarray(run.eval_at_most, dtype=bool)
+    if flags.shape != run.eval_steps.shape:
+        return np.zeros(run.eval_steps.shape, dtype=bool)
+    return flags
 
 
 def _shared_title(runs: list[RunCurve]) -> str:
@@ -528,7 +549,7 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
     if label is None:
         label = title.split(" · ", 1)[-1].removeprefix("run ")
     columns = rows.reshape(-1, 4)
-    evaluated = evals.reshape(-1, 2)
+    evaluated = evals.reshape(-1, 3)
     return RunCurve(
         label=label,
         env_steps=columns[:, 0],
@@ -537,13 +558,14 @@ def read_run(run_dir: str | os.PathLike[str], label: str | None = None) -> RunCu
         wall_time_s=columns[:, 3],
         eval_steps=evaluated[:, 0],
         eval_rates=evaluated[:, 1],
+        eval_at_most=evaluated[:, 2] == 1.0,
         target=details["target"],
         title=title,
     )
 
 
 _COLUMNS = ("iteration", "env_steps", "wall_time_s", "mean_return", "success_rate",
-            "eval_success_rate", "eval_iteration")  # fmt: skip
+            "eval_success_rate", "eval_iteration", "eval_stopped_early")  # fmt: skip
 _FIX = "the log is truncated or corrupt; plot another run, or delete the bad rows"
 
 
@@ -600,7 +622,8 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         The rows kept (:class:`_Envelope`), ``(env_steps, mean_return, success_rate,
         wall_time_s)`` with NaN for an empty value, and the evaluations, ``(env_steps of
-        the iteration judged, success_rate)``.
+        the iteration judged, success_rate, 1.0 if that check stopped early else 0.0)``
+        (those that stopped early kept apart, after the measured ones).
     """
     reader = csv.reader(_lines(path))
     try:
@@ -614,10 +637,11 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
         # a column the header lacks reads the "" appended to every row: empty
         index = [header.index(name) if name in header else width for name in _COLUMNS]
         texts_of = operator.itemgetter(*index)
-        it, steps, wall, ret, rate, rated, judged_at = range(len(_COLUMNS))
+        it, steps, wall, ret, rate, rated, judged_at, early = range(len(_COLUMNS))
         empty = math.nan  # one object: `is empty` tells an empty value from a NaN
         rows = _Envelope(columns=(1, 2))
-        evals = _Envelope(columns=(1,))
+        evals = _Envelope(columns=(1,))  # measured rates
+        bounds = _Envelope(columns=(1,))  # rates of checks that stopped early: at most
         steps_at: dict[int, float] = {}  # the recent iterations' env steps
         count = 0
         for fields in reader:
@@ -648,8 +672,14 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
                 steps_at[int(values[it])] = values[steps]
                 if len(steps_at) > 2 * _RECENT_ITERATIONS:  # the recent ones, O(1) a row
                     steps_at = dict(list(steps_at.items())[-_RECENT_ITERATIONS:])
+            if values[early] is not empty and values[early] not in (0.0, 1.0):
+                raise UserError(
+                    f"{path} line {reader.line_num}: eval_stopped_early must be 0 or 1, got "
+                    f"{_shown(texts[early])}; {_FIX}"
+                )
             if values[judged_at] is not empty and values[rated] is not empty:
-                evals.add((steps_at.get(int(values[judged_at]), values[steps]), values[rated]))
+                kept = bounds if values[early] == 1.0 else evals
+                kept.add((steps_at.get(int(values[judged_at]), values[steps]), values[rated]))
     except csv.Error as err:
         raise UserError(f"{path} line {reader.line_num} must be CSV, got {err}; {_FIX}") from None
     if not count:
@@ -657,7 +687,9 @@ def _parse_metrics(path: Path) -> tuple[np.ndarray, np.ndarray]:
             f"{path} must hold at least one iteration's row, got only the header; plot the "
             "run once it has logged an iteration"
         )
-    return rows.rows(), evals.rows()
+    measured, at_most = evals.rows().reshape(-1, 2), bounds.rows().reshape(-1, 2)
+    flags = np.repeat([0.0, 1.0], [len(measured), len(at_most)])[:, None]
+    return rows.rows(), np.hstack([np.vstack([measured, at_most]), flags])
 
 
 def _value(path: Path, line: int, name: str, text: str) -> float | None:

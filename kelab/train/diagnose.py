@@ -12,7 +12,10 @@
   iterations running: the critic cannot follow the returns;
 - **the deterministic policy does worse than the noisy one**: an evaluation
   (``eval_every``) succeeded ``DIVERGENCE`` or more below the training episodes: the
-  exploration noise does part of the work and the policy's mean action falls short.
+  exploration noise does part of the work and the policy's mean action falls short. An
+  evaluation that stopped early (the target out of reach) measured no rate, only the most
+  it can be: it is reported only when even that bound is ``DIVERGENCE`` below, and said
+  as a bound.
 
 `kelab.train.trainer.RLTrainer` warns each finding as a :class:`TrainingWarning` at the
 iteration it happens (``kelab train`` prints it as a ``kelab: warning: ...`` line) and
@@ -108,7 +111,7 @@ class TrainingWatch:
         self._said: set[str] = set()
         self._value_losses: deque[float] = deque(maxlen=_WINDOW)
         self._exploding = 0  # iterations in a row over the explosion threshold
-        self._evaluated: float | None = None  # the latest evaluation's success rate
+        self._evaluated: IterationRow | None = None  # the row of the latest evaluation
 
     def observe(self, row: IterationRow) -> list[Finding]:
         """The findings of the iteration ``row`` (each kind reported once per watch).
@@ -120,7 +123,7 @@ class TrainingWatch:
             The new findings (usually none).
         """
         if row.eval_success_rate is not None:
-            self._evaluated = row.eval_success_rate
+            self._evaluated = row
         found = [
             f
             for f in (self._noise(row), self._value_loss(row), self._divergence(row))
@@ -132,14 +135,21 @@ class TrainingWatch:
         return found
 
     def _success(self, row: IterationRow) -> tuple[float, str] | None:
-        """The success rate the target is judged on now, and what it is."""
+        """The success rate the target is judged on now, and how to say it.
+
+        For an evaluation that stopped early, the most its rate can be.
+        """
         if self.config.eval_every:
-            if self._evaluated is None:
+            judged = self._evaluated
+            if judged is None or judged.eval_success_rate is None:
                 return None
-            return self._evaluated, "the deterministic policy's last evaluation"
+            return judged.eval_success_rate, (
+                f"the deterministic policy's last evaluation succeeded in {_rate(judged)}"
+            )
         if row.success_rate is None:
             return None
-        return row.success_rate, "the recent training episodes"
+        rate = row.success_rate
+        return rate, f"the success rate of the recent training episodes is {rate:.0%}"
 
     def _noise(self, row: IterationRow) -> Finding | None:
         cfg = self.config
@@ -153,13 +163,12 @@ class TrainingWatch:
             or success[0] >= cfg.success_target
         ):
             return None
-        rate, of = success
         return Finding(
             "noise collapsed",
             row.iteration,
             f"iteration {row.iteration}: the action noise collapsed (policy std {std:.3f}, "
-            f"started at {cfg.init_noise_std:g}) while the success rate is {rate:.0%} ({of}; "
-            f"target {cfg.success_target:.0%}): the policy has nearly stopped exploring and "
+            f"started at {cfg.init_noise_std:g}) while {success[1]} (target "
+            f"{cfg.success_target:.0%}): the policy has nearly stopped exploring and "
             "will rarely find what it misses (e.g. the last centimetres to a goal); make "
             f"that pay in the reward, or keep exploring longer (entropy_coef, now "
             f"{cfg.entropy_coef:g}; init_noise_std) ({_HOW})",
@@ -198,16 +207,32 @@ class TrainingWatch:
         )
 
     def _divergence(self, row: IterationRow) -> Finding | None:
+        # a check that stopped early gives the most its rate can be: below the training
+        # rate by DIVERGENCE, the rate itself is too; above it, nothing is known
         evaluated, training = row.eval_success_rate, row.success_rate
         if evaluated is None or training is None or training - evaluated < DIVERGENCE:
             return None
         return Finding(
             "evaluation below training",
             row.iteration,
-            f"iteration {row.iteration}: the deterministic policy succeeded in "
-            f"{evaluated:.0%} of its evaluation episodes (the policy of iteration "
-            f"{row.eval_iteration}), the training episodes with exploration noise in "
+            f"iteration {row.iteration}: the deterministic policy of iteration "
+            f"{row.eval_iteration} succeeded in {_rate(row)}, the training episodes with "
+            "exploration noise in "
             f"{training:.0%}: the noise does part of the work (e.g. jiggles the last "
             "centimetres into a goal) and the policy's mean action falls short; make the "
             f"missing part pay in the reward (a term that peaks at the goal) ({_HOW})",
         )
+
+
+def _rate(row: IterationRow) -> str:
+    """``row``'s evaluated success rate as a sentence says it.
+
+    ``60% of its 20 evaluation episodes``; for a check that stopped early, ``at most 40%
+    of its 10 evaluation episodes, as the check stopped once the target was out of
+    reach``.
+    """
+    rate, episodes = row.eval_success_rate, row.eval_episodes
+    of = "its evaluation episodes" if episodes is None else f"its {episodes} evaluation episodes"
+    if row.eval_stopped_early:
+        return f"at most {rate:.0%} of {of}, as the check stopped once the target was out of reach"
+    return f"{rate:.0%} of {of}"

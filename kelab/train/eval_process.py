@@ -46,7 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = ["EvalProcess", "can_fork"]
 
-_VERDICT = struct.Struct("<?dii")  # passed, success rate, episodes judged, full evaluation ran
+# passed, episodes judged, failed, episodes of the deciding stage, full evaluation ran
+_VERDICT = struct.Struct("<?iii?")
 
 
 def _float_tensors(actor: torch.nn.Module) -> list[torch.Tensor]:
@@ -98,7 +99,7 @@ def _serve(
                 for t, chunk in zip(tensors, np.split(flat, np.cumsum(sizes)[:-1]), strict=True):
                     t.copy_(torch.from_numpy(chunk.copy()).reshape(t.shape))
             v = check(policy)
-            if not reply(conn, _VERDICT.pack(v.passed, v.success_rate, v.judged, v.full)):
+            if not reply(conn, _VERDICT.pack(v.passed, v.judged, v.failed, v.episodes, v.full)):
                 break
     finally:
         check.close()
@@ -179,5 +180,5 @@ class EvalProcess(HelperProcess):
                 data = self._conn.recv_bytes()
             except (EOFError, OSError) as err:
                 raise RuntimeError(self._gone(err)) from None
-        passed, rate, judged, full = _VERDICT.unpack(data)
-        return TargetVerdict(bool(passed), float(rate), int(judged), bool(full))
+        passed, judged, failed, episodes, full = _VERDICT.unpack(data)
+        return TargetVerdict(bool(passed), judged, failed, episodes, bool(full))

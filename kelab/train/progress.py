@@ -52,7 +52,9 @@ class ProgressBar:
     """One live line per iteration on a terminal (a line every ~10 s otherwise).
 
     Shows the iteration, mean return, success rate (with the number of episodes it is
-    over: ``success  1.00 (1 ep)``), env-steps/s and the ETA. ``close()`` prints the last
+    over: ``success  1.00 (1 ep)``), the last evaluation's success rate (``eval 1.00``;
+    ``eval <=0.94`` for a check that stopped early, whose rate is only the most it can
+    be), env-steps/s and the ETA. ``close()`` prints the last
     iteration's line when it was not printed yet, so a run that stops at its target, is
     interrupted or ends always shows where it ended.
 
@@ -75,6 +77,7 @@ class ProgressBar:
         self.t0 = time.perf_counter()
         self.last_print = -math.inf
         self.evaluated: float | None = None  # the latest evaluation's success rate
+        self.evaluated_at_most = False  # that check stopped early: its rate is a bound
         self._unprinted: str | None = None  # the latest line, when not printed yet
         self._first: float | None = None  # seconds to the end of the first iteration
         self._live = False  # a live line is on the terminal
@@ -92,7 +95,9 @@ class ProgressBar:
         ret = row["mean_return"]
         if row.get("eval_success_rate") is not None:
             self.evaluated = row["eval_success_rate"]
-        evaluated = "" if self.evaluated is None else f"eval {self.evaluated:4.2f}  "
+            self.evaluated_at_most = bool(row.get("eval_stopped_early"))
+        bound = "<=" if self.evaluated_at_most else ""
+        evaluated = "" if self.evaluated is None else f"eval {bound}{self.evaluated:4.2f}  "
         over = ""  # how many episodes the rate is over: 1.00 from one episode says so
         if rate is not None and row.get("episodes") is not None:
             count = row["episodes"] if self.window is None else min(row["episodes"], self.window)

@@ -12,8 +12,11 @@ Example:
     ...     learning_rate=1e-3, action_std=1.0, value_loss=0.1, surrogate_loss=0.0,
     ...     entropy=1.4,
     ... )
-    >>> row.with_verdict(0.9, 1).as_dict()["eval_success_rate"]
-    0.9
+    >>> from kelab.train.target import TargetVerdict
+    >>> stopped = TargetVerdict(passed=False, judged=6, failed=6, episodes=100, full=True)
+    >>> judged = row.with_verdict(stopped, 1).as_dict()
+    >>> judged["eval_success_rate"], judged["eval_stopped_early"], judged["eval_episodes"]
+    (0.94, True, 100)
 """
 
 from __future__ import annotations
@@ -48,8 +51,15 @@ class IterationRow:
         value_loss: Mean value loss of the update.
         surrogate_loss: Mean surrogate loss of the update.
         entropy: Mean entropy of the update.
-        eval_success_rate: The verdict that arrived in this iteration (None: none).
+        eval_success_rate: The success rate of the verdict that arrived in this iteration
+            (None: none came): measured over its ``eval_episodes``, or, when
+            ``eval_stopped_early``, the most it can be (see
+            :attr:`~kelab.train.target.TargetVerdict.success_rate`).
         eval_iteration: The iteration whose policy that verdict judged.
+        eval_episodes: The episodes that rate is over (the pre-check's when it stopped
+            the check, else ``TrainConfig.eval_episodes``).
+        eval_stopped_early: The check stopped before all of them ended (the target was out
+            of reach): ``eval_success_rate`` is an upper bound, not a measurement.
     """
 
     iteration: int
@@ -67,10 +77,23 @@ class IterationRow:
     entropy: float
     eval_success_rate: float | None = None
     eval_iteration: int | None = None
+    eval_episodes: int | None = None
+    eval_stopped_early: bool | None = None
 
-    def with_verdict(self, success_rate: float | None, iteration: int | None) -> IterationRow:
-        """This row with the verdict that arrived in its iteration."""
-        return dataclasses.replace(self, eval_success_rate=success_rate, eval_iteration=iteration)
+    def with_verdict(self, verdict: TargetVerdict | None, iteration: int | None) -> IterationRow:
+        """This row with the verdict that arrived in its iteration (None: none came)."""
+        if verdict is None:
+            return dataclasses.replace(
+                self, eval_success_rate=None, eval_iteration=None, eval_episodes=None,
+                eval_stopped_early=None,
+            )  # fmt: skip
+        return dataclasses.replace(
+            self,
+            eval_success_rate=verdict.success_rate,
+            eval_iteration=iteration,
+            eval_episodes=verdict.episodes,
+            eval_stopped_early=verdict.stopped_early,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The row as a plain dict, keys in ``metrics.csv``'s column order."""

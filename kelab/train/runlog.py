@@ -2,7 +2,8 @@
 
 One row per iteration (the columns are :data:`METRICS`); the curve plots the mean return
 and the training success rate against env steps, with the evaluated success rate of the
-deterministic policy (``TrainConfig.eval_every``) as points. A resumed run appends to the
+deterministic policy (``TrainConfig.eval_every``) as points (a check that stopped early,
+whose rate is only the most it can be, as a downward triangle). A resumed run appends to the
 run's ``metrics.csv`` (rewriting it once under the current columns if an older version
 wrote it, the original kept as ``metrics.old.csv``) and draws the whole run.
 
@@ -54,11 +55,20 @@ METRICS = (
     "entropy",
     "eval_success_rate",
     "eval_iteration",
+    "eval_episodes",
+    "eval_stopped_early",
 )
-"""The columns of ``metrics.csv``: ``eval_success_rate`` is the verdict that arrived in
-that iteration, on the policy of iteration ``eval_iteration`` (empty when none came)."""
+"""The columns of ``metrics.csv``: ``eval_success_rate`` is the success rate of the
+verdict that arrived in that iteration, on the policy of iteration ``eval_iteration``,
+over ``eval_episodes`` episodes (all empty when none came). ``eval_stopped_early`` is 1
+when that check stopped before its episodes ended (the target out of reach): the rate is
+then the most it can be (the episodes still running all succeeding), not a measurement;
+0 when it is measured."""
 
-_SCALARS = (*METRICS[3:-1],)  # what goes to TensorBoard (eval_iteration is an index)
+# what goes to TensorBoard: not the counts, the iteration judged or the flag; the rate
+# of a check that stopped early goes under a tag of its own (`_BOUND_TAG`)
+_SCALARS = (*METRICS[3:13], "eval_success_rate")
+_BOUND_TAG = "train/eval_success_rate_at_most"
 
 
 class RunLog:
@@ -70,7 +80,8 @@ class RunLog:
 
     Attributes:
         history: ``(env_steps, mean_return, success_rate)`` per iteration, for the curve.
-        evaluations: ``(env_steps, success_rate)`` of each evaluated policy.
+        evaluations: ``(env_steps, success_rate, stopped_early)`` of each evaluated
+            policy (``stopped_early``: the rate is the most it can be).
     """
 
     def __init__(self, run_dir: Path, enabled: bool, drawer: CurveProcess | None = None) -> None:
@@ -81,7 +92,7 @@ class RunLog:
         self._drawing: dict[str, Any] | None = None  # the curve the drawer is drawing
         self._curve_warned = False  # a curve that could not be drawn was reported
         self.history: list[tuple[int, float, float | None]] = []
-        self.evaluations: list[tuple[int, float]] = []
+        self.evaluations: list[tuple[int, float, bool]] = []
         self.wall_times: list[float | None] = []  # wall_time_s per row: the curve's top axis
         self._drawn_at: float | None = None  # time.monotonic() of the last curve
         self._steps_at: dict[int, int] = {}  # iteration -> env steps, to place verdicts
@@ -132,7 +143,9 @@ class RunLog:
             for key in _SCALARS:
                 value = row.get(key)
                 if value is not None and math.isfinite(value):
-                    self._writer.add_scalar(f"train/{key}", value, row["env_steps"])
+                    bound = key == "eval_success_rate" and row.get("eval_stopped_early")
+                    tag = _BOUND_TAG if bound else f"train/{key}"
+                    self._writer.add_scalar(tag, value, row["env_steps"])
 
     def draw_curve(self, min_interval_s: float = 0.0) -> None:
         """Write ``training_curve.png`` from the rows so far (atomically).
@@ -226,7 +239,8 @@ class RunLog:
             self._steps_at[int(row["iteration"])] = steps
         judged, rate = row.get("eval_iteration"), row.get("eval_success_rate")
         if judged is not None and rate is not None:
-            self.evaluations.append((self._steps_at.get(int(judged), steps), float(rate)))
+            at = self._steps_at.get(int(judged), steps)
+            self.evaluations.append((at, float(rate), bool(row.get("eval_stopped_early"))))
 
 
 def _header(path: Path) -> list[str]:
@@ -253,8 +267,11 @@ def _read_rows(path: Path) -> list[dict[str, Any]]:
         with open(path, newline="") as f:
             for raw in csv.DictReader(f):
                 row: dict[str, Any] = {k: _number(raw.get(k)) for k in METRICS}
-                for key in ("iteration", "env_steps", "episodes", "eval_iteration"):
+                for key in ("iteration", "env_steps", "episodes", "eval_iteration",
+                            "eval_episodes"):  # fmt: skip
                     row[key] = _number(raw.get(key), int)
+                early = row["eval_stopped_early"]
+                row["eval_stopped_early"] = None if early is None else bool(early)
                 if row["env_steps"] is None:
                     continue
                 if row["mean_return"] is None:
@@ -279,6 +296,8 @@ def _rewrite(path: Path, rows: list[dict[str, Any]]) -> None:
 def _csv_value(value: Any) -> Any:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return int(value)
     if isinstance(value, float):
         return f"{value:.6g}" if math.isfinite(value) else ""  # NaN: no episode ended yet
     return value

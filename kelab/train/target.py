@@ -14,7 +14,10 @@ It is built to be cheap when the answer is no, so a trainer can ask often:
   a verdict, it only saves time);
 - the full evaluation stops as soon as too many episodes failed for the target to be met.
 
-The verdict is always the full evaluation's.
+The verdict is always the full evaluation's. A check that stopped early has judged mostly
+failures (they end first; a success runs to the time limit), so its successes over the
+episodes judged say nothing of the policy: :class:`TargetVerdict` gives the most its
+success rate can be instead (``success_rate`` with ``stopped_early``).
 
 Example:
     >>> import numpy as np
@@ -51,17 +54,59 @@ __all__ = ["TargetCheck", "TargetVerdict", "require_success_rule"]
 class TargetVerdict:
     """What one :class:`TargetCheck` call found.
 
+    The stage that decided is the pre-check (``full`` False) or the full evaluation. A
+    stage that stopped early (``stopped_early``: the target was out of reach before every
+    episode ended) has not measured its success rate: the episodes still running when it
+    stopped might all have succeeded, so ``success_rate`` is then the most it can be.
+
+    Example:
+        >>> v = TargetVerdict(passed=False, judged=7, failed=6, episodes=10, full=False)
+        >>> v.stopped_early, v.success_rate, v.successes
+        (True, 0.4, 1)
+
     Attributes:
         passed: The full evaluation met the target.
-        success_rate: Successes over the episodes judged (of the stage that decided).
-        judged: Episodes judged before the verdict was known.
+        judged: Episodes of the deciding stage judged before the verdict was known.
+        failed: How many of those failed.
+        episodes: Episodes of the deciding stage (the pre-check's or the full one's).
         full: The full evaluation ran (the pre-check passed).
+
+    Raises:
+        ValueError: Unless ``0 <= failed <= judged <= episodes`` and ``episodes >= 1``.
     """
 
     passed: bool
-    success_rate: float
     judged: int
+    failed: int
+    episodes: int
     full: bool
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.failed <= self.judged <= self.episodes or self.episodes < 1:
+            raise ValueError(
+                "TargetVerdict must have 0 <= failed <= judged <= episodes and episodes >= 1, "
+                f"got failed={self.failed}, judged={self.judged}, episodes={self.episodes}; "
+                "build it from a TargetCheck's counts"
+            )
+
+    @property
+    def stopped_early(self) -> bool:
+        """Episodes of the deciding stage were still running: its rate is a bound."""
+        return self.judged < self.episodes
+
+    @property
+    def successes(self) -> int:
+        """Successful episodes judged (at least this many of the stage's succeed)."""
+        return self.judged - self.failed
+
+    @property
+    def success_rate(self) -> float:
+        """``1 - failed / episodes`` over the deciding stage's episodes.
+
+        Its success rate when every episode was judged (``stopped_early`` False); else
+        the most it can be (every episode still running succeeding).
+        """
+        return 1.0 - self.failed / self.episodes
 
 
 def _judge(
@@ -70,12 +115,9 @@ def _judge(
     episodes: int,
     allowed_failures: int,
     seed: int,
-) -> tuple[bool, int, int]:
-    """Run each copy's quota of episodes until the verdict is known.
-
-    Returns:
-        ``(passed, successes, judged)``.
-    """
+    full: bool,
+) -> TargetVerdict:
+    """Run each copy's quota of episodes until the verdict is known."""
     left = episode_quotas(episodes, env.num_envs)
     obs, _ = env.reset(seed=seed)
     judged = failed = 0
@@ -88,8 +130,8 @@ def _judge(
         judged += int(counted.sum())
         failed += int((counted & ~info["is_success"]).sum())
         if failed > allowed_failures:
-            return False, judged - failed, judged
-    return True, judged - failed, judged
+            break
+    return TargetVerdict(failed <= allowed_failures, judged, failed, episodes, full)
 
 
 def require_success_rule(task_type: type[Task], user: str) -> None:
@@ -154,11 +196,10 @@ class TargetCheck:
         if self._pre is not None:
             # its episodes are the full evaluation's first ones (the same seed, copy k
             # plays episode k): more than ``allowed`` failures there fail the full one too
-            ok, wins, judged = _judge(self._pre, policy, self.pre_episodes, allowed, self.seed)
-            if not ok:
-                return TargetVerdict(False, wins / judged, judged, full=False)
-        ok, wins, judged = _judge(self._full, policy, self.episodes, allowed, self.seed)
-        return TargetVerdict(ok, wins / judged, judged, full=True)
+            pre = _judge(self._pre, policy, self.pre_episodes, allowed, self.seed, full=False)
+            if not pre.passed:
+                return pre
+        return _judge(self._full, policy, self.episodes, allowed, self.seed, full=True)
 
     def close(self) -> None:
         """Close the evaluation envs."""

@@ -67,7 +67,8 @@ __all__ = ["RLTrainer", "library_versions", "task_class_path", "training_config_
 _BEST_RULES = {
     False: "highest success rate over the recent training episodes, then highest mean "
     "return (see docs/training.md)",
-    True: "highest success rate of the deterministic policy's evaluations (eval_every), "
+    True: "highest success rate of the deterministic policy's evaluations (eval_every; for "
+    "one that stopped early, the least it can be: the successes seen over its episodes), "
     "then highest mean return of the recent training episodes (see docs/training.md)",
 }
 
@@ -417,10 +418,12 @@ class RLTrainer:
         """Make the judged iteration ``best`` if it scores higher than the best so far.
 
         The score is the evaluated success rate (``eval_every``; otherwise the training
-        success rate of the recent episodes), then the mean return.
+        success rate of the recent episodes), then the mean return. An evaluation that
+        stopped early scores the least its rate can be (the successes it saw over its
+        episodes): what it measured, never more; a passing one always scores higher.
         """
         verdict, row, state = judged
-        rate = row.success_rate if verdict is None else verdict.success_rate
+        rate = row.success_rate if verdict is None else verdict.successes / verdict.episodes
         mean_return = row.mean_return  # NaN before any episode ended: ranks lowest
         score = (
             -1.0 if rate is None else float(rate),
@@ -466,6 +469,8 @@ class RLTrainer:
             ``collect_steps_per_s`` (env steps per second of rollout collection alone),
             ``episodes``, ``stopped_at_target``, ``stopped_by_callback``,
             ``eval_success_rate`` (the last verdict read, ``eval_every``; else None),
+            ``eval_episodes`` (the episodes it is over) and ``eval_stopped_early`` (that
+            check stopped early: its rate is the most it can be),
             ``target_reached_at`` (the iteration the target was met, or None),
             ``interrupted``, ``run_dir`` and ``checkpoints`` (``{"best": path, "latest":
             path}``).
@@ -557,10 +562,7 @@ class RLTrainer:
     def _record(self, row: IterationRow, judged: Judged | None, call: _Call) -> IterationRow:
         """Log the iteration with its verdict; best and latest checkpoints as due."""
         verdict = None if judged is None else judged.verdict
-        row = row.with_verdict(
-            None if verdict is None else verdict.success_rate,
-            None if judged is None else judged.row.iteration,
-        )
+        row = row.with_verdict(verdict, None if judged is None else judged.row.iteration)
         for finding in self._watch.observe(row):  # said when seen, once per kind
             end_live_line()  # on a line of its own, not after the progress bar's
             warnings.warn(finding.message, TrainingWarning, stacklevel=4)
@@ -662,6 +664,8 @@ class RLTrainer:
             "stopped_at_target": call.stopped,
             "stopped_by_callback": call.called_off,
             "eval_success_rate": None if last_row is None else last_row.eval_success_rate,
+            "eval_episodes": None if last_row is None else last_row.eval_episodes,
+            "eval_stopped_early": None if last_row is None else last_row.eval_stopped_early,
             "target_reached_at": call.reached,
             "interrupted": call.interrupted,
             "run_dir": str(self.run_dir),

@@ -203,6 +203,32 @@ def test_kelab_plot_reads_evaluations_at_the_judged_iteration(tmp_path):
     run = read_run(_write_log(tmp_path / "a", _rows()))
     np.testing.assert_array_equal(run.eval_steps, [3 * 1024])  # judged 3, arrived at 4
     np.testing.assert_array_equal(run.eval_rates, [0.5])
+    np.testing.assert_array_equal(run.eval_at_most, [False])  # an older log: no flag
+
+
+def test_an_evaluation_that_stopped_early_is_drawn_as_a_bound(tmp_path):
+    """Its rate is the most it can be (the check stopped once the target was out of
+    reach): a downward triangle with its own key, never a measured point."""
+    rows = _rows()
+    rows[1].update(eval_success_rate=0.4, eval_iteration=1, eval_episodes=10,
+                   eval_stopped_early=True)  # fmt: skip
+    rows[3].update(eval_episodes=100, eval_stopped_early=False)
+    run = read_run(_write_log(tmp_path / "a", rows))
+    assert (tmp_path / "a" / "metrics.csv").read_text().splitlines()[2].endswith(",0.4,1,10,1")
+    assert list(zip(run.eval_steps, run.eval_rates, run.eval_at_most, strict=True)) == [
+        (3 * 1024, 0.5, False),
+        (1024, 0.4, True),
+    ]
+    success = curve_figure([run]).axes[1]
+    points = {ln.get_marker(): ln for ln in success.lines if ln.get_linestyle() == "None"}
+    assert set(points) == {"o", "v"}
+    np.testing.assert_array_equal(points["v"].get_ydata(), [0.4])
+    np.testing.assert_array_equal(points["o"].get_ydata(), [0.5])
+    texts = [t.get_text() for t in success.get_legend().get_texts()]
+    assert "evaluation stopped early: at most" in texts
+    # the trainer's own drawing: (env_steps, rate, stopped_early) triples
+    png = write_training_curve(tmp_path / "c.png", [(1000, 1.0, 0.5)], [(1000, 0.4, True)])
+    assert png.read_bytes()[:8] == PNG
 
 
 @pytest.mark.parametrize(
@@ -218,13 +244,19 @@ def test_kelab_plot_reads_evaluations_at_the_judged_iteration(tmp_path):
             lambda d: (d / "metrics.csv").write_text(
                 (d / "metrics.csv").read_text().replace("\n3,", "\n3,oops,", 1)
             ),
-            "line 4 must hold 15 values like its header, got 16",
+            "line 4 must hold 17 values like its header, got 18",
         ),
         (
             lambda d: (d / "metrics.csv").write_text(
                 (d / "metrics.csv").read_text().replace("\n3,3072,", "\n3,3x72,", 1)
             ),
             "line 4: env_steps must be a number, got '3x72'",
+        ),
+        (
+            lambda d: (d / "metrics.csv").write_text(
+                (d / "metrics.csv").read_text().replace(",0.5,3,,\n", ",0.5,3,10,2\n", 1)
+            ),
+            "line 5: eval_stopped_early must be 0 or 1, got '2'",
         ),
         (lambda d: (d / "metrics.csv").write_bytes(b"\xff\xfe garbage\n"), "must be UTF-8"),
         (
@@ -242,6 +274,7 @@ def test_kelab_plot_reads_evaluations_at_the_judged_iteration(tmp_path):
         "truncated",
         "extra-field",
         "bad-number",
+        "bad-flag",
         "binary",
         "header-only",
         "foreign-header",

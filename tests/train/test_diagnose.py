@@ -94,6 +94,43 @@ def test_an_evaluation_far_below_the_training_episodes_is_said():
     assert "20%" in found.message and "80%" in found.message and "iteration 6" in found.message
 
 
+def test_a_check_that_stopped_early_is_compared_by_the_most_it_can_be():
+    """A check stops once the target is out of reach, when mostly failures have ended:
+    its successes over the episodes judged were 0 for a policy that succeeds in 42 %,
+    and the watch said "succeeded in 0% ... the noise does part of the work" to a run
+    whose training episodes succeeded in 31 %. Now it compares the most the rate can be,
+    and says so when even that is far below."""
+    from kelab.train.target import TargetVerdict
+
+    stopped = TargetVerdict(passed=False, judged=6, failed=6, episodes=10, full=False)
+    assert stopped.successes == 0 and stopped.success_rate == pytest.approx(0.4)
+    watch = TrainingWatch(tiny_config(eval_every=5, success_target=0.95))
+    assert watch.observe(row(5, success_rate=0.31).with_verdict(stopped, 5)) == []
+    assert watch.observe(row(10, success_rate=0.69).with_verdict(stopped, 10)) == []
+    (found,) = watch.observe(row(15, success_rate=0.71).with_verdict(stopped, 15))
+    assert found.kind == "evaluation below training"
+    assert "at most 40% of its 10 evaluation episodes" in found.message, found.message
+    assert "succeeded in 0%" not in found.message and "71%" in found.message
+    # a measured rate is said as measured
+    measured = TargetVerdict(passed=False, judged=20, failed=14, episodes=20, full=True)
+    (found,) = TrainingWatch(tiny_config(eval_every=5)).observe(
+        row(5, success_rate=0.8).with_verdict(measured, 5)
+    )
+    assert "succeeded in 30% of its 20 evaluation episodes," in found.message
+
+
+def test_the_noise_collapse_says_a_stopped_check_gives_a_bound():
+    from kelab.train.target import TargetVerdict
+
+    stopped = TargetVerdict(passed=False, judged=6, failed=6, episodes=100, full=True)
+    watch = TrainingWatch(tiny_config(eval_every=2, success_target=0.95, init_noise_std=1.0))
+    (found,) = watch.observe(row(2, action_std=0.05).with_verdict(stopped, 2))
+    assert found.kind == "noise collapsed"
+    assert "last evaluation succeeded in at most 94% of its 100 evaluation episodes" in (
+        found.message
+    )
+
+
 # ---------------------------------------------------------------- real runs of crafted tasks
 class Knob(ke.Task):
     """One number to set: no physics, short episodes; rewards and success crafted below."""
@@ -188,7 +225,7 @@ def test_a_run_whose_deterministic_policy_does_worse_says_so(tmp_path):
         eval_process=False,
     )  # fmt: skip
     assert [f.kind for f in findings] == ["evaluation below training"]
-    assert findings[0].iteration == 1 and "0% of its evaluation episodes" in messages[0]
+    assert findings[0].iteration == 1 and "0% of its 10 evaluation episodes" in messages[0]
 
 
 class Terminal(io.StringIO):

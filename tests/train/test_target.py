@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+
 import numpy as np
 import pytest
 from train_helpers import tiny_config
@@ -75,6 +77,43 @@ def test_the_pre_check_never_changes_the_verdict(layout):
     without.close()
 
 
+def _half(policy):
+    """``policy`` in the even copies; the odd ones pushed off: it balances half of them."""
+    return lambda obs: _sabotaged(policy, range(1, len(obs), 2))(obs)
+
+
+@pytest.mark.parametrize("pre_episodes", [10, 0])
+def test_a_check_that_stops_early_gives_the_most_its_rate_can_be(pre_episodes):
+    """A policy that succeeds in half its episodes by design: the check stops at its
+    failures, which end first (a success runs to the time limit). Its successes over the
+    episodes judged were 0 (kelab train printed "eval 0.00" for a 42 % policy); the
+    verdict now says it stopped early and gives the most the rate can be, which the
+    evaluation of those episodes run to the end never exceeds."""
+    good = RLPlayer(SHIPPED, render_mode=None).policy
+    check = TargetCheck(CartPoleTask, target=0.95, episodes=30, pre_episodes=pre_episodes)
+    verdict = check(_half(good))
+    stage = pre_episodes or 30
+    assert not verdict.passed and verdict.full == (pre_episodes == 0)
+    assert verdict.stopped_early and verdict.episodes == stage and verdict.judged < stage
+    assert verdict.successes == 0  # only failures had ended: the old figure, 0 / judged
+    env = ke.LearningEnv(CartPoleTask(), num_envs=stage, seed=1000)
+    measured = ke.evaluate(env, _half(good), episodes=stage, seed=1000).success_rate
+    assert measured == 0.5 and 0.5 <= verdict.success_rate < 1.0
+    assert verdict.success_rate == 1 - verdict.failed / stage
+    check.close()
+    env.close()
+
+
+def test_a_verdict_refuses_counts_that_cannot_be():
+    from kelab.train.target import TargetVerdict
+
+    done = TargetVerdict(passed=True, judged=30, failed=1, episodes=30, full=True)
+    assert not done.stopped_early and done.success_rate == 29 / 30 == done.successes / 30
+    for judged, failed, episodes in ((5, 6, 10), (11, 0, 10), (0, 0, 0), (3, -1, 10)):
+        with pytest.raises(ValueError, match="TargetVerdict must have 0 <= failed <= judged"):
+            TargetVerdict(False, judged, failed, episodes, full=True)
+
+
 def test_bad_arguments():
     message = r"TargetCheck.target must be a finite number in \[0, 1\], got 1.5"
     with pytest.raises(ValueError, match=message):
@@ -97,8 +136,10 @@ def test_trainer_evaluates_keeps_the_evaluated_best_and_stops_at_target(tmp_path
                 from kelab.train.target import TargetVerdict
 
                 calls.append(tr.iteration)
-                ok = len(calls) == 2
-                return TargetVerdict(ok, 1.0 if ok else 0.2, 10 if ok else 3, full=ok)
+                if len(calls) == 2:  # the full evaluation, all 10 succeeding
+                    return TargetVerdict(passed=True, judged=10, failed=0, episodes=10, full=True)
+                # the pre-check, stopped once 3 of its 5 had failed: at most 40 %
+                return TargetVerdict(passed=False, judged=3, failed=3, episodes=5, full=False)
 
             def close(self):
                 pass
@@ -106,12 +147,71 @@ def test_trainer_evaluates_keeps_the_evaluated_best_and_stops_at_target(tmp_path
         tr._judge.target_check = Scripted()
         stats = tr.train(10, callback=lambda row: verdicts.append(row["eval_success_rate"]))
     assert calls == [2, 4]  # every 2nd iteration
-    assert verdicts == [None, 0.2, None, 1.0]
+    assert verdicts == [None, 0.4, None, 1.0]
     assert stats["stopped_at_target"] and stats["iterations"] == 4
     assert stats["target_reached_at"] == 4 and stats["eval_success_rate"] == 1.0
     best = load_checkpoint(f"{tmp_path}:best")
     assert best.meta["iteration"] == 4  # the evaluated policy that met the target
     env.close()
+
+
+def test_a_check_that_stopped_early_is_logged_and_shown_as_a_bound(tmp_path, capsys):
+    """metrics.csv, the progress line, TensorBoard, the curve and the summary say which
+    evaluated rate is the most it can be (the check stopped early) and which is measured;
+    best ranks the stopped one by the least it can be (the successes it saw)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from kelab.cli.train import evaluation_line
+    from kelab.train.curve import read_run
+    from kelab.train.target import TargetVerdict
+
+    verdicts = iter([  # the pre-check stopped once 6 of its 10 had failed; then measured
+        TargetVerdict(passed=False, judged=6, failed=6, episodes=10, full=False),
+        TargetVerdict(passed=False, judged=10, failed=5, episodes=10, full=True),
+    ])  # fmt: skip
+
+    class Scripted:
+        def __call__(self, policy):
+            return next(verdicts)
+
+        def close(self):
+            pass
+
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0)
+    config = tiny_config(eval_every=2, eval_episodes=10, checkpoint_every=1)
+    with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config) as tr:
+        tr._judge.target_check = Scripted()
+        first = tr.train(2)
+        stats = tr.train(2)
+    env.close()
+    rows = list(csv.DictReader((tmp_path / "metrics.csv").read_text().splitlines()))
+    judged = [
+        (r["iteration"], r["eval_success_rate"], r["eval_episodes"], r["eval_stopped_early"])
+        for r in rows
+    ]
+    assert judged == [("1", "", "", ""), ("2", "0.4", "10", "1"), ("3", "", "", ""),
+                      ("4", "0.5", "10", "0")]  # fmt: skip
+    err = capsys.readouterr().err
+    assert "eval <=0.40" in err and "eval 0.50" in err and "eval 0.00" not in err
+    events = EventAccumulator(str(tmp_path))
+    events.Reload()
+    assert [e.value for e in events.Scalars("train/eval_success_rate_at_most")] == [
+        pytest.approx(0.4)
+    ]
+    assert [e.value for e in events.Scalars("train/eval_success_rate")] == [0.5]
+    curve = read_run(tmp_path)
+    assert list(zip(curve.eval_rates, curve.eval_at_most, strict=True)) == [
+        (0.5, False),
+        (0.4, True),
+    ]
+    assert first["eval_stopped_early"] and first["eval_episodes"] == 10
+    assert evaluation_line(first) == (
+        "last evaluation (deterministic policy): success rate at most 40% of its 10 episodes "
+        "(the check stopped once the target was out of reach)"
+    )
+    assert stats["eval_success_rate"] == 0.5 and stats["eval_stopped_early"] is False
+    best = load_checkpoint(f"{tmp_path}:best").meta
+    assert best["iteration"] == 4 and best["best_score"][0] == 0.5  # the 2nd: 0 seen of 10
 
 
 def test_trainer_builds_its_own_check(tmp_path):
