@@ -21,16 +21,21 @@ per-round ratios to the equal-coefficient World.
 ``--humanoid``: Humanoid-v0 x256 (packed, random actions: the reset-heavy loop) with 1
 and with 2 threads, each with the rules in C and with the Python rules, interleaved
 env-step chunks: the 2-thread/1-thread ratio by wall clock (what counts, on a machine
-with a core free for each thread) and the same ratio from each thread's CPU time (the
-1-thread CPU time over the larger of the calling thread's and the workers' CPU time of
-the 2-thread run: what the wall ratio is where each thread has a core, and far steadier
-on a loaded machine, where wall ratios of threads mean little).
+with a core free for each thread) and the same ratio from the threads' CPU times along
+the critical path (``_packed.BarrierClock``): every physics step is a barrier of the
+shard threads, so a 2-thread env step lasts ``serial + critical``, the calling thread's
+CPU time outside the barriers (the World's and the task's Python and numpy, resets:
+the worker waits) plus, per barrier, the longer of the two threads' CPU times. That
+is the wall time where each thread has a core of its own (minus thread wake-ups), and
+far steadier on a loaded machine, where wall ratios of threads mean little; the serial
+column is its serial part per env step. The load average is printed with the table.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -38,7 +43,7 @@ from collections.abc import Callable
 import numpy as np
 
 import kelab as ke
-from kelab.sim.physics import _friction
+from kelab.sim.physics import _friction, _packed
 from kelab.sim.physics._guard import native_module
 
 DT = 1 / 120
@@ -131,32 +136,51 @@ def humanoid(rounds: int, chunk: int) -> None:
     for env in envs.values():  # warm: the first steps build caches
         for a in actions:
             env.step(a)
-    # per run: wall seconds, the calling thread's CPU seconds, the other threads' CPU
-    times: dict[tuple[bool, int], list[tuple[float, float, float]]] = {k: [] for k in envs}
+    # per run: wall seconds, the calling thread's CPU seconds, its serial part and the
+    # critical path (both CPU seconds; 1 thread: all of it serial)
+    times: dict[tuple[bool, int], list[tuple[float, float, float, float]]] = {k: [] for k in envs}
     keys = list(envs)
+    load = [_load()]
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
             env = envs[key]
             gc.collect()
-            w0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+            clock = _packed.CLOCK = _packed.BarrierClock()
+            w0, c0 = time.perf_counter(), time.thread_time()
             for a in actions:
                 env.step(a)
             main = time.thread_time() - c0
-            times[key].append((time.perf_counter() - w0, main, time.process_time() - p0 - main))
-    print(f"\nHumanoid-v0 x256, packed, {rounds} rounds of {chunk} env steps\n")
+            wall = time.perf_counter() - w0
+            _packed.CLOCK = None
+            serial = main - clock.caller
+            times[key].append((wall, main, serial, serial + clock.critical))
+    load.append(_load())
+    print(f"\nHumanoid-v0 x256, packed, {rounds} rounds of {chunk} env steps "
+          f"(load average {load[0]:.2f} before, {load[1]:.2f} after)\n")  # fmt: skip
     print("| rules | 1 thread env-steps/s (wall) | 2 threads (wall) | 2 threads / 1 thread, "
-          "wall | the same from each thread's CPU time |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|")
+          "wall | the same from the critical path (CPU) | 2 threads: serial + barriers, "
+          "us per env step |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|")
     for use_c in (True, False):
         one, two = times[(use_c, 1)], times[(use_c, 2)]
         wall = statistics.median(a[0] / b[0] for a, b in zip(one, two, strict=True))
-        # where each thread has a core: the calling thread's CPU time, or the workers'
-        cpu = statistics.median(a[1] / max(b[1], b[2]) for a, b in zip(one, two, strict=True))
+        crit = statistics.median(a[1] / b[3] for a, b in zip(one, two, strict=True))
         r1, r2 = (256 * chunk / statistics.median(t[0] for t in x) for x in (one, two))
+        ser = statistics.median(t[2] for t in two) / chunk * 1e6
+        bar = statistics.median(t[3] - t[2] for t in two) / chunk * 1e6
         name = "C" if use_c else "Python"
-        print(f"| {name} | {r1:,.0f} | {r2:,.0f} | {wall:.2f}x | {cpu:.2f}x |")
+        print(f"| {name} | {r1:,.0f} | {r2:,.0f} | {wall:.2f}x | {crit:.2f}x | "
+              f"{ser:,.0f} + {bar:,.0f} |")  # fmt: skip
     for env in envs.values():
         env.close()
+
+
+def _load() -> float:
+    """The 1-minute load average (NaN where the system does not say)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return float("nan")
 
 
 def main() -> None:

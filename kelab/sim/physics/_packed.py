@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import traceback
 import weakref
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -58,6 +60,54 @@ def _work(jobs: queue.SimpleQueue, done: queue.SimpleQueue) -> None:
         del job
 
 
+@dataclass
+class BarrierClock:
+    """Thread CPU seconds spent in the shard threads' barriers (for benchmarks; opt-in).
+
+    Set :data:`CLOCK` to one to record every barrier of every :class:`ShardWorkers`: a
+    barrier runs from the first :meth:`ShardWorkers.submit` to the :meth:`ShardWorkers.wait`
+    that ends it. Everything else the calling thread runs is serial: the workers wait.
+    Where each thread has a core of its own, a barrier lasts as long as the busier
+    thread, so a stepping loop's wall time is about ``serial + critical``
+    (``serial = the calling thread's CPU time - caller``), whatever other processes do
+    to the wall clock (thread wake-ups are not counted: a lower bound).
+
+    >>> clock = BarrierClock()
+    >>> clock.add(caller=0.002, worker=0.003)
+    >>> clock.barriers, clock.critical
+    (1, 0.003)
+    """
+
+    barriers: int = 0
+    """Barriers recorded."""
+    caller: float = 0.0
+    """The calling thread's CPU seconds inside them (its own shard, stores, the wait)."""
+    worker: float = 0.0
+    """The busiest worker thread's CPU seconds in each, added up."""
+    critical: float = 0.0
+    """``max(caller, worker)`` of each, added up."""
+
+    def add(self, caller: float, worker: float) -> None:
+        """Record one barrier: the calling thread's and the busiest worker's CPU seconds."""
+        self.barriers += 1
+        self.caller += caller
+        self.worker += worker
+        self.critical += max(caller, worker)
+
+
+#: Where set, every ShardWorkers records its barriers here (benchmarks/contacts.py).
+CLOCK: BarrierClock | None = None
+
+
+def _timed(fn: Callable[[int], None], spent: list[float], k: int) -> None:
+    """Run ``fn(k)`` in worker thread ``k``, adding its thread CPU seconds to ``spent[k-1]``."""
+    t0 = time.thread_time()
+    try:
+        fn(k)
+    finally:
+        spent[k - 1] += time.thread_time() - t0
+
+
 def _stop(jobs: list[queue.SimpleQueue]) -> None:
     """Tell every shard thread to end after its queued jobs (no join: any thread may call)."""
     for q in jobs:
@@ -84,6 +134,10 @@ class ShardWorkers:
             for k, q in enumerate(self._jobs, start=1)
         ]
         self._stop = weakref.finalize(self, _stop, self._jobs)
+        # the barrier being recorded (CLOCK): the calling thread's CPU clock at its
+        # first submit, the worker threads' CPU seconds in it
+        self._clock_start: float | None = None
+        self._spent: list[float] = []
         for t in self._threads:
             t.start()
 
@@ -101,9 +155,15 @@ class ShardWorkers:
         :meth:`close` every job runs here, in order (the same work, one thread).
         """
         closed = not self._threads
+        queued = fn
+        if CLOCK is not None and not closed:
+            if self._clock_start is None:
+                self._clock_start = time.thread_time()
+                self._spent = [0.0] * len(self._jobs)
+            queued = partial(_timed, fn, self._spent)
         for k in range(1, count):
             if not closed:
-                self._jobs[k - 1].put((fn, k))
+                self._jobs[k - 1].put((queued, k))
                 self._outstanding += 1
         for k in range(count if closed else 1):
             try:
@@ -129,6 +189,10 @@ class ShardWorkers:
             self._outstanding -= 1
             if got is not None and self._error is None:
                 self._error = got
+        if self._clock_start is not None:
+            if CLOCK is not None:
+                CLOCK.add(time.thread_time() - self._clock_start, max(self._spent))
+            self._clock_start = None
         if self._error is not None:
             error, self._error = self._error, None
             raise error
