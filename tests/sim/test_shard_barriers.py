@@ -70,3 +70,12 @@ def test_clock_does_not_change_results(clock: _packed.BarrierClock) -> None:
         finally:
             w.close()
     assert np.array_equal(poses[0], poses[1])
+
+
+def test_shards_hold_as_many_copies_each() -> None:
+    # every physics step is a barrier: a smaller calling-thread shard only waits longer
+    assert [s.size for s in _packed.shard_split(256, 2)] == [128, 128]
+    assert [s.size for s in _packed.shard_split(7, 2)] == [4, 3]
+    parts = _packed.shard_split(1000, 3)
+    assert np.array_equal(np.concatenate(parts), np.arange(1000))
+    assert max(p.size for p in parts) - min(p.size for p in parts) <= 1

@@ -212,15 +212,16 @@ class ShardWorkers:
         self._threads = []
 
 
-#: The calling thread's shard holds this share of a worker's copies. Between physics steps
-#: the calling thread runs the World's and the task's numpy while the workers wait for the
-#: next step, so a shard of its own as large as theirs leaves them idle. Measured on the
-#: 2-core VM (2 threads, each thread's CPU time, 12 interleaved rounds; benchmarks/README.md,
-#: "contacts"): the estimated 2-thread gain, even shards -> 2/3: Humanoid-v0 x256 1.54x ->
-#: 1.70-1.80x, 1024 cartpoles 1.63x -> 1.84x (1/2: 1.86x for Humanoid, but a loop with
-#: less numpy between steps would wait on the calling thread). Results do not depend on it:
-#: a copy's bits are its own in any shard (tested against one thread).
-CALLER_SHARE = 2 / 3
+#: The calling thread's shard holds this share of a worker's copies: as many. Every
+#: physics step is a barrier (it reads the state, whose limits are checked before the next
+#: step), so the workers cannot run ahead while the calling thread runs the World's and
+#: the task's Python between steps: a step lasts that serial part plus the longer shard's
+#: step. A smaller calling-thread shard (2/3, before) only left it waiting for the worker:
+#: measured by the critical path (_packed.BarrierClock, benchmarks/README.md "contacts"),
+#: Humanoid-v0 x256 1.46x -> 1.49x, 1024 cartpoles (world_throughput's loop) 1.56x ->
+#: 1.64x. Results do not depend on it: a copy's bits are its own in any shard (tested
+#: against one thread).
+CALLER_SHARE = 1.0
 
 
 def shard_split(num_envs: int, shards: int) -> list[np.ndarray]:
@@ -230,7 +231,9 @@ def shard_split(num_envs: int, shards: int) -> list[np.ndarray]:
     at least one copy.
 
     >>> [s.tolist() for s in shard_split(10, 2)]
-    [[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]]
+    [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    >>> [s.tolist() for s in shard_split(7, 3)]
+    [[0, 1], [2, 3, 4], [5, 6]]
     """
     if shards <= 1:
         return [np.arange(num_envs)]
