@@ -7,6 +7,7 @@ ended. Everything is batched numpy, one row per environment copy. See docs/rl.md
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -272,7 +273,7 @@ class Task:
         lo = np.asarray(low, dtype=np.float64)
         span = np.asarray(high, dtype=np.float64) - lo
         _check_broadcast("uniform", shape, lo, span)
-        if not np.isfinite(span).all():
+        if not (math.isfinite(span) if span.ndim == 0 else np.isfinite(span).all()):
             raise ValueError(f"task.uniform: high - low must be finite, got {span!r}")
         out = self._fill(env_ids, shape, "random")
         out *= span
@@ -324,8 +325,8 @@ class Task:
         rows = out.reshape(ids.size, -1) if ids.size else out
         rngs = self.rngs
         if rows.size:
-            for k, i in enumerate(ids.tolist()):
-                getattr(rngs[i], method)(out=rows[k])
+            for row, i in zip(rows, ids.tolist(), strict=True):
+                getattr(rngs[i], method)(out=row)
         return out
 
     # ---------------------------------------------------------------- success-rule helpers
@@ -446,22 +447,32 @@ def check_env_ids(env_ids: object, num_envs: int, where: str) -> np.ndarray:
             f"{env_ids!r:.120}; floats, strings and bools are not copy indices"
         )
     ids = ids.astype(np.int64).reshape(-1)
-    out = (ids < 0) | (ids >= num_envs)
-    if out.any():
+    if ids.size <= 64:  # a few ids (a step's resets): Python's min, max and set are cheaper
+        listed = ids.tolist()
+        bad_range = bool(listed) and (min(listed) < 0 or max(listed) >= num_envs)
+        repeated = len(set(listed)) != len(listed)
+    else:
+        bad_range = bool(((ids < 0) | (ids >= num_envs)).any())
+        repeated = ids.size > 1 and np.unique(ids).size != ids.size
+    if bad_range:
+        out = (ids < 0) | (ids >= num_envs)
         raise ValueError(
             f"{where}: env_ids must be in [0, {num_envs}), got {ids[out].tolist()[:10]}"
         )
-    if ids.size > 1:
+    if repeated:
         uniq, counts = np.unique(ids, return_counts=True)
-        if uniq.size != ids.size:
-            raise ValueError(
-                f"{where}: env_ids must not repeat a copy, got {uniq[counts > 1].tolist()[:10]} "
-                "more than once; list each copy once"
-            )
+        raise ValueError(
+            f"{where}: env_ids must not repeat a copy, got {uniq[counts > 1].tolist()[:10]} "
+            "more than once; list each copy once"
+        )
     return ids
 
 
 def _shape(size: int | tuple[int, ...]) -> tuple[int, ...]:
+    if type(size) is int and size >= 0:  # the common cases, checked at once
+        return (size,)
+    if type(size) is tuple and not size:
+        return ()
     try:
         shape = (size,) if is_int(size) else tuple(size)  # type: ignore[arg-type]
     except TypeError:  # not iterable: a float, a bool, None...
@@ -472,6 +483,8 @@ def _shape(size: int | tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _check_broadcast(what: str, shape: tuple[int, ...], *params: np.ndarray) -> None:
+    if all(p.ndim == 0 for p in params):  # scalars broadcast to every size
+        return
     try:
         ok = np.broadcast_shapes(shape, *(p.shape for p in params)) == shape
     except ValueError:
