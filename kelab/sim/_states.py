@@ -14,15 +14,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kelab.sim._values import STATE_LIMITS, STATE_POSITION_MAX, STATE_SPEED_MAX
+from kelab.sim._values import STATE_BOUND, STATE_LIMITS, STATE_POSITION_MAX, STATE_SPEED_MAX
 from kelab.sim.kinematics import JointCache, joint_state
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout
 
 #: Name and unit of each body state column, for messages.
 _COLUMNS = (("x", "m"), ("y", "m"), ("angle", "rad"), ("vx", "m/s"), ("vy", "m/s"), ("w", "rad/s"))
-#: One bound that every column of a state within the limits stays under (the fast check).
-_BOUND = min(STATE_POSITION_MAX, STATE_SPEED_MAX)
 
 
 class BodyStates:
@@ -57,6 +55,13 @@ class BodyStates:
         self.halted = np.zeros(n, dtype=bool)
         self.halted_any = False
         self.halted_step = 0
+        # the static bodies' rows never change (never read): whether they are within the
+        # fast check's bound, once, so that a read of the moving bodies that found every
+        # value within it (``backend.read_within``) needs no second look at ``raw``
+        static = backend.raw[:, ~layout.dynamic]
+        self._static_within = static.size == 0 or bool(
+            -STATE_BOUND <= static.min() and static.max() <= STATE_BOUND
+        )
 
     @property
     def raw(self) -> np.ndarray:
@@ -113,12 +118,17 @@ class BodyStates:
             jc.valid[rows] = True
         return jc.pos, jc.vel
 
-    def out_of_limits(self, ids: np.ndarray) -> tuple[list[int], list[str], bool] | None:
+    def out_of_limits(
+        self, ids: np.ndarray, within: bool = False
+    ) -> tuple[list[int], list[str], bool] | None:
         """Copies ``ids`` (just read) whose bodies left the limits, or None if none did.
 
-        One pass (a min and a max over the rows) when every value is within ``_BOUND``;
+        One pass (a min and a max over the rows) when every value is within ``STATE_BOUND``;
         only otherwise are the columns compared with their own limits
-        (``_values.STATE_LIMITS``; the angle is free but must be finite).
+        (``_values.STATE_LIMITS``; the angle is free but must be finite). ``within``: the
+        read of every copy's moving bodies found each value within ``STATE_BOUND``
+        already (the shard threads check while they read, in C): then, the static rows
+        being within it too, that pass is skipped (the same answer).
 
         Returns:
             ``(copies, bodies, finite)``: the copies out, ``"'path' in copy c (y = -1e+08
@@ -127,8 +137,10 @@ class BodyStates:
         if ids.size == 0 or self.backend.raw.size == 0:  # no copies, or no bodies at all
             return None
         all_rows = ids.size == self.n
+        if within and all_rows and self._static_within:
+            return None
         sub = self.backend.raw if all_rows else self.backend.raw[ids]
-        if -_BOUND <= sub.min() and sub.max() <= _BOUND:  # False for NaN
+        if -STATE_BOUND <= sub.min() and sub.max() <= STATE_BOUND:  # False for NaN
             return None
         with np.errstate(invalid="ignore"):
             excess = np.abs(sub) / STATE_LIMITS  # > 1: out; NaN: not finite
@@ -136,7 +148,7 @@ class BodyStates:
         bad = ~(excess <= 1.0)
         out = bad.any(axis=2)
         if not out.any():
-            return None  # only angles beyond _BOUND: they are free
+            return None  # only angles beyond STATE_BOUND: they are free
         rows = self.every if all_rows else ids
         names = self.layout.body_paths
         bodies = []
@@ -146,8 +158,11 @@ class BodyStates:
             bodies.append(f"{names[b]!r} in copy {rows[k]} ({name} = {sub[k, b, col]:g} {unit})")
         return rows[out.any(axis=1)].tolist(), bodies, bool(np.isfinite(sub).all())
 
-    def check_limits(self, step: int, ids: np.ndarray) -> None:
+    def check_limits(self, step: int, ids: np.ndarray, within: bool = False) -> None:
         """Raise if a body of copies ``ids`` (just read after step ``step``) left the limits.
+
+        ``within``: the read itself found every moving body's value within
+        ``STATE_BOUND`` (``backend.read_within``, for every copy): nothing left to check.
 
         Those copies are halted: :meth:`refuse` raises the same error before any further
         step, until they are reset (:meth:`release`). A body out there would hang the
@@ -157,7 +172,7 @@ class BodyStates:
         Raises:
             FloatingPointError: Naming the copies and bodies, their values and the fix.
         """
-        found = self.out_of_limits(ids)
+        found = self.out_of_limits(ids, within)
         if found is None:
             return
         copies, bodies, finite = found

@@ -56,6 +56,9 @@ DT_MAX = 1.0
 """Largest physics step (s) World.step takes: a body at ``STATE_SPEED_MAX`` then moves at
 most ``1e7`` m in a step, which keeps every body inside the spatial hash's range."""
 STATE_LIMITS = np.array([STATE_POSITION_MAX] * 2 + [np.inf] + [STATE_SPEED_MAX] * 3)
+STATE_BOUND = min(STATE_POSITION_MAX, STATE_SPEED_MAX)
+"""One bound every column of a state within the limits stays under: the fast check of a
+read (a state with every value in ``[-STATE_BOUND, STATE_BOUND]`` is within the limits)."""
 """Bound of each body state column (x, y, angle, vx, vy, w); the angle is unbounded."""
 
 

@@ -904,7 +904,8 @@ class World:
             self._fdt = (dt, Fraction(dt))
         self._time_steps += 1
         # every step reads the state: a body past the limits stops the World here
-        self._states.check_limits(self._steps, self._states.read_in_step)
+        states = self._states
+        states.check_limits(self._steps, states.read_in_step, self._backend.read_within)
         if self._has_sensors:
             raw = self._states.fresh(self._all)  # read now if the step did not
             self._sensors.update(self._all, raw, dt, self._contacts.forces)

@@ -308,6 +308,7 @@ NATIVE_SIGNATURES = {
     "cpBodySetForce": "void(*)(cpBody *, cpVect)",
     "cpBodySetTorque": "void(*)(cpBody *, double)",
     "cpSpaceEachCachedArbiter": "void(*)(cpSpace *, void(*)(cpArbiter *, void *), void *)",
+    "cpSpaceStep": "void(*)(cpSpace *, double)",
 }
 
 

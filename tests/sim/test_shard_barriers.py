@@ -3,10 +3,14 @@
 ``_packed.BarrierClock`` records each barrier's thread CPU times (benchmarks/contacts.py
 --humanoid reads the serial part and the critical path from it); the shard split gives
 the calling thread as many copies as a worker (every physics step is a barrier, so the
-longer shard sets the step's length).
+longer shard sets the step's length); with the C helper a shard's step is one C call
+that also checks the values it reads against the limits' fast bound.
 """
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -79,3 +83,60 @@ def test_shards_hold_as_many_copies_each() -> None:
     parts = _packed.shard_split(1000, 3)
     assert np.array_equal(np.concatenate(parts), np.arange(1000))
     assert max(p.size for p in parts) - min(p.size for p in parts) <= 1
+
+
+# ---------------------------------------------------------------- a shard's step in C
+_FLUNG = """
+import numpy as np
+import kelab as ke
+b = ke.SceneBuilder()
+b.add(ke.Terrain.plane(), at="/", per_environment=False)
+b.add(ke.Prop(ke.Circle(0.1), mass=0.01, initial_pose=ke.Pose(0.0, 1.0)), at="/World/Ball")
+w = ke.World(b.build(), num_envs=8, layout="packed", num_threads={threads})
+backend = w._backend
+w.step(1 / 60)
+print("within", backend.read_within)
+forces = np.zeros((8, len(w.body_names), 2))
+forces[5, w.body_names.index("/World/Ball")] = (1e9, 0.0)  # 1.7e9 m/s after a step
+w.set_body_forces(forces)
+try:
+    w.step(1 / 60)
+except FloatingPointError as err:
+    print("refused", backend.read_within, "in copies [5]" in str(err))
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_step_checks_the_bound_while_it_reads(threads: int) -> None:
+    # each shard's step (one C call with the helper) says whether every value it read is
+    # within the limits' fast bound; a body flung past it is still named by World.step
+    from kelab.sim.physics._guard import native_module
+
+    if native_module() is None:
+        pytest.skip("no C helper built here: the World checks raw in numpy")
+    done = subprocess.run(
+        [sys.executable, "-c", _FLUNG.format(threads=threads)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[:2] == ["within True", "refused False True"]
+
+
+def test_the_stepper_refuses_tables_that_disagree() -> None:
+    from kelab.sim.physics._guard import native_module
+
+    native = native_module()
+    if native is None:
+        pytest.skip("no C helper built here")
+    bodies = np.zeros(2, dtype=np.uint64)
+    raw = np.zeros((2, 1, 6))
+    ok = (np.ones(6), False, None, np.zeros(1, np.int64), raw)
+    with pytest.raises(ValueError, match="Stepper: forces must hold 3 float64"):
+        native.Stepper(1, bodies, *ok, np.array([0, 2], np.int64), np.zeros(2), 1e7)  # row 2
+    with pytest.raises(ValueError, match="Stepper: forces must hold 3 float64"):
+        native.Stepper(1, bodies, np.ones(5), *ok[1:], np.zeros(2, np.int64), np.zeros(2), 1e7)
+    with pytest.raises(ValueError, match="friction a Friction"):
+        bad = (np.ones(6), False, object(), np.zeros(1, np.int64), raw)
+        native.Stepper(1, bodies, *bad, np.zeros(2, np.int64), np.zeros(2), 1e7)

@@ -45,6 +45,10 @@ class Backend(Protocol):
     friction_in_step: bool
     """Whether :meth:`step` chooses the friction regimes itself (the C helper); else the
     World does after each step (``_contacts.Contacts.update_friction``)."""
+    read_within: bool
+    """Whether the last :meth:`step` read every copy and found each moving body's value
+    within ``_values.STATE_BOUND`` as it read (the limits' fast check, done in C by the
+    shard threads); False where not (or not known: the World then checks ``raw``)."""
     gravity_in_space: bool
     """Whether each copy has a space whose gravity :meth:`set_gravity` sets; else (copies
     share a space) the World applies a copy's own gravity as a force."""

@@ -348,11 +348,11 @@ _NATIVE_FUNCTIONS = (
     "cpBodyGetPosition", "cpBodyUpdatePosition", "cpShapeSetFriction",
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
     "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
-    "cpBodySetForce", "cpBodySetTorque", "cpSpaceEachCachedArbiter",
+    "cpBodySetForce", "cpBodySetTorque", "cpSpaceEachCachedArbiter", "cpSpaceStep",
 )  # fmt: skip
 #: The format of the tables ``_native.c`` reads (its ``ABI``): a build for another is
 #: not used.
-NATIVE_ABI = 3
+NATIVE_ABI = 4
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED = _lib.CP_ARBITER_STATE_CACHED
 ARBITER_INVALIDATED = _lib.CP_ARBITER_STATE_INVALIDATED

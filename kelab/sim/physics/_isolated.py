@@ -54,6 +54,8 @@ class IsolatedBackend:
 
     name = "isolated"
     #: Each copy has its own space: :meth:`set_gravity` sets a copy's gravity there.
+    #: Its reads do not check the values they read (the World checks ``raw``).
+    read_within = False
     gravity_in_space = True
 
     def __init__(

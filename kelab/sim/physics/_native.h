@@ -42,12 +42,13 @@ typedef void (*set_hash_f)(void *, uintptr_t);
 typedef double (*get_float_f)(void *);
 typedef void (*arbiter_visit_f)(void *, void *);
 typedef void (*each_arbiter_f)(void *, arbiter_visit_f, void *);
+typedef void (*space_step_f)(void *, double);
 enum {
     F_BODY_SET_VELOCITY, F_BODY_SET_ANGULAR_VELOCITY, F_BODY_SET_ANGLE, F_BODY_SET_POSITION,
     F_BODY_GET_POSITION, F_BODY_UPDATE_POSITION, F_SHAPE_SET_FRICTION,
     F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
     F_BODY_GET_ANGLE, F_BODY_GET_VELOCITY, F_BODY_GET_ANGULAR_VELOCITY,
-    F_BODY_SET_FORCE, F_BODY_SET_TORQUE, F_SPACE_EACH_CACHED_ARBITER,
+    F_BODY_SET_FORCE, F_BODY_SET_TORQUE, F_SPACE_EACH_CACHED_ARBITER, F_SPACE_STEP,
     N_FUNCTIONS
 };
 
@@ -65,8 +66,12 @@ KL_HIDDEN extern uintptr_t state_cached;
 KL_HIDDEN int require_configured(const char *name);
 KL_HIDDEN PyObject *refuse(Py_buffer **held, int n, const char *message);
 
-/* The friction model's type (_native_friction.c). */
+/* The friction model's type (_native_friction.c), its regime rule after a step of one
+ * space (called without the GIL: no Python), and whether copies are within its table. */
 KL_HIDDEN extern PyTypeObject FrictionType;
+KL_HIDDEN void friction_regimes(PyObject *friction, uint64_t space, const int64_t *copies,
+                                Py_ssize_t nc);
+KL_HIDDEN int friction_has_copies(PyObject *friction, const int64_t *copies, Py_ssize_t nc);
 
 #define AT(p, o, T) (*(T *)((char *)(p) + off[o]))
 #define PTR(p, o) AT(p, o, void *)

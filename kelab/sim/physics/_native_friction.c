@@ -274,6 +274,36 @@ decide(Friction *m, const int64_t *copies, Py_ssize_t nc)
     }
 }
 
+/* The regime rule after a step of the spaces ``s`` (no Python: called without the GIL). */
+static void
+regimes(Friction *m, const uint64_t *s, Py_ssize_t ns, const int64_t *c, Py_ssize_t nc)
+{
+    int threaded = 1;
+    for (Py_ssize_t i = 0; threaded && i < ns; i++) threaded = all_threaded((void *)(uintptr_t)s[i]);
+    if (threaded) {
+        walk(m, c, nc);
+    } else {
+        for (Py_ssize_t i = 0; i < ns; i++)
+            ((each_arbiter_f)fn[F_SPACE_EACH_CACHED_ARBITER])((void *)(uintptr_t)s[i], visit, m);
+    }
+    decide(m, c, nc);
+}
+
+void
+friction_regimes(PyObject *friction, uint64_t space, const int64_t *copies, Py_ssize_t nc)
+{
+    regimes((Friction *)friction, &space, 1, copies, nc);
+}
+
+int
+friction_has_copies(PyObject *friction, const int64_t *copies, Py_ssize_t nc)
+{
+    const Friction *m = (const Friction *)friction;
+    for (Py_ssize_t i = 0; i < nc; i++)
+        if (copies[i] < 0 || copies[i] >= m->ncopies) return 0;
+    return 1;
+}
+
 PyDoc_STRVAR(update_doc,
 "update(spaces, copies)\n\n"
 "After a step of the spaces (uint64 ``cpSpace *``), choose the regime of the bodies of\n"
@@ -298,15 +328,7 @@ friction_update(Friction *m, PyObject *args)
     }
     const uint64_t *s = spaces.buf;
     Py_BEGIN_ALLOW_THREADS
-    int threaded = 1;
-    for (Py_ssize_t i = 0; threaded && i < ns; i++) threaded = all_threaded((void *)(uintptr_t)s[i]);
-    if (threaded) {
-        walk(m, c, nc);
-    } else {
-        for (Py_ssize_t i = 0; i < ns; i++)
-            ((each_arbiter_f)fn[F_SPACE_EACH_CACHED_ARBITER])((void *)(uintptr_t)s[i], visit, m);
-    }
-    decide(m, c, nc);
+    regimes(m, s, ns, c, nc);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&spaces);
     PyBuffer_Release(&copies);

@@ -325,6 +325,12 @@ class PackedBackend:
         self._fric_vals: np.ndarray | None = None
         #: the C helper (kelab/sim/physics/_native.c) for body reads and writes, or None
         self._native = native_module()
+        #: Per shard: whether its last step's read found every value within the limits'
+        #: fast bound (:meth:`_step_shard`)
+        self._within = [False] * len(self._split)
+        #: Whether the last step read every copy and found every moving body's value
+        #: within ``_values.STATE_BOUND`` (the Backend's ``read_within``)
+        self.read_within = False
         #: The friction model's table (kelab/sim/physics/_friction.py; None: not needed)
         self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
@@ -350,6 +356,7 @@ class PackedBackend:
         if ids.size == 0:
             return ids
         self.sync()
+        self.read_within = False  # says nothing of a read outside a step
         if ids.size < self._n:  # a few copies (after resets): store only their rows
             if self._native is not None:  # only their bodies, in C (the same getters)
                 self._read_bodies(self._native, ids)
@@ -532,12 +539,12 @@ class PackedBackend:
                 if pending[k]:
                     pending[k] = False
                     shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        self.read_within = False
         if self._workers is None:  # one shard, stepped right here: no job to dispatch
-            shard = self._shards[0]
-            shard.step(dt)
+            self._step_shard(dt, read, 0)
             if not read:
                 return ids[:0]
-            self._read_shard(0)
+            self.read_within = self._within[0]
             self._store_shard(0)
             if self.on_read is not None:
                 self.on_read(slice(None))
@@ -549,12 +556,23 @@ class PackedBackend:
             job = self._jobs[(dt, read)] = partial(self._step_shard, dt, read)
         if read:
             self._fetch_all(job)
+            self.read_within = all(self._within)
             return self._every
         self._workers.submit(job, len(self._shards))  # pipelined: queued behind the last
         return ids[:0]
 
     def _step_shard(self, dt: float, read: bool, k: int) -> None:
-        self._shards[k].step(dt)
+        """Step shard ``k`` and, with ``read``, read it (in the shard's thread).
+
+        With the C helper one call does both (:meth:`Shard.bind`) and says whether every
+        value it read is within the limits' fast bound (``_within[k]``).
+        """
+        shard = self._shards[k]
+        if shard.stepper is not None:
+            self._within[k] = shard.stepper.step(dt, read)
+            return
+        self._within[k] = False
+        shard.step(dt)
         if read:
             self._read_shard(k)
 
@@ -581,8 +599,11 @@ class PackedBackend:
         if ids.size == 0:
             return
         fresh = getattr(self, "_shards", None) is None
+        self.read_within = False
         if fresh:
             self._shards = [Shard(self._plan, part, self.friction) for part in self._split]
+            for shard in self._shards:  # one C call a step, reading into raw (C helper)
+                shard.bind(self.raw)
             #: Whether each shard's step chooses its friction regimes (in C)
             self.friction_in_step = all(shard.chooses for shard in self._shards)
             # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
@@ -612,6 +633,7 @@ class PackedBackend:
         Python wrappers); a batch write would rewrite every copy of the shard.
         """
         self.sync()
+        self.read_within = False
         mv = self._plan.moving
         native = self._native
         if native is not None:  # the same setters, in the same order, looped in C

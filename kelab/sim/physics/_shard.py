@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 import pymunk
 
+from kelab.sim._values import STATE_BOUND
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._batch import FORCE, GET, NO_INTS, READ, SET
 from kelab.sim.physics._compile import (
@@ -295,6 +296,9 @@ class Shard:
         self._read_origins = np.repeat(plan.origin_x[copies], kd)
         self._never_sleeps = space.sleep_time_threshold == math.inf
         self.fbuf, self.fdata, self.ffa = self._buffer(self.nbodies * 3, FORCE)
+        #: The C helper's whole step of this shard, reading into the World's rows (made
+        #: by :meth:`bind`; None: without the helper, :meth:`step` and a read)
+        self.stepper: object | None = None
 
     def _buffer(self, width: int, fields: int) -> tuple[np.ndarray, object, object]:
         arr = np.zeros(width + 2)
@@ -569,6 +573,32 @@ class Shard:
         the static bodies, and without the GIL.
         """
         native.read_rows(self.body_addrs, raw, self._read_rows, self._read_origins)
+
+    def bind(self, raw: np.ndarray) -> None:
+        """Step in one C call, reading into ``raw`` (the World's state rows; C helper only).
+
+        The helper's ``Stepper`` runs :meth:`step`'s three C calls and :meth:`read_into`'s
+        as one (the same calls, in the same order: the same bits), releasing the GIL
+        once: the thread stepping this shard takes the GIL once per step instead of at
+        every call's return, so the two threads of a 2-thread World hand it to each other
+        far less often (each hand-over waits for the other thread to give it up). While it
+        reads it checks the values against ``STATE_BOUND`` (the limits' fast check).
+        """
+        native = self._native_module
+        if native is None:
+            return
+        self.stepper = native.Stepper(
+            cp.address(self.ptr),
+            self.body_addrs,
+            self.fbuf,
+            self._never_sleeps,
+            self.friction_c if self.chooses else None,
+            self._copy_ids,
+            raw,
+            self._read_rows,
+            self._read_origins,
+            STATE_BOUND,
+        )
 
     def set_forces(self, forces: np.ndarray) -> None:
         """Hold ``(n_local, n_moving, 3)`` forces (local copy order) for the next steps."""
