@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kelab.sim.physics._compile import JointLayout, Layout
+from kelab.sim.physics._guard import native_module
 
 if TYPE_CHECKING:
     from kelab.sim.physics._backend import Backend
@@ -92,14 +93,19 @@ def joint_state(
     ``out``: arrays ``(m, n_joints)`` to write them into (else new ones).
 
     Revolute/fixed joints are computed together (a few gathers of every such joint at
-    once), the others one by one with the fewest numpy calls; every value is the same
-    sequence of float operations as the plain per-joint formulas (bit-identical).
+    once; with the C helper, its ``joint_revs``, the same operations), the others one by
+    one with the fewest numpy calls; every value is the same sequence of float operations
+    as the plain per-joint formulas (bit-identical).
     """
     m = raw.shape[0]
     plan = _joint_plan(layout)
     nj = len(layout.joint_paths)
     pos, vel = out if out is not None else (np.empty((m, nj)), np.empty((m, nj)))
-    if plan.rev.size:
+    native = native_module() if plan.rev.size else None
+    contiguous = raw.flags.c_contiguous and pos.flags.c_contiguous and vel.flags.c_contiguous
+    if native is not None and contiguous:  # the same operations in C: ~1 us, not ~20 us
+        native.joint_revs(raw, raw.shape[1], pos, vel, nj, *plan.rev_table)
+    elif plan.rev.size:
         a, w = raw[:, :, 2], raw[:, :, 5]
         for k, ch, pa, rel in plan.rev_few:  # one or two: plain columns are cheaper
             if pa < 0:
@@ -249,6 +255,15 @@ class _JointPlan:
         self.rev_pair_parent = np.array([js[k].parent for k in pair], dtype=np.int64)
         self.rev_pair_rel = np.array([js[k].rel_angle0 for k in pair], dtype=np.float64)
         self.other = [k for k, j in enumerate(js) if j.kind not in ("revolute", "fixed")]
+        #: every revolute and fixed joint: (column, child, parent or -1, initial relative
+        #: angle), the tables of the C helper's ``joint_revs``
+        every = self.rev.tolist()
+        self.rev_table = (
+            self.rev,
+            np.array([js[k].child for k in every], dtype=np.int64),
+            np.array([js[k].parent if js[k].parent >= 0 else -1 for k in every], dtype=np.int64),
+            np.array([js[k].rel_angle0 for k in every], dtype=np.float64),
+        )
 
 
 def _joint_plan(layout: Layout) -> _JointPlan:
