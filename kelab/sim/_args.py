@@ -82,14 +82,16 @@ def env_indices(
             f"{ids.shape}); convert with np.asarray(ids, dtype=int) if they are whole numbers"
         )
     ids = ids.astype(np.int64).reshape(-1)
-    lo, hi = int(ids.min()), int(ids.max())
+    if ids.size <= 64:  # a few ids: Python's min, max and set are cheaper than numpy's
+        listed = ids.tolist()
+        lo, hi = min(listed), max(listed)
+        repeated = len(set(listed)) != ids.size
+    else:
+        lo, hi = int(ids.min()), int(ids.max())
+        repeated = not (np.diff(np.sort(ids)) != 0).all()
     if lo < 0 or hi >= n or (ids.dtype.kind == "u" and hi < 0):
         raise ValueError(f"env_ids must be in [0, {n}), got min {lo} max {hi}")
-    if ids.size > 1 and (
-        len(set(ids.tolist())) != ids.size
-        if ids.size <= 64  # a set is cheaper than a sort for a few ids
-        else not (np.diff(np.sort(ids)) != 0).all()
-    ):
+    if repeated:
         uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
         if repeats:
             return ids[np.sort(first)]

@@ -92,7 +92,7 @@ class Contacts:
     def rebuilt(self, ids: np.ndarray) -> None:
         """Copies ``ids`` were rebuilt: they stick again and no arbiters are cached."""
         self.stick[ids] = True
-        self._all_stick = bool(self.stick.all())
+        self._all_stick = self._all_stick or bool(self.stick.all())  # True stays True
         self._arb = None
         if self._kept:
             self._drop_kept()

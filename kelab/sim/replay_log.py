@@ -94,10 +94,14 @@ class ReplayLog:
         entries: Initial entries (a parsed snapshot's), in step order.
     """
 
-    __slots__ = ("entries",)
+    __slots__ = ("_kept", "entries")
 
     def __init__(self, entries: Iterable[LogEntry] = ()) -> None:
         self.entries: list[LogEntry] = list(entries)
+        # entries[:_kept] are known to stay whole through a prune (each of its own kind:
+        # the settings and folded parameters at the head), so a prune up to there drops
+        # nothing (only prune rewrites entries; append adds at the end)
+        self._kept = 0
 
     def append(
         self,
@@ -135,15 +139,19 @@ class ReplayLog:
         holding, for every copy they set, its last value.
         """
         first = int(epoch.min())
+        if first <= self._kept:  # nothing to drop (a step's resets, mostly: ~40 us saved)
+            return
         dropped = self.entries[:first]
         last = {e.kind: e for e in dropped if e.kind.setting}
         kept = sorted(last.values(), key=lambda e: e.kind)  # DT first, as before
         kept += [e for e in map(partial(_fold, dropped), PARAMETERS) if e is not None]
         shift = first - len(kept)
         if shift <= 0:
+            self._kept = first
             return
         head = [e._replace(step=self.entries[first].step) for e in kept]
         self.entries = head + self.entries[first:]
+        self._kept = len(head)
         epoch -= shift
 
     def encode(self) -> dict[str, np.ndarray]:

@@ -68,6 +68,12 @@ class LocomotionTask(Task):
             [self.world.body_names.index(f"{path}/{b}") for b in self.robot.body_names]
         )
         self._initial = self.world.body_poses[0].copy()  # the freshly built copy
+        # the scene's moving bodies that are not the robot's (a subclass's props): a reset
+        # keeps their present state, so only then does it read the World's state
+        moving = [
+            b for b, inst in enumerate(self.world.scene.bodies) if inst.spec.body_type != "static"
+        ]
+        self._others = np.setdiff1d(moving, self._body_ids)
         self._actions = np.zeros((self.num_envs, self.action_dim), dtype=np.float32)
         self.terminations = TerminationSet(self, {self.fall_name: self._fell})
 
@@ -78,8 +84,16 @@ class LocomotionTask(Task):
 
     def on_post_physics_step(self) -> None:
         """Read the torso state once for get_dones() and get_rewards() of this step."""
-        self._torso_pose = self.robot.root_pose
-        self._torso_vel = self.robot.root_velocity
+        torso = self._torso_state()
+        self._torso_pose = torso[:, 0:3]
+        self._torso_vel = torso[:, 3:6]
+
+    def _torso_state(self) -> np.ndarray:
+        """The torso's state ``(num_envs, 6)`` (a new array): pose and velocity in one read.
+
+        ``robot.root_pose`` and ``robot.root_velocity`` are its columns 0:3 and 3:6.
+        """
+        return self.world.body_state(int(self._body_ids[0]))
 
     def robot_state(self) -> list[np.ndarray]:
         """Torso height and angle, torso velocity, joint positions and joint velocities.
@@ -88,9 +102,10 @@ class LocomotionTask(Task):
             The four ``(num_envs, k)`` blocks that start the observation.
         """
         robot = self.robot
+        torso = self._torso_state()
         return [
-            robot.root_pose[:, 1:3],
-            robot.root_velocity,
+            torso[:, 1:3],  # robot.root_pose[:, 1:3]
+            torso[:, 3:6],  # robot.root_velocity
             robot.joint_pos[:, self.joint_ids],
             robot.joint_vel[:, self.joint_ids],
         ]
@@ -113,8 +128,16 @@ class LocomotionTask(Task):
         """
         world = self.world
         ids = self._body_ids
-        poses = world.body_poses[env_ids]
-        vels = world.body_velocities[env_ids]
+        plain = isinstance(env_ids, np.ndarray) and env_ids.ndim == 1 and env_ids.dtype.kind in "iu"
+        if plain and not self._others.size:
+            # every moving body is the robot's, and the static ones never move: the
+            # rows body_poses / body_velocities would give, without reading every copy
+            poses = np.empty((env_ids.size, *self._initial.shape))
+            poses[:] = self._initial
+            vels = np.zeros_like(poses)
+        else:
+            poses = world.body_poses[env_ids]
+            vels = world.body_velocities[env_ids]
         poses[:, ids] = self._initial[ids]
         vels[:, ids] = 0.0
         if linear_velocity is not None:

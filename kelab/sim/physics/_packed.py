@@ -371,10 +371,8 @@ class PackedBackend:
 
     def _read_bodies(self, native: object, ids: np.ndarray) -> None:
         """:meth:`_store_rows`'s result for copies ``ids``, their bodies read one by one."""
-        kd = self._plan.moving.size
-        rows = (ids[:, None] * self._nb + self._plan.moving).ravel()
-        origins = np.repeat(self._plan.origin_x[ids], kd)
-        native.read_rows(self._body_addrs[ids], self.raw, rows, origins)
+        rows, origins = self._read_tables
+        native.read_rows(self._body_addrs[ids], self.raw, rows[ids].ravel(), origins[ids].ravel())
         if self.on_read is not None:
             self.on_read(ids)
 
@@ -609,6 +607,12 @@ class PackedBackend:
             # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
             self._body_addrs = np.concatenate([shard.body_addrs for shard in self._shards]).reshape(
                 self._n, self._plan.moving.size
+            )
+            # per copy, its moving bodies' rows of raw (flat) and its origin's x, each body
+            moving = self._plan.moving
+            self._read_tables = (
+                self._every[:, None] * self._nb + moving,
+                np.repeat(self._plan.origin_x, moving.size).reshape(self._n, moving.size),
             )
             self._id_dirty = self._shapes_dirty = True
             self._fric_vals = None
