@@ -106,9 +106,9 @@ def pixel_env_share(steps: int) -> tuple[int, float, float] | None:
     read = world.read_sensor
     spent = [0.0]
 
-    def timed(name: str) -> np.ndarray:
+    def timed(name: str, env_ids: np.ndarray | None = None) -> np.ndarray:
         t = time.process_time()
-        out = read(name)
+        out = read(name, env_ids)
         spent[0] += time.process_time() - t
         return out
 

@@ -6,7 +6,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import kelab as ke
-from kelab.tasks.cartpole_pixels import CAMERAS, CartPolePixelsTask
+from kelab.tasks.cartpole_pixels import CAMERAS, FRAMES, GAPS, CartPolePixelsTask
 
 
 def test_the_pixel_task_is_registered_and_passes_gymnasiums_check_env():
@@ -44,7 +44,7 @@ def test_the_vector_env_gives_image_batches_and_final_observations():
     env.close()
 
 
-def test_frames_are_the_camera_images_oldest_first():
+def test_each_camera_s_image_of_gap_steps_ago_and_its_newest():
     env = ke.LearningEnv(task=CartPolePixelsTask(), num_envs=2, seed=1)
     env.reset(seed=1)
 
@@ -52,13 +52,14 @@ def test_frames_are_the_camera_images_oldest_first():
         return [env.world.read_sensor(name)[..., 0] for name in CAMERAS]
 
     seen = [images()]
-    for _ in range(3):
-        obs, *_ = env.step(np.zeros((2, 1), np.float32))
+    for _ in range(GAPS[0] + 2):
+        obs, *_ = env.step(np.full((2, 1), 0.3, np.float32))
         seen.append(images())
-    (track_old, pole_old), (track, pole) = seen[-2], seen[-1]
-    for channel, image in enumerate((track_old, track, pole_old, pole)):
-        assert np.array_equal(obs[..., channel], image)
-    assert not np.array_equal(track, pole)  # two cameras: the track and the pole up close
+    for k, gap in enumerate(GAPS):
+        assert np.array_equal(obs[..., FRAMES * k], seen[-1 - gap][k])
+        assert np.array_equal(obs[..., FRAMES * k + 1], seen[-1][k])
+        assert not np.array_equal(seen[-1 - gap][k], seen[-1][k])  # it moved
+    assert not np.array_equal(seen[-1][0], seen[-1][1])  # the track, the pole up close
     env.close()
 
 
@@ -172,3 +173,21 @@ def test_frames_show_what_the_policy_sees(monkeypatch):
         assert (shown[..., 0][inside] == want[inside]).all()
         assert (shown[..., 0] == shown[..., 2]).all()  # gray
         y += h + 8
+
+
+def test_the_ground_marks_touch_nothing_the_physics_is_cartpoles_bit_for_bit():
+    from kelab.tasks.cartpole import CartPoleTask
+
+    def joints(task):
+        env = ke.LearningEnv(task=task, num_envs=3, seed=4)
+        env.reset(seed=4)
+        rng = np.random.default_rng(0)
+        states = []
+        for _ in range(40):
+            env.step(rng.uniform(-1, 1, (3, 1)).astype(np.float32))
+            states.append(np.concatenate([task.robot.joint_pos, task.robot.joint_vel], axis=1))
+        env.close()
+        return np.stack(states)
+
+    pixels, plain = joints(CartPolePixelsTask()), joints(CartPoleTask())
+    assert pixels.tobytes() == plain.tobytes()

@@ -29,9 +29,12 @@ def _run(path, obs: np.ndarray) -> np.ndarray:
 
 def _observations(env_id: str, player: ke.RLPlayer) -> np.ndarray:
     rng = np.random.default_rng(3)
-    random = rng.normal(0.0, 3.0, (256, player.observation_dim)).astype(np.float32)
     env = ke.LearningEnv(task_class(TASK_IDS[env_id])(), num_envs=8, seed=5)
     obs, _ = env.reset(seed=5)
+    if obs.dtype == np.uint8:  # an image task: random images as the env gives them
+        random = rng.integers(0, 256, (256, *obs.shape[1:]), dtype=np.uint8)
+    else:
+        random = rng.normal(0.0, 3.0, (256, player.observation_dim)).astype(np.float32)
     seen = [random, obs]
     for _ in range(40):
         obs, *_ = env.step(player.act(obs))

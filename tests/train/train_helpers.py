@@ -16,12 +16,7 @@ if TYPE_CHECKING:
 #: Built-in tasks that ship no trained policy yet, each with why. The tests of shipped
 #: policies run over every other built-in task, and test_player.py checks each entry here
 #: really ships none (an entry is removed when its policy lands).
-NOT_YET_SHIPPED: dict[str, str] = {
-    "kelab/CartPole-Pixels-v0": (
-        "#43: its convolutional policy has not reached the task's target on this 2-core "
-        "machine yet (success 0.03-0.14 after ~105 iterations, 13 min)"
-    ),
-}
+NOT_YET_SHIPPED: dict[str, str] = {}
 
 
 def shipped_task_ids() -> list[str]:
