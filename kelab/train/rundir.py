@@ -2,7 +2,9 @@
 
 A run directory is claimed when a trainer is built (a ``.kelab-run`` file, before any
 checkpoint), so two trainers never share one; a directory that holds a run is refused
-unless that run is being resumed from its latest state.
+unless that run is being resumed from its latest state. A trainer that keeps nothing (its
+constructor failed, or it closed before its first checkpoint or logged iteration)
+withdraws its claim: the directory is left as it was found.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ _CLAIM = ".kelab-run"
 # ".<name>.<random>.tmp" beside it (kelab._files.atomic_file)
 _RUN_FILES = ("latest", "best", "metrics.csv", "metrics.old.csv", "training_curve.png")
 _STALE_S = 60.0  # no save takes this long: an older temp file is a killed trainer's
+_MAX_CLAIM_BYTES = 4096  # a claim file is one short line
 
 
 def claim_run_dir(
@@ -95,8 +98,9 @@ def claim_run_dir(
 
     The claim (:class:`RunDirClaim`) is taken before anything is checked or written and
     held until the trainer releases it, so two trainers never share a run directory,
-    even when built at the same moment. ``cli_task`` is the task as ``kelab train`` takes
-    it, for the command an error suggests.
+    even when built at the same moment. A refused directory is left as it was (the claim
+    withdrawn), and so is one whose trainer keeps nothing (:meth:`RunDirClaim.withdraw`).
+    ``cli_task`` is the task as ``kelab train`` takes it, for the command an error suggests.
 
     Returns:
         ``(path, claim)``: release the claim when the trainer closes.
@@ -110,24 +114,58 @@ def claim_run_dir(
         base = Path.cwd() / "runs" / task_name / _utc_stamp()
         path, n = base, 1
         while True:
+            made = _missing_folders(path)
             try:
                 path.mkdir(parents=True, exist_ok=False)
                 break
             except FileExistsError:  # another run started within the same second
                 n += 1
                 path = base.with_name(f"{base.name}-{n}")
-        return path, RunDirClaim(path)
+        return path, _claim(path, made, stamp=True)
     path = _run_dir_path(run_dir)
+    made = _missing_folders(path)
     path.mkdir(parents=True, exist_ok=True)
-    _refuse_links(path)  # before the claim: a refused run dir is left as it was
-    claim = RunDirClaim(path, stamp=False)  # refuses a run directory another trainer holds
+    try:
+        _refuse_links(path)  # before the claim: a refused run dir is left as it was
+    except BaseException:
+        _remove_empty(made)
+        raise
+    claim = _claim(path, made, stamp=False)  # refuses a run directory another trainer holds
     try:
         _check_run_dir(path, resume, cli_task, not claim.created)
         claim.stamp()
     except BaseException:
-        claim.release(refused=True)
+        claim.withdraw()
         raise
     return path, claim
+
+
+def _claim(path: Path, made: tuple[Path, ...], stamp: bool) -> RunDirClaim:
+    """``RunDirClaim(path)``; the folders ``made`` for it are removed if it fails."""
+    try:
+        return RunDirClaim(path, stamp=stamp, made=made)
+    except BaseException:
+        _remove_empty(made)
+        raise
+
+
+def _missing_folders(path: Path) -> tuple[Path, ...]:
+    """``path`` and those of its parents that do not exist yet, deepest first."""
+    missing = []
+    for folder in (path, *path.parents):
+        if os.path.lexists(folder):
+            break
+        missing.append(folder)
+    return tuple(missing)
+
+
+def _remove_empty(folders: tuple[Path, ...]) -> None:
+    """Remove ``folders`` (deepest first) while they are empty; one that is not stays."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (something else was put there), or gone: stop here
+            return
 
 
 def _refuse_links(path: Path) -> None:
@@ -260,9 +298,19 @@ class RunDirClaim:
         UserError: When another trainer holds the run directory (naming its claim).
     """
 
-    def __init__(self, path: Path, stamp: bool = True) -> None:
+    def __init__(self, path: Path, stamp: bool = True, made: tuple[Path, ...] = ()) -> None:
+        """Claim ``path`` (stamped at once with ``stamp``).
+
+        ``made``: the folders created for it, deepest first (:meth:`withdraw` removes them).
+        """
         self.path = path / _CLAIM
         self.created = False  # whether this claim made the claim file
+        self._made = made
+        try:  # what was there, so that withdraw() removes only what came after
+            self._found: frozenset[str] | None = frozenset(os.listdir(path))
+        except OSError:
+            self._found = None  # the claim reports an unreadable run directory
+        self._was: bytes | None = None  # the bytes of a claim file found (not made)
         flags = os.O_RDWR | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         try:
             try:  # never through a link: O_NOFOLLOW, and O_EXCL when it is made
@@ -291,6 +339,8 @@ class RunDirClaim:
                         f"({_read_claim(fd)}, per {self.path.name}); wait for it to end or "
                         "stop it, or choose a new run_dir"
                     ) from None
+            if not self.created and os.fstat(fd).st_size <= _MAX_CLAIM_BYTES:
+                self._was = os.pread(fd, _MAX_CLAIM_BYTES, 0)
         except BaseException:
             if self.created:
                 self.path.unlink(missing_ok=True)
@@ -305,38 +355,64 @@ class RunDirClaim:
         """Write when, by which process and on which host the claim was taken."""
         assert self._fd is not None, "stamp() after release()"
         self._stamp = _utc_stamp()
-        self._write(self._fd, f"{self._stamp} pid={os.getpid()} host={platform.node()}")
+        self._write(self._fd, f"{self._stamp} pid={os.getpid()} host={platform.node()}\n")
 
     @staticmethod
-    def _write(fd: int, text: str) -> None:
+    def _write(fd: int, text: str | bytes) -> None:
         # in place (never replaced by a rename: the lock is on this file)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, (text + "\n").encode("utf-8"), 0)
+        os.pwrite(fd, text.encode("utf-8") if isinstance(text, str) else text, 0)
 
     @property
     def held(self) -> bool:
         """Whether this claim still holds the run directory."""
         return self._fd is not None
 
-    def release(self, refused: bool = False) -> None:
+    def release(self) -> None:
         """Let other trainers take the run directory (calling it again does nothing).
 
-        Args:
-            refused: The run directory was refused before it was stamped: the claim file
-                is left as it was (removed when this claim made it).
+        The claim file stays, with the time the claim was taken: the directory holds a run.
         """
         fd, self._fd = self._fd, None
         if fd is None:
             return
         try:
-            if refused and self.created:
-                self.path.unlink(missing_ok=True)  # before the lock ends: still ours
-            elif self._stamp:  # the time it was taken stays; no process holds it
-                self._write(fd, self._stamp)
+            if self._stamp:  # the time it was taken stays; no process holds it
+                self._write(fd, self._stamp + "\n")
         except OSError:
             pass  # a run directory deleted meanwhile: nothing to say in it
         finally:
             os.close(fd)  # ends the lock
+
+    def withdraw(self) -> None:
+        """Release the claim and leave the run directory as it was found.
+
+        For a run that kept nothing: the directory was refused, the trainer's constructor
+        failed, or it closed with no checkpoint saved and no iteration logged. When this
+        claim made the claim file, the file goes, with the run files that appeared since
+        the claim was taken (a header-only ``metrics.csv``, TensorBoard's first events
+        file...) and the folders made for the directory once empty; a claim file that was
+        there keeps its old bytes. Nothing else is touched. Calling it again, or after
+        :meth:`release`, does nothing.
+        """
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        folder = self.path.parent
+        try:
+            if self.created:
+                if self._found is not None:
+                    for name in sorted(set(os.listdir(folder)) - self._found):
+                        if name != _CLAIM and _written_by_trainer(name):
+                            (folder / name).unlink(missing_ok=True)
+                self.path.unlink(missing_ok=True)  # before the lock ends: still ours
+            elif self._stamp and self._was is not None:
+                self._write(fd, self._was)
+        except OSError:
+            pass  # a run directory deleted meanwhile, or a file not ours to delete: kept
+        finally:
+            os.close(fd)  # ends the lock
+        _remove_empty(self._made)
 
 
 def _read_claim(fd: int) -> str:

@@ -223,8 +223,8 @@ class RLTrainer:
         weakref.finalize(self, self._claim.release)
         try:
             self._build(env, checkpoint)
-        except BaseException:  # a constructor that fails holds nothing
-            self._claim.release()
+        except BaseException:  # a constructor that fails holds nothing, and leaves nothing
+            self._claim.withdraw()
             raise
 
     def _build(self, env: LearningEnv | RayLearningEnv, checkpoint: Checkpoint | None) -> None:
@@ -686,7 +686,12 @@ class RLTrainer:
         return actions.numpy().clip(-1.0, 1.0)
 
     def close(self) -> None:
-        """Close the log files, the curve written first (the env stays open: its owner's)."""
+        """Close the log files, the curve written first (the env stays open: its owner's).
+
+        A trainer that saved no checkpoint and logged no iteration (its first ``train()``
+        failed in its first step, or it never trained) leaves its run directory as it
+        found it: the claim and what it wrote there are taken back.
+        """
         if self._closed:
             return
         self._closed = True
@@ -697,7 +702,15 @@ class RLTrainer:
             try:
                 self._runlog.close()  # waits for the curve: Ctrl-C may cut that short
             finally:
-                self._claim.release()
+                if self._kept_nothing:  # e.g. its first step failed: the dir as found
+                    self._claim.withdraw()
+                else:
+                    self._claim.release()
+
+    @property
+    def _kept_nothing(self) -> bool:
+        """Whether this trainer saved no checkpoint and logged no iteration (yet)."""
+        return not any(self.checkpoints.values()) and not self._runlog.history
 
     def _rates(self, run_steps: int, elapsed: float) -> dict[str, float]:
         """Env steps per second of this call: over its wall time, and while collecting."""

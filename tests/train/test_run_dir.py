@@ -328,10 +328,12 @@ def test_trainers_built_before_either_trains_never_share_a_dir(tmp_path, monkeyp
     assert a.run_dir != b.run_dir and a.run_dir.is_dir() and b.run_dir.is_dir()
     with pytest.raises(ValueError, match="is in use by a trainer that is still running"):
         ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
-    a.close()
-    with pytest.raises(ValueError, match="already holds the start of a run that saved no"):
-        ke.RLTrainer(env, run_dir=a.run_dir, config=tiny_config())
+    a.close()  # it kept nothing (never trained): its claim withdrawn, its folder gone
+    assert not a.run_dir.exists()
+    b.train(1)  # b logged an iteration: closed, its directory stays claimed
     b.close()
+    with pytest.raises(ValueError, match="already holds a run"):
+        ke.RLTrainer(env, run_dir=b.run_dir, config=tiny_config())
     env.close()
 
 
@@ -495,3 +497,62 @@ def test_a_deeply_nested_latest_json_beside_the_resumed_checkpoint_is_unreadable
     assert tr.run_dir == run
     tr.close()
     env.close()
+
+
+class _BrokenRewards(CartPoleTask):
+    """CartPole whose reward raises: a user's task with a bug in its first step."""
+
+    def get_rewards(self):
+        raise RuntimeError("a bug in the task's reward")
+
+
+def test_a_refused_config_leaves_the_run_dir_unclaimed(tmp_path, monkeypatch):
+    # the trial (2026-12-06): a convolution that does not fit the observation was refused
+    # after the run dir was claimed, and the next (valid) command was refused with "already
+    # holds the start of a run that saved no checkpoint"
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=3)
+    bad = tiny_config(cnn_channels=(4,), cnn_kernels=(3,), cnn_strides=(1,))
+    made, found = tmp_path / "new" / "run", tmp_path / "found"
+    found.mkdir()
+    (found / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    try:
+        for run_dir in (made, found, None):
+            with pytest.raises(ValueError, match="cnn_channels needs an image observation"):
+                ke.RLTrainer(env, seed=3, run_dir=run_dir, config=bad)
+        assert not (tmp_path / "new").exists()  # the folders made for it, gone
+        assert sorted(os.listdir(found)) == ["notes.txt"]  # a folder found: as it was
+        assert not (tmp_path / "runs").exists()  # run_dir=None's runs/<Task>/<time>
+        for run_dir in (made, found):  # the valid command is accepted
+            ke.RLTrainer(env, seed=3, run_dir=run_dir, config=tiny_config()).close()
+    finally:
+        env.close()
+
+
+def test_a_run_that_fails_before_its_first_record_leaves_the_run_dir_as_found(tmp_path):
+    run = tmp_path / "run"
+    env = ke.LearningEnv(_BrokenRewards(), num_envs=16, seed=3)
+    try:
+        trainer = ke.RLTrainer(env, seed=3, run_dir=run, config=tiny_config())
+        with pytest.raises(RuntimeError, match="a bug in the task's reward"):
+            trainer.train(2)
+        trainer.close()
+    finally:
+        env.close()
+    assert not run.exists()  # no claim, no header-only metrics.csv, no TensorBoard file
+    run, env, stats = _one_iteration(tmp_path)  # the fixed task trains there
+    env.close()
+    assert stats["iterations"] == 1 and (run / "latest.json").exists()
+
+
+def test_a_resume_refused_after_the_claim_puts_the_claim_file_back(tmp_path):
+    run, env, _ = _one_iteration(tmp_path)
+    claim = run / ".kelab-run"
+    before, names = claim.read_bytes(), sorted(os.listdir(run))
+    try:
+        with pytest.raises(CheckpointError):  # refused in the constructor, after claiming
+            ke.RLTrainer(env, run_dir=run, resume=f"{run}:latest",
+                         config=tiny_config(actor_hidden_dims=(8,)))  # fmt: skip
+    finally:
+        env.close()
+    assert claim.read_bytes() == before and sorted(os.listdir(run)) == names
