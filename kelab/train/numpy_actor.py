@@ -5,7 +5,8 @@ torch actor that trained it (:class:`~kelab.train.nets.PolicyNet`: the frozen no
 the convolutions of an image policy, the linear layers with the config's hidden
 activation between them, the Gaussian's mean as the action), from the weights that
 :func:`~kelab.train.checkpoint.load_checkpoint` reads with safetensors' numpy API, and
-clips the actions to [-1, 1] as the player sends them. It agrees with
+clips the actions to [-1, 1] as the player sends them, its matrix products on one BLAS
+thread (:mod:`kelab.train.blas_threads`). It agrees with
 :class:`kelab.train.policy.CheckpointPolicy` (torch) within 1e-5
 (``tests/train/test_numpy_actor.py``, every shipped policy).
 """
@@ -20,6 +21,7 @@ import numpy.typing as npt
 from numpy.lib.stride_tricks import sliding_window_view
 
 from kelab.train.architecture import PIXEL_SCALE, architecture_of
+from kelab.train.blas_threads import SPLIT_FROM, one_blas_thread
 from kelab.train.checkpoint import Checkpoint, CheckpointError, check_networks, check_tensors
 from kelab.train.config import TrainConfig
 
@@ -182,6 +184,11 @@ class NumpyActor:
             )
             for linear in self.architecture.linears
         ]
+        #: The multiply-adds of the largest matrix product per observation.
+        self.largest_product = max(
+            [w.size for w in (weight for weight, _ in self.layers)]
+            + [w.size * c.out_size[0] * c.out_size[1] for c, w, _ in self.convolutions]
+        )
         self.mean: np.ndarray | None = None
         self.scale: np.ndarray | None = None
         if config.obs_normalization:
@@ -193,10 +200,21 @@ class NumpyActor:
     def __call__(self, obs: npt.ArrayLike) -> np.ndarray:
         """Actions for ``(N, obs_dim)`` or ``(obs_dim,)`` observations, in [-1, 1].
 
+        The matrix products run on one BLAS thread (``one_blas_thread``, in
+        :mod:`kelab.train.blas_threads`): faster for a policy's small products, and the
+        same bits on any number of cores; the BLAS's own thread count is back on return.
+
         Raises:
             ValueError: For observations of another size, or NaN actions.
         """
         x, single = observation_batch(obs, self.observation_dim, self.image)
+        if len(x) * self.largest_product < SPLIT_FROM:  # no BLAS thread would start
+            return self._forward(x, single)
+        with one_blas_thread():
+            return self._forward(x, single)
+
+    def _forward(self, x: np.ndarray, single: bool) -> np.ndarray:
+        """:meth:`__call__` of a batch, on the BLAS's threads as they are set."""
         if self.mean is not None:
             x = (x - self.mean) / self.scale
         if self.convolutions:

@@ -145,3 +145,124 @@ def test_both_policies_refuse_bad_observations_and_nan_alike():
         with pytest.raises(ValueError, match="the policy produced NaN actions"):
             policy(np.full(4, np.nan, np.float32))
         assert policy(np.zeros(4, np.float32)).shape == (1,)
+
+
+def _humanoid_actor() -> NumpyActor:
+    spec = shipped_policy(TASK_IDS["kelab/Humanoid-v0"])
+    return NumpyActor(load_checkpoint(spec, arrays="numpy"))
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+@pytest.fixture
+def two_blas_threads():
+    """The process's BLAS libraries on 2 threads for the test (their counts put back)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        if _blas_threads() != [2] * len(_blas_threads()) or not _blas_threads():
+            pytest.fail(f"the BLAS could not be set to 2 threads: {_blas_threads()}")
+        yield
+
+
+def test_the_actor_runs_its_products_on_one_blas_thread(two_blas_threads):
+    # the trial (2026-12-06): a convolutional policy's act() took 64-76 ms for 6-32
+    # observations on numpy's multithreaded OpenBLAS, 1.1-5 ms on one thread
+    actor = _humanoid_actor()
+    seen: list[list[int]] = []
+    activation = actor.activation
+
+    def spy(x: np.ndarray) -> np.ndarray:  # runs between two of the actor's products
+        seen.append(_blas_threads())
+        return activation(x)
+
+    actor.activation = spy
+    actor(np.zeros((64, actor.observation_dim), np.float32))
+    assert seen and all(threads == [1] * len(threads) for threads in seen), seen
+    assert _blas_threads() == [2] * len(_blas_threads())  # the user's setting, back
+
+
+def test_the_actions_are_the_same_bits_on_any_blas_threads(two_blas_threads):
+    # a product split over threads may sum a block's edge in another order: with the
+    # BLAS's own threads the actions depended on the machine's core count
+    from threadpoolctl import threadpool_limits
+
+    actor = _humanoid_actor()
+    obs = np.random.default_rng(0).normal(0.0, 1.0, (512, actor.observation_dim))
+    on_two = actor(obs.astype(np.float32))
+    with threadpool_limits(limits=1, user_api="blas"):
+        on_one = actor(obs.astype(np.float32))
+    assert on_two.tobytes() == on_one.tobytes()
+
+
+_THREADS = """
+from threadpoolctl import threadpool_info
+
+def threads():
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+"""
+
+
+def _run_on_two_blas_threads(script: str) -> str:
+    """Run ``_THREADS + script`` in a new process whose BLAS starts on 2 threads.
+
+    Set by OpenBLAS's variable, not threadpoolctl: a thread that sets a limit is the
+    only one threadpoolctl (3.8) lets set OpenBLAS's shared pool until the limit ends.
+    """
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", _THREADS + textwrap.dedent(script)],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip()
+
+
+def test_one_blas_thread_nests_and_other_threads_wait_their_turn():
+    out = _run_on_two_blas_threads("""
+        import threading
+        from kelab.train.blas_threads import one_blas_thread
+
+        seen, started = [], threading.Event()
+
+        def other():  # asks while the main thread's block is open: waits for its end
+            started.set()
+            with one_blas_thread():
+                seen.append(("other", threads()))
+
+        thread = threading.Thread(target=other)
+        seen.append(("before", threads()))
+        with one_blas_thread():
+            with one_blas_thread():
+                seen.append(("inner", threads()))
+            seen.append(("outer", threads()))
+            thread.start()
+            assert started.wait(30)
+            thread.join(0.2)  # it cannot get in yet
+            seen.append(("main", threads()))
+        thread.join(30)
+        seen.append(("after", threads()))
+        print(seen)
+    """)
+    assert out == str(
+        [("before", [2]), ("inner", [1]), ("outer", [1]), ("main", [1]), ("other", [1]),
+         ("after", [2])]
+    )  # fmt: skip
+
+
+def test_import_kelab_and_building_a_player_leave_the_blas_threads_alone():
+    spec = str(shipped_policy(TASK_IDS["kelab/Humanoid-v0"]))
+    out = _run_on_two_blas_threads(f"""
+        import numpy as np
+        before = threads()
+        import kelab as ke
+        player = ke.RLPlayer({spec!r}, render_mode=None)
+        built = threads()
+        player.act(np.zeros((64, player.observation_dim), np.float32))
+        print(before, built, threads())
+    """)
+    assert out.split() == ["[2]", "[2]", "[2]"]
