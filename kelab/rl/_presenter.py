@@ -196,7 +196,7 @@ class Presenter:
             draw_ground_marks(canvas, self._ground.top)
         task.draw(canvas, ids, origins[ids])
         step = int(core.episode_length_buf[0])
-        gx, gy = world.scene.gravity
+        gx, gy = world.gravity[0]  # copy 0's own (randomized gravity), as its step
         canvas.text(
             (8, 6),
             f"{type(task).__name__}   episode time {step * core.timing.step_dt:6.2f} s   "

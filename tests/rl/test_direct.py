@@ -200,3 +200,32 @@ def test_renderer_and_frame_count_are_public_and_read_only():
     headless.step(np.zeros(1))
     assert headless.frame_count == 0 and headless.render() is None
     headless.close()
+
+
+class _HeavyCartPole(CartPoleTask):
+    """CartPole whose copies get 5 m/s^2 more gravity downwards (domain randomization)."""
+
+    randomization = (ke.Randomize("gravity", (0.0, -5.0), (0.0, -5.0)),)
+
+
+def test_the_frame_s_status_line_shows_the_copy_s_own_gravity(monkeypatch):
+    # the trial (2026-12-06): the World held gravity (0, -14.81) for the copy, the frame
+    # said the scene's "gravity (0, -9.81)"
+    env = ke.DirectRLEnv(_HeavyCartPole(), render_mode="rgb_array")
+    env.reset(seed=0)
+    env.render()  # the renderer and its canvas exist from the first frame
+    lines: list[str] = []
+    canvas = env._presenter.renderer.canvas
+    text = canvas.text
+
+    def spy(pos, line, *args, **kwargs):
+        lines.append(line)
+        return text(pos, line, *args, **kwargs)
+
+    monkeypatch.setattr(canvas, "text", spy)
+    env.render()
+    gx, gy = env.world.gravity[0]
+    assert (gx, gy) == pytest.approx((0.0, -14.81)) and env.world.scene.gravity[1] == -9.81
+    status = next(line for line in lines if "episode time" in line)
+    assert status.endswith(f"gravity ({gx:g}, {gy:g})") and "-14.81" in status, status
+    env.close()
