@@ -246,9 +246,21 @@ def resolve_spec(spec: str | os.PathLike[str]) -> Path:
     ``best``), or the JSON file itself.
 
     Raises:
-        CheckpointError: When nothing is found there, naming what was looked for.
+        CheckpointError: When nothing is found there, naming what was looked for, or
+            ``spec`` is not a path (None: what ``shipped_policy()`` returns for a task
+            that ships no policy).
     """
-    text = os.fspath(spec)
+    try:
+        text = os.fspath(spec)
+    except TypeError:  # None, a number, a list...: not a path at all
+        fix = (
+            "kelab.train.shipped.shipped_policy() returns None for a task that ships no "
+            "trained policy: train one (kelab train TASK) and pass its RUN_DIR:best"
+            if spec is None
+            else "pass one of those as a str or pathlib.Path"
+        )
+        allowed = "a path (RUN_DIR:best, RUN_DIR:latest or a checkpoint .json)"
+        raise CheckpointError(must("checkpoint", allowed, spec, fix)) from None
     if not isinstance(text, str) or not text:
         raise CheckpointError(f"a checkpoint spec must be a non-empty path, got {spec!r}")
     refuse_weights_file(text)

@@ -300,3 +300,23 @@ def test_a_builtin_task_trained_through_the_api_plays_without_naming_it(tmp_path
         pass
 
     assert builtin_task_id(MyCartPole()) is None
+
+
+def test_a_checkpoint_that_is_not_a_path_is_a_one_line_error():
+    # the trial (2026-12-06): RLPlayer(shipped_policy(...)) for a task that ships none
+    # raised os.fspath's bare TypeError from deep in resolve_spec
+    from kelab.train.checkpoint import CheckpointError, load_checkpoint
+
+    spec = shipped_policy("kelab.tasks.cartpole_pixels:CartPolePixelsTask")
+    assert spec is None  # CartPole-Pixels-v0 ships none (train_helpers.NOT_YET_SHIPPED)
+    with pytest.raises(CheckpointError) as info:
+        ke.RLPlayer(spec, render_mode=None)
+    message = str(info.value)
+    assert "\n" not in message and isinstance(info.value, ke.UserError)
+    assert message.startswith("checkpoint must be a path (RUN_DIR:best, RUN_DIR:latest or ")
+    assert ", got None; " in message and "shipped_policy() returns None" in message
+    assert "kelab train" in message
+    for bad in (3, ["run:best"]):
+        with pytest.raises(CheckpointError, match=r"^checkpoint must be a path .*, got ") as info:
+            load_checkpoint(bad)
+        assert f"got {bad!r}; pass one of those as a str or pathlib.Path" in str(info.value)
