@@ -50,10 +50,18 @@ def test_register_user_asset_and_duplicates() -> None:
     try:
         asset = ke.Asset.register(name, desc)
         assert ke.Asset.from_registry(name) == asset and name in ke.Asset.names()
-        with pytest.raises(ValueError, match="already registered"):
-            ke.Asset.register(name, desc)
+        # the same description again (a module imported twice, a notebook cell run again):
+        # a no-op, as ke.register_task's; an equal copy counts as the same
+        same = ke.RobotDescription("ball", (ke.BodySpec("ball", (ke.Circle(0.1),)),))
+        assert ke.Asset.register(name, same) == asset
+        assert ke.Asset.from_registry(name).description is desc  # the first one kept
+        other = ke.RobotDescription("ball", (ke.BodySpec("ball", (ke.Circle(0.2),)),))
+        with pytest.raises(ValueError, match="already registered to another description"):
+            ke.Asset.register(name, other)
         with pytest.raises(ValueError, match="already registered"):
             ke.Asset.register("kelab/robot/cartpole:v1", desc)
+        cartpole = ke.Asset.from_registry("kelab/robot/cartpole:v1")
+        assert ke.Asset.register(cartpole.name, cartpole.description) == cartpole  # a no-op
         robot = ke.Robot(asset=asset)
         b = ke.SceneBuilder()
         b.add(robot, at="/World/Ball")

@@ -71,18 +71,37 @@ class Asset:
     def register(name: str, description: RobotDescription) -> Asset:
         """Register a user robot description under ``name`` and return its Asset.
 
+        Registering a name again with an equal description (a module imported twice, a
+        notebook cell run again) does nothing and returns the registered Asset, as
+        ``ke.register_task`` does; another description under a taken name is refused.
+
         Args:
             name: A new registry name, e.g. ``"me/robot/arm:v1"``.
             description: The robot description.
 
         Raises:
-            ValueError: If the name is already registered (built-ins included) or invalid.
+            ValueError: If the name is already registered to another description
+                (built-ins included) or invalid.
+
+        Example:
+            >>> import kelab as ke
+            >>> ball = ke.RobotDescription("ball", (ke.BodySpec("ball", (ke.Circle(0.1),)),))
+            >>> ke.Asset.register("me/robot/ball:v1", ball).name
+            'me/robot/ball:v1'
+            >>> ke.Asset.register("me/robot/ball:v1", ball).name  # the same again: a no-op
+            'me/robot/ball:v1'
+            >>> ke.Asset.unregister("me/robot/ball:v1")
         """
         asset = Asset(name, description)
         if name in _REGISTRY or name in _BUILTINS:
+            registered = Asset.from_registry(name)
+            if registered.description == description:
+                return registered
             raise ValueError(
-                f"an asset named {name!r} is already registered; pick a new name or "
-                "version (e.g. ':v2'), or Asset.unregister it first"
+                f"an asset named {name!r} is already registered to another description "
+                f"({registered.description.name!r}, {len(registered.description.bodies)} "
+                "bodies); pick a new name or version (e.g. ':v2'), or Asset.unregister it "
+                "first"
             )
         _REGISTRY[name] = description
         return asset
