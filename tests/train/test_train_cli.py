@@ -569,3 +569,15 @@ def test_a_success_rate_says_how_many_episodes_it_is_over():
     bar = progress.ProgressBar(1, 0, out, window=200)
     bar({**_row(1), "episodes": 900})
     assert "success  0.50 (200 ep)  " in out.getvalue()
+
+
+def test_a_config_refused_after_the_run_dir_was_named_leaves_it_unclaimed(tmp_path, capsys):
+    # the trial (2026-12-06): "--cnn-kernels 40" was refused after the run dir was claimed,
+    # and the corrected command was refused ("already holds the start of a run")
+    run = tmp_path / "runs" / "bad1"
+    code = main(["train", "CartPole-Pixels-v0", "--iterations", "1", "--num-envs", "2",
+                 "--cnn-channels", "8", "--cnn-kernels", "40", "--cnn-strides", "2",
+                 "--run-dir", str(run)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "convolution 1 (kernel 40, stride 2) does not fit its 36x64" in err
+    assert not (tmp_path / "runs").exists()  # nothing claimed, no folder left
