@@ -12,6 +12,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from kelab.rl.randomization import EpisodeDraws
+
 __all__ = ["EpisodeCounters", "EpisodeEnds", "single_info", "vector_info"]
 
 
@@ -55,9 +57,9 @@ class EpisodeEnds:
     """bool ``(n,)``: the success rule's verdict (None without a rule)."""
     checks: dict[str, np.ndarray] | None = None
     """The rule's named checks, bool ``(n,)`` each (None without a rule)."""
-    randomization: dict[str, np.ndarray] | None = None
-    """The values each copy's episode ran with, float ``(n,)`` per label (the task's
-    domain randomization, kelab/rl/randomization.py; None where it declares none)."""
+    randomization: EpisodeDraws | None = None
+    """The values each copy's episode ran with, by label (the task's domain
+    randomization, kelab/rl/randomization.py; None where it declares none)."""
 
     @property
     def episode_return(self) -> np.ndarray:
@@ -120,8 +122,9 @@ def vector_info(ends: EpisodeEnds | None, num_envs: int) -> dict[str, Any]:
         episode["checks"] = checks
         episode["_checks"] = mask.copy()
     if ends.randomization is not None:
-        drawn = ends.randomization.items()
-        episode["randomization"] = {k: np.where(mask, v, 0.0) for k, v in drawn}
+        drawn = ends.randomization
+        table = np.where(mask, drawn.table, 0.0)  # a row (n,) per label
+        episode["randomization"] = dict(zip(drawn.labels, table, strict=True))
         episode["_randomization"] = mask.copy()
     info: dict[str, Any] = {
         "final_obs": final_obs,
@@ -162,5 +165,5 @@ def single_info(ends: EpisodeEnds | None) -> dict[str, Any]:
         info["is_success"] = bool(ends.is_success[0])
         info["checks"] = {name: bool(v[0]) for name, v in ends.checks.items()}
     if ends.randomization is not None:
-        info["randomization"] = {k: float(v[0]) for k, v in ends.randomization.items()}
+        info["randomization"] = ends.randomization.of(0)
     return info

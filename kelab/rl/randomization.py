@@ -214,6 +214,20 @@ def declared(task: object) -> tuple[Randomize, ...]:
     return tuple(terms)
 
 
+@dataclass(frozen=True)
+class EpisodeDraws:
+    """The values every copy's episode runs with (:meth:`Randomizer.episode`)."""
+
+    labels: tuple[str, ...]
+    """What each row is (:attr:`Randomizer.labels`)."""
+    table: np.ndarray
+    """``(len(labels), num_envs)``: a row per label, a column per copy."""
+
+    def of(self, copy: int) -> dict[str, float]:
+        """One copy's values by label."""
+        return dict(zip(self.labels, self.table[:, copy].tolist(), strict=True))
+
+
 class _Term:
     """A declared term bound to a World: its columns, what it acts on, its draws."""
 
@@ -242,6 +256,11 @@ class _Term:
             self.labels = ("sensor_noise_scale",)
         else:
             self.labels = tuple(f"{kind} {names[r]}" for r in self.rows.tolist())
+        #: :attr:`rows` as a selector (a slice where they are consecutive: cheaper numpy)
+        self.sel = _selector(self.rows)
+        #: ``(num_envs, ...)`` what the term's draws scale or offset, per copy (set by the
+        #: :class:`Randomizer`: the World's values when it was made)
+        self.base: np.ndarray = np.zeros(0)
         self.low = np.resize(np.asarray(spec.low, dtype=np.float64), self.count)
         self.high = np.resize(np.asarray(spec.high, dtype=np.float64), self.count)
         if spec.interval_s is not None:
@@ -259,18 +278,88 @@ class _Term:
                 rngs[i].standard_normal(out=out[k])
             else:
                 rngs[i].random(out=out[k])
+        return self.shape(out)
+
+    def shape(self, raw: np.ndarray) -> np.ndarray:
+        """Draws ``raw`` as values of the term's distribution and range.
+
+        ``raw``: uniform in [0, 1), or standard normal for ``"normal"``.
+        """
         lo, hi = self.low, self.high
-        if normal:  # mean at the middle, std a quarter of the range, clipped to it
-            return np.clip((lo + hi) / 2.0 + out * ((hi - lo) / 4.0), lo, hi)
+        if self.spec.distribution == "normal":  # mean at the middle, std a quarter of the
+            return np.clip((lo + hi) / 2.0 + raw * ((hi - lo) / 4.0), lo, hi)  # range, clipped
         if self.spec.distribution == "log_uniform":
-            return np.exp(np.log(lo) + out * (np.log(hi) - np.log(lo)))
-        return lo + out * (hi - lo)
+            return np.exp(np.log(lo) + raw * (np.log(hi) - np.log(lo)))
+        return lo + raw * (hi - lo)
 
     def interval(self, rngs: list[np.random.Generator], ids: np.ndarray) -> np.ndarray:
         """Env steps until the next draw, per copy of ``ids`` (uniform in the interval)."""
+        return self.steps_from(np.array([rngs[i].random() for i in ids.tolist()]))
+
+    def steps_from(self, u: np.ndarray) -> np.ndarray:
+        """:meth:`interval` from its uniform draws ``u`` in [0, 1), one per copy."""
         a, b = self.steps
-        u = np.array([rngs[i].random() for i in ids.tolist()])  # one draw per copy
         return a + np.minimum((u * (b - a + 1)).astype(np.int64), b - a)
+
+
+class _Plan:
+    """The draws of some terms for a batch of copies, fused.
+
+    Per copy, one Generator call for each run of uniform draws (``random``; a normal
+    term's ``standard_normal`` stays its own call), in the order of ``steps``. A
+    Generator's stream is consumed in order, so per copy these are the values the terms'
+    own calls (:meth:`_Term.draw`, :meth:`_Term.interval`) would draw one after another.
+
+    Args:
+        steps: ``(term, timer)``: the term's values, or (``timer``) its interval's draw.
+    """
+
+    def __init__(self, steps: Sequence[tuple[_Term, bool]]) -> None:
+        self.steps = list(steps)
+        self.spans: list[slice] = []  # each step's columns of the draws
+        self.calls: list[tuple[bool, slice]] = []  # (normal, columns) per Generator call
+        at = 0
+        for term, timer in self.steps:
+            size = 1 if timer else term.count
+            normal = not timer and term.spec.distribution == "normal"
+            span = slice(at, at + size)
+            if self.calls and not normal and not self.calls[-1][0]:
+                self.calls[-1] = (False, slice(self.calls[-1][1].start, span.stop))
+            else:
+                self.calls.append((normal, span))
+            self.spans.append(span)
+            at += size
+        self.width = at
+
+    def draw(self, rngs: list[np.random.Generator], ids: np.ndarray) -> list[np.ndarray]:
+        """Per step, the values for copies ``ids``.
+
+        ``(len(ids), count)`` for a term, the env steps ``(len(ids),)`` until the next
+        draw for a timer.
+        """
+        raw = np.empty((ids.size, self.width))
+        if len(self.calls) == 1 and not self.calls[0][0]:
+            for k, i in enumerate(ids.tolist()):
+                rngs[i].random(out=raw[k])
+        else:
+            for k, i in enumerate(ids.tolist()):
+                row, rng = raw[k], rngs[i]
+                for normal, cols in self.calls:
+                    if normal:
+                        rng.standard_normal(out=row[cols])
+                    else:
+                        rng.random(out=row[cols])
+        return [
+            term.steps_from(raw[:, span.start]) if timer else term.shape(raw[:, span])
+            for (term, timer), span in zip(self.steps, self.spans, strict=True)
+        ]
+
+
+def _selector(index: np.ndarray) -> slice | np.ndarray:
+    """Sorted distinct indices as a slice where they are consecutive, else as they are."""
+    if index.size and index[-1] - index[0] == index.size - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def _select(
@@ -328,14 +417,18 @@ class Randomizer:
         self.rngs = rngs
         self.terms = [_Term(t, k, world, step_dt) for k, t in enumerate(terms)]
         n = world.num_envs
-        # what the scales multiply and the offsets add to (the World's values now)
-        self._base = {
-            "mass_scale": world.body_masses,
-            "friction_scale": world.body_friction,
-            "gravity": world.gravity,
-            "actuator_strength": world.actuator_strength,
-            "sensor_noise_scale": world.sensor_noise_scale,
+        # what the scales multiply and the offsets add to (the World's values now), per
+        # term: only the columns it draws
+        base = {
+            "mass_scale": lambda t: world.body_masses[:, t.sel],
+            "friction_scale": lambda t: world.body_friction[:, t.sel, 0:2],
+            "gravity": lambda t: world.gravity,
+            "actuator_strength": lambda t: world.actuator_strength[:, t.sel],
+            "sensor_noise_scale": lambda t: world.sensor_noise_scale,
         }
+        for term in self.terms:
+            if term.spec.what in base:
+                term.base = np.ascontiguousarray(base[term.spec.what](term))
         labels: list[str] = []
         self._cols: list[slice] = []
         for term in self.terms:
@@ -351,6 +444,22 @@ class Randomizer:
         self._interval = [t for t in self.terms if t.spec.when == "interval"]
         #: ``(num_envs, interval terms)`` env steps until each interval term draws again.
         self.timers = np.zeros((n, len(self._interval)), dtype=np.int64)
+        # the terms by when they draw (in declaration order), and the push terms' columns
+        self._startup = [t for t in self.terms if t.spec.when == "startup"]
+        self._at_reset = [t for t in self.terms if t.spec.when == "reset" and t.spec.what != "push"]
+        self._push_at_reset = [
+            t for t in self.terms if t.spec.when == "reset" and t.spec.what == "push"
+        ]
+        # the fused draws (_Plan) of an episode start and of each interval term's time
+        self._begin_plan = _Plan(
+            [(t, False) for t in self._at_reset] + [(t, True) for t in self._interval]
+        )
+        self._tick_plans = [_Plan([(t, False), (t, True)]) for t in self._interval]
+        self._push_cols = np.array(
+            [c for t in self.terms if t.spec.what == "push"
+             for c in range(self._cols[t.index].start, self._cols[t.index].stop)],
+            dtype=np.int64,
+        )  # fmt: skip
 
     def describe(self) -> list[str]:
         """One line per term: what it draws, how, when and on what."""
@@ -373,24 +482,29 @@ class Randomizer:
 
     def begin(self, ids: np.ndarray) -> None:
         """Copies ``ids`` start an episode (their World is reset, ``reset_idx`` is next)."""
-        for term, cols in zip(self.terms, self._cols, strict=True):
-            if term.spec.what == "push":
-                self.values[ids, cols] = 0.0
-        start = ids[self.pending[ids]]
-        for term in self.terms:
-            if term.spec.when == "startup" and start.size:
-                self._apply(term, start)
-            elif term.spec.when == "reset" and term.spec.what != "push":
-                self._apply(term, ids)
+        if self._push_cols.size:
+            self.values[ids[:, None], self._push_cols] = 0.0
+        start = ids[self.pending[ids]] if self._startup else ids[:0]
+        if start.size:  # per copy, its draws come in the order the terms are declared
+            for term in self.terms:
+                if term.spec.when == "startup":
+                    self._apply(term, start)
+                elif term in self._at_reset:
+                    self._apply(term, ids)
+            for j, term in enumerate(self._interval):
+                self.timers[ids, j] = term.interval(self.rngs, ids)
+        else:  # the reset terms' and the timers' draws, one Generator call per copy
+            drawn = self._begin_plan.draw(self.rngs, ids)
+            for term, v in zip(self._at_reset, drawn, strict=False):
+                self._apply(term, ids, v)
+            for j, steps in enumerate(drawn[len(self._at_reset) :]):
+                self.timers[ids, j] = steps
         self.pending[ids] = False
-        for j, term in enumerate(self._interval):
-            self.timers[ids, j] = term.interval(self.rngs, ids)
 
     def after_reset(self, ids: np.ndarray) -> None:
         """After ``reset_idx`` of copies ``ids``: the pushes that start their episodes."""
-        for term in self.terms:
-            if term.spec.when == "reset" and term.spec.what == "push":
-                self._apply(term, ids)
+        for term in self._push_at_reset:
+            self._apply(term, ids)
 
     def tick(self) -> None:
         """One env step: the interval terms whose time has come draw (before the physics)."""
@@ -399,43 +513,44 @@ class Randomizer:
         self.timers -= 1
         for j, term in enumerate(self._interval):
             due = np.flatnonzero(self.timers[:, j] <= 0)
-            if due.size:
-                self._apply(term, due)
-                self.timers[due, j] = term.interval(self.rngs, due)
+            if due.size:  # the term's values, then its next interval: one call per copy
+                v, steps = self._tick_plans[j].draw(self.rngs, due)
+                self._apply(term, due, v)
+                self.timers[due, j] = steps
 
-    def _apply(self, term: _Term, ids: np.ndarray) -> None:
-        """Draw ``term`` for copies ``ids`` and write it into the World."""
-        v = term.draw(self.rngs, ids)
-        w, kind, rows = self.world, term.spec.what, term.rows
+    def _apply(self, term: _Term, ids: np.ndarray, v: np.ndarray | None = None) -> None:
+        """Write ``term``'s values ``v`` (None: drawn now) for copies ``ids`` into the World."""
+        if v is None:
+            v = term.draw(self.rngs, ids)
+        w, kind, sel = self.world, term.spec.what, term.sel
         cols = self._cols[term.index]
-        base = self._base.get(kind)
         if kind == "mass_scale":
             m = w.body_masses[ids]
-            m[:, rows] = base[ids][:, rows] * v
+            m[:, sel] = term.base[ids] * v
             w.set_body_masses(m, ids)
         elif kind == "friction_scale":
             f = w.body_friction[ids]
-            f[:, rows, 0:2] = base[ids][:, rows, 0:2] * v[:, :, None]
+            f[:, sel, 0:2] = term.base[ids] * v[:, :, None]
             w.set_body_friction(f, ids)
         elif kind == "gravity":
-            w.set_gravity(base[ids] + v, ids)
+            w.set_gravity(term.base[ids] + v, ids)
         elif kind == "actuator_strength":
             s = w.actuator_strength[ids]
-            s[:, rows] = base[ids][:, rows] * v
+            s[:, sel] = term.base[ids] * v
             w.set_actuator_strength(s, ids)
         elif kind == "sensor_noise_scale":
-            w.set_sensor_noise_scale(base[ids] * v[:, 0], ids)
+            w.set_sensor_noise_scale(term.base[ids] * v[:, 0], ids)
         else:  # push: the same kick for every chosen body (a rigid push of a robot)
             vel = w.body_velocities[ids]
-            vel[:, rows, 0:2] += v[:, None, :]
+            vel[:, sel, 0:2] += v[:, None, :]
             w.set_body_velocities(vel, ids)
             count = self.values[ids, cols.start] + 1.0
             v = np.concatenate([count[:, None], v], axis=1)
         self.values[ids, cols] = v
 
-    def episode(self) -> dict[str, np.ndarray]:
-        """Every copy's values by label, ``(num_envs,)`` each (copies: an episode's record)."""
-        return {name: self.values[:, k].copy() for k, name in enumerate(self.labels)}
+    def episode(self) -> EpisodeDraws:
+        """Every copy's values by label (a copy: an episode's record)."""
+        return EpisodeDraws(self.labels, self.values.T.copy())
 
     # ---------------------------------------------------------------- snapshots
     def state_dict(self) -> dict[str, np.ndarray]:

@@ -27,6 +27,7 @@ from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._values import STATE_SPEED_MAX, float_array
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout, shape_values
+from kelab.sim.physics._params import selector
 from kelab.sim.replay_log import Kind
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import FRICTION_MAX, GRAVITY_MAX, MASS_MAX, MASS_MIN
@@ -81,24 +82,31 @@ class ParamRules:
             UserError: ``"<caller>: ... must ..., got ...; ..."`` naming what is wrong.
         """
         arr = float_array(value, name)
-        nb, nj = self.mass.size, self.actuated.size
-        want = {
-            Kind.MASSES: ((copies, nb), "(copies, bodies) kg"),
-            Kind.MATERIALS: ((copies, nb, 4), "(copies, bodies, 4)"),
-            Kind.GRAVITY: ((copies, 2), "(copies, 2) m/s^2"),
-            Kind.STRENGTH: ((copies, nj), "(copies, joints)"),
-            Kind.VELOCITIES: ((copies, nb, 3), "(copies, bodies, 3): vx, vy, omega"),
-        }[kind]
-        if arr.shape != want[0]:
-            raise UserError(f"{name} must have shape {want[0]} {want[1]}, got {arr.shape}")
+        tail, what = self._rows[kind]
+        if arr.shape != (copies, *tail):
+            raise UserError(f"{name} must have shape {(copies, *tail)} {what}, got {arr.shape}")
         problem = self.error(kind, arr)
         if problem is not None:
             raise UserError(f"{name.split(':')[0]}: {problem}")
         return arr.copy()
 
+    @cached_property
+    def _rows(self) -> dict[Kind, tuple[tuple[int, ...], str]]:
+        """Per kind, the shape of one copy's row and how :meth:`values` says it."""
+        nb, nj = self.mass.size, self.actuated.size
+        return {
+            Kind.MASSES: ((nb,), "(copies, bodies) kg"),
+            Kind.MATERIALS: ((nb, 4), "(copies, bodies, 4)"),
+            Kind.GRAVITY: ((2,), "(copies, 2) m/s^2"),
+            Kind.STRENGTH: ((nj,), "(copies, joints)"),
+            Kind.VELOCITIES: ((nb, 3), "(copies, bodies, 3): vx, vy, omega"),
+        }
+
     def error(self, kind: Kind, a: np.ndarray) -> str | None:
         """Why rows ``a`` of a parameter of ``kind`` cannot be held, or None."""
         if kind == Kind.MATERIALS and self._materials_ok(a):  # the usual case, cheaply
+            return None
+        if kind == Kind.MASSES and self._masses_ok(a):  # likewise
             return None
         if not np.isfinite(a).all():
             return "values must be finite numbers, got NaN or inf; give real values"
@@ -125,18 +133,18 @@ class ParamRules:
         return None
 
     @cached_property
-    def _massive(self) -> tuple[np.ndarray, np.ndarray]:
-        """The bodies without mass and those with, as indices (made once)."""
-        return np.flatnonzero(self.mass <= 0.0), np.flatnonzero(self.mass > 0.0)
+    def _mass_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per body the smallest and largest mass it takes (0 and 0 for the massless)."""
+        has = self.mass > 0.0
+        return np.where(has, MASS_MIN, 0.0), np.where(has, MASS_MAX, 0.0)
+
+    def _masses_ok(self, a: np.ndarray) -> bool:
+        """Whether masses rows pass every check of :meth:`_masses_error` (no message)."""
+        low, high = self._mass_bounds
+        return bool(((a >= low) & (a <= high)).all())  # NaN fails both comparisons
 
     def _masses_error(self, a: np.ndarray) -> str | None:
         has = self.mass > 0.0
-        none, some = self._massive
-        m = a[:, some]
-        if not (a[:, none].any() or m.min(initial=MASS_MIN) < MASS_MIN) and (
-            m.max(initial=MASS_MAX) <= MASS_MAX
-        ):
-            return None  # the usual case, cheaply (NaN has failed isfinite before)
         bad = np.argwhere(~has[None, :] & (a != 0.0))
         if bad.size:
             k, b = (int(v) for v in bad[0])
@@ -154,40 +162,40 @@ class ParamRules:
         return None
 
     @cached_property
-    def _fast(
-        self,
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def _fast(self) -> tuple[np.ndarray, np.ndarray, slice | np.ndarray, np.ndarray]:
         """What :meth:`_materials_ok` compares, made once.
 
-        The moving bodies, the scene's rows of the static bodies, the bodies that do not
-        roll and their rolling friction, and the moving bodies whose regime is not tracked.
+        Per body and column the smallest and largest value a row may hold (equal where it
+        must stay the scene's: static bodies, the rolling friction of bodies that do not
+        roll, the one restitution of a scene without the friction model), the moving
+        bodies (a slice where they are consecutive) and those whose regime is not
+        tracked.
         """
         lay, scene = self.layout, self.materials
-        moving = np.flatnonzero(lay.dynamic)
-        fixed = np.flatnonzero(~lay.dynamic)
-        still = np.flatnonzero(lay.dynamic & (lay.roll_radius == 0))
+        low = np.zeros_like(scene)
+        high = np.tile(np.array([FRICTION_MAX, FRICTION_MAX, FRICTION_MAX, 1.0]), (len(scene), 1))
+        fixed = ~lay.dynamic
+        low[fixed], high[fixed] = scene[fixed], scene[fixed]
+        still = lay.dynamic & (lay.roll_radius == 0)
+        low[still, 2], high[still, 2] = scene[still, 2], scene[still, 2]
+        if not lay.needs_handler and scene.size:
+            low[lay.dynamic, 3] = high[lay.dynamic, 3] = scene[0, 3]
         one = np.flatnonzero(lay.dynamic & (lay.stick_value == lay.slide_value))
-        return moving, fixed, scene[fixed], still, scene[still, 2], one
+        return low, high, selector(np.flatnonzero(lay.dynamic)), one
 
     def _materials_ok(self, a: np.ndarray) -> bool:
         """Whether materials rows pass every check of :meth:`_materials_error` (no message)."""
         lay = self.layout
-        moving, fixed, fixed_rows, still, still_roll, one = self._fast
+        low, high, moving, one = self._fast
         if a.size == 0:
             return True
-        if fixed.size and not (a[:, fixed] == fixed_rows).all():
+        if not ((a >= low) & (a <= high)).all():  # ranges and fixed values (NaN fails)
             return False
-        m = a[:, moving]  # the rows that may change: friction in range, dynamic <= static
-        lo, hi = m.min(axis=(0, 1)), m.max(axis=(0, 1))
-        if not (lo.min() >= 0.0 and hi[0:3].max() <= FRICTION_MAX and hi[3] <= 1.0):
-            return False  # NaN fails every comparison too
+        m = a[:, moving]
+        if not lay.needs_handler:  # no static/dynamic model: one coefficient
+            return bool((m[:, :, 0] == m[:, :, 1]).all())
         if not (m[:, :, 1] <= m[:, :, 0]).all():
             return False
-        if still.size and not (a[:, still, 2] == still_roll).all():
-            return False
-        if not lay.needs_handler:
-            e = self.materials[0, 3]
-            return bool((m[:, :, 0] == m[:, :, 1]).all() and (m[:, :, 3] == e).all())
         if not one.size:
             return True
         gs, gd, _ = lay.main_material
@@ -333,18 +341,37 @@ class Params:
         self.strength = controls.strength
         #: ``(num_envs,)`` the sensor noise scale.
         self.noise_scale = np.ones(n)
+        # what _shape_values reads (the friction model's constants), made once
+        self._sides: tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None = None
+        if lay.needs_handler:
+            gs, gd, gr = lay.main_material
+            self._sides = (
+                np.array([gs, gd]),
+                lay.dynamic[:, None],
+                np.stack([lay.stick_value, lay.slide_value], axis=-1),
+                gr,
+                lay.bounce_value,
+            )
         self._rolls = lay.roll_radius > 0
+        self._any_roll = bool(self._rolls.any())
         self._callbacks = bool(lay.callback_pairs)
         self.changed: set[Kind] = set()
         """The kinds set since the World was built or replayed from the scene's values."""
 
-    def set(self, kind: Kind, ids: np.ndarray, a: np.ndarray) -> None:
-        """Hold checked rows ``a`` of parameter ``kind`` for copies ``ids`` and apply them."""
+    def set(self, kind: Kind, ids: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """Hold checked rows ``a`` of parameter ``kind`` for copies ``ids`` and apply them.
+
+        Returns the copies whose body states may have changed (a new mass realigns a
+        body on its centre of gravity: its position can move by a rounding); their states
+        must be read again; none for the other kinds.
+        """
+        moved = ids[:0]
         if kind == Kind.MASSES:
-            held, moments = self.backend.set_masses(ids, a)
-            self.masses[ids] = held
-            self.moments[ids] = moments
-            self.controls.per_copy_rolling |= bool(self._rolls.any())
+            held = self.backend.set_masses(ids, a)
+            self.masses[ids] = held.masses
+            self.moments[ids] = held.moments
+            moved = ids[held.moved]
+            self.controls.per_copy_rolling |= self._any_roll
         elif kind == Kind.MATERIALS:
             self._set_materials(ids, a)
         elif kind == Kind.GRAVITY:
@@ -354,24 +381,37 @@ class Params:
             self.controls.strength_any = bool((self.strength != 1.0).any())
         self.controls.dirty = True
         self.changed.add(kind)
+        return moved
 
     def _set_materials(self, ids: np.ndarray, a: np.ndarray) -> None:
-        lay = self.rules.layout
         self.materials[ids] = a
-        stick, slide, bounce = shape_values(lay, a)
+        stick, slide, bounce = self._shape_values(a)
         c = self.contacts
         c.stick_table[ids] = stick
         c.slide_table[ids] = slide
         now = np.where(c.stick[ids], stick, slide)
-        elasticity = None if np.array_equal(bounce, self._bounce[ids]) else bounce
+        elasticity = None if (bounce == self._bounce[ids]).all() else bounce
         self._bounce[ids] = bounce
         coefficients = None
         if self._callbacks:  # the pre_solve callback's (sqrt static, sqrt dynamic, e)
             coefficients = np.stack([np.sqrt(a[..., 0]), np.sqrt(a[..., 1]), a[..., 3]], axis=-1)
         self.backend.set_materials(ids, now, stick, elasticity, coefficients)
-        if self._rolls.any():
+        if self._any_roll:
             self.controls.roll_mu[ids] = np.where(self._rolls, a[..., 2], 0.0)
             self.controls.per_copy_rolling = True
+
+    def _shape_values(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``shape_values`` (kelab/sim/physics/_compile.py) of materials rows ``a``.
+
+        The same products and roots, static and dynamic friction side by side in fewer
+        numpy calls (small arrays: the calls cost more than the arithmetic).
+        """
+        if self._sides is None:
+            return shape_values(self.rules.layout, a)
+        gsd, moving, scene, gr, bounce0 = self._sides
+        both = np.where(moving, np.sqrt(a[..., 0:2] * gsd), scene)
+        bounce = np.where(moving[:, 0], np.maximum(a[..., 3], gr), bounce0)
+        return both[..., 0], both[..., 1], bounce
 
     def _set_gravity(self, ids: np.ndarray, a: np.ndarray) -> None:
         g0 = self.rules.gravity

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
-from functools import partial
 from typing import NamedTuple, overload
 
 import numpy as np
@@ -142,9 +141,18 @@ class ReplayLog:
         if first <= self._kept:  # nothing to drop (a step's resets, mostly: ~40 us saved)
             return
         dropped = self.entries[:first]
-        last = {e.kind: e for e in dropped if e.kind.setting}
+        kinds = [e.kind for e in dropped]
+        if len(set(kinds)) == first and _KEPT.issuperset(kinds):
+            return  # the head is what is in effect already: nothing to drop
+        last: dict[Kind, LogEntry] = {}
+        params: dict[Kind, list[LogEntry]] = {}
+        for e in dropped:  # one pass: the settings' last entries, each parameter's entries
+            if e.kind in _SETTINGS:
+                last[e.kind] = e
+            elif e.kind in _PARAMETER_SET and e.a is not None:
+                params.setdefault(e.kind, []).append(e)
         kept = sorted(last.values(), key=lambda e: e.kind)  # DT first, as before
-        kept += [e for e in map(partial(_fold, dropped), PARAMETERS) if e is not None]
+        kept += [_folded(params[k], dropped[0].step) for k in PARAMETERS if k in params]
         shift = first - len(kept)
         if shift <= 0:
             self._kept = first
@@ -182,16 +190,26 @@ class ReplayLog:
         }
 
 
-def _fold(entries: Sequence[LogEntry], kind: Kind) -> LogEntry | None:
-    """One entry of parameter ``kind`` holding each copy's last value in ``entries``.
+#: The kinds a pruned log keeps at its head (settings and parameters in effect).
+_SETTINGS = frozenset(k for k in Kind if k.setting)
+_PARAMETER_SET = frozenset(PARAMETERS)
+_KEPT = _SETTINGS | _PARAMETER_SET
 
-    None where ``entries`` set no copy's (a replay then starts from the scene's values).
+
+def _folded(parts: Sequence[LogEntry], step: int) -> LogEntry:
+    """The entries ``parts`` (of one parameter kind, in log order) as one entry at ``step``.
+
+    Its ids are every copy they set, ascending; its rows each copy's last value. One
+    entry (a fold already) is kept as it is.
     """
-    parts = [e for e in entries if e.kind == kind and e.a is not None]
-    if len(parts) <= 1:  # one entry (a fold already): kept as it is
-        return parts[0] if parts else None
-    ids = np.unique(np.concatenate([e.ids for e in parts]))
-    rows = np.empty((ids.size, *parts[0].a.shape[1:]))
+    if len(parts) == 1:
+        return parts[0]
+    every = np.concatenate([e.ids for e in parts])
+    n = int(every.max()) + 1  # copy indices: >= 0 (checked where they came from)
+    table = np.empty((n, *parts[0].a.shape[1:]))
     for e in parts:  # in log order: the last value of each copy wins
-        rows[np.searchsorted(ids, e.ids)] = e.a
-    return LogEntry(entries[0].step, kind, ids, rows)
+        table[e.ids] = e.a
+    seen = np.zeros(n, dtype=bool)
+    seen[every] = True
+    ids = np.flatnonzero(seen)
+    return LogEntry(step, parts[0].kind, ids, table[ids])

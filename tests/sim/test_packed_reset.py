@@ -309,6 +309,9 @@ NATIVE_SIGNATURES = {
     "cpBodySetTorque": "void(*)(cpBody *, double)",
     "cpSpaceEachCachedArbiter": "void(*)(cpSpace *, void(*)(cpArbiter *, void *), void *)",
     "cpSpaceStep": "void(*)(cpSpace *, double)",
+    "cpShapeSetMass": "void(*)(cpShape *, double)",
+    "cpShapeSetElasticity": "void(*)(cpShape *, double)",
+    "cpShapeGetBody": "cpBody *(*)(cpShape *)",
 }
 
 

@@ -21,6 +21,7 @@ FILES = [
     "tests/sim/test_packed_fastpath.py",
     "tests/sim/test_determinism.py",
     "tests/sim/test_friction_native.py",
+    "tests/sim/test_world_params.py",
 ]
 
 

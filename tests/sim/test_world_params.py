@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import kelab as ke
+from kelab.sim.physics import _params
 
 LAYOUTS = ("isolated", "packed")
 
@@ -105,6 +106,54 @@ def test_snapshot_restore_same_bits_and_threads(layout: str) -> None:
         w.close()
         fresh.close()
     assert all(np.array_equal(a, b) for a, b in zip(runs[1], runs[2], strict=True))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_c_helpers_batched_writer_gives_the_per_shape_calls_bits(
+    layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Masses (bodies of one and of several shapes), friction, restitution and pushes written
+    by the C helper in batches, or shape by shape from Python: the same body bytes, and
+    the same masses and moments held, for 1 and 2 threads (kelab/sim/physics/_params.py)."""
+    if _params.writer_module() is None:
+        pytest.skip("the C helper is not built here (tests/sim/test_without_native.py)")
+    runs = {}
+    for use_c in (True, False):
+        monkeypatch.setattr(_params, "USE_C", use_c)
+        for threads in (1, 2):
+            w = ke.World(_scene(), num_envs=6, seed=3, layout=layout, num_threads=threads)
+            assert (w._backend._param_writer is not None) == use_c
+            _randomize(w, 1, np.arange(6))
+            states = _drive(w, 60, seed=5)
+            held = (w.body_masses, w.body_moments, w.body_friction, w.body_restitution)
+            runs[use_c, threads] = (np.concatenate(states).tobytes(), held)
+            w.close()
+    ref_bytes, ref_held = runs[False, 1]
+    for key, (got, held) in runs.items():
+        assert got == ref_bytes, key
+        assert all(np.array_equal(a, b) for a, b in zip(held, ref_held, strict=True)), key
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_mass_write_rereads_exactly_the_copies_it_moved(layout: str) -> None:
+    """A new mass realigns a body on its centre of gravity, which can move its position by
+    a rounding: the states the World reads after are Chipmunk's bits, and with the C helper
+    only the copies that moved are read again."""
+    b = ke.SceneBuilder(gravity=(0.0, 0.0))
+    off = ke.Prop((ke.Box(0.4, 0.2), ke.Circle(0.1, offset=ke.Pose(0.3, 0.05))), mass=1.0)
+    b.add(off, at="/World/Off")
+    w = ke.World(b.build(), num_envs=64, layout=layout)
+    rng = np.random.default_rng(2)
+    poses = rng.uniform(-2.0, 2.0, (64, 1, 3))
+    w.set_body_states(None, poses, np.zeros((64, 1, 3)))
+    assert w.body_poses.shape == (64, 1, 3)  # every copy read: valid
+    w.set_body_masses(rng.uniform(0.5, 2.0, (64, 1)))
+    stale = ~w._states.valid
+    read = w.body_poses
+    w._states.valid[:] = False  # read every copy again from Chipmunk
+    assert read.tobytes() == w.body_poses.tobytes()
+    if w._backend._param_writer is not None:
+        assert 0 < stale.sum() < 64  # some copies moved by a rounding, not all
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)

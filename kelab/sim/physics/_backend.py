@@ -19,6 +19,7 @@ from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._isolated import IsolatedBackend
 from kelab.sim.physics._packed import PackedBackend
+from kelab.sim.physics._params import HeldMasses
 from kelab.sim.physics._warm import WarmFormat, WarmParts
 from kelab.sim.scene.scene import Scene
 
@@ -95,10 +96,11 @@ class Backend(Protocol):
         """Set the friction of the shapes of body rows ``rows``."""
         ...
 
-    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> HeldMasses:
         """Give copies ``ids`` body masses ``(len(ids), n_bodies)`` (moments scale with them).
 
-        Returns the ``(masses, moments)`` the bodies then hold, ``(len(ids), n_bodies)``.
+        Returns what the bodies then hold (``_params.HeldMasses``: masses, moments and
+        the copies whose states must be read again).
         """
         ...
 

@@ -349,10 +349,11 @@ _NATIVE_FUNCTIONS = (
     "cpSpaceReindexShape", "cpArrayPush", "cpSpaceSetShapeIDCounter",
     "cpBodyGetAngle", "cpBodyGetVelocity", "cpBodyGetAngularVelocity",
     "cpBodySetForce", "cpBodySetTorque", "cpSpaceEachCachedArbiter", "cpSpaceStep",
+    "cpShapeSetMass", "cpShapeSetElasticity", "cpShapeGetBody",
 )  # fmt: skip
 #: The format of the tables ``_native.c`` reads (its ``ABI``): a build for another is
 #: not used.
-NATIVE_ABI = 4
+NATIVE_ABI = 5
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED = _lib.CP_ARBITER_STATE_CACHED
 ARBITER_INVALIDATED = _lib.CP_ARBITER_STATE_INVALIDATED

@@ -425,7 +425,48 @@ def helper_self_test(module: object) -> str | None:
         module.write_bodies(addrs, np.array([0.5, 2.0, 3.0, -0.25, 0.125, 0.375]))
         got = (body.angle, *body.position, *body.velocity, body.angular_velocity)
         found = _differ(("write_bodies", got, (0.5, 2.0, 3.0, -0.25, 0.125, 0.375)))
-    return found or _friction_probe(module)
+    if found is None:
+        module.write_velocities(addrs, np.array([-0.5, 1.25, 2.0]))
+        got = (*body.velocity, body.angular_velocity)
+        found = _differ(("write_velocities", got, (-0.5, 1.25, 2.0)))
+    return found or _shapes_probe(module) or _friction_probe(module)
+
+
+def _shapes_probe(module: object) -> str | None:
+    """The helper's shape setters (``write_shapes``) against pymunk's property setters.
+
+    Two bodies of two shapes each in a space (Chipmunk adds up a body's mass from the
+    shapes it holds there): pymunk's setters on one, the helper on the other, the same
+    bodies after; and whether each mass write moved its body's position (at this pose the
+    first one does, by a rounding, the second not), as seen through pymunk.
+    """
+    space = pymunk.Space()
+    made = []
+    for _ in range(2):
+        body = pymunk.Body()
+        box = pymunk.Poly.create_box(body, (1.0, 0.5))
+        ball = pymunk.Circle(body, 0.25, (0.5, 0.0))
+        space.add(body, box, ball)
+        box.mass = ball.mass = 1.0
+        body.position, body.angle = (0.3, -0.7), 1.0
+        made.append((body, box, ball))
+    (b1, box1, ball1), (b2, box2, ball2) = made
+    box1.mass, ball1.mass, box1.friction, ball1.elasticity = 1.5, 0.75, 0.625, 0.375
+    addrs = np.array([cp.address(cp.shape_ptr(s)) for s in (box2, ball2)], dtype=np.uint64)
+    moved, seen = np.zeros(2, dtype=np.uint8), []
+    for k, m in enumerate((1.5, 0.75)):
+        before = tuple(b2.position)
+        module.write_shapes(0, addrs[k : k + 1], np.array([m]), moved[k : k + 1])
+        seen.append(int(tuple(b2.position) != before))
+    module.write_shapes(1, addrs[:1], np.array([0.625]))
+    module.write_shapes(2, addrs[1:], np.array([0.375]))
+    return _differ(
+        ("write_shapes (mass)", (b2.mass, b2.moment, *b2.center_of_gravity, *b2.position),
+         (b1.mass, b1.moment, *b1.center_of_gravity, *b1.position)),
+        ("write_shapes (moved)", moved.tolist(), seen),
+        ("write_shapes (friction, elasticity)", (box2.friction, ball2.elasticity),
+         (0.625, 0.375)),
+    )  # fmt: skip
 
 
 def _friction_probe(module: object) -> str | None:

@@ -35,7 +35,14 @@ from kelab.sim.physics._filters import isolated_filter
 from kelab.sim.physics._friction import FrictionTable, friction_module
 from kelab.sim.physics._guard import structs_hold
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
-from kelab.sim.physics._params import MassWriter, ShapeRows, write_materials, write_velocities
+from kelab.sim.physics._params import (
+    HeldMasses,
+    MassWriter,
+    ShapeRows,
+    write_materials,
+    write_velocities,
+    writer_module,
+)
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
 
@@ -120,6 +127,9 @@ class IsolatedBackend:
         self._gravity: dict[int, tuple[float, float]] = {}
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
         self._param_shapes: ShapeRows | None = None
+        #: the C helper writing per-copy parameters in batches, or None (_params.py)
+        self._param_writer = writer_module()
+        self._body_addrs: np.ndarray | None = None  # its table of the moving bodies
         self._moving = self._dyn.tolist()
 
     def _friction_model(self) -> object | None:
@@ -267,17 +277,31 @@ class IsolatedBackend:
                     tuple(map(cp.shape_ptr, shapes)) if moving[b] else ()
                     for copy in self._copies
                     for b, shapes in enumerate(copy.body_shapes)
-                ]
+                ],
+                self._nb,
+                self._param_writer,
             )
         return self._param_shapes
+
+    def _moving_addrs(self) -> np.ndarray:
+        """Every copy's moving bodies' ``cpBody`` addresses, ``(num_envs, moving)``.
+
+        Made once: a rebuild puts the same bodies in a fresh space.
+        """
+        if self._body_addrs is None:
+            self._body_addrs = np.array(
+                [[cp.address(copy.body_ptrs[b]) for b in self._moving] for copy in self._copies],
+                dtype=np.uint64,
+            ).reshape(len(self._copies), len(self._moving))
+        return self._body_addrs
 
     def _body_ptr(self, c: int, b: int) -> object:
         return self._copies[c].body_ptrs[b]
 
-    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> HeldMasses:
         """Give copies ``ids`` body masses ``(len(ids), n_bodies)``; the moments scale.
 
-        Returns the ``(masses, moments)`` the bodies now hold (see ``_params.MassWriter``).
+        Returns what the bodies now hold (``_params.HeldMasses``).
         """
         if self._mass_writer is None:
             self._mass_writer = MassWriter(self._scene, self._layout)
@@ -323,7 +347,9 @@ class IsolatedBackend:
 
     def set_velocities(self, ids: np.ndarray, velocities: np.ndarray) -> None:
         """Set the moving bodies' velocities ``(len(ids), nb, 3)`` of copies ``ids`` (a push)."""
-        write_velocities(ids, self._moving, self._body_ptr, velocities)
+        write_velocities(
+            ids, self._moving, self._body_ptr, velocities, self._param_writer, self._moving_addrs
+        )
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``."""

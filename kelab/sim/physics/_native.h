@@ -40,6 +40,7 @@ typedef Vect (*get_vect_f)(void *);
 typedef void (*two_ptr_f)(void *, void *);
 typedef void (*set_hash_f)(void *, uintptr_t);
 typedef double (*get_float_f)(void *);
+typedef void *(*get_ptr_f)(void *);
 typedef void (*arbiter_visit_f)(void *, void *);
 typedef void (*each_arbiter_f)(void *, arbiter_visit_f, void *);
 typedef void (*space_step_f)(void *, double);
@@ -49,6 +50,7 @@ enum {
     F_SPACE_REINDEX_SHAPE, F_ARRAY_PUSH, F_SPACE_SET_SHAPE_ID_COUNTER,
     F_BODY_GET_ANGLE, F_BODY_GET_VELOCITY, F_BODY_GET_ANGULAR_VELOCITY,
     F_BODY_SET_FORCE, F_BODY_SET_TORQUE, F_SPACE_EACH_CACHED_ARBITER, F_SPACE_STEP,
+    F_SHAPE_SET_MASS, F_SHAPE_SET_ELASTICITY, F_SHAPE_GET_BODY,
     N_FUNCTIONS
 };
 

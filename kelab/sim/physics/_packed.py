@@ -33,7 +33,14 @@ from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._memory import check_world_memory, estimate, memory_left
-from kelab.sim.physics._params import MassWriter, ShapeRows, write_materials, write_velocities
+from kelab.sim.physics._params import (
+    HeldMasses,
+    MassWriter,
+    ShapeRows,
+    write_materials,
+    write_velocities,
+    writer_module,
+)
 from kelab.sim.physics._shard import CAPACITY, Plan, Shard, packed_spacing
 from kelab.sim.physics._warm import WarmParts
 from kelab.sim.scene.scene import Scene
@@ -336,6 +343,8 @@ class PackedBackend:
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
         self._mass_writer: MassWriter | None = None  # made at the first set_masses
         self._param_shapes: ShapeRows | None = None
+        #: the C helper writing per-copy parameters in batches, or None (_params.py)
+        self._param_writer = writer_module()
         self._direct = False
         self.rebuild(np.arange(num_envs))
         #: Whether ``_forces`` is the one shard's force buffer itself (every body moves):
@@ -690,17 +699,17 @@ class PackedBackend:
         """Every body row's shapes (made once; waits for the shard threads)."""
         table = self._shape_table()
         if self._param_shapes is None:
-            self._param_shapes = ShapeRows(table)
+            self._param_shapes = ShapeRows(table, self._nb, self._param_writer)
         return self._param_shapes
 
     def _body_ptr(self, c: int, b: int) -> object:
         shard = self._shards[self._shard_of[c]]
         return shard.recipe[self._local[c]].body_ptrs[self._moving_index[b]]
 
-    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def set_masses(self, ids: np.ndarray, masses: np.ndarray) -> HeldMasses:
         """Give copies ``ids`` body masses ``(len(ids), n_bodies)``; the moments scale.
 
-        Returns the ``(masses, moments)`` the bodies now hold (see ``_params.MassWriter``).
+        Returns what the bodies now hold (``_params.HeldMasses``).
         """
         shapes = self._shape_rows()
         if self._mass_writer is None:
@@ -718,10 +727,13 @@ class PackedBackend:
         """Give copies ``ids`` their moving shapes' friction values (see the isolated layout's)."""
         moving = self._plan.moving
         write_materials(ids, moving, self._shape_rows(), friction, elasticity)
-        shard_of = self._shard_of[ids]
-        for k, shard in enumerate(self._shards):
-            mine = slice(None) if len(self._shards) == 1 else shard_of == k
-            shard.set_reset_friction(self._local[ids[mine]], reset_friction[mine][:, moving])
+        if len(self._shards) == 1:  # one shard: local indices are the copy indices
+            self._shards[0].set_reset_friction(ids, reset_friction[:, self._mv])
+        else:
+            shard_of = self._shard_of[ids]
+            for k, shard in enumerate(self._shards):
+                mine = shard_of == k
+                shard.set_reset_friction(self._local[ids[mine]], reset_friction[mine][:, self._mv])
         if coefficients is not None:  # the pre_solve callback's, per shape
             for k, c in enumerate(ids.tolist()):
                 shard, cl = self._shards[self._shard_of[c]], int(self._local[c])
@@ -738,7 +750,10 @@ class PackedBackend:
     def set_velocities(self, ids: np.ndarray, velocities: np.ndarray) -> None:
         """Set the moving bodies' velocities ``(len(ids), nb, 3)`` of copies ``ids`` (a push)."""
         self.sync()
-        write_velocities(ids, self._plan.moving.tolist(), self._body_ptr, velocities)
+        moving = self._plan.moving
+        write_velocities(
+            ids, moving, self._body_ptr, velocities, self._param_writer, lambda: self._body_addrs
+        )
 
     def _shape_table(self) -> list[tuple]:
         """Shape pointers of every body row ``copy * nb + body`` (moving bodies; cached)."""

@@ -6,21 +6,58 @@ The World keeps each copy's masses, materials, gravity and actuator strengths as
 compiles it, so its moment of inertia scales with it), shape friction and elasticity, a
 space's gravity and body velocities. Both layouts use these helpers with their own
 pointer tables.
+
+Where KELab's C helper is built (kelab/sim/physics/_native.c), a batch of shapes or bodies
+is written in one call (``write_shapes``, ``write_velocities``): the same Chipmunk setters
+with the same values, each body's shapes in the same order, so the same bits as the
+per-shape calls from Python, which run without it (``KELAB_NO_NATIVE=1``, or
+:data:`USE_C` off; tests/sim/test_world_params.py compares the two).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._compile import Layout, make_body, make_shapes, mass_weights
+from kelab.sim.physics._guard import native_module
 from kelab.sim.scene.scene import Scene
 
 #: ``body_ptr(copy, body)``: the ``cpBody *`` of one moving body of one copy.
 BodyPtr = Callable[[int, int], object]
+
+#: Whether the C helper writes the parameters where it is built (tests turn it off to
+#: compare with the per-shape calls from Python in one process). Read when a layout makes
+#: its :class:`ShapeRows` (the first parameter set).
+USE_C = True
+
+#: The shape fields ``write_shapes`` sets (its ``what``, kelab/sim/physics/_native.c).
+MASS, FRICTION, ELASTICITY = 0, 1, 2
+#: Chipmunk's setter of each field (the per-shape path).
+_SETTERS = {
+    MASS: cp.shape_set_mass,
+    FRICTION: cp.shape_set_friction,
+    ELASTICITY: cp.shape_set_elasticity,
+}
+
+
+def selector(index: np.ndarray) -> slice | np.ndarray:
+    """Sorted distinct indices as a slice where they are consecutive, else as they are.
+
+    numpy takes a slice of a small array several times faster than a list of indices.
+    """
+    if index.size and index[-1] - index[0] == index.size - 1:
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
+
+
+def writer_module() -> object | None:
+    """The C helper that writes parameters in batches, or None (the per-shape calls)."""
+    return native_module() if USE_C else None
 
 
 class ShapeRows:
@@ -28,16 +65,32 @@ class ShapeRows:
 
     Args:
         table: Per row, its ``cpShape *`` (an empty tuple for static bodies).
+        nb: Bodies a copy.
+        module: The C helper (:func:`writer_module`) or None: the per-shape calls.
     """
 
-    def __init__(self, table: list[tuple]) -> None:
+    def __init__(self, table: list[tuple], nb: int, module: object | None = None) -> None:
         self.table = table
+        self.nb = nb
+        #: The C helper writing these shapes, or None.
+        self.module = module
+        counts = np.fromiter(map(len, table), dtype=np.int64, count=len(table))
+        self._one = counts == 1
         #: Per row, its one shape's pointer where it has exactly one, else None (an object
         #: array: fancy indexing picks the pointers of many rows at once).
         self.single = np.fromiter(
             (t[0] if len(t) == 1 else None for t in table), dtype=object, count=len(table)
         )
-        self._one = np.array([len(t) == 1 for t in table], dtype=bool)
+        # the C helper's view: every shape's address, row after row
+        self._counts = counts
+        self._starts = np.zeros(len(table) + 1, dtype=np.int64)
+        np.cumsum(counts, out=self._starts[1:])
+        addrs = [cp.address(p) for t in table for p in t] if module is not None else []
+        self._addrs = np.array(addrs, dtype=np.uint64)
+        self._single_addr = np.zeros(len(table), dtype=np.uint64)
+        if module is not None:
+            self._single_addr[self._one] = self._addrs[self._starts[:-1][self._one]]
+        self._grids: dict[bytes, tuple[np.ndarray | None, slice | np.ndarray]] = {}
 
     def call(self, fn: object, rows: np.ndarray, values: np.ndarray) -> None:
         """``fn(shape, value)`` for every shape of body rows ``rows`` (one value a row).
@@ -50,6 +103,88 @@ class ShapeRows:
         for r, v in zip(rows.tolist(), values.tolist(), strict=True):
             for sp in self.table[r]:
                 fn(sp, v)
+
+    def addresses(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """Every shape of body rows ``rows``, row after row: ``(addresses, shapes a row)``.
+
+        The counts are None where every row has one shape. Only with the C helper
+        (:attr:`module`).
+        """
+        if self._one[rows].all():
+            return self._single_addr[rows], None
+        counts = self._counts[rows]
+        ends = np.cumsum(counts)
+        flat = np.repeat(self._starts[rows] - (ends - counts), counts) + np.arange(ends[-1])
+        return self._addrs[flat], counts
+
+    def write(self, what: int, rows: np.ndarray, values: np.ndarray) -> None:
+        """Set field ``what`` (:data:`FRICTION`, ...) of every shape of body rows ``rows``.
+
+        One value a row; with the C helper one call, else Chipmunk's setter per shape.
+        """
+        if self.module is None:
+            self.call(_SETTERS[what], rows, values)
+            return
+        if rows.size == 0:
+            return
+        addrs, counts = self.addresses(rows)
+        v = np.ascontiguousarray(values, dtype=np.float64)
+        self.module.write_shapes(what, addrs, v if counts is None else np.repeat(v, counts))  # type: ignore[attr-defined]
+
+    def write_bodies(
+        self, what: int, ids: np.ndarray, cols: np.ndarray, values: np.ndarray
+    ) -> np.ndarray | None:
+        """:meth:`write` for bodies ``cols`` of copies ``ids``: ``values`` ``(len(ids), nb)``.
+
+        The rows copy by copy, each copy's bodies in the order of ``cols`` (as
+        :meth:`write` takes them); with the C helper and one shape a body, their
+        addresses come from a table made once for ``cols``.
+
+        Returns:
+            For masses written by the C helper, per copy whether a body's position moved
+            by a rounding (:class:`HeldMasses`); else None (not known).
+        """
+        grid, sel = self._grid(cols)
+        if grid is None:
+            rows = (ids[:, None] * self.nb + cols).reshape(-1)
+            self.write(what, rows, values[:, sel].reshape(-1))
+            return None
+        v = np.ascontiguousarray(values[:, sel], dtype=np.float64)
+        if what != MASS:
+            self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1))  # type: ignore[attr-defined]
+            return None
+        moved = np.empty(v.shape, dtype=np.uint8)
+        self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1), moved.reshape(-1))  # type: ignore[attr-defined]
+        return moved.any(axis=1)
+
+    def _grid(self, cols: np.ndarray) -> tuple[np.ndarray | None, slice | np.ndarray]:
+        """The one shape of bodies ``cols`` of each copy, and ``cols`` as a selector.
+
+        ``(num_envs, len(cols))`` addresses for the C helper; None without it or where a
+        body has several shapes. Made once per ``cols``.
+        """
+        key = cols.tobytes()
+        got = self._grids.get(key)
+        if got is None:
+            rows = np.arange(0, len(self.table), self.nb)[:, None] + cols
+            one = self.module is not None and bool(self._one[rows].all())
+            grid = np.ascontiguousarray(self._single_addr[rows]) if one else None
+            got = self._grids[key] = (grid, selector(cols))
+        return got
+
+
+@dataclass(frozen=True)
+class HeldMasses:
+    """What the bodies of some copies hold after a mass write (:class:`MassWriter`)."""
+
+    masses: np.ndarray
+    """``(len(ids), n_bodies)`` kg."""
+    moments: np.ndarray
+    """``(len(ids), n_bodies)`` kg m^2."""
+    moved: np.ndarray
+    """``(len(ids),)`` bool: copies a body of which may sit elsewhere by a rounding (the
+    write realigns a body on its centre of gravity, cpBodyAccumulateMassFromShapes):
+    their states must be read again. All of them where the write does not tell."""
 
 
 class MassWriter:
@@ -67,6 +202,12 @@ class MassWriter:
         self.bodies = [b for b in range(nb) if layout.mass[b] > 0.0]
         self._weights = {b: mass_weights(scene.bodies[b].spec) for b in self.bodies}
         self._multi = [b for b in self.bodies if len(scene.bodies[b].spec.shapes) > 1]
+        self._one = np.array([b for b in self.bodies if b not in self._multi], dtype=np.int64)
+        # the bodies of several shapes, as arrays: their shapes' weights one after another
+        self._multi_cols = np.array(self._multi, dtype=np.int64)
+        self._multi_weights = np.concatenate(
+            [np.asarray(self._weights[b], dtype=np.float64) for b in self._multi] or [np.zeros(0)]
+        )
         # a one-shape body's moment is exactly mass * its shape's moment at mass 1 (the
         # product Chipmunk's accumulation makes); bodies of several shapes are read back
         self._unit = np.zeros(nb)
@@ -80,23 +221,24 @@ class MassWriter:
 
     def write(
         self, ids: np.ndarray, masses: np.ndarray, shapes: ShapeRows, body_ptr: BodyPtr
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> HeldMasses:
         """Give copies ``ids`` the masses ``(len(ids), n_bodies)`` (bodies with mass only).
 
         Each shape carries its share (``float(m * weight)``, as the scene compiled it).
-
-        Returns:
-            ``(masses, moments)`` the bodies now hold, ``(len(ids), n_bodies)`` each.
         """
-        set_mass = cp.shape_set_mass
-        one = [b for b in self.bodies if b not in self._multi]
-        if one:  # one shape: it carries the body's mass, m exactly
-            rows = (ids[:, None] * self._nb + np.array(one)).reshape(-1)
-            shapes.call(set_mass, rows, masses[:, one].reshape(-1))
-        for c, row in zip(ids.tolist(), masses.tolist(), strict=True):
-            for b in self._multi:
-                for sp, w in zip(shapes.table[c * self._nb + b], self._weights[b], strict=True):
-                    set_mass(sp, float(row[b] * w))
+        moved = np.zeros(ids.size, dtype=bool)
+        if self._one.size:  # one shape: it carries the body's mass, m exactly
+            got = shapes.write_bodies(MASS, ids, self._one, masses)
+            moved |= True if got is None else got
+        if self._multi and shapes.module is not None:
+            moved |= self._write_several(ids, masses, shapes)
+        elif self._multi:
+            moved[:] = True
+            set_mass = cp.shape_set_mass
+            for c, row in zip(ids.tolist(), masses.tolist(), strict=True):
+                for b in self._multi:
+                    for sp, w in zip(shapes.table[c * self._nb + b], self._weights[b], strict=True):
+                        set_mass(sp, float(row[b] * w))
         held = masses.copy()
         moments = masses * self._unit
         for k, c in enumerate(ids.tolist()):
@@ -104,7 +246,22 @@ class MassWriter:
                 bp = body_ptr(c, b)
                 held[k, b] = cp.body_get_mass(bp)
                 moments[k, b] = cp.body_get_moment(bp)
-        return held, moments
+        return HeldMasses(held, moments, moved)
+
+    def _write_several(self, ids: np.ndarray, masses: np.ndarray, shapes: ShapeRows) -> np.ndarray:
+        """The bodies of several shapes in one call of the C helper.
+
+        Per copy, body by body, each shape ``m * weight`` (the values and order of
+        :meth:`write`'s loop). Returns per copy whether one of them moved by a rounding.
+        """
+        multi = self._multi_cols
+        addrs, counts = shapes.addresses((ids[:, None] * self._nb + multi).reshape(-1))
+        if addrs.size != self._multi_weights.size * ids.size or counts is None:
+            raise RuntimeError("a body's shapes are not the scene's (the layout's table)")
+        m = np.repeat(masses[:, multi].reshape(-1), counts) * np.tile(self._multi_weights, ids.size)
+        moved = np.empty(addrs.size, dtype=np.uint8)
+        shapes.module.write_shapes(MASS, addrs, m, moved)  # type: ignore[attr-defined]
+        return moved.reshape(ids.size, -1).any(axis=1)
 
 
 def write_materials(
@@ -119,22 +276,32 @@ def write_materials(
     ``friction`` and ``elasticity`` are ``(len(ids), n_bodies)`` pymunk shape values
     (kelab/sim/physics/_compile.py ``shape_values``); None keeps the elasticity.
     """
-    nb = friction.shape[1]
     cols = np.asarray(moving, dtype=np.int64)
-    rows = (ids[:, None] * nb + cols).reshape(-1)
-    shapes.call(cp.shape_set_friction, rows, friction[:, cols].reshape(-1))
+    shapes.write_bodies(FRICTION, ids, cols, friction)
     if elasticity is not None:
-        shapes.call(cp.shape_set_elasticity, rows, elasticity[:, cols].reshape(-1))
+        shapes.write_bodies(ELASTICITY, ids, cols, elasticity)
 
 
 def write_velocities(
-    ids: np.ndarray, moving: Sequence[int], body_ptr: BodyPtr, velocities: np.ndarray
+    ids: np.ndarray,
+    moving: Sequence[int],
+    body_ptr: BodyPtr,
+    velocities: np.ndarray,
+    module: object | None = None,
+    addrs: Callable[[], np.ndarray] | None = None,
 ) -> None:
     """Set the moving bodies' velocities ``(len(ids), n_bodies, 3)`` of copies ``ids``.
 
     vx, vy of the centre of mass and omega, with Chipmunk's setters (nothing else of the
-    body changes: no rebuild, its contacts and joints carry on).
+    body changes: no rebuild, its contacts and joints carry on). With the C helper
+    (``module``) one call, ``addrs()`` giving every copy's moving bodies' ``cpBody``
+    addresses, ``(num_envs, len(moving))``; else the setters called from Python.
     """
+    if module is not None and addrs is not None:
+        v = np.ascontiguousarray(velocities[:, moving].reshape(-1, 3))
+        bodies = np.ascontiguousarray(addrs()[ids].reshape(-1))
+        module.write_velocities(bodies, v)  # type: ignore[attr-defined]
+        return
     cols = list(moving)
     ptrs = [body_ptr(c, b) for c in ids.tolist() for b in cols]
     v = velocities[:, cols].reshape(-1, 3).tolist()
