@@ -9,7 +9,8 @@ The App owns one (``app.time_travel``; ``app.seek``, ``app.history`` and
   time, and the App subclass's ``state_dict()``;
 - per fixed step, the **inputs** that step saw (held keys and buttons, the step's key
   and button edges, the pointer in the world, the body dragged and the drag target) and
-  a **digest** of the state after it (bodies, held controls, the subclass's state).
+  a **digest** of the state after it (bodies, held controls, the World's per-copy
+  parameters, the subclass's state).
 
 ``seek(k)`` restores the newest keyframe at or before ``k`` (or, seeking forward at most
 a second or from no older than that keyframe, with nothing changed since and no change
@@ -799,6 +800,8 @@ class TimeTravel:
     def _digest(self, user: _UserState | None) -> bytes:
         """The state a fixed step starts from: bodies, controls, the App's state, bindings.
 
+        The World's part: bodies, held controls, per-copy parameters, the rebase bound.
+
         ``user``: the subclass's state as `_user_state` found it just now.
         """
         ctx = self._ctx
@@ -809,6 +812,9 @@ class TimeTravel:
             h.update(b"log%d" % w.max_log_steps)  # it decides where the World rebases
             if w.joint_names:
                 _feed_arrays(h, w.joint_efforts, w.joint_position_targets)
+            # per-copy parameters (docs/world.md): a set between two steps is a change too
+            _feed_arrays(h, w.body_masses, w.body_friction, w.body_restitution, w.gravity)
+            _feed_arrays(h, w.actuator_strength, w.sensor_noise_scale)
         h.update(b"-" if user is None else b"u" + user.digest)
         rows = [(r.name, r.hz) for r in ctx.timeline]
         rows += [(b.name, b.runner, b.phase, b.priority, b.enabled) for b in self._plan()]
