@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds, vector_info
+from kelab.rl.randomization import EpisodeDraws
 
 __all__ = [
     "ChannelClosedError",
@@ -76,6 +77,9 @@ class EndedRows(NamedTuple):
     """bool ``(rows,)``: the success rule's verdict (None without a rule)."""
     checks: dict[str, np.ndarray] | None = None
     """The rule's named checks, bool ``(rows,)`` each (None without a rule)."""
+    randomization: EpisodeDraws | None = None
+    """The values their episodes ran with, a column per row (the task's domain
+    randomization; None where it declares none)."""
 
 
 class StepReply(NamedTuple):
@@ -98,7 +102,8 @@ def compact_ends(info: Mapping[str, Any], names: Sequence[str]) -> EndedRows | N
     """The rows of a ``LearningEnv`` step info that :class:`EndsJoin` needs (None if empty).
 
     A worker's reply carries only the copies that ended (their ids, final observations,
-    labels, returns, lengths, wall times, success and checks), not the full-size info.
+    labels, returns, lengths, wall times, success and checks, the values their domain
+    randomization drew), not the full-size info.
     ``info["episode"]["t"]`` travels as the float32 the info holds (wall-clock time,
     never identical anyway).
 
@@ -112,11 +117,18 @@ def compact_ends(info: Mapping[str, Any], names: Sequence[str]) -> EndedRows | N
     if not info:
         return None
     ids = np.flatnonzero(info["_ended_by"])
-    is_success = checks = None
+    is_success = checks = drawn = None
     if "is_success" in info:
         is_success = info["is_success"][ids]
         masked = info["checks"]  # vector_info writes each name, then its "_name" mask
         checks = {name: masked[name][ids] for name in list(masked)[::2]}
+    if "randomization" in info:
+        values = info["randomization"]
+        labels = tuple(values)
+        table = np.empty((len(labels), ids.size))
+        for row, label in zip(table, labels, strict=True):
+            row[:] = values[label][ids]
+        drawn = EpisodeDraws(labels, table)
     return EndedRows(
         ids=ids,
         final_obs=info["final_obs"][ids],
@@ -127,6 +139,7 @@ def compact_ends(info: Mapping[str, Any], names: Sequence[str]) -> EndedRows | N
         names=tuple(names),
         is_success=is_success,
         checks=checks,
+        randomization=drawn,
     )
 
 
@@ -163,6 +176,9 @@ class EndsJoin:
             self._ended_by = np.empty(n, dtype=object)  # None everywhere
             self._success = np.zeros(n, dtype=bool) if rows.is_success is not None else None
             self._checks: dict[str, np.ndarray] = {}
+            drawn = rows.randomization
+            self._drawn = None if drawn is None else np.zeros((len(drawn.labels), n))
+            self._labels = () if drawn is None else drawn.labels
         self._names = self._names or rows.names
         self._mask[ids] = True
         self._final_obs[ids] = rows.final_obs
@@ -175,6 +191,8 @@ class EndsJoin:
                 if full is None:
                     full = self._checks[name] = np.zeros(self.num_envs, dtype=bool)
                 full[ids] = value
+        if self._drawn is not None and rows.randomization is not None:
+            self._drawn[:, ids] = rows.randomization.table
 
     def ends(self) -> EpisodeEnds | None:
         """The step's `EpisodeEnds` over every copy (None when no part had rows)."""
@@ -190,6 +208,7 @@ class EndsJoin:
             names=self._names,
             is_success=self._success,
             checks=None if self._success is None else self._checks,
+            randomization=None if self._drawn is None else EpisodeDraws(self._labels, self._drawn),
         )
 
     def info(self) -> dict[str, Any]:
@@ -240,6 +259,9 @@ def pack_ends(rows: EndedRows | None) -> tuple[bytes, bytes]:
     if rows.is_success is not None:  # a rule judged: its verdict, then each check
         fields.append(("is_success", None, rows.is_success))
         fields += [("checks", str(name), v) for name, v in (rows.checks or {}).items()]
+    drawn = rows.randomization
+    if drawn is not None:  # a row per copy, a column per label (the labels: in the layout)
+        fields.append(("randomization", None, drawn.table.T))
     layout = []
     chunks: list[bytes] = []
     for key, name, value in fields:
@@ -248,7 +270,9 @@ def pack_ends(rows: EndedRows | None) -> tuple[bytes, bytes]:
         chunks.append(arr.tobytes())  # C order, whatever the array's own
         if arr.nbytes & 7:
             chunks.append(_PAD[arr.nbytes & 7])
-    schema = _schema_bytes(tuple(map(str, rows.names)), rows.is_success is not None, tuple(layout))
+    labels_drawn = None if drawn is None else tuple(map(str, drawn.labels))
+    judged = rows.is_success is not None
+    schema = _schema_bytes(tuple(map(str, rows.names)), judged, tuple(layout), labels_drawn)
     labels = "\0".join(map(str, rows.ended_by)).encode()
     header = _ROWS.pack(len(rows.ids), len(schema)) + schema + labels
     return header, b"".join(chunks)
@@ -258,10 +282,14 @@ _COUNTERS = EpisodeCounters._fields  # the counters' fields, in order, on the wi
 
 
 @functools.lru_cache(maxsize=64)
-def _schema_bytes(names: tuple[str, ...], judged: bool, layout: tuple) -> bytes:
+def _schema_bytes(
+    names: tuple[str, ...], judged: bool, layout: tuple, drawn: tuple[str, ...] | None
+) -> bytes:
     """``pack_ends``'s JSON layout (cached: the same every step of an env)."""
     fields = [[key, name, dtype, list(shape)] for key, name, dtype, shape in layout]
-    doc = {"names": list(names), "judged": judged, "fields": fields}
+    doc: dict[str, Any] = {"names": list(names), "judged": judged, "fields": fields}
+    if drawn is not None:
+        doc["drawn"] = list(drawn)
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -272,9 +300,11 @@ class _Layout(NamedTuple):
     judged: bool
     fields: tuple[tuple[str, str | None, np.dtype, tuple[int, ...], int], ...]
     """Each array's ``(field, check name, dtype, row shape, items per row)``."""
+    drawn: tuple[str, ...] | None
+    """The labels of the randomization's columns (None: the task declares none)."""
 
 
-_KEYS = {"ids", "final_obs", *_COUNTERS, "is_success", "checks"}
+_KEYS = {"ids", "final_obs", *_COUNTERS, "is_success", "checks", "randomization"}
 
 
 @functools.lru_cache(maxsize=64)
@@ -296,7 +326,21 @@ def _schema(schema: bytes) -> _Layout:
             )
         shape = tuple(shape)
         fields.append((key, name, dtype, shape, math.prod(shape)))
-    return _Layout(tuple(doc["names"]), bool(doc["judged"]), tuple(fields))
+    drawn = doc.get("drawn")
+    has = any(key == "randomization" for key, *_ in fields)
+    if (drawn is None) == has or (
+        has
+        and not (
+            isinstance(drawn, list)
+            and [f[3] for f in fields if f[0] == "randomization"] == [(len(drawn),)]
+        )
+    ):
+        raise ValueError(
+            "ended rows' randomization must come with its labels, one column each, got "
+            f"labels {drawn!r} and fields {[f[:1] + f[3:4] for f in fields]}"
+        )
+    labels = None if drawn is None else tuple(map(str, drawn))
+    return _Layout(tuple(doc["names"]), bool(doc["judged"]), tuple(fields), labels)
 
 
 def unpack_ends(header: bytes, blob: bytes | memoryview) -> EndedRows | None:
@@ -334,6 +378,9 @@ def unpack_ends(header: bytes, blob: bytes | memoryview) -> EndedRows | None:
         names=layout.names,
         is_success=arrays["is_success"] if layout.judged else None,
         checks=checks if layout.judged else None,
+        randomization=None
+        if layout.drawn is None
+        else EpisodeDraws(layout.drawn, arrays["randomization"].T),
     )
 
 

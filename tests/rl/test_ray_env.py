@@ -19,6 +19,7 @@ import pytest
 
 import kelab as ke
 from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds
+from kelab.rl.randomization import EpisodeDraws
 from kelab.rl.ray_channel import (
     EndedRows,
     EndsJoin,
@@ -30,7 +31,7 @@ from kelab.rl.ray_channel import (
 )
 from kelab.rl.ray_env import RayLearningEnv, WorkerDiedError, split_copies
 from kelab.rl.ray_worker import EnvWorker, WorkerDescription, worker_config
-from kelab.tasks.cartpole import CartPoleTask
+from kelab.tasks.cartpole import CartPoleTask, RandomizedCartPoleTask
 from kelab.tasks.humanoid import HumanoidTask
 
 
@@ -113,6 +114,9 @@ def rows_of(rows, keep, first):
         names=rows.names,
         is_success=rows.is_success[keep],
         checks={k: v[keep] for k, v in rows.checks.items()},
+        randomization=None
+        if rows.randomization is None
+        else EpisodeDraws(rows.randomization.labels, rows.randomization.table[:, keep]),
     )
 
 
@@ -175,6 +179,47 @@ def test_ended_rows_are_typed_travel_without_pickle_and_rebuild_the_info():
     assert unpack_ends(*pack_ends(back._replace(checks={}))).checks == {}
     unjudged = unpack_ends(*pack_ends(back._replace(is_success=None, checks=None)))
     assert unjudged.is_success is None and unjudged.checks is None
+
+
+def test_ended_rows_carry_the_randomization_and_rebuild_its_info():
+    """A task's domain randomization: the values each ended episode ran with travel in
+    the ended rows (through Ray's object store and, encoded, through the channel) and
+    EndsJoin puts them back into info["randomization"] as one LearningEnv has it."""
+    env = ke.LearningEnv(RandomizedCartPoleTask(), num_envs=6, seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    info = {}
+    while not info:
+        *_, info = env.step(actions(rng, 6, 1) * 3)
+    names = env.condition_names
+    env.close()
+    ends = compact_ends(info, names)
+    drawn = ends.randomization
+    assert drawn is not None and drawn.labels == tuple(info["randomization"])
+    done = info["_randomization"]
+    for row, label in zip(drawn.table, drawn.labels, strict=True):
+        same(row, info["randomization"][label][done], label)
+    back = unpack_ends(*pack_ends(ends))
+    assert back.randomization.labels == drawn.labels
+    same(back.randomization.table, drawn.table)
+    t = info["episode"].pop("t")
+    halves = [
+        (first, rows_of(back, keep, first))
+        for first, keep in ((0, back.ids < 3), (3, back.ids >= 3))
+        if keep.any()
+    ]
+    for parts in (halves, halves[::-1], [(0, back)], [(0, ends)]):
+        got = expand_ends(parts, 6, 4)
+        assert np.allclose(got["episode"].pop("t"), t)
+        same(got, info)
+    # a layout whose randomization columns do not match its labels is refused
+    header, blob = pack_ends(ends)
+    rows, size = struct.unpack_from("<II", header)
+    schema, labels = header[8 : 8 + size], header[8 + size :]
+    for bad in (schema.replace(b'"drawn":[', b'"drawn":["extra",'),
+                schema.replace(b',"drawn":', b',"other":')):  # fmt: skip
+        with pytest.raises(ValueError, match="randomization must come with its labels"):
+            unpack_ends(struct.pack("<II", rows, len(bad)) + bad + labels, blob)
 
 
 def test_a_worker_describes_itself_in_a_typed_record_and_runs_its_share_of_the_config():
@@ -407,6 +452,40 @@ def test_bit_identical_packed_where_packed_is_exact_in_a_rollout(local_ray):
                 returns += info["episode_return"][done].tolist()
         assert returns and np.isfinite(returns).all()
         assert env.episode_length_buf.max() < env.max_episode_length
+    finally:
+        env.close()
+        ref.close()
+
+
+@pytest.mark.parametrize("shared_memory", [True, False])
+def test_the_randomization_each_episode_ran_with_is_in_the_info(local_ray, shared_memory):
+    """A task with domain randomization (masses, strength, gravity, pushes drawn per copy):
+    its workers draw what one LearningEnv draws, and info["randomization"] holds the values
+    of the episodes that ended, as LearningEnv's (docs/rl.md), through either way."""
+    cfg = ke.EnvConfig(num_envs=6, seed=3, layout="isolated")
+    env = RayLearningEnv(
+        RandomizedCartPoleTask(), num_workers=2, config=cfg, cpus_per_worker=CPUS,
+        shared_memory=shared_memory,
+    )  # fmt: skip
+    ref = ke.LearningEnv(RandomizedCartPoleTask(), config=cfg)
+    try:
+        rng = np.random.default_rng(5)
+        same(env.reset(seed=5)[0], ref.reset(seed=5)[0])
+        seen = 0
+        for t in range(120):
+            a = actions(rng, 6, 1) * 3
+            got, want = env.step(a), ref.step(a)
+            for i, name in enumerate(("obs", "reward", "terminated", "truncated", "info")):
+                same(got[i], want[i], f"step {t} {name}")
+            if want[4]:
+                assert set(got[4]["randomization"]) == set(want[4]["randomization"])
+                assert (
+                    got[4]["final_info"]["randomization"].keys() == want[4]["randomization"].keys()
+                )
+                seen += 1
+        assert seen > 0
+        way = "shared memory" if shared_memory else "ray"
+        assert [w["steps_through"] for w in env.workers] == [way, way]
     finally:
         env.close()
         ref.close()
