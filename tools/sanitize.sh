@@ -79,14 +79,15 @@ ls "$src"/kelab/sim/physics/_native*.so >/dev/null
 # 3. the tests, libasan first in the process (leaks: CPython keeps objects until exit)
 if ((quick)); then
     tests=(tests/sim/test_packed_reset.py tests/sim/test_struct_guard.py tests/sim/test_chipmunk_facade.py
-           tests/sim/test_friction_native.py)
+           tests/sim/test_friction_native.py tests/sim/test_world_params.py)
 else
     tests=(tests/sim/test_packed_reset.py tests/sim/test_packed_fastpath.py
            tests/sim/test_world_packed.py tests/sim/test_world_resets.py
            tests/sim/test_world_full_reset.py tests/sim/test_world_lifetime.py
            tests/sim/test_struct_guard.py tests/sim/test_chipmunk_facade.py
            tests/sim/test_warm_rebase.py tests/sim/test_warm_rebase_probe.py
-           tests/sim/test_determinism.py tests/sim/test_friction_native.py)
+           tests/sim/test_determinism.py tests/sim/test_friction_native.py
+           tests/sim/test_world_params.py)
 fi
 cd "$src"
 run() {

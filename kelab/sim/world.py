@@ -536,7 +536,8 @@ class World:
         rows = self._rules.values(kind, values, ids.size, name)
         moved = self._params.set(kind, ids, rows)
         self._log.append(self._steps, kind, ids.copy(), rows, None)
-        self._state_valid[moved] = False  # a new mass can move a body by a rounding
+        if moved.size:  # a new mass can move a body by a rounding
+            self._state_valid[moved] = False
 
     def set_body_velocities(
         self, velocities: npt.ArrayLike, env_ids: npt.ArrayLike | None = None

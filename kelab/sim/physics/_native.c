@@ -761,7 +761,8 @@ PyDoc_STRVAR(write_shapes_doc,
 "setters make, without a Python call per shape. A mass makes the body add up its mass,\n"
 "centre of gravity and moment again (cpShapeSetMass), so a body's shapes are set in the\n"
 "order given; that also places the body again from its centre of gravity, which can move\n"
-"its position by a rounding: ``moved`` (uint8 per shape, written) says where it did.");
+"its position by a rounding: ``moved`` (uint8 per shape, written) says where it did.\n"
+"Returns how many of the writes moved their body (0 without ``moved``).");
 
 static PyObject *
 write_shapes(PyObject *self, PyObject *args)
@@ -784,6 +785,7 @@ write_shapes(PyObject *self, PyObject *args)
     }
     const double *v = values.buf;
     uint8_t *out = moved.obj ? moved.buf : NULL;
+    Py_ssize_t count = 0;
     set_float_f set = (set_float_f)fn[what == SHAPE_MASS       ? F_SHAPE_SET_MASS
                                       : what == SHAPE_FRICTION ? F_SHAPE_SET_FRICTION
                                                                : F_SHAPE_SET_ELASTICITY];
@@ -800,12 +802,13 @@ write_shapes(PyObject *self, PyObject *args)
         set(shape, v[i]);
         out[i] = (uint8_t)(memcmp(&tx, &t[4], sizeof(double)) != 0
                            || memcmp(&ty, &t[5], sizeof(double)) != 0);
+        count += out[i];
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&shapes);
     PyBuffer_Release(&values);
     if (moved.obj) PyBuffer_Release(&moved);
-    Py_RETURN_NONE;
+    return PyLong_FromSsize_t(count);
 }
 
 PyDoc_STRVAR(write_velocities_doc,

@@ -154,8 +154,10 @@ class ShapeRows:
             self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1))  # type: ignore[attr-defined]
             return None
         moved = np.empty(v.shape, dtype=np.uint8)
-        self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1), moved.reshape(-1))  # type: ignore[attr-defined]
-        return moved.any(axis=1)
+        count = self.module.write_shapes(
+            what, grid[ids].reshape(-1), v.reshape(-1), moved.reshape(-1)
+        )  # type: ignore[attr-defined]
+        return moved.any(axis=1) if count else np.zeros(ids.size, dtype=bool)
 
     def _grid(self, cols: np.ndarray) -> tuple[np.ndarray | None, slice | np.ndarray]:
         """The one shape of bodies ``cols`` of each copy, and ``cols`` as a selector.
@@ -229,7 +231,7 @@ class MassWriter:
         moved = np.zeros(ids.size, dtype=bool)
         if self._one.size:  # one shape: it carries the body's mass, m exactly
             got = shapes.write_bodies(MASS, ids, self._one, masses)
-            moved |= True if got is None else got
+            moved = np.ones(ids.size, dtype=bool) if got is None else got
         if self._multi and shapes.module is not None:
             moved |= self._write_several(ids, masses, shapes)
         elif self._multi:
@@ -241,7 +243,7 @@ class MassWriter:
                         set_mass(sp, float(row[b] * w))
         held = masses.copy()
         moments = masses * self._unit
-        for k, c in enumerate(ids.tolist()):
+        for k, c in enumerate(ids.tolist() if self._multi else ()):
             for b in self._multi:
                 bp = body_ptr(c, b)
                 held[k, b] = cp.body_get_mass(bp)
@@ -260,8 +262,8 @@ class MassWriter:
             raise RuntimeError("a body's shapes are not the scene's (the layout's table)")
         m = np.repeat(masses[:, multi].reshape(-1), counts) * np.tile(self._multi_weights, ids.size)
         moved = np.empty(addrs.size, dtype=np.uint8)
-        shapes.module.write_shapes(MASS, addrs, m, moved)  # type: ignore[attr-defined]
-        return moved.reshape(ids.size, -1).any(axis=1)
+        count = shapes.module.write_shapes(MASS, addrs, m, moved)  # type: ignore[attr-defined]
+        return moved.reshape(ids.size, -1).any(axis=1) if count else np.zeros(ids.size, bool)
 
 
 def write_materials(

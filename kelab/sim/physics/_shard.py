@@ -418,10 +418,11 @@ class Shard:
         if self._shape_body is None:
             self._shape_body = np.repeat(np.arange(self.kd), [len(s) for s in self.parts[0][1]])
         per_shape = values[:, self._shape_body]
-        calls = self._calls
-        for cl, row in zip(locals_.tolist(), per_shape, strict=True):
-            self._reset_fric[cl] = row
-            calls[True][cl] = calls[False][cl] = None  # made again with them
+        listed = locals_.tolist()
+        self._reset_fric.update(zip(listed, per_shape, strict=True))
+        placed, unplaced = self._calls[True], self._calls[False]
+        for cl in listed:
+            placed[cl] = unplaced[cl] = None  # made again with them
         if self.kept is not None:
             self.kept.set_frictions(locals_, per_shape)
 
