@@ -1,4 +1,4 @@
-"""Builds KELab's optional C helper (kelab/sim/physics/_native.c and _native_friction.c).
+"""Builds KELab's optional C helper (kelab/sim/physics/_native*.c).
 
 Everything else is in pyproject.toml. ``optional=True``: where no C compiler is, pip
 installs KELab without it and the World resets copies with Chipmunk's own remove and add
@@ -11,7 +11,11 @@ setup(
     ext_modules=[
         Extension(
             "kelab.sim.physics._native",
-            ["kelab/sim/physics/_native.c", "kelab/sim/physics/_native_friction.c"],
+            [
+                "kelab/sim/physics/_native.c",
+                "kelab/sim/physics/_native_friction.c",
+                "kelab/sim/physics/_native_params.c",
+            ],
             depends=["kelab/sim/physics/_native.h"],
             optional=True,
             # no fused multiply-adds: its arithmetic repeats Chipmunk's getters to the bit

@@ -131,3 +131,31 @@ def test_the_version_check_reads_major_and_minor() -> None:
     assert not _guard.version_verified(f"{low[0]}.{low[1] - 1}") if low[1] else True
     assert not _guard.version_verified("6.9.0")
     assert not _guard.version_verified("dev")
+
+
+class _Uncounted:
+    """The C helper as a build of an older ``_native.c`` under the same table format has
+    it: ``write_shapes`` writes and fills ``moved`` but returns no count of moved bodies."""
+
+    def __init__(self, module: object) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._module, name)
+
+    def write_shapes(self, *args: object) -> None:
+        self._module.write_shapes(*args)
+
+
+def test_a_helper_whose_write_shapes_returns_no_count_fails_its_self_test() -> None:
+    """The mass writer takes a count of 0 (or None) as "no copy moved" and reads no copy
+    again (tests/sim/test_world_params.py); a build that returns no count must be
+    declined (the pymunk path), not trusted."""
+    module = _guard.native_module()
+    if module is None:
+        pytest.skip("the C helper is not built here (no compiler at install)")
+    assert _guard.helper_self_test(module) is None
+    found = _guard.helper_self_test(_Uncounted(module))
+    assert found == (
+        "write_shapes (count moved) reads [None, None, None, None] where pymunk has [1, 0, 0, 0]"
+    )

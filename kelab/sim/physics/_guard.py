@@ -438,7 +438,10 @@ def _shapes_probe(module: object) -> str | None:
     Two bodies of two shapes each in a space (Chipmunk adds up a body's mass from the
     shapes it holds there): pymunk's setters on one, the helper on the other, the same
     bodies after; and whether each mass write moved its body's position (at this pose the
-    first one does, by a rounding, the second not), as seen through pymunk.
+    first one does, by a rounding, the second not), as seen through pymunk, both in
+    ``moved`` and in the count each call returns (0 without ``moved``): the mass writer
+    (_params.py) takes a count of 0 for "no copy moved", so a build of a ``write_shapes``
+    that returns no count (an older source under the same table format) is declined.
     """
     space = pymunk.Space()
     made = []
@@ -453,17 +456,18 @@ def _shapes_probe(module: object) -> str | None:
     (b1, box1, ball1), (b2, box2, ball2) = made
     box1.mass, ball1.mass, box1.friction, ball1.elasticity = 1.5, 0.75, 0.625, 0.375
     addrs = np.array([cp.address(cp.shape_ptr(s)) for s in (box2, ball2)], dtype=np.uint64)
-    moved, seen = np.zeros(2, dtype=np.uint8), []
+    moved, seen, counts = np.zeros(2, dtype=np.uint8), [], []
     for k, m in enumerate((1.5, 0.75)):
         before = tuple(b2.position)
-        module.write_shapes(0, addrs[k : k + 1], np.array([m]), moved[k : k + 1])
+        counts.append(module.write_shapes(0, addrs[k : k + 1], np.array([m]), moved[k : k + 1]))
         seen.append(int(tuple(b2.position) != before))
-    module.write_shapes(1, addrs[:1], np.array([0.625]))
-    module.write_shapes(2, addrs[1:], np.array([0.375]))
+    counts.append(module.write_shapes(1, addrs[:1], np.array([0.625])))
+    counts.append(module.write_shapes(2, addrs[1:], np.array([0.375])))
     return _differ(
         ("write_shapes (mass)", (b2.mass, b2.moment, *b2.center_of_gravity, *b2.position),
          (b1.mass, b1.moment, *b1.center_of_gravity, *b1.position)),
         ("write_shapes (moved)", moved.tolist(), seen),
+        ("write_shapes (count moved)", counts, [*seen, 0, 0]),
         ("write_shapes (friction, elasticity)", (box2.friction, ball2.elasticity),
          (0.625, 0.375)),
     )  # fmt: skip

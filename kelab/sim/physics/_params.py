@@ -7,9 +7,9 @@ compiles it, so its moment of inertia scales with it), shape friction and elasti
 space's gravity and body velocities. Both layouts use these helpers with their own
 pointer tables.
 
-Where KELab's C helper is built (kelab/sim/physics/_native.c), a batch of shapes or bodies
-is written in one call (``write_shapes``, ``write_velocities``): the same Chipmunk setters
-with the same values, each body's shapes in the same order, so the same bits as the
+Where KELab's C helper is built (kelab/sim/physics/_native_params.c), a batch of shapes or
+bodies is written in one call (``write_shapes``, ``write_velocities``): the same Chipmunk
+setters with the same values, each body's shapes in the same order, so the same bits as the
 per-shape calls from Python, which run without it (``KELAB_NO_NATIVE=1``, or
 :data:`USE_C` off; tests/sim/test_world_params.py compares the two).
 """
@@ -35,7 +35,7 @@ BodyPtr = Callable[[int, int], object]
 #: its :class:`ShapeRows` (the first parameter set).
 USE_C = True
 
-#: The shape fields ``write_shapes`` sets (its ``what``, kelab/sim/physics/_native.c).
+#: The shape fields ``write_shapes`` sets (its ``what``, kelab/sim/physics/_native_params.c).
 MASS, FRICTION, ELASTICITY = 0, 1, 2
 #: Chipmunk's setter of each field (the per-shape path).
 _SETTERS = {

@@ -1,0 +1,102 @@
+/* Per-copy parameters written many objects a call, part of KELab's C helper
+ * (kelab/sim/physics/_native.c; kelab/sim/physics/_params.py says what and why): shape
+ * masses, friction and elasticity (write_shapes) and body velocities (write_velocities),
+ * Chipmunk's own setters with the given values in the given order, the GIL released.
+ */
+#include "_native.h"
+
+/* What write_shapes() sets: kelab/sim/physics/_params.py names the same numbers. */
+enum { SHAPE_MASS, SHAPE_FRICTION, SHAPE_ELASTICITY, N_SHAPE_FIELDS };
+
+const char write_shapes_doc[] = PyDoc_STR(
+"write_shapes(what, shapes, values, moved=None)\n\n"
+"Per shape (uint64 ``cpShape *``), in order, Chipmunk's setter of field ``what`` (0: mass,\n"
+"1: friction, 2: elasticity) with its float64 of ``values``: the calls pymunk's property\n"
+"setters make, without a Python call per shape. A mass makes the body add up its mass,\n"
+"centre of gravity and moment again (cpShapeSetMass), so a body's shapes are set in the\n"
+"order given; that also places the body again from its centre of gravity, which can move\n"
+"its position by a rounding: ``moved`` (uint8 per shape, written) says where it did.\n"
+"Returns how many of the writes moved their body (0 without ``moved``).");
+
+PyObject *
+write_shapes(PyObject *self, PyObject *args)
+{
+    int what;
+    Py_buffer shapes, values, moved = {0};
+    if (!require_configured("write_shapes")) return NULL;
+    if (!PyArg_ParseTuple(args, "iy*y*|w*", &what, &shapes, &values, &moved)) return NULL;
+    Py_ssize_t m = shapes.len / 8;
+    const uint64_t *sh = shapes.buf;
+    int ok = what >= 0 && what < N_SHAPE_FIELDS && shapes.len % 8 == 0 && values.len == m * 8
+             && (moved.obj == NULL || moved.len == m);
+    for (Py_ssize_t i = 0; ok && i < m; i++) ok = sh[i] != 0;
+    if (!ok) {
+        Py_buffer *held[] = {&shapes, &values, &moved};
+        return refuse(held, moved.obj ? 3 : 2,
+                      "write_shapes: what must be 0 (mass), 1 (friction) or 2 (elasticity), "
+                      "shapes non-null uint64 pointers, values one float64 per shape and "
+                      "moved (if given) one uint8 per shape");
+    }
+    const double *v = values.buf;
+    uint8_t *out = moved.obj ? moved.buf : NULL;
+    Py_ssize_t count = 0;
+    set_float_f set = (set_float_f)fn[what == SHAPE_MASS       ? F_SHAPE_SET_MASS
+                                      : what == SHAPE_FRICTION ? F_SHAPE_SET_FRICTION
+                                                               : F_SHAPE_SET_ELASTICITY];
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < m; i++) {
+        void *shape = (void *)(uintptr_t)sh[i];
+        if (!out) {
+            set(shape, v[i]);
+            continue;
+        }
+        /* the position a state read gives (read_rows): the transform's translation */
+        const double *t = &AT(((get_ptr_f)fn[F_SHAPE_GET_BODY])(shape), O_BODY_TRANSFORM, double);
+        const double tx = t[4], ty = t[5];
+        set(shape, v[i]);
+        out[i] = (uint8_t)(memcmp(&tx, &t[4], sizeof(double)) != 0
+                           || memcmp(&ty, &t[5], sizeof(double)) != 0);
+        count += out[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&shapes);
+    PyBuffer_Release(&values);
+    if (moved.obj) PyBuffer_Release(&moved);
+    return PyLong_FromSsize_t(count);
+}
+
+const char write_velocities_doc[] = PyDoc_STR(
+"write_velocities(bodies, velocities)\n\n"
+"Per body (uint64 ``cpBody *``): ``cpBodySetVelocity`` then ``cpBodySetAngularVelocity``\n"
+"with its three float64 of ``velocities`` (vx, vy, omega): a push, nothing else of the\n"
+"body changed.");
+
+PyObject *
+write_velocities(PyObject *self, PyObject *args)
+{
+    Py_buffer bodies, vels;
+    if (!require_configured("write_velocities")) return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*", &bodies, &vels)) return NULL;
+    Py_ssize_t m = bodies.len / 8;
+    const uint64_t *b = bodies.buf;
+    int ok = bodies.len % 8 == 0 && vels.len == m * 24;
+    for (Py_ssize_t i = 0; ok && i < m; i++) ok = b[i] != 0;
+    if (!ok) {
+        Py_buffer *held[] = {&bodies, &vels};
+        return refuse(held, 2,
+                      "write_velocities: bodies must be non-null uint64 pointers and "
+                      "velocities 3 float64 per body");
+    }
+    const double *v = vels.buf;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < m; i++) {
+        void *body = (void *)(uintptr_t)b[i];
+        Vect vel = {v[3 * i], v[3 * i + 1]};
+        ((set_vect_f)fn[F_BODY_SET_VELOCITY])(body, vel);
+        ((set_float_f)fn[F_BODY_SET_ANGULAR_VELOCITY])(body, v[3 * i + 2]);
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&bodies);
+    PyBuffer_Release(&vels);
+    Py_RETURN_NONE;
+}
