@@ -39,6 +39,7 @@ import numpy as np
 from kelab._validate import is_number, show
 from kelab.errors import UserError
 from kelab.rl.errors import TaskError
+from kelab.sim.scene.shapes import GRAVITY_MAX
 
 if TYPE_CHECKING:
     from kelab.sim.world import World
@@ -58,6 +59,19 @@ WHEN = ("startup", "reset", "interval")
 DISTRIBUTIONS = ("uniform", "log_uniform", "normal")
 #: What a scale may reach (the World's bounds on what it scales are checked as well).
 SCALE_MAX = 100.0
+#: The largest gravity offset: a scene's gravity and a copy's are within ±GRAVITY_MAX.
+OFFSET_MAX = 2.0 * GRAVITY_MAX
+#: Per kind, the World setter its values are written with (and checked by).
+SETTERS = {
+    "mass_scale": "set_body_masses",
+    "friction_scale": "set_body_friction",
+    "gravity": "set_gravity",
+    "actuator_strength": "set_actuator_strength",
+    "push": "set_body_velocities",
+    "sensor_noise_scale": "set_sensor_noise_scale",
+}
+#: Where a refused range's message sends the user: the World's bounds.
+_BOUNDS = 'the World\'s bounds: docs/world.md, "Per-copy parameters"'
 
 
 def _pair(value: Any, width: int, name: str) -> tuple[float, ...]:
@@ -125,6 +139,12 @@ class Randomize:
             raise UserError(
                 f"Randomize({self.what!r}) draws a factor: low and high must be in "
                 f"[0, {SCALE_MAX:g}], got {low[0]:g}..{high[0]:g}"
+            )
+        if self.what == "gravity" and max(abs(x) for x in low + high) > OFFSET_MAX:
+            raise UserError(
+                f"Randomize('gravity') offsets must be within ±{OFFSET_MAX:g} m/s^2 (the "
+                f"scene's gravity and a copy's are within ±{GRAVITY_MAX:g}), got low {low}, "
+                f"high {high}; give a smaller offset"
             )
         if self.distribution not in DISTRIBUTIONS:
             raise UserError(
@@ -256,6 +276,12 @@ class _Term:
             self.labels = ("sensor_noise_scale",)
         else:
             self.labels = tuple(f"{kind} {names[r]}" for r in self.rows.tolist())
+        on = [names[r] for r in self.rows.tolist()]
+        more = f" and {len(on) - 4} more" if len(on) > 5 else ""
+        #: The bodies or joints it acts on, for :meth:`Randomizer.describe`.
+        self.on = f" on {', '.join(on if not more else on[:4])}{more}" if on else ""
+        #: Which term it is in an error message: ``randomization[k] (label on ...)``.
+        self.name = f"randomization[{index}] ({spec.label}{self.on})"
         #: :attr:`rows` as a selector (a slice where they are consecutive: cheaper numpy)
         self.sel = _selector(self.rows)
         #: ``(num_envs, ...)`` what the term's draws scale or offset, per copy (set by the
@@ -403,7 +429,8 @@ class Randomizer:
         step_dt: Seconds per env step (interval terms count env steps).
 
     Raises:
-        TaskError: Where a term names bodies or joints the World does not have.
+        TaskError: Where a term names bodies or joints the World does not have, or where
+            an end of its range gives values the World refuses (:meth:`World.check_parameter`).
     """
 
     def __init__(
@@ -429,6 +456,7 @@ class Randomizer:
         for term in self.terms:
             if term.spec.what in base:
                 term.base = np.ascontiguousarray(base[term.spec.what](term))
+            self._check_range(term)
         labels: list[str] = []
         self._cols: list[slice] = []
         for term in self.terms:
@@ -476,6 +504,33 @@ class Randomizer:
             out.append(t.spec.label + on)
         return out
 
+    def _check_range(self, term: _Term) -> None:
+        """Refuse a term whose range ends in values the World does not take (any copy).
+
+        A drawn value lies between the range's ends, and what the World is given moves
+        with it (a scale times the World's value, an offset plus it), so the ends bound
+        every draw. A push is checked as a kick from rest: the velocities it adds to vary.
+
+        Raises:
+            TaskError: Naming the term, the end, the World's refusal and the fix.
+        """
+        n = self.world.num_envs
+        for end, at in (("low", term.low), ("high", term.high)):
+            v = np.broadcast_to(at, (n, term.count))
+            if term.spec.what == "push":
+                rows = np.zeros((n, len(self.world.body_names), 3))
+                rows[:, term.sel, 0:2] = v[:, None, :]
+            else:
+                rows = self._rows(term, np.arange(n), v)
+            try:
+                self.world.check_parameter(SETTERS[term.spec.what], rows)
+            except UserError as err:
+                raise TaskError(
+                    f"{term.name} must draw values the World takes, got its {end} end "
+                    f"{show(getattr(term.spec, end))} refused ({err}); narrow the range "
+                    f"({_BOUNDS})"
+                ) from err
+
     def reseeded(self, ids: np.ndarray | None) -> None:
         """The copies' Generators were re-seeded: their startup terms are drawn again."""
         self.pending[slice(None) if ids is None else ids] = True
@@ -518,32 +573,46 @@ class Randomizer:
                 self._apply(term, due, v)
                 self.timers[due, j] = steps
 
+    def _rows(self, term: _Term, ids: np.ndarray, v: np.ndarray) -> np.ndarray:
+        """What ``term``'s values ``v`` for copies ``ids`` give its setter (:data:`SETTERS`)."""
+        w, kind, sel = self.world, term.spec.what, term.sel
+        if kind == "mass_scale":
+            rows = w.body_masses[ids]
+            rows[:, sel] = term.base[ids] * v
+        elif kind == "friction_scale":
+            rows = w.body_friction[ids]
+            rows[:, sel, 0:2] = term.base[ids] * v[:, :, None]
+        elif kind == "gravity":
+            rows = term.base[ids] + v
+        elif kind == "actuator_strength":
+            rows = w.actuator_strength[ids]
+            rows[:, sel] = term.base[ids] * v
+        elif kind == "sensor_noise_scale":
+            rows = term.base[ids] * v[:, 0]
+        else:  # push: the same kick for every chosen body (a rigid push of a robot)
+            rows = w.body_velocities[ids]
+            rows[:, sel, 0:2] += v[:, None, :]
+        return rows
+
     def _apply(self, term: _Term, ids: np.ndarray, v: np.ndarray | None = None) -> None:
-        """Write ``term``'s values ``v`` (None: drawn now) for copies ``ids`` into the World."""
+        """Write ``term``'s values ``v`` (None: drawn now) for copies ``ids`` into the World.
+
+        Raises:
+            TaskError: Where the World refuses them (naming the term and the fix); the
+                World is unchanged by this term.
+        """
         if v is None:
             v = term.draw(self.rngs, ids)
-        w, kind, sel = self.world, term.spec.what, term.sel
+        kind = term.spec.what
+        try:
+            getattr(self.world, SETTERS[kind])(self._rows(term, ids, v), ids)
+        except UserError as err:
+            raise TaskError(
+                f"{term.name} must draw values the World takes, got a draw for copies "
+                f"{ids[:8].tolist()} refused ({err}); narrow the range ({_BOUNDS})"
+            ) from err
         cols = self._cols[term.index]
-        if kind == "mass_scale":
-            m = w.body_masses[ids]
-            m[:, sel] = term.base[ids] * v
-            w.set_body_masses(m, ids)
-        elif kind == "friction_scale":
-            f = w.body_friction[ids]
-            f[:, sel, 0:2] = term.base[ids] * v[:, :, None]
-            w.set_body_friction(f, ids)
-        elif kind == "gravity":
-            w.set_gravity(term.base[ids] + v, ids)
-        elif kind == "actuator_strength":
-            s = w.actuator_strength[ids]
-            s[:, sel] = term.base[ids] * v
-            w.set_actuator_strength(s, ids)
-        elif kind == "sensor_noise_scale":
-            w.set_sensor_noise_scale(term.base[ids] * v[:, 0], ids)
-        else:  # push: the same kick for every chosen body (a rigid push of a robot)
-            vel = w.body_velocities[ids]
-            vel[:, sel, 0:2] += v[:, None, :]
-            w.set_body_velocities(vel, ids)
+        if kind == "push":  # how many kicks so far, and the last one
             count = self.values[ids, cols.start] + 1.0
             v = np.concatenate([count[:, None], v], axis=1)
         self.values[ids, cols] = v

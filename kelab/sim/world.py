@@ -55,6 +55,17 @@ MAX_LOG_STEPS = 7200
 #: longest, Pi-Locomotion's, is 10,020) and rebases longer ones inside, so no episode
 #: length makes the log, a snapshot or a restore grow with the run.
 MAX_EPISODE_LOG_STEPS = 2**14
+#: The per-copy parameter setters :meth:`World.check_parameter` checks values for: each
+#: one's log kind (None: not logged) and the name of its values argument.
+PARAMETER_SETTERS: dict[str, tuple[Kind | None, str]] = {
+    "set_body_masses": (Kind.MASSES, "masses"),
+    "set_body_friction": (Kind.MATERIALS, "friction"),
+    "set_body_restitution": (Kind.MATERIALS, "restitution"),
+    "set_gravity": (Kind.GRAVITY, "gravity"),
+    "set_actuator_strength": (Kind.STRENGTH, "strength"),
+    "set_sensor_noise_scale": (None, "scale"),
+    "set_body_velocities": (Kind.VELOCITIES, "velocities"),
+}
 
 
 class World:
@@ -457,8 +468,12 @@ class World:
             UserError: On a wrong shape or a value the World cannot hold (naming it).
         """
         ids = self._ids(env_ids)
-        rows = self._params.materials[ids]  # a copy (indexed by an array)
         name = "World.set_body_friction: friction"
+        self._set_param(Kind.MATERIALS, self._friction_rows(friction, ids, name), ids, name)
+
+    def _friction_rows(self, friction: npt.ArrayLike, ids: np.ndarray, name: str) -> np.ndarray:
+        """The material rows of copies ``ids`` with ``friction`` in (its shape checked)."""
+        rows = self._params.materials[ids]  # a copy (indexed by an array)
         f = float_array(friction, name)
         if f.shape != (ids.size, self._nb, 3):
             raise UserError(
@@ -466,7 +481,7 @@ class World:
                 f"dynamic/rolling), got {f.shape}"
             )
         rows[:, :, 0:3] = f
-        self._set_param(Kind.MATERIALS, rows, ids, name)
+        return rows
 
     def set_body_restitution(
         self, restitution: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
@@ -481,13 +496,19 @@ class World:
             UserError: On a wrong shape or a value the World cannot hold (naming it).
         """
         ids = self._ids(env_ids)
-        rows = self._params.materials[ids].copy()
         name = "World.set_body_restitution: restitution"
+        self._set_param(Kind.MATERIALS, self._restitution_rows(restitution, ids, name), ids, name)
+
+    def _restitution_rows(
+        self, restitution: npt.ArrayLike, ids: np.ndarray, name: str
+    ) -> np.ndarray:
+        """The material rows of copies ``ids`` with ``restitution`` in (its shape checked)."""
+        rows = self._params.materials[ids].copy()
         e = float_array(restitution, name)
         if e.shape != (ids.size, self._nb):
             raise UserError(f"{name} must have shape {(ids.size, self._nb)}, got {e.shape}")
         rows[:, :, 3] = e
-        self._set_param(Kind.MATERIALS, rows, ids, name)
+        return rows
 
     @property
     def gravity(self) -> np.ndarray:
@@ -577,6 +598,10 @@ class World:
             UserError: On a wrong shape or values out of range.
         """
         ids = self._ids(env_ids)
+        self._params.set_noise_scale(ids, self._noise_scale(scale, ids))
+
+    def _noise_scale(self, scale: npt.ArrayLike, ids: np.ndarray) -> np.ndarray:
+        """``scale`` checked as the sensor noise scales of copies ``ids``."""
         name = "World.set_sensor_noise_scale: scale"
         s = float_array(scale, name)
         if s.shape != (ids.size,):
@@ -585,7 +610,53 @@ class World:
             raise UserError(
                 f"{name} must be finite and in [0, {NOISE_SCALE_MAX:g}], got {s.tolist()[:8]}"
             )
-        self._params.set_noise_scale(ids, s)
+        return s
+
+    def check_parameter(
+        self, setter: str, values: npt.ArrayLike, env_ids: npt.ArrayLike | None = None
+    ) -> None:
+        """Check ``values`` as the per-copy parameter setter ``setter`` would; change nothing.
+
+        For a caller that must know before it writes (a task's domain randomization checks
+        the ends of its ranges when its env is made: docs/tasks.md).
+
+        Args:
+            setter: A key of :data:`PARAMETER_SETTERS` (``"set_gravity"``...).
+            values: What the setter would be given.
+            env_ids: Copies; None means all.
+
+        Raises:
+            UserError: The setter's own error (the same message) where it would refuse
+                ``values``, or naming ``setter`` where it is not one of them.
+
+        Example:
+            >>> import kelab as ke
+            >>> world = ke.World(ke.SceneBuilder().build(), num_envs=2)
+            >>> world.check_parameter("set_gravity", [[0.0, -1.62]], env_ids=[1])
+            >>> try:
+            ...     world.check_parameter("set_gravity", [[0.0, 2e4]], env_ids=[1])
+            ... except ke.UserError as err:
+            ...     print(str(err)[:59])
+            World.set_gravity: gravity components must be within ±10000
+            >>> world.gravity.tolist()
+            [[0.0, -9.81], [0.0, -9.81]]
+        """
+        if setter not in PARAMETER_SETTERS:
+            raise UserError(
+                f"World.check_parameter: setter must be one of {tuple(PARAMETER_SETTERS)}, got "
+                f"{setter!r}; name the setter the values are for"
+            )
+        ids = self._ids(env_ids)
+        kind, argument = PARAMETER_SETTERS[setter]
+        name = f"World.{setter}: {argument}"
+        if kind is None:  # the sensor noise scale
+            self._noise_scale(values, ids)
+            return
+        if setter == "set_body_friction":
+            values = self._friction_rows(values, ids, name)
+        elif setter == "set_body_restitution":
+            values = self._restitution_rows(values, ids, name)
+        self._rules.values(kind, values, ids.size, name)
 
     # ------------------------------------------------------------------ constants
     @property

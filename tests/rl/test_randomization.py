@@ -3,6 +3,8 @@ drawn from each copy's own Generator, exact through snapshots, reported per epis
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -124,6 +126,7 @@ def test_a_task_without_randomization_reports_none() -> None:
         (dict(what="mass_scale", low=-1.0, high=0.5), "[0, 100]"),
         (dict(what="gravity", low=0.5, high=2.0), "must be 2 numbers"),
         (dict(what="gravity", low=(0, float("nan")), high=(1, 1)), "finite numbers"),
+        (dict(what="gravity", low=(0, -3e4), high=(0, 0)), "within ±20000 m/s^2"),
         (dict(what="mass_scale", low=0.5, high=2.0, distribution="beta"), "distribution"),
         (dict(what="mass_scale", low=0.0, high=2.0, distribution="log_uniform"), "low > 0"),
         (dict(what="mass_scale", low=0.5, high=2.0, when="sometimes"), "when must be"),
@@ -155,12 +158,68 @@ def test_the_task_attribute_and_its_names_are_checked_when_the_env_is_made() -> 
     with pytest.raises(ke.TaskError, match=r"'/World/Arm/\*' must match a body"):
         ke.LearningEnv(Nowhere(), num_envs=1)
 
-    class TooHeavy(CartPoleTask):  # the World's own bounds hold too
-        randomization = (ke.Randomize("gravity", (0.0, -1e4), (0.0, -1e4)),)
 
-    env = ke.LearningEnv(TooHeavy(), num_envs=1)
-    with pytest.raises(ke.UserError, match=r"gravity components must be within ±10000"):
+@pytest.mark.parametrize(
+    ("term", "words"),
+    [  # each refused by the World only at one end of its range, for some draws
+        (ke.Randomize("gravity", (0.0, 0.0), (2e4, 2e4)), "high end (20000.0, 20000.0)"),
+        (ke.Randomize("gravity", (0.0, -1e4), (0.0, 0.0)), "low end (0.0, -10000.0)"),
+        (ke.Randomize("mass_scale", 1e-9, 2.0, bodies=(POLE,)), "mass of '/World/Robot/pole'"),
+        (ke.Randomize("mass_scale", 0.0, 2.0, when="startup"), "low end 0.0"),
+        (ke.Randomize("push", (0.0, 0.0), (2e7, 0.0), bodies=(POLE,)), "within ±1e+07"),
+    ],
+)
+def test_a_range_the_world_refuses_fails_when_the_env_is_made(
+    term: ke.Randomize, words: str
+) -> None:
+    class Wrong(CartPoleTask):
+        randomization = (ke.Randomize("sensor_noise_scale", 0.5, 2.0), term)
+
+    with pytest.raises(ke.TaskError) as err:  # before any reset or step
+        ke.LearningEnv(Wrong(), num_envs=3, seed=0)
+    text = str(err.value)
+    assert text.startswith(f"randomization[1] ({term.what} ") and words in text, text
+    assert "; narrow the range" in text and "\n" not in text
+
+
+def test_a_draw_the_world_refuses_names_the_term() -> None:
+    class Pushed(CartPoleTask):  # each kick alone is within the World's ±1e7 m/s, not both
+        randomization = (
+            ke.Randomize("push", (6e6, 0.0), (6e6, 0.0), bodies=(POLE,)),
+            ke.Randomize("push", (6e6, 0.0), (6e6, 0.0), bodies=(POLE,)),
+        )
+
+    env = ke.LearningEnv(Pushed(), num_envs=2, seed=0)
+    with pytest.raises(ke.TaskError) as err:
         env.reset(seed=0)
+    text = str(err.value)
+    assert text.startswith("randomization[1] (push U((6000000.0, 0.0), (6000000.0, 0.0)) at ")
+    assert "on /World/Robot/pole)" in text and "World.set_body_velocities" in text
+    assert "; narrow the range" in text and "\n" not in text
+    env.close()
+
+
+def test_the_world_checks_a_parameter_without_changing_it() -> None:
+    env = ke.LearningEnv(CartPoleTask(), num_envs=2, seed=0)
+    w = env.world
+    before = (w.gravity, w.body_masses, w.body_friction, w.sensor_noise_scale)
+    w.check_parameter("set_gravity", [[0.0, -1.0]], env_ids=[1])
+    w.check_parameter("set_body_masses", w.body_masses * 2.0)
+    slippery = w.body_friction
+    slippery[:, 1:, 0:2] *= 0.5  # the moving bodies' (the ground's is every copy's)
+    w.check_parameter("set_body_friction", slippery)
+    w.check_parameter("set_sensor_noise_scale", [3.0, 4.0])
+    for setter, values, words in [
+        ("set_gravity", [[0.0, 2e4]], "World.set_gravity: gravity components must be within"),
+        ("set_body_masses", w.body_masses * 0.0, "World.set_body_masses: the mass of"),
+        ("set_body_friction", w.body_friction[:1], "World.set_body_friction: friction must"),
+        ("set_sensor_noise_scale", [1e4, 1.0], "must be finite and in [0, 1000]"),
+        ("set_magic", [1.0], "setter must be one of ('set_body_masses'"),
+    ]:
+        with pytest.raises(ke.UserError, match=re.escape(words)):
+            w.check_parameter(setter, values, env_ids=None if setter != "set_gravity" else [1])
+    after = (w.gravity, w.body_masses, w.body_friction, w.sensor_noise_scale)
+    assert all(np.array_equal(a, b) for a, b in zip(before, after, strict=True))
     env.close()
 
 
