@@ -56,6 +56,8 @@ KINDS: dict[str, tuple[int, str]] = {
 }
 """What a term can randomize: values drawn per copy (per body or joint where chosen)."""
 WHEN = ("startup", "reset", "interval")
+#: The kinds that act on bodies (``bodies=``).
+BODY_KINDS = ("mass_scale", "friction_scale", "push")
 DISTRIBUTIONS = ("uniform", "log_uniform", "normal")
 #: What a scale may reach (the World's bounds on what it scales are checked as well).
 SCALE_MAX = 100.0
@@ -74,19 +76,41 @@ SETTERS = {
 _BOUNDS = 'the World\'s bounds: docs/world.md, "Per-copy parameters"'
 
 
-def _pair(value: Any, width: int, name: str) -> tuple[float, ...]:
+def _example(what: str) -> str:
+    """A declaration of a ``what`` term that works, for an error message's fix."""
+    if what == "gravity":
+        return "Randomize('gravity', (-0.5, -1.0), (0.5, 1.0))"
+    if what == "push":
+        return "Randomize('push', (-0.5, 0.0), (0.5, 0.0))"
+    return f"Randomize({what!r}, 0.8, 1.2)"
+
+
+def _pair(value: Any, width: int, name: str, what: str) -> tuple[float, ...]:
     """``value`` as ``width`` finite floats (a number or a sequence of them)."""
+    field = f"Randomize({what!r}).{name}"
+    if name == "interval_s":
+        example = "interval_s=(2.0, 4.0)"
+    else:
+        example = _example(what)
     if width == 1 and is_number(value):
         items: Sequence[Any] = (value,)
     elif isinstance(value, (tuple, list)) and len(value) == width:
         items = value
     else:
-        shape = "a number" if width == 1 else f"{width} numbers, e.g. (-0.5, 0.5)"
-        raise UserError(f"Randomize.{name} must be {shape}, got {show(value)}")
+        if width == 1:
+            shape = "a number (one factor for all it acts on)"
+        elif name == "interval_s":
+            shape = "2 numbers (shortest, longest) seconds"
+        else:
+            shape = "2 numbers (x, y)"
+        raise UserError(f"{field} must be {shape}, got {show(value)}; e.g. {example}")
     out = []
     for v in items:
         if not is_number(v) or not math.isfinite(float(v)):
-            raise UserError(f"Randomize.{name} must hold finite numbers, got {show(value)}")
+            raise UserError(
+                f"{field} must hold finite numbers, got {show(value)}; give real numbers "
+                f"(NaN and inf bound no range), e.g. {example}"
+            )
         out.append(float(v))
     return tuple(out)
 
@@ -125,20 +149,29 @@ class Randomize:
     joints: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if self.what not in KINDS:
+        if not isinstance(self.what, str) or self.what not in KINDS:
             raise UserError(
                 f"Randomize.what must be one of {tuple(KINDS)}, got {show(self.what)}; "
-                + "; ".join(f"{k}: {d}" for k, (_, d) in KINDS.items())
+                "pick the one to vary: " + "; ".join(f"{k}: {d}" for k, (_, d) in KINDS.items())
             )
-        width = KINDS[self.what][0]
-        low, high = _pair(self.low, width, "low"), _pair(self.high, width, "high")
+        what = self.what
+        width = KINDS[what][0]
+        low, high = _pair(self.low, width, "low", what), _pair(self.high, width, "high", what)
         if any(a > b for a, b in zip(low, high, strict=True)):
-            raise UserError(f"Randomize.low must be <= high per component, got {low} > {high}")
-        scale = self.what.endswith(("_scale", "_strength"))
+            small = tuple(map(min, low, high))
+            big = tuple(map(max, low, high))
+            lo, hi = (small[0], big[0]) if width == 1 else (small, big)
+            raise UserError(
+                f"Randomize({what!r}).low must be <= high per component, got low "
+                f"{show(self.low)} > high {show(self.high)}; give the smaller end first: "
+                f"Randomize({what!r}, {lo}, {hi})"
+            )
+        scale = what.endswith(("_scale", "_strength"))
         if scale and (low[0] < 0.0 or high[0] > SCALE_MAX):
             raise UserError(
-                f"Randomize({self.what!r}) draws a factor: low and high must be in "
-                f"[0, {SCALE_MAX:g}], got {low[0]:g}..{high[0]:g}"
+                f"Randomize({what!r}) draws a factor: low and high must be in "
+                f"[0, {SCALE_MAX:g}], got {low[0]:g}..{high[0]:g}; give factors in that "
+                "range (1 keeps the scene's value)"
             )
         if self.what == "gravity" and max(abs(x) for x in low + high) > OFFSET_MAX:
             raise UserError(
@@ -149,18 +182,22 @@ class Randomize:
         if self.distribution not in DISTRIBUTIONS:
             raise UserError(
                 f"Randomize.distribution must be one of {DISTRIBUTIONS}, got "
-                f"{show(self.distribution)}"
+                f"{show(self.distribution)}; e.g. distribution='log_uniform' for a scale"
             )
         if self.distribution == "log_uniform" and min(low) <= 0.0:
             raise UserError(
-                f"Randomize.distribution 'log_uniform' needs low > 0, got {low}; use "
-                "'uniform' for a range that reaches 0"
+                f"Randomize({what!r}).low must be > 0 for distribution 'log_uniform', got "
+                f"{show(self.low)}; use 'uniform' for a range that reaches 0"
             )
         if self.when not in WHEN:
-            raise UserError(f"Randomize.when must be one of {WHEN}, got {show(self.when)}")
+            raise UserError(
+                f"Randomize.when must be one of {WHEN}, got {show(self.when)}; e.g. "
+                "when='reset' (every episode start, the default)"
+            )
         if self.what == "push" and self.when == "startup":
             raise UserError(
-                "Randomize('push') kicks bodies: when must be 'reset' or 'interval', got 'startup'"
+                "Randomize('push') kicks bodies: when must be 'reset' or 'interval', got "
+                "'startup'; use when='reset' for a kick at every episode start"
             )
         interval = None
         if self.when == "interval":
@@ -169,16 +206,23 @@ class Randomize:
                     "Randomize.interval_s must be (shortest, longest) seconds for "
                     "when='interval', got None; e.g. interval_s=(2.0, 4.0)"
                 )
-            interval = _pair(self.interval_s, 2, "interval_s")
+            interval = _pair(self.interval_s, 2, "interval_s", what)
             if not 0.0 < interval[0] <= interval[1]:
+                a, b = sorted(interval)
+                fix = (
+                    f"give the shortest first: interval_s={(a, b)!r}"
+                    if a > 0.0
+                    else "give positive seconds, e.g. interval_s=(2.0, 4.0)"
+                )
                 raise UserError(
                     f"Randomize.interval_s must be 0 < shortest <= longest seconds, got "
-                    f"{self.interval_s!r}"
+                    f"{show(self.interval_s)}; {fix}"
                 )
         elif self.interval_s is not None:
             raise UserError(
-                f"Randomize.interval_s is for when='interval', got {self.interval_s!r} with "
-                f"when={self.when!r}; leave it None"
+                f"Randomize.interval_s must be None with when={self.when!r} (it is for "
+                f"when='interval'), got {show(self.interval_s)}; leave it None, or draw on "
+                "an interval with when='interval'"
             )
         for field in ("bodies", "joints"):
             value = getattr(self, field)
@@ -194,10 +238,26 @@ class Randomize:
                     f"e.g. {field}=('/World/Robot/*',)"
                 )
             object.__setattr__(self, field, tuple(value))
-        if self.joints is not None and self.what != "actuator_strength":
-            raise UserError(f"Randomize.joints is for 'actuator_strength', not {self.what!r}")
-        if self.bodies is not None and self.what not in ("mass_scale", "friction_scale", "push"):
-            raise UserError(f"Randomize.bodies is not for {self.what!r}; leave it None")
+        if self.joints is not None and what != "actuator_strength":
+            fix = (
+                "choose bodies with bodies=('/World/Robot/*',)"
+                if what in BODY_KINDS
+                else "leave it None"
+            )
+            raise UserError(
+                f"Randomize({what!r}).joints must be None (it is for 'actuator_strength'), got "
+                f"{self.joints!r}; {fix}"
+            )
+        if self.bodies is not None and what not in BODY_KINDS:
+            fix = (
+                "choose joints with joints=('/World/Robot/*',)"
+                if what == "actuator_strength"
+                else "leave it None"
+            )
+            raise UserError(
+                f"Randomize({what!r}).bodies must be None (it is for {', '.join(BODY_KINDS)}), "
+                f"got {self.bodies!r}; {fix}"
+            )
         object.__setattr__(self, "low", low if width > 1 else low[0])
         object.__setattr__(self, "high", high if width > 1 else high[0])
         object.__setattr__(self, "interval_s", interval)
@@ -257,7 +317,7 @@ class _Term:
         kind = spec.what
         lay_names = world.body_names
         self.rows: np.ndarray = np.zeros(0, dtype=np.int64)  # bodies or joints acted on
-        if kind in ("mass_scale", "friction_scale", "push"):
+        if kind in BODY_KINDS:
             can = world.body_masses[0] > 0.0  # the bodies that move by forces (dynamic)
             self.rows = _select(spec.bodies, lay_names, can, "dynamic bodies", "body")
         elif kind == "actuator_strength":
@@ -405,7 +465,7 @@ def _select(
             allowed = [n for n, c in zip(names, can, strict=True) if c]
             raise TaskError(
                 f"Randomize pattern {pattern!r} must match a {type_name} it can act on "
-                f"({what}: {allowed[:12]}), got none"
+                f"({what}: {allowed[:12]}), got none; give a path or pattern of one of them"
             )
         picked |= hit & can
     return np.flatnonzero(picked)

@@ -128,21 +128,39 @@ def test_a_task_without_randomization_reports_none() -> None:
         (dict(what="gravity", low=(0, float("nan")), high=(1, 1)), "finite numbers"),
         (dict(what="gravity", low=(0, -3e4), high=(0, 0)), "within ±20000 m/s^2"),
         (dict(what="mass_scale", low=0.5, high=2.0, distribution="beta"), "distribution"),
-        (dict(what="mass_scale", low=0.0, high=2.0, distribution="log_uniform"), "low > 0"),
+        (dict(what="mass_scale", low=0.0, high=2.0, distribution="log_uniform"), "low must be > 0"),
         (dict(what="mass_scale", low=0.5, high=2.0, when="sometimes"), "when must be"),
         (dict(what="push", low=(0, 0), high=(1, 1), when="startup"), "'reset' or 'interval'"),
         (dict(what="push", low=(0, 0), high=(1, 1), when="interval"), "interval_s must be"),
         (dict(what="push", low=(0, 0), high=(1, 1), when="interval", interval_s=(2, 1)), "0 <"),
         (dict(what="mass_scale", low=1, high=1, interval_s=(1, 2)), "is for when='interval'"),
         (dict(what="mass_scale", low=1, high=1, bodies="/World/*"), "tuple of paths"),
-        (dict(what="gravity", low=(0, 0), high=(0, 0), bodies=("/a",)), "not for 'gravity'"),
+        (dict(what="gravity", low=(0, 0), high=(0, 0), bodies=("/a",)), "('/a',); leave it"),
         (dict(what="mass_scale", low=1, high=1, joints=("/a",)), "for 'actuator_strength'"),
+        # what a new user wrote (#41): the field, the value and the fix in every message
+        (dict(what="mass_scale", low=(0.5, 0.6), high=2.0), "e.g. Randomize('mass_scale', 0.8"),
+        (dict(what="mass_scale", low=float("nan"), high=2.0), "got nan; give real numbers"),
+        (dict(what="mass_scale", low=2.0, high=0.5), "first: Randomize('mass_scale', 0.5, 2.0)"),
+        (dict(what="gravity", low=(1, -1), high=(0, 1)), "Randomize('gravity', (0.0, -1.0), (1"),
+        (
+            dict(what="push", low=(0, 0), high=(1, 1), when="interval", interval_s=(2, 1)),
+            "interval_s=(1.0, 2.0)",
+        ),
+        (
+            dict(what="push", low=(0, 0), high=(1, 1), when="interval", interval_s=(0, 1)),
+            "positive",
+        ),
+        (dict(what=["mass_scale"], low=1, high=1), "got ['mass_scale']; pick the one"),
+        (dict(what="actuator_strength", low=1, high=1, bodies=("/a",)), "with joints="),
     ],
 )
 def test_terms_are_checked_where_declared(kwargs: dict, words: str) -> None:
     with pytest.raises(ke.UserError) as err:
         ke.Randomize(**kwargs)
-    assert words in str(err.value) and "\n" not in str(err.value)
+    text = str(err.value)
+    assert words in text and "\n" not in text, text
+    # "X must be Y, got Z; do W": the field, what it must be, the value and the fix
+    assert re.fullmatch(r"Randomize\S* .*must .+, got .+; \S.+", text), text
 
 
 def test_the_task_attribute_and_its_names_are_checked_when_the_env_is_made() -> None:
