@@ -503,6 +503,7 @@ class Randomizer:
         self.world = world
         self.rngs = rngs
         self.terms = [_Term(t, k, world, step_dt) for k, t in enumerate(terms)]
+        self._check_overlaps()
         n = world.num_envs
         # what the scales multiply and the offsets add to (the World's values now), per
         # term: only the columns it draws
@@ -563,6 +564,40 @@ class Randomizer:
                 on = f" on {', '.join(names[r] for r in t.rows.tolist())}"
             out.append(t.spec.label + on)
         return out
+
+    def _check_overlaps(self) -> None:
+        """Refuse two terms that set the same parameter (pushes add up: they compose).
+
+        The later one's draws would replace the earlier's: one of them would do nothing
+        for the bodies or joints they share, and the record would hold both labels.
+
+        Raises:
+            TaskError: Naming both terms, what they share and the fix.
+        """
+        for k, a in enumerate(self.terms):
+            for b in self.terms[k + 1 :]:
+                kind = a.spec.what
+                if b.spec.what != kind or kind == "push":
+                    continue
+                if kind in ("gravity", "sensor_noise_scale"):  # one per copy
+                    raise TaskError(
+                        f"{a.name} and {b.name} must be one term (each copy has one {kind}), "
+                        f"got two {kind} terms; combine them into one term (the later's "
+                        "draws would replace the earlier's)"
+                    )
+                both = np.intersect1d(a.rows, b.rows)
+                if both.size:
+                    joints = kind == "actuator_strength"
+                    names = self.world.joint_names if joints else self.world.body_names
+                    shared = ", ".join(names[r] for r in both[:4].tolist())
+                    more = f" and {both.size - 4} more" if both.size > 4 else ""
+                    raise TaskError(
+                        f"{a.name} and {b.name} must act on different "
+                        f"{'joints' if joints else 'bodies'}, got both on {shared}{more}; "
+                        f"combine them into one term, or narrow their "
+                        f"{'joints' if joints else 'bodies'}= apart (the later's draws would "
+                        "replace the earlier's)"
+                    )
 
     def _check_range(self, term: _Term) -> None:
         """Refuse a term whose range ends in values the World does not take (any copy).

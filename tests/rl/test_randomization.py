@@ -200,6 +200,78 @@ def test_a_range_the_world_refuses_fails_when_the_env_is_made(
     assert "; narrow the range" in text and "\n" not in text
 
 
+@pytest.mark.parametrize(
+    ("terms", "words"),
+    [  # the later term's draws replaced the earlier's (#41): refused when the env is made
+        (
+            (
+                ke.Randomize("mass_scale", 0.5, 2.0),
+                ke.Randomize("mass_scale", 3, 4, bodies=(POLE,)),
+            ),
+            "randomization[1] (mass_scale U(3.0, 4.0) at reset on /World/Robot/pole) must act on "
+            "different bodies, got both on /World/Robot/pole; combine them into one term",
+        ),
+        (
+            (
+                ke.Randomize("friction_scale", 0.5, 2.0, bodies=("/World/Robot/*",)),
+                ke.Randomize("sensor_noise_scale", 0.5, 2.0),
+                ke.Randomize("friction_scale", 0.9, 1.1, when="startup"),
+            ),
+            "randomization[0] (friction_scale U(0.5, 2.0) at reset on /World/Robot/cart, "
+            "/World/Robot/pole) and randomization[2] (friction_scale U(0.9, 1.1) at startup",
+        ),
+        (
+            (
+                ke.Randomize("gravity", (0, -1), (0, 1)),
+                ke.Randomize("gravity", (-1, 0), (1, 0), when="startup"),
+            ),
+            "must be one term (each copy has one gravity), got two gravity terms; combine",
+        ),
+        (
+            (
+                ke.Randomize("actuator_strength", 0.5, 1.0),
+                ke.Randomize("actuator_strength", 0.9, 1.0, when="interval", interval_s=(1, 2)),
+            ),
+            "must act on different joints, got both on /World/Robot/slider_to_cart; combine",
+        ),
+        (
+            (
+                ke.Randomize("sensor_noise_scale", 0.5, 2.0),
+                ke.Randomize("sensor_noise_scale", 1, 3),
+            ),
+            "got two sensor_noise_scale terms; combine them into one term",
+        ),
+    ],
+)
+def test_terms_that_set_the_same_parameter_are_refused(
+    terms: tuple[ke.Randomize, ...], words: str
+) -> None:
+    class Twice(CartPoleTask):
+        randomization = terms
+
+    with pytest.raises(ke.TaskError) as err:
+        ke.LearningEnv(Twice(), num_envs=2, seed=0)
+    assert words in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_terms_on_different_bodies_and_pushes_compose() -> None:
+    class Apart(CartPoleTask):
+        randomization = (
+            ke.Randomize("mass_scale", 2.0, 2.0, bodies=("/World/Robot/cart",)),
+            ke.Randomize("mass_scale", 3.0, 3.0, bodies=(POLE,)),
+            ke.Randomize("push", (0.5, 0.0), (0.5, 0.0), bodies=(POLE,)),
+            ke.Randomize("push", (0.25, 0.0), (0.25, 0.0), bodies=(POLE,)),
+        )
+
+    env = ke.LearningEnv(Apart(), num_envs=2, seed=0)
+    env.reset(seed=0)
+    w = env.world
+    assert w.body_masses[:, 1:].tolist() == [[2.0, 0.30000000000000004]] * 2
+    pole = w.body_names.index(POLE)  # CartPole's episodes start at rest: both kicks added
+    assert w.body_velocities[:, pole, 0].tolist() == [0.75, 0.75]
+    env.close()
+
+
 def test_a_draw_the_world_refuses_names_the_term() -> None:
     class Pushed(CartPoleTask):  # each kick alone is within the World's ±1e7 m/s, not both
         randomization = (
