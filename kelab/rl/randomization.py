@@ -504,6 +504,10 @@ class Randomizer:
         self.rngs = rngs
         self.terms = [_Term(t, k, world, step_dt) for k, t in enumerate(terms)]
         self._check_overlaps()
+        pushes = [t for t in self.terms if t.spec.what == "push"]
+        if len(pushes) > 1:  # each its own record: "push#1 count"..., in declared order
+            for j, t in enumerate(pushes, 1):
+                t.labels = tuple(label.replace("push", f"push#{j}", 1) for label in t.labels)
         n = world.num_envs
         # what the scales multiply and the offsets add to (the World's values now), per
         # term: only the columns it draws
@@ -526,7 +530,7 @@ class Randomizer:
         #: The name of each column of :attr:`values`.
         self.labels: tuple[str, ...] = tuple(labels)
         #: ``(num_envs, len(labels))`` the values each copy's episode runs with (a push
-        #: term: how many kicks so far and the last one).
+        #: term: how many kicks so far this episode and the last one, 0 before any).
         self.values = np.zeros((n, len(labels)))
         #: ``(num_envs,)`` copies whose startup terms are due (first episode, re-seeded).
         self.pending = np.ones(n, dtype=bool)

@@ -97,13 +97,44 @@ def test_episode_records_pushes_and_evaluation_report() -> None:
     report = ke.evaluate(env, lambda obs: np.zeros((4, 1)), episodes=8, seed=3)
     assert len(report.randomization) == 8
     first = report.randomization[0]
-    assert f"mass_scale {POLE}" in first and "push count" in first
+    assert f"mass_scale {POLE}" in first and "push#1 count" in first
     assert all(0.5 <= r[f"mass_scale {POLE}"] <= 2.0 for r in report.randomization)
     assert "randomized (min .. max, mean)" in report.table()
     assert report.to_dict()["randomization"][0] == first
-    # an episode of more than 0.5 s had its interval pushes counted
-    long = [r for r in report.randomization if r["push count"] >= 1]
-    assert long
+    # Robust's two push terms each have their own record (#41: one label hid the other):
+    # push#1 kicks every 0.2-0.5 s, push#2 once at every episode start
+    assert all(r["push#2 count"] == 1 for r in report.randomization)
+    assert all(abs(r["push#2 vx"]) <= 0.2 and r["push#2 vy"] == 0 for r in report.randomization)
+    counts = [r["push#1 count"] for r in report.randomization]
+    assert min(counts) >= 0 and max(counts) >= 2  # an episode of more than 1 s: several
+    for r in report.randomization:  # the last kick of the episode; 0 before any came
+        assert (abs(r["push#1 vx"]) <= 0.4) if r["push#1 count"] else r["push#1 vx"] == 0
+    env.close()
+
+
+def test_a_push_record_holds_the_count_and_the_last_kick() -> None:
+    class Kicked(CartPoleTask):  # a kick every env step, drawn from a range
+        randomization = (
+            ke.Randomize(
+                "push", (-0.1, 0.0), (0.1, 0.0), when="interval", interval_s=(0.02, 0.02),
+                bodies=(POLE,),
+            ),
+        )  # fmt: skip
+
+    env = ke.LearningEnv(Kicked(), num_envs=2, seed=0)
+    env.reset(seed=0)
+    r = env.randomizer
+    assert r is not None and r.labels == ("push count", "push vx", "push vy")
+    pole = env.world.body_names.index(POLE)
+    steps = round(0.02 / env.step_dt)
+    for n in range(1, 4):
+        for _ in range(steps - 1):
+            env.step(np.zeros((2, 1)))
+        before = env.world.body_velocities[:, pole, 0]
+        r.tick()  # what the next step would do first: its kick (white box: no physics)
+        kick = env.world.body_velocities[:, pole, 0] - before
+        assert r.values[:, 0].tolist() == [float(n)] * 2
+        assert np.allclose(r.values[:, 1], kick) and (r.values[:, 2] == 0).all()
     env.close()
 
 
