@@ -120,11 +120,10 @@ def rows_of(rows, keep, first):
     )
 
 
-def test_ended_rows_are_typed_travel_without_pickle_and_rebuild_the_info():
-    """A worker's ended rows are an EndedRows (its counters an EpisodeCounters); encoded
-    by pack_ends (a header + raw bytes) they decode into the same record; EndsJoin of two
-    workers' rows, in either order, is one LearningEnv's EpisodeEnds and info."""
-    env = ke.LearningEnv(CartPoleTask(), num_envs=6, seed=0)
+def _first_ends(task) -> tuple[EndedRows, tuple[str, ...], dict]:
+    """The first ended rows of a 6-copy LearningEnv of ``task`` (pushed hard), the
+    condition names, and that step's info."""
+    env = ke.LearningEnv(task, num_envs=6, seed=0)
     env.reset()
     rng = np.random.default_rng(0)
     info = {}
@@ -132,7 +131,14 @@ def test_ended_rows_are_typed_travel_without_pickle_and_rebuild_the_info():
         *_, info = env.step(actions(rng, 6, 1) * 3)
     names = env.condition_names
     env.close()
-    ends = compact_ends(info, names)
+    return compact_ends(info, names), names, info
+
+
+def test_ended_rows_are_typed_travel_without_pickle_and_rebuild_the_info():
+    """A worker's ended rows are an EndedRows (its counters an EpisodeCounters); encoded
+    by pack_ends (a header + raw bytes) they decode into the same record; EndsJoin of two
+    workers' rows, in either order, is one LearningEnv's EpisodeEnds and info."""
+    ends, names, info = _first_ends(CartPoleTask())
     assert isinstance(ends, EndedRows) and isinstance(ends.counters, EpisodeCounters)
     assert ends.names == names and names
     assert ends.ended_by == tuple(info["ended_by"][info["_ended_by"]])
@@ -185,15 +191,7 @@ def test_ended_rows_carry_the_randomization_and_rebuild_its_info():
     """A task's domain randomization: the values each ended episode ran with travel in
     the ended rows (through Ray's object store and, encoded, through the channel) and
     EndsJoin puts them back into info["randomization"] as one LearningEnv has it."""
-    env = ke.LearningEnv(RandomizedCartPoleTask(), num_envs=6, seed=0)
-    env.reset()
-    rng = np.random.default_rng(0)
-    info = {}
-    while not info:
-        *_, info = env.step(actions(rng, 6, 1) * 3)
-    names = env.condition_names
-    env.close()
-    ends = compact_ends(info, names)
+    ends, names, info = _first_ends(RandomizedCartPoleTask())
     drawn = ends.randomization
     assert drawn is not None and drawn.labels == tuple(info["randomization"])
     done = info["_randomization"]
