@@ -24,9 +24,10 @@ from kelab.errors import UserError
 from kelab.sim._contacts import Contacts
 from kelab.sim._controls import Controls
 from kelab.sim._sensor_suite import SensorSuite
-from kelab.sim._values import STATE_SPEED_MAX, float_array
+from kelab.sim._values import float_array
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout, shape_values
+from kelab.sim.physics._limits import STATE_SPEED_MAX
 from kelab.sim.physics._params import selector
 from kelab.sim.replay_log import Kind
 from kelab.sim.scene.scene import Scene

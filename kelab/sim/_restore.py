@@ -18,7 +18,8 @@ import numpy as np
 
 from kelab._validate import check_int, check_number_or_none
 from kelab.sim._params import NOISE_SCALE_MAX, ParamRules
-from kelab.sim._values import DT_MAX, STATE_SPEED_MAX, body_states_error, forces_error
+from kelab.sim._values import body_states_error, forces_error
+from kelab.sim.physics._limits import DT_MAX, STATE_SPEED_MAX
 from kelab.sim.physics._warm import WarmFormat, unpack
 from kelab.sim.replay_log import Kind, LogEntry
 from kelab.sim.sensors import SensorPipeline

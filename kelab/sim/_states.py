@@ -14,10 +14,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kelab.sim._values import STATE_BOUND, STATE_LIMITS, STATE_POSITION_MAX, STATE_SPEED_MAX
 from kelab.sim.kinematics import JointCache, joint_state
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout
+from kelab.sim.physics._limits import (
+    STATE_BOUND,
+    STATE_LIMITS,
+    STATE_POSITION_MAX,
+    STATE_SPEED_MAX,
+)
 
 #: Name and unit of each body state column, for messages.
 _COLUMNS = (("x", "m"), ("y", "m"), ("angle", "rad"), ("vx", "m/s"), ("vy", "m/s"), ("w", "rad/s"))
@@ -125,7 +130,7 @@ class BodyStates:
 
         One pass (a min and a max over the rows) when every value is within ``STATE_BOUND``;
         only otherwise are the columns compared with their own limits
-        (``_values.STATE_LIMITS``; the angle is free but must be finite). ``within``: the
+        (``_limits.STATE_LIMITS``; the angle is free but must be finite). ``within``: the
         read of every copy's moving bodies found each value within ``STATE_BOUND``
         already (the shard threads check while they read, in C): then, the static rows
         being within it too, that pass is skipped (the same answer).
@@ -166,7 +171,7 @@ class BodyStates:
 
         Those copies are halted: :meth:`refuse` raises the same error before any further
         step, until they are reset (:meth:`release`). A body out there would hang the
-        packed layout's next step in C (see ``_values.STATE_POSITION_MAX``), and the
+        packed layout's next step in C (see ``_limits.STATE_POSITION_MAX``), and the
         isolated layout steps the same way.
 
         Raises:

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from kelab.sim.physics._limits import STATE_POSITION_MAX, STATE_SPEED_MAX
+
 
 def short(value: Any, limit: int = 60) -> str:
     """``repr(value)``, cut to ``limit`` characters (for error messages)."""
@@ -40,26 +42,6 @@ def vec2(value: Any, name: str) -> np.ndarray:
     if not np.isfinite(v).all():
         raise ValueError(f"{name} must be finite, got {v.tolist()}")
     return v
-
-
-STATE_POSITION_MAX = 1e7
-"""Largest ``|x|``, ``|y|`` (m) a body may have: written (set_body_states, a snapshot's
-log) or after a step (World.step raises past it). 100x the scene coordinate range
-(``shapes.COORD_MAX``). Chipmunk's spatial hash (the packed layout's index) turns a
-coordinate into a C ``int`` cell index: past ``2**31`` cells (``2**31 * cell`` m, 134e6 m
-for the smallest cell) the index wraps and the hash walks ~2**32 cells, a step that never
-returns. A body within these limits cannot get there in one step of at most ``DT_MAX``."""
-STATE_SPEED_MAX = 1e7
-"""Largest ``|vx|``, ``|vy|`` (m/s) and ``|w|`` (rad/s) a body may have, written or after
-a step (see ``STATE_POSITION_MAX``)."""
-DT_MAX = 1.0
-"""Largest physics step (s) World.step takes: a body at ``STATE_SPEED_MAX`` then moves at
-most ``1e7`` m in a step, which keeps every body inside the spatial hash's range."""
-STATE_LIMITS = np.array([STATE_POSITION_MAX] * 2 + [np.inf] + [STATE_SPEED_MAX] * 3)
-STATE_BOUND = min(STATE_POSITION_MAX, STATE_SPEED_MAX)
-"""One bound every column of a state within the limits stays under: the fast check of a
-read (a state with every value in ``[-STATE_BOUND, STATE_BOUND]`` is within the limits)."""
-"""Bound of each body state column (x, y, angle, vx, vy, w); the angle is unbounded."""
 
 
 def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:

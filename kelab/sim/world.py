@@ -35,11 +35,12 @@ from kelab.sim._params import NOISE_SCALE_MAX, ParamRules, Params
 from kelab.sim._restore import Restore, WorldSpec, check_snapshot
 from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._states import BodyStates, ReplayLimits
-from kelab.sim._values import DT_MAX, float_array
+from kelab.sim._values import float_array
 from kelab.sim._values import vec2 as _vec2
 from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.physics._backend import Backend, make_backend
 from kelab.sim.physics._compile import JointLayout, Layout, make_layout
+from kelab.sim.physics._limits import DT_MAX
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene.scene import Scene

@@ -48,7 +48,7 @@ class Backend(Protocol):
     World does after each step (``_contacts.Contacts.update_friction``)."""
     read_within: bool
     """Whether the last :meth:`step` read every copy and found each moving body's value
-    within ``_values.STATE_BOUND`` as it read (the limits' fast check, done in C by the
+    within ``_limits.STATE_BOUND`` as it read (the limits' fast check, done in C by the
     shard threads); False where not (or not known: the World then checks ``raw``)."""
     gravity_in_space: bool
     """Whether each copy has a space whose gravity :meth:`set_gravity` sets; else (copies

@@ -336,7 +336,7 @@ class PackedBackend:
         #: fast bound (:meth:`_step_shard`)
         self._within = [False] * len(self._split)
         #: Whether the last step read every copy and found every moving body's value
-        #: within ``_values.STATE_BOUND`` (the Backend's ``read_within``)
+        #: within ``_limits.STATE_BOUND`` (the Backend's ``read_within``)
         self.read_within = False
         #: The friction model's table (kelab/sim/physics/_friction.py; None: not needed)
         self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None

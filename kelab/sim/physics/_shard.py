@@ -38,7 +38,6 @@ from typing import NamedTuple
 import numpy as np
 import pymunk
 
-from kelab.sim._values import STATE_BOUND
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics._batch import FORCE, GET, NO_INTS, READ, SET
 from kelab.sim.physics._compile import (
@@ -57,6 +56,7 @@ from kelab.sim.physics._compile import (
 from kelab.sim.physics._filters import PackedFilters
 from kelab.sim.physics._friction import FrictionTable, friction_module
 from kelab.sim.physics._guard import native_module
+from kelab.sim.physics._limits import STATE_BOUND
 from kelab.sim.physics._reset import KeptReset, eligible
 from kelab.sim.scene.scene import Scene
 from kelab.sim.scene.shapes import Box
@@ -66,7 +66,7 @@ BASE_X = 1.5 * 2.0**20
 #: Metres of copy origins a shard can hold (num_envs * spacing must not exceed it).
 CAPACITY = 2.0**16
 #: Smallest spatial hash cell (m): 2**31 cells of it span 134e6 m, far beyond every
-#: coordinate a step can reach from within the World's limits (_values.STATE_LIMITS).
+#: coordinate a step can reach from within the World's limits (_limits.STATE_LIMITS).
 MIN_CELL = 2.0**-4
 #: Hash ids of static shapes start here (far from every moving shape's id).
 _STATIC_IDS = 1 << 56
