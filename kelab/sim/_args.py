@@ -44,6 +44,9 @@ def env_indices(
             dropped, the order of first appearance kept); elsewhere values come with the
             ids and a repeated id is refused (which row would win?).
 
+    Returns:
+        A new array (never the caller's: it may be kept, e.g. logged), or ``every``.
+
     Raises:
         ValueError: For non-integer ids (floats, strings, a bool), ids out of range,
             repeated ids, or a mask of the wrong shape.

@@ -64,12 +64,19 @@ class Contacts:
         #: (per copy: ``World.set_body_friction``; the scene's ``Layout.stick_value`` /
         #: ``slide_value`` until changed): the table the friction rule reads (views of
         #: the backend's table's columns, so a write reaches the rule in C too).
+        #: ``(num_envs, nb, 2)`` both side by side (one write sets both: the two are views
+        #: of it).
+        self.stick_slide: np.ndarray
         if table is None:
-            self.stick_table = np.tile(layout.stick_value, (num_envs, 1))
-            self.slide_table = np.tile(layout.slide_value, (num_envs, 1))
+            both = np.stack([layout.stick_value, layout.slide_value], axis=-1)
+            self.stick_slide = np.tile(both, (num_envs, 1, 1))
         else:
-            self.stick_table = table.coef[: num_envs * nb, STICK].reshape(num_envs, nb)
-            self.slide_table = table.coef[: num_envs * nb, SLIDE].reshape(num_envs, nb)
+            assert SLIDE == STICK + 1  # adjacent columns of the table
+            self.stick_slide = table.coef[: num_envs * nb, STICK : SLIDE + 1].reshape(
+                num_envs, nb, 2
+            )
+        self.stick_table = self.stick_slide[:, :, 0]
+        self.slide_table = self.stick_slide[:, :, 1]
         # the backend's steps choose the regimes themselves (in C): nothing left to do here
         self._in_step = bool(backend.friction_in_step)
         # every body sticks (kept with each write of stick): a step with no contact then

@@ -14,6 +14,7 @@ copies that share a space) and the IMU's gravity. A change is logged by the Worl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -27,6 +28,7 @@ from kelab.sim._sensor_suite import SensorSuite
 from kelab.sim._values import float_array
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout, shape_values
+from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._limits import STATE_SPEED_MAX
 from kelab.sim.physics._params import selector
 from kelab.sim.replay_log import Kind
@@ -86,10 +88,18 @@ class ParamRules:
         tail, what = self._rows[kind]
         if arr.shape != (copies, *tail):
             raise UserError(f"{name} must have shape {(copies, *tail)} {what}, got {arr.shape}")
-        problem = self.error(kind, arr)
+        self.check(kind, arr, name)
+        return arr.copy()
+
+    def check(self, kind: Kind, a: np.ndarray, name: str) -> None:
+        """Refuse float64 rows ``a`` of the kind's shape that :meth:`error` finds wrong.
+
+        Raises:
+            UserError: ``"<caller>: <what error says>"`` (``name`` as :meth:`values`'s).
+        """
+        problem = self.error(kind, a)
         if problem is not None:
             raise UserError(f"{name.split(':')[0]}: {problem}")
-        return arr.copy()
 
     @cached_property
     def _rows(self) -> dict[Kind, tuple[tuple[int, ...], str]]:
@@ -108,6 +118,8 @@ class ParamRules:
         if kind == Kind.MATERIALS and self._materials_ok(a):  # the usual case, cheaply
             return None
         if kind == Kind.MASSES and self._masses_ok(a):  # likewise
+            return None
+        if kind == Kind.VELOCITIES and self._velocities_ok(a):  # likewise
             return None
         if not np.isfinite(a).all():
             return "values must be finite numbers, got NaN or inf; give real values"
@@ -139,10 +151,37 @@ class ParamRules:
         has = self.mass > 0.0
         return np.where(has, MASS_MIN, 0.0), np.where(has, MASS_MAX, 0.0)
 
+    @cached_property
+    def _within(self) -> Callable[..., bool] | None:
+        """The C helper's one-pass bounds check (``within``), or None: numpy's.
+
+        ``within(rows, low, high, above=None)``: every value in its column's bounds (NaN
+        fails) and, where ``above`` names a column, not above that column's value
+        (kelab/sim/physics/_native_params.c). The same answer as the numpy comparisons
+        it stands for, without a numpy call per comparison.
+        """
+        return getattr(native_module(), "within", None)
+
     def _masses_ok(self, a: np.ndarray) -> bool:
         """Whether masses rows pass every check of :meth:`_masses_error` (no message)."""
         low, high = self._mass_bounds
+        within = self._within
+        if within is not None and a.flags.c_contiguous:
+            return within(a, low, high)
         return bool(((a >= low) & (a <= high)).all())  # NaN fails both comparisons
+
+    @cached_property
+    def _speed_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per body and column of a velocity row, the bounds ``±STATE_SPEED_MAX``."""
+        high = np.full(self.mass.size * 3, STATE_SPEED_MAX)
+        return -high, high
+
+    def _velocities_ok(self, a: np.ndarray) -> bool:
+        """Whether velocity rows are within ``±STATE_SPEED_MAX`` (NaN is not; no message)."""
+        within = self._within
+        if within is not None and a.flags.c_contiguous:
+            return within(a, *self._speed_bounds)
+        return bool(a.size) and bool(np.abs(a).max() <= STATE_SPEED_MAX)  # NaN: max is NaN
 
     def _masses_error(self, a: np.ndarray) -> str | None:
         has = self.mass > 0.0
@@ -163,14 +202,16 @@ class ParamRules:
         return None
 
     @cached_property
-    def _fast(self) -> tuple[np.ndarray, np.ndarray, slice | np.ndarray, np.ndarray]:
+    def _fast(self) -> tuple[np.ndarray, np.ndarray, slice | np.ndarray, np.ndarray, np.ndarray]:
         """What :meth:`_materials_ok` compares, made once.
 
         Per body and column the smallest and largest value a row may hold (equal where it
         must stay the scene's: static bodies, the rolling friction of bodies that do not
         roll, the one restitution of a scene without the friction model), the moving
-        bodies (a slice where they are consecutive) and those whose regime is not
-        tracked.
+        bodies (a slice where they are consecutive), those whose regime is not tracked,
+        and per body and column the column of the row it may not exceed (-1: none; a
+        moving body's dynamic friction its static friction, and without the friction
+        model also the reverse: the two equal), for :attr:`_within`.
         """
         lay, scene = self.layout, self.materials
         low = np.zeros_like(scene)
@@ -182,21 +223,33 @@ class ParamRules:
         if not lay.needs_handler and scene.size:
             low[lay.dynamic, 3] = high[lay.dynamic, 3] = scene[0, 3]
         one = np.flatnonzero(lay.dynamic & (lay.stick_value == lay.slide_value))
-        return low, high, selector(np.flatnonzero(lay.dynamic)), one
+        moving = np.flatnonzero(lay.dynamic)
+        above = np.full(scene.shape, -1, dtype=np.int64)
+        above[moving, 1] = moving * 4  # dynamic <= static
+        if not lay.needs_handler:
+            above[moving, 0] = moving * 4 + 1  # and static <= dynamic
+        return low, high, selector(moving), one, above.reshape(-1)
 
     def _materials_ok(self, a: np.ndarray) -> bool:
         """Whether materials rows pass every check of :meth:`_materials_error` (no message)."""
         lay = self.layout
-        low, high, moving, one = self._fast
+        low, high, moving, one, above = self._fast
         if a.size == 0:
             return True
-        if not ((a >= low) & (a <= high)).all():  # ranges and fixed values (NaN fails)
-            return False
-        m = a[:, moving]
-        if not lay.needs_handler:  # no static/dynamic model: one coefficient
-            return bool((m[:, :, 0] == m[:, :, 1]).all())
-        if not (m[:, :, 1] <= m[:, :, 0]).all():
-            return False
+        within = self._within
+        if within is not None and a.flags.c_contiguous:  # ranges, fixed values, order
+            if not within(a, low, high, above):
+                return False
+            if not lay.needs_handler:  # no static/dynamic model: static == dynamic, checked
+                return True
+        else:
+            if not ((a >= low) & (a <= high)).all():  # ranges and fixed values (NaN fails)
+                return False
+            m = a[:, moving]
+            if not lay.needs_handler:  # no static/dynamic model: one coefficient
+                return bool((m[:, :, 0] == m[:, :, 1]).all())
+            if not (m[:, :, 1] <= m[:, :, 0]).all():
+                return False
         if not one.size:
             return True
         gs, gd, _ = lay.main_material
@@ -342,7 +395,9 @@ class Params:
         self.strength = controls.strength
         #: ``(num_envs,)`` the sensor noise scale.
         self.noise_scale = np.ones(n)
-        # what _shape_values reads (the friction model's constants), made once
+        # what _set_materials reads (the friction model's constants), made once:
+        # shape_values' products and roots, static and dynamic friction side by side in
+        # fewer numpy calls (small arrays: the calls cost more than the arithmetic)
         self._sides: tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None = None
         if lay.needs_handler:
             gs, gd, gr = lay.main_material
@@ -359,22 +414,30 @@ class Params:
         self.changed: set[Kind] = set()
         """The kinds set since the World was built or replayed from the scene's values."""
 
-    def set(self, kind: Kind, ids: np.ndarray, a: np.ndarray) -> np.ndarray:
+    def set(
+        self, kind: Kind, ids: np.ndarray, a: np.ndarray, same_restitution: bool = False
+    ) -> np.ndarray | None:
         """Hold checked rows ``a`` of parameter ``kind`` for copies ``ids`` and apply them.
+
+        ``a`` is held as it is (the caller's own array, not changed afterwards).
+        ``same_restitution``: materials rows whose restitution column is the one held for
+        those copies (``World.set_body_friction``): the shapes' elasticity, a function of
+        it alone, stays as it is.
 
         Returns the copies whose body states may have changed (a new mass realigns a
         body on its centre of gravity: its position can move by a rounding); their states
-        must be read again; none for the other kinds.
+        must be read again; None where none did (and for the other kinds).
         """
-        moved = ids[:0]
+        moved = None
         if kind == Kind.MASSES:
             held = self.backend.set_masses(ids, a)
             self.masses[ids] = held.masses
             self.moments[ids] = held.moments
-            moved = ids[held.moved]
+            if held.moved is not None:
+                moved = ids[held.moved]
             self.controls.per_copy_rolling |= self._any_roll
         elif kind == Kind.MATERIALS:
-            self._set_materials(ids, a)
+            self._set_materials(ids, a, same_restitution)
         elif kind == Kind.GRAVITY:
             self._set_gravity(ids, a)
         else:
@@ -384,15 +447,29 @@ class Params:
         self.changed.add(kind)
         return moved
 
-    def _set_materials(self, ids: np.ndarray, a: np.ndarray) -> None:
+    def _set_materials(self, ids: np.ndarray, a: np.ndarray, same_restitution: bool) -> None:
         self.materials[ids] = a
-        stick, slide, bounce = self._shape_values(a)
         c = self.contacts
-        c.stick_table[ids] = stick
-        c.slide_table[ids] = slide
-        now = np.where(c.stick[ids], stick, slide)
-        elasticity = None if (bounce == self._bounce[ids]).all() else bounce
-        self._bounce[ids] = bounce
+        if self._sides is None:  # no friction model: shape_values as it is
+            stick, slide, bounce = shape_values(self.rules.layout, a)
+            c.stick_table[ids] = stick
+            c.slide_table[ids] = slide
+            now = np.where(c.stick[ids], stick, slide)
+        else:  # static and dynamic side by side: one write of both tables
+            gsd, moving, scene, gr, bounce0 = self._sides
+            both = np.where(moving, np.sqrt(a[..., 0:2] * gsd), scene)
+            c.stick_slide[ids] = both
+            stick = both[..., 0]
+            now = np.where(c.stick[ids], stick, both[..., 1])
+            bounce = None
+            if not same_restitution:
+                bounce = np.where(moving[:, 0], np.maximum(a[..., 3], gr), bounce0)
+        # the elasticity is a function of the restitution alone (the held one gives the
+        # held elasticity): written only where it changes
+        elasticity = None
+        if bounce is not None and not (bounce == self._bounce[ids]).all():
+            elasticity = bounce
+            self._bounce[ids] = bounce
         coefficients = None
         if self._callbacks:  # the pre_solve callback's (sqrt static, sqrt dynamic, e)
             coefficients = np.stack([np.sqrt(a[..., 0]), np.sqrt(a[..., 1]), a[..., 3]], axis=-1)
@@ -400,19 +477,6 @@ class Params:
         if self._any_roll:
             self.controls.roll_mu[ids] = np.where(self._rolls, a[..., 2], 0.0)
             self.controls.per_copy_rolling = True
-
-    def _shape_values(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``shape_values`` (kelab/sim/physics/_compile.py) of materials rows ``a``.
-
-        The same products and roots, static and dynamic friction side by side in fewer
-        numpy calls (small arrays: the calls cost more than the arithmetic).
-        """
-        if self._sides is None:
-            return shape_values(self.rules.layout, a)
-        gsd, moving, scene, gr, bounce0 = self._sides
-        both = np.where(moving, np.sqrt(a[..., 0:2] * gsd), scene)
-        bounce = np.where(moving[:, 0], np.maximum(a[..., 3], gr), bounce0)
-        return both[..., 0], both[..., 1], bounce
 
     def _set_gravity(self, ids: np.ndarray, a: np.ndarray) -> None:
         g0 = self.rules.gravity

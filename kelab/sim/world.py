@@ -41,6 +41,7 @@ from kelab.sim.kinematics import cog_world as _cog_world
 from kelab.sim.physics._backend import Backend, make_backend
 from kelab.sim.physics._compile import JointLayout, Layout, make_layout
 from kelab.sim.physics._limits import DT_MAX
+from kelab.sim.physics._params import selector
 from kelab.sim.replay_log import Kind, ReplayLog
 from kelab.sim.robot_view import RobotView
 from kelab.sim.scene.scene import Scene
@@ -130,6 +131,9 @@ class World:
         lay = self._layout
         self._nb = len(lay.body_paths)
         self._nj = len(lay.joint_paths)
+        # the static and kinematic bodies (a velocity write gives them 0), None if none
+        fixed = np.flatnonzero(~lay.dynamic)
+        self._fixed: slice | np.ndarray | None = selector(fixed) if fixed.size else None
         self._layout_name = layout
         # first: the backends refuse copies that would not fit (memory, packed capacity)
         backend = make_backend(layout, scene, lay, num_envs, num_threads, env_spacing)
@@ -470,17 +474,23 @@ class World:
         """
         ids = self._ids(env_ids)
         name = "World.set_body_friction: friction"
-        self._set_param(Kind.MATERIALS, self._friction_rows(friction, ids, name), ids, name)
+        rows = self._friction_rows(friction, ids, name)
+        self._rules.check(Kind.MATERIALS, rows, name)
+        # the restitution column is the held one: the shapes' elasticity stays
+        self._hold(Kind.MATERIALS, rows, ids, same_restitution=True)
 
     def _friction_rows(self, friction: npt.ArrayLike, ids: np.ndarray, name: str) -> np.ndarray:
-        """The material rows of copies ``ids`` with ``friction`` in (its shape checked)."""
-        rows = self._params.materials[ids]  # a copy (indexed by an array)
+        """The material rows of copies ``ids`` with ``friction`` in (its shape checked).
+
+        A new array (the World's own: held and logged as it is), not yet checked.
+        """
         f = float_array(friction, name)
         if f.shape != (ids.size, self._nb, 3):
             raise UserError(
                 f"{name} must have shape {(ids.size, self._nb, 3)} (copies, bodies, static/"
                 f"dynamic/rolling), got {f.shape}"
             )
+        rows = self._params.materials[ids]  # a copy (indexed by an array)
         rows[:, :, 0:3] = f
         return rows
 
@@ -498,16 +508,21 @@ class World:
         """
         ids = self._ids(env_ids)
         name = "World.set_body_restitution: restitution"
-        self._set_param(Kind.MATERIALS, self._restitution_rows(restitution, ids, name), ids, name)
+        rows = self._restitution_rows(restitution, ids, name)
+        self._rules.check(Kind.MATERIALS, rows, name)
+        self._hold(Kind.MATERIALS, rows, ids)
 
     def _restitution_rows(
         self, restitution: npt.ArrayLike, ids: np.ndarray, name: str
     ) -> np.ndarray:
-        """The material rows of copies ``ids`` with ``restitution`` in (its shape checked)."""
-        rows = self._params.materials[ids].copy()
+        """The material rows of copies ``ids`` with ``restitution`` in (its shape checked).
+
+        A new array (the World's own: held and logged as it is), not yet checked.
+        """
         e = float_array(restitution, name)
         if e.shape != (ids.size, self._nb):
             raise UserError(f"{name} must have shape {(ids.size, self._nb)}, got {e.shape}")
+        rows = self._params.materials[ids]  # a copy (indexed by an array)
         rows[:, :, 3] = e
         return rows
 
@@ -555,10 +570,20 @@ class World:
 
     def _set_param(self, kind: Kind, values: npt.ArrayLike, ids: np.ndarray, name: str) -> None:
         """Check, hold, apply and log a per-copy parameter for copies ``ids`` (checked)."""
-        rows = self._rules.values(kind, values, ids.size, name)
-        moved = self._params.set(kind, ids, rows)
-        self._log.append(self._steps, kind, ids.copy(), rows, None)
-        if moved.size:  # a new mass can move a body by a rounding
+        self._hold(kind, self._rules.values(kind, values, ids.size, name), ids)
+
+    def _hold(
+        self, kind: Kind, rows: np.ndarray, ids: np.ndarray, same_restitution: bool = False
+    ) -> None:
+        """Hold, apply and log checked rows ``(len(ids), ...)`` of ``kind``.
+
+        ``rows`` must be the World's own array (it is held and logged as it is);
+        ``same_restitution``: materials rows whose restitution column is the held one
+        (``Params.set``).
+        """
+        moved = self._params.set(kind, ids, rows, same_restitution)
+        self._log.append(self._steps, kind, ids, rows, None)  # ids: _ids made them (a copy)
+        if moved is not None:  # a new mass can move a body by a rounding
             self._state_valid[moved] = False
 
     def set_body_velocities(
@@ -579,9 +604,10 @@ class World:
         ids = self._ids(env_ids)
         name = "World.set_body_velocities: velocities"
         rows = self._rules.values(Kind.VELOCITIES, velocities, ids.size, name)
-        rows[:, ~self._layout.dynamic] = 0.0
+        if self._fixed is not None:
+            rows[:, self._fixed] = 0.0
         self._history.set_velocities(ids, rows)
-        self._log.append(self._steps, Kind.VELOCITIES, ids.copy(), rows, None)
+        self._log.append(self._steps, Kind.VELOCITIES, ids, rows, None)  # ids: a copy
 
     @property
     def sensor_noise_scale(self) -> np.ndarray:

@@ -131,6 +131,9 @@ class IsolatedBackend:
         self._param_writer = writer_module()
         self._body_addrs: np.ndarray | None = None  # its table of the moving bodies
         self._moving = self._dyn.tolist()
+        # the same for the parameter writers (read-only: found by identity)
+        self._moving_cols = np.array(self._moving, dtype=np.int64)
+        self._moving_cols.flags.writeable = False
 
     def _friction_model(self) -> object | None:
         """The C helper's friction model over every copy's bodies (None: Python's rules).
@@ -322,7 +325,7 @@ class IsolatedBackend:
         ``(len(ids), nb, 3)`` the ``pre_solve`` callback's (sqrt static, sqrt dynamic,
         restitution; None where no contact pair is left to it).
         """
-        write_materials(ids, self._moving, self._shape_rows(), friction, elasticity)
+        write_materials(ids, self._moving_cols, self._shape_rows(), friction, elasticity)
         for k, c in enumerate(ids.tolist()):
             copy = self._copies[c]
             copy.set_reset_friction(reset_friction[k])

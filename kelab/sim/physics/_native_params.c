@@ -1,7 +1,8 @@
 /* Per-copy parameters written many objects a call, part of KELab's C helper
  * (kelab/sim/physics/_native.c; kelab/sim/physics/_params.py says what and why): shape
  * masses, friction and elasticity (write_shapes) and body velocities (write_velocities),
- * Chipmunk's own setters with the given values in the given order, the GIL released.
+ * Chipmunk's own setters with the given values in the given order, the GIL released; and
+ * the bounds check of the rows the World is given (within), no Chipmunk call.
  */
 #include "_native.h"
 
@@ -99,4 +100,49 @@ write_velocities(PyObject *self, PyObject *args)
     PyBuffer_Release(&bodies);
     PyBuffer_Release(&vels);
     Py_RETURN_NONE;
+}
+
+const char within_doc[] = PyDoc_STR(
+"within(values, low, high, above=None)\n\n"
+"Whether every row of ``values`` (float64, rows of ``len(low)`` values) is within the\n"
+"per-column bounds, ``low[j] <= row[j] <= high[j]`` (NaN is not), and, where ``above``\n"
+"(int64 per column, -1: none) names a column of the row, ``row[j] <= row[above[j]]``:\n"
+"what numpy's comparisons and ``all()`` say of the same arrays, in one pass without\n"
+"temporaries (a per-copy parameter's check, kelab/sim/_params.py).");
+
+PyObject *
+within(PyObject *self, PyObject *args)
+{
+    Py_buffer values, low, high, above = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*|y*", &values, &low, &high, &above)) return NULL;
+    Py_ssize_t m = low.len / 8;
+    Py_ssize_t n = values.len / 8;
+    const int64_t *ab = above.obj ? above.buf : NULL;
+    int ok = low.len % 8 == 0 && high.len == low.len && values.len % 8 == 0
+             && (m ? n % m == 0 : n == 0) && (!ab || above.len == m * 8);
+    for (Py_ssize_t j = 0; ok && ab && j < m; j++) ok = ab[j] >= -1 && ab[j] < m;
+    if (!ok) {
+        Py_buffer *held[] = {&values, &low, &high, &above};
+        return refuse(held, ab ? 4 : 3,
+                      "within: values must be float64 rows of len(low) values, low and high "
+                      "float64 of one length and above (if given) one int64 in [-1, len(low)) "
+                      "per column");
+    }
+    const double *v = values.buf, *lo = low.buf, *hi = high.buf;
+    int all = 1;
+    for (Py_ssize_t r = 0; all && r < n; r += m) {
+        const double *row = v + r;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            const double x = row[j];
+            if (!(x >= lo[j] && x <= hi[j]) || (ab && ab[j] >= 0 && !(x <= row[ab[j]]))) {
+                all = 0;
+                break;
+            }
+        }
+    }
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&low);
+    PyBuffer_Release(&high);
+    if (ab) PyBuffer_Release(&above);
+    return PyBool_FromLong(all);
 }

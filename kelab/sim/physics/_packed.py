@@ -323,6 +323,9 @@ class PackedBackend:
             if mv.size and np.array_equal(mv, np.arange(mv[0], mv[-1] + 1))
             else mv
         )
+        # the moving bodies for the parameter writers (read-only: found by identity)
+        self._moving_cols = mv.astype(np.int64)
+        self._moving_cols.flags.writeable = False
         # position of each (moving) body in a copy's block of the shard buffers
         self._moving_index = np.full(self._nb, -1, dtype=np.int64)
         self._moving_index[mv] = np.arange(mv.size)
@@ -726,7 +729,7 @@ class PackedBackend:
     ) -> None:
         """Give copies ``ids`` their moving shapes' friction values (see the isolated layout's)."""
         moving = self._plan.moving
-        write_materials(ids, moving, self._shape_rows(), friction, elasticity)
+        write_materials(ids, self._moving_cols, self._shape_rows(), friction, elasticity)
         if len(self._shards) == 1:  # one shard: local indices are the copy indices
             self._shards[0].set_reset_friction(ids, reset_friction[:, self._mv])
         else:

@@ -91,6 +91,8 @@ class ShapeRows:
         if module is not None:
             self._single_addr[self._one] = self._addrs[self._starts[:-1][self._one]]
         self._grids: dict[bytes, tuple[np.ndarray | None, slice | np.ndarray]] = {}
+        # the same by the identity of a read-only ``cols`` (callers pass the same array)
+        self._held: dict[int, tuple[np.ndarray, tuple[np.ndarray | None, slice | np.ndarray]]] = {}
 
     def call(self, fn: object, rows: np.ndarray, values: np.ndarray) -> None:
         """``fn(shape, value)`` for every shape of body rows ``rows`` (one value a row).
@@ -133,7 +135,7 @@ class ShapeRows:
 
     def write_bodies(
         self, what: int, ids: np.ndarray, cols: np.ndarray, values: np.ndarray
-    ) -> np.ndarray | None:
+    ) -> tuple[bool, np.ndarray | None]:
         """:meth:`write` for bodies ``cols`` of copies ``ids``: ``values`` ``(len(ids), nb)``.
 
         The rows copy by copy, each copy's bodies in the order of ``cols`` (as
@@ -141,30 +143,35 @@ class ShapeRows:
         addresses come from a table made once for ``cols``.
 
         Returns:
-            For masses written by the C helper, per copy whether a body's position moved
-            by a rounding (:class:`HeldMasses`); else None (not known).
+            For masses written by the C helper ``(True, moved)``: ``moved`` per copy
+            whether a body's position moved by a rounding (:class:`HeldMasses`), None
+            where none did; else ``(False, None)`` (not known).
         """
         grid, sel = self._grid(cols)
         if grid is None:
             rows = (ids[:, None] * self.nb + cols).reshape(-1)
             self.write(what, rows, values[:, sel].reshape(-1))
-            return None
+            return False, None
         v = np.ascontiguousarray(values[:, sel], dtype=np.float64)
         if what != MASS:
             self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1))  # type: ignore[attr-defined]
-            return None
+            return False, None
         moved = np.empty(v.shape, dtype=np.uint8)
         count = self.module.write_shapes(
             what, grid[ids].reshape(-1), v.reshape(-1), moved.reshape(-1)
         )  # type: ignore[attr-defined]
-        return moved.any(axis=1) if count else np.zeros(ids.size, dtype=bool)
+        return True, moved.any(axis=1) if count else None
 
     def _grid(self, cols: np.ndarray) -> tuple[np.ndarray | None, slice | np.ndarray]:
         """The one shape of bodies ``cols`` of each copy, and ``cols`` as a selector.
 
         ``(num_envs, len(cols))`` addresses for the C helper; None without it or where a
-        body has several shapes. Made once per ``cols``.
+        body has several shapes. Made once per ``cols``, found by identity where
+        ``cols`` is read-only (the callers pass the same array each time).
         """
+        hit = self._held.get(id(cols))
+        if hit is not None and hit[0] is cols:
+            return hit[1]
         key = cols.tobytes()
         got = self._grids.get(key)
         if got is None:
@@ -172,6 +179,8 @@ class ShapeRows:
             one = self.module is not None and bool(self._one[rows].all())
             grid = np.ascontiguousarray(self._single_addr[rows]) if one else None
             got = self._grids[key] = (grid, selector(cols))
+        if not cols.flags.writeable:  # a read-only array: kept, its id stays its own
+            self._held[id(cols)] = (cols, got)
         return got
 
 
@@ -183,10 +192,11 @@ class HeldMasses:
     """``(len(ids), n_bodies)`` kg."""
     moments: np.ndarray
     """``(len(ids), n_bodies)`` kg m^2."""
-    moved: np.ndarray
+    moved: np.ndarray | None
     """``(len(ids),)`` bool: copies a body of which may sit elsewhere by a rounding (the
     write realigns a body on its centre of gravity, cpBodyAccumulateMassFromShapes):
-    their states must be read again. All of them where the write does not tell."""
+    their states must be read again. All of them where the write does not tell; None
+    where it tells that none did."""
 
 
 class MassWriter:
@@ -205,6 +215,7 @@ class MassWriter:
         self._weights = {b: mass_weights(scene.bodies[b].spec) for b in self.bodies}
         self._multi = [b for b in self.bodies if len(scene.bodies[b].spec.shapes) > 1]
         self._one = np.array([b for b in self.bodies if b not in self._multi], dtype=np.int64)
+        self._one.flags.writeable = False  # ShapeRows finds its tables by its identity
         # the bodies of several shapes, as arrays: their shapes' weights one after another
         self._multi_cols = np.array(self._multi, dtype=np.int64)
         self._multi_weights = np.concatenate(
@@ -228,22 +239,27 @@ class MassWriter:
 
         Each shape carries its share (``float(m * weight)``, as the scene compiled it).
         """
-        moved = np.zeros(ids.size, dtype=bool)
+        moved: np.ndarray | None = None
         if self._one.size:  # one shape: it carries the body's mass, m exactly
-            got = shapes.write_bodies(MASS, ids, self._one, masses)
-            moved = np.ones(ids.size, dtype=bool) if got is None else got
+            told, moved = shapes.write_bodies(MASS, ids, self._one, masses)
+            if not told:
+                moved = np.ones(ids.size, dtype=bool)
         if self._multi and shapes.module is not None:
-            moved |= self._write_several(ids, masses, shapes)
+            more = self._write_several(ids, masses, shapes)
+            if more is not None:
+                moved = more if moved is None else moved | more
         elif self._multi:
-            moved[:] = True
+            moved = np.ones(ids.size, dtype=bool)
             set_mass = cp.shape_set_mass
             for c, row in zip(ids.tolist(), masses.tolist(), strict=True):
                 for b in self._multi:
                     for sp, w in zip(shapes.table[c * self._nb + b], self._weights[b], strict=True):
                         set_mass(sp, float(row[b] * w))
-        held = masses.copy()
         moments = masses * self._unit
-        for k, c in enumerate(ids.tolist() if self._multi else ()):
+        if not self._multi:  # every body carries m exactly: the masses given
+            return HeldMasses(masses, moments, moved)
+        held = masses.copy()
+        for k, c in enumerate(ids.tolist()):
             for b in self._multi:
                 bp = body_ptr(c, b)
                 held[k, b] = cp.body_get_mass(bp)
@@ -254,7 +270,8 @@ class MassWriter:
         """The bodies of several shapes in one call of the C helper.
 
         Per copy, body by body, each shape ``m * weight`` (the values and order of
-        :meth:`write`'s loop). Returns per copy whether one of them moved by a rounding.
+        :meth:`write`'s loop). Returns per copy whether one of them moved by a rounding
+        (None: none did).
         """
         multi = self._multi_cols
         addrs, counts = shapes.addresses((ids[:, None] * self._nb + multi).reshape(-1))
@@ -263,25 +280,26 @@ class MassWriter:
         m = np.repeat(masses[:, multi].reshape(-1), counts) * np.tile(self._multi_weights, ids.size)
         moved = np.empty(addrs.size, dtype=np.uint8)
         count = shapes.module.write_shapes(MASS, addrs, m, moved)  # type: ignore[attr-defined]
-        return moved.reshape(ids.size, -1).any(axis=1) if count else np.zeros(ids.size, bool)
+        return moved.reshape(ids.size, -1).any(axis=1) if count else None
 
 
 def write_materials(
     ids: np.ndarray,
-    moving: Sequence[int],
+    moving: np.ndarray,
     shapes: ShapeRows,
     friction: np.ndarray,
     elasticity: np.ndarray | None,
 ) -> None:
     """Set the friction (and elasticity) of the moving bodies' shapes of copies ``ids``.
 
-    ``friction`` and ``elasticity`` are ``(len(ids), n_bodies)`` pymunk shape values
+    ``moving``: the moving bodies (int64; read-only and the same array each call, the
+    shape table of :class:`ShapeRows` is then found by its identity). ``friction`` and
+    ``elasticity`` are ``(len(ids), n_bodies)`` pymunk shape values
     (kelab/sim/physics/_compile.py ``shape_values``); None keeps the elasticity.
     """
-    cols = np.asarray(moving, dtype=np.int64)
-    shapes.write_bodies(FRICTION, ids, cols, friction)
+    shapes.write_bodies(FRICTION, ids, moving, friction)
     if elasticity is not None:
-        shapes.write_bodies(ELASTICITY, ids, cols, elasticity)
+        shapes.write_bodies(ELASTICITY, ids, moving, elasticity)
 
 
 def write_velocities(
