@@ -88,8 +88,10 @@ class KeptReset:
             position, its one ``cpShape *`` in a tuple), in the order they were added.
         constraints: Per local copy, its constraints (array order) with their C types;
             taken as they are now, right after the first build.
-        frictions: Per local copy, per moving body, the initial friction its shape gets
-            back; None where the layout has no friction handler.
+        frictions: ``(copies, moving bodies)`` float64, per local copy and moving body the
+            friction its shape gets back; None where the layout has no friction handler.
+            Held as it is, not copied: the shard's table, which it changes with a copy's
+            materials (``Shard.set_reset_friction``), read at each reset.
         stride: Moving shapes per copy (the hash ids of copy ``c`` start at ``c * stride``).
     """
 
@@ -99,7 +101,7 @@ class KeptReset:
         space: object,
         adds: list[list[tuple]],
         constraints: list[list[tuple[object, str]]],
-        frictions: list[list[float]] | None,
+        frictions: np.ndarray | None,
         stride: int,
     ) -> None:
         self._c = module
@@ -109,7 +111,7 @@ class KeptReset:
         self._bodies = np.array([[cp.address(a[0]) for a in own] for own in adds], np.uint64)
         self._shapes = np.array([[cp.address(a[3][0]) for a in own] for own in adds], np.uint64)
         self._pose = np.array([[(a[1], *a[2]) for a in own] for own in adds], np.float64)
-        self._fric = np.array(frictions if frictions is not None else [], np.float64)
+        self._fric = frictions if frictions is not None else np.zeros(0)
         k = len(constraints[0]) if n else 0
         self._cons = np.array(
             [[cp.address(c) for c, _ in own] for own in constraints], np.uint64
@@ -147,11 +149,6 @@ class KeptReset:
             self._space, ls, place, self._bodies, self._shapes, self._pose, self._cons,
             self.block, self.owner, self._images, self._rows, self._fric, self._stride,
         )  # fmt: skip
-
-    def set_frictions(self, locals_: np.ndarray, values: np.ndarray) -> None:
-        """The friction local copies' shapes get back at a reset, ``(len(locals_), shapes)``."""
-        if self._fric.size:
-            self._fric[locals_] = values
 
     def resync(self) -> None:
         """Find each copy's constraint block in the space's array again.

@@ -169,6 +169,10 @@ class Plan:
         return self.filters.copy(c, body)
 
 
+#: C calls, each ``(function, args)``, made in order.
+Calls = tuple[tuple[object, tuple], ...]
+
+
 class Recipe(NamedTuple):
     """The C calls that rebuild one copy of a shard (made once by ``Shard._add_moving``)."""
 
@@ -253,10 +257,9 @@ class Shard:
         # per copy: moving bodies, their shapes (one list per body), constraints
         self.parts: list[tuple[list, list, list]] = []
         self.recipe: list[Recipe | None] = [None] * n  # per copy: the C calls of a rebuild
-        # per copy whose materials differ from the scene's: the frictions its rebuild gives
-        self._reset_fric: dict[int, np.ndarray] = {}
-        self._shape_body: np.ndarray | None = None  # each moving shape's body (made once)
-        # per place flag, per copy: the rebuild's calls in one flat sequence (made lazily)
+        self._shape_body: np.ndarray | slice | None = None  # each moving shape's body
+        # per place flag, per copy: the rebuild's calls, in two flat sequences around the
+        # friction writes (made lazily; the frictions are read from _reset_fric then)
         self._calls: dict[bool, list[tuple | None]] = {True: [None] * n, False: [None] * n}
         # per copy: its static joint anchors by parent (-1: ground frame; see _anchor)
         self.anchors: list[dict[int, pymunk.Body]] = [{} for _ in range(n)]
@@ -266,6 +269,15 @@ class Shard:
         for cl in range(n):
             self.parts.append(self._create_moving(cl))
             self._add_moving(cl, first=True)
+        # per copy, per moving shape (the recipe's order): the friction a rebuild or an
+        # in-place reset gives back, the friction model's sticking value for the scene's
+        # materials until a copy's own are set (set_reset_friction); None without the model
+        self._reset_fric: np.ndarray | None = None
+        if lay.needs_handler:
+            self._reset_fric = np.array(
+                [[f for _, f in r.frictions] for r in self.recipe if r is not None],
+                dtype=np.float64,
+            ).reshape(n, plan.moving_shapes)
         self._native_module = native_module()  # the C helper, or None
         #: the friction model in C (kelab/sim/physics/_friction.py), or None
         self.friction_c = self._friction(friction)
@@ -410,21 +422,17 @@ class Shard:
 
         ``values``: ``(len(locals_), moving bodies)``, the friction model's sticking value
         of each body for the copy's materials; only where the layout has the model (else
-        a rebuild keeps the shapes' friction).
+        a rebuild keeps the shapes' friction). One table, which the rebuilds and the
+        in-place resets (:class:`KeptReset`) read when they run.
         """
-        if not self.plan.layout.needs_handler or not locals_.size:
+        if self._reset_fric is None or not locals_.size:
             return
-        # one value per shape, in the order the recipe's frictions hold them
-        if self._shape_body is None:
-            self._shape_body = np.repeat(np.arange(self.kd), [len(s) for s in self.parts[0][1]])
-        per_shape = values[:, self._shape_body]
-        listed = locals_.tolist()
-        self._reset_fric.update(zip(listed, per_shape, strict=True))
-        placed, unplaced = self._calls[True], self._calls[False]
-        for cl in listed:
-            placed[cl] = unplaced[cl] = None  # made again with them
-        if self.kept is not None:
-            self.kept.set_frictions(locals_, per_shape)
+        if self._shape_body is None:  # one value per shape, in the recipe's order
+            counts = [len(s) for s in self.parts[0][1]] if self.parts else []
+            body = np.repeat(np.arange(self.kd), counts)
+            one = body.size == self.kd  # one shape a body: the columns as they are
+            self._shape_body = slice(None) if one else body
+        self._reset_fric[locals_] = values[:, self._shape_body]
 
     def _friction(self, table: FrictionTable | None) -> object | None:
         """The C helper's friction model over this shard's bodies (None: Python's rules).
@@ -459,9 +467,6 @@ class Shard:
         if any(v == 0.0 and math.copysign(1.0, v) < 0
                for r in recipes for _, angle, pos, _ in r.adds for v in (angle, *pos)):  # fmt: skip
             return None
-        frictions = None
-        if self.plan.layout.needs_handler:
-            frictions = [[f for _, f in r.frictions] for r in recipes]
         constraints = [
             [(c, cp.ctype_of(args[0])) for c, (_, args) in zip(p[2], r.inits, strict=True)]
             for p, r in zip(self.parts, recipes, strict=True)
@@ -469,7 +474,9 @@ class Shard:
         if any(t not in cp.CONSTRAINT_MIRRORS for own in constraints for _, t in own):
             return None  # a constraint type whose layout is not mirrored
         adds = [r.adds for r in recipes]
-        return KeptReset(module, self.ptr, adds, constraints, frictions, self.plan.moving_shapes)
+        return KeptReset(
+            module, self.ptr, adds, constraints, self._reset_fric, self.plan.moving_shapes
+        )
 
     def _anchor(self, parent: int) -> pymunk.Body:
         """A static body in the state of a joint parent: the space's static body or a shared one.
@@ -516,34 +523,41 @@ class Shard:
         if kept is not None and kept.reset(locals_, place):
             return
         seqs = self._calls[place]
+        fric, set_friction = self._reset_fric, cp.shape_set_friction
         for cl in locals_.tolist():
             seq = seqs[cl]
             if seq is None:
                 seq = seqs[cl] = self._rebuild_calls(cl, place)
-            for call, args in seq:
+            head, shapes, tail = seq
+            for call, args in head:
+                call(*args)
+            if fric is not None:  # the copy's frictions as they are now
+                for sp, f in zip(shapes, fric[cl].tolist(), strict=True):
+                    set_friction(sp, f)
+            for call, args in tail:
                 call(*args)
         if kept is not None:
             kept.resync()  # the rebuild moved the copies' constraint blocks
 
-    def _rebuild_calls(self, cl: int, place: bool) -> tuple[tuple[object, tuple], ...]:
-        """Local copy ``cl``'s rebuild (:meth:`rebuild`) as one flat sequence of C calls.
+    def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
+        """Local copy ``cl``'s rebuild (:meth:`rebuild`) as flat sequences of C calls.
 
         Made once per copy and ``place``: every argument is fixed per copy (its bodies,
         shapes and constraints are reused), and a flat ``call(*args)`` loop is cheaper
         than walking the recipe's nested lists each time: ``set_body_states`` of 12 of
         256 Humanoid copies, 67 -> 64 us per copy (the rest is Chipmunk's own work).
+        Returns the calls before the friction writes, the shapes those write (their
+        values read from the copy's row of the reset frictions at each rebuild: a
+        copy's materials change without remaking these) and the calls after them.
         """
         ptr = self.ptr
         cons = self.parts[cl][2]
         adds, inits, shape_ptrs, _, fric, biased = self.recipe[cl]
-        own = self._reset_fric.get(cl)  # the copy's own materials' (set_reset_friction)
-        if own is not None:
-            fric = [(sp, f) for (sp, _), f in zip(fric, own.tolist(), strict=True)]
         zero = (0.0, 0.0)
+        head: list[tuple[object, tuple]] = []
+        head += [(cp.space_remove_constraint, (ptr, con)) for con in reversed(cons)]
+        head += [(cp.space_remove_shape, (ptr, sp)) for sp in shape_ptrs]
         seq: list[tuple[object, tuple]] = []
-        seq += [(cp.space_remove_constraint, (ptr, con)) for con in reversed(cons)]
-        seq += [(cp.space_remove_shape, (ptr, sp)) for sp in shape_ptrs]
-        seq += [(cp.shape_set_friction, (sp, f)) for sp, f in fric]
         seq.append((cp.space_set_shape_id_counter, (ptr, cl * self.plan.moving_shapes)))
         for bp, angle, pos, sps in adds:
             if place:
@@ -559,7 +573,7 @@ class Shard:
                     (cp.space_add_constraint, (ptr, con))]  # fmt: skip
         # Init reset the joints' own error biases
         seq += [(cp.constraint_set_error_bias, (con, bias)) for con, bias in biased]
-        return tuple(seq)
+        return tuple(head), tuple(sp for sp, _ in fric), tuple(seq)
 
     def fetch(self) -> None:
         """Batch-read the shard into its read buffer (C only: releases the GIL)."""
