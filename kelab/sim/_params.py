@@ -387,6 +387,9 @@ class Params:
         self.moments = controls.moments
         #: ``(num_envs, nb, 4)`` materials (:data:`MATERIAL_COLUMNS`).
         self.materials = np.tile(rules.materials, (n, 1, 1))
+        moving = np.flatnonzero(lay.dynamic)
+        # the moving bodies (a slice where consecutive): only their materials vary
+        self._mv = selector(moving)
         #: ``(num_envs, nb)`` the shapes' elasticity (what the backend holds).
         self._bounce = np.tile(lay.bounce_value, (n, 1))
         #: ``(num_envs, 2)`` gravity.
@@ -396,18 +399,13 @@ class Params:
         #: ``(num_envs,)`` the sensor noise scale.
         self.noise_scale = np.ones(n)
         # what _set_materials reads (the friction model's constants), made once:
-        # shape_values' products and roots, static and dynamic friction side by side in
-        # fewer numpy calls (small arrays: the calls cost more than the arithmetic)
-        self._sides: tuple[np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None = None
+        # shape_values' products and roots of the moving bodies, static and dynamic
+        # friction side by side in fewer numpy calls (small arrays: the calls cost more
+        # than the arithmetic)
+        self._sides: tuple[np.ndarray, float] | None = None
         if lay.needs_handler:
             gs, gd, gr = lay.main_material
-            self._sides = (
-                np.array([gs, gd]),
-                lay.dynamic[:, None],
-                np.stack([lay.stick_value, lay.slide_value], axis=-1),
-                gr,
-                lay.bounce_value,
-            )
+            self._sides = (np.array([gs, gd]), gr)
         self._rolls = lay.roll_radius > 0
         self._any_roll = bool(self._rolls.any())
         self._callbacks = bool(lay.callback_pairs)
@@ -450,26 +448,29 @@ class Params:
     def _set_materials(self, ids: np.ndarray, a: np.ndarray, same_restitution: bool) -> None:
         self.materials[ids] = a
         c = self.contacts
+        mv = self._mv
+        at = (ids, mv) if isinstance(mv, slice) else (ids[:, None], mv)  # moving bodies
+        bounce = None
         if self._sides is None:  # no friction model: shape_values as it is
-            stick, slide, bounce = shape_values(self.rules.layout, a)
-            c.stick_table[ids] = stick
-            c.slide_table[ids] = slide
-            now = np.where(c.stick[ids], stick, slide)
+            stick, slide, bounce = (v[:, mv] for v in shape_values(self.rules.layout, a))
+            c.stick_table[at] = stick
+            c.slide_table[at] = slide
+            now = np.where(c.stick[at], stick, slide)
         else:  # static and dynamic side by side: one write of both tables
-            gsd, moving, scene, gr, bounce0 = self._sides
-            both = np.where(moving, np.sqrt(a[..., 0:2] * gsd), scene)
-            c.stick_slide[ids] = both
+            gsd, gr = self._sides
+            both = np.sqrt(a[:, mv, 0:2] * gsd)
+            c.stick_slide[at] = both
             stick = both[..., 0]
-            now = np.where(c.stick[ids], stick, both[..., 1])
-            bounce = None
+            now = np.where(c.stick[at], stick, both[..., 1])
             if not same_restitution:
-                bounce = np.where(moving[:, 0], np.maximum(a[..., 3], gr), bounce0)
-        # the elasticity is a function of the restitution alone (the held one gives the
+                bounce = np.maximum(a[:, mv, 3], gr)
+        # static bodies keep the scene's values (checked): only the moving bodies' change.
+        # The elasticity is a function of the restitution alone (the held one gives the
         # held elasticity): written only where it changes
         elasticity = None
-        if bounce is not None and not (bounce == self._bounce[ids]).all():
+        if bounce is not None and not (bounce == self._bounce[at]).all():
             elasticity = bounce
-            self._bounce[ids] = bounce
+            self._bounce[at] = bounce
         coefficients = None
         if self._callbacks:  # the pre_solve callback's (sqrt static, sqrt dynamic, e)
             coefficients = np.stack([np.sqrt(a[..., 0]), np.sqrt(a[..., 1]), a[..., 3]], axis=-1)

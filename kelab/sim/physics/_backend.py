@@ -112,11 +112,12 @@ class Backend(Protocol):
         elasticity: np.ndarray | None,
         coefficients: np.ndarray | None,
     ) -> None:
-        """Give copies ``ids`` their moving shapes' friction model values, ``(len(ids), nb)``.
+        """Give copies ``ids`` their moving shapes' friction model values.
 
-        ``friction`` now, ``reset_friction`` what a rebuild gives back, ``elasticity``
-        (None: unchanged) and the ``pre_solve`` callback's ``coefficients`` ``(len(ids),
-        nb, 3)`` (None where no contact pair is left to it).
+        ``(len(ids), moving bodies)``, the moving bodies in scene order: ``friction``
+        now, ``reset_friction`` what a rebuild gives back, ``elasticity`` (None:
+        unchanged); and the ``pre_solve`` callback's ``coefficients`` ``(len(ids), nb,
+        3)`` (None where no contact pair is left to it).
         """
         ...
 

@@ -481,15 +481,15 @@ class CopySpace:
         return self._body_ptrs
 
     def set_reset_friction(self, values: np.ndarray) -> None:
-        """The friction each moving body's shapes get back at a rebuild, ``(n_bodies,)``.
+        """The friction each moving body's shapes get back at a rebuild, ``(moving bodies,)``.
 
-        The friction model's sticking values (per-copy materials); nothing without it.
+        The friction model's sticking values (per-copy materials), the moving bodies in
+        scene order; nothing without it.
         """
         if self._layout.needs_handler:
-            moving = np.flatnonzero(self._layout.dynamic).tolist()
             self._resets = [
-                (bp, pos, angle, [(sp, float(values[b])) for sp, _ in fric])
-                for (bp, pos, angle, fric), b in zip(self._resets, moving, strict=True)
+                (bp, pos, angle, [(sp, f) for sp, _ in fric])
+                for (bp, pos, angle, fric), f in zip(self._resets, values.tolist(), strict=True)
             ]
 
     @property

@@ -318,12 +318,13 @@ class IsolatedBackend:
         elasticity: np.ndarray | None,
         coefficients: np.ndarray | None,
     ) -> None:
-        """Give copies ``ids`` their moving shapes' friction values, ``(len(ids), nb)`` each.
+        """Give copies ``ids`` their moving shapes' friction values.
 
-        ``friction`` now (by friction regime), ``reset_friction`` what a rebuild gives back
-        (the sticking value), ``elasticity`` (None: unchanged), and ``coefficients``
-        ``(len(ids), nb, 3)`` the ``pre_solve`` callback's (sqrt static, sqrt dynamic,
-        restitution; None where no contact pair is left to it).
+        ``(len(ids), moving bodies)`` each: ``friction`` now (by friction regime),
+        ``reset_friction`` what a rebuild gives back (the sticking value), ``elasticity``
+        (None: unchanged); and ``coefficients`` ``(len(ids), nb, 3)`` the ``pre_solve``
+        callback's (sqrt static, sqrt dynamic, restitution; None where no contact pair
+        is left to it).
         """
         write_materials(ids, self._moving_cols, self._shape_rows(), friction, elasticity)
         for k, c in enumerate(ids.tolist()):

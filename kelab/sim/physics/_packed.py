@@ -731,12 +731,12 @@ class PackedBackend:
         moving = self._plan.moving
         write_materials(ids, self._moving_cols, self._shape_rows(), friction, elasticity)
         if len(self._shards) == 1:  # one shard: local indices are the copy indices
-            self._shards[0].set_reset_friction(ids, reset_friction[:, self._mv])
+            self._shards[0].set_reset_friction(ids, reset_friction)
         else:
             shard_of = self._shard_of[ids]
             for k, shard in enumerate(self._shards):
                 mine = shard_of == k
-                shard.set_reset_friction(self._local[ids[mine]], reset_friction[mine][:, self._mv])
+                shard.set_reset_friction(self._local[ids[mine]], reset_friction[mine])
         if coefficients is not None:  # the pre_solve callback's, per shape
             for k, c in enumerate(ids.tolist()):
                 shard, cl = self._shards[self._shard_of[c]], int(self._local[c])

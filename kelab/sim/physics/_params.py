@@ -90,9 +90,9 @@ class ShapeRows:
         self._single_addr = np.zeros(len(table), dtype=np.uint64)
         if module is not None:
             self._single_addr[self._one] = self._addrs[self._starts[:-1][self._one]]
-        self._grids: dict[bytes, tuple[np.ndarray | None, slice | np.ndarray]] = {}
+        self._grids: dict[bytes, np.ndarray | None] = {}
         # the same by the identity of a read-only ``cols`` (callers pass the same array)
-        self._held: dict[int, tuple[np.ndarray, tuple[np.ndarray | None, slice | np.ndarray]]] = {}
+        self._held: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
 
     def call(self, fn: object, rows: np.ndarray, values: np.ndarray) -> None:
         """``fn(shape, value)`` for every shape of body rows ``rows`` (one value a row).
@@ -136,7 +136,7 @@ class ShapeRows:
     def write_bodies(
         self, what: int, ids: np.ndarray, cols: np.ndarray, values: np.ndarray
     ) -> tuple[bool, np.ndarray | None]:
-        """:meth:`write` for bodies ``cols`` of copies ``ids``: ``values`` ``(len(ids), nb)``.
+        """:meth:`write` for bodies ``cols`` of copies ``ids``, ``(len(ids), len(cols))`` values.
 
         The rows copy by copy, each copy's bodies in the order of ``cols`` (as
         :meth:`write` takes them); with the C helper and one shape a body, their
@@ -147,41 +147,38 @@ class ShapeRows:
             whether a body's position moved by a rounding (:class:`HeldMasses`), None
             where none did; else ``(False, None)`` (not known).
         """
-        grid, sel = self._grid(cols)
+        grid = self._grid(cols)
         if grid is None:
             rows = (ids[:, None] * self.nb + cols).reshape(-1)
-            self.write(what, rows, values[:, sel].reshape(-1))
+            self.write(what, rows, values.reshape(-1))
             return False, None
-        v = np.ascontiguousarray(values[:, sel], dtype=np.float64)
+        v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
         if what != MASS:
-            self.module.write_shapes(what, grid[ids].reshape(-1), v.reshape(-1))  # type: ignore[attr-defined]
+            self.module.write_shapes(what, grid[ids].reshape(-1), v)  # type: ignore[attr-defined]
             return False, None
-        moved = np.empty(v.shape, dtype=np.uint8)
-        count = self.module.write_shapes(
-            what, grid[ids].reshape(-1), v.reshape(-1), moved.reshape(-1)
-        )  # type: ignore[attr-defined]
+        moved = np.empty((ids.size, cols.size), dtype=np.uint8)
+        count = self.module.write_shapes(what, grid[ids].reshape(-1), v, moved.reshape(-1))  # type: ignore[attr-defined]
         return True, moved.any(axis=1) if count else None
 
-    def _grid(self, cols: np.ndarray) -> tuple[np.ndarray | None, slice | np.ndarray]:
-        """The one shape of bodies ``cols`` of each copy, and ``cols`` as a selector.
+    def _grid(self, cols: np.ndarray) -> np.ndarray | None:
+        """The one shape of bodies ``cols`` of each copy: ``(num_envs, len(cols))`` addresses.
 
-        ``(num_envs, len(cols))`` addresses for the C helper; None without it or where a
-        body has several shapes. Made once per ``cols``, found by identity where
-        ``cols`` is read-only (the callers pass the same array each time).
+        For the C helper; None without it or where a body has several shapes. Made once
+        per ``cols``, found by identity where ``cols`` is read-only (the callers pass the
+        same array each time).
         """
         hit = self._held.get(id(cols))
         if hit is not None and hit[0] is cols:
             return hit[1]
         key = cols.tobytes()
-        got = self._grids.get(key)
-        if got is None:
+        if key not in self._grids:
             rows = np.arange(0, len(self.table), self.nb)[:, None] + cols
             one = self.module is not None and bool(self._one[rows].all())
-            grid = np.ascontiguousarray(self._single_addr[rows]) if one else None
-            got = self._grids[key] = (grid, selector(cols))
+            self._grids[key] = np.ascontiguousarray(self._single_addr[rows]) if one else None
+        grid = self._grids[key]
         if not cols.flags.writeable:  # a read-only array: kept, its id stays its own
-            self._held[id(cols)] = (cols, got)
-        return got
+            self._held[id(cols)] = (cols, grid)
+        return grid
 
 
 @dataclass(frozen=True)
@@ -216,6 +213,7 @@ class MassWriter:
         self._multi = [b for b in self.bodies if len(scene.bodies[b].spec.shapes) > 1]
         self._one = np.array([b for b in self.bodies if b not in self._multi], dtype=np.int64)
         self._one.flags.writeable = False  # ShapeRows finds its tables by its identity
+        self._one_sel = selector(self._one)
         # the bodies of several shapes, as arrays: their shapes' weights one after another
         self._multi_cols = np.array(self._multi, dtype=np.int64)
         self._multi_weights = np.concatenate(
@@ -241,7 +239,7 @@ class MassWriter:
         """
         moved: np.ndarray | None = None
         if self._one.size:  # one shape: it carries the body's mass, m exactly
-            told, moved = shapes.write_bodies(MASS, ids, self._one, masses)
+            told, moved = shapes.write_bodies(MASS, ids, self._one, masses[:, self._one_sel])
             if not told:
                 moved = np.ones(ids.size, dtype=bool)
         if self._multi and shapes.module is not None:
@@ -294,7 +292,7 @@ def write_materials(
 
     ``moving``: the moving bodies (int64; read-only and the same array each call, the
     shape table of :class:`ShapeRows` is then found by its identity). ``friction`` and
-    ``elasticity`` are ``(len(ids), n_bodies)`` pymunk shape values
+    ``elasticity`` are ``(len(ids), len(moving))`` pymunk shape values
     (kelab/sim/physics/_compile.py ``shape_values``); None keeps the elasticity.
     """
     shapes.write_bodies(FRICTION, ids, moving, friction)
