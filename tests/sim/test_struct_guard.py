@@ -15,6 +15,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from kelab.sim.physics import _chipmunk as cp
@@ -159,3 +160,39 @@ def test_a_helper_whose_write_shapes_returns_no_count_fails_its_self_test() -> N
     assert found == (
         "write_shapes (count moved) reads [None, None, None, None] where pymunk has [1, 0, 0, 0]"
     )
+
+
+class _Without:
+    """The C helper as a build of an older ``_native_params.c`` has it: no ``write_rows``
+    nor ``within`` (the parameter writers then have no table writer to call)."""
+
+    def __init__(self, module: object) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> object:
+        if name in ("write_rows", "within"):
+            raise AttributeError(name)
+        return getattr(self._module, name)
+
+
+class _RowsInOrder(_Without):
+    """A ``write_rows`` that takes the table's rows in order, not the rows it is given."""
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._module, name)
+
+    def write_rows(self, what: int, grid: np.ndarray, rows: np.ndarray, *rest: object) -> int:
+        return self._module.write_rows(what, grid, np.arange(rows.size, dtype=np.int64), *rest)
+
+
+def test_a_helper_without_the_table_writer_or_a_right_one_fails_its_self_test() -> None:
+    """Declined (the pymunk path), not called: a build without ``write_rows``/``within``,
+    or one whose ``write_rows`` misplaces the rows."""
+    module = _guard.native_module()
+    if module is None:
+        pytest.skip("the C helper is not built here (no compiler at install)")
+    assert _guard.helper_self_test(_Without(module)) == (
+        "it has no write_rows or within (an older build of this table format)"
+    )
+    found = _guard.helper_self_test(_RowsInOrder(module))
+    assert found is not None and found.startswith("write_rows (friction) reads")

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import kelab as ke
+from kelab.sim._params import ParamRules
 from kelab.sim.physics import _params
+from kelab.sim.physics._guard import native_module
 
 LAYOUTS = ("isolated", "packed")
 
@@ -353,11 +355,21 @@ def test_the_imu_reads_the_copys_gravity() -> None:
         ("set_actuator_strength", lambda w: [[1.0, 2.0]] * 2, "no actuator"),
         ("set_actuator_strength", lambda w: [[-1.0, 1.0]] * 2, "[0, 100]"),
         ("set_body_velocities", lambda w: np.full((2, 5, 3), 1e8), "±1e+07"),
+        ("set_body_velocities", lambda w: np.full((2, 5, 3), np.nan), "finite"),
         ("set_sensor_noise_scale", lambda w: [1.0, -1.0], "[0, 1000]"),
     ],
 )
-def test_bad_values_are_refused_in_one_line_and_change_nothing(call, args, words) -> None:
+@pytest.mark.parametrize("check", ["c", "numpy"])
+def test_bad_values_are_refused_in_one_line_and_change_nothing(
+    call, args, words, check, monkeypatch
+) -> None:
+    """Refused alike whether the C helper's one-pass bounds check or numpy's looks first."""
+    if check == "numpy":
+        monkeypatch.setattr(ParamRules, "_within", property(lambda self: None))
+    elif native_module() is None:
+        pytest.skip("the C helper is not built here (no compiler at install)")
     w = ke.World(_scene(), num_envs=2)
+    assert (w._rules._within is None) == (check == "numpy")
     snap = w.snapshot().to_bytes()
     with pytest.raises(ke.UserError) as err:
         getattr(w, call)(args(w))
@@ -453,3 +465,77 @@ def test_friction_per_copy_reaches_contacts_between_moving_bodies(layout: str) -
     for copy, mu_top in ((0, 0.4), (1, 0.1)):
         mu = np.sqrt(mu_top * 0.6)  # the Box2D combination of the two dynamic coefficients
         assert d[copy] == pytest.approx(1.5**2 / (2 * mu * 9.81), rel=0.05)
+
+
+def _numpy_within(v: np.ndarray, low: np.ndarray, high: np.ndarray, above=None) -> bool:
+    """What the C helper's ``within`` stands for, in numpy's comparisons."""
+    rows = v.reshape(-1, low.size)
+    ok = bool(((rows >= low) & (rows <= high)).all())
+    if ok and above is not None:
+        has = above >= 0
+        ok = bool((rows[:, has] <= rows[:, above[has]]).all())
+    return ok
+
+
+def test_the_c_bounds_check_answers_as_numpys_comparisons() -> None:
+    """``within`` (the parameter checks' first look) on rows at, inside and beyond their
+    bounds, with NaN, infinities, -0.0 and columns that may not exceed another."""
+    module = native_module()
+    if module is None:
+        pytest.skip("the C helper is not built here (no compiler at install)")
+    rng = np.random.default_rng(7)
+    low = np.array([0.0, 0.0, 1e-6, -1e7, 0.6, 0.0])
+    high = np.array([100.0, 100.0, 1e6, 1e7, 0.6, 1.0])
+    above = np.array([-1, 0, -1, -1, -1, 3])
+    specials = np.array([0.0, -0.0, 100.0, 100.0000001, -1e-300, 1e-6, 0.6, np.nan, np.inf,
+                         -np.inf, 1e7, -1e7, 1.0, 5.0])  # fmt: skip
+    agree = []
+    for k in range(400):
+        rows = rng.uniform(-0.5, 1.5, (3, 6)) * (high - low) + low
+        rows[:, 4] = 0.6
+        hit = rng.random(rows.shape) < 0.1 * (k % 4)
+        rows[hit] = rng.choice(specials, int(hit.sum()))
+        for a in (None, above):
+            args = (rows, low, high) if a is None else (rows, low, high, a)
+            agree.append(module.within(*args) == _numpy_within(rows, low, high, a))
+    assert all(agree)
+    assert module.within(np.zeros(0), np.zeros(0), np.zeros(0)) is True
+    assert module.within(np.zeros((0, 6)), low, high, above) is True
+    for bad in [
+        (np.zeros(5), low, high),  # not whole rows
+        (np.zeros(6), low, high[:5]),  # bounds of two lengths
+        (np.zeros(6), low, high, np.array([6, -1, -1, -1, -1, -1])),  # a column beyond
+        (np.zeros(6), low, high, np.array([-1, 0])),  # above of another length
+    ]:
+        with pytest.raises(ValueError, match="within: values must be float64 rows"):
+            module.within(*bad)
+
+
+def test_the_c_table_writer_writes_the_rows_it_is_given_and_refuses_bad_tables() -> None:
+    """``write_rows``: the rows picked by index, their columns in order, a 0 skipped; a
+    table, a row index or a size that does not fit is refused before anything is written."""
+    module = native_module()
+    if module is None:
+        pytest.skip("the C helper is not built here (no compiler at install)")
+    import pymunk
+
+    from kelab.sim.physics import _chipmunk as cp
+
+    body = pymunk.Body(1.0, 1.0)
+    shapes = [pymunk.Circle(body, 0.1 * (i + 1)) for i in range(4)]
+    addr = [cp.address(cp.shape_ptr(s)) for s in shapes]
+    grid = np.array([[addr[0], addr[1]], [addr[2], 0], [0, addr[3]]], dtype=np.uint64)
+    rows = np.array([2, 0], dtype=np.int64)
+    assert module.write_rows(1, grid, rows, np.array([[9.0, 0.25], [0.5, 0.75]])) == 0
+    assert [s.friction for s in shapes] == [0.5, 0.75, 0.0, 0.25]
+    for bad in [
+        (3, grid, rows, np.zeros((2, 2))),  # no such field
+        (1, grid, np.array([3, 0], dtype=np.int64), np.zeros((2, 2))),  # a row beyond
+        (1, grid, np.array([-1, 0], dtype=np.int64), np.zeros((2, 2))),
+        (1, grid, rows, np.zeros(3)),  # values not whole rows
+        (1, grid[:, :1].copy(), rows, np.zeros((2, 2))),  # the table's rows of another width
+        (0, grid, rows, np.ones((2, 2)), np.zeros(3, dtype=np.uint8)),  # moved of another size
+    ]:
+        with pytest.raises(ValueError, match="write_rows: what must be"):
+            module.write_rows(*bad)
+    assert [s.friction for s in shapes] == [0.5, 0.75, 0.0, 0.25]

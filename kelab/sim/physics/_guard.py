@@ -429,7 +429,7 @@ def helper_self_test(module: object) -> str | None:
         module.write_velocities(addrs, np.array([-0.5, 1.25, 2.0]))
         got = (*body.velocity, body.angular_velocity)
         found = _differ(("write_velocities", got, (-0.5, 1.25, 2.0)))
-    return found or _shapes_probe(module) or _friction_probe(module)
+    return found or _shapes_probe(module) or _rows_probe(module) or _friction_probe(module)
 
 
 def _shapes_probe(module: object) -> str | None:
@@ -471,6 +471,36 @@ def _shapes_probe(module: object) -> str | None:
         ("write_shapes (friction, elasticity)", (box2.friction, ball2.elasticity),
          (0.625, 0.375)),
     )  # fmt: skip
+
+
+def _rows_probe(module: object) -> str | None:
+    """The helper's ``write_rows`` (shapes from a table by row) and ``within`` (bounds).
+
+    A table of two rows with a 0 (no shape) in each, its rows taken in reverse order:
+    each shape gets the value of its row and column, the 0 columns none. ``within`` on
+    rows in and out of bounds, with NaN and with a column that may not exceed another.
+    A build without them (an older source under the same table format) is declined.
+    """
+    if not (hasattr(module, "write_rows") and hasattr(module, "within")):
+        return "it has no write_rows or within (an older build of this table format)"
+    body = pymunk.Body(1.0, 1.0)
+    box, ball = pymunk.Poly.create_box(body, (1.0, 0.5)), pymunk.Circle(body, 0.25)
+    grid = np.array(
+        [[cp.address(cp.shape_ptr(box)), 0], [0, cp.address(cp.shape_ptr(ball))]], np.uint64
+    )
+    values = np.array([[9.0, 0.375], [0.625, 9.0]])
+    count = module.write_rows(1, grid, np.array([1, 0], np.int64), values)
+    low, high, above = np.zeros(2), np.full(2, 2.0), np.array([-1, 0], np.int64)
+    seen = [
+        module.within(np.array([[1.0, 0.5], [2.0, 2.0]]), low, high, above),
+        module.within(np.array([[1.0, 1.5]]), low, high, above),
+        module.within(np.array([[1.0, np.nan]]), low, high),
+        module.within(np.array([[1.0, 2.5]]), low, high),
+    ]
+    return _differ(
+        ("write_rows (friction)", (box.friction, ball.friction, count), (0.625, 0.375, 0)),
+        ("within", seen, [True, False, False, False]),
+    )
 
 
 def _friction_probe(module: object) -> str | None:

@@ -9,8 +9,8 @@
  * - Stepper: a shard's whole physics step in one call (forces, cpSpaceStep, the friction
  *   regimes, the read), so its thread takes the GIL once per step (_shard.py);
  * - joint_revs(): the revolute and fixed joints' state from body states (kinematics.py);
- * - write_shapes(), write_velocities() (_native_params.c): per-copy parameters (shape
- *   masses, friction, elasticity) and pushes, many objects a call
+ * - write_shapes(), write_rows(), write_velocities() (_native_params.c): per-copy
+ *   parameters (shape masses, friction, elasticity) and pushes, many objects a call
  *   (kelab/sim/physics/_params.py), and within(): their rows' bounds checked in one pass
  *   (kelab/sim/_params.py);
  * - Friction (_native_friction.c): the friction model of both layouts without Python per
@@ -760,6 +760,7 @@ static PyMethodDef methods[] = {
     {"write_forces", write_forces, METH_VARARGS, write_forces_doc},
     {"joint_revs", joint_revs, METH_VARARGS, joint_revs_doc},
     {"write_shapes", write_shapes, METH_VARARGS, write_shapes_doc},
+    {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"write_velocities", write_velocities, METH_VARARGS, write_velocities_doc},
     {"within", within, METH_VARARGS, within_doc},
     {NULL, NULL, 0, NULL},

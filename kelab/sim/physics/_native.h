@@ -76,8 +76,10 @@ KL_HIDDEN void friction_regimes(PyObject *friction, uint64_t space, const int64_
 KL_HIDDEN int friction_has_copies(PyObject *friction, const int64_t *copies, Py_ssize_t nc);
 
 /* The per-copy parameter writers (_native_params.c), entries of the module's table. */
-KL_HIDDEN extern const char write_shapes_doc[], write_velocities_doc[], within_doc[];
+KL_HIDDEN extern const char write_shapes_doc[], write_rows_doc[], write_velocities_doc[],
+    within_doc[];
 KL_HIDDEN PyObject *write_shapes(PyObject *self, PyObject *args);
+KL_HIDDEN PyObject *write_rows(PyObject *self, PyObject *args);
 KL_HIDDEN PyObject *write_velocities(PyObject *self, PyObject *args);
 KL_HIDDEN PyObject *within(PyObject *self, PyObject *args);
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -90,9 +91,9 @@ class ShapeRows:
         self._single_addr = np.zeros(len(table), dtype=np.uint64)
         if module is not None:
             self._single_addr[self._one] = self._addrs[self._starts[:-1][self._one]]
-        self._grids: dict[bytes, np.ndarray | None] = {}
+        self._grids: dict[bytes, Grids] = {}
         # the same by the identity of a read-only ``cols`` (callers pass the same array)
-        self._held: dict[int, tuple[np.ndarray, np.ndarray | None]] = {}
+        self._held: dict[int, tuple[np.ndarray, Grids]] = {}
 
     def call(self, fn: object, rows: np.ndarray, values: np.ndarray) -> None:
         """``fn(shape, value)`` for every shape of body rows ``rows`` (one value a row).
@@ -136,49 +137,71 @@ class ShapeRows:
     def write_bodies(
         self, what: int, ids: np.ndarray, cols: np.ndarray, values: np.ndarray
     ) -> tuple[bool, np.ndarray | None]:
-        """:meth:`write` for bodies ``cols`` of copies ``ids``, ``(len(ids), len(cols))`` values.
+        """:meth:`write` for bodies ``cols`` (ascending) of copies ``ids`` (int64).
 
-        The rows copy by copy, each copy's bodies in the order of ``cols`` (as
-        :meth:`write` takes them); with the C helper and one shape a body, their
-        addresses come from a table made once for ``cols``.
+        ``values``: ``(len(ids), len(cols))`` in the order of ``cols``, or the copies'
+        whole rows ``(len(ids), n_bodies)`` of which the columns ``cols`` are written
+        (where ``cols`` is every body, the two are the same). The rows copy by copy,
+        each copy's bodies in the order of ``cols`` (as :meth:`write` takes them); with
+        the C helper and one shape a body, one ``write_rows`` call over a table of their
+        addresses made once for ``cols``.
 
         Returns:
             For masses written by the C helper ``(True, moved)``: ``moved`` per copy
             whether a body's position moved by a rounding (:class:`HeldMasses`), None
             where none did; else ``(False, None)`` (not known).
         """
-        grid = self._grid(cols)
+        grids = self._grids_of(cols)
+        whole = values.shape[1] == self.nb
+        grid = grids.whole if whole else grids.narrow
         if grid is None:
             rows = (ids[:, None] * self.nb + cols).reshape(-1)
-            self.write(what, rows, values.reshape(-1))
+            self.write(what, rows, (values[:, grids.sel] if whole else values).reshape(-1))
             return False, None
-        v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+        v = np.ascontiguousarray(values, dtype=np.float64)
+        at = np.ascontiguousarray(ids, dtype=np.int64)  # as they are, where they are
         if what != MASS:
-            self.module.write_shapes(what, grid[ids].reshape(-1), v)  # type: ignore[attr-defined]
+            self.module.write_rows(what, grid, at, v)  # type: ignore[attr-defined]
             return False, None
-        moved = np.empty((ids.size, cols.size), dtype=np.uint8)
-        count = self.module.write_shapes(what, grid[ids].reshape(-1), v, moved.reshape(-1))  # type: ignore[attr-defined]
+        moved = np.empty(v.shape, dtype=np.uint8)
+        count = self.module.write_rows(what, grid, at, v, moved)  # type: ignore[attr-defined]
         return True, moved.any(axis=1) if count else None
 
-    def _grid(self, cols: np.ndarray) -> np.ndarray | None:
-        """The one shape of bodies ``cols`` of each copy: ``(num_envs, len(cols))`` addresses.
+    def _grids_of(self, cols: np.ndarray) -> Grids:
+        """The tables of the one shape of bodies ``cols`` of each copy (:class:`Grids`).
 
-        For the C helper; None without it or where a body has several shapes. Made once
-        per ``cols``, found by identity where ``cols`` is read-only (the callers pass the
-        same array each time).
+        Made once per ``cols``, found by identity where ``cols`` is read-only (the
+        callers pass the same array each time).
         """
         hit = self._held.get(id(cols))
         if hit is not None and hit[0] is cols:
             return hit[1]
         key = cols.tobytes()
-        if key not in self._grids:
+        got = self._grids.get(key)
+        if got is None:
             rows = np.arange(0, len(self.table), self.nb)[:, None] + cols
-            one = self.module is not None and bool(self._one[rows].all())
-            self._grids[key] = np.ascontiguousarray(self._single_addr[rows]) if one else None
-        grid = self._grids[key]
+            narrow = whole = None
+            if self.module is not None and bool(self._one[rows].all()):
+                narrow = np.ascontiguousarray(self._single_addr[rows])
+                whole = np.zeros((rows.shape[0], self.nb), dtype=np.uint64)
+                whole[:, cols] = narrow
+            got = self._grids[key] = Grids(selector(cols), narrow, whole)
         if not cols.flags.writeable:  # a read-only array: kept, its id stays its own
-            self._held[id(cols)] = (cols, grid)
-        return grid
+            self._held[id(cols)] = (cols, got)
+        return got
+
+
+class Grids(NamedTuple):
+    """The one shape of some bodies of every copy, for the C helper's ``write_rows``."""
+
+    sel: slice | np.ndarray
+    """The bodies, as a selector of a copy's row (:func:`selector`)."""
+    narrow: np.ndarray | None
+    """``(num_envs, len(bodies))`` their ``cpShape *`` (uint64); None without the C
+    helper or where one of them has several shapes."""
+    whole: np.ndarray | None
+    """``(num_envs, n_bodies)`` the same in the bodies' columns, 0 (no write) in the
+    others: whole rows of values written as they are."""
 
 
 @dataclass(frozen=True)
@@ -213,7 +236,6 @@ class MassWriter:
         self._multi = [b for b in self.bodies if len(scene.bodies[b].spec.shapes) > 1]
         self._one = np.array([b for b in self.bodies if b not in self._multi], dtype=np.int64)
         self._one.flags.writeable = False  # ShapeRows finds its tables by its identity
-        self._one_sel = selector(self._one)
         # the bodies of several shapes, as arrays: their shapes' weights one after another
         self._multi_cols = np.array(self._multi, dtype=np.int64)
         self._multi_weights = np.concatenate(
@@ -239,7 +261,7 @@ class MassWriter:
         """
         moved: np.ndarray | None = None
         if self._one.size:  # one shape: it carries the body's mass, m exactly
-            told, moved = shapes.write_bodies(MASS, ids, self._one, masses[:, self._one_sel])
+            told, moved = shapes.write_bodies(MASS, ids, self._one, masses)
             if not told:
                 moved = np.ones(ids.size, dtype=bool)
         if self._multi and shapes.module is not None:
