@@ -249,6 +249,22 @@ def _jl(kind: str, parent: int, child: int, **kw) -> JointLayout:
     return JointLayout(kind=kind, parent=parent, child=child, **base)
 
 
+def _joint_case(kinds, angle0: float, seed: int, rows: int) -> tuple[SimpleNamespace, np.ndarray]:
+    """A layout of ``kinds`` joints (angles ``angle0 + 0.1 i``) and ``rows`` random body
+    states, with rows of zeros and of negative zeros among them."""
+    joints = [_jl(k, p, c, rel_angle0=0.1 * i + angle0) for i, (k, p, c) in enumerate(kinds)]
+    rng = np.random.default_rng(seed)
+    layout = SimpleNamespace(
+        joints=joints,
+        joint_paths=tuple(f"/j{i}" for i in range(len(joints))),
+        cog=rng.normal(size=(4, 2)) * 0.1,
+    )
+    raw = rng.normal(size=(rows, 4, 6)) * 3.0
+    raw[::5] = 0.0
+    raw[1::5] *= -0.0
+    return layout, raw
+
+
 @pytest.mark.parametrize(
     "kinds",
     [
@@ -259,16 +275,7 @@ def _jl(kind: str, parent: int, child: int, **kw) -> JointLayout:
 )
 def test_joint_state_is_bit_identical_to_the_plain_formulas(kinds) -> None:
     # grouped/fused joint state (read after every batch read) == per-joint formulas
-    joints = [_jl(k, p, c, rel_angle0=0.1 * i) for i, (k, p, c) in enumerate(kinds)]
-    rng = np.random.default_rng(3)
-    layout = SimpleNamespace(
-        joints=joints,
-        joint_paths=tuple(f"/j{i}" for i in range(len(joints))),
-        cog=rng.normal(size=(4, 2)) * 0.1,
-    )
-    raw = rng.normal(size=(3000, 4, 6)) * 3.0
-    raw[::5] = 0.0
-    raw[1::5] *= -0.0
+    layout, raw = _joint_case(kinds, angle0=0.0, seed=3, rows=3000)
     got = _joint_state(layout, raw)
     want = _reference(layout, raw)
     for g, w in zip(got, want, strict=True):
@@ -291,21 +298,12 @@ def test_joint_state_in_c_is_the_numpy_bits(kinds, monkeypatch) -> None:
 
     if kinematics.native_module() is None:
         pytest.skip("no C helper built here")
-    joints = [_jl(k, p, c, rel_angle0=0.1 * i - 0.2) for i, (k, p, c) in enumerate(kinds)]
-    rng = np.random.default_rng(7)
-    layout = SimpleNamespace(
-        joints=joints,
-        joint_paths=tuple(f"/j{i}" for i in range(len(joints))),
-        cog=rng.normal(size=(4, 2)) * 0.1,
-    )
-    raw = rng.normal(size=(500, 4, 6)) * 3.0
-    raw[::5] = 0.0
-    raw[1::5] *= -0.0
+    layout, raw = _joint_case(kinds, angle0=-0.2, seed=7, rows=500)
     raw[2::11, :, 2] = np.inf
     raw[3::13, 1, 5] = np.nan
     with np.errstate(invalid="ignore"):  # inf - inf: numpy warns, C does not
         got = _joint_state(layout, raw)
-        out = (np.empty((293, len(joints))), np.empty((293, len(joints))))
+        out = (np.empty((293, len(kinds))), np.empty((293, len(kinds))))
         rows = _joint_state(layout, raw[7:300], out)  # into rows of other arrays
         monkeypatch.setattr(kinematics, "native_module", lambda: None)
         want = _joint_state(layout, raw)
