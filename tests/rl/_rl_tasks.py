@@ -1,4 +1,4 @@
-"""Small tasks for the rl tests: a recording task with scripted endings."""
+"""Small tasks for the rl tests: a recording task with scripted endings; a CartPole controller."""
 
 from __future__ import annotations
 
@@ -70,3 +70,9 @@ class RecordingTask(ke.Task):
 
 def names(calls):
     return [c[0] for c in calls]
+
+
+def wobbly(obs: np.ndarray) -> np.ndarray:
+    """A weak CartPole controller: some episodes reach the time limit, others end early."""
+    gains = np.array([0.0, 0.0, -0.1, -0.02], np.float32)
+    return np.clip(obs @ gains, -1.0, 1.0)[:, None].astype(np.float32)

@@ -16,6 +16,7 @@ import time
 import gymnasium
 import numpy as np
 import pytest
+from _rl_tasks import wobbly
 
 import kelab as ke
 from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds
@@ -908,6 +909,22 @@ def test_ray_init_options_override_the_local_defaults_and_a_dead_address_is_refu
     with pytest.raises(ConnectionError, match=r"address must be a reachable Ray head .*got "
                        r"'127.0.0.1:1'.*ray start --head"):  # fmt: skip
         probe_address("127.0.0.1:1", timeout_s=5.0)
+
+
+def test_a_ray_learning_env_gives_the_learning_env_s_report(local_ray):
+    # (was in test_evaluation.py with a Ray of its own: one ray.init less a session)
+    env = ke.RayLearningEnv(
+        CartPoleTask(), 4, num_workers=2, seed=5, layout="isolated", cpus_per_worker=CPUS
+    )
+    try:
+        assert env.condition_names == ()  # known from the first step on
+        report = ke.evaluate(env, wobbly, episodes=6, seed=7)
+        assert env.condition_names == ("pole fell", "cart left the track")
+    finally:
+        env.close()
+    local = ke.LearningEnv(CartPoleTask(), num_envs=4, seed=5, layout="isolated")
+    assert report == ke.evaluate(local, wobbly, episodes=6, seed=7)
+    local.close()
 
 
 def test_workers_a_local_ray_can_never_place_are_refused_at_once(local_ray, monkeypatch):
