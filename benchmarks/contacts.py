@@ -119,49 +119,134 @@ def stack(copies: int, rounds: int, chunk: int) -> None:
 
 
 def humanoid(rounds: int, chunk: int) -> None:
+    """Random actions: the reset-heavy loop, with the rules in C, then in Python.
+
+    Each pair (1 and 2 threads) is built, timed and closed before the next: only the two
+    Worlds compared are alive (four Humanoid x256 Worlds at once evict each other's data
+    from the caches between chunks: a cost neither would have alone).
+    """
     import gymnasium
 
-    envs = {}
+    rng = np.random.default_rng(0)
+    actions = [rng.uniform(-1, 1, (256, 6)).astype(np.float32) for _ in range(chunk)]
+    times: dict = {}
     for use_c in (True, False):
+        _friction.USE_C = use_c
+        envs = {}
         for threads in (1, 2):
-            _friction.USE_C = use_c
             env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
                                      vectorization_mode="vector_entry_point",
                                      num_threads=threads)  # fmt: skip
             env.reset(seed=0)
             envs[(use_c, threads)] = env
+        _interleave(envs, 1, lambda key, env, i: actions[i], chunk)  # warm: caches built
+        pair = _interleave(envs, rounds, lambda key, env, i: actions[i], chunk)
+        times["load"] = [times.get("load", pair["load"])[0], pair["load"][1]]
+        times.update((k, v) for k, v in pair.items() if k != "load")
+        for env in envs.values():
+            env.close()
     _friction.USE_C = True
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, (256, 6)).astype(np.float32) for _ in range(chunk)]
-    for env in envs.values():  # warm: the first steps build caches
-        for a in actions:
-            env.step(a)
-    # per run: wall seconds, the calling thread's CPU seconds, its serial part and the
-    # critical path (both CPU seconds; 1 thread: all of it serial)
-    times: dict[tuple[bool, int], list[tuple[float, float, float, float]]] = {k: [] for k in envs}
+    print(f"\nHumanoid-v0 x256, packed, random actions ({_resets(times, chunk)} resets per env "
+          f"step), {rounds} rounds of {chunk} env steps {_loads(times)}\n")  # fmt: skip
+    _table(times, chunk)
+    humanoid_policy(rounds, chunk)
+
+
+def humanoid_policy(rounds: int, chunk: int) -> None:
+    """The same with the shipped Humanoid policy acting: long episodes, few resets.
+
+    The policy's actions (the numpy player) are computed outside the timed steps; both
+    envs take the same actions from the same states (their results are the same bits).
+    """
+    import gymnasium
+
+    from kelab.tasks.humanoid import HumanoidTask
+    from kelab.train.player import RLPlayer
+    from kelab.train.shipped import shipped_policy
+
+    spec = shipped_policy(f"{HumanoidTask.__module__}:{HumanoidTask.__qualname__}")
+    player = RLPlayer(str(spec))
+    envs, obs = {}, {}
+    for threads in (1, 2):
+        env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
+                                 vectorization_mode="vector_entry_point",
+                                 num_threads=threads)  # fmt: skip
+        obs[(True, threads)] = env.reset(seed=0)[0]
+        envs[(True, threads)] = env
+
+    def act(key: tuple[bool, int], env: object, i: int) -> np.ndarray:
+        return player.act(obs[key])
+
+    def seen(key: tuple[bool, int], result: tuple) -> None:
+        obs[key] = result[0]
+
+    for _ in range(2):  # warm, and into the episodes
+        _interleave(envs, 1, act, chunk, seen)
+    times = _interleave(envs, rounds, act, chunk, seen)
+    print(f"\nHumanoid-v0 x256, packed, the shipped policy acting ({_resets(times, chunk)} resets "
+          f"per env step), {rounds} rounds of {chunk} env steps {_loads(times)}\n")  # fmt: skip
+    _table(times, chunk)
+    for env in envs.values():
+        env.close()
+
+
+#: per round of one env: wall seconds, the calling thread's CPU seconds, its serial part
+#: and the critical path (both CPU seconds; 1 thread: all of it serial), resets
+Round = tuple[float, float, float, float, int]
+
+
+def _interleave(
+    envs: dict[tuple[bool, int], object],
+    rounds: int,
+    act: Callable[[tuple[bool, int], object, int], np.ndarray],
+    chunk: int,
+    seen: Callable[[tuple[bool, int], tuple], None] | None = None,
+) -> dict:
+    """Time ``rounds`` chunks of ``chunk`` env steps of every env, in rotating order."""
+    times: dict = {k: [] for k in envs}
     keys = list(envs)
-    load = [_load()]
+    times["load"] = [_load()]
     for r in range(rounds):
         for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
             env = envs[key]
             gc.collect()
             clock = _packed.CLOCK = _packed.BarrierClock()
-            w0, c0 = time.perf_counter(), time.thread_time()
-            for a in actions:
-                env.step(a)
-            main = time.thread_time() - c0
-            wall = time.perf_counter() - w0
+            wall = main = 0.0
+            resets = 0
+            for i in range(chunk):
+                a = act(key, env, i)
+                w0, c0 = time.perf_counter(), time.thread_time()
+                result = env.step(a)
+                main += time.thread_time() - c0
+                wall += time.perf_counter() - w0
+                resets += int(np.count_nonzero(result[2] | result[3]))
+                if seen is not None:
+                    seen(key, result)
             _packed.CLOCK = None
             serial = main - clock.caller
-            times[key].append((wall, main, serial, serial + clock.critical))
-    load.append(_load())
-    print(f"\nHumanoid-v0 x256, packed, {rounds} rounds of {chunk} env steps "
-          f"(load average {load[0]:.2f} before, {load[1]:.2f} after)\n")  # fmt: skip
+            times[key].append((wall, main, serial, serial + clock.critical, resets))
+    times["load"].append(_load())
+    return times
+
+
+def _resets(times: dict, chunk: int) -> str:
+    """Resets per env step, over every env's rounds."""
+    runs = [t for k, x in times.items() if k != "load" for t in x]
+    return f"{sum(t[4] for t in runs) / (len(runs) * chunk):.1f}"
+
+
+def _loads(times: dict) -> str:
+    return f"(load average {times['load'][0]:.2f} before, {times['load'][1]:.2f} after)"
+
+
+def _table(times: dict, chunk: int) -> None:
     print("| rules | 1 thread env-steps/s (wall) | 2 threads (wall) | 2 threads / 1 thread, "
           "wall | the same from the critical path (CPU) | 2 threads: serial + barriers, "
           "us per env step |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|")
     for use_c in (True, False):
+        if (use_c, 1) not in times:
+            continue
         one, two = times[(use_c, 1)], times[(use_c, 2)]
         wall = statistics.median(a[0] / b[0] for a, b in zip(one, two, strict=True))
         crit = statistics.median(a[1] / b[3] for a, b in zip(one, two, strict=True))
@@ -171,8 +256,6 @@ def humanoid(rounds: int, chunk: int) -> None:
         name = "C" if use_c else "Python"
         print(f"| {name} | {r1:,.0f} | {r2:,.0f} | {wall:.2f}x | {crit:.2f}x | "
               f"{ser:,.0f} + {bar:,.0f} |")  # fmt: skip
-    for env in envs.values():
-        env.close()
 
 
 def _load() -> float:

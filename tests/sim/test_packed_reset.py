@@ -618,3 +618,35 @@ def test_the_comparison_sees_a_difference_in_a_body_or_a_constraint() -> None:
     saved = cp.constraint_impulse(con, ctype)
     cp.set_constraint_impulse(con, ctype, tuple(v + 1e-12 for v in saved))
     assert _labels(sa)["constraint values"] != _labels(sb)["constraint values"]
+
+
+@needs_c
+@pytest.mark.parametrize("kept", [True, False])
+def test_resets_of_many_copies_run_per_shard_thread_and_match_one_thread(kept: bool) -> None:
+    """A reset of >= PARALLEL_REBUILD copies rebuilds each shard in its own thread (the C
+    reset or the Python rebuild alike): the same bits as one thread."""
+    from kelab.sim.physics import _packed
+
+    n = 24
+    one, two = _env("kelab/Humanoid-v0", n, kept, 1), _env("kelab/Humanoid-v0", n, kept, 2)
+    runs = []
+    workers = two.unwrapped.world._backend._workers
+    real_run = workers.run
+    workers.run = lambda fn, count: (runs.append(count), real_run(fn, count))[1]
+    rng = np.random.default_rng(3)
+    for t in range(40):
+        act = rng.uniform(-1, 1, (n, 6)).astype(np.float32)
+        ra, rb = one.step(act), two.step(act)
+        for x, y in zip(ra[:4], rb[:4], strict=True):
+            assert np.asarray(x).tobytes() == np.asarray(y).tobytes(), t
+        if t % 5 == 2:
+            ids = np.sort(rng.choice(n, _packed.PARALLEL_REBUILD + 4, replace=False))
+            for env in (one, two):
+                w = env.unwrapped.world
+                w.set_body_states(ids, w.body_poses[ids], w.body_velocities[ids])
+        wa, wb = one.unwrapped.world, two.unwrapped.world
+        assert wa.body_poses.tobytes() == wb.body_poses.tobytes(), t
+        assert wa.body_velocities.tobytes() == wb.body_velocities.tobytes(), t
+    assert runs, "no reset ran in the shard threads"
+    one.close()
+    two.close()
