@@ -1065,7 +1065,7 @@ class World:
             # read a reader is expected to follow; other reads just invalidate it
             jc.eager = states.since_read == states.read_period
         # every step reads the state: its limits are checked before the next step
-        done = self._backend.step(dt, ids, True)
+        done = self._backend.step(dt, ids)
         states.read_in_step = done
         jc.eager = True
         stepped = self._backend.stepped(ids)

@@ -336,9 +336,9 @@ def test_ground_slider_leaves_out_zero_terms_without_changing_values(
         assert np.array_equal(g, w)
 
 
-def test_pipelined_steps_are_bit_identical_to_one_thread() -> None:
-    # steps without a read return before the other shards finish (their jobs queue up);
-    # efforts, reads, resets and state writes in between must wait for them
+def test_irregular_controls_resets_and_reads_between_steps_match_one_thread() -> None:
+    # efforts, reads, resets and state writes between steps, on 3 shard threads: the same
+    # bits as one thread
     def run(threads: int) -> list[np.ndarray]:
         w = ke.World(_cartpole(), num_envs=10, layout="packed", num_threads=threads)
         out = []

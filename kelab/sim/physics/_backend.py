@@ -62,10 +62,11 @@ class Backend(Protocol):
         """Hold forces ``(len(ids), n_bodies, 3)`` (fx, fy, torque), applied every step."""
         ...
 
-    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
-        """One physics step of copies ``ids``; with ``read``, read them after.
+    def step(self, dt: float, ids: np.ndarray) -> np.ndarray:
+        """One physics step of copies ``ids``, then a read of them.
 
-        Returns the copies read into :attr:`raw` (none, or :meth:`stepped`).
+        Every step reads: the World checks the limits before the next one. Returns the
+        copies read into :attr:`raw` (:meth:`stepped`).
         """
         ...
 

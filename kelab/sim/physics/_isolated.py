@@ -198,30 +198,23 @@ class IsolatedBackend:
         f = self._force.view.reshape(self._n, self._layout.n_rows, 3)
         f[ids, : self._nd] = forces[:, self._dyn]
 
-    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
-        """One physics step of copies ``ids``; with ``read`` also batch-read them after.
+    def step(self, dt: float, ids: np.ndarray) -> np.ndarray:
+        """One physics step of copies ``ids``, then a batch read of them.
 
         Returns:
-            The copies whose state was read into ``raw`` after the step (``ids`` or none).
+            The copies whose state was read into ``raw`` after the step: ``ids``.
         """
         if self._pool is None or ids.size < 2 * self._threads:
-            self._step_copies(ids, dt, read)
+            self._step_copies(ids, dt)
         else:
             shards = np.array_split(ids, self._threads)
-            k = len(shards)
-            list(self._pool.map(self._step_copies, shards, [dt] * k, [read] * k))
-        return ids if read else ids[:0]
+            list(self._pool.map(self._step_copies, shards, [dt] * len(shards)))
+        return ids
 
-    def _step_copies(self, ids: np.ndarray, dt: float, read: bool = False) -> None:
+    def _step_copies(self, ids: np.ndarray, dt: float) -> None:
         # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for
         # deferred add/remove and post-step callbacks, which the World never uses
         force, ptrs, step = self._force, self._ptrs, cp.space_step
-        if not read:
-            for c in ids.tolist():
-                force.run(c, ptrs[c], SET)
-                step(ptrs[c], dt)
-            self._choose(ids)
-            return
         # write, step and read each space in one pass (the World reads after every step)
         each, f_arr, f_data = cp.space_each_body, force.floats, force.data
         r_arr, r_data = self._state.floats, self._state.data

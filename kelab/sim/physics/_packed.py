@@ -336,7 +336,7 @@ class PackedBackend:
         # position of each (moving) body in a copy's block of the shard buffers
         self._moving_index = np.full(self._nb, -1, dtype=np.int64)
         self._moving_index[mv] = np.arange(mv.size)
-        self._jobs: dict[tuple[float, bool], Callable[[int], None]] = {}
+        self._jobs: dict[float, Callable[[int], None]] = {}
         #: Copy origins along x in their shard's space.
         self.origin_x = self._plan.origin_x
         self._fric_vals: np.ndarray | None = None
@@ -538,68 +538,62 @@ class PackedBackend:
             for k in np.unique(self._shard_of[ids]).tolist():
                 self._pending[k] = True
 
-    def step(self, dt: float, ids: np.ndarray, read: bool = False) -> np.ndarray:
-        """One physics step of every copy (a shared space cannot step a subset).
+    def step(self, dt: float, ids: np.ndarray) -> np.ndarray:
+        """One physics step of every copy (a shared space cannot step a subset), then a read.
 
         Changed forces are copied into the shards' batch buffers here; then each shard
-        (in its own thread when there are several) writes them, steps and, with ``read``,
-        batch-reads its bodies: C calls only, which release the GIL, so the shards run
-        truly in parallel. The read states are then stored into ``raw`` here.
+        (in its own thread when there are several) writes them, steps and batch-reads its
+        bodies: C calls only, which release the GIL, so the shards run truly in parallel.
+        The read states are then stored into ``raw`` here (every step reads: the World
+        checks the limits before the next one).
 
         Returns:
-            The copies whose state was read after the step (all, or none).
+            The copies whose state was read after the step: all of them.
         """
         pending = self._pending
         if True in pending:
-            self.sync()  # the threads may still be stepping with the old buffers
+            self.sync()  # a failed step's threads may still hold the old buffers
             for k, shard in enumerate(self._shards):
                 if pending[k]:
                     pending[k] = False
                     shard.set_forces(self._forces[self._parts[k], self._mv, :])
         self.read_within = False
         if self._workers is None:  # one shard, stepped right here: no job to dispatch
-            self._step_shard(dt, read, 0)
-            if not read:
-                return ids[:0]
+            self._step_shard(dt, 0)
             self.read_within = self._within[0]
             self._store_shard(0)
             if self.on_read is not None:
                 self.on_read(slice(None))
             return self._every
-        job = self._jobs.get((dt, read))
+        job = self._jobs.get(dt)
         if job is None:
             if len(self._jobs) > 8:  # a varying dt: keep the cache small
                 self._jobs.clear()
-            job = self._jobs[(dt, read)] = partial(self._step_shard, dt, read)
-        if read:
-            self._fetch_all(job)
-            self.read_within = all(self._within)
-            return self._every
-        self._workers.submit(job, len(self._shards))  # pipelined: queued behind the last
-        return ids[:0]
+            job = self._jobs[dt] = partial(self._step_shard, dt)
+        self._fetch_all(job)
+        self.read_within = all(self._within)
+        return self._every
 
-    def _step_shard(self, dt: float, read: bool, k: int) -> None:
-        """Step shard ``k`` and, with ``read``, read it (in the shard's thread).
+    def _step_shard(self, dt: float, k: int) -> None:
+        """Step shard ``k`` and read it (in the shard's thread).
 
         With the C helper one call does both (:meth:`Shard.bind`) and says whether every
         value it read is within the limits' fast bound (``_within[k]``).
         """
         shard = self._shards[k]
         if shard.stepper is not None:
-            self._within[k] = shard.stepper.step(dt, read)
+            self._within[k] = shard.stepper.step(dt, True)
             return
         self._within[k] = False
         shard.step(dt)
-        if read:
-            self._read_shard(k)
+        self._read_shard(k)
 
     def sync(self) -> None:
-        """Wait until the shard threads have finished every step handed to them.
+        """Wait until the shard threads have finished every job handed to them.
 
-        A step without a read returns once the calling thread's shard has stepped; the
-        other shards' steps run on (each thread takes its jobs in order), so consecutive
-        steps do not wait for each other. Everything that touches a shard other than
-        through a step waits here first.
+        A step waits for its shards itself (it reads them); this is the guard of
+        everything else that touches a shard, for jobs still out (a failed step's: its
+        error is raised here).
         """
         if self._workers is not None and self._workers.busy:
             self._workers.wait()
