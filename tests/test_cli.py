@@ -87,7 +87,11 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
             "mytask.py: mytask:PuckSlot, imported from the current folder)",
         ),
         (("preview", "no_such_module:Task"), "cannot import module 'no_such_module'"),
-        (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'"),
+        (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'; check the name"),
+        (  # a near miss of a task class in that module is named
+            ("preview", "kelab.tasks.cartpole:CartPoleTsk"),
+            "has no class 'CartPoleTsk'; did you mean 'CartPoleTask'?",
+        ),
         (("preview", "kelab.tasks.cartpole:FORCE_SCALE"), "is not a ke.Task subclass"),
         (("preview", "CartPole-v0"), "no display for a preview window"),
         (("preview", "CartPole-v0", "--headless", "--out", "shot.txt"), "must end in .png"),

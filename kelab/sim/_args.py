@@ -103,7 +103,10 @@ def env_indices(
         lo, hi = int(ids.min()), int(ids.max())
         repeated = not (np.diff(np.sort(ids)) != 0).all()
     if lo < 0 or hi >= n or (ids.dtype.kind == "u" and hi < 0):
-        raise ValueError(f"env_ids must be in [0, {n}), got min {lo} max {hi}")
+        raise ValueError(
+            f"env_ids must be in [0, {n}) (this World has {n} copies), got min {lo} max {hi}; "
+            f"pass copy indices below {n}"
+        )
     if repeated:
         uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
         if repeats:

@@ -82,9 +82,14 @@ def task_class(target: str) -> type[Task]:
         )
     cls: Any = _import_task_module(module, target)
     for part in parts:
-        cls = getattr(cls, part, None)
+        owner, cls = cls, getattr(cls, part, None)
         if cls is None:
-            raise UserError(f"module {module!r} has no class {name!r}; check the name after ':'")
+            tasks = [
+                k for k, v in vars(owner).items() if isinstance(v, type) and issubclass(v, Task)
+            ]
+            close = difflib.get_close_matches(part, tasks, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "check the name after ':'"
+            raise UserError(f"module {module!r} has no class {name!r}; {hint}")
     if not (isinstance(cls, type) and issubclass(cls, Task)):
         raise UserError(f"{target!r} is not a ke.Task subclass; subclass ke.Task")
     return cls

@@ -102,7 +102,8 @@ class RLTrainer:
             until a better one is found.
         task_id: The Gymnasium id to record (``"kelab/CartPole-v0"``); None records a
             built-in task's own id (``RLPlayer("RUN:best")`` then builds it), else none.
-        log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png``.
+        log: Write ``metrics.csv``, TensorBoard events and ``training_curve.png`` (the
+            progress line on stderr is :meth:`train`'s ``progress``).
         curve_process: Draw ``training_curve.png`` in this
             :class:`~kelab.train.curve_process.CurveProcess` (its owner closes it) while
             training goes on; :meth:`close` waits for the last drawing. None: drawn here.
@@ -634,8 +635,25 @@ class RLTrainer:
             self._judge.time_s += time.perf_counter() - start
             if judged is not None:
                 self._consider_best(judged)
+                self._record_late_verdict(judged, call)
         if stop is not None:
             stop.hold()  # from here on Ctrl-C waits for the saves (short and bounded)
+
+    def _record_late_verdict(self, judged: Judged, call: _Call) -> None:
+        """Report a verdict read after the last iteration like one read during training.
+
+        The last iteration's row again, now with the verdict (``metrics.csv``,
+        TensorBoard and the returned statistics); a passing one meets the target there
+        (``target_reached_at``: the iteration it was read at, the last).
+        """
+        verdict, last = judged.verdict, call.last_row
+        if verdict is None or last is None:
+            return
+        row = last.with_verdict(verdict, judged.row.iteration)
+        self._runlog.record(row)
+        call.last_row = row
+        if verdict.passed and call.reached is None and self.iteration >= self.config.min_iterations:
+            call.reached = self.iteration
 
     def _finish(self, call: _Call) -> dict[str, Any]:
         """Save ``latest`` (and ``best`` if none yet), draw the curve, sum the call up."""

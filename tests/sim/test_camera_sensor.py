@@ -251,6 +251,7 @@ def test_delay_and_sample_interval_act_on_the_image():
         ({"channels": 2}, r"channels must be 1 \(grayscale\) or 3 \(RGB\), got 2"),
         ({"zoom": 0.0}, r"zoom must be a finite number > 0"),
         ({"zoom": float("nan")}, r"zoom must be a finite number"),
+        ({"zoom": 1e-4}, r"zoom must be in \[0.001, 1e\+06\] px/m, got 0.0001; zoom is pixels"),
         ({"follow": "spin"}, r"follow must be one of \['pose', 'position'\], got 'spin'"),
         ({"background": (0, 0, 256)}, r"background must be three ints"),
         ({"offset": (0.0, 1.0)}, r"offset must be a Pose"),

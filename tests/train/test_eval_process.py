@@ -183,3 +183,29 @@ def test_a_trainer_that_cannot_fork_warns_and_evaluates_itself(tmp_path, monkeyp
     with pytest.raises(RuntimeError, match="cannot fork here"):
         EvalProcess(CartPoleTask, config, 4, 1, target=0.95)
     env.close()
+
+
+def test_a_verdict_read_after_the_last_iteration_is_reported(tmp_path):
+    """A passing verdict still out when the loop ends (eval_process) meets the target and
+    is logged like one read during training (a new user's trial found it in best only)."""
+    import csv
+
+    shipped = _shipped()
+    config = shipped.config.replace(
+        num_envs=16, num_steps_per_env=8, schedule="fixed", learning_rate=1e-6,
+        eval_every=2, eval_episodes=20, stop_at_target=False, min_iterations=1,
+        eval_process=True, checkpoint_every=100,
+    )  # fmt: skip
+    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0, layout=config.layout)
+    with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=True) as tr:
+        tr.alg.actor.load_state_dict(shipped.actor.state_dict())  # a policy that passes
+        stats = tr.train(3)  # iteration 2 is submitted; its verdict is read after 3
+    env.close()
+    assert stats["target_reached_at"] == 3  # read after the last iteration
+    assert stats["eval_success_rate"] == 1.0 and stats["eval_episodes"] == 20
+    with open(tmp_path / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["iteration"] for r in rows] == ["1", "2", "3", "3"]
+    assert rows[2]["eval_success_rate"] == ""  # the iteration's own row: nothing came
+    assert rows[3]["eval_iteration"] == "2" and float(rows[3]["eval_success_rate"]) == 1.0
+    assert rows[3]["mean_return"] == rows[2]["mean_return"]

@@ -91,10 +91,14 @@ def field_positive(
     lo: float | None = None,
     hi: float | None = None,
     unit: str = "",
+    fix: str = "values outside this range make the 2D physics unstable (see the ranges in "
+    "docs/scene.md), so rescale the model",
 ) -> float:
     """Return ``value`` as a float > 0 (>= 0 with ``allow_zero``), within ``[lo, hi]``.
 
     Zero, when allowed, is exempt from ``lo`` (a zero-radius segment is a thin line).
+    ``fix``: what the error out of that range tells the user to do (a physical
+    quantity's default; a view's zoom says its own).
     """
     number = field_number(owner, name, value)
     field = f"{owner}.{name}"
@@ -111,8 +115,7 @@ def field_positive(
                 field,
                 f"{zero}in {low}, {high}{unit}",
                 value,
-                "values outside this range make the 2D physics unstable (see the ranges in "
-                "docs/scene.md), so rescale the model",
+                fix,
             )
         )
     return number

@@ -32,6 +32,7 @@ from kelab.sim.scene.sensor_config import SensorConfig
 from kelab.sim.scene.sensor_kinds import (
     SENSOR_KINDS,
     WORLD_FRAME,
+    ZOOM_FIX,
     ZOOM_MAX,
     ZOOM_MIN,
     check_params,
@@ -210,7 +211,7 @@ class CameraSpec:
         field_name("CameraSpec", "name", self.name)
         set_field(self, "center", field_vec2("CameraSpec", "center", self.center, limit=COORD_MAX))
         zoom = field_positive(
-            "CameraSpec", "zoom", self.zoom, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m"
+            "CameraSpec", "zoom", self.zoom, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m", fix=ZOOM_FIX
         )
         set_field(self, "zoom", zoom)
 

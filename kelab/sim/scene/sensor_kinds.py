@@ -42,6 +42,10 @@ __all__ = [
 
 ZOOM_MIN, ZOOM_MAX = 1e-3, 1e6
 """Range of a view's zoom in pixels per metre (``CameraSpec.zoom``, a camera sensor's)."""
+ZOOM_FIX = (
+    "zoom is pixels per metre: e.g. the image's width in pixels over the metres it should see"
+)
+"""What a zoom out of :data:`ZOOM_MIN`..:data:`ZOOM_MAX` is told to do."""
 CAMERA_SIZE_MIN, CAMERA_SIZE_MAX = 4, 1024
 """Range of a camera sensor's image width and height in pixels."""
 WORLD_FRAME = "/"
@@ -269,7 +273,7 @@ SENSOR_KINDS: dict[str, SensorKind] = {
             "size": _size,
             "channels": _channels,
             "zoom": lambda owner, name, v: field_positive(
-                owner, name, v, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m"
+                owner, name, v, lo=ZOOM_MIN, hi=ZOOM_MAX, unit=" px/m", fix=ZOOM_FIX
             ),
             "offset": field_pose,
             "follow": _follow,
