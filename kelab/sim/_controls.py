@@ -167,6 +167,8 @@ class Controls:
         Raises:
             ValueError: On a wrong shape or non-finite values.
         """
+        if joint_ids is not None:
+            self._check_takes(kind, joint_ids)
         ncols = self.nj if joint_ids is None else np.size(joint_ids)
         vals = float_array(values, "joint commands")
         try:
@@ -218,6 +220,41 @@ class Controls:
             target[ids] = full
         self.dirty = True
         return full
+
+    def _check_takes(self, kind: Kind, joint_ids: np.ndarray) -> None:
+        """Refuse a command that every listed joint ignores (it would do nothing).
+
+        Efforts drive effort actuators, position targets PD actuators; a joint of the
+        other kind, or without an actuator, ignores its column. A call that lists only
+        such joints is a mistake (a new user's crane held a target on its effort-driven
+        rail and saw nothing move): refused, naming the first joint and what it takes.
+        A call that lists some joints that take it writes those (the others ignore
+        theirs: docs/world.md, "API").
+        """
+        cols = np.asarray(joint_ids, np.int64).reshape(-1)
+        takes = self._pd if kind == Kind.TARGETS else self._actuated & ~self._pd
+        if cols.size == 0 or takes[cols].any():
+            return
+        path = self.layout.joint_paths[int(cols[0])]
+        actuator = self.layout.joints[int(cols[0])].actuator
+        what, fix = {
+            ("pd", Kind.EFFORTS): (
+                "a PD actuator (it follows position targets)",
+                "use set_joint_position_targets / RobotView.set_joint_position_target",
+            ),
+            ("effort", Kind.TARGETS): (
+                "an effort actuator (it takes efforts)",
+                "use set_joint_efforts / RobotView.set_joint_effort_target",
+            ),
+        }.get(
+            (actuator, kind),
+            ("no actuator", "give the joint an EffortActuator or a PDActuator in the scene"),
+        )
+        command = "position targets" if kind == Kind.TARGETS else "efforts"
+        others = "" if cols.size == 1 else f" (nor do the other {cols.size - 1} listed)"
+        raise ValueError(
+            f"joint {path!r} has {what}: {command} to it would do nothing{others}; {fix}"
+        )
 
     def pd_torques(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """PD torques of copies ``ids`` from their body states ``rows``, ``(len(ids), nj)``.

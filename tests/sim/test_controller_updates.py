@@ -192,3 +192,53 @@ def test_the_controller_api_is_the_world_s_own_no_forwarding_mixin() -> None:
     for name in ("controller_updates", "update_controllers", "controller_efforts"):
         assert name in vars(ke.World), name
     assert [c.__name__ for c in ke.World.__mro__ if "Controller" in c.__name__] == []
+
+
+def _mixed_scene() -> ke.Scene:
+    """A rail cart on an effort actuator, a PD arm on it, and an unactuated pendulum."""
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    rig = ke.RobotDescription(
+        name="rig",
+        bodies=(
+            ke.BodySpec("cart", (ke.Box(0.4, 0.2),), mass=1.0, initial_pose=ke.Pose(0.0, 1.0)),
+            ke.BodySpec("arm", (ke.Box(0.4, 0.05),), mass=0.5, initial_pose=ke.Pose(0.2, 1.2)),
+            ke.BodySpec("bob", (ke.Circle(0.05),), mass=0.2, initial_pose=ke.Pose(0.0, 0.6)),
+        ),
+        joints=(
+            ke.PrismaticJoint("rail", "world", "cart", axis=(1.0, 0.0),
+                              actuator=ke.EffortActuator(20.0)),
+            ke.RevoluteJoint("shoulder", "cart", "arm", anchor=(0.0, 1.2),
+                             actuator=ke.PDActuator(kp=50.0, kd=2.0, limit=10.0)),
+            ke.RevoluteJoint("swing", "cart", "bob", anchor=(0.0, 1.0)),
+        ),
+    )  # fmt: skip
+    b.add(ke.Robot(rig), at="/World/Rig")
+    return b.build()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_command_that_every_listed_joint_ignores_is_refused_whole(layout):
+    """Targets to an effort joint, efforts to a PD or unactuated one: refused, naming the
+    joint and the setter it takes, nothing held (a new user's crane saw nothing move)."""
+    w = ke.World(_mixed_scene(), num_envs=2, layout=layout)
+    rig = w.robot("/World/Rig")
+    rail, shoulder, swing = (rig.find_joints(n) for n in ("rail", "shoulder", "swing"))
+    cases = [
+        (rig.set_joint_position_target, rail, "'/World/Rig/rail' has an effort actuator"),
+        (rig.set_joint_effort_target, shoulder, "'/World/Rig/shoulder' has a PD actuator"),
+        (rig.set_joint_effort_target, swing, "'/World/Rig/swing' has no actuator"),
+        (rig.set_joint_position_target, [0, 2], r"nor do the other 1 listed"),
+    ]
+    for setter, joints, message in cases:
+        with pytest.raises(ValueError, match=message) as info:
+            setter(np.full((2, np.size(joints)), 3.0), joint_ids=joints)
+        assert "\n" not in str(info.value)
+    assert not w.joint_efforts.any() and not w.joint_position_targets.any()
+    # a call that some listed joint takes writes it; the others ignore theirs
+    rig.set_joint_effort_target(np.full((2, 3), 4.0))
+    rig.set_joint_position_target(np.full((2, 1), 0.5), joint_ids=shoulder)
+    w.set_joint_efforts(np.zeros((2, 3)))  # every joint, none listed: as before
+    w.step(DT)
+    assert w.joint_position_targets[0].tolist() == [0.0, 0.5, 0.0]
+    w.close()
