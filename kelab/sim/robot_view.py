@@ -163,7 +163,15 @@ class RobotView:
         Raises:
             ValueError: If a name matches no joint (the message lists the joints).
         """
-        names = [name_or_names] if isinstance(name_or_names, str) else list(name_or_names)
+        try:
+            names = [name_or_names] if isinstance(name_or_names, str) else list(name_or_names)
+        except TypeError:  # not iterable: a joint index, None...
+            names = [name_or_names]
+        if not all(isinstance(n, str) for n in names):
+            raise ValueError(
+                f"find_joints takes a joint name or a list of names (exact or regex), got "
+                f"{name_or_names!r}; joints: {self.joint_names}"
+            )
         out: list[int] = []
         for name in names:
             hits = [i for i, j in enumerate(self.joint_names) if j == name or re.fullmatch(name, j)]

@@ -167,6 +167,9 @@ def test_robot_view(layout: str) -> None:
     np.testing.assert_array_equal(r.find_joints(["cart_to_pole", "slider.*"]), [1, 0])
     with pytest.raises(ValueError, match="joints"):
         r.find_joints("elbow")
+    for bad in (3, [0], None):  # an index is not a name: said in one line, with the names
+        with pytest.raises(ValueError, match=r"find_joints takes a joint name .* joints: \("):
+            r.find_joints(bad)
     r.set_joint_effort_target([[50.0]], joint_ids=idx, env_ids=[2])
     for _ in range(30):
         w.step(DT)
