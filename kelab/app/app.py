@@ -695,10 +695,22 @@ class App(ReadOnlyAttributes):
             raise ValueError(must("App.inject_event(event)", "a ke.InputEvent", event))
         self._events.append(event)
 
-    def inject_events(self, events: Iterable[InputEvent]) -> None:
-        """Queue several synthetic events, oldest first."""
-        for event in events:
-            self.inject_event(event)
+    def inject_events(self, events: Iterable[InputEvent] | InputEvent) -> None:
+        """Queue several synthetic events, oldest first (one `InputEvent` is also taken).
+
+        Raises:
+            ValueError: ``events`` is not an iterable of `InputEvent` (none is queued).
+        """
+        if isinstance(events, InputEvent):
+            events = [events]
+        wanted = "an InputEvent or an iterable (list) of ke.InputEvent"
+        if not isinstance(events, Iterable) or isinstance(events, str | bytes):
+            raise ValueError(must("App.inject_events(events)", wanted, events))
+        batch = list(events)
+        for i, event in enumerate(batch):  # all checked before any is queued
+            if not isinstance(event, InputEvent):
+                raise ValueError(must(f"App.inject_events(events)[{i}]", "a ke.InputEvent", event))
+        self._events.extend(batch)
 
     # ================================================================ pixels
     def read_rgb_pixels(self, flip_y: bool = True) -> np.ndarray:

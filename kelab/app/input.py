@@ -161,14 +161,14 @@ class Input:
         """Apply one window event to the held state and both edge sets."""
         kind = event.kind
         if kind == "key_down" and event.key is not None:
-            key = event.key.lower()
+            key = event.key  # lowercase already (InputEvent lowercases it)
             self.mods = event.mods
             if key not in self._keys_held:  # auto-repeat is not a new press
                 self._keys_held.add(key)
                 self._frame.keys_pressed.add(key)
                 self._pending.keys_pressed.add(key)
         elif kind == "key_up" and event.key is not None:
-            key = event.key.lower()
+            key = event.key
             self.mods = event.mods
             self._keys_held.discard(key)
             self._frame.keys_released.add(key)

@@ -103,3 +103,61 @@ def test_press_while_paused_reaches_the_single_step(fake_clock: FakeClock):
     app.renderFrameOnce()
     assert app.step_seen == [(True, True, False)]
     app.close()
+
+
+class SpaceReader(ke.App):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen = 0
+
+    def fixed_update(self, ts):
+        self.seen += self.input.key_pressed("space")
+
+
+@pytest.mark.parametrize("name", ["space", "Space", "SPACE"])
+def test_key_case_is_one_name_for_hooks_and_hotkeys(fake_clock: FakeClock, name: str):
+    """"Space" is stored as "space": it fires the Space hotkey (pause) like "space" does."""
+    app = make_app(fake_clock, SpaceReader)
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("key_down", key=name))
+    fake_clock.advance(0.05)
+    app.renderFrameOnce()
+    assert app.paused and app.input.key_held("space")
+    app.close()
+    app = make_app(fake_clock, SpaceReader, hotkeys=False)  # without hotkeys: the hook sees it
+    app.renderFrameOnce()
+    app.inject_event(ke.InputEvent("key_down", key=name))
+    fake_clock.advance(0.05)
+    app.renderFrameOnce()
+    assert app.seen == 1 and not app.paused
+    app.close()
+
+
+def test_inject_events_takes_one_event_or_refuses_whole(fake_clock: FakeClock):
+    app = make_app(fake_clock, Edges)
+    app.renderFrameOnce()
+    app.inject_events(key("key_down", "a"))  # one event, not a list: taken
+    with pytest.raises(ValueError, match=r"App.inject_events\(events\)\[1\] must be a ke.Input"):
+        app.inject_events([key("key_up", "a"), "key_up a"])
+    with pytest.raises(ValueError, match=r"App.inject_events\(events\) must be an InputEvent or"):
+        app.inject_events(5)
+    fake_clock.advance(0.02)
+    app.renderFrameOnce()  # the refused batch queued nothing: "a" is still held
+    assert app.step_seen == [(True, False, True)]
+    app.close()
+
+
+def test_mouse_pos_stays_finite_and_wheel_zooms(fake_clock: FakeClock):
+    app = make_app(fake_clock)
+    app.renderFrameOnce()
+    zoom = app.camera.zoom
+    with pytest.raises(ValueError, match="InputEvent.pos"):
+        app.inject_event(ke.InputEvent("mouse_move", pos=(float("nan"), 3)))
+    with pytest.raises(ValueError, match="InputEvent.wheel"):
+        app.inject_event(ke.InputEvent("mouse_wheel", wheel=1, pos=(10, 10)))
+    app.inject_event(ke.InputEvent("mouse_wheel", wheel=(0, 1), pos=(10, 10)))
+    app.inject_event(ke.InputEvent("mouse_move", pos=(12, 7)))
+    fake_clock.advance(0.02)
+    app.renderFrameOnce()
+    assert app.input.mouse_pos == (12.0, 7.0) and app.camera.zoom > zoom
+    app.close()
