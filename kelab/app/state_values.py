@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import copyreg
 import enum
 import hashlib
 import struct
@@ -84,8 +85,9 @@ def state_digest(value: object, name: str) -> StateDigest:
 
     Raises:
         ValueError: ``value`` holds itself, is nested deeper than `MAX_STATE_DEPTH`, or
-            holds an object with no readable value (a lock, a file): one line naming
-            where, as ``state['key'][3].attr``.
+            holds an object ``copy.deepcopy`` cannot copy or with no readable value (a
+            lock, an open file, a socket, a generator): one line naming where, as
+            ``state['key'][3].attr``.
     """
     walk = _Walk(name)
     h = hashlib.blake2b(digest_size=16)
@@ -231,7 +233,10 @@ class _Walk:
         if _own(t, "__reduce_ex__") or _own(t, "__reduce__"):
             parts = self._reduced(value)
         elif _own(t, "__getstate__"):
-            parts = [(".__getstate__()", value.__getstate__())]  # type: ignore[attr-defined]
+            try:
+                parts = [(".__getstate__()", value.__getstate__())]  # type: ignore[attr-defined]
+            except Exception:  # a socket's refuses: no copy either
+                raise self._uncopyable(value) from None
         else:
             attrs = dict(getattr(value, "__dict__", {}))
             for klass in t.__mro__:
@@ -242,6 +247,7 @@ class _Walk:
             if not attrs and not hasattr(value, "__dict__"):  # a C object we cannot read
                 parts = self._reduced(value)
             else:
+                self._check_copyable(value)  # an open file has a __dict__ but no copy
                 self._enter(value, depth)
                 self._mapping(h, list(attrs.items()), depth, attrs=True)
                 self._leave(value)
@@ -254,16 +260,35 @@ class _Walk:
             self.path.pop()
         self._leave(value)
 
+    def _uncopyable(self, value: object) -> ValueError:
+        return self._refuse(
+            f"values KELab can copy and compare ({_KINDS})",
+            f"one that cannot be copied or compared by value: a {_type_name(value)}",
+            "leave it out of state_dict() (keep what rebuilds it: a file's name, a counter),"
+            " or give its class a __getstate__",
+        )
+
+    def _check_copyable(self, value: object) -> None:
+        """Refuse ``value`` where ``copy.deepcopy`` would fail on it (not on its parts).
+
+        Mirrors deepcopy's choice: a ``__deepcopy__`` or a ``copyreg`` entry is trusted,
+        else ``__reduce_ex__(4)`` must succeed (an open file's raises though the file has
+        a ``__dict__``).
+        """
+        t = type(value)
+        if getattr(t, "__deepcopy__", None) is not None or t in copyreg.dispatch_table:
+            return
+        try:
+            value.__reduce_ex__(4)
+        except Exception:
+            raise self._uncopyable(value) from None
+
     def _reduced(self, value: object) -> list[tuple[str, object]]:
         """The parts of ``value.__reduce_ex__(4)`` (what ``copy.deepcopy`` rebuilds it from)."""
         try:
             rv = value.__reduce_ex__(4)
         except Exception:
-            raise self._refuse(
-                f"values KELab can compare ({_KINDS})",
-                f"one that cannot be compared by value: a {_type_name(value)}",
-                "leave it out of state_dict(), or give its class a __getstate__",
-            ) from None
+            raise self._uncopyable(value) from None
         if isinstance(rv, str):
             return [(".__reduce__()", rv)]
         rv = tuple(rv) + (None,) * (5 - len(rv))

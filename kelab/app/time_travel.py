@@ -127,6 +127,24 @@ class StateHooks:
     define load_state_dict() (only state_dict())"``), or None: both hooks are there."""
 
 
+def _copied(value: object) -> object:
+    """A deep copy of a ``state_dict()`` value that `state_digest` accepted.
+
+    Raises:
+        ValueError: The copy failed all the same (a ``__deepcopy__`` or ``__reduce__`` of
+            the user's that raises): one line.
+    """
+    try:
+        return copy.deepcopy(value)
+    except Exception as e:
+        said = " ".join(str(e).split())
+        raise ValueError(
+            f"App.state_dict() must return values copy.deepcopy can copy, got one whose copy "
+            f"raised {type(e).__name__}: {said}; leave that value out of state_dict(), or fix "
+            "its __deepcopy__ / __reduce__"
+        ) from e
+
+
 @dataclass(frozen=True)
 class TimeTravelContext:
     """What `TimeTravel` is given: what it saves, re-runs and tells (never the App)."""
@@ -641,7 +659,7 @@ class TimeTravel:
             world.max_log_steps if world is not None else None,
             ctx.timeline.time_state(),
             clock,
-            copy.deepcopy(user.value) if user is not None else None,
+            _copied(user.value) if user is not None else None,
             None if spring is None else _Drag(spring.picked, spring.target, spring.frequency_hz),
             None if spring is None else spring.held,
             (snap.nbytes if snap is not None else 0) + (user.nbytes if user is not None else 0),

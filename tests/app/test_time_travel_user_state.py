@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
+import socket
 import threading
 import warnings
 from dataclasses import dataclass
@@ -515,12 +517,60 @@ class Locked(Counter):
         return {**super().state_dict(), "lock": self.lock}
 
 
+class WithFile(Counter):
+    """An open file has a __dict__ (its mode) yet no copy: refused like a lock, not a
+    bare ``TypeError: cannot pickle '_io.TextIOWrapper'``."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.log = open(os.devnull, "w")  # noqa: SIM115 - the point is holding it open
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "files": [self.log]}
+
+
+class WithSocket(Counter):
+    """A socket's own __getstate__ raises."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.sock = socket.socket()
+
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "sock": self.sock}
+
+
+class WithThread(Counter):
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "v": threading.Thread()}
+
+
+class WithGenerator(Counter):
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "gen": (i for i in range(3))}
+
+
+class _NoCopy:
+    def __deepcopy__(self, memo: dict) -> _NoCopy:
+        raise RuntimeError("no\ncopy")
+
+
+class WithBadDeepcopy(Counter):
+    def state_dict(self) -> dict:
+        return {**super().state_dict(), "odd": _NoCopy()}
+
+
 @pytest.mark.parametrize(
     ("cls", "message"),
     [
         (Looped, r"holds itself at state\['me'\]\['parent'\]"),
         (Deep, r"nested deeper than 64 levels at state\['child'\]\['child'\]"),
-        (Locked, r"cannot be compared by value: a _thread.lock at state\['lock'\]"),
+        (Locked, r"cannot be copied or compared by value: a _thread.lock at state\['lock'\]"),
+        (WithFile, r"a _io.TextIOWrapper at state\['files'\]\[0\]; leave it out"),
+        (WithSocket, r"a socket.socket at state\['sock'\]; leave it out"),
+        (WithThread, r"a _thread.lock at state\['v'\]._started._cond._lock; leave"),
+        (WithGenerator, r"a generator at state\['gen'\]; leave it out"),
+        (WithBadDeepcopy, r"copy.deepcopy can copy, got one whose copy raised RuntimeError"),
     ],
 )
 def test_a_state_dict_time_travel_cannot_keep_is_one_clear_error(cls: type, message: str) -> None:
@@ -531,6 +581,9 @@ def test_a_state_dict_time_travel_cannot_keep_is_one_clear_error(cls: type, mess
     assert text.startswith("App.state_dict() must return") and "\n" not in text
     with pytest.raises(RuntimeError, match="closed"):  # the App closed once, like any hook error
         app.renderFrameOnce()
+    for held in (getattr(app, "log", None), getattr(app, "sock", None)):
+        if held is not None:
+            held.close()
 
 
 class Turning(Looped):
