@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -57,6 +57,7 @@ from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
 from kelab.timing.pacer import SimulationPacer, precise_sleep
+from kelab.timing.schedule import check_callable
 from kelab.timing.timeline import ON_UPDATE_PRIORITY, ExecutionOrder, Phase, Timeline
 
 if TYPE_CHECKING:
@@ -119,6 +120,45 @@ class App(ReadOnlyAttributes):
         "config live world view input timeline clock renderer overlays dragging recordings "
         "panel panel_window sync menu systems time_travel".split()
     )
+
+    #: The hooks an instance may replace (``app.fixed_update = f``), with the arguments
+    #: each is called with: an assigned value must be a callable taking them.
+    _HOOK_ARGS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "setup": (),
+        "pre_update": (),
+        "fixed_update": ("ts",),
+        "late_update": ("ts",),
+        "free_update": ("dt",),
+        "pre_render": (),
+        "render": ("canvas", "alpha"),
+        "post_render": (),
+        "state_dict": (),
+        "load_state_dict": ("state",),
+        "on_pick": ("body",),
+        "on_pick_hover": ("body",),
+        "on_drag_begin": ("body",),
+        "on_drag_update": ("body", "target"),
+        "on_drag_end": ("body",),
+    }
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Set an attribute; a hook (`fixed_update`, `on_pick`...) must take its arguments.
+
+        Raises:
+            ValueError: ``app.fixed_update = 5`` (or a function of the wrong arguments),
+                at the assignment rather than at the next frame (nothing is set).
+            AttributeError: A read-only or held-for-life name (`reserved_names`).
+        """
+        args = self._HOOK_ARGS.get(name)
+        if args is not None:
+            check_callable(
+                value,
+                f"App.{name}",
+                args,
+                f"assign a function, e.g. app.{name} = lambda {', '.join(args)}: ..."
+                f" (del app.{name} goes back to the class's)",
+            )
+        super().__setattr__(name, value)
 
     def __init__(
         self,

@@ -205,14 +205,18 @@ class Recorder(ABC):
         if self._binding is not None:
             raise RuntimeError(f"{type(self).__name__} for {self.path} is already attached")
         timeline.runner(self.runner)  # KeyError naming the runners if unknown
+        name = f"{type(self).__name__}({self.path.name})"  # binding names are unique
+        if any(b.name == name for b in timeline.bindings):  # a same-named file elsewhere
+            name = f"{type(self).__name__}({self.path})"
+        if any(b.name == name for b in timeline.bindings):
+            raise RuntimeError(
+                f"a {type(self).__name__} for {self.path} is already attached to this timeline;"
+                " record to another path"
+            )
         self._timeline = timeline
         self._prepare(world, frame_source)
         self._binding = timeline.bind(
-            self.record,
-            runner=self.runner,
-            phase=self.phase,
-            priority=self.priority,
-            name=f"{type(self).__name__}({self.path.name})",
+            self.record, runner=self.runner, phase=self.phase, priority=self.priority, name=name
         )
         return self._binding
 

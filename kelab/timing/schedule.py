@@ -8,10 +8,12 @@ table and `StepResult` one executed boundary. See docs/timing.md.
 from __future__ import annotations
 
 import enum
+import inspect
 from fractions import Fraction
 from typing import NamedTuple
 
-from kelab._validate import check_int, must
+from kelab._validate import check_int, must, show
+from kelab.errors import UserError
 
 __all__ = [
     "DEFAULT_PRIORITY",
@@ -20,6 +22,7 @@ __all__ = [
     "ExecutionOrderRow",
     "Phase",
     "StepResult",
+    "check_callable",
     "check_phase",
     "check_priority",
 ]
@@ -53,6 +56,50 @@ def check_phase(phase: object) -> Phase:
 def check_priority(priority: object) -> int:
     """Validate a priority: an int (lower runs first)."""
     return check_int(priority, "priority", fix="lower runs first")
+
+
+def check_callable(fn: object, name: str, args: tuple[str, ...], fix: str) -> None:
+    """Refuse ``fn`` unless it is callable with the positional arguments ``args``.
+
+    Checked where ``fn`` is handed over (bound, assigned), not where it is first called:
+    ``inspect.signature(fn).bind(*args)`` must succeed. A callable whose signature Python
+    cannot read (some builtins) is taken as it is.
+
+    Args:
+        fn: The callable.
+        name: Where it goes, for the message (``"Timeline.bind(callback)"``).
+        args: The names of the arguments it will be called with (``("ts",)``).
+        fix: What to do instead, for the message.
+
+    Raises:
+        UserError: One line, e.g. ``"Timeline.bind(callback) must be a callable taking
+            (ts), got control(ts, gain); ..."``.
+
+    Example:
+        >>> check_callable(lambda ts: None, "callback", ("ts",), "")
+        >>> check_callable(print, "callback", ("ts",), "")  # no readable signature: taken
+        >>> try:
+        ...     check_callable(lambda: None, "callback", ("ts",), "take ts")
+        ... except ValueError as e:
+        ...     print(e)
+        callback must be a callable taking (ts), got <lambda>(); take ts
+    """
+    wanted = f"a callable taking ({', '.join(args)})"
+    if not callable(fn):
+        raise UserError(must(name, wanted, fn, fix))
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return  # no signature to read: the call itself will tell
+    try:
+        signature.bind(*args)
+    except TypeError:
+        label = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        label = label.split("<locals>.")[-1]
+        got = f"{label}{signature}" if len(label) + len(str(signature)) < 80 else show(fn)
+        raise UserError(
+            f"{name} must be {wanted}, got {got}" + (f"; {fix}" if fix else "")
+        ) from None
 
 
 class StepResult(NamedTuple):

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 
 from kelab._validate import check_bool, is_int, is_number, must
+from kelab.errors import UserError
 from kelab.timing.schedule import (
     DEFAULT_PRIORITY,
     ON_UPDATE_PRIORITY,
@@ -25,6 +26,7 @@ from kelab.timing.schedule import (
     ExecutionOrderRow,
     Phase,
     StepResult,
+    check_callable,
     check_phase,
     check_priority,
 )
@@ -229,8 +231,12 @@ class Binding:
 
     @callback.setter
     def callback(self, value: Callable[[float], object]) -> None:
-        if not callable(value):
-            raise ValueError(must(f"binding {self._name!r} callback", "callable", value))
+        check_callable(
+            value,
+            f"binding {self._name!r} callback",
+            ("ts",),
+            "set a function of the step in seconds, e.g. def control(ts): ...",
+        )
         self._callback = value
         if self._timeline is not None:
             self._timeline._plans.clear()
@@ -242,7 +248,9 @@ class Binding:
 
     @name.setter
     def name(self, value: str) -> None:
-        if not isinstance(value, str) or not value.strip():
+        if self._timeline is not None:
+            self._timeline._check_new_name(value, "binding name", self)
+        elif not isinstance(value, str) or not value.strip():
             raise ValueError(must("binding name", "a non-empty string", value))
         self._name = value
 
@@ -527,11 +535,18 @@ class Timeline:
         Returns:
             A `Binding` whose ``unbind()`` removes it.
         """
-        if not callable(callback):
-            raise ValueError(must("callback", "callable", callback))
+        check_callable(
+            callback,
+            "Timeline.bind(callback)",
+            ("ts",),
+            "bind a function of the step in seconds, e.g. def control(ts): ... (more "
+            "arguments: bind functools.partial(f, ...) or a lambda ts: f(ts, ...))",
+        )
         self.runner(runner)
         phase = check_phase(phase)
         priority = check_priority(priority)
+        if name is not None:
+            self._check_new_name(name, "Timeline.bind(name)")
         qualname = getattr(callback, "__qualname__", None)
         label = name or (qualname.split("<locals>.")[-1] if qualname else repr(callback))
         binding = Binding(callback, runner, phase, priority, label, self._next_order, self)
@@ -539,6 +554,21 @@ class Timeline:
         self._bindings.append(binding)
         self._plans.clear()
         return binding
+
+    def _check_new_name(self, name: object, field: str, binding: Binding | None = None) -> None:
+        """Refuse a binding name that is empty or another binding's (names pick bindings)."""
+        if not isinstance(name, str) or not name.strip():
+            raise UserError(must(field, "a non-empty str", name))
+        if any(b.name == name for b in self._bindings if b is not binding):
+            raise UserError(
+                must(
+                    field,
+                    "a name no other binding of this timeline has",
+                    name,
+                    fix="pick another (the panel's set_binding(name) and execution_order "
+                    "tell bindings apart by name)",
+                )
+            )
 
     def _unbind(self, binding: Binding) -> None:
         self._bindings.remove(binding)

@@ -212,3 +212,29 @@ def test_the_apps_read_only_properties_refuse_with_a_message_naming_them(tmp_pat
     doc = (Path(__file__).parents[2] / "docs" / "app.md").read_text(encoding="utf-8")
     missing = [name for name in reserved if f"`{name}`" not in doc]
     assert not missing, f"docs/app.md does not list these reserved App names: {missing}"
+
+
+def test_a_hook_assigned_on_the_instance_must_take_its_arguments(tmp_path):
+    # before: app.fixed_update = 5 was taken, and the next frame ended the App with
+    # "'int' object is not callable"
+    app = _app(tmp_path)
+    for name, value, got in [
+        ("fixed_update", 5, "5"),
+        ("fixed_update", lambda: None, r"<lambda>\(\)"),
+        ("on_pick", None, "None"),
+        ("render", lambda canvas: None, r"<lambda>\(canvas\)"),
+        ("setup", lambda ts: None, r"<lambda>\(ts\)"),
+    ]:
+        with pytest.raises(ValueError, match=rf"^App\.{name} must be a callable taking .*, got "
+                           rf"{got}; assign a function"):  # fmt: skip
+            setattr(app, name, value)
+        assert name not in vars(app)  # nothing set
+    steps = []
+    app.fixed_update = lambda ts: steps.append(ts)
+    app.pause()
+    app.step_once()
+    app.renderFrameOnce()
+    assert steps
+    del app.fixed_update  # back to the class's
+    assert "fixed_update" not in vars(app)
+    app.close()

@@ -294,3 +294,43 @@ def test_numpy_rates_and_times_are_numbers_and_bools_are_not():
         tl.add_runner("b", True)
     with pytest.raises(ValueError, match=r"^seconds must be a finite number, got nan"):
         tl.advance(float("nan"))
+
+
+def test_bind_checks_the_callback_takes_ts_when_bound():
+    """A callback that cannot take ``ts`` is refused at bind, not at its first step."""
+    import functools
+
+    tl = ke.Timeline()
+
+    def control(ts, gain):
+        return None
+
+    with pytest.raises(ke.UserError, match=r"^Timeline.bind\(callback\) must be a callable "
+                       r"taking \(ts\), got control\(ts, gain\); bind"):  # fmt: skip
+        tl.bind(control)
+    with pytest.raises(ke.UserError, match=r"taking \(ts\), got <lambda>\(\)"):
+        tl.bind(lambda: None)
+    assert tl.bindings == ()  # nothing half-bound
+    tl.bind(functools.partial(control, gain=2.0))  # what the message suggests
+    tl.bind(lambda ts, gain=1.0: None)
+    tl.bind(lambda *args: None)
+    b = tl.bind(print)  # a builtin: taken as it is
+    with pytest.raises(ke.UserError, match=r"callback must be a callable taking \(ts\)"):
+        b.callback = lambda: None
+    assert b.callback is print
+
+
+def test_binding_names_given_are_unique():
+    tl = ke.Timeline()
+    tl.bind(lambda ts: None, name="gripper")
+    with pytest.raises(ke.UserError, match=r"^Timeline.bind\(name\) must be a name no other "
+                       r"binding of this timeline has, got 'gripper'; pick another"):  # fmt: skip
+        tl.bind(lambda ts: None, name="gripper")
+    assert len(tl.bindings) == 1
+    other = tl.bind(lambda ts: None, name="arm")
+    with pytest.raises(ke.UserError, match="got 'gripper'"):
+        other.name = "gripper"
+    assert other.name == "arm"
+    other.name = "arm"  # its own name again: fine
+    tl.bindings[0].unbind()
+    tl.bind(lambda ts: None, name="gripper")  # free again once unbound
