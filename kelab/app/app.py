@@ -198,7 +198,10 @@ class App(ReadOnlyAttributes):
         """The settings that change while the App runs (`LiveSettings`: ``render_hz``,
         ``show_hud``, ``hotkeys``, ``show_joints``...); the hotkeys and the panel edit them."""
         self.world = world
-        self.view = ViewController(cfg.follow)
+        view = ViewController(cfg.follow)
+        if world is not None:
+            view.check_follow(world)  # now, not at the first frame (without a World: unused)
+        self.view = view
         """Camera follow, wheel zoom, drag-to-pan and reset (`ViewController`)."""
         self._last_draw_wall: float | None = None
         self._ground: Ground | None = None

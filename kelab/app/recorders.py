@@ -474,10 +474,18 @@ class DataRecorder(Recorder):
             out = np.asarray(value, dtype=np.float64)
         except (TypeError, ValueError):
             out = None
-        if out is None or out.ndim > 1 or isinstance(value, (str, bytes)):
+        missing = value is None
+        if out is not None and not missing and out.dtype != np.asarray(value).dtype:
+            missing = any(v is None for v in np.asarray(value, dtype=object).reshape(-1))
+        if out is None or missing or out.ndim > 1 or isinstance(value, (str, bytes)):
+            fix = (
+                "return float('nan') where there is no value (None is not taken as missing)"
+                if missing
+                else "return a float, or a 1-D array of the same size every step"
+            )
             raise ValueError(
                 f"DataRecorder.signals[{name!r}] must return a real number or a 1-D array "
-                f"of them, got {value!r:.80}"
+                f"of them, got {value!r:.80}; {fix}"
             )
         return out
 

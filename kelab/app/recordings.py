@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from kelab._validate import must
 from kelab.app.hud import Rect, draw_recording_badge
 from kelab.app.recorders import DataRecorder, Recorder, VideoRecorder
 
@@ -114,6 +115,17 @@ class Recordings:
         """
         if self._closed:
             raise RuntimeError("the App is closed; recorders can no longer be added")
+        if not isinstance(recorder, Recorder):
+            raise ValueError(
+                must(
+                    "App.add_recorder(recorder)",
+                    "a recorder (ke.DataRecorder, ke.VideoRecorder, ke.LidarRecorder or a "
+                    "Recorder subclass)",
+                    recorder,
+                    fix="make one, e.g. app.add_recorder(ke.DataRecorder('run.csv', "
+                    "bodies=['/World/Ball']))",
+                )
+            )
         ctx = self._ctx
         if isinstance(recorder, DataRecorder) and recorder.branch is None:
             recorder.branch = self._branch  # a branch column (docs/app.md "Time travel")

@@ -165,6 +165,22 @@ class ViewController:
             self.following = False  # the user aimed at a point: stop re-centring
 
     # ----------------------------------------------------------------- follow
+    def check_follow(self, world: World) -> None:
+        """Refuse a ``follow`` that names no body of ``world`` (the App asks when made).
+
+        Raises:
+            ValueError: One line with the closest body path and the first bodies.
+        """
+        names = list(world.body_names)
+        if self.follow is None or self.follow in names:
+            return
+        near = difflib.get_close_matches(str(self.follow), names, n=1)
+        hint = f"; did you mean {near[0]!r}?" if near else "; give one of the World's bodies"
+        raise ValueError(
+            f"follow must name a body of the World, got {self.follow!r}{hint} "
+            f"(bodies: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''})"
+        )
+
     def body_position(self, world: World, poses: np.ndarray | None = None) -> tuple[float, float]:
         """World position of the followed body in copy 0 (``poses`` overrides the pose).
 
@@ -172,15 +188,8 @@ class ViewController:
             ValueError: When ``follow`` names no body of the World.
         """
         if self._index_of is not world:
-            names = list(world.body_names)
-            if self.follow not in names:
-                near = difflib.get_close_matches(str(self.follow), names, n=1)
-                hint = f"; did you mean {near[0]!r}?" if near else ""
-                raise ValueError(
-                    f"follow must name a body of the World, got {self.follow!r}{hint} "
-                    f"(bodies: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''})"
-                )
-            self._index = names.index(self.follow)
+            self.check_follow(world)
+            self._index = list(world.body_names).index(self.follow)
             self._index_of = world
         p = world.body_poses[0, self._index] if poses is None else poses[0, self._index]
         origin = getattr(world, "env_origins", None)

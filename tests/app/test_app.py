@@ -336,8 +336,10 @@ def test_exception_closes_window_and_recorders(fake_clock: FakeClock, tmp_path, 
     app = make_app(fake_clock, Crashing, world=world, time_mode=ke.TimeMode.SIM_HIGH_PERF)
     data = app.add_recorder(ke.DataRecorder(tmp_path / "log.csv"))
     video = app.add_recorder(ke.VideoRecorder(tmp_path / "run.mp4"))
-    with pytest.raises(ValueError, match=f"boom.*{where}"):
+    with pytest.raises(ValueError, match=f"boom.*{where}") as err:
         app.start(max_frames=1000)
+    shown = [str(err.value), *getattr(err.value, "__notes__", [])]
+    assert " ".join(shown).count("raised in") == 1, shown  # where: once, in the message
     assert app.renderer.closed and app.should_close()
     assert data.closed and video.closed
     if where == "setup":

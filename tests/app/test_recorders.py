@@ -241,3 +241,40 @@ def test_a_destination_that_takes_no_files_says_what_is_wrong(tmp_path):
     where = re.escape(repr(str(tmp_path / "file")))
     with pytest.raises(ValueError, match=f"{where} is a file, not a directory; choose a path"):
         ke.DataRecorder(tmp_path / "file" / "sub" / "run.csv")
+
+
+@pytest.mark.parametrize("missing", [None, [1.0, None]])
+def test_a_signal_returning_none_is_refused_naming_it(tmp_path, missing):
+    # before: None was written as NaN without a word
+    timeline = ke.Timeline()
+    rec = ke.DataRecorder(tmp_path / "s.csv", bodies=(), signals={"load": lambda: missing})
+    rec.attach(timeline)
+    with pytest.raises(ValueError, match=r"^DataRecorder.signals\['load'\] must return a real "
+                       r"number .*; return float\('nan'\) where there is no value"):  # fmt: skip
+        timeline.advance(0.0)
+    rec.close()
+    assert rec.rows == 0
+
+
+def test_add_recorder_says_it_takes_a_recorder(fake_clock: FakeClock, tmp_path):
+    # before: "'str' object has no attribute 'attach'"
+    app = make_app(fake_clock)
+    with pytest.raises(ValueError, match=r"^App.add_recorder\(recorder\) must be a recorder "
+                       r"\(ke.DataRecorder.*got 'x.csv'; make one, e.g."):  # fmt: skip
+        app.add_recorder("x.csv")
+    assert app.recorders == ()
+    app.close()
+
+
+def test_two_recorders_of_one_file_name_in_two_folders(fake_clock: FakeClock, tmp_path):
+    """Binding names are unique: the second binds under its full path."""
+    app = make_app(fake_clock, world=ke.World(cartpole_scene()))
+    a = app.add_recorder(ke.DataRecorder(tmp_path / "a" / "log.csv"))
+    b = app.add_recorder(ke.DataRecorder(tmp_path / "b" / "log.csv"))
+    names = [x.name for x in app.timeline.bindings]
+    assert "DataRecorder(log.csv)" in names and f"DataRecorder({b.path})" in names
+    app.renderFrameOnce()
+    fake_clock.advance(0.1)
+    app.renderFrameOnce()
+    app.close()
+    assert a.rows == b.rows > 0

@@ -70,6 +70,17 @@ def test_follow_of_an_unknown_body_names_the_fix():
     world.close()
 
 
+def test_app_follow_of_an_unknown_body_is_refused_when_made(fake_clock):
+    # before: accepted, and the first frame ended the App
+    world = _drifting_ball_world()
+    with pytest.raises(ValueError, match="^follow must name a body.*got '/World/Nope'"):
+        make_app(fake_clock, world=world, follow="/World/Nope")
+    app = make_app(fake_clock, follow="/World/Nope")  # no World: nothing to check, unused
+    app.renderFrameOnce()
+    app.close()
+    world.close()
+
+
 def test_wheel_zoom_keeps_the_point_under_the_cursor_and_pan_and_reset(fake_clock):
     world = _drifting_ball_world(0.0, 0.0)
     app = make_app(fake_clock, world=world, camera=ke.Camera((0.0, 1.0), 100.0))
