@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,10 +32,10 @@ from kelab.app.attributes import ReadOnlyAttributes
 from kelab.app.config import AppConfig, LiveSettings
 from kelab.app.dragging import DRAG_PRIORITY, DragContext, Dragging, DragHooks
 from kelab.app.free_step import FrameDelta
-from kelab.app.hooks import call_hook, name_in_message
+from kelab.app.hooks import call_hook, check_assigned_hook, name_in_message
 from kelab.app.hotkeys import HOTKEYS, HotkeyContext, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
-from kelab.app.input import Input
+from kelab.app.input import Input, event_batch
 from kelab.app.interaction import PickedBody
 from kelab.app.menu import MenuBar
 from kelab.app.overlays import VIEWPORT_OFF_PERIOD_S, OverlayLayout, draw_viewport_off
@@ -57,7 +57,6 @@ from kelab.timing.clock import FixedStepClock
 from kelab.timing.config import TimeMode
 from kelab.timing.guard import ensure_not_in_fixed_step
 from kelab.timing.pacer import SimulationPacer, precise_sleep
-from kelab.timing.schedule import check_callable
 from kelab.timing.timeline import ON_UPDATE_PRIORITY, ExecutionOrder, Phase, Timeline
 
 if TYPE_CHECKING:
@@ -121,26 +120,6 @@ class App(ReadOnlyAttributes):
         "panel panel_window sync menu systems time_travel".split()
     )
 
-    #: The hooks an instance may replace (``app.fixed_update = f``), with the arguments
-    #: each is called with: an assigned value must be a callable taking them.
-    _HOOK_ARGS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "setup": (),
-        "pre_update": (),
-        "fixed_update": ("ts",),
-        "late_update": ("ts",),
-        "free_update": ("dt",),
-        "pre_render": (),
-        "render": ("canvas", "alpha"),
-        "post_render": (),
-        "state_dict": (),
-        "load_state_dict": ("state",),
-        "on_pick": ("body",),
-        "on_pick_hover": ("body",),
-        "on_drag_begin": ("body",),
-        "on_drag_update": ("body", "target"),
-        "on_drag_end": ("body",),
-    }
-
     def __setattr__(self, name: str, value: object) -> None:
         """Set an attribute; a hook (`fixed_update`, `on_pick`...) must take its arguments.
 
@@ -149,15 +128,7 @@ class App(ReadOnlyAttributes):
                 at the assignment rather than at the next frame (nothing is set).
             AttributeError: A read-only or held-for-life name (`reserved_names`).
         """
-        args = self._HOOK_ARGS.get(name)
-        if args is not None:
-            check_callable(
-                value,
-                f"App.{name}",
-                args,
-                f"assign a function, e.g. app.{name} = lambda {', '.join(args)}: ..."
-                f" (del app.{name} goes back to the class's)",
-            )
+        check_assigned_hook(name, value)
         super().__setattr__(name, value)
 
     def __init__(
@@ -744,16 +715,7 @@ class App(ReadOnlyAttributes):
         Raises:
             ValueError: ``events`` is not an iterable of `InputEvent` (none is queued).
         """
-        if isinstance(events, InputEvent):
-            events = [events]
-        wanted = "an InputEvent or an iterable (list) of ke.InputEvent"
-        if not isinstance(events, Iterable) or isinstance(events, str | bytes):
-            raise ValueError(must("App.inject_events(events)", wanted, events))
-        batch = list(events)
-        for i, event in enumerate(batch):  # all checked before any is queued
-            if not isinstance(event, InputEvent):
-                raise ValueError(must(f"App.inject_events(events)[{i}]", "a ke.InputEvent", event))
-        self._events.extend(batch)
+        self._events.extend(event_batch(events, "App.inject_events(events)"))
 
     # ================================================================ pixels
     def read_rgb_pixels(self, flip_y: bool = True) -> np.ndarray:

@@ -5,7 +5,29 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["call_hook", "name_in_message"]
+from kelab.timing.schedule import check_callable
+
+__all__ = ["HOOK_ARGS", "call_hook", "check_assigned_hook", "name_in_message"]
+
+#: The App's hooks an instance may replace (``app.fixed_update = f``), with the arguments
+#: each is called with: an assigned value must be a callable taking them.
+HOOK_ARGS: dict[str, tuple[str, ...]] = {
+    "setup": (),
+    "pre_update": (),
+    "fixed_update": ("ts",),
+    "late_update": ("ts",),
+    "free_update": ("dt",),
+    "pre_render": (),
+    "render": ("canvas", "alpha"),
+    "post_render": (),
+    "state_dict": (),
+    "load_state_dict": ("state",),
+    "on_pick": ("body",),
+    "on_pick_hover": ("body",),
+    "on_drag_begin": ("body",),
+    "on_drag_update": ("body", "target"),
+    "on_drag_end": ("body",),
+}
 
 _LOCATIONS = ("raised in callback ", "raised in App callback ")
 
@@ -46,6 +68,31 @@ def name_in_message(exc: BaseException, where: str) -> None:
         return
     for note in named:  # in the message now: not a second time below it
         notes.remove(note)
+
+
+def check_assigned_hook(name: str, value: object) -> None:
+    """Refuse ``app.<name> = value`` for a hook (`HOOK_ARGS`) unless it takes its arguments.
+
+    Other names pass. Raises ``UserError`` (a ``ValueError``), one line.
+
+    Example:
+        >>> check_assigned_hook("fixed_update", lambda ts: None)
+        >>> check_assigned_hook("title", 5)  # not a hook
+        >>> try:
+        ...     check_assigned_hook("fixed_update", 5)
+        ... except ValueError as e:
+        ...     print(str(e)[:52])
+        App.fixed_update must be a callable taking (ts), got
+    """
+    args = HOOK_ARGS.get(name)
+    if args is not None:
+        check_callable(
+            value,
+            f"App.{name}",
+            args,
+            f"assign a function, e.g. app.{name} = lambda {', '.join(args)}: ..."
+            f" (del app.{name} goes back to the class's)",
+        )
 
 
 def call_hook(name: str, fn: Callable[..., Any], *args: Any) -> Any:

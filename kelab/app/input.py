@@ -21,7 +21,7 @@ from kelab._validate import check_int, must
 from kelab.render.events import InputEvent
 from kelab.timing.guard import in_fixed_step
 
-__all__ = ["Input", "MOUSE_BUTTONS", "StepView"]
+__all__ = ["Input", "MOUSE_BUTTONS", "StepView", "event_batch"]
 
 _NONE: frozenset = frozenset()  # shared by every empty set a step_view holds (the history
 # keeps one view per fixed step)
@@ -67,6 +67,24 @@ class StepView:
     """Mouse buttons released since the step before."""
     mouse_world: tuple[float, float] | None
     """The pointer in world metres (None: not over the window yet)."""
+
+
+def event_batch(events: Iterable[InputEvent] | InputEvent, name: str) -> list[InputEvent]:
+    """``events`` as a list of `InputEvent`, all checked (one event is a batch of one).
+
+    Raises:
+        ValueError: ``events`` is not an event or an iterable of them: one line naming
+            ``name`` (and the index of the first wrong item).
+    """
+    if isinstance(events, InputEvent):
+        return [events]
+    if not isinstance(events, Iterable) or isinstance(events, str | bytes):
+        raise ValueError(must(name, "an InputEvent or an iterable (list) of ke.InputEvent", events))
+    batch = list(events)
+    for i, event in enumerate(batch):
+        if not isinstance(event, InputEvent):
+            raise ValueError(must(f"{name}[{i}]", "a ke.InputEvent", event))
+    return batch
 
 
 def _button(button: int | str) -> int:
