@@ -32,7 +32,7 @@ from kelab.app.attributes import ReadOnlyAttributes
 from kelab.app.config import AppConfig, LiveSettings
 from kelab.app.dragging import DRAG_PRIORITY, DragContext, Dragging, DragHooks
 from kelab.app.free_step import FrameDelta
-from kelab.app.hooks import call_hook, check_assigned_hook, name_in_message
+from kelab.app.hooks import call_hook, check_assigned_hook, check_hook_methods, name_in_message
 from kelab.app.hotkeys import HOTKEYS, HotkeyContext, apply_hotkey
 from kelab.app.hud import AppStats, FrameStats, draw_hud
 from kelab.app.input import Input, event_batch
@@ -119,6 +119,11 @@ class App(ReadOnlyAttributes):
         "config live world view input timeline clock renderer overlays dragging recordings "
         "panel panel_window sync menu systems time_travel".split()
     )
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass's hooks must take their arguments: refused at the class statement."""
+        super().__init_subclass__(**kwargs)
+        check_hook_methods(cls)
 
     def __setattr__(self, name: str, value: object) -> None:
         """Set an attribute; a hook (`fixed_update`, `on_pick`...) must take its arguments.

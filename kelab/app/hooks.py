@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import inspect
+import types
 from collections.abc import Callable
 from typing import Any
 
 from kelab.timing.schedule import check_callable
 
-__all__ = ["HOOK_ARGS", "call_hook", "check_assigned_hook", "name_in_message"]
+__all__ = [
+    "HOOK_ARGS",
+    "call_hook",
+    "check_assigned_hook",
+    "check_hook_methods",
+    "name_in_message",
+]
 
 #: The App's hooks an instance may replace (``app.fixed_update = f``), with the arguments
 #: each is called with: an assigned value must be a callable taking them.
@@ -93,6 +101,36 @@ def check_assigned_hook(name: str, value: object) -> None:
             f"assign a function, e.g. app.{name} = lambda {', '.join(args)}: ..."
             f" (del app.{name} goes back to the class's)",
         )
+
+
+def check_hook_methods(cls: type) -> None:
+    """Refuse an App subclass whose hook method cannot take its arguments, when it is defined.
+
+    ``def fixed_update(self): ...`` would fail at its first call, frames later; here the
+    class statement itself says so, in one line. Hooks defined as something other than a
+    plain function (a staticmethod, a callable object) are left to the call.
+
+    Example:
+        >>> class Fine:
+        ...     def fixed_update(self, ts): ...
+        >>> check_hook_methods(Fine)
+        >>> class Wrong:
+        ...     def fixed_update(self): ...
+        >>> try:
+        ...     check_hook_methods(Wrong)
+        ... except ValueError as e:
+        ...     print(str(e)[:58])
+        Wrong.fixed_update must be a callable taking (ts), got Wro
+    """
+    for name, args in HOOK_ARGS.items():
+        fn = cls.__dict__.get(name)
+        if inspect.isfunction(fn):
+            check_callable(
+                types.MethodType(fn, cls),  # the signature without self
+                f"{cls.__qualname__}.{name}",
+                args,
+                f"define it as def {name}({', '.join(('self', *args))}): ...",
+            )
 
 
 def call_hook(name: str, fn: Callable[..., Any], *args: Any) -> Any:

@@ -238,3 +238,19 @@ def test_a_hook_assigned_on_the_instance_must_take_its_arguments(tmp_path):
     del app.fixed_update  # back to the class's
     assert "fixed_update" not in vars(app)
     app.close()
+
+
+def test_a_subclass_hook_that_cannot_take_its_arguments_is_refused_at_the_class():
+    # before: def fixed_update(self) was taken, and the first fixed step ended the App
+    for name, body in [("fixed_update", "self"), ("render", "self, canvas"),
+                       ("on_drag_update", "self, body")]:  # fmt: skip
+        source = f"class Mine(ke.App):\n    def {name}({body}):\n        pass\n"
+        with pytest.raises(ValueError, match=rf"^Mine\.{name} must be a callable taking .*; "
+                           rf"define it as def {name}\(self, "):  # fmt: skip
+            exec(source, {"ke": ke})  # noqa: S102 - a class statement under test
+
+    class Fine(ke.App):  # defaults and *args take them too
+        def fixed_update(self, ts, extra=None): ...
+        def render(self, *args): ...
+
+    assert Fine.fixed_update and Fine.render
