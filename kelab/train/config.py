@@ -267,7 +267,9 @@ class TrainConfig:
         False,
         "Run the evaluations in a second process, on another core while training goes on (forked "
         "when the trainer is built). The verdict on iteration k's policy is read at iteration k + "
-        "eval_every, or when train() returns, so runs stay deterministic; it judges all "
+        "eval_every, or when train() returns (then metrics.csv repeats the last iteration's row "
+        "with it, and it counts for the target and the returned statistics like any other), so "
+        "runs stay deterministic; it judges all "
         "eval_episodes with no 10-episode pre-check. Where it cannot fork (a RayLearningEnv, no "
         "fork start method) the trainer warns and evaluates in its own process.",
         _flag,
