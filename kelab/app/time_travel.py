@@ -836,7 +836,10 @@ class TimeTravel:
         h.update(b"-" if user is None else b"u" + user.digest)
         rows = [(r.name, r.hz) for r in ctx.timeline]
         rows += [(b.name, b.runner, b.phase, b.priority, b.enabled) for b in self._plan()]
-        h.update(state_digest(rows, "App.timeline").digest)
+        # names (str), rates (int or Fraction), Phase members, priorities (int), enabled
+        # (bool): their repr is exact and tells any two apart, and costs a few us where
+        # state_digest's walk took ~0.5 ms a step
+        h.update(repr(rows).encode())
         return h.digest()
 
     def _plan(self) -> list[Binding]:

@@ -114,6 +114,36 @@ def test_a_state_changed_in_code_after_a_seek_branches() -> None:
     app.close()
 
 
+@pytest.mark.parametrize(
+    "change",
+    ["priority", "phase", "enabled", "rate", "same priority"],
+)
+def test_a_binding_or_rate_changed_after_a_seek_branches(change: str) -> None:
+    """The steps' digests hold the timeline's plan: a binding's priority, phase or
+    enabled flag, or a runner's rate, changed in code after a seek is a change (a branch);
+    setting a value it already has is none (the future is redone)."""
+    app = _app()
+    _run(app, 50)
+    app.seek(30)
+    late = next(b for b in app.timeline.bindings if b.name == "late_update")
+    if change == "priority":
+        late.priority = late.priority + 1
+    elif change == "phase":
+        late.phase = ke.Phase.EXPORT
+    elif change == "enabled":
+        late.enabled = False
+    elif change == "rate":
+        app.timeline.runner("Capture").hz = 25
+    else:
+        late.priority = late.priority
+    app.renderFrameOnce()
+    if change == "same priority":
+        assert app.time_travel.branch == 0 and app.history.stop == 51
+    else:
+        assert app.time_travel.branch == 1 and app.history.stop == 32
+    app.close()
+
+
 def test_seek_refuses_steps_outside_the_history_and_non_ints() -> None:
     app = _app()
     _run(app, 10)
