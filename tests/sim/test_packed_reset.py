@@ -137,14 +137,27 @@ def _labels(shard: object) -> dict[str, list]:
 
 def _values(m: object, obj: object, ctype: str) -> bytes:
     """The bytes of every non-pointer field of a mirror struct (nested structs included)."""
-    out = b""
-    for name, field in m.typeof(ctype).fields:
-        t = field.type
-        if t.kind == "struct":
-            out += _values(m, m.addressof(obj, name), t.cname)
-        elif t.kind == "primitive" and t.cname not in ("uintptr_t", "void *"):
-            out += bytes(m.buffer(m.addressof(obj, name)))
-    return out
+    raw = bytes(m.buffer(obj, m.sizeof(ctype)))
+    return b"".join(raw[at : at + size] for at, size in _value_spans(m, ctype))
+
+
+#: Per mirror struct: (offset, size) of each field `_values` reads, in field order.
+_SPANS: dict[str, list[tuple[int, int]]] = {}
+
+
+def _value_spans(m: object, ctype: str) -> list[tuple[int, int]]:
+    """Where a mirror struct's non-pointer fields lie (nested structs' fields in place):
+    worked out once per struct, so `_values` reads each struct with one buffer copy."""
+    if ctype not in _SPANS:
+        spans = []
+        for _, field in m.typeof(ctype).fields:
+            t = field.type
+            if t.kind == "struct":
+                spans += [(field.offset + at, n) for at, n in _value_spans(m, t.cname)]
+            elif t.kind == "primitive" and t.cname not in ("uintptr_t", "void *"):
+                spans.append((field.offset, m.sizeof(t)))
+        _SPANS[ctype] = spans
+    return _SPANS[ctype]
 
 
 @needs_c
