@@ -8,6 +8,7 @@ that needs one starts an Xvfb server for the whole session (install it with
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -29,11 +30,6 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except OSError:  # not Linux: the fixture's finaliser still stops it on a normal exit
         pass
-
-
-def _display_alive(display: str) -> bool:
-    number = display.split(":")[-1].split(".")[0]
-    return os.path.exists(f"/tmp/.X11-unix/X{number}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -61,22 +57,32 @@ def x_display() -> Iterator[str]:
             "windowed tests need an X server: no DISPLAY is set and Xvfb is not installed; "
             "install it with `apt-get install xvfb` (as .ci/run does) or run under xvfb-run"
         )
-    for number in range(90, 140):
-        if not _display_alive(f":{number}") and not os.path.exists(f"/tmp/.X{number}-lock"):
-            break
-    display = f":{number}"
+    # Xvfb picks a free display itself and writes its number to the pipe once it accepts
+    # connections (-displayfd): no display two sessions (pytest-xdist workers) both took
+    read_end, write_end = os.pipe()
     proc = subprocess.Popen(
-        [xvfb, display, "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
+        [xvfb, "-displayfd", str(write_end), "-screen", "0", "1280x1024x24", "-nolisten", "tcp"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        pass_fds=(write_end,),
         preexec_fn=_die_with_parent,
     )
+    os.close(write_end)
+    number = b""
     deadline = time.monotonic() + 10.0
-    while not _display_alive(display):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"could not start Xvfb on {display}")
-        time.sleep(0.05)
+    while not number.endswith(b"\n") and time.monotonic() < deadline:
+        if not select.select([read_end], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        chunk = os.read(read_end, 16)
+        if not chunk:  # Xvfb ended without a display
+            break
+        number += chunk
+    os.close(read_end)
+    if not number.endswith(b"\n"):
+        proc.kill()
+        proc.wait(timeout=5)
+        pytest.fail("could not start Xvfb: it named no display within 10 s")
+    display = f":{int(number)}"
     os.environ["DISPLAY"] = display
     try:
         yield display
