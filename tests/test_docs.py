@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import doctest
+import functools
 import importlib
 import io
 import re
@@ -107,14 +108,23 @@ def _defined_names(folder: Path, recursive: bool = True) -> set[str]:
     """Every class, function and assigned name (module or class level) in a folder's modules."""
     names: set[str] = set()
     for path in folder.rglob("*.py") if recursive else folder.glob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                names.add(node.name)
-            elif isinstance(node, ast.Assign):
-                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-                names.add(node.target.id)
+        names |= _names_in(path)
     return names
+
+
+@functools.cache
+def _names_in(path: Path) -> frozenset[str]:
+    """The names one module defines; each file is parsed once a session (the checks below
+    read the whole tree three times, ~3 CPU s each when every read parsed it again)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return frozenset(names)
 
 
 def _rooms(text: str) -> dict[str, str]:
