@@ -92,6 +92,17 @@ def _submit_until_closed(app: ke.App, futures: list, go: threading.Event) -> Non
 
 
 def test_every_future_ends_done_when_submit_races_close(tmp_path):
+    # the threads take turns every 0.1 ms, not every 5: close meets the submits sooner
+    # (hundreds of futures to settle a round, not thousands) and in finer interleavings
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-4)
+    try:
+        _submit_races_close(tmp_path)
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _submit_races_close(tmp_path) -> None:
     rounds, threads_per_round = 40, 3
     undone = 0
     for r in range(rounds):
