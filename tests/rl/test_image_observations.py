@@ -191,3 +191,29 @@ def test_the_ground_marks_touch_nothing_the_physics_is_cartpoles_bit_for_bit():
 
     pixels, plain = joints(CartPolePixelsTask()), joints(CartPoleTask())
     assert pixels.tobytes() == plain.tobytes()
+
+
+def test_the_track_camera_draws_the_marks_once_into_its_background(monkeypatch):
+    """The marks lie below the moving bodies, so the world-fixed camera pre-draws them; the
+    images are those of marks drawn over the cart and pole, bit for bit (#43)."""
+    from kelab.sim.camera import CameraView
+    from kelab.tasks import cartpole_pixels
+
+    def images():
+        env = ke.LearningEnv(task=CartPolePixelsTask(), num_envs=4, layout="packed", seed=5)
+        env.reset(seed=5)
+        rng = np.random.default_rng(1)
+        out = [env.step(rng.uniform(-1, 1, (4, 1)).astype(np.float32))[0] for _ in range(60)]
+        world = env.world
+        spec = next(s for s in world.scene.sensors if s.name == CAMERAS[0])
+        view = CameraView(world.scene, world.body_names, spec, 1)
+        env.close()
+        return np.stack(out), view
+
+    shown, view = images()
+    over = ke.RenderHint(color=cartpole_pixels.MARKS_RENDER.color, layer=5)
+    monkeypatch.setattr(cartpole_pixels, "MARKS_RENDER", over)  # drawn after the moving bodies
+    drawn_over, view_over = images()
+    # the marks are in the one background (the other holds the ground alone)
+    assert (view.background != view_over.background).sum() >= 13
+    assert shown.tobytes() == drawn_over.tobytes()
