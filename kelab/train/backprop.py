@@ -33,7 +33,7 @@ import torch
 
 from kelab.train.activations import Activation, closed_form
 
-__all__ = ["AutogradPass", "ManualPass", "NetworkPass", "network_pass"]
+__all__ = ["AutogradPass", "ManualPass", "NetworkPass", "SharedTrunkPass", "network_pass"]
 
 
 class NetworkPass:
@@ -131,6 +131,44 @@ class AutogradPass(NetworkPass):
             p.grad = None
         self._out.backward(grad_out)
         self._out = None
+
+
+class SharedTrunkPass:
+    """Two networks on one trunk (their first layers the same modules), through autograd.
+
+    The forward pass runs the trunk once and both heads on its output; the backward pass
+    sends both heads' gradients back through the trunk once, their sum reaching its
+    parameters (what autograd gives for the sum of the two losses).
+
+    Args:
+        trunk: The shared first layers.
+        head_a: The rest of the first network.
+        head_b: The rest of the second network.
+    """
+
+    def __init__(
+        self, trunk: torch.nn.Module, head_a: torch.nn.Module, head_b: torch.nn.Module
+    ) -> None:
+        self._modules = (trunk, head_a, head_b)
+        self._outs: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Both networks' outputs for ``x``, detached; the graph is kept for :meth:`backward`."""
+        trunk, head_a, head_b = self._modules
+        with torch.enable_grad():
+            features = trunk(x)
+            self._outs = (head_a(features), head_b(features))
+        return self._outs[0].detach(), self._outs[1].detach()
+
+    def backward(self, grad_a: torch.Tensor, grad_b: torch.Tensor) -> None:
+        """Set ``.grad`` of the trunk's and both heads' parameters from both outputs' gradients."""
+        if self._outs is None:
+            raise RuntimeError("SharedTrunkPass.backward needs a forward pass first")
+        for module in self._modules:
+            for p in module.parameters():
+                p.grad = None
+        torch.autograd.backward(self._outs, (grad_a, grad_b))
+        self._outs = None
 
 
 def network_pass(net: torch.nn.Sequential) -> NetworkPass:

@@ -142,6 +142,13 @@ class TrainConfig:
     cnn_strides: tuple[int, ...] = setting(
         (), "Stride of each convolution (one per cnn_channels entry).", _cnn_sizes
     )
+    share_cnn: bool = setting(
+        False,
+        "The value network reads the policy network's convolutions: one convolutional trunk, "
+        "trained by both losses (SB3's CnnPolicy, CleanRL's Atari PPO), whose update runs once, "
+        "not twice. Needs cnn_channels and obs_normalization off.",
+        _flag,
+    )
     observation_shape: tuple[int, ...] = setting(
         (),
         "The image (height, width, channels) the policy reads its observation as: RLTrainer "
@@ -292,6 +299,16 @@ class TrainConfig:
                 "TrainConfig.cnn_channels, cnn_kernels and cnn_strides must have one entry per "
                 f"convolution each, got {len(self.cnn_channels)}, {len(self.cnn_kernels)} and "
                 f"{len(self.cnn_strides)}; give all three the same length"
+            )
+        if self.share_cnn and not self.cnn_channels:
+            raise UserError(
+                "TrainConfig.share_cnn needs convolutions to share, got cnn_channels=(); set "
+                "cnn_channels (an image task) or leave share_cnn off"
+            )
+        if self.share_cnn and self.obs_normalization:
+            raise UserError(
+                "TrainConfig.share_cnn needs obs_normalization=False (one trunk reads one "
+                "input, the raw image), got True; turn obs_normalization off or share_cnn off"
             )
         batch = self.num_envs * self.num_steps_per_env
         if batch < self.num_mini_batches:

@@ -182,6 +182,28 @@ class PolicyNet(nn.Module):
             if k < len(arch.linears) - 1:
                 layers.append(act())
         self.mlp = nn.Sequential(*layers)
+        self.trunk_size = 0 if arch.flatten_index is None else arch.flatten_index + 1
+        """Layers of ``mlp`` up to the flatten (0 for an MLP): the convolutional trunk."""
+
+    def share_convolutions(self, other: PolicyNet) -> None:
+        """Use ``other``'s convolutions: the same modules, so the same weights and gradients.
+
+        The trunk (``mlp[:trunk_size]``) becomes ``other``'s; this network's own head stays.
+        Its ``state_dict`` still names the trunk's tensors under its own prefix.
+
+        Raises:
+            UserError: Unless both are convolutional networks of the same trunk shapes.
+        """
+        mine, theirs = self.mlp[: self.trunk_size], other.mlp[: other.trunk_size]
+        shapes = [tuple(p.shape) for p in mine.parameters()]
+        if not self.trunk_size or shapes != [tuple(p.shape) for p in theirs.parameters()]:
+            raise UserError(
+                f"share_convolutions needs two convolutional networks with the same trunk, "
+                f"got {shapes} and {[tuple(p.shape) for p in theirs.parameters()]}; build "
+                "both from one config"
+            )
+        for k in range(self.trunk_size):
+            self.mlp[k] = other.mlp[k]
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """The network's output (an actor's: the Gaussian's mean) for raw observations."""

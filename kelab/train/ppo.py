@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import torch
 
 from kelab.train.adam import Adam
-from kelab.train.backprop import network_pass
+from kelab.train.backprop import SharedTrunkPass, network_pass
 from kelab.train.config import TrainConfig
 from kelab.train.nets import PolicyNet
 from kelab.train.storage import RolloutStorage
@@ -201,8 +201,13 @@ class FinalObsPPO:
         self.use_clipped_value_loss = True
         self.learning_rate = config.learning_rate
         # rsl-rl's Adam over the actor's then the critic's parameters, its update fused
-        params = chain(self.actor.parameters(), self.critic.parameters())
-        self.optimizer = Adam(params, self.learning_rate)
+        # (a trunk the critic shares with the actor, TrainConfig.share_cnn, once)
+        actor_ids = {id(p) for p in self.actor.parameters()}
+        own = [p for p in self.critic.parameters() if id(p) not in actor_ids]
+        self._critic_own = own
+        self.shared_trunk = len(own) < len(list(self.critic.parameters()))
+        """The critic's convolutions are the actor's (``TrainConfig.share_cnn``)."""
+        self.optimizer = Adam(chain(self.actor.parameters(), own), self.learning_rate)
         self._acted: _Acted | None = None
 
     def train_mode(self) -> None:
@@ -243,11 +248,17 @@ class FinalObsPPO:
 
         The noise comes from :attr:`sample_generator` (torch's global one when None).
         """
-        mean = deterministic_actions(self.actor, obs)
+        if self.shared_trunk:  # the trunk once (no normaliser: TrainConfig.share_cnn)
+            k = self.actor.trunk_size
+            features = self.actor.mlp[:k](obs)
+            mean, values = self.actor.mlp[k:](features), self.critic.mlp[k:](features)
+        else:
+            mean, values = deterministic_actions(self.actor, obs), None
         std = self.action_std().expand_as(mean)
         noise = torch.randn(mean.shape, generator=self.sample_generator, dtype=mean.dtype)
         actions = mean + std * noise
-        values = self.critic(obs)
+        if values is None:
+            values = self.critic(obs)
         # (a - mean) / std is the noise itself
         log_prob = _gaussian_log_prob(noise, std.log())
         self._acted = _Acted(obs, actions, values, log_prob, mean, std)
@@ -360,6 +371,12 @@ class FinalObsPPO:
         critic_params = list(self.critic.parameters())
         actor_pass = network_pass(self.actor.mlp)
         critic_pass = network_pass(self.critic.mlp)
+        shared = None
+        if self.shared_trunk:  # one trunk: run once, both losses' gradients through it
+            k = self.actor.trunk_size
+            shared = SharedTrunkPass(self.actor.mlp[:k], self.actor.mlp[k:], self.critic.mlp[k:])
+            # one gradient clip over both networks (their gradients meet in the trunk)
+            actor_params = [*actor_params, *self._critic_own]
         dist = self.actor.distribution
         assert dist is not None  # build_actor gives it one
         low, high = dist.std_range
@@ -373,21 +390,28 @@ class FinalObsPPO:
                     idx = order[i * size : (i + 1) * size]
                     batch = tuple(d[idx] for d in data)
                 xa, xc, actions, old_values, returns, adv, old_logp, old_mean, old_std = batch
-                mean = actor_pass.forward(xa)
-                values = critic_pass.forward(xc)
+                if shared is not None:
+                    mean, values = shared.forward(xa)  # xa is xc: no normaliser
+                else:
+                    mean = actor_pass.forward(xa)
+                    values = critic_pass.forward(xc)
                 with torch.no_grad():
                     std_param = dist.std_param
                     std = std_param.clamp(low, high)
                     if adaptive:
                         self._adapt_learning_rate(mean, std, old_mean, old_std)
                     head = self._loss_head(mean, std, values, batch)
-                    actor_pass.backward(head.grad_mean)
-                    critic_pass.backward(head.grad_values)
+                    if shared is not None:
+                        shared.backward(head.grad_mean, head.grad_values)
+                    else:
+                        actor_pass.backward(head.grad_mean)
+                        critic_pass.backward(head.grad_values)
                     # clamp's gradient passes where the parameter is inside the range
                     inside = (std_param >= low) & (std_param <= high)
                     std_param.grad = torch.where(inside, head.grad_std, 0.0)
                 _clip_grad_norm(actor_params, self.max_grad_norm)
-                _clip_grad_norm(critic_params, self.max_grad_norm)
+                if shared is None:
+                    _clip_grad_norm(critic_params, self.max_grad_norm)
                 self.optimizer.step()
                 totals += torch.stack((head.value_loss, head.surrogate, head.entropy))
         self.actor.update_normalization(raw)
@@ -488,5 +512,7 @@ def build_algorithm(
     """
     actor = build_actor(config, obs_dim, act_dim)
     critic = build_critic(config, obs_dim)
+    if config.share_cnn:
+        critic.share_convolutions(actor)
     storage = RolloutStorage(num_envs, config.num_steps_per_env, obs_dim, act_dim)
     return FinalObsPPO(actor, critic, storage, config, device)

@@ -82,13 +82,19 @@ def training_state(
     """What a checkpoint, or the learner process's reply, holds of training.
 
     The networks' and the optimizer's tensors, named ``actor.*``, ``critic.*`` and
-    ``optimizer.*`` (the networks' own tensors, not copies), and the optimizer's JSON
-    settings.
+    ``optimizer.*`` (the networks' own tensors, not copies, but for a critic's tensors that
+    are the actor's), and the optimizer's JSON settings.
     """
     tensors: dict[str, torch.Tensor] = {}
     for prefix, model in (("actor", actor), ("critic", critic)):
         for key, value in model.state_dict().items():
             tensors[f"{prefix}.{key}"] = value
+    # a critic sharing the actor's convolutions (TrainConfig.share_cnn) names them too:
+    # copies, as safetensors holds no two names of one tensor
+    actor_data = {t.data_ptr() for name, t in tensors.items() if name.startswith("actor.")}
+    for name, value in tensors.items():
+        if name.startswith("critic.") and value.numel() and value.data_ptr() in actor_data:
+            tensors[name] = value.clone()
     opt_meta, opt_tensors = optimizer_state(optimizer)
     tensors.update({f"optimizer.{k}": v for k, v in opt_tensors.items()})
     return tensors, opt_meta

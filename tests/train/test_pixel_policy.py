@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import kelab as ke
+from kelab.errors import UserError
 from kelab.tasks.cartpole_pixels import CartPolePixelsTask
 from kelab.train.architecture import architecture, architecture_of
 from kelab.train.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -150,3 +151,99 @@ def test_the_trainer_trains_and_the_player_plays_a_pixel_task(tmp_path):
     report = ke.evaluate(play_env, player.policy, episodes=2, seed=3)
     assert report.episodes == 2 and report.length_mean > 0
     play_env.close()
+
+
+def _shared_update_reference(alg, batch_obs):
+    """One epoch, one mini-batch of PPO by autograd on the summed loss, one clip over all."""
+    import copy
+
+    from kelab.train.ppo import _clip_grad_norm
+
+    ref = copy.deepcopy(alg)  # keeps the critic's trunk the actor's, in the copy
+    st = ref.storage
+    std_param = ref.actor.distribution.std_param
+    mean = ref.actor.mlp(batch_obs)
+    values = ref.critic.mlp(batch_obs)
+    batch = (batch_obs, batch_obs, st.actions.flatten(0, 1), st.values.flatten(0, 1),
+             st.returns.flatten(0, 1), st.advantages.flatten(0, 1).squeeze(-1),
+             st.actions_log_prob.flatten(0, 1).squeeze(-1), None, None)  # fmt: skip
+    std = std_param.clamp(*ref.actor.distribution.std_range)
+    head = ref._loss_head(mean, std, values, batch)
+    loss = head.surrogate + ref.value_loss_coef * head.value_loss - ref.entropy_coef * head.entropy
+    params = list(ref.optimizer.param_groups[0]["params"])
+    for p in params:
+        p.grad = None
+    loss.backward()
+    _clip_grad_norm(params, ref.max_grad_norm)
+    ref.optimizer.step()
+    return ref
+
+
+def test_a_shared_trunk_is_one_set_of_convolutions_trained_by_both_losses():
+    from kelab.train.ppo import build_algorithm
+
+    config = _config(share_cnn=True, obs_normalization=False, num_envs=6, num_steps_per_env=4,
+                     num_mini_batches=1, num_learning_epochs=1, schedule="fixed",
+                     entropy_coef=0.01)  # fmt: skip
+    torch.manual_seed(0)
+    alg = build_algorithm(config, DIM, 1, 6)
+    assert alg.shared_trunk and alg.critic.mlp[1] is alg.actor.mlp[1]
+    assert alg.critic.mlp[3] is alg.actor.mlp[3] and alg.critic.mlp[6] is not alg.actor.mlp[6]
+    n_unique = len({id(p) for p in [*alg.actor.parameters(), *alg.critic.parameters()]})
+    assert len(alg.optimizer.param_groups[0]["params"]) == n_unique  # each trained once
+    g = torch.Generator().manual_seed(2)
+    st = alg.storage
+    st.observations.copy_(torch.randint(0, 256, st.observations.shape, generator=g).float())
+    for t in (st.actions, st.values, st.returns, st.advantages):
+        t.copy_(torch.randn(t.shape, generator=g))
+    st.actions_log_prob.copy_(torch.randn(st.actions_log_prob.shape, generator=g) - 1.0)
+    st.distribution_params[0].copy_(torch.randn(st.distribution_params[0].shape, generator=g))
+    st.distribution_params[1].fill_(0.5)
+    st.step = st.num_transitions_per_env
+    ref = _shared_update_reference(alg, st.observations.flatten(0, 1))
+    conv_before = alg.actor.mlp[1].weight.detach().clone()
+    alg.update()
+    assert not torch.equal(conv_before, alg.actor.mlp[1].weight)
+    assert alg.critic.mlp[1] is alg.actor.mlp[1]  # still one trunk
+    for (name, mine), theirs in zip(
+        [*alg.actor.named_parameters(), *alg.critic.named_parameters()],
+        [*ref.actor.parameters(), *ref.critic.parameters()],
+        strict=True,
+    ):
+        assert torch.allclose(mine, theirs, atol=1e-6, rtol=1e-5), name
+
+
+def test_a_shared_trunk_checkpoint_saves_and_resumes_as_one_trunk(tmp_path):
+    from kelab.train.ppo import build_algorithm
+    from kelab.train.weights import training_state
+
+    config = _config(share_cnn=True, obs_normalization=False, num_envs=2, num_steps_per_env=2)
+    torch.manual_seed(0)
+    alg = build_algorithm(config, DIM, 1, 2)
+    tensors, opt_meta = training_state(alg.actor, alg.critic, alg.optimizer)
+    assert torch.equal(tensors["critic.mlp.1.weight"], tensors["actor.mlp.1.weight"])
+    task = {
+        "id": "kelab/CartPole-Pixels-v0",
+        "class": "kelab.tasks.cartpole_pixels:CartPolePixelsTask",
+    }
+    meta = {"task": task, "train_config": config.to_dict(), "optimizer": opt_meta,
+            "observation_dim": DIM, "action_dim": 1, "iteration": 1, "env_steps": 4}  # fmt: skip
+    spec = save_checkpoint(tmp_path, "latest", tensors, meta)  # no two names of one tensor
+    torch.manual_seed(1)
+    other = build_algorithm(config, DIM, 1, 2)
+    other.load_training_state(load_checkpoint(spec))
+    assert other.critic.mlp[1] is other.actor.mlp[1]
+    assert torch.equal(other.actor.mlp[1].weight, alg.actor.mlp[1].weight)
+    assert torch.equal(other.critic.mlp[6].weight, alg.critic.mlp[6].weight)
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(cnn_channels=(), cnn_kernels=(), cnn_strides=()), r"share_cnn needs convolutions"),
+        (dict(obs_normalization=True), r"share_cnn needs obs_normalization=False"),
+    ],
+)
+def test_share_cnn_without_convolutions_or_with_a_normaliser_is_refused(changes, message):
+    with pytest.raises(UserError, match=message):
+        _config(share_cnn=True, **{"obs_normalization": False, **changes})
