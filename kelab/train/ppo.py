@@ -329,7 +329,9 @@ class FinalObsPPO:
         Per mini-batch, as rsl-rl: Gaussian log-probabilities and entropy, the adaptive
         learning rate from KL(old || new), the clipped surrogate, the clipped value loss,
         gradient clipping per network, one Adam step; then the observation normalisers
-        learn from the rollout.
+        learn from the rollout. With a shared trunk (``TrainConfig.share_cnn``) the trunk
+        runs once, both losses' gradients go back through it together, and one clip
+        covers both networks.
 
         Returns:
             Mean ``value``, ``surrogate`` and ``entropy`` over the mini-batches.
