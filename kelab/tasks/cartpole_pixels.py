@@ -100,8 +100,9 @@ class CartPolePixelsTask(CartPoleTask):
     epochs of 4 mini-batches, a fixed learning rate of 1e-3, initial action noise 0.3,
     CartPole's discount; the deterministic policy is judged every 5 iterations in a
     second process (100 episodes), and the run stops at the first >= 95. Seeds 42, 0, 1
-    and 2 met the target at iterations 125, 80, 145 and 15 (benchmarks/README.md,
-    "train_pixels": the times, and the variants tried). With separate convolutions and
+    and 2 met the target at iterations 125, 80, 145 and 15, seeds 3-6 at 165, 360, 175
+    and 170 (at most 372 s on this 2-core VM; benchmarks/README.md, "train_pixels": the
+    times, and the variants tried). With separate convolutions and
     rsl-rl's adaptive learning rate (the config before), only seed 1 of these did within
     200 iterations (the learning rate fell towards 1e-5 whenever the KL spiked), and the
     shared trunk with that schedule learnt slower still (seed 0: a mean return of 103 at
