@@ -116,7 +116,7 @@ class SpaceReader(ke.App):
 
 @pytest.mark.parametrize("name", ["space", "Space", "SPACE"])
 def test_key_case_is_one_name_for_hooks_and_hotkeys(fake_clock: FakeClock, name: str):
-    """"Space" is stored as "space": it fires the Space hotkey (pause) like "space" does."""
+    """ "Space" is stored as "space": it fires the Space hotkey (pause) like "space" does."""
     app = make_app(fake_clock, SpaceReader)
     app.renderFrameOnce()
     app.inject_event(ke.InputEvent("key_down", key=name))

@@ -15,6 +15,7 @@ from train_helpers import tiny_config
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.train.checkpoint import load_checkpoint
+from kelab.train.config import TrainConfig
 from kelab.train.eval_process import EvalProcess, can_fork
 from kelab.train.policy import CheckpointPolicy
 from kelab.train.ppo import build_actor, deterministic_actions
@@ -124,14 +125,21 @@ def test_the_trainer_reads_each_verdict_one_period_later(tmp_path):
     assert n_here == n_there == 4  # iteration 8's verdict is read when train() ends
 
 
-def test_a_passing_verdict_stops_the_run_with_the_judged_policy_as_best(tmp_path):
+def _passing(stop_at_target: bool) -> tuple[CheckpointPolicy, TrainConfig, ke.LearningEnv]:
+    """The shipped (passing) policy, a config judging it every 2 iterations in the eval
+    process with a learning rate too small to change it, and an env for it."""
     shipped = _shipped()
     config = shipped.config.replace(
         num_envs=16, num_steps_per_env=8, schedule="fixed", learning_rate=1e-6,
-        eval_every=2, eval_episodes=20, stop_at_target=True, min_iterations=1,
+        eval_every=2, eval_episodes=20, stop_at_target=stop_at_target, min_iterations=1,
         eval_process=True, checkpoint_every=100,
     )  # fmt: skip
     env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0, layout=config.layout)
+    return shipped, config, env
+
+
+def test_a_passing_verdict_stops_the_run_with_the_judged_policy_as_best(tmp_path):
+    shipped, config, env = _passing(stop_at_target=True)
     with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=False) as tr:
         tr.alg.actor.load_state_dict(shipped.actor.state_dict())  # a policy that passes
         judged = {}
@@ -190,13 +198,7 @@ def test_a_verdict_read_after_the_last_iteration_is_reported(tmp_path):
     is logged like one read during training (a new user's trial found it in best only)."""
     import csv
 
-    shipped = _shipped()
-    config = shipped.config.replace(
-        num_envs=16, num_steps_per_env=8, schedule="fixed", learning_rate=1e-6,
-        eval_every=2, eval_episodes=20, stop_at_target=False, min_iterations=1,
-        eval_process=True, checkpoint_every=100,
-    )  # fmt: skip
-    env = ke.LearningEnv(CartPoleTask(), num_envs=16, seed=0, layout=config.layout)
+    shipped, config, env = _passing(stop_at_target=False)
     with ke.RLTrainer(env, seed=0, run_dir=tmp_path, config=config, log=True) as tr:
         tr.alg.actor.load_state_dict(shipped.actor.state_dict())  # a policy that passes
         stats = tr.train(3)  # iteration 2 is submitted; its verdict is read after 3
