@@ -130,13 +130,28 @@ def run_train(
             drawer.close()
 
 
+def _resumed_config(spec: str, task_config: TrainConfig) -> TrainConfig:
+    """The config a resumed run was trained with (its checkpoint's), as RLTrainer takes it.
+
+    The options given on the command line then go on top of it, not of the task's own
+    config (a run trained with ``--share-cnn`` resumes with it). A checkpoint without one
+    (an older or a policy-only one) leaves the task's: RLTrainer then says what is wrong.
+    """
+    from kelab.train.checkpoint import read_meta
+
+    trained = read_meta(spec).get("train_config")
+    return TrainConfig.from_dict(trained) if isinstance(trained, dict) else task_config
+
+
 def _train(args: argparse.Namespace, cmd: Command, drawer: CurveProcess | None) -> int:
     """``kelab train`` once the task is known (``drawer``: where the curve is drawn)."""
     out, err, cls = cmd.out, cmd.err, cmd.cls
     import kelab as ke
 
     config = training_config_of(cls)  # checked before torch loads: a mistake says so at once
-    try:  # the options given on top of the task's training config
+    if args.resume is not None:  # a resumed run goes on with its own config
+        config = _resumed_config(args.resume, config)
+    try:  # the options given on top of the task's training config (a resumed run's own)
         config = config.replace(**TRAIN_OPTIONS.given(args))
     except UserError as error:  # a combination no option could refuse alone
         print(f"kelab: error: {error}; see kelab train --help", file=err)

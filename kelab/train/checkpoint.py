@@ -41,6 +41,7 @@ __all__ = [
     "check_tensors",
     "network_shapes",
     "read_header",
+    "read_meta",
     "refuse_weights_file",
     "resolve_spec",
     "save_checkpoint",
@@ -292,6 +293,19 @@ def resolve_spec(spec: str | os.PathLike[str]) -> Path:
         f"checkpoint {text!r} does not exist; a spec is RUN_DIR:best, RUN_DIR:latest or the "
         "path of a checkpoint .json"
     )
+
+
+def read_meta(spec: str | os.PathLike[str]) -> dict[str, Any]:
+    """A checkpoint's checked JSON metadata alone (no tensors read, no torch).
+
+    Raises:
+        CheckpointError: As :func:`load_checkpoint` would for its JSON.
+
+    Example:
+        >>> read_meta("kelab/train/policies/CartPoleTask.json")["train_config"]["num_envs"]
+        64
+    """
+    return _read_json(resolve_spec(spec))
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -19,7 +19,27 @@ from kelab._validate import LAYOUTS, check_bool, check_int, check_layout, check_
 from kelab.errors import UserError
 from kelab.rl.config import DEFAULT_LAYOUT
 
-__all__ = ["ACTIVATIONS", "ALGORITHMS", "SCHEDULES", "TrainConfig", "training_config_of"]
+__all__ = [
+    "ACTIVATIONS",
+    "ALGORITHMS",
+    "NETWORK_FIELDS",
+    "SCHEDULES",
+    "TrainConfig",
+    "training_config_of",
+]
+
+NETWORK_FIELDS = (
+    "actor_hidden_dims",
+    "critic_hidden_dims",
+    "cnn_channels",
+    "cnn_kernels",
+    "cnn_strides",
+    "share_cnn",
+    "activation",
+    "obs_normalization",
+)
+"""The ``TrainConfig`` fields that shape the networks (their tensors and the optimizer's
+parameters): a run resumes only with the values it was trained with."""
 
 ALGORITHMS: dict[str, str] = {"PPO": "kelab.train.ppo:build_algorithm"}
 """The algorithms ``RLTrainer`` knows: name -> ``"module:builder"``, imported when used.

@@ -41,7 +41,12 @@ from kelab.train.checkpoint import (  # noqa: E402
     load_checkpoint,
     save_checkpoint,
 )
-from kelab.train.config import ALGORITHMS, TrainConfig, training_config_of  # noqa: E402
+from kelab.train.config import (  # noqa: E402
+    ALGORITHMS,
+    NETWORK_FIELDS,
+    TrainConfig,
+    training_config_of,
+)
 from kelab.train.diagnose import Finding, TrainingWarning, TrainingWatch  # noqa: E402
 from kelab.train.episodes import RecentEpisodes, finite_or_none  # noqa: E402
 from kelab.train.judge import Judge  # noqa: E402
@@ -71,6 +76,28 @@ _BEST_RULES = {
     "one that stopped early, the least it can be: the successes seen over its episodes), "
     "then highest mean return of the recent training episodes (see docs/training.md)",
 }
+
+
+def _check_same_networks(config: TrainConfig, checkpoint: Checkpoint) -> None:
+    """Refuse resuming ``checkpoint`` with a config whose networks differ from its run's.
+
+    Their tensors (and the optimizer's parameters) would not fit, and the load would say
+    the checkpoint is damaged when it is the config that differs.
+    """
+    trained = checkpoint.meta.get("train_config")
+    if not isinstance(trained, dict):
+        return  # an older checkpoint: the load's own checks speak
+    ran = TrainConfig.from_dict(trained)
+    for name in NETWORK_FIELDS:
+        given, was = getattr(config, name), getattr(ran, name)
+        if given != was:
+            flag = ("--no-" if given is False else "--") + name.replace("_", "-")
+            raise UserError(
+                f"cannot resume from {checkpoint.path} with {name}={given!r}: its run was "
+                f"trained with {name}={was!r}, a different network; resume with the run's own "
+                f"config (RLTrainer(config=None); on the command line leave {flag} out) or "
+                "train a new run"
+            )
 
 
 class RLTrainer:
@@ -190,6 +217,8 @@ class RLTrainer:
                 )
             if config is None:
                 config = TrainConfig.from_dict(checkpoint.meta["train_config"])
+            else:
+                _check_same_networks(config, checkpoint)
         given = config is not None  # by the caller, or the resumed run's
         if config is None:
             config = training_config_of(type(self.task))

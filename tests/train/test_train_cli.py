@@ -50,6 +50,31 @@ def test_train_writes_a_run_and_prints_where(tmp_path, capsys):
     assert re.search(r"mean return (-?\d+\.\d|n/a)", done), done
 
 
+def test_a_resume_goes_on_with_its_runs_config_and_refuses_another_network(tmp_path, capsys):
+    """A run trained with network options resumes without them (its checkpoint's config,
+    the options given on top); a network option that differs is named, not blamed on the
+    checkpoint (a new user resumed a --share-cnn run and was told it was damaged)."""
+    run = tmp_path / "run"
+    common = ["--num-envs", "8", "--run-dir", str(run)]
+    assert main(["train", "CartPole-v0", "--iterations", "1", "--actor-hidden-dims", "16",
+                 "16", "--no-stop-at-target", *common]) == 0  # fmt: skip
+    assert main(["train", "CartPole-v0", "--iterations", "1", "--resume", f"{run}:latest",
+                 *common]) == 0  # fmt: skip
+    meta = json.loads((run / "latest.json").read_text())
+    assert meta["iteration"] == 2 and meta["train_config"]["actor_hidden_dims"] == [16, 16]
+    assert meta["train_config"]["stop_at_target"] is False  # the run's, not the task's
+    capsys.readouterr()
+    code = main(["train", "CartPole-v0", "--iterations", "1", "--resume", f"{run}:latest",
+                 "--actor-hidden-dims", "32", *common])  # fmt: skip
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert (
+        "with actor_hidden_dims=(32,): its run was trained with actor_hidden_dims=(16, 16)"
+        in (err[0])
+        and "leave --actor-hidden-dims out" in err[0]
+    )
+
+
 def test_no_stop_at_target_trains_every_iteration(tmp_path, capsys):
     run = tmp_path / "run"
     code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "2",
