@@ -92,7 +92,7 @@ def _check_same_networks(config: TrainConfig, checkpoint: Checkpoint) -> None:
         given, was = getattr(config, name), getattr(ran, name)
         if given != was:
             flag = ("--no-" if given is False else "--") + name.replace("_", "-")
-            raise UserError(
+            raise CheckpointError(
                 f"cannot resume from {checkpoint.path} with {name}={given!r}: its run was "
                 f"trained with {name}={was!r}, a different network; resume with the run's own "
                 f"config (RLTrainer(config=None); on the command line leave {flag} out) or "
@@ -217,8 +217,6 @@ class RLTrainer:
                 )
             if config is None:
                 config = TrainConfig.from_dict(checkpoint.meta["train_config"])
-            else:
-                _check_same_networks(config, checkpoint)
         given = config is not None  # by the caller, or the resumed run's
         if config is None:
             config = training_config_of(type(self.task))
@@ -259,6 +257,8 @@ class RLTrainer:
 
     def _build(self, env: LearningEnv | RayLearningEnv, checkpoint: Checkpoint | None) -> None:
         """The rest of ``__init__``, once the run directory is claimed."""
+        if checkpoint is not None:
+            _check_same_networks(self.config, checkpoint)
         torch.manual_seed(self.seed)
         torch.set_num_threads(self.config.torch_threads)
         self.vec = RslVecEnv(env, seed=self.seed)
