@@ -93,7 +93,7 @@ class BodyStates:
         if self.since_read:
             self.read_period = self.since_read
             self.since_read = 0
-        if not self.valid.all():
+        if np.count_nonzero(self.valid) != self.n:  # (~1 us cheaper than .all(): every read)
             stale = np.flatnonzero(~self.valid)
             self.read(stale)
             self.check_finite(step, stale)
@@ -116,7 +116,7 @@ class BodyStates:
         jc = self.joints
         jc.wanted = True
         self.ensure(step)
-        if not jc.valid.all():
+        if np.count_nonzero(jc.valid) != self.n:
             bad = np.flatnonzero(~jc.valid)
             rows: slice | np.ndarray = slice(None) if bad.size == self.n else bad
             jc.pos[rows], jc.vel[rows] = joint_state(self.layout, self.backend.raw[rows])

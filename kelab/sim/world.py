@@ -312,7 +312,7 @@ class World:
         """
         b = index_arg(body_index, len(self.body_names), "body_state: body_index")
         self._states.ensure(self._steps)
-        return self._backend.raw[:, b].copy()
+        return self._backend.raw.take(b, axis=1)  # a new array (cheaper than [:, b].copy())
 
     @property
     def site_names(self) -> tuple[str, ...]:

@@ -132,14 +132,15 @@ class LocomotionTask(Task):
         if plain and not self._others.size:
             # every moving body is the robot's, and the static ones never move: the
             # rows body_poses / body_velocities would give, without reading every copy
+            # (the robot's at its start pose, at rest already)
             poses = np.empty((env_ids.size, *self._initial.shape))
             poses[:] = self._initial
-            vels = np.zeros_like(poses)
+            vels = np.zeros(poses.shape)
         else:
             poses = world.body_poses[env_ids]
             vels = world.body_velocities[env_ids]
-        poses[:, ids] = self._initial[ids]
-        vels[:, ids] = 0.0
+            poses[:, ids] = self._initial[ids]
+            vels[:, ids] = 0.0
         if linear_velocity is not None:
             vels[:, ids, 0:2] = linear_velocity[:, None, :]
         world.set_body_states(env_ids, poses, vels)

@@ -9,6 +9,7 @@
  * - Stepper: a shard's whole physics step in one call (forces, cpSpaceStep, the friction
  *   regimes, the read), so its thread takes the GIL once per step (_shard.py);
  * - joint_revs(): the revolute and fixed joints' state from body states (kinematics.py);
+ * - term_forces(): the actuators' constant force terms from held efforts (_controls.py);
  * - write_shapes(), write_rows(), write_velocities() (_native_params.c): per-copy
  *   parameters (shape masses, friction, elasticity) and pushes, many objects a call
  *   (kelab/sim/physics/_params.py), and within(): their rows' bounds checked in one pass
@@ -622,6 +623,54 @@ joint_revs(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------ actuator forces */
+
+PyDoc_STRVAR(term_forces_doc,
+"term_forces(effort, nj, out, width, slots, joints, coefs)\n\n"
+"The actuators' constant force terms (kelab/sim/_controls.py, Controls.forces): per row of\n"
+"``effort`` (float64, ``nj`` a row) and per term ``t`` in order, ``out[slots[t]] +=\n"
+"effort[joints[t]] * coefs[t]`` in that row of ``out`` (float64, ``width`` a row): the\n"
+"numpy layers' product then sum, in their order (a slot's terms in layer order). Keeps the\n"
+"GIL (a few microseconds).");
+
+static PyObject *
+term_forces(PyObject *self, PyObject *args)
+{
+    Py_buffer effort, out, slots, joints, coefs;
+    Py_ssize_t nj, width;
+    if (!PyArg_ParseTuple(args, "y*nw*ny*y*y*", &effort, &nj, &out, &width, &slots, &joints,
+                          &coefs))
+        return NULL;
+    Py_ssize_t k = slots.len / 8, m = nj > 0 ? effort.len / (8 * nj) : 0;
+    const int64_t *sl = slots.buf, *jt = joints.buf;
+    int ok = nj > 0 && width > 0 && effort.len == m * nj * 8 && out.len == m * width * 8
+             && slots.len % 8 == 0 && joints.len == slots.len && coefs.len == slots.len;
+    for (Py_ssize_t t = 0; ok && t < k; t++)
+        ok = sl[t] >= 0 && sl[t] < width && jt[t] >= 0 && jt[t] < nj;
+    if (!ok) {
+        Py_buffer *held[] = {&effort, &out, &slots, &joints, &coefs};
+        return refuse(held, 5,
+                      "term_forces: effort must hold nj float64 a row and out width a row for "
+                      "as many rows, the term tables one entry per term within them");
+    }
+    const double *e = effort.buf, *cf = coefs.buf;
+    double *o = out.buf;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        const double *er = e + i * nj;
+        double *orow = o + i * width;
+        for (Py_ssize_t t = 0; t < k; t++) {
+            double term = er[jt[t]] * cf[t]; /* rounded, then added: -ffp-contract=off */
+            orow[sl[t]] = orow[sl[t]] + term;
+        }
+    }
+    PyBuffer_Release(&effort);
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&slots);
+    PyBuffer_Release(&joints);
+    PyBuffer_Release(&coefs);
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------ a shard's step */
 
 typedef struct {
@@ -759,6 +808,7 @@ static PyMethodDef methods[] = {
     {"read_rows", read_rows, METH_VARARGS, read_rows_doc},
     {"write_forces", write_forces, METH_VARARGS, write_forces_doc},
     {"joint_revs", joint_revs, METH_VARARGS, joint_revs_doc},
+    {"term_forces", term_forces, METH_VARARGS, term_forces_doc},
     {"write_shapes", write_shapes, METH_VARARGS, write_shapes_doc},
     {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"write_velocities", write_velocities, METH_VARARGS, write_velocities_doc},
@@ -775,7 +825,7 @@ static struct PyModuleDef module = {
 };
 
 /* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 5
+#define NATIVE_ABI 6
 
 PyMODINIT_FUNC
 PyInit__native(void)
