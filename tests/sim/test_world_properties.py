@@ -78,6 +78,25 @@ def test_joint_ids_columns() -> None:
             w.set_joint_efforts([[1.0]], joint_ids=bad)
 
 
+def test_joint_columns_checked_once_still_refuse_and_reorder() -> None:
+    # the columns' checks are remembered per command kind and columns: a refused list is
+    # refused every time, and a list of every joint in another order is put in joint
+    # order every time, for each kind on its own
+    w = ke.World(_scene(), num_envs=2)
+    nj = len(w.joint_names)
+    for _ in range(3):
+        with pytest.raises(ValueError, match="has no actuator"):
+            w.set_joint_position_targets([[0.3]], joint_ids=[nj - 1])
+    order = list(range(nj))[::-1]
+    for k in range(3):
+        values = np.arange(nj, dtype=float)[None, :] * 0.01 + k * 0.1
+        w.set_joint_efforts(np.repeat(values, 2, axis=0), joint_ids=order)
+        want = np.where(w.joint_efforts[0] != 0, values[0][order], 0.0)
+        assert np.array_equal(w.joint_efforts[0], want)
+    with pytest.raises(ValueError, match="position targets to it would do nothing"):
+        w.set_joint_position_targets(np.zeros((2, nj)), joint_ids=order)  # its own verdict
+
+
 def test_env_indices_and_body_state() -> None:
     w = ke.World(_scene(), num_envs=4)
     assert w.env_indices(None).tolist() == [0, 1, 2, 3]
