@@ -229,6 +229,10 @@ class History:
         ``place``: at their initial poses (False: a state write follows).
         """
         self.backend.rebuild(ids, place)
+        self._rebuilt(ids, step)
+
+    def _rebuilt(self, ids: np.ndarray, step: int) -> None:
+        """The World's side of :meth:`rebuild`, after the backend's: logged, forgotten."""
         self.forget(ids, ids)
         self.contacts.normals[ids] = 0.0
         self.log.append(step, Kind.BUILD, ids.copy())
@@ -255,8 +259,9 @@ class History:
 
     def set_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray, step: int) -> None:
         """Rebuild copies ``ids`` and write their checked body states (logged)."""
-        self.rebuild(ids, step, place=False)  # every moving body's state is written next
-        self._write_states(ids, poses, vels)
+        read = self.backend.reset_states(ids, poses, vels)  # rebuilt, written (and read)
+        self._rebuilt(ids, step)
+        self.states.valid[ids] = read  # stale unless the backend read them after the write
         self.log.append(step, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:

@@ -915,7 +915,8 @@ class World:
 
     def _after_reset(self, ids: np.ndarray) -> None:
         self._states.release(ids)
-        self._states.read(ids)
+        if np.count_nonzero(self._states.valid[ids]) != ids.size:  # (set_states reads)
+            self._states.read(ids)
         self._sensors.v_prev[ids] = self._backend.raw[ids][:, :, 3:5]
         self._prime(ids)
 

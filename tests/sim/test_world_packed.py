@@ -173,6 +173,51 @@ def test_restore_after_staggered_resets_prunes_the_log_and_is_exact() -> None:
     fresh.close()
 
 
+@pytest.mark.parametrize(("threads", "resets"), [(1, 3), (2, 3), (2, 9), (3, 11)])
+def test_state_resets_in_one_shard_job_are_the_separate_calls_bits(
+    threads: int, resets: int, monkeypatch
+) -> None:
+    # set_body_states: each shard rebuilds, writes and reads its copies in one job (in its
+    # thread from PARALLEL_REBUILD copies) == rebuild, write, then a read, one by one
+    from kelab.sim.physics._guard import native_module
+    from kelab.sim.physics._packed import PackedBackend
+
+    if native_module() is None:
+        pytest.skip("no C helper built here")
+
+    def run(separate: bool) -> np.ndarray:
+        with monkeypatch.context() as m:
+            if separate:
+
+                def reset_states(self, ids, poses, vels) -> bool:
+                    self.rebuild(ids, place=False)
+                    self.write_states(ids, poses, vels)
+                    return False
+
+                m.setattr(PackedBackend, "reset_states", reset_states)
+            w = ke.World(_stack(), num_envs=24, layout="packed", num_threads=threads)
+            out = []
+            rng = np.random.default_rng(4)
+            for t in range(60):
+                if t % 5 == 2:
+                    ids = rng.choice(24, resets, replace=False)  # unsorted, across shards
+                    poses = (
+                        w.body_poses[ids] + rng.normal(size=(resets, len(w.body_names), 3)) * 0.01
+                    )
+                    vels = rng.normal(size=poses.shape)
+                    w.set_body_states(ids, poses, vels)
+                    out.append(np.concatenate([w.body_poses.ravel(), w.joint_positions.ravel()]))
+                w.set_joint_efforts(np.full((24, len(w.joint_names)), 20.0 * np.sin(t / 7.0)))
+                w.step(DT)
+                out.append(np.concatenate([w.body_poses.ravel(), w.body_velocities.ravel()]))
+            snap = w.snapshot().to_bytes()
+            w.close()
+            return np.concatenate(out), snap
+
+    fused, separate = run(False), run(True)
+    assert np.array_equal(fused[0], separate[0]) and fused[1] == separate[1]
+
+
 def test_set_body_states_in_packed_layout_reads_back_exactly() -> None:
     w = ke.World(_stack(), num_envs=3, layout="packed")
     drive(w, 20)

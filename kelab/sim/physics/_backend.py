@@ -85,6 +85,15 @@ class Backend(Protocol):
         """Write the moving bodies' poses and velocities of just rebuilt copies ``ids``."""
         ...
 
+    def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
+        """:meth:`rebuild` copies ``ids`` (``place=False``), then :meth:`write_states`.
+
+        Returns:
+            Whether their rows of ``raw`` were read after the write (``on_read`` called),
+            as :meth:`read` would; False: the caller reads them.
+        """
+        ...
+
     def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
         """The warm starts of copies ``ids``, a vector each (only where :attr:`warm`)."""
         ...

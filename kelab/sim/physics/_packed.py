@@ -651,6 +651,70 @@ class PackedBackend:
         if todo[k].size:  # the same bodies (same ids) re-added, also for all copies
             self._shards[k].rebuild(todo[k], place)
 
+    def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
+        """:meth:`rebuild` copies ``ids`` (distinct), :meth:`write_states`, then read them.
+
+        With the C helper each shard does all three for its copies in one job, in its own
+        thread where there are several and at least :data:`PARALLEL_REBUILD` copies: the
+        rebuild, the setters and the getters of :meth:`write_states` and :meth:`read`, the
+        same calls per copy (copies in different shards never touch; in one shard, each
+        copy's bodies only their own until the next step), so the same bits. The writes
+        and reads then leave the calling thread (Humanoid-v0 x256 on 2 threads, 12 copies
+        a reset: ~40 us less of its Python and C an env step).
+
+        Returns:
+            True: their rows of ``raw`` were read (``on_read`` called). False (no helper,
+            or the first build): rebuilt and written only.
+        """
+        native = self._native
+        if native is None or ids.size == 0 or getattr(self, "_shards", None) is None:
+            self.rebuild(ids, place=False)
+            self.write_states(ids, poses, vels)
+            return False
+        self.sync()
+        order = np.argsort(ids, kind="stable")
+        sids = ids[order]  # ascending: each shard's copies are one run of them
+        states = self._body_writes(sids, poses[order], vels[order])
+        cuts = np.searchsorted(sids, [part[0] for part in self._split[1:]]).tolist()
+        bounds = list(zip([0, *cuts], [*cuts, sids.size], strict=True))
+        rows, origins = self._read_tables
+        jobs = [
+            (self._local[sids[a:b]], self._body_addrs[sids[a:b]], states[a:b],
+             rows[sids[a:b]].ravel(), origins[sids[a:b]].ravel())
+            for a, b in bounds
+        ]  # fmt: skip
+        job = partial(self._reset_shard, jobs)
+        if len(self._split) > 1 and ids.size >= PARALLEL_REBUILD:
+            self._workers.run(job, len(self._shards))
+        else:
+            for k in range(len(self._shards)):
+                job(k)
+        self.read_within = False
+        self._forces[ids] = 0.0
+        self._pending = [not self._direct] * len(self._split)  # as rebuild()
+        if self.on_read is not None:
+            self.on_read(ids)
+        return True
+
+    def _reset_shard(self, jobs: list[tuple[np.ndarray, ...]], k: int) -> None:
+        """Shard ``k``'s part of :meth:`reset_states` (in the shard's thread)."""
+        local, addrs, states, rows, origins = jobs[k]
+        if local.size:
+            self._shards[k].rebuild(local, False)
+            self._native.write_bodies(addrs, states)
+            self._native.read_rows(addrs, self.raw, rows, origins)
+
+    def _body_writes(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> np.ndarray:
+        """The C helper's ``write_bodies`` rows of copies ``ids``: angle, x, y, vx, vy, w."""
+        mv = self._plan.moving
+        pm = poses[:, mv]
+        states = np.empty((ids.size, mv.size, 6))
+        states[:, :, 0] = pm[:, :, 2]
+        states[:, :, 1] = pm[:, :, 0] + self._plan.origin_x[ids][:, None]
+        states[:, :, 2] = pm[:, :, 1]
+        states[:, :, 3:6] = vels[:, mv]
+        return states
+
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``.
 
@@ -662,12 +726,7 @@ class PackedBackend:
         mv = self._plan.moving
         native = self._native
         if native is not None:  # the same setters, in the same order, looped in C
-            states = np.empty((ids.size, mv.size, 6))
-            states[:, :, 0] = poses[:, mv, 2]
-            states[:, :, 1] = poses[:, mv, 0] + self._plan.origin_x[ids][:, None]
-            states[:, :, 2] = poses[:, mv, 1]
-            states[:, :, 3:6] = vels[:, mv]
-            native.write_bodies(self._body_addrs[ids], states)
+            native.write_bodies(self._body_addrs[ids], self._body_writes(ids, poses, vels))
             return
         ox = self._plan.origin_x.tolist()
         set_angle, set_pos = cp.body_set_angle, cp.body_set_position
