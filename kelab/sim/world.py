@@ -917,7 +917,7 @@ class World:
         self._states.release(ids)
         if np.count_nonzero(self._states.valid[ids]) != ids.size:  # (set_states reads)
             self._states.read(ids)
-        self._sensors.v_prev[ids] = self._backend.raw[ids][:, :, 3:5]
+        self._sensors.v_prev[ids] = self._backend.raw[ids, :, 3:5]
         self._prime(ids)
 
     # ------------------------------------------------------------------ controllers
