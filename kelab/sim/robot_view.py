@@ -149,6 +149,8 @@ class RobotView:
         # every World joint in order (the usual one-robot scene): the World's joint arrays
         # (new copies) need no gather (#42.1: ~2 us of each joint_pos / joint_vel read)
         self._every_joint = self._jidx.tolist() == list(range(len(jn)))
+        # local joint ids (int64 bytes) -> their World columns (_columns)
+        self._columns_of: dict[bytes, np.ndarray] = {}
         self.joint_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.joint_paths)
         self.body_names: tuple[str, ...] = tuple(p.rsplit("/", 1)[1] for p in robot.body_paths)
 
@@ -213,7 +215,19 @@ class RobotView:
 
     def _columns(self, joint_ids: npt.ArrayLike | None) -> np.ndarray:
         """The World's joint columns of local ``joint_ids`` (None: all of this robot's)."""
-        return self._jidx if joint_ids is None else self._jidx[self._local(joint_ids)]
+        if joint_ids is None:
+            return self._jidx
+        if type(joint_ids) is np.ndarray and joint_ids.dtype == np.int64 and joint_ids.ndim == 1:
+            # a task's own joint ids, the same every step: checked and mapped once
+            key = joint_ids.tobytes()
+            cols = self._columns_of.get(key)
+            if cols is None:
+                if len(self._columns_of) >= 64:
+                    self._columns_of.clear()
+                cols = self._columns_of[key] = self._jidx[self._local(joint_ids)]
+                cols.flags.writeable = False  # handed to the World, which copies what it keeps
+            return cols
+        return self._jidx[self._local(joint_ids)]
 
     def _local(self, joint_ids: npt.ArrayLike) -> np.ndarray:
         """Local joint indices: unique ints in ``[0, num_joints)`` (one int or a 1-D list).

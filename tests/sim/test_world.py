@@ -206,3 +206,21 @@ def test_effort_targets_for_every_joint_in_another_order(layout: str) -> None:
     assert np.all(a.joint_efforts[:, 1] == 0.0)  # the pole joint has no actuator
     ra.set_joint_effort_target([[5.0]] * 3, joint_ids=0)  # one joint by a plain index
     np.testing.assert_array_equal(a.joint_efforts[:, 0], 5.0)
+
+
+def test_robot_joint_ids_arrays_mapped_once_follow_their_values(layout: str) -> None:
+    # a task's int64 joint-id array is checked and mapped once per value: the same array
+    # changed in place maps anew, a bad one is refused every time, a 2-D one never passes
+    w = _cartpole(2, layout=layout)
+    r = w.robot("/World/Robot")
+    ids = np.array([1, 0])
+    for _ in range(2):
+        r.set_joint_effort_target([[0.0, 9.0]] * 2, joint_ids=ids)
+        np.testing.assert_array_equal(w.joint_efforts[:, 0], 9.0)
+    ids[:] = [0, 1]  # the caller's array, changed in place
+    r.set_joint_effort_target([[4.0, 0.0]] * 2, joint_ids=ids)
+    np.testing.assert_array_equal(w.joint_efforts[:, 0], 4.0)
+    for bad in (np.array([0, 2]), np.array([0, 0]), np.array([[0, 1]])):
+        for _ in range(2):
+            with pytest.raises(ValueError, match="joint_ids"):
+                r.set_joint_effort_target([[1.0, 1.0]] * 2, joint_ids=bad)
