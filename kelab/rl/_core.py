@@ -297,9 +297,7 @@ class EnvCore:
         task.apply_actions(acts)
         if self.randomizer is not None:  # interval terms (pushes...) before the physics
             self.randomizer.tick()
-        dt = self.timing.sim_dt
-        for _ in range(self.timing.decimation):
-            world.step(dt)
+        world.step(self.timing.sim_dt, steps=self.timing.decimation)
         task.on_post_physics_step()
         names, conditions, task_truncated = self.validator(task.get_dones())
         rewards = self._float_batch(task.get_rewards(), "get_rewards()", (n,))

@@ -161,6 +161,14 @@ class World:
         self._fric = self._contacts.friction
         self._sensors = SensorSuite(scene, lay, self._rngs, self._backend)
         self._has_sensors = bool(self._sensors.specs)
+        # whether World.step may hand several steps to the backend at once: nothing
+        # between them needs Python (no sensor updates, forces not recomputed from the
+        # state, friction regimes chosen in the step itself, in C)
+        self._many = bool(
+            self._backend.can_step_many
+            and not (self._state_dependent or self._rolling or self._has_sensors)
+            and (not self._fric or self._backend.friction_in_step)
+        )
         self._sites = Sites(scene, lay.body_paths)
         self._rules = ParamRules.of(scene, lay)
         self._params = Params(
@@ -978,27 +986,54 @@ class World:
         return self._ctl.pd_efforts.copy()
 
     # ------------------------------------------------------------------ stepping
-    def step(self, dt: float) -> None:
-        """Advance every copy by one physics step of ``dt`` seconds.
+    def step(self, dt: float, steps: int = 1) -> None:
+        """Advance every copy by ``steps`` physics steps of ``dt`` seconds.
+
+        ``steps`` physics steps of ``dt``, as that many calls, in one call: every counter,
+        state, contact sum, sensor value, snapshot and error is the same, bit for bit, as
+        after ``steps`` calls of ``step(dt)``. Where nothing between the steps needs
+        Python, cheaper: the packed layout's threads then take them in one job each
+        (docs/world.md, "Threads"). An RL env steps ``decimation`` at once.
 
         Args:
             dt: Step size in seconds, finite and > 0.
+            steps: How many physics steps, an int >= 1.
 
-        After the step every copy's bodies are checked against the world's limits
+        After each step every copy's bodies are checked against the world's limits
         (docs/world.md, "Limits"): positions within ±1e7 m, speeds within ±1e7 m/s and
         rad/s, finite. A copy out of them is named, and no step runs until it is reset.
 
         Raises:
-            ValueError: If ``dt`` is not a finite number in (0, 1] seconds.
-            FloatingPointError: If a body left the limits in this step, or a copy that
-                left them in an earlier step has not been reset since (naming them).
+            ValueError: If ``dt`` is not a finite number in (0, 1] seconds, or ``steps``
+                not an int >= 1 (nothing is stepped).
+            FloatingPointError: If a body left the limits in a step (naming it: no later
+                step is taken), or a copy that left them in an earlier step has not been
+                reset since (naming them).
             RuntimeError: If the World is closed.
         """
         check_open(self._closed)
+        if steps.__class__ is not int or steps < 1:  # a bool is refused too
+            steps = check_int(
+                steps,
+                "World.step: steps",
+                low=1,
+                fix="it counts physics steps of dt taken in this call",
+            )
         if self._states.halted_any:  # a body out there would hang the step in C
             self._states.refuse()
         if dt.__class__ is not float or dt != self._dt:  # else: the dt checked before
             dt = self._new_dt(dt)
+        while steps > 1 and self._many:
+            # up to the next rebase, which the World's Python does after its step
+            count = min(steps, self._history.rebase_at - self._steps)
+            if count < 2:
+                break
+            steps -= self._step_many(dt, count)
+        for _ in range(steps):  # the checks above hold for each of these too
+            self._step_one(dt)
+
+    def _step_one(self, dt: float) -> None:
+        """One physics step of every copy and its bookkeeping (after ``step``'s checks)."""
         self._advance(dt, self._all)
         self._steps += 1
         if self._fdt is None or self._fdt[0] != dt:
@@ -1013,6 +1048,43 @@ class World:
             self._sensors.update(self._all, raw, dt, self._contacts.forces)
         if self._steps >= self._history.rebase_at:
             self._history.rebase(self._steps)
+
+    def _step_many(self, dt: float, count: int) -> int:
+        """Up to ``count`` steps in one job per shard thread (``backend.step_many``).
+
+        Only where nothing between the steps needs the World's Python (``self._many``:
+        no sensors, forces that do not depend on the state, friction regimes chosen in
+        C) and no rebase is due before the last: each step's bookkeeping is then the
+        same whatever step it follows, so it is done once, for the steps taken. The
+        backend stops after a step whose read was not within the limits' fast bound: its
+        check then runs here as after that step alone (the same error, step and state),
+        and ``step`` takes the steps left. Returns the steps taken.
+        """
+        states = self._states
+        if self._ctl.dirty:  # as _advance: the held forces, handed over once
+            self._set_forces(self._all, dt)
+            self._ctl.dirty = False
+        jc = states.joints
+        # the joint state is computed after the last read if a reader is expected then
+        # (if the steps stop early it is computed from, or marked stale by, the state
+        # of the last one taken: its values are the state's either way)
+        jc.eager = states.since_read + count == states.read_period
+        taken = self._backend.step_many(dt, count)
+        jc.eager = True
+        states.since_read += taken
+        states.read_in_step = self._backend.stepped(self._all)
+        self._history.touched[:] = True
+        self._state_valid[:] = True
+        self._contacts.stepped(dt)
+        self._steps += taken
+        if self._fdt is None or self._fdt[0] != dt:
+            self._time = self._time  # fold the steps taken at the old dt
+            self._fdt = (dt, Fraction(dt))
+        self._time_steps += taken
+        states.check_limits(self._steps, states.read_in_step, self._backend.read_within)
+        if self._steps >= self._history.rebase_at:
+            self._history.rebase(self._steps)
+        return taken
 
     def _new_dt(self, dt: Any) -> float:
         """Check a step's ``dt`` that differs from the last one; log a change of dt."""

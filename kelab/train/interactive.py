@@ -206,8 +206,7 @@ def _app_class() -> type[App]:
             """One control period of physics with zero joint efforts (the fall lands)."""
             world = self.world
             world.set_joint_efforts(np.zeros((world.num_envs, len(world.joint_names))))
-            for _ in range(self._decimation):
-                world.step(self._sim_dt)
+            world.step(self._sim_dt, steps=self._decimation)
             self._hold -= 1
             if not self._hold:
                 self._restart()

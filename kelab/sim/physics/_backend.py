@@ -50,6 +50,10 @@ class Backend(Protocol):
     """Whether the last :meth:`step` read every copy and found each moving body's value
     within ``_limits.STATE_BOUND`` as it read (the limits' fast check, done in C by the
     shard threads); False where not (or not known: the World then checks ``raw``)."""
+    can_step_many: bool
+    """Whether :meth:`step_many` runs: several steps of every copy in one job per thread
+    shard, each step read and its limits' fast check done in C (the packed layout with
+    the C helper)."""
     gravity_in_space: bool
     """Whether each copy has a space whose gravity :meth:`set_gravity` sets; else (copies
     share a space) the World applies a copy's own gravity as a force."""
@@ -67,6 +71,16 @@ class Backend(Protocol):
 
         Every step reads: the World checks the limits before the next one. Returns the
         copies read into :attr:`raw` (:meth:`stepped`).
+        """
+        ...
+
+    def step_many(self, dt: float, count: int) -> int:
+        """Up to ``count`` steps of every copy, as many :meth:`step` calls, in one job each.
+
+        Only where :attr:`can_step_many`. Every step reads and checks the state against
+        ``_limits.STATE_BOUND``; the steps stop after the first whose read was not within
+        (:attr:`read_within` then False), so the World checks that state before any
+        further step. Returns the steps taken (>= 1).
         """
         ...
 

@@ -64,6 +64,9 @@ class IsolatedBackend:
     #: Its reads do not check the values they read (the World checks ``raw``).
     read_within = False
     gravity_in_space = True
+    #: Its steps are Python calls per copy, checked by the World after each one: no
+    #: :meth:`step_many` (the World takes several steps one by one).
+    can_step_many = False
 
     def __init__(
         self,
@@ -210,6 +213,10 @@ class IsolatedBackend:
             shards = np.array_split(ids, self._threads)
             list(self._pool.map(self._step_copies, shards, [dt] * len(shards)))
         return ids
+
+    def step_many(self, dt: float, count: int) -> int:
+        """Never called: :attr:`can_step_many` is False."""
+        raise NotImplementedError("the isolated layout takes one step a call")
 
     def _step_copies(self, ids: np.ndarray, dt: float) -> None:
         # cpSpaceStep directly: pymunk's Space.step only adds Python bookkeeping for

@@ -6,8 +6,10 @@
  * - read_rows(), write_forces(), write_bodies(): a shard's body states read straight into
  *   the World's state rows, its held forces and reset states written (_shard.py,
  *   _packed.py);
- * - Stepper: a shard's whole physics step in one call (forces, cpSpaceStep, the friction
- *   regimes, the read), so its thread takes the GIL once per step (_shard.py);
+ * - Stepper (_native_step.c): a shard's whole physics step in one call (forces,
+ *   cpSpaceStep, the friction regimes, the read), so its thread takes the GIL once per
+ *   step (_shard.py), or several steps in one call, the shards meeting after each at a
+ *   Gang (_packed.py);
  * - joint_revs(): the revolute and fixed joints' state from body states (kinematics.py);
  * - term_forces(): the actuators' constant force terms from held efforts (_controls.py);
  * - write_shapes(), write_rows(), write_velocities() (_native_params.c): per-copy
@@ -460,7 +462,7 @@ write_bodies(PyObject *self, PyObject *args)
 
 /* Bodies b[0..m) into rows r[i] of o (6 float64 a row), x minus org[i]; whether every
  * value written is within [-bound, bound] (0 for NaN). No Python: runs without the GIL. */
-static int
+int
 read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r, const double *org,
           double bound)
 {
@@ -485,7 +487,7 @@ read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r, const do
 }
 
 /* A shard's forces written, in its order (see write_forces). */
-static void
+void
 force_loop(const uint64_t *b, Py_ssize_t m, const double *f, int direct)
 {
     for (Py_ssize_t i = 0; i < m; i++) {
@@ -671,135 +673,6 @@ term_forces(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* ------------------------------------------------------------------ a shard's step */
-
-typedef struct {
-    PyObject_HEAD
-    Py_buffer bufs[6];  /* held: the arrays below stay alive and in place */
-    int held;
-    void *space;
-    const uint64_t *bodies; /* the shard's moving bodies: forces and reads, in this order */
-    Py_ssize_t nbodies;
-    const double *forces;   /* 3 per body */
-    int direct;
-    PyObject *friction;     /* the regime rule's Friction, NULL: none */
-    const int64_t *copies;  /* the shard's copies (the regime rule's) */
-    Py_ssize_t ncopies;
-    double *out;            /* the World's state rows (6 float64 a row) */
-    const int64_t *rows;    /* per body: its row of out */
-    const double *origins;  /* per body: its copy's origin x */
-    double bound;
-} Stepper;
-
-PyDoc_STRVAR(stepper_doc,
-"Stepper(space, bodies, forces, direct, friction, copies, out, rows, origins, bound)\n\n"
-"One shard's physics step in one call, the GIL released once (kelab/sim/physics/_shard.py):\n"
-"the held forces written (write_forces: ``bodies`` uint64 ``cpBody *``, ``forces`` 3\n"
-"float64 each, ``direct``), ``cpSpaceStep`` of ``space`` (an address), the regime rule\n"
-"of ``friction`` (a Friction, or None) for ``copies`` (int64), then, when asked, the\n"
-"bodies read into rows ``rows`` of ``out`` (read_rows, ``origins`` per body). Held (not\n"
-"copied): the arrays must keep their memory.");
-
-static void
-stepper_dealloc(Stepper *st)
-{
-    for (int i = 0; i < st->held; i++) PyBuffer_Release(&st->bufs[i]);
-    Py_XDECREF(st->friction);
-    Py_TYPE(st)->tp_free((PyObject *)st);
-}
-
-static PyObject *
-stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-    if (!require_configured("Stepper")) return NULL;
-    if (kwds && PyDict_Size(kwds)) {
-        PyErr_SetString(PyExc_TypeError, "Stepper takes positional arguments only");
-        return NULL;
-    }
-    Stepper *st = (Stepper *)type->tp_alloc(type, 0);
-    if (!st) return NULL;
-    Py_buffer *b = st->bufs;
-    unsigned long long space;
-    int direct;
-    PyObject *friction;
-    if (!PyArg_ParseTuple(args, "Ky*y*pOy*w*y*y*d", &space, &b[0], &b[1], &direct, &friction,
-                          &b[2], &b[3], &b[4], &b[5], &st->bound)) {
-        Py_DECREF(st); /* PyArg_ParseTuple released the buffers it had taken */
-        return NULL;
-    }
-    st->held = 6;
-    st->space = (void *)(uintptr_t)space;
-    st->bodies = b[0].buf;
-    st->nbodies = b[0].len / 8;
-    st->forces = b[1].buf;
-    st->direct = direct;
-    st->copies = b[2].buf;
-    st->ncopies = b[2].len / 8;
-    st->out = b[3].buf;
-    st->rows = b[4].buf;
-    st->origins = b[5].buf;
-    Py_ssize_t m = st->nbodies, nrows = b[3].len / 48;
-    int ok = space != 0 && b[0].len % 8 == 0 && b[1].len >= m * 24 && b[2].len % 8 == 0
-             && b[3].len % 48 == 0 && b[4].len == m * 8 && b[5].len == m * 8;
-    for (Py_ssize_t i = 0; ok && i < m; i++) ok = st->rows[i] >= 0 && st->rows[i] < nrows;
-    if (ok && friction != Py_None) {
-        ok = PyObject_TypeCheck(friction, &FrictionType)
-             && friction_has_copies(friction, st->copies, st->ncopies);
-        if (ok) {
-            Py_INCREF(friction);
-            st->friction = friction;
-        }
-    }
-    if (!ok) {
-        Py_DECREF(st);
-        PyErr_SetString(PyExc_ValueError,
-                        "Stepper: forces must hold 3 float64 and rows and origins one int64 / "
-                        "float64 per body pointer, each row within out (6 float64 a row), "
-                        "friction a Friction holding the copies (or None); build it with "
-                        "kelab.sim.physics._shard");
-        return NULL;
-    }
-    return (PyObject *)st;
-}
-
-PyDoc_STRVAR(stepper_step_doc,
-"step(dt, read) -> bool\n\n"
-"Write the forces, step the space by ``dt``, run the regime rule and, with ``read``, read\n"
-"the bodies into their rows: True when they were read and every value read is within\n"
-"[-bound, bound] (False for NaN).");
-
-static PyObject *
-stepper_step(Stepper *st, PyObject *args)
-{
-    double dt;
-    int read, within = 0;
-    if (!PyArg_ParseTuple(args, "dp", &dt, &read)) return NULL;
-    Py_BEGIN_ALLOW_THREADS
-    force_loop(st->bodies, st->nbodies, st->forces, st->direct);
-    ((space_step_f)fn[F_SPACE_STEP])(st->space, dt);
-    if (st->friction)
-        friction_regimes(st->friction, (uint64_t)(uintptr_t)st->space, st->copies, st->ncopies);
-    if (read) within = read_loop(st->bodies, st->nbodies, st->out, st->rows, st->origins, st->bound);
-    Py_END_ALLOW_THREADS
-    return PyBool_FromLong(within);
-}
-
-static PyMethodDef stepper_methods[] = {
-    {"step", (PyCFunction)stepper_step, METH_VARARGS, stepper_step_doc},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyTypeObject StepperType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kelab.sim.physics._native.Stepper",
-    .tp_basicsize = sizeof(Stepper),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = stepper_doc,
-    .tp_new = stepper_new,
-    .tp_dealloc = (destructor)stepper_dealloc,
-    .tp_methods = stepper_methods,
-};
-
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(offsets, functions, hash_coef, state_cached, state_invalidated)"},
@@ -825,12 +698,14 @@ static struct PyModuleDef module = {
 };
 
 /* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 6
+#define NATIVE_ABI 7
 
 PyMODINIT_FUNC
 PyInit__native(void)
 {
-    if (PyType_Ready(&FrictionType) < 0 || PyType_Ready(&StepperType) < 0) return NULL;
+    if (PyType_Ready(&FrictionType) < 0 || PyType_Ready(&StepperType) < 0
+        || PyType_Ready(&GangType) < 0)
+        return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&FrictionType);
@@ -843,6 +718,12 @@ PyInit__native(void)
     Py_INCREF(&StepperType);
     if (PyModule_AddObject(m, "Stepper", (PyObject *)&StepperType) < 0) {
         Py_DECREF(&StepperType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&GangType);
+    if (PyModule_AddObject(m, "Gang", (PyObject *)&GangType) < 0) {
+        Py_DECREF(&GangType);
         Py_DECREF(m);
         return NULL;
     }

@@ -75,6 +75,13 @@ KL_HIDDEN void friction_regimes(PyObject *friction, uint64_t space, const int64_
                                 Py_ssize_t nc);
 KL_HIDDEN int friction_has_copies(PyObject *friction, const int64_t *copies, Py_ssize_t nc);
 
+/* A shard's forces written and its bodies read (_native.c), in the order of its table,
+ * without the GIL; the Stepper and Gang types (_native_step.c). */
+KL_HIDDEN void force_loop(const uint64_t *b, Py_ssize_t m, const double *f, int direct);
+KL_HIDDEN int read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r,
+                        const double *org, double bound);
+KL_HIDDEN extern PyTypeObject StepperType, GangType;
+
 /* The per-copy parameter writers (_native_params.c), entries of the module's table. */
 KL_HIDDEN extern const char write_shapes_doc[], write_rows_doc[], write_velocities_doc[],
     within_doc[];

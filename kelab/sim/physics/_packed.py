@@ -180,6 +180,11 @@ class ShardWorkers:
                     self._error = exc
 
     @property
+    def threaded(self) -> bool:
+        """Whether the threads run (False after :meth:`close`: jobs run here, in order)."""
+        return bool(self._threads)
+
+    @property
     def ok(self) -> bool:
         """False once a job has failed (:meth:`wait` raises its error)."""
         return self._error is None
@@ -352,6 +357,14 @@ class PackedBackend:
         #: Whether the last step read every copy and found every moving body's value
         #: within ``_limits.STATE_BOUND`` (the Backend's ``read_within``)
         self.read_within = False
+        #: Per shard: the steps its last :meth:`step_many` job took
+        self._taken = [0] * len(self._split)
+        #: Where the shard threads of a :meth:`step_many` meet after each step (in C)
+        self._gang = (
+            self._native.Gang(len(self._split))
+            if self._native is not None and self._workers is not None
+            else None
+        )
         #: The friction model's table (kelab/sim/physics/_friction.py; None: not needed)
         self.friction = FrictionTable(layout, num_envs) if layout.needs_handler else None
         self._arb_buf = ArbiterBuffer()  # reused by every contact read
@@ -578,6 +591,55 @@ class PackedBackend:
         self.read_within = all(self._within)
         return self._every
 
+    def step_many(self, dt: float, count: int) -> int:
+        """Up to ``count`` physics steps of every copy in one job per shard (one barrier).
+
+        Only where :attr:`can_step_many`. Each step is :meth:`step`'s (the held forces
+        written, the step, the friction regimes, the read with its fast check of the
+        limits), all in C: the shard threads meet after each step but the last (a
+        ``Gang`` of the C helper, without the GIL) and stop together after the first
+        step whose read, in any shard, was not within ``STATE_BOUND``, so no copy steps
+        past a state the World has not checked and every copy ends at the same step.
+        :attr:`read_within` then says whether the last read was within.
+
+        Returns:
+            The steps taken (``count``, or fewer where a read was not within).
+        """
+        workers = self._workers
+        if workers is not None and not workers.threaded:  # closed: one plain step
+            self.step(dt, self._every)
+            return 1
+        pending = self._pending
+        if True in pending or (workers is not None and workers.busy):
+            self.sync()  # a failed step's threads may still hold the old buffers
+            for k, shard in enumerate(self._shards):
+                if pending[k]:
+                    pending[k] = False
+                    shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        self.read_within = False
+        job = partial(self._run_shard, dt, count)
+        if workers is None:
+            job(0)
+            if self.on_read is not None:
+                self.on_read(slice(None))
+        else:
+            self._gang.arm()  # no job is out: every gate closed, no round begun
+            self._fetch_all(job)
+        self.read_within = all(self._within)
+        return self._taken[0]
+
+    def _run_shard(self, dt: float, count: int, k: int) -> None:
+        """Shard ``k``'s part of :meth:`step_many` (in the shard's thread).
+
+        A job that fails lets the other shards go (``Gang.abort``): none waits for it.
+        """
+        try:
+            self._taken[k], self._within[k] = self._shards[k].stepper.run(dt, count, self._gang, k)
+        except BaseException:
+            if self._gang is not None:
+                self._gang.abort()
+            raise
+
     def _step_shard(self, dt: float, k: int) -> None:
         """Step shard ``k`` and read it (in the shard's thread).
 
@@ -621,6 +683,8 @@ class PackedBackend:
                 shard.bind(self.raw)
             #: Whether each shard's step chooses its friction regimes (in C)
             self.friction_in_step = all(shard.chooses for shard in self._shards)
+            #: Whether :meth:`step_many` runs (each shard steps in one C call)
+            self.can_step_many = all(shard.stepper is not None for shard in self._shards)
             # per copy, its moving bodies' cpBody * (for the C state writes; fixed)
             self._body_addrs = np.concatenate([shard.body_addrs for shard in self._shards]).reshape(
                 self._n, self._plan.moving.size
