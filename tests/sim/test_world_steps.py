@@ -295,3 +295,38 @@ def test_steps_must_be_an_int_of_at_least_one(steps: object, shown: str) -> None
     w.close()
     with pytest.raises(RuntimeError):
         w.step(1 / 60, steps=2)
+
+
+_BROKEN_SHARD = """
+import numpy as np
+import kelab as ke
+
+class Broken:  # a shard whose job fails before it reaches the meeting point
+    def run(self, *args):
+        raise RuntimeError("shard job failed")
+
+b = ke.SceneBuilder(gravity=(0.0, 0.0))
+b.add(ke.Prop(ke.Circle(0.1), mass=1.0), at="/World/Ball")
+w = ke.World(b.build(), num_envs=6, layout="packed", num_threads=2)
+w._backend._shards[{shard}].stepper = Broken()
+try:
+    w.step(1 / 60, steps=3)
+except RuntimeError as err:
+    print("raised:", err)
+w.close()
+"""
+
+
+@needs_c
+@pytest.mark.parametrize("shard", [0, 1])
+def test_a_failed_shard_job_lets_the_other_shard_go(shard: int) -> None:
+    """The other shard waits at the meeting point for no one: the error is raised, no hang."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", _BROKEN_SHARD.format(shard=shard)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "raised: shard job failed" in run.stdout
