@@ -1010,6 +1010,13 @@ class World:
                 step is taken), or a copy that left them in an earlier step has not been
                 reset since (naming them).
             RuntimeError: If the World is closed.
+
+        Example:
+            >>> import kelab as ke
+            >>> world = ke.World(ke.SceneBuilder().build(), num_envs=2)
+            >>> world.step(0.25, steps=4)
+            >>> world.step_count, world.sim_time_exact
+            (4, Fraction(1, 1))
         """
         check_open(self._closed)
         if steps.__class__ is not int or steps < 1:  # a bool is refused too

@@ -22,6 +22,7 @@ FILES = [
     "tests/sim/test_determinism.py",
     "tests/sim/test_friction_native.py",
     "tests/sim/test_world_params.py",
+    "tests/sim/test_world_steps.py",
 ]
 
 
