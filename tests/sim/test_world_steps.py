@@ -59,6 +59,19 @@ def _prediction(world: ke.World) -> tuple[int, int]:
     return states.since_read, states.read_period
 
 
+def _counting(world: ke.World) -> list[int]:
+    """The ``count`` of every backend run of ``world`` from now on (a list it appends to)."""
+    counts: list[int] = []
+    real = world._backend.step_many
+
+    def counted(dt: float, count: int) -> int:
+        counts.append(count)
+        return real(dt, count)
+
+    world._backend.step_many = counted
+    return counts
+
+
 def _humanoids(threads: int, n: int = 64) -> gymnasium.vector.VectorEnv:
     env = gymnasium.make_vec(
         "kelab/Humanoid-v0",
@@ -75,18 +88,9 @@ def _run_humanoids(threads: int, singles: bool) -> tuple[list[bytes], int]:
     """Random-action env steps (with resets); what they return and leave, and the fused runs."""
     env = _humanoids(threads)
     world = env.unwrapped.world
-    fused = 0
+    runs = _counting(world)
     if singles:
         _singles(world)
-    else:
-        real = world._backend.step_many
-
-        def counted(dt: float, count: int) -> int:
-            nonlocal fused
-            fused += 1
-            return real(dt, count)
-
-        world._backend.step_many = counted
     rng = np.random.default_rng(7)
     seen = []
     try:
@@ -102,7 +106,7 @@ def _run_humanoids(threads: int, singles: bool) -> tuple[list[bytes], int]:
                 seen.append(world.snapshot().to_bytes())
     finally:
         env.close()
-    return seen, fused
+    return seen, len(runs)
 
 
 @needs_c
@@ -330,3 +334,21 @@ def test_a_failed_shard_job_lets_the_other_shard_go(shard: int) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr[-2000:]
     assert "raised: shard job failed" in run.stdout
+
+
+@needs_c
+def test_many_steps_are_handed_over_in_jobs_of_at_most_steps_per_job() -> None:
+    """A long call returns to Python between jobs (a KeyboardInterrupt is seen there)."""
+    runs = []
+    for singles in (False, True):
+        w = _ball_world(2)
+        counts = _counting(w)
+        if singles:
+            _singles(w)
+        w.set_body_forces(np.full((6, 1, 2), 0.5))
+        w.step(1 / 60, steps=2 * world_module.STEPS_PER_JOB + 5)
+        runs.append((_state(w), w.snapshot().to_bytes()))
+        if not singles:
+            assert counts == [world_module.STEPS_PER_JOB] * 2 + [5]
+        w.close()
+    assert runs[0] == runs[1]
