@@ -740,9 +740,13 @@ class PackedBackend:
             self.write_states(ids, poses, vels)
             return False
         self.sync()
-        order = np.argsort(ids, kind="stable")
-        sids = ids[order]  # ascending: each shard's copies are one run of them
-        states = self._body_writes(sids, poses[order], vels[order])
+        listed = ids.tolist()
+        if listed == sorted(listed):  # an env's resets: flatnonzero's ids, ascending
+            sids, states = ids, self._body_writes(ids, poses, vels)
+        else:  # ascending: each shard's copies are one run of them
+            order = np.argsort(ids, kind="stable")
+            sids = ids[order]
+            states = self._body_writes(sids, poses[order], vels[order])
         cuts = np.searchsorted(sids, [part[0] for part in self._split[1:]]).tolist()
         bounds = list(zip([0, *cuts], [*cuts, sids.size], strict=True))
         rows, origins = self._read_tables
