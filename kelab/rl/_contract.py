@@ -270,5 +270,5 @@ class EpisodeBook:
         return EpisodeCounters(
             self.returns.copy(),
             self.episode_length_buf.copy(),
-            np.round(now - self.start_wall, 6),
+            (now - self.start_wall).round(6),  # np.round's values without its wrapper
         )

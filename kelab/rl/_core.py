@@ -114,6 +114,9 @@ class EnvCore:
         self.all_ids = np.arange(n, dtype=np.int64)
         self.closed = False  # close() was called: reset, step and restore are refused
         self.validator = TerminationValidator(n)
+        # what _ends names each reason by, kept while the condition names hold
+        self._label_names: tuple[str, ...] | None = None
+        self._labels = np.array([TIME_LIMIT, CUT_SHORT, None], dtype=object)
         self.on_episode_end: Callable[[], None] | None = None
         """Called in a step where an episode ended, before its copy restarts: the World
         still shows the finished episode (DirectRLEnv draws its last frame there)."""
@@ -337,9 +340,12 @@ class EnvCore:
         final_obs: np.ndarray,
     ) -> EpisodeEnds:
         """Describe the episodes that ended (before their copies reset)."""
-        ids = np.flatnonzero(done)
+        ids = done.nonzero()[0]  # np.flatnonzero's, without its wrapper
         # the reason per copy, vectorised: names[first true condition], else the limit kind
-        labels = np.array([*names, TIME_LIMIT, CUT_SHORT, None], dtype=object)
+        if names != self._label_names:
+            self._labels = np.array([*names, TIME_LIMIT, CUT_SHORT, None], dtype=object)
+            self._label_names = names
+        labels = self._labels
         k = len(names)
         reason = np.where(time_up, k, k + 1)
         if names:
@@ -348,7 +354,7 @@ class EnvCore:
         counters = self.book.ended()
         is_success = checks = None
         if self.success_rule is not None:
-            ctx = RuleContext(self.num_envs, names, conditions, time_up, truncated)
+            ctx = RuleContext(self.num_envs, names, conditions, time_up, truncated, terminated)
             is_success, checks = judge(self.success_rule, self.task, ctx)
         return EpisodeEnds(
             ids=ids,

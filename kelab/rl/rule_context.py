@@ -30,6 +30,8 @@ class RuleContext:
         conditions: bool ``(len(names), num_envs)``: each condition on the final step.
         time_up: bool ``(num_envs,)``: the episode reached its real time limit.
         truncated: bool ``(num_envs,)``: the final truncation flags (task or time limit).
+        any_condition: bool ``(num_envs,)``: some condition was true (the step's
+            ``terminated``, computed once by the env); None computes it from ``conditions``.
     """
 
     def __init__(
@@ -39,15 +41,18 @@ class RuleContext:
         conditions: np.ndarray,
         time_up: np.ndarray,
         truncated: np.ndarray,
+        any_condition: np.ndarray | None = None,
     ) -> None:
         self.num_envs = int(num_envs)
         self.names = tuple(names)
         self.conditions = conditions
         self.time_up = time_up
         self.truncated = truncated
-        self.any_condition = (
-            conditions.any(axis=0) if len(self.names) else np.zeros(self.num_envs, dtype=bool)
-        )
+        if any_condition is None:
+            any_condition = (
+                conditions.any(axis=0) if len(self.names) else np.zeros(self.num_envs, dtype=bool)
+            )
+        self.any_condition = any_condition
         self.checks: dict[str, np.ndarray] = {}
 
     def survived(self) -> np.ndarray:

@@ -76,6 +76,9 @@ class LocomotionTask(Task):
         self._others = np.setdiff1d(moving, self._body_ids)
         self._actions = np.zeros((self.num_envs, self.action_dim), dtype=np.float32)
         self.terminations = TerminationSet(self, {self.fall_name: self._fell})
+        # the actuated joints are the robot's, in its order: its joint arrays (new arrays
+        # each read) need no gather (#40: ~2.6 us of each of the 4 reads a step)
+        self._every_joint_read = self.joint_ids.tolist() == list(range(self.robot.num_joints))
 
     def _fell(self) -> np.ndarray:
         torso = self._torso_pose
@@ -106,13 +109,27 @@ class LocomotionTask(Task):
         return [
             torso[:, 1:3],  # robot.root_pose[:, 1:3]
             torso[:, 3:6],  # robot.root_velocity
-            robot.joint_pos[:, self.joint_ids],
-            robot.joint_vel[:, self.joint_ids],
+            self._joints(robot.joint_pos),
+            self._joints(robot.joint_vel),
         ]
 
+    def _joints(self, values: np.ndarray) -> np.ndarray:
+        """The actuated joints' columns of the robot's ``(num_envs, n)`` joint array."""
+        return values if self._every_joint_read else values[:, self.joint_ids]
+
     def get_observations(self) -> np.ndarray:
-        """The robot's own state (:meth:`robot_state`)."""
-        return np.concatenate(self.robot_state(), axis=1)
+        """The robot's own state (:meth:`robot_state`, its blocks side by side).
+
+        Written into one new array block by block: ``np.concatenate`` of the blocks was
+        ~9 of its ~35 us at 256 copies, twice a step (#40).
+        """
+        robot = self.robot
+        nj = self.joint_ids.size
+        out = np.empty((self.num_envs, 5 + 2 * nj))
+        out[:, 0:5] = self._torso_state()[:, 1:6]  # height, angle, vx, vy, omega
+        out[:, 5 : 5 + nj] = self._joints(robot.joint_pos)
+        out[:, 5 + nj :] = self._joints(robot.joint_vel)
+        return out
 
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """The fall termination and the time limit."""

@@ -33,7 +33,9 @@ MAX_TORSO_TILT = 1.0
 @success
 def walked_forward(task):  # noqa: ANN001, ANN201 - a rule receives the running task
     """Success: stayed up for the whole episode and got at least 1 m forward."""
-    moved = task.robot.root_pose[:, 0] - task.start_x
+    # the torso (the robot's root) as on_post_physics_step read it this step: a rule runs
+    # on the final step, before any reset (robot.root_pose's values without a read: #40)
+    moved = task._torso_pose[:, 0] - task.start_x
     forward = task.check("moved at least 1 m forward", moved >= 1.0)
     return task.survived() & forward
 
@@ -125,17 +127,38 @@ class HumanoidTask(LocomotionTask):
         super().on_start(env)
         self._scale = np.array([TORQUE_LIMITS[n.split("_")[0]] for n in self.joint_names])
         self.start_x = np.zeros(self.num_envs)
+        self._every_joint = self._drives_every_joint()
+
+    def _drives_every_joint(self) -> bool:
+        """Whether the actions are every World joint in World order, some taking efforts.
+
+        Then ``world.set_joint_efforts(torques)`` holds what
+        ``robot.set_joint_effort_target(torques, joint_ids=self.joint_ids)`` would (the
+        same columns, the same refusals), without the robot's and the World's checks and
+        reordering of the columns (#40: ~50 -> ~17 us a step at 256 copies).
+        """
+        world, robot = self.world, self.robot
+        names = robot.joint_names
+        cols = [world.joint_names.index(f"{robot.path}/{names[j]}") for j in self.joint_ids]
+        layouts = world.joint_layouts
+        return cols == list(range(len(layouts))) and any(
+            layouts[c].actuator == "effort" for c in cols
+        )
 
     def apply_actions(self, actions: np.ndarray) -> None:
         """Torques = action * actuator limit (held for both physics steps)."""
         self._actions[:] = actions
         actions *= self._scale
-        self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
+        if self._every_joint:
+            self.world.set_joint_efforts(actions)
+        else:
+            self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
 
     def get_rewards(self) -> np.ndarray:
         """Forward speed + alive bonus - control cost."""
         speed = self._torso_vel[:, 0]
-        return speed + 1.0 - 0.01 * np.sum(self._actions**2, axis=1)
+        # np.sum(self._actions**2, axis=1)'s values without its wrapper (#40: ~3 us)
+        return speed + 1.0 - 0.01 * np.add.reduce(np.square(self._actions), axis=1)
 
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand up at the start pose with a small random whole-body velocity."""
