@@ -10,6 +10,7 @@ driver of Ray workers) each keep one book and call these; docs/rl.md states the 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -72,7 +73,13 @@ def check_actions(actions: Any, num_envs: int, act_dim: int, single: bool = Fals
         extra = "" if single else " (copies, action_dim)"
         raise ValueError(f"{what} must have shape {shape}{extra}, got {src.shape}")
     if src.dtype == np.float32:  # nothing to overflow (the usual case: no errstate scope)
-        a = src.reshape(-1, act_dim).copy()  # a copy: the task owns it
+        rows = src.reshape(-1, act_dim)
+        if math.isfinite(np.add.reduce(rows, axis=None)):  # every value finite (one pass)
+            # the task's own copy, clipped: np.clip's values in two passes (#40, #42.1)
+            a = np.maximum(rows, -1.0, order="C")
+            np.minimum(a, 1.0, out=a)
+            return a
+        a = rows.copy()  # a copy: the task owns it (the checks below say what is wrong)
     else:
         with np.errstate(over="ignore"):
             a = src.astype(np.float32).reshape(-1, act_dim)  # a copy: the task owns it

@@ -9,6 +9,7 @@ config.py's. ``LearningEnv`` and ``DirectRLEnv`` are thin Gymnasium faces over t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -195,7 +196,9 @@ class EnvCore:
                 f"copy), got {value.shape}"
             )
         out = value.astype(np.float32)  # a new array: the task may reuse its buffer
-        if not np.isfinite(out).all():  # one reduction; per-copy detail only on failure
+        # a finite sum means every value is finite (one pass, #40); else look closer (a
+        # sum of finite values may overflow); per-copy detail only on failure
+        if not (math.isfinite(np.add.reduce(out, axis=None)) or np.isfinite(out).all()):
             finite = np.isfinite(out)
             if finite.ndim > 1:
                 finite = finite.all(axis=1)
@@ -307,13 +310,16 @@ class EnvCore:
         obs = self.observe()
         self.book.count(rewards)
         time_up = self.episode_length_buf >= self.max_episode_length
-        terminated = conditions.any(axis=0) if names else np.zeros(n, dtype=bool)
+        if len(names) == 1:  # any(axis=0)'s values (one condition, the usual) in a copy
+            terminated = conditions[0].copy()
+        else:
+            terminated = conditions.any(axis=0) if names else np.zeros(n, dtype=bool)
         truncated = task_truncated | time_up
         done = terminated | truncated
         ends = None
-        if done.any():
-            ends = self._ends(done, names, conditions, terminated, truncated, time_up, obs)
-            ids = ends.ids
+        ids = done.nonzero()[0]  # np.flatnonzero's; its size says what done.any() would
+        if ids.size:
+            ends = self._ends(ids, done, names, conditions, terminated, truncated, time_up, obs)
             if self.on_episode_end is not None:
                 self.on_episode_end()
             self._reset_task(ids)
@@ -331,6 +337,7 @@ class EnvCore:
 
     def _ends(
         self,
+        ids: np.ndarray,
         done: np.ndarray,
         names: tuple[str, ...],
         conditions: np.ndarray,
@@ -339,8 +346,7 @@ class EnvCore:
         time_up: np.ndarray,
         final_obs: np.ndarray,
     ) -> EpisodeEnds:
-        """Describe the episodes that ended (before their copies reset)."""
-        ids = done.nonzero()[0]  # np.flatnonzero's, without its wrapper
+        """Describe the episodes that ended (the copies ``ids``, before they reset)."""
         # the reason per copy, vectorised: names[first true condition], else the limit kind
         if names != self._label_names:
             self._labels = np.array([*names, TIME_LIMIT, CUT_SHORT, None], dtype=object)
@@ -358,7 +364,7 @@ class EnvCore:
             is_success, checks = judge(self.success_rule, self.task, ctx)
         return EpisodeEnds(
             ids=ids,
-            mask=done.copy(),
+            mask=done,  # _advance's own, used by nothing else
             final_obs=final_obs,
             ended_by=ended_by,
             counters=counters,

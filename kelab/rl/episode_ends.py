@@ -93,17 +93,23 @@ def vector_info(ends: EpisodeEnds | None, num_envs: int) -> dict[str, Any]:
         return {}
     mask = ends.mask
     ids = ends.ids
-    final_obs = np.zeros_like(ends.final_obs)
-    final_obs[ids] = ends.final_obs[ids]
-    returns = np.where(mask, ends.episode_return, 0.0)
-    lengths = np.where(mask, ends.episode_length, 0)
+    last = ends.final_obs
+    # np.zeros_like's array, without its wrapper where the observations are C-ordered
+    final_obs = np.zeros(last.shape, last.dtype) if last.flags.c_contiguous else np.zeros_like(last)
+    final_obs[ids] = last[ids]
+    counters = ends.counters
+    returns = np.where(mask, counters.episode_return, 0.0)
+    lengths = np.where(mask, counters.episode_length, 0)
+    # Gymnasium's RecordEpisodeStatistics layout (CleanRL, SB3 read it as is)
+    stats = {
+        "r": returns.astype(np.float32),
+        "l": lengths.astype(np.int32),
+        "t": np.where(mask, counters.episode_wall_s, 0.0).astype(np.float32),
+    }
+    # what ended, and final_info's copy of it (its arrays new, its dicts shallow copies),
+    # built side by side (#40: a comprehension over the first was ~4 us a step)
     episode: dict[str, Any] = {
-        # Gymnasium's RecordEpisodeStatistics layout (CleanRL, SB3 read it as is)
-        "episode": {
-            "r": returns.astype(np.float32),
-            "l": lengths.astype(np.int32),
-            "t": np.where(mask, ends.episode_wall_s, 0.0).astype(np.float32),
-        },
+        "episode": stats,
         "_episode": mask.copy(),
         "ended_by": ends.ended_by,
         "_ended_by": mask.copy(),
@@ -112,26 +118,42 @@ def vector_info(ends: EpisodeEnds | None, num_envs: int) -> dict[str, Any]:
         "episode_length": lengths,
         "_episode_length": mask.copy(),
     }
+    final: dict[str, Any] = {
+        "episode": dict(stats),
+        "_episode": mask.copy(),
+        "ended_by": ends.ended_by.copy(),
+        "_ended_by": mask.copy(),
+        "episode_return": returns.copy(),
+        "_episode_return": mask.copy(),
+        "episode_length": lengths.copy(),
+        "_episode_length": mask.copy(),
+    }
     if ends.is_success is not None and ends.checks is not None:
-        episode["is_success"] = ends.is_success & mask
-        episode["_is_success"] = mask.copy()
+        is_success = ends.is_success & mask
         checks: dict[str, Any] = {}
         for name, value in ends.checks.items():
             checks[name] = value & mask
             checks[f"_{name}"] = mask.copy()
+        episode["is_success"] = is_success
+        episode["_is_success"] = mask.copy()
         episode["checks"] = checks
         episode["_checks"] = mask.copy()
+        final["is_success"] = is_success.copy()
+        final["_is_success"] = mask.copy()
+        final["checks"] = dict(checks)
+        final["_checks"] = mask.copy()
     if ends.randomization is not None:
         drawn = ends.randomization
         table = np.where(mask, drawn.table, 0.0)  # a row (n,) per label
-        episode["randomization"] = dict(zip(drawn.labels, table, strict=True))
+        randomization = dict(zip(drawn.labels, table, strict=True))
+        episode["randomization"] = randomization
         episode["_randomization"] = mask.copy()
+        final["randomization"] = dict(randomization)
+        final["_randomization"] = mask.copy()
     info: dict[str, Any] = {
         "final_obs": final_obs,
         "_final_obs": mask.copy(),
-        "final_info": {
-            k: (dict(v) if isinstance(v, dict) else v.copy()) for k, v in episode.items()
-        },
+        "final_info": final,
         "_final_info": mask.copy(),
     }
     info.update(episode)

@@ -74,11 +74,21 @@ class LocomotionTask(Task):
             b for b, inst in enumerate(self.world.scene.bodies) if inst.spec.body_type != "static"
         ]
         self._others = np.setdiff1d(moving, self._body_ids)
+        # the robot's bodies as a slice where they are consecutive (the usual): a reset's
+        # velocity writes them without fancy indexing (#40)
+        first = int(self._body_ids[0])
+        consecutive = self._body_ids.tolist() == list(range(first, first + self._body_ids.size))
+        self._robot_bodies = slice(first, first + self._body_ids.size) if consecutive else None
         self._actions = np.zeros((self.num_envs, self.action_dim), dtype=np.float32)
         self.terminations = TerminationSet(self, {self.fall_name: self._fell})
-        # the actuated joints are the robot's, in its order: its joint arrays (new arrays
-        # each read) need no gather (#40: ~2.6 us of each of the 4 reads a step)
-        self._every_joint_read = self.joint_ids.tolist() == list(range(self.robot.num_joints))
+        self._torso_index = first  # the robot's first body (robot.root_pose's)
+        # the actuated joints are every World joint, in World order (the robot alone in
+        # its scene, the usual): the World's joint arrays (new arrays each read) are
+        # theirs, without the robot's view and a gather (#40: ~3 us of each of the 4
+        # reads a step)
+        world, robot = self.world, self.robot
+        cols = [world.joint_names.index(f"{path}/{robot.joint_names[j]}") for j in self.joint_ids]
+        self._world_joints = cols == list(range(len(world.joint_names)))
 
     def _fell(self) -> np.ndarray:
         torso = self._torso_pose
@@ -96,7 +106,7 @@ class LocomotionTask(Task):
 
         ``robot.root_pose`` and ``robot.root_velocity`` are its columns 0:3 and 3:6.
         """
-        return self.world.body_state(int(self._body_ids[0]))
+        return self.world.body_state(self._torso_index)
 
     def robot_state(self) -> list[np.ndarray]:
         """Torso height and angle, torso velocity, joint positions and joint velocities.
@@ -104,18 +114,23 @@ class LocomotionTask(Task):
         Returns:
             The four ``(num_envs, k)`` blocks that start the observation.
         """
-        robot = self.robot
         torso = self._torso_state()
         return [
             torso[:, 1:3],  # robot.root_pose[:, 1:3]
             torso[:, 3:6],  # robot.root_velocity
-            self._joints(robot.joint_pos),
-            self._joints(robot.joint_vel),
+            *self._joint_state(),
         ]
 
-    def _joints(self, values: np.ndarray) -> np.ndarray:
-        """The actuated joints' columns of the robot's ``(num_envs, n)`` joint array."""
-        return values if self._every_joint_read else values[:, self.joint_ids]
+    def _joint_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The actuated joints' positions and velocities, ``(num_envs, k)`` each (new arrays).
+
+        ``robot.joint_pos[:, joint_ids]`` and ``robot.joint_vel[:, joint_ids]``.
+        """
+        if self._world_joints:
+            world = self.world
+            return world.joint_positions, world.joint_velocities
+        robot = self.robot
+        return robot.joint_pos[:, self.joint_ids], robot.joint_vel[:, self.joint_ids]
 
     def get_observations(self) -> np.ndarray:
         """The robot's own state (:meth:`robot_state`, its blocks side by side).
@@ -123,12 +138,10 @@ class LocomotionTask(Task):
         Written into one new array block by block: ``np.concatenate`` of the blocks was
         ~9 of its ~35 us at 256 copies, twice a step (#40).
         """
-        robot = self.robot
         nj = self.joint_ids.size
         out = np.empty((self.num_envs, 5 + 2 * nj))
         out[:, 0:5] = self._torso_state()[:, 1:6]  # height, angle, vx, vy, omega
-        out[:, 5 : 5 + nj] = self._joints(robot.joint_pos)
-        out[:, 5 + nj :] = self._joints(robot.joint_vel)
+        out[:, 5 : 5 + nj], out[:, 5 + nj :] = self._joint_state()
         return out
 
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -159,6 +172,7 @@ class LocomotionTask(Task):
             poses[:, ids] = self._initial[ids]
             vels[:, ids] = 0.0
         if linear_velocity is not None:
-            vels[:, ids, 0:2] = linear_velocity[:, None, :]
+            bodies = ids if self._robot_bodies is None else self._robot_bodies
+            vels[:, bodies, 0:2] = linear_velocity[:, None, :]
         world.set_body_states(env_ids, poses, vels)
         self._actions[env_ids] = 0.0

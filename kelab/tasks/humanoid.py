@@ -127,29 +127,20 @@ class HumanoidTask(LocomotionTask):
         super().on_start(env)
         self._scale = np.array([TORQUE_LIMITS[n.split("_")[0]] for n in self.joint_names])
         self.start_x = np.zeros(self.num_envs)
-        self._every_joint = self._drives_every_joint()
-
-    def _drives_every_joint(self) -> bool:
-        """Whether the actions are every World joint in World order, some taking efforts.
-
-        Then ``world.set_joint_efforts(torques)`` holds what
-        ``robot.set_joint_effort_target(torques, joint_ids=self.joint_ids)`` would (the
-        same columns, the same refusals), without the robot's and the World's checks and
-        reordering of the columns (#40: ~50 -> ~17 us a step at 256 copies).
-        """
-        world, robot = self.world, self.robot
-        names = robot.joint_names
-        cols = [world.joint_names.index(f"{robot.path}/{names[j]}") for j in self.joint_ids]
-        layouts = world.joint_layouts
-        return cols == list(range(len(layouts))) and any(
-            layouts[c].actuator == "effort" for c in cols
+        # the actions are every World joint in World order, some taking efforts: then
+        # world.set_joint_efforts(torques) holds what robot.set_joint_effort_target(torques,
+        # joint_ids=self.joint_ids) would (the same columns, the same refusals), without
+        # the robot's and the World's checks and reordering of the columns (#40: ~50 ->
+        # ~17 us a step at 256 copies)
+        self._direct_efforts = self._world_joints and any(
+            layout.actuator == "effort" for layout in self.world.joint_layouts
         )
 
     def apply_actions(self, actions: np.ndarray) -> None:
         """Torques = action * actuator limit (held for both physics steps)."""
         self._actions[:] = actions
         actions *= self._scale
-        if self._every_joint:
+        if self._direct_efforts:
             self.world.set_joint_efforts(actions)
         else:
             self.robot.set_joint_effort_target(actions, joint_ids=self.joint_ids)
