@@ -33,9 +33,7 @@ MAX_TORSO_TILT = 1.0
 @success
 def walked_forward(task):  # noqa: ANN001, ANN201 - a rule receives the running task
     """Success: stayed up for the whole episode and got at least 1 m forward."""
-    # the torso (the robot's root) as on_post_physics_step read it this step: a rule runs
-    # on the final step, before any reset (robot.root_pose's values without a read: #40)
-    moved = task._torso_pose[:, 0] - task.start_x
+    moved = task.robot.root_pose[:, 0] - task.start_x
     forward = task.check("moved at least 1 m forward", moved >= 1.0)
     return task.survived() & forward
 
