@@ -271,7 +271,8 @@ class EnvCore:
         """
         self.check_open()
         self.book.check_step()
-        return self._run(self.check_actions(actions))  # refused actions change nothing
+        # refused actions change nothing
+        return self._run(check_actions(actions, self.num_envs, self.act_dim))
 
     def step_checked(
         self, acts: np.ndarray
@@ -314,7 +315,7 @@ class EnvCore:
             terminated = conditions[0].copy()
         else:
             terminated = conditions.any(axis=0) if names else np.zeros(n, dtype=bool)
-        truncated = task_truncated | time_up
+        truncated = task_truncated | time_up  # a new array (the task's may be its buffer)
         done = terminated | truncated
         ends = None
         ids = done.nonzero()[0]  # np.flatnonzero's; its size says what done.any() would
@@ -354,8 +355,9 @@ class EnvCore:
         labels = self._labels
         k = len(names)
         reason = np.where(time_up, k, k + 1)
-        if names:
-            reason = np.where(terminated, conditions.argmax(axis=0), reason)
+        if names:  # the first true condition (one condition: the only one)
+            first = conditions.argmax(axis=0) if k > 1 else 0
+            reason = np.where(terminated, first, reason)
         ended_by = labels[np.where(done, reason, k + 2)]
         counters = self.book.ended()
         is_success = checks = None

@@ -110,8 +110,9 @@ class TerminationValidator:
             result: What the task returned.
 
         Returns:
-            ``(names, conditions, truncated)``: the names in dictionary order, a bool array
-            ``(len(names), num_envs)`` and a bool array ``(num_envs,)`` (both new arrays).
+            ``(names, conditions, truncated)``: the names in dictionary order, a new bool
+            array ``(len(names), num_envs)`` and the task's own bool array ``(num_envs,)``
+            (the caller copies it before keeping it: the env ORs it with the time limit).
 
         Raises:
             TaskError: Naming the offending condition and what was wrong.
@@ -149,7 +150,7 @@ class TerminationValidator:
                 f"{where}: truncated must be a numpy bool array of shape ({n},) (one flag per "
                 f"copy), got {describe_array(truncated)}"
             )
-        return names, conditions, truncated.copy()
+        return names, conditions, truncated
 
     def _check_names(self, names: tuple[Any, ...]) -> None:
         where = self.where

@@ -152,4 +152,4 @@ class HumanoidTask(LocomotionTask):
     def reset_idx(self, env_ids: np.ndarray) -> None:
         """Stand up at the start pose with a small random whole-body velocity."""
         self.stand(env_ids, linear_velocity=self.uniform(env_ids, -0.1, 0.1, size=2))
-        self.start_x[env_ids] = self._initial[self._body_ids[0], 0]
+        self.start_x[env_ids] = self._initial[self._torso_index, 0]
