@@ -1,0 +1,62 @@
+"""Locomotion tasks read and command the World directly where that is the same (#40 item 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kelab as ke
+from kelab.sim.scene.assets.biped import TORQUE_LIMITS
+from kelab.tasks.humanoid import HumanoidTask
+
+
+class ReversedHumanoid(HumanoidTask):
+    """The actions drive the joints in the reverse of the World's order."""
+
+    joint_names = tuple(reversed(HumanoidTask.joint_names))
+
+
+@pytest.mark.parametrize("cls, direct", [(HumanoidTask, True), (ReversedHumanoid, False)])
+def test_observations_and_efforts_are_what_the_robot_view_gives(cls, direct):
+    env = ke.LearningEnv(cls(), num_envs=5, seed=2)
+    task, world = env.task, env.world
+    robot = task.robot
+    # the shipped humanoid takes the direct path, a reordered one the robot's
+    assert task._world_joints is direct and task._direct_efforts is direct
+    cols = [world.joint_names.index(f"{robot.path}/{robot.joint_names[j]}") for j in task.joint_ids]
+    scale = np.array([TORQUE_LIMITS[name.split("_")[0]] for name in cls.joint_names])
+    env.reset()
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        actions = rng.uniform(-1.5, 1.5, (5, 6)).astype(np.float32)
+        env.step(actions)
+        observed = np.concatenate(
+            [
+                robot.root_pose[:, 1:3],
+                robot.root_velocity,
+                robot.joint_pos[:, task.joint_ids],
+                robot.joint_vel[:, task.joint_ids],
+            ],
+            axis=1,
+        )
+        assert task.get_observations().tobytes() == observed.tobytes()
+        assert np.concatenate(task.robot_state(), axis=1).tobytes() == observed.tobytes()
+        torques = np.clip(actions, -1.0, 1.0)
+        torques *= scale  # float32, as the task scales its own copy
+        assert world.joint_efforts[:, cols].tobytes() == torques.astype(np.float64).tobytes()
+
+
+def test_a_reset_stands_the_robot_with_its_drawn_velocity():
+    env = ke.LearningEnv(HumanoidTask(), num_envs=3, seed=4)
+    task, world = env.task, env.world
+    env.reset()
+    for _ in range(5):
+        env.step(np.ones((3, 6), np.float32))
+    clone = np.random.default_rng(0)
+    clone.bit_generator.state = task.rngs[1].bit_generator.state
+    env.reset(options={"env_ids": [1]})
+    bodies = task._body_ids
+    velocity = clone.uniform(-0.1, 0.1, 2)
+    assert world.body_poses[1, bodies].tobytes() == task._initial[bodies].tobytes()
+    assert (world.body_velocities[1, bodies, 0:2] == velocity).all()
+    assert (world.body_velocities[1, bodies, 2] == 0.0).all()
