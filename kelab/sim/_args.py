@@ -9,6 +9,7 @@ none of them touches a World. :func:`check_open` refuses changes to a closed Wor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -167,16 +168,20 @@ def index_arg(value: Any, size: int, name: str) -> int:
 
 
 def body_states(
-    copies: int, n_bodies: int, poses: npt.ArrayLike, velocities: npt.ArrayLike | None
+    ids: np.ndarray,
+    bodies: Sequence[str],
+    poses: npt.ArrayLike,
+    velocities: npt.ArrayLike | None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Checked poses and velocities ``(copies, n_bodies, 3)`` of ``World.set_body_states``.
+    """Checked poses and velocities ``(len(ids), len(bodies), 3)`` of ``World.set_body_states``.
 
+    ``ids``: the copies the rows go to, ``bodies``: every body's path (errors name them).
     Returns new float64 arrays (velocities None: zeros).
 
     Raises:
         ValueError: On wrong shapes, non-finite values or a state pymunk cannot step from.
     """
-    shape = (copies, n_bodies, 3)
+    shape = (ids.size, len(bodies), 3)
     poses = np.array(float_array(poses, "set_body_states: poses"))
     vels = (
         np.zeros(shape)
@@ -190,10 +195,10 @@ def body_states(
                 f"got {arr.shape}; read the present ones with body_poses / body_velocities "
                 "and change the rows to set"
             )
-    problem = body_states_error(poses, vels)
+    problem = body_states_error(poses, vels, bodies, ids)
     if problem is not None:
         raise ValueError(
-            f"set_body_states: poses and velocities {problem}; give a state the "
-            "simulation can step from"
+            f"set_body_states: {problem}; give a state the simulation can step from "
+            '(docs/world.md, "Limits")'
         )
     return poses, vels

@@ -24,6 +24,24 @@ from kelab.sim.physics._compile import Layout
 from kelab.sim.physics._guard import native_module
 from kelab.sim.replay_log import Kind
 
+#: The setter and argument each command kind is named by in errors.
+COMMAND_NAMES: dict[Kind, str] = {
+    Kind.EFFORTS: "set_joint_efforts: efforts",
+    Kind.TARGETS: "set_joint_position_targets: targets",
+}
+
+
+def _non_finite(name: str, vals: np.ndarray, ids: np.ndarray) -> str:
+    """The error for ``(len(ids), k)`` command rows ``vals`` holding NaN or inf."""
+    rows = np.flatnonzero(~np.isfinite(vals).all(axis=1))
+    bad = ids[rows].tolist()
+    shown = f"{bad[:5]}" if len(bad) <= 5 else f"{bad[:5]} and {len(bad) - 5} more"
+    return (
+        f"{name} must be finite numbers, got NaN or inf for copies {shown}; pass finite "
+        "values (find where they came from, e.g. a policy that diverged; np.nan_to_num "
+        "replaces them)"
+    )
+
 
 class Controls:
     """Held efforts, PD targets and external forces of every copy, with their limits.
@@ -181,17 +199,18 @@ class Controls:
         """
         order = None if joint_ids is None else self._column_order(kind, joint_ids)
         ncols = self.nj if joint_ids is None else joint_ids.size
-        vals = float_array(values, "joint commands")
+        name = COMMAND_NAMES[kind]
+        vals = float_array(values, name)
         try:
             if vals.shape != (ids.size, ncols):
                 vals = np.broadcast_to(vals, (ids.size, ncols))
         except ValueError:
             raise ValueError(
-                f"values must have shape ({ids.size}, {ncols}) (copies, joints), got {vals.shape}"
+                f"{name} must have shape ({ids.size}, {ncols}) (copies, joints), got {vals.shape}"
             ) from None
         # a finite sum means every value is finite (one pass); else look closer (overflow)
         if not (math.isfinite(vals.sum()) or np.isfinite(vals).all()):
-            raise ValueError("joint commands must be finite numbers")
+            raise ValueError(_non_finite(name, vals, ids))
         target = self.efforts if kind == Kind.EFFORTS else self.targets
         if order is not None and every_copy:
             # every joint, in another order: put the columns in joint order (no fancy

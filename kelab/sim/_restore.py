@@ -400,9 +400,9 @@ def check_snapshot(snap: Snapshot, spec: WorldSpec) -> Restore:
                 half = ids.size * nb * 3
                 a = vals[:half].reshape(ids.size, nb, 3).copy()
                 b = vals[half:].reshape(ids.size, nb, 3).copy()
-                problem = body_states_error(a, b)
+                problem = body_states_error(a, b, copies=ids)
                 if problem is not None:
-                    raise _fail(f"{where}: body states {problem}")
+                    raise _fail(f"{where}: body states: {problem}")
             else:
                 a = vals.reshape(ids.size, nb, 3).copy()
                 _forces_ok(a, spec.dynamic, where)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,18 @@ def vec2(value: Any, name: str) -> np.ndarray:
     return v
 
 
-def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
-    """Why ``(..., 3)`` poses and velocities cannot be written as body states, or None."""
+def body_states_error(
+    poses: np.ndarray,
+    velocities: np.ndarray,
+    bodies: Sequence[str] | None = None,
+    copies: Sequence[int] | np.ndarray | None = None,
+) -> str | None:
+    """Why ``(copies, bodies, 3)`` poses and velocities cannot be written, or None.
+
+    The answer names the first value out (``x = 2e+07 for body '/World/Robot/cart' of
+    copy 3``): the body by ``bodies[b]`` (else its index) and the copy by ``copies[row]``
+    (else the row).
+    """
     # the common answer in four reductions and no temporaries: every value within the
     # smaller bound (NaN and inf fail these comparisons too; an angle is free, so one
     # beyond the bound takes the checks below) (~10 -> ~5 us for 12 Humanoid copies)
@@ -58,15 +69,41 @@ def body_states_error(poses: np.ndarray, velocities: np.ndarray) -> str | None:
         and velocities.max() <= STATE_BOUND
     ):
         return None
-    if not (np.isfinite(poses).all() and np.isfinite(velocities).all()):
-        return "must be finite, got NaN or inf"
-    far = float(np.abs(poses[..., :2]).max(initial=0.0))
-    if far > STATE_POSITION_MAX:
-        return f"positions must be within ±{STATE_POSITION_MAX:g} m, got {far:g}"
-    fast = float(np.abs(velocities).max(initial=0.0))
-    if fast > STATE_SPEED_MAX:
-        return f"velocities must be within ±{STATE_SPEED_MAX:g} (m/s, rad/s), got {fast:g}"
+    pose_fields, velocity_fields = ("x", "y", "angle"), ("vx", "vy", "w")
+    for name, values, fields in (
+        ("poses", poses, pose_fields),
+        ("velocities", velocities, velocity_fields),
+    ):
+        out = ~np.isfinite(values)
+        if out.any():
+            what = f"{name} must be finite numbers"
+            return _first_out(what, values, out, fields, bodies, copies)
+    out = np.abs(poses[..., :2]) > STATE_POSITION_MAX
+    if out.any():
+        what = f"positions must be within ±{STATE_POSITION_MAX:g} m"
+        return _first_out(what, poses, out, pose_fields, bodies, copies)
+    out = np.abs(velocities) > STATE_SPEED_MAX
+    if out.any():
+        what = f"velocities must be within ±{STATE_SPEED_MAX:g} (m/s, rad/s)"
+        return _first_out(what, velocities, out, velocity_fields, bodies, copies)
     return None
+
+
+def _first_out(
+    what: str,
+    values: np.ndarray,
+    out: np.ndarray,
+    fields: tuple[str, ...],
+    bodies: Sequence[str] | None,
+    copies: Sequence[int] | np.ndarray | None,
+) -> str:
+    """``what``, naming the first value ``out`` marks: its field, value, body and copy."""
+    row, b, c = (int(i) for i in np.argwhere(out)[0])
+    body = repr(bodies[b]) if bodies is not None else str(b)
+    copy = int(copies[row]) if copies is not None else row
+    more = int(np.count_nonzero(out)) - 1
+    also = f" (and {more} more value{'s' if more > 1 else ''})" if more else ""
+    return f"{what}, got {fields[c]} = {values[row, b, c]:g} for body {body} of copy {copy}{also}"
 
 
 FORCE_MAX = 1e9

@@ -910,7 +910,7 @@ class World:
             ValueError: On wrong shapes or non-finite values.
         """
         ids = self._ids(env_ids)
-        poses, vels = body_states(ids.size, self._nb, poses, velocities)
+        poses, vels = body_states(ids, self._layout.body_paths, poses, velocities)
         self._history.set_states(ids, poses, vels, self._steps)
         self._after_reset(ids)
 
@@ -1106,7 +1106,10 @@ class World:
             low_open=True,
             high=DT_MAX,
             unit="seconds",
-            fix="a longer physics step is not simulated; take several steps",
+            fix=(
+                "a longer physics step is not simulated; take several steps of a "
+                "smaller dt in one call: step(dt, steps=k)"
+            ),
         )
         if dt != self._dt:
             if self._dt is not None and self._sensors.pipelines:
