@@ -264,6 +264,33 @@ class World:
         return self._backend.warm is not None
 
     @property
+    def steps_in_one_job(self) -> bool:
+        """Whether ``step(dt, steps=k)`` now takes its ``k`` steps in one job per thread.
+
+        True where nothing between the steps needs the World's Python: the packed
+        layout with the C helper built, no sensors, no forces recomputed from the state
+        (PD actuators, in either :attr:`controller_updates` mode; sliders between two
+        bodies; rolling resistance) and friction regimes chosen in C. Then each shard
+        thread takes up to :data:`STEPS_PER_JOB` steps in one C call (a rebase due
+        within the steps, ``max_log_steps``, ends a job at its step). Otherwise (and
+        once closed) ``step`` loops over single steps. Either way the results are the
+        same bits; only the cost differs (docs/world.md, "Threads").
+
+        Example:
+            >>> import kelab as ke
+            >>> cartpole = ke.Robot(ke.Asset.from_registry("kelab/robot/cartpole:v1"))
+            >>> b = ke.SceneBuilder()
+            >>> b.add(cartpole, at="/World/Robot")
+            '/World/Robot'
+            >>> packed = ke.World(b.build(), num_envs=4, layout="packed")
+            >>> packed.steps_in_one_job  # effort actuators only (and the C helper built)
+            True
+            >>> ke.World(b.build(), num_envs=4).steps_in_one_job  # the isolated layout loops
+            False
+        """
+        return self._many and not self._closed
+
+    @property
     def step_count(self) -> int:
         """Physics steps taken since the World was built (restored with snapshots)."""
         return self._steps
@@ -996,8 +1023,9 @@ class World:
         ``steps`` physics steps of ``dt``, as that many calls, in one call: every counter,
         state, contact sum, sensor value, snapshot and error is the same, bit for bit, as
         after ``steps`` calls of ``step(dt)``. Where nothing between the steps needs
-        Python, cheaper: the packed layout's threads then take them in one job each
-        (docs/world.md, "Threads"). An RL env steps ``decimation`` at once.
+        Python (:attr:`steps_in_one_job`), a little cheaper: the packed layout's threads
+        then take them in one job each (docs/world.md, "Threads"). An RL env steps
+        ``decimation`` at once.
 
         Args:
             dt: Step size in seconds, finite and > 0.

@@ -352,3 +352,34 @@ def test_many_steps_are_handed_over_in_jobs_of_at_most_steps_per_job() -> None:
             assert counts == [world_module.STEPS_PER_JOB] * 2 + [5]
         w.close()
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("scene", "layout", "held", "one_job"),
+    [
+        (_biped_scene, "packed", False, True),  # effort actuators only
+        (_biped_scene, "isolated", False, False),
+        (busy_scene, "packed", False, False),  # sensors
+        (_pi_scene, "packed", False, False),  # PD actuators, every step
+        (_pi_scene, "packed", True, False),  # PD actuators, held: still loops
+    ],
+    ids=["packed", "isolated", "sensors", "pd", "pd-held"],
+)
+def test_steps_in_one_job_says_which_path_a_call_takes(
+    scene,  # noqa: ANN001
+    layout: str,
+    held: bool,
+    one_job: bool,
+) -> None:
+    """The property is True exactly where ``step(dt, steps=k)`` hands the backend one job."""
+    w = ke.World(scene(), num_envs=6, layout=layout, num_threads=2)
+    if held:
+        w.controller_updates = "held"
+    counts = _counting(w)
+    w.step(1 / 120, steps=3)
+    assert w.steps_in_one_job == bool(counts)  # also without the C helper: both False
+    if NATIVE is not None:
+        assert w.steps_in_one_job is one_job
+        assert counts == ([3] if one_job else [])
+    w.close()
+    assert w.steps_in_one_job is False  # a closed World steps no more
