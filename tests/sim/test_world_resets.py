@@ -224,3 +224,42 @@ def test_a_sliding_block_that_slows_down_sticks_again(layout: str) -> None:
     for _ in range(500):
         w.step(1 / 1000)
     assert w._contacts.stick[0, 1] and abs(w.body_poses[0, 1, 0] - x) < 1e-6
+
+
+def _offset_cog_scene() -> ke.Scene:
+    """A body whose centre of gravity is off its origin (its box is offset), and a ball."""
+    b = ke.SceneBuilder(gravity=(0.0, 0.0))
+    arm = ke.Prop(ke.Box(0.6, 0.05, offset=ke.Pose(0.3, 0.0)), mass=0.5)
+    b.add(arm, at="/World/Arm")
+    b.add(ke.Prop(ke.Circle(0.1), mass=1.0), at="/World/Ball")
+    return b.build()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_set_body_states_reads_back_as_docs_world_md_says(layout: str) -> None:
+    """Row k goes to env_ids[k] (a mask: ascending); angles and velocities read back as
+    written, positions to rounding (the packed x grid, an offset centre of gravity)."""
+    w = ke.World(_offset_cog_scene(), num_envs=8, layout=layout)
+    rng = np.random.default_rng(3)
+    before = w.body_poses
+    mask = np.zeros(8, bool)
+    mask[[6, 1, 4]] = True
+    for ids, rows in (([5, 0, 3], [5, 0, 3]), (mask, [1, 4, 6])):
+        poses = np.tile(w.initial_body_poses, (3, 1, 1))
+        poses[..., :2] += rng.uniform(-2.0, 2.0, (3, 2, 2))
+        poses[..., 2] = rng.uniform(-3.0, 3.0, (3, 2))
+        vels = rng.uniform(-1.0, 1.0, (3, 2, 3))
+        w.set_body_states(ids, poses, vels)
+        got = w.body_poses[rows]
+        assert np.array_equal(got[..., 2], poses[..., 2])
+        assert np.array_equal(w.body_velocities[rows], vels)
+        assert np.allclose(got[..., :2], poses[..., :2], rtol=0, atol=1e-9)
+    assert np.array_equal(w.body_poses[[2, 7]], before[[2, 7]])  # the other copies
+    w.set_body_states([2], w.initial_body_poses[None])  # velocities None: zero
+    assert not w.body_velocities[2].any()
+    poses, vels = w.body_poses, w.body_velocities
+    for nothing in ([], np.zeros(8, bool)):  # resets nothing
+        w.set_body_states(nothing, np.zeros((0, 2, 3)))
+        w.reset_envs(nothing)
+    assert np.array_equal(w.body_poses, poses) and np.array_equal(w.body_velocities, vels)
+    w.close()
