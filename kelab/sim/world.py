@@ -938,6 +938,8 @@ class World:
         """
         ids = self._ids(env_ids)
         poses, vels = body_states(ids, self._layout.body_paths, poses, velocities)
+        if ids.size == 0:  # checked, and nothing to change (nor to log)
+            return
         self._history.set_states(ids, poses, vels, self._steps)
         self._after_reset(ids)
 
@@ -949,6 +951,8 @@ class World:
                 bool mask); None means all.
         """
         ids = self._ids(env_ids, repeats=True)
+        if ids.size == 0:  # nothing to change (nor to log)
+            return
         self._history.rebuild(ids, self._steps)
         self._after_reset(ids)
 

@@ -263,3 +263,20 @@ def test_set_body_states_reads_back_as_docs_world_md_says(layout: str) -> None:
         w.reset_envs(nothing)
     assert np.array_equal(w.body_poses, poses) and np.array_equal(w.body_velocities, vels)
     w.close()
+
+
+@pytest.mark.parametrize("layout", ["isolated", "packed"])
+def test_empty_resets_change_nothing_not_even_the_log(layout: str) -> None:
+    # an empty id list or an all-False mask resets nothing: the snapshot's bytes are the
+    # same as without the call (a bad shape is still refused)
+    w = ke.World(_scene(), num_envs=3, layout=layout)
+    for _ in range(5):
+        w.step(1 / 60)
+    before = w.snapshot().to_bytes()
+    w.reset_envs([])
+    w.reset_envs(np.zeros(3, dtype=bool))
+    w.set_body_states([], np.zeros((0, len(w.body_names), 3)))
+    w.set_body_states(np.zeros(3, dtype=bool), np.zeros((0, len(w.body_names), 3)))
+    assert w.snapshot().to_bytes() == before
+    with pytest.raises(ValueError, match="poses must have shape"):
+        w.set_body_states([], np.zeros((1, len(w.body_names), 3)))
