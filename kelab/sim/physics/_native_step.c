@@ -188,21 +188,6 @@ gang_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     return (PyObject *)g;
 }
 
-/* Looks at its gate this many times (~20-40 us) before a party sleeps on it. */
-#ifndef GANG_SPIN
-#define GANG_SPIN 800
-#endif
-
-static inline void
-gang_pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /* Party ``party`` finished a step, ``within`` or not: 1 if every party may take the next. */
 static int
 gang_meet(Gang *g, int party, int within)
@@ -216,12 +201,6 @@ gang_meet(Gang *g, int party, int within)
     if (++g->arrived < g->parties) {
         g->waiting[party] = 1;
         PyThread_release_lock(g->mutex);
-        /* the others mostly arrive within tens of microseconds: look at the gate a while
-         * before sleeping on it (a thread put to sleep and woken costs about as much) */
-        for (int k = 0; k < GANG_SPIN; k++) {
-            if (PyThread_acquire_lock(g->gates[party], NOWAIT_LOCK)) return g->go;
-            gang_pause();
-        }
         PyThread_acquire_lock(g->gates[party], WAIT_LOCK);  /* opened by the last (or abort) */
         return g->go;  /* set before the gate opened; the next round needs this party */
     }
