@@ -249,11 +249,21 @@ def test_help_shows_the_defaults(capsys):
         assert "(default: None)" not in text and "(default: False)" not in text
 
 
+#: ``python -m kelab play CartPole-v0 --episodes 1`` (kelab/__main__.py runs ``run()``) with
+#: CartPole's episodes cut to 0.5 s: play paces them in real time, and the task's own 5 s
+#: episode was 4 s of this test's 5.5
+PLAY_A_SHORT_CARTPOLE = (
+    "import sys; from kelab.tasks.cartpole import CartPoleTask; "
+    "CartPoleTask.episode_length_s = 0.5; from kelab.cli import run; "
+    "sys.argv = ['kelab', 'play', 'CartPole-v0', '--episodes', '1']; run()"
+)
+
+
 def test_play_without_a_display_warns_once_in_one_line(tmp_path):
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}  # fmt: skip
     proc = subprocess.run(
-        [sys.executable, "-m", "kelab", "play", "CartPole-v0", "--episodes", "1"],
+        [sys.executable, "-c", PLAY_A_SHORT_CARTPOLE],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
