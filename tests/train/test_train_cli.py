@@ -353,6 +353,11 @@ def test_too_many_copies_names_the_cli_fix(tmp_path, capsys):
 
 def test_sigterm_stops_the_run_like_ctrl_c_and_saves_latest(tmp_path):
     run_dir = tmp_path / "run"
+
+    def rows() -> int:  # metrics.csv's lines: its header, then one an iteration
+        path = run_dir / "metrics.csv"
+        return path.read_text().count("\n") if path.exists() else 0
+
     command = [
         sys.executable, "-m", "kelab", "train", "Humanoid-v0", "--num-envs", "16",
         "--iterations", "1000", "--no-stop-at-target", "--run-dir", str(run_dir),
@@ -363,9 +368,8 @@ def test_sigterm_stops_the_run_like_ctrl_c_and_saves_latest(tmp_path):
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 120
-        while not (run_dir / "metrics.csv").exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(1.0)  # some iterations in (Humanoid-v0 overlaps its update: a process)
+        while rows() < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)  # some iterations in (Humanoid-v0 overlaps its update: a process)
         # to the whole group, as systemd or `kill -- -PGID` do: the learner process
         # gets it too, and leaves the stop to the trainer
         os.killpg(proc.pid, signal.SIGTERM)
