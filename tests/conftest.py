@@ -1,8 +1,12 @@
-"""Session-wide test set-up: a virtual X server for the windowed tests.
+"""Session-wide test set-up: a virtual X server for the windowed tests, and the
+subprocesses tests start early.
 
 Windowed code is tested for real, never skipped: when no DISPLAY is set, the first test
 that needs one starts an Xvfb server for the whole session (install it with
 ``apt-get install xvfb``; `.ci/run` does). Headless code never needs it.
+
+A test marked ``@pytest.mark.prestart(JOB)`` has its subprocess started before it runs,
+one job at a time from the start of the session (tests/prestart.py).
 """
 
 from __future__ import annotations
@@ -15,10 +19,35 @@ import subprocess
 import time
 from collections.abc import Iterator
 
+import prestart
 import pytest
 
 os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "prestart(job): the test's subprocess (a tests/prestart.py Prestart) starts early, "
+        "on the core the suite leaves idle; the test reads its result",
+    )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
+    prestart.schedule(
+        marker.args[0] for item in session.items for marker in item.iter_markers("prestart")
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    prestart.start_next()  # the previous job ended: the next one starts
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    prestart.close_all()
 
 
 def _die_with_parent() -> None:
