@@ -15,8 +15,10 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 torch = pytest.importorskip("torch")
 
@@ -82,22 +84,35 @@ def test_adam_through_torch_optim_gives_the_door_s_weights_bit_for_bit(monkeypat
         assert all(torch.equal(entry[k], public_state["state"][i][k]) for k in entry)
 
 
+ANOTHER_TORCH = Prestart(  # ~3 s of torch and torch.optim imports, beside the suite
+    [
+        sys.executable,
+        "-c",
+        textwrap.dedent(
+            """
+            import json, torch
+            torch.__version__ = "2.14.0"  # as if another release were installed
+            from kelab.train import _torch
+            from kelab.train.adam import Adam
+            w = torch.nn.Parameter(torch.ones(3))
+            opt = Adam([w], lr=0.1)
+            for g in ([1.0, -1.0, 0.0], [0.5, 2.0, -3.0]):
+                w.grad = torch.tensor(g)
+                opt.step()
+            print(json.dumps({"open": _torch.PRIVATE_KERNEL,
+                              "w": [x.hex() for x in w.tolist()],
+                              "dynamo": "torch._dynamo" in __import__("sys").modules}))
+            """
+        ),
+    ],
+    cwd=Path.cwd(),
+    timeout=300,
+)
+
+
+@pytest.mark.prestart(ANOTHER_TORCH)
 def test_another_torch_release_closes_the_door_at_import():
-    done = _python(
-        """
-        import json, torch
-        torch.__version__ = "2.14.0"  # as if another release were installed
-        from kelab.train import _torch
-        from kelab.train.adam import Adam
-        w = torch.nn.Parameter(torch.ones(3))
-        opt = Adam([w], lr=0.1)
-        for g in ([1.0, -1.0, 0.0], [0.5, 2.0, -3.0]):
-            w.grad = torch.tensor(g)
-            opt.step()
-        print(json.dumps({"open": _torch.PRIVATE_KERNEL, "w": [x.hex() for x in w.tolist()],
-                          "dynamo": "torch._dynamo" in __import__("sys").modules}))
-        """
-    )
+    done = ANOTHER_TORCH.result()
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["open"] is False and seen["dynamo"]  # it went through torch.optim

@@ -6,10 +6,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from prestart import Prestart
 from train_helpers import shipped_task_ids
 
 import kelab as ke
@@ -103,14 +105,14 @@ sys.meta_path.insert(0, _Refuse())
 """
 
 
-def test_import_kelab_play_and_eval_never_import_torch(tmp_path):
+def _eval_and_play_without_torch(folder: Path) -> list[str]:
     script = _NO_TORCH + textwrap.dedent(f"""
         import kelab as ke
         from kelab.cli import main
 
         assert main(["eval", "CartPole-v0", "--episodes", "4"]) == 0
         assert main(["play", "CartPole-v0", "--episodes", "1",
-                     "--video", {str(tmp_path / "v.mp4")!r}]) == 0
+                     "--video", {str(folder / "v.mp4")!r}]) == 0
         player = ke.RLPlayer("{shipped_policy(TASK_IDS["kelab/BallToGoal-v0"])}",
                              render_mode=None)
         assert player.play(episodes=1)["episodes"] == 1
@@ -118,16 +120,22 @@ def test_import_kelab_play_and_eval_never_import_torch(tmp_path):
         assert not leaked, leaked
         print("OK")
     """)
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
-        cwd=tmp_path,
-    )
+    return [sys.executable, "-c", script]
+
+
+#: ~3 s of commands in a fresh interpreter, beside the suite (tests/prestart.py)
+WITHOUT_TORCH = Prestart(
+    _eval_and_play_without_torch,
+    env={**os.environ, "SDL_VIDEODRIVER": "dummy"},
+    timeout=300,
+)
+
+
+@pytest.mark.prestart(WITHOUT_TORCH)
+def test_import_kelab_play_and_eval_never_import_torch():
+    done = WITHOUT_TORCH.result()
     assert done.returncode == 0 and done.stdout.strip().endswith("OK"), done.stderr[-3000:]
-    assert (tmp_path / "v.mp4").stat().st_size > 1000
+    assert (done.folder / "v.mp4").stat().st_size > 1000
 
 
 def test_both_policies_refuse_bad_observations_and_nan_alike():
