@@ -1,47 +1,61 @@
 """``kelab train``'s start and end: what the command imports, when, and what it leaves.
 
 Each check runs in a fresh interpreter (``python -c``), where ``sys.modules`` and the
-garbage collector start as a command's do. Nothing here times anything.
+garbage collector start as a command's do, started early beside the suite
+(tests/prestart.py). Nothing here times anything.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from prestart import Prestart
 
-def _run(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; it prints one JSON line last."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+
+def _job(code: str | Callable[[Path], str]) -> Prestart:
+    """``code`` (or a function of the job's folder that returns it) in a fresh interpreter,
+    started early, beside the suite (tests/prestart.py); it prints one JSON line last."""
+    if callable(code):
+
+        def command(folder: Path) -> list[str]:
+            return [sys.executable, "-c", textwrap.dedent(code(folder))]
+
+        return Prestart(command, timeout=300)
+    return Prestart([sys.executable, "-c", textwrap.dedent(code)], cwd=Path.cwd(), timeout=300)
+
+
+def _seen(job: Prestart) -> dict:
+    """The JSON line the job printed last (it exited cleanly)."""
+    done = job.result()
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+IMPORTED_ONCE = _job(
+    """
+    import gc, json, sys
+    from kelab.cli.train import import_trainer
+    before = gc.get_freeze_count()
+    import_trainer()
+    frozen = gc.get_freeze_count()
+    import_trainer()  # imported already: nothing more is frozen
+    print(json.dumps({
+        "before": before, "frozen": frozen, "again": gc.get_freeze_count(),
+        "enabled": gc.isenabled(), "torch": "torch" in sys.modules,
+        "trainer": "kelab.train.trainer" in sys.modules,
+    }))
+    """
+)
+
+
+@pytest.mark.prestart(IMPORTED_ONCE)
 def test_the_trainer_is_imported_once_with_its_objects_frozen():
-    seen = _run(
-        """
-        import gc, json, sys
-        from kelab.cli.train import import_trainer
-        before = gc.get_freeze_count()
-        import_trainer()
-        frozen = gc.get_freeze_count()
-        import_trainer()  # imported already: nothing more is frozen
-        print(json.dumps({
-            "before": before, "frozen": frozen, "again": gc.get_freeze_count(),
-            "enabled": gc.isenabled(), "torch": "torch" in sys.modules,
-            "trainer": "kelab.train.trainer" in sys.modules,
-        }))
-        """
-    )
+    seen = _seen(IMPORTED_ONCE)
     assert seen["before"] == 0 and seen["torch"] and seen["trainer"]
     # torch's modules, functions and classes: out of every later collection's sight
     assert seen["frozen"] > 100_000, seen
@@ -49,17 +63,20 @@ def test_the_trainer_is_imported_once_with_its_objects_frozen():
     assert seen["enabled"]  # the collector runs again for what training makes
 
 
+COLLECTOR_OFF = _job(
+    """
+    import gc, json
+    gc.disable()
+    from kelab.cli.train import import_trainer
+    import_trainer()
+    print(json.dumps({"enabled": gc.isenabled()}))
+    """
+)
+
+
+@pytest.mark.prestart(COLLECTOR_OFF)
 def test_a_collector_the_caller_turned_off_stays_off():
-    seen = _run(
-        """
-        import gc, json
-        gc.disable()
-        from kelab.cli.train import import_trainer
-        import_trainer()
-        print(json.dumps({"enabled": gc.isenabled()}))
-        """
-    )
-    assert seen == {"enabled": False}
+    assert _seen(COLLECTOR_OFF) == {"enabled": False}
 
 
 def _is_png(data: bytes) -> bool:
@@ -71,17 +88,23 @@ def _is_png(data: bytes) -> bool:
     )
 
 
-def test_the_command_leaves_a_whole_curve_drawn_by_its_curve_process(tmp_path):
-    run = tmp_path / "run"
-    seen = _run(
-        f"""
-        import json, sys
-        from kelab.cli import main
-        code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "3",
-                     "--run-dir", {str(run)!r}])
-        print(json.dumps({{"code": code, "matplotlib": "matplotlib" in sys.modules}}))
-        """
-    )
+def _train_three_iterations(folder: Path) -> str:
+    return f"""
+    import json, sys
+    from kelab.cli import main
+    code = main(["train", "CartPole-v0", "--num-envs", "8", "--iterations", "3",
+                 "--run-dir", {str(folder / "run")!r}])
+    print(json.dumps({{"code": code, "matplotlib": "matplotlib" in sys.modules}}))
+    """
+
+
+WHOLE_CURVE = _job(_train_three_iterations)
+
+
+@pytest.mark.prestart(WHOLE_CURVE)
+def test_the_command_leaves_a_whole_curve_drawn_by_its_curve_process():
+    seen = _seen(WHOLE_CURVE)
+    run = WHOLE_CURVE.result().folder / "run"
     assert seen["code"] == 0
     # drawn in the command's curve process: this one never imported matplotlib
     assert seen["matplotlib"] is False
@@ -129,16 +152,19 @@ def test_a_curve_process_that_is_gone_leaves_the_drawing_to_the_log(tmp_path):
     assert _is_png((tmp_path / "training_curve.png").read_bytes())
 
 
+CURVE_PROCESS_IMPORTS = _job(
+    """
+    import json, sys
+    import kelab.cli.train, kelab.train.curve_process
+    print(json.dumps(sorted(m for m in ("torch", "matplotlib", "rsl_rl", "tensordict")
+                            if m in sys.modules)))
+    """
+)
+
+
+@pytest.mark.prestart(CURVE_PROCESS_IMPORTS)
 def test_the_curve_process_module_imports_neither_torch_nor_matplotlib():
-    seen = _run(
-        """
-        import json, sys
-        import kelab.cli.train, kelab.train.curve_process
-        print(json.dumps(sorted(m for m in ("torch", "matplotlib", "rsl_rl", "tensordict")
-                                if m in sys.modules)))
-        """
-    )
-    assert seen == []
+    assert _seen(CURVE_PROCESS_IMPORTS) == []
 
 
 def test_ctrl_c_while_the_curve_is_awaited_still_releases_the_run_dir(tmp_path, monkeypatch):
@@ -169,29 +195,34 @@ def test_ctrl_c_while_the_curve_is_awaited_still_releases_the_run_dir(tmp_path, 
         env.close()
 
 
-def test_training_loads_no_compiler_rsl_rl_or_tensordict(tmp_path):
+def _train_and_resume(folder: Path) -> str:
+    return f"""
+    import json, sys
+    sys.path.insert(0, {str(Path(__file__).parent)!r})
+    from train_helpers import tiny_config
+    import kelab as ke
+    from kelab.tasks.cartpole import CartPoleTask
+    cfg = tiny_config(overlap_rollout=True, eval_every=1, eval_episodes=4,
+                      eval_process=True, success_target=0.5)
+    env = ke.LearningEnv(CartPoleTask(), num_envs=cfg.num_envs, seed=0)
+    with ke.RLTrainer(env, run_dir={str(folder / "a")!r}, config=cfg) as tr:
+        tr.train(3)
+    with ke.RLTrainer(env, run_dir={str(folder / "a")!r}, config=cfg,
+                      resume={str(folder / "a")!r} + ":latest") as tr:
+        tr.train(2)
+    env.close()
+    print(json.dumps(sorted(m for m in ("torch._dynamo", "rsl_rl", "tensordict")
+                            if m in sys.modules)))
+    """
+
+
+NO_COMPILER = _job(_train_and_resume)
+
+
+@pytest.mark.prestart(NO_COMPILER)
+def test_training_loads_no_compiler_rsl_rl_or_tensordict():
     """A whole training run (overlapped update in the learner process, evaluations in the
     evaluation process, a checkpoint saved and resumed) imports none of them: rsl-rl and
     tensordict are test references only, and torch._dynamo (which tensordict, and any
     torch.optim optimizer, import) was ~2.5 s of `kelab train`'s start."""
-    seen = _run(
-        f"""
-        import json, sys
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from train_helpers import tiny_config
-        import kelab as ke
-        from kelab.tasks.cartpole import CartPoleTask
-        cfg = tiny_config(overlap_rollout=True, eval_every=1, eval_episodes=4,
-                          eval_process=True, success_target=0.5)
-        env = ke.LearningEnv(CartPoleTask(), num_envs=cfg.num_envs, seed=0)
-        with ke.RLTrainer(env, run_dir={str(tmp_path / "a")!r}, config=cfg) as tr:
-            tr.train(3)
-        with ke.RLTrainer(env, run_dir={str(tmp_path / "a")!r}, config=cfg,
-                          resume={str(tmp_path / "a")!r} + ":latest") as tr:
-            tr.train(2)
-        env.close()
-        print(json.dumps(sorted(m for m in ("torch._dynamo", "rsl_rl", "tensordict")
-                                if m in sys.modules)))
-        """
-    )
-    assert seen == []
+    assert _seen(NO_COMPILER) == []
