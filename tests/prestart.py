@@ -12,8 +12,8 @@ the same command, environment and timeout, with the result read in the test.
 
 A job runs in a new session (signals a test sends to its own process group miss it) and
 ends with the test process (``PR_SET_PDEATHSIG``); its output goes to files, never pipes
-(a pipe nobody reads would stall it), in a folder of its own that is removed when the
-session ends.
+(a pipe nobody reads would stall it). It runs in a folder of its own, empty when it starts
+(its output files are kept elsewhere), removed with them when the session ends.
 """
 
 from __future__ import annotations
@@ -89,6 +89,7 @@ class Prestart:
         if self._proc is not None:
             return
         self.folder = Path(tempfile.mkdtemp(prefix="kelab-prestart-"))
+        self._logs = Path(tempfile.mkdtemp(prefix="kelab-prestart-logs-"))
         argv = self._command(self.folder) if callable(self._command) else self._command
         self._argv = list(argv)
 
@@ -97,7 +98,7 @@ class Prestart:
             if self._preexec is not None:
                 self._preexec()
 
-        with open(self.folder / ".stdout", "wb") as out, open(self.folder / ".stderr", "wb") as err:
+        with open(self._logs / "stdout", "wb") as out, open(self._logs / "stderr", "wb") as err:
             self._proc = subprocess.Popen(
                 self._argv,
                 cwd=self._cwd if self._cwd is not None else self.folder,
@@ -125,8 +126,8 @@ class Prestart:
         self._done = Finished(
             self._argv,
             self._proc.returncode,
-            (self.folder / ".stdout").read_text(errors="replace"),
-            (self.folder / ".stderr").read_text(errors="replace"),
+            (self._logs / "stdout").read_text(errors="replace"),
+            (self._logs / "stderr").read_text(errors="replace"),
             self.folder,
         )
         return self._done
@@ -146,6 +147,7 @@ class Prestart:
         self.kill()
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
+            shutil.rmtree(self._logs, ignore_errors=True)
 
 
 class Finished(subprocess.CompletedProcess):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
+from prestart import Prestart
 
 import kelab as ke
 
@@ -26,37 +27,38 @@ CASES = [
 ]
 
 
-@pytest.mark.filterwarnings(IMAGEIO_PIPES)
-@pytest.mark.parametrize(("demo", "backend", "frames"), CASES, ids=[c[0] for c in CASES])
-def test_demo_runs_headless_and_draws(tmp_path, demo, backend, frames):
-    import imageio.v3 as iio
+def _demo_command(demo: str, backend: str, frames: int) -> Callable[[Path], list[str]]:
+    def command(folder: Path) -> list[str]:
+        return [
+            sys.executable,
+            str(DEMOS / demo),
+            "--headless",
+            "--frames",
+            str(frames),
+            "--out",
+            str(folder / "shot.png"),
+            "--backend",
+            backend,
+            "--record-dir",
+            str(folder / "rec"),
+        ]
 
-    out = tmp_path / "shot.png"
-    env = dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1")
-    cmd = [
-        sys.executable,
-        str(DEMOS / demo),
-        "--headless",
-        "--frames",
-        str(frames),
-        "--out",
-        str(out),
-        "--backend",
-        backend,
-        "--record-dir",
-        str(tmp_path / "rec"),
-    ]
-    proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    img = iio.imread(out)[..., :3]
-    assert img.shape == (540, 960, 3)
-    colours = np.unique(img.reshape(-1, 3), axis=0)
-    assert len(colours) > 20 and img.std() > 10  # bodies, text and ground, not a blank frame
-    if demo == "multi_rate.py":
-        data = np.loadtxt(tmp_path / "rec" / "multi_rate.csv", delimiter=",", skiprows=1)
-        assert data.shape[0] == 50 and data[1, 0] == pytest.approx(1 / 30)  # 30 Hz rows
-        frames_mp4 = iio.imread(tmp_path / "rec" / "multi_rate.mp4")
-        assert frames_mp4.shape[0] == 50  # one frame per Capture step
+    return command
+
+
+#: The headless ``--frames`` default each demo's ``--help`` names
+FRAMES_DEFAULT = {"physics_playground.py": 200, "cartpole_keyboard.py": 180, "manual_loop.py": 200}
+
+
+#: Each demo's headless run (~2 s each), started early beside the suite (tests/prestart.py)
+RUNS = {
+    demo: Prestart(
+        _demo_command(demo, backend, frames),
+        env=dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1"),
+        timeout=60,
+    )
+    for demo, backend, frames in CASES
+}
 
 
 def _demo_module(monkeypatch, name: str):
@@ -150,25 +152,55 @@ def test_manual_loop_keeps_every_ball_in_view_for_minutes(monkeypatch):
     assert top > 0.6, "the balls stopped hopping"
 
 
+def _demo_job(demo: str, *args: str) -> Prestart:
+    return Prestart(
+        [sys.executable, str(DEMOS / demo), *args],
+        env=dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1"),
+        timeout=60,
+    )
+
+
+REFUSED = {d: (_demo_job(d, "--headless"), _demo_job(d, "--help")) for d in FRAMES_DEFAULT}
+
+
 @pytest.mark.parametrize(
-    "demo", ["physics_playground.py", "cartpole_keyboard.py", "manual_loop.py"]
+    "demo",
+    [pytest.param(d, marks=[pytest.mark.prestart(j) for j in REFUSED[d]]) for d in REFUSED],
 )
-def test_headless_without_out_is_refused_in_one_line_and_help_names_the_defaults(tmp_path, demo):
+def test_headless_without_out_is_refused_in_one_line_and_help_names_the_defaults(demo):
     """`--headless` with no `--out` would draw and keep nothing: refused (exit 2) in one
     line before any work; `--help` gives the headless `--frames` default (#42 item 5)."""
-    env = dict(os.environ, PYGAME_HIDE_SUPPORT_PROMPT="1")
-    run = [sys.executable, str(DEMOS / demo)]
-    proc = subprocess.run(
-        [*run, "--headless"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
+    refusal, help_job = REFUSED[demo]
+    proc = refusal.result()
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1, proc.stderr
     assert f"{demo}: --headless needs --out to keep what it draws; add --out shot.png" in (
         proc.stderr
     )
-    assert list(tmp_path.iterdir()) == []
-    helped = subprocess.run(
-        [*run, "--help"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
-    default = {"physics_playground.py": 200, "cartpole_keyboard.py": 180, "manual_loop.py": 200}
-    assert f"(default: {default[demo]} with --headless;" in " ".join(helped.stdout.split())
+    assert list(proc.folder.iterdir()) == []  # nothing written where it ran
+    helped = help_job.result()
+    default = FRAMES_DEFAULT[demo]
+    assert f"(default: {default} with --headless;" in " ".join(helped.stdout.split())
+
+
+# last in the file: the runs started with the session have had the tests above to finish
+@pytest.mark.filterwarnings(IMAGEIO_PIPES)
+@pytest.mark.parametrize(
+    "demo", [pytest.param(c[0], marks=pytest.mark.prestart(RUNS[c[0]]), id=c[0]) for c in CASES]
+)
+def test_demo_runs_headless_and_draws(demo):
+    import imageio.v3 as iio
+
+    proc = RUNS[demo].result()
+    assert proc.returncode == 0, proc.stderr
+    folder = proc.folder
+    img = iio.imread(folder / "shot.png")[..., :3]
+    assert img.shape == (540, 960, 3)
+    rgb = img.astype(np.uint32)  # a colour as one int: unique(axis=0) took 0.8 s a frame
+    colours = np.unique(rgb[..., 0] << 16 | rgb[..., 1] << 8 | rgb[..., 2])
+    assert len(colours) > 20 and img.std() > 10  # bodies, text and ground, not a blank frame
+    if demo == "multi_rate.py":
+        data = np.loadtxt(folder / "rec" / "multi_rate.csv", delimiter=",", skiprows=1)
+        assert data.shape[0] == 50 and data[1, 0] == pytest.approx(1 / 30)  # 30 Hz rows
+        frames_mp4 = iio.imread(folder / "rec" / "multi_rate.mp4")
+        assert frames_mp4.shape[0] == 50  # one frame per Capture step
