@@ -50,8 +50,9 @@ class Prestart:
             ``result().folder``).
         timeout: Seconds from the start the test waits at most; past them the job is
             killed and ``subprocess.TimeoutExpired`` raised, as ``subprocess.run`` does.
-        env: The environment (default: this process's when the job is declared, at
-            collection, before any test changed it).
+        env: The environment, or a function of the job's folder that returns it
+            (default: this process's when the job is declared, at collection, before any
+            test changed it).
         cwd: The working folder (default: the job's own folder).
         preexec_fn: Run in the child before the command (a resource limit).
     """
@@ -61,13 +62,13 @@ class Prestart:
         command: Sequence[str] | Callable[[Path], Sequence[str]],
         *,
         timeout: float,
-        env: Mapping[str, str] | None = None,
+        env: Mapping[str, str] | Callable[[Path], Mapping[str, str]] | None = None,
         cwd: Path | str | None = None,
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         self._command = command
         self.timeout = timeout
-        self._env = dict(os.environ if env is None else env)
+        self._env = dict(os.environ) if env is None else env
         self._cwd = cwd
         self._preexec = preexec_fn
         self._proc: subprocess.Popen | None = None
@@ -92,6 +93,7 @@ class Prestart:
         self._logs = Path(tempfile.mkdtemp(prefix="kelab-prestart-logs-"))
         argv = self._command(self.folder) if callable(self._command) else self._command
         self._argv = list(argv)
+        env = dict(self._env(self.folder) if callable(self._env) else self._env)
 
         def preexec() -> None:
             _die_with_parent()
@@ -102,7 +104,7 @@ class Prestart:
             self._proc = subprocess.Popen(
                 self._argv,
                 cwd=self._cwd if self._cwd is not None else self.folder,
-                env=self._env,
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,

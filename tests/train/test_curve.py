@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from prestart import Prestart
 from train_helpers import metrics_row
 
 from kelab.cli import main
@@ -297,23 +298,32 @@ def test_kelab_plot_wants_a_png_name(tmp_path, capsys):
     assert "--out must be a .png file, got" in capsys.readouterr().err
 
 
-def test_matplotlib_loads_only_when_a_curve_is_drawn_and_never_pyplot(tmp_path):
+def _draw_a_curve(folder: Path) -> list[str]:
     script = textwrap.dedent(
         f"""
         import sys
         import kelab.cli, kelab.train.curve, kelab.train.trainer, kelab.train.runlog
         kelab.cli.build_parser()
         assert "matplotlib" not in sys.modules, "imported before a curve is drawn"
-        kelab.train.curve.write_training_curve({str(tmp_path / "c.png")!r}, [(1, 1.0, None)])
+        kelab.train.curve.write_training_curve({str(folder / "c.png")!r}, [(1, 1.0, None)])
         assert "matplotlib" in sys.modules
         assert "matplotlib.pyplot" not in sys.modules
         print("ok")
         """
     )
-    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
-    )
+    return [sys.executable, "-c", script]
+
+
+MATPLOTLIB_IMPORTS = Prestart(  # a fresh interpreter (~2 s), started early: tests/prestart.py
+    _draw_a_curve,
+    env={k: v for k, v in os.environ.items() if k != "MPLBACKEND"},
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(MATPLOTLIB_IMPORTS)
+def test_matplotlib_loads_only_when_a_curve_is_drawn_and_never_pyplot():
+    proc = MATPLOTLIB_IMPORTS.result()
     assert proc.stdout == "ok\n", proc.stderr[-2000:]
 
 
@@ -392,30 +402,39 @@ def test_a_long_log_keeps_every_row_up_to_the_bound_and_its_shape_past_it(tmp_pa
     assert set(run.eval_rates) == {0.25, 0.5, 0.75}
 
 
-def test_kelab_plot_reads_a_large_log_in_bounded_memory(tmp_path):
-    """A 21 MB metrics.csv under a 450 MB address-space limit.
-
-    Reading it whole took ~15x its size (VmPeak 557 MB here); read a line at a time and
-    kept as its envelope, the command peaks at ~260 MB, what drawing any run takes.
-    """
-    run = _big_log(tmp_path / "big", 400_000)
+def _plot_a_big_log(folder: Path) -> list[str]:
+    run = _big_log(folder / "big", 400_000)
     (run / "latest.json").write_text(json.dumps({"task": {"id": "kelab/CartPole-v0"}, "seed": 3}))
-    assert (run / "metrics.csv").stat().st_size > 20_000_000
     script = textwrap.dedent(
         f"""
         import resource, sys
         limit = 450 * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         from kelab.cli import main
-        sys.exit(main(["plot", {str(run)!r}, "--out", {str(tmp_path / "big.png")!r}]))
+        sys.exit(main(["plot", {str(run)!r}, "--out", {str(folder / "big.png")!r}]))
         """
     )
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env
-    )
+    return [sys.executable, "-c", script]
+
+
+BIG_LOG = Prestart(  # ~3 s of reading 21 MB, started early (tests/prestart.py)
+    _plot_a_big_log,
+    env={**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"},
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(BIG_LOG)
+def test_kelab_plot_reads_a_large_log_in_bounded_memory():
+    """A 21 MB metrics.csv under a 450 MB address-space limit.
+
+    Reading it whole took ~15x its size (VmPeak 557 MB here); read a line at a time and
+    kept as its envelope, the command peaks at ~260 MB, what drawing any run takes.
+    """
+    proc = BIG_LOG.result()
+    assert (proc.folder / "big" / "metrics.csv").stat().st_size > 20_000_000
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert (tmp_path / "big.png").read_bytes()[:8] == PNG
+    assert (proc.folder / "big.png").read_bytes()[:8] == PNG
 
 
 @pytest.mark.parametrize(

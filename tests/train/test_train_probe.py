@@ -11,30 +11,43 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from prestart import Prestart
 from train_helpers import tiny_config
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-def _kelab_train(run_dir: Path, *extra: str, env: dict[str, str] | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "kelab", "train", "CartPole-v0", "--run-dir", str(run_dir)]
-        + ["--iterations", "2", *extra],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
+def _train_command(run_dir: Path) -> list[str]:
+    """``kelab train`` for two CartPole iterations into ``run_dir``."""
+    kelab = [sys.executable, "-m", "kelab"]
+    return [*kelab, "train", "CartPole-v0", "--run-dir", str(run_dir), "--iterations", "2"]
 
 
-def test_a_broken_matplotlib_ends_a_finished_run_with_a_warning_not_an_error(tmp_path):
-    """matplotlib found but failing to import: the run is saved, says so, and exits 0."""
-    fake = tmp_path / "fake"
+def _train_with_a_broken_matplotlib(folder: Path) -> list[str]:
+    fake = folder / "fake"
     fake.mkdir()
     (fake / "matplotlib.py").write_text('raise ImportError("matplotlib is broken (probe)")\n')
-    path = os.pathsep.join(p for p in (str(fake), os.environ.get("PYTHONPATH")) if p)
-    run = tmp_path / "run"
-    proc = _kelab_train(run, env={"PYTHONPATH": path})
+    return _train_command(folder / "run")
+
+
+BROKEN_MATPLOTLIB = Prestart(  # ~2 s of kelab train, started early (tests/prestart.py)
+    _train_with_a_broken_matplotlib,
+    env=lambda folder: {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(folder / "fake"), os.environ.get("PYTHONPATH")) if p
+        ),
+    },
+    timeout=300,
+)
+
+
+@pytest.mark.prestart(BROKEN_MATPLOTLIB)
+def test_a_broken_matplotlib_ends_a_finished_run_with_a_warning_not_an_error():
+    """matplotlib found but failing to import: the run is saved, says so, and exits 0."""
+    proc = BROKEN_MATPLOTLIB.result()
+    run = proc.folder / "run"
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "done: 2 iterations" in proc.stdout
     warning = [line for line in proc.stderr.splitlines() if "training_curve.png" in line]
