@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 import kelab as ke
 from kelab.cli import main, run_demo
@@ -35,13 +36,14 @@ def test_main_rejects_bad_arguments():
         main(["demo", "--seconds", "0"])
 
 
+CONSOLE_DEMO = Prestart(
+    [sys.executable, "-m", "kelab.cli", "demo", "--seconds", "5"], cwd=Path.cwd(), timeout=120
+)
+
+
+@pytest.mark.prestart(CONSOLE_DEMO)
 def test_console_entry_point_runs():
-    proc = subprocess.run(
-        [sys.executable, "-m", "kelab.cli", "demo", "--seconds", "5"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = CONSOLE_DEMO.result()
     assert proc.returncode == 0, proc.stderr
     assert "simulated_s" in proc.stdout
 
@@ -50,20 +52,35 @@ def test_console_entry_point_runs():
 DEMOS = Path(__file__).resolve().parents[1] / "demos"
 
 
-def _kelab(
-    *args: str, cwd: Path | None = None, display: bool = False
-) -> subprocess.CompletedProcess:
+def _kelab_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     env.pop("PYGAME_HIDE_SUPPORT_PROMPT", None)  # the command hides the banner itself
     env.pop("SDL_VIDEODRIVER", None)
-    return subprocess.run(
-        [sys.executable, "-m", "kelab.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
+    return env
+
+
+def _kelab_job(*args: str, in_a_new_folder: bool = False) -> Prestart:
+    """``python -m kelab.cli ARGS`` as a job started early, beside the suite
+    (tests/prestart.py): run in a folder of its own (a test's tmp_path) or in the current
+    one, without a display."""
+    cwd = None if in_a_new_folder else Path.cwd()
+    command = [sys.executable, "-m", "kelab.cli", *args]
+    return Prestart(command, env=_kelab_env(), cwd=cwd, timeout=120)
+
+
+def _jobs(cases: list[tuple], in_a_new_folder: bool = False) -> list:
+    """Each ``(args, ...)`` case as a pytest param whose command starts early; the test
+    reads it from ``KELAB[args, in_a_new_folder]``."""
+    params = []
+    for case in cases:
+        job = _kelab_job(*case[0], in_a_new_folder=in_a_new_folder)
+        KELAB[case[0], in_a_new_folder] = job
+        params.append(pytest.param(*case, marks=pytest.mark.prestart(job)))
+    return params
+
+
+#: The jobs of `_jobs`, by their arguments and where they run
+KELAB: dict[tuple[tuple[str, ...], bool], Prestart] = {}
 
 
 def _one_error_line(proc: subprocess.CompletedProcess) -> str:
@@ -78,46 +95,51 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
 
 @pytest.mark.parametrize(
     ("args", "expected"),
-    [
-        (("preview", "NoSuch-v0"), "unknown task 'NoSuch-v0'; use a built-in task"),
-        (  # an id of ke.register_task is Gymnasium's: the commands say what they take
-            ("preview", "me/PuckSlot-v0"),
-            "unknown task 'me/PuckSlot-v0'; an id from ke.register_task is for "
-            "gymnasium.make: name its class as module:TaskClass instead (for class PuckSlot in "
-            "mytask.py: mytask:PuckSlot, imported from the current folder)",
-        ),
-        (("preview", "no_such_module:Task"), "cannot import module 'no_such_module'"),
-        (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'; check the name"),
-        (  # a near miss of a task class in that module is named
-            ("preview", "kelab.tasks.cartpole:CartPoleTsk"),
-            "has no class 'CartPoleTsk'; did you mean 'CartPoleTask'?",
-        ),
-        (("preview", "kelab.tasks.cartpole:FORCE_SCALE"), "is not a ke.Task subclass"),
-        (("preview", "CartPole-v0"), "no display for a preview window"),
-        (("preview", "CartPole-v0", "--headless", "--out", "shot.txt"), "must end in .png"),
-    ],
+    _jobs(
+        [
+            (("preview", "NoSuch-v0"), "unknown task 'NoSuch-v0'; use a built-in task"),
+            (  # an id of ke.register_task is Gymnasium's: the commands say what they take
+                ("preview", "me/PuckSlot-v0"),
+                "unknown task 'me/PuckSlot-v0'; an id from ke.register_task is for "
+                "gymnasium.make: name its class as module:TaskClass instead (for class "
+                "PuckSlot in mytask.py: mytask:PuckSlot, imported from the current folder)",
+            ),
+            (("preview", "no_such_module:Task"), "cannot import module 'no_such_module'"),
+            (("preview", "kelab.tasks.cartpole:Nope"), "has no class 'Nope'; check the name"),
+            (  # a near miss of a task class in that module is named
+                ("preview", "kelab.tasks.cartpole:CartPoleTsk"),
+                "has no class 'CartPoleTsk'; did you mean 'CartPoleTask'?",
+            ),
+            (("preview", "kelab.tasks.cartpole:FORCE_SCALE"), "is not a ke.Task subclass"),
+            (("preview", "CartPole-v0"), "no display for a preview window"),
+            (("preview", "CartPole-v0", "--headless", "--out", "shot.txt"), "must end in .png"),
+        ],
+        in_a_new_folder=True,
+    ),
 )
-def test_user_errors_print_one_line_and_exit_2(tmp_path, args, expected):
-    line = _one_error_line(_kelab(*args, cwd=tmp_path))
+def test_user_errors_print_one_line_and_exit_2(args, expected):
+    line = _one_error_line(KELAB[args, True].result())
     assert line.startswith("kelab: error: ") and expected in line
 
 
 @pytest.mark.parametrize(
     ("args", "prog"),
-    [
-        (("demo", "--seconds", "-1"), "kelab demo"),
-        (("demo", "--seconds", "0"), "kelab demo"),
-        (("demo", "--num-envs", "0"), "kelab demo"),
-        (("demo", "--seconds", "abc"), "kelab demo"),
-        (("preview", "CartPole-v0", "--seconds", "0"), "kelab preview"),
-        (("preview", "CartPole-v0", "--seed", "-3"), "kelab preview"),
-        (("train",), "kelab train"),
-        (("eval", "CartPole-v0", "--episodes", "x"), "kelab eval"),
-        (("nosuchcommand",), "kelab"),
-    ],
+    _jobs(
+        [
+            (("demo", "--seconds", "-1"), "kelab demo"),
+            (("demo", "--seconds", "0"), "kelab demo"),
+            (("demo", "--num-envs", "0"), "kelab demo"),
+            (("demo", "--seconds", "abc"), "kelab demo"),
+            (("preview", "CartPole-v0", "--seconds", "0"), "kelab preview"),
+            (("preview", "CartPole-v0", "--seed", "-3"), "kelab preview"),
+            (("train",), "kelab train"),
+            (("eval", "CartPole-v0", "--episodes", "x"), "kelab eval"),
+            (("nosuchcommand",), "kelab"),
+        ]
+    ),
 )
 def test_argument_errors_are_one_line_and_exit_2(args, prog):
-    proc = _kelab(*args)
+    proc = KELAB[args, False].result()
     line = _one_error_line(proc)
     assert proc.stderr.splitlines() == [line]  # no usage lines
     assert line.startswith(f"{prog}: error: ") and line.endswith(f"; see {prog} --help")
@@ -177,13 +199,29 @@ def test_a_mistyped_option_names_the_subcommands_help_and_the_closest_option(
     assert capsys.readouterr().err == expected + "\n"
 
 
-def test_out_naming_a_directory_is_refused(tmp_path):
-    line = _one_error_line(_kelab("preview", "CartPole-v0", "--headless", "--out", str(tmp_path)))
+OUT_A_FOLDER = Prestart(
+    lambda folder: (
+        [sys.executable, "-m", "kelab.cli", "preview", "CartPole-v0", "--headless"]
+        + ["--out", str(folder)]
+    ),
+    env=_kelab_env(),
+    cwd=Path.cwd(),
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(OUT_A_FOLDER)
+def test_out_naming_a_directory_is_refused():
+    line = _one_error_line(OUT_A_FOLDER.result())
     assert "must name a file" in line
 
 
-def test_debug_shows_the_traceback(tmp_path):
-    proc = _kelab("preview", "NoSuch-v0", "--debug", cwd=tmp_path)
+DEBUG = _kelab_job("preview", "NoSuch-v0", "--debug", in_a_new_folder=True)
+
+
+@pytest.mark.prestart(DEBUG)
+def test_debug_shows_the_traceback():
+    proc = DEBUG.result()
     assert proc.returncode != 0 and "Traceback" in proc.stderr and "unknown task" in proc.stderr
 
 
@@ -235,13 +273,30 @@ cli.run()
 """
 
 
-@pytest.mark.parametrize("internal", ["ValueError", "ImportError", "TypeError"])
+#: Each error's three runs (internal, user, extra), started early (tests/prestart.py)
+FAILING = {
+    internal: {
+        kind: Prestart(
+            [sys.executable, "-c", _FAILING_COMMAND.format(internal=internal), kind],
+            cwd=Path.cwd(),
+            timeout=120,
+        )
+        for kind in ("internal", "user", "extra")
+    }
+    for internal in ("ValueError", "ImportError", "TypeError")
+}
+
+
+@pytest.mark.parametrize(
+    "internal",
+    [
+        pytest.param(e, marks=[pytest.mark.prestart(j) for j in FAILING[e].values()])
+        for e in FAILING
+    ],
+)
 def test_an_internal_error_keeps_its_traceback_and_a_user_error_is_one_line(internal):
     def kelab_failing(kind: str) -> subprocess.CompletedProcess:
-        code = _FAILING_COMMAND.format(internal=internal)
-        return subprocess.run(
-            [sys.executable, "-c", code, kind], capture_output=True, text=True, timeout=120
-        )
+        return FAILING[internal][kind].result()
 
     bug = kelab_failing("internal")
     assert bug.returncode == 1, bug.stderr
@@ -309,34 +364,43 @@ def test_warnings_print_as_one_line_while_the_command_runs(monkeypatch, capsys):
     assert warnings.showwarning is before  # only while the command runs
 
 
-def test_python_m_kelab_is_the_kelab_command(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "kelab", "--version"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+PYTHON_M_KELAB = (
+    Prestart([sys.executable, "-m", "kelab", "--version"], timeout=120),
+    _kelab_job("train", "cartpole-v0", in_a_new_folder=True),
+    Prestart([sys.executable, "-m", "kelab", "demo", "--seconds", "0"], timeout=120),
+)
+
+
+@pytest.mark.prestart(PYTHON_M_KELAB[0])
+@pytest.mark.prestart(PYTHON_M_KELAB[1])
+@pytest.mark.prestart(PYTHON_M_KELAB[2])
+def test_python_m_kelab_is_the_kelab_command():
+    version, mistyped, demo = PYTHON_M_KELAB
+    proc = version.result()
     assert proc.returncode == 0 and proc.stdout.strip() == f"kelab {ke.__version__}"
-    line = _one_error_line(_kelab("train", "cartpole-v0", cwd=tmp_path))
+    line = _one_error_line(mistyped.result())
     assert "did you mean CartPole-v0?" in line
-    proc = subprocess.run(
-        [sys.executable, "-m", "kelab", "demo", "--seconds", "0"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    proc = demo.result()
     assert proc.returncode == 2 and proc.stderr.startswith("kelab demo: error: argument --seconds")
 
 
-def test_import_kelab_leaves_warnings_alone():
-    code = (
+WARNINGS_LEFT_ALONE = Prestart(
+    [
+        sys.executable,
+        "-c",
         "import warnings; before = warnings.showwarning\n"
         "import kelab, kelab.cli, kelab.train.shipped\n"
-        "assert warnings.showwarning is before\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+        "assert warnings.showwarning is before\n",
+    ],
+    cwd=Path.cwd(),
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(WARNINGS_LEFT_ALONE)
+def test_import_kelab_leaves_warnings_alone():
+    proc = WARNINGS_LEFT_ALONE.result()
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_a_task_module_is_imported_from_the_current_folder(tmp_path, monkeypatch):
@@ -386,8 +450,12 @@ def test_help_shows_defaults_and_every_option_of_demo(capsys):
     assert "seed of the world, an int from 0 to 2**64 - 1 (default: 0)" in text
 
 
+VERSION = _kelab_job("--version")
+
+
+@pytest.mark.prestart(VERSION)
 def test_version():
-    proc = _kelab("--version")
+    proc = VERSION.result()
     assert proc.returncode == 0 and proc.stdout.strip() == f"kelab {ke.__version__}"
 
 
@@ -397,33 +465,65 @@ def test_short_demo_explains_its_exit_1(capsys):
     assert "not balanced (exit 1)" in err and "--seconds 3" in err
 
 
+PREVIEWS = {
+    out: _kelab_job(
+        "preview", "Pi-Locomotion-v0", "--headless", "--seconds", "0.4", "--out", out,
+        in_a_new_folder=True,
+    )
+    for out in ["shot.png", "clip.mp4", "new/dir/shot.png"]
+}  # fmt: skip
+
+
 # imageio-ffmpeg (0.6) leaves ffmpeg's pipes open once a read reaches the end of an mp4
 @pytest.mark.filterwarnings("ignore:unclosed file <_io.Buffered:ResourceWarning")
-@pytest.mark.parametrize("out", ["shot.png", "clip.mp4", "new/dir/shot.png"])
-def test_headless_preview_writes_a_picture_or_a_video(tmp_path, out):
+@pytest.mark.parametrize(
+    "out", [pytest.param(out, marks=pytest.mark.prestart(job)) for out, job in PREVIEWS.items()]
+)
+def test_headless_preview_writes_a_picture_or_a_video(out):
     """A missing --out folder is created (the one rule of play --video, export and plot)."""
-    proc = _kelab(
-        "preview", "Pi-Locomotion-v0", "--headless", "--seconds", "0.4", "--out", out, cwd=tmp_path
-    )
+    proc = PREVIEWS[out].result()
+    folder = proc.folder  # where it ran
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {out}" in proc.stdout
     import imageio.v3 as iio
 
-    frames = iio.imread(tmp_path / out) if out.endswith(".png") else iio.imread(tmp_path / out)
+    frames = iio.imread(folder / out) if out.endswith(".png") else iio.imread(folder / out)
     assert frames.ndim in (3, 4) and frames.size > 0
-    assert [p.name for p in (tmp_path / out).parent.iterdir()] == [Path(out).name]  # no temp
+    assert [p.name for p in (folder / out).parent.iterdir()] == [Path(out).name]  # no temp
 
 
-@pytest.mark.parametrize(("args", "expected"), [(("--frames", "0"), "--frames must be >= 1")])
-def test_demo_scripts_refuse_zero_frames_and_directory_out(tmp_path, args, expected):
-    for extra, msg in ((args, expected), (("--out", str(tmp_path)), "must name a .png file")):
-        proc = subprocess.run(
-            [sys.executable, str(DEMOS / "multi_rate.py"), "--headless", *extra],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=tmp_path,
+def _multi_rate_headless(*extra: str) -> Prestart:
+    """``demos/multi_rate.py --headless`` with ``extra`` (``{folder}``: its own folder)."""
+    return Prestart(
+        lambda folder: (
+            [sys.executable, str(DEMOS / "multi_rate.py"), "--headless"]
+            + [arg.format(folder=folder) for arg in extra]
+        ),
+        timeout=60,
+    )
+
+
+ZERO_FRAMES = ("--frames", "0")
+DEMO_REFUSALS = {ZERO_FRAMES: _multi_rate_headless(*ZERO_FRAMES)}
+OUT_A_FOLDER_DEMO = _multi_rate_headless("--out", "{folder}")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        pytest.param(
+            ZERO_FRAMES,
+            "--frames must be >= 1",
+            marks=[
+                pytest.mark.prestart(DEMO_REFUSALS[ZERO_FRAMES]),
+                pytest.mark.prestart(OUT_A_FOLDER_DEMO),
+            ],
         )
+    ],
+)
+def test_demo_scripts_refuse_zero_frames_and_directory_out(args, expected):
+    for job, msg in ((DEMO_REFUSALS[args], expected), (OUT_A_FOLDER_DEMO, "must name a .png file")):
+        proc = job.result()
         assert proc.returncode == 2 and msg in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -570,29 +670,33 @@ def test_the_command_line_modules_import_no_circle():
     assert [m for m in graph if reaches(m, m, {m})] == []
 
 
+_HELP_AND_DEMO_CODE = (
+    "import argparse, contextlib, io, sys\n"
+    "from kelab.cli import build_parser, main\n"
+    "sub = next(a for a in build_parser()._actions\n"
+    "           if isinstance(a, argparse._SubParsersAction))\n"
+    "names = list(sub.choices)\n"
+    "assert {'demo', 'preview', 'train', 'play', 'eval', 'export', 'plot'} <= set(names)\n"
+    "for args in [['--help']] + [[name, '--help'] for name in names]:\n"
+    "    with contextlib.redirect_stdout(io.StringIO()):\n"
+    "        try:\n"
+    "            main(args)\n"
+    "        except SystemExit as exit:\n"
+    "            assert exit.code == 0, (args, exit.code)\n"
+    "quiet = contextlib.redirect_stdout(io.StringIO())\n"
+    "with quiet, contextlib.redirect_stderr(io.StringIO()):\n"
+    "    main(['demo', '--seconds', '0.1', '--num-envs', '1'])\n"
+    "heavy = ('torch', 'rsl_rl', 'ray', 'onnx', 'matplotlib', 'tensordict')\n"
+    "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
+)
+HELP_AND_DEMO = Prestart([sys.executable, "-c", _HELP_AND_DEMO_CODE], cwd=Path.cwd(), timeout=120)
+
+
+@pytest.mark.prestart(HELP_AND_DEMO)
 def test_help_and_demo_import_no_heavy_package():
     # `kelab --help`, every subcommand's --help and `kelab demo` stay cheap: torch, rsl_rl,
     # ray, onnx and matplotlib load only when a subcommand that needs them runs
-    code = (
-        "import argparse, contextlib, io, sys\n"
-        "from kelab.cli import build_parser, main\n"
-        "sub = next(a for a in build_parser()._actions\n"
-        "           if isinstance(a, argparse._SubParsersAction))\n"
-        "names = list(sub.choices)\n"
-        "assert {'demo', 'preview', 'train', 'play', 'eval', 'export', 'plot'} <= set(names)\n"
-        "for args in [['--help']] + [[name, '--help'] for name in names]:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()):\n"
-        "        try:\n"
-        "            main(args)\n"
-        "        except SystemExit as exit:\n"
-        "            assert exit.code == 0, (args, exit.code)\n"
-        "quiet = contextlib.redirect_stdout(io.StringIO())\n"
-        "with quiet, contextlib.redirect_stderr(io.StringIO()):\n"
-        "    main(['demo', '--seconds', '0.1', '--num-envs', '1'])\n"
-        "heavy = ('torch', 'rsl_rl', 'ray', 'onnx', 'matplotlib', 'tensordict')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = HELP_AND_DEMO.result()
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
 
