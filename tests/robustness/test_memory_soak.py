@@ -8,10 +8,11 @@ never frees) these loops grew 1.2-2.2 kB per step, 2.4-4.1 MB over the measured 
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 #: Allowed growth of the resident set over the measured steps, bytes.
 BOUND = 2**20
@@ -72,18 +73,25 @@ print(rss() - before)
 """
 
 
+CASES = [("isolated", 4, 2000), ("packed", 16, 2000), ("snapshot", 4, 1500)]
+#: Each case's child (~1 s of stepping), started early, beside the suite (tests/prestart.py)
+SOAKS = {
+    case: Prestart(
+        [sys.executable, "-c", _CHILD, case[0], str(case[1]), "500", str(case[2])],
+        cwd=Path.cwd(),
+        timeout=300,
+    )
+    for case in CASES
+}
+
+
 @pytest.mark.parametrize(
     ("mode", "copies", "steps"),
-    [("isolated", 4, 2000), ("packed", 16, 2000), ("snapshot", 4, 1500)],
+    [pytest.param(*case, marks=pytest.mark.prestart(SOAKS[case])) for case in CASES],
 )
 def test_resident_memory_stays_flat(mode: str, copies: int, steps: int) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _CHILD, mode, str(copies), "500", str(steps)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    out = SOAKS[mode, copies, steps].result()
+    out.check_returncode()
     growth = int(out.stdout.split()[-1])
     assert growth < BOUND, (
         f"{mode}: resident memory grew {growth / 2**20:.1f} MB over {steps} steps"
