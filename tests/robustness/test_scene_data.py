@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prestart import Prestart
 
 import kelab as ke
 from kelab.sim.scene import (
@@ -96,7 +97,7 @@ def test_reference_scene_round_trips_through_json() -> None:
 SELF_JOINT_CHILD = """
 import copy, gc, sys
 import kelab as ke
-sys.path.insert(0, "tests/robustness")
+sys.path[:0] = ["tests/robustness", "tests"]  # this module, and what it imports
 from test_scene_data import BASE
 data = copy.deepcopy(BASE)
 joint = next(j for j in data["joints"] if j["path"] == "/World/R0/cart_to_pole")
@@ -548,7 +549,7 @@ FUZZ_WORLDS = """
 import copy, gc, json, random, sys
 import numpy as np
 import kelab as ke
-sys.path.insert(0, "tests/robustness")
+sys.path[:0] = ["tests/robustness", "tests"]  # this module, and what it imports
 from test_scene_data import BASE
 rng = random.Random(9)
 bodies = [b["path"] for b in BASE["bodies"]]
@@ -591,10 +592,16 @@ print(json.dumps([accepted, refused]))
 """
 
 
+FUZZ_CHILD = Prestart(  # ~1.5 s of worlds, started early, beside the suite (tests/prestart.py)
+    [sys.executable, "-c", textwrap.dedent(FUZZ_WORLDS)], cwd=ROOT, timeout=300
+)
+
+
+@pytest.mark.prestart(FUZZ_CHILD)
 def test_mutated_joint_graphs_never_crash_a_world() -> None:
     # seeded graph mutations (re-wired joints, extra joints, body types, per_environment);
     # every accepted scene builds, steps, resets and is collected in both layouts
-    out = run_child(FUZZ_WORLDS, timeout=300)
+    out = FUZZ_CHILD.result()
     assert out.returncode == 0, f"child died with {out.returncode}: {out.stderr[-3000:]}"
     accepted, refused = json.loads(out.stdout.strip().splitlines()[-1])
     assert accepted >= 5 and refused >= 5, (accepted, refused)

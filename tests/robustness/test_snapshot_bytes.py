@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from prestart import Prestart
 
 import kelab as ke
 from kelab.sim.snapshot import (
@@ -115,7 +116,7 @@ def test_duplicate_array_names_are_refused() -> None:
 
 HANG_CHECK = """
 import sys
-sys.path.insert(0, "tests/robustness")
+sys.path[:0] = ["tests/robustness", "tests"]  # this module, and what it imports
 from test_snapshot_bytes import BASE, forge, forge_raw, npy_record, one_array
 from kelab.sim.snapshot import Snapshot
 cases = [
@@ -274,17 +275,19 @@ def _limited(memory: int) -> None:  # runs in the child before it starts
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
 
 
+FLOOD_CHILD = Prestart(  # ~1.5 s, started early, beside the suite (tests/prestart.py)
+    [sys.executable, "-c", textwrap.dedent(FLOOD_CHECK)],
+    timeout=300,
+    cwd=ROOT,
+    preexec_fn=lambda: _limited(3 * 2**29),
+)
+
+
+@pytest.mark.prestart(FLOOD_CHILD)
 def test_forged_headers_cannot_exhaust_memory_or_time() -> None:
     # a child with 1.5 GiB of address space and a deadline: before the fix the first case
     # raised MemoryError (the second took 2 GB), the deep one could crash the interpreter
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(FLOOD_CHECK)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        preexec_fn=lambda: _limited(3 * 2**29),
-    )
+    out = FLOOD_CHILD.result()
     assert out.returncode == 0, (out.returncode, out.stderr[-2000:])
     lines = out.stdout.splitlines()
     peak = lines.pop(4)
