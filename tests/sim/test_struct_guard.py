@@ -10,13 +10,13 @@ must warn once, take pymunk's public path and give the same bits as the helper.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import numpy as np
 import pytest
+from prestart import Prestart
 
 from kelab.sim.physics import _chipmunk as cp
 from kelab.sim.physics import _guard
@@ -75,15 +75,17 @@ _RUN = textwrap.dedent(
 )
 
 
-def _run(fake: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(ROOT / "tests" / "sim"), fake],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+#: Each process (~0.6 s), started early, beside the suite (tests/prestart.py)
+RUNS = {
+    fake: Prestart(
+        [sys.executable, "-c", _RUN, str(ROOT / "tests" / "sim"), fake], cwd=ROOT, timeout=300
     )
+    for fake in ("none", "version", "mirror")
+}
+
+
+def _run(fake: str) -> dict:
+    done = RUNS[fake].result()
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -96,6 +98,7 @@ def helper_run() -> dict:
     return out
 
 
+@pytest.mark.prestart(RUNS["none"])
 def test_the_guard_passes_with_the_pymunk_installed(helper_run: dict) -> None:
     assert helper_run["warnings"] == []
     assert helper_run["kept"] and helper_run["warm"] and helper_run["moved"] > 0
@@ -104,8 +107,13 @@ def test_the_guard_passes_with_the_pymunk_installed(helper_run: dict) -> None:
 @pytest.mark.parametrize(
     ("fake", "said"),
     [
-        ("version", "pymunk 7.9.0 is not in [7.0, 7.4), the versions verified"),
-        ("mirror", "cpBody a, w, t reads"),
+        pytest.param(
+            *case, marks=[pytest.mark.prestart(RUNS["none"]), pytest.mark.prestart(RUNS[case[0]])]
+        )
+        for case in [
+            ("version", "pymunk 7.9.0 is not in [7.0, 7.4), the versions verified"),
+            ("mirror", "cpBody a, w, t reads"),
+        ]
     ],
 )
 def test_a_pymunk_the_mirrors_do_not_fit_warns_once_and_takes_the_public_path(
