@@ -89,6 +89,8 @@ class Prestart:
         """Start the subprocess (once)."""
         if self._proc is not None:
             return
+        if self not in _jobs:  # started by its test, not scheduled: cleaned up all the same
+            _jobs.append(self)
         self.folder = Path(tempfile.mkdtemp(prefix="kelab-prestart-"))
         self._logs = Path(tempfile.mkdtemp(prefix="kelab-prestart-logs-"))
         argv = self._command(self.folder) if callable(self._command) else self._command

@@ -3,7 +3,7 @@
 Every fault here once hung the process in C (Chipmunk's spatial hash walking ~2**32
 cells for a body far out) or died allocating; each runs in a subprocess under a time and
 an address-space limit, so a regression fails its test instead of hanging or killing
-the suite.
+the suite. The children start early, beside the suite (tests/prestart.py).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -42,47 +43,53 @@ def run_limited(code: str, timeout: float = 60.0, memory: int = 4 * 2**30) -> st
     Fails the test (never hangs it) when the child runs past ``timeout`` seconds, and
     names the exit status and stderr when it does not exit cleanly.
     """
-    script = _PRELUDE + textwrap.dedent(code)
+    job = _JOBS.get((code, timeout, memory)) or limited_job(code, timeout, memory)
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            preexec_fn=lambda: _limits(memory),
-        )
+        done = job.result()
     except subprocess.TimeoutExpired:
         pytest.fail(f"the child hung: still running after {timeout} s")
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-3000:]}"
     return done.stdout
 
 
+#: The children declared by `limited_job`, by their code and limits
+_JOBS: dict[tuple[str, float, int], Prestart] = {}
+
+
 def limited_job(code: str, timeout: float = 60.0, memory: int = 4 * 2**30) -> Prestart:
-    """`run_limited`'s child as a job that starts before its test (tests/prestart.py)."""
-    return Prestart(
-        [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
-        timeout=timeout,
-        cwd=Path.cwd(),
-        preexec_fn=lambda: _limits(memory),
+    """`run_limited`'s child as a job that may start before its test, beside the suite
+    (tests/prestart.py): a test marked ``prestart`` with it gets its result from
+    ``run_limited`` with the same code and limits."""
+    return _JOBS.setdefault(
+        (code, timeout, memory),
+        Prestart(
+            [sys.executable, "-c", _PRELUDE + textwrap.dedent(code)],
+            timeout=timeout,
+            cwd=Path.cwd(),
+            preexec_fn=lambda: _limits(memory),
+        ),
     )
 
 
-def limited_output(job: Prestart) -> str:
-    """`run_limited`'s result for a `limited_job`: the same checks, then its stdout."""
-    try:
-        done = job.result()
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the child hung: still running after {job.timeout} s")
-    assert done.returncode == 0, f"exit {done.returncode}\n{done.stderr[-3000:]}"
-    return done.stdout
+def limited_cases(code_of: Callable[..., str], cases: Iterable, **limits: float) -> list:
+    """``cases`` as pytest params, each marked to start its child ``code_of(case)`` early."""
+    params = []
+    for case in cases:
+        args = case if isinstance(case, tuple) else (case,)
+        params.append(
+            pytest.param(*args, marks=pytest.mark.prestart(limited_job(code_of(*args), **limits)))
+        )
+    return params
+
+
+def starts_early(code: str, **limits: float) -> pytest.MarkDecorator:
+    """Mark a test whose ``run_limited(code, ...)`` child may start early."""
+    return pytest.mark.prestart(limited_job(code, **limits))
 
 
 # ---------------------------------------------------------------- 25.1: far bodies
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_huge_dt_is_refused_before_it_steps(layout: str) -> None:
-    """Two step(1e5) calls hung the packed layout; isolated put the ball at -9.8e10 m."""
-    out = run_limited(
-        f"""
+def _huge_dt(layout: str) -> str:
+    return f"""
         w = ke.World(ball_scene(), layout={layout!r})
         for _ in range(2):
             try:
@@ -91,7 +98,12 @@ def test_a_huge_dt_is_refused_before_it_steps(layout: str) -> None:
                 print("refused:", e)
         print("steps", w.step_count, "y", w.body_poses[0, 0, 1])
         """
-    )
+
+
+@pytest.mark.parametrize("layout", limited_cases(_huge_dt, LAYOUTS))
+def test_a_huge_dt_is_refused_before_it_steps(layout: str) -> None:
+    """Two step(1e5) calls hung the packed layout; isolated put the ball at -9.8e10 m."""
+    out = run_limited(_huge_dt(layout))
     refused = "refused: World.step: dt must be a finite number of seconds in (0, 1], got 100000.0"
     assert out.count(refused) == 2
     assert "steps 0 y 1.0" in out
@@ -115,7 +127,11 @@ print("after reset", w.step_count, np.abs(w.body_poses).max() < 10)
 """
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
+def _flung(layout: str) -> str:
+    return _FLUNG.format(layout=layout)
+
+
+@pytest.mark.parametrize("layout", limited_cases(_flung, LAYOUTS))
 def test_a_body_flung_out_of_the_world_is_named_and_stops_the_steps(layout: str) -> None:
     """A held 1e9 N force on a 1 kg ball hung the packed step; isolated went on silently."""
     out = run_limited(_FLUNG.format(layout=layout))
@@ -130,16 +146,16 @@ def test_a_body_flung_out_of_the_world_is_named_and_stops_the_steps(layout: str)
     assert lines[3] == "after reset 6 True"
 
 
+@starts_early(_flung("isolated"))
+@starts_early(_flung("packed"))
 def test_both_layouts_stop_at_the_same_step_with_the_same_words() -> None:
     outs = [run_limited(_FLUNG.format(layout=lay)) for lay in LAYOUTS]
     assert outs[0].startswith("error: World: body state must stay within")
     assert outs[0] == outs[1]
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_body_drifting_past_the_position_limit_is_named(layout: str) -> None:
-    out = run_limited(
-        f"""
+def _drifting(layout: str) -> str:
+    return f"""
         w = ke.World(ball_scene(), layout={layout!r})
         w.set_body_states(None, [[[0.0, -9.99e6, 0.0]]], [[[0.0, -1e6, 0.0]]])
         try:
@@ -148,32 +164,33 @@ def test_a_body_drifting_past_the_position_limit_is_named(layout: str) -> None:
         except FloatingPointError as e:
             print(e)
         """
-    )
+
+
+@pytest.mark.parametrize("layout", limited_cases(_drifting, LAYOUTS))
+def test_a_body_drifting_past_the_position_limit_is_named(layout: str) -> None:
+    out = run_limited(_drifting(layout))
     assert "'/World/Ball' in copy 0 (y = -1.00067e+07 m)" in out
     assert "after step 1" in out
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_forces_beyond_the_bound_are_refused_by_the_api_as_by_restore(layout: str) -> None:
-    out = run_limited(
-        f"""
+def _forces(layout: str) -> str:
+    return f"""
         w = ke.World(ball_scene(), layout={layout!r})
         try:
             w.set_body_forces(np.full((1, 1, 2), 1e12))
         except ValueError as e:
             print(e)
         """
-    )
+
+
+@pytest.mark.parametrize("layout", limited_cases(_forces, LAYOUTS))
+def test_forces_beyond_the_bound_are_refused_by_the_api_as_by_restore(layout: str) -> None:
+    out = run_limited(_forces(layout))
     assert "set_body_forces: forces and torques must be within ±1e+09 (N, N·m), got 1e+12" in out
 
 
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_a_snapshot_whose_replay_flings_a_body_out_is_refused_and_changes_nothing(
-    layout: str,
-) -> None:
-    """A valid 3 kB snapshot holding a 1e9 N force hung restore in the packed layout."""
-    out = run_limited(
-        f"""
+def _replay_flings(layout: str) -> str:
+    return f"""
         w = ke.World(ball_scene(ground=True), num_envs=2, layout={layout!r})
         nb, ball = len(w.body_names), w.body_names.index("/World/Ball")
         w.set_body_forces(np.ones((2, nb, 2)))
@@ -199,24 +216,33 @@ def test_a_snapshot_whose_replay_flings_a_body_out_is_refused_and_changes_nothin
         w.restore(snap)  # the genuine one still restores
         print("restored", w.step_count)
         """
-    )
+
+
+@pytest.mark.parametrize("layout", limited_cases(_replay_flings, LAYOUTS))
+def test_a_snapshot_whose_replay_flings_a_body_out_is_refused_and_changes_nothing(
+    layout: str,
+) -> None:
+    """A valid 3 kB snapshot holding a 1e9 N force hung restore in the packed layout."""
+    out = run_limited(_replay_flings(layout))
     assert "bytes True" in out
     assert "refused: World.restore: the snapshot's log drives body '/World/Ball' in copy 1" in out
     assert "out of the world's limits" in out
     assert "unchanged True" in out and "restored 100" in out
 
 
-def test_a_body_within_the_limits_never_hangs_the_packed_step_even_at_a_tiny_spacing() -> None:
-    """Cells of spacing / 2 (2**-11 m here) overflowed the hash's C ints at 1e6 m."""
-    out = run_limited(
-        """
+_TINY_SPACING = """
         w = ke.World(ball_scene(), num_envs=2, env_spacing=0.001, layout="packed")
         w.set_body_states(None, np.tile([[[9.9e6, -9.9e6, 0.0]]], (2, 1, 1)))
         for _ in range(3):
             w.step(1 / 60)
         print("stepped", w.step_count, w.body_poses[1, 0, :2].round(1).tolist())
         """
-    )
+
+
+@starts_early(_TINY_SPACING)
+def test_a_body_within_the_limits_never_hangs_the_packed_step_even_at_a_tiny_spacing() -> None:
+    """Cells of spacing / 2 (2**-11 m here) overflowed the hash's C ints at 1e6 m."""
+    out = run_limited(_TINY_SPACING)
     assert out.strip().startswith("stepped 3 [9900000.0, -9900000.")
 
 
@@ -230,18 +256,8 @@ scene = b.build()
 """
 
 
-@pytest.mark.parametrize(
-    ("layout", "num_envs", "extra"),
-    [
-        ("isolated", 10**9, ""),  # np.arange(10**9) took 7.45 GiB before any check
-        ("isolated", 10**5, ""),  # segfaulted in Space() under a 4 GB address space
-        ("packed", 5 * 10**7, ", env_spacing=2**-10"),  # within the packed cap
-    ],
-)
-def test_a_world_too_large_for_the_address_space_is_refused_in_one_line(
-    layout: str, num_envs: int, extra: str
-) -> None:
-    out = run_limited(
+def _too_large(layout: str, num_envs: int, extra: str) -> str:
+    return (
         _ROBOT
         + f"""
 try:
@@ -249,9 +265,26 @@ try:
 except ValueError as e:
     print(type(e).__name__, isinstance(e, MemoryError))
     print(e)
-""",
-        timeout=60,
+"""
     )
+
+
+@pytest.mark.parametrize(
+    ("layout", "num_envs", "extra"),
+    limited_cases(
+        _too_large,
+        [
+            ("isolated", 10**9, ""),  # np.arange(10**9) took 7.45 GiB before any check
+            ("isolated", 10**5, ""),  # segfaulted in Space() under a 4 GB address space
+            ("packed", 5 * 10**7, ", env_spacing=2**-10"),  # within the packed cap
+        ],
+        timeout=60,
+    ),
+)
+def test_a_world_too_large_for_the_address_space_is_refused_in_one_line(
+    layout: str, num_envs: int, extra: str
+) -> None:
+    out = run_limited(_too_large(layout, num_envs, extra), timeout=60)
     kind, msg = out.splitlines()[:2]
     assert kind == "WorldMemoryError True"
     assert msg.startswith("World: num_envs must be at most ")
@@ -261,7 +294,7 @@ except ValueError as e:
     assert "fewer copies" in msg and len(out.splitlines()) == 2
 
 
-ISOLATED_ESTIMATE = limited_job(
+_ISOLATED_ESTIMATE = (
     _ROBOT
     + """
 try:
@@ -272,32 +305,32 @@ except ValueError as e:
     w = ke.World(scene, num_envs=most // 2)
     w.step(1 / 60)
     print("built", w.num_envs)
-""",
-    timeout=120,
+"""
 )
 
 
-@pytest.mark.prestart(ISOLATED_ESTIMATE)  # ~6 s of building copies, beside the suite
+@starts_early(_ISOLATED_ESTIMATE, timeout=120)  # ~6 s of building copies
 def test_the_isolated_estimate_follows_the_limit_it_names() -> None:
     """Under 4 GB the biped fits a few thousand isolated copies, and they build."""
-    out = limited_output(ISOLATED_ESTIMATE)
+    out = run_limited(_ISOLATED_ESTIMATE, timeout=120)
     most, built = out.splitlines()
     assert 2000 < int(most) < 12000, most
     assert built == f"built {int(most) // 2}"
 
 
-def test_a_learning_env_with_a_huge_num_envs_is_refused_cleanly() -> None:
-    out = run_limited(
-        """
+_HUGE_LEARNING_ENV = """
 from kelab.tasks.cartpole import CartPoleTask
 try:
     ke.LearningEnv(CartPoleTask(), num_envs=10**9)
 except ValueError as e:
     print(type(e).__name__)
     print(e)
-""",
-        timeout=60,
-    )
+"""
+
+
+@starts_early(_HUGE_LEARNING_ENV, timeout=60)
+def test_a_learning_env_with_a_huge_num_envs_is_refused_cleanly() -> None:
+    out = run_limited(_HUGE_LEARNING_ENV, timeout=60)
     kind, msg = out.splitlines()[:2]
     assert kind == "WorldMemoryError" or "num_envs must be at most" in msg
     assert "num_envs=1000000000" in msg
