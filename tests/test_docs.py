@@ -9,6 +9,7 @@ import doctest
 import functools
 import importlib
 import io
+import os
 import re
 import sys
 import textwrap
@@ -16,6 +17,7 @@ import types
 from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"```python\n(.*?)```", re.S)
@@ -52,11 +54,11 @@ def shown_output_problems(code: str, printed: str) -> list[str]:
 FILE_LINE = re.compile(r"# file: (\w+\.py)\n")
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_doc_examples_run(page, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # examples may write files
-    monkeypatch.syspath_prepend(str(tmp_path))  # ... and import the modules they save
-    monkeypatch.setenv("KELAB_DOCS_QUICK", "1")  # a page's training: a few iterations
+def run_page_blocks(page: Path) -> None:
+    """Run a page's ```python blocks in order, each in a namespace of its own, in the
+    current folder (on ``sys.path``: a ``# file: x.py`` block is saved there for the
+    later blocks to import). A block that raises, or that shows output it did not print,
+    fails the run."""
     saved: list[str] = []
     try:
         for i, block in enumerate(BLOCK.findall(page.read_text())):
@@ -64,17 +66,66 @@ def test_doc_examples_run(page, tmp_path, monkeypatch):
             code = textwrap.dedent(block)  # a block inside a list item is indented
             named = FILE_LINE.match(code)
             if named:  # "# file: puck.py": saved there, as the page tells the reader to
-                (tmp_path / named.group(1)).write_text(code)
+                Path(named.group(1)).write_text(code)
                 saved.append(named.group(1)[:-3])
                 sys.modules.pop(saved[-1], None)
             printed = io.StringIO()
             with contextlib.redirect_stdout(printed):
                 exec(compile(code, f"{page.name}[block {i}]", "exec"), namespace)
             problems = shown_output_problems(code, printed.getvalue())
-            assert problems == [], f"{page.name}[block {i}]"
+            assert problems == [], f"{page.name}[block {i}]: {problems}"
     finally:
         for name in saved:  # another page may save a module of the same name
             sys.modules.pop(name, None)
+
+
+#: A page in a fresh interpreter, as a reader runs it: its warnings are errors, as here
+_PAGE_IN_A_CHILD = """
+import os, sys, warnings
+from pathlib import Path
+sys.path[:0] = [os.getcwd(), {tests!r}]
+from test_docs import run_page_blocks
+warnings.simplefilter("error")
+run_page_blocks(Path({page!r}))
+print("every block ran")
+"""
+#: The pages that start Ray or train for seconds run in a child started early, beside the
+#: suite (tests/prestart.py); the others here
+IN_A_CHILD = {
+    page.name: Prestart(
+        [
+            sys.executable,
+            "-c",
+            _PAGE_IN_A_CHILD.format(tests=str(Path(__file__).parent), page=str(page)),
+        ],
+        env={**os.environ, "KELAB_DOCS_QUICK": "1"},  # a page's training: a few iterations
+        timeout=600,
+    )
+    for page in PAGES
+    if page.name in ("scale.md", "training.md")
+}
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(page, marks=[pytest.mark.prestart(IN_A_CHILD[page.name])], id=page.name)
+        if page.name in IN_A_CHILD
+        else pytest.param(page, id=page.name)
+        for page in PAGES
+    ],
+)
+def test_doc_examples_run(page, tmp_path, monkeypatch):
+    if page.name in IN_A_CHILD:
+        done = IN_A_CHILD[page.name].result()
+        assert done.returncode == 0 and done.stdout.endswith("every block ran\n"), done.stderr[
+            -4000:
+        ]
+        return
+    monkeypatch.chdir(tmp_path)  # examples may write files
+    monkeypatch.syspath_prepend(str(tmp_path))  # ... and import the modules they save
+    monkeypatch.setenv("KELAB_DOCS_QUICK", "1")  # a page's training: a few iterations
+    run_page_blocks(page)
 
 
 def test_shown_outputs_are_checked():
