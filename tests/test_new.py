@@ -3,12 +3,14 @@
 The README's commands are read from its ``sh`` block and run as written, in the new
 folder, with the real ``kelab`` console script (which, unlike ``python -m kelab``, does not
 put the current folder on ``sys.path``): only ``kelab train`` gets ``--iterations 3``
-added, so the test does not wait for a whole training run.
+added, so the test does not wait for a whole training run. They run in a child started
+with the session, beside the suite (tests/prestart.py); the test checks what it saw.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shlex
@@ -17,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 from kelab.cli import main
 from kelab.cli import new as new_module
@@ -126,34 +129,28 @@ def test_every_template_ships_as_package_data():
     assert sorted(p.name for p in TEMPLATES.iterdir()) == sorted(STARTER_FILES)
 
 
-@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # a subprocess's, not ours
-def test_the_starter_passes_its_tests_and_its_readme_runs_as_written(tmp_path):
-    pytest.importorskip("torch")
-    pytest.importorskip("onnx")
+def run_the_starter(folder: Path) -> dict:
+    """``kelab new demo_arm`` in ``folder``, then its README's commands as written, in
+    the new folder; what each printed, for the test to check.
+
+    Only ``kelab train`` gets ``--iterations 3`` (a short run: no wait for the target).
+    The commands that read the trained run (runs/first:best) wait for ``kelab train``;
+    the others run beside it, and those three beside each other (both cores busy). A
+    batch with a command that failed ends the run.
+    """
     made = subprocess.run(
         [*_kelab_executable(), "new", "demo_arm"],
-        cwd=tmp_path,
+        cwd=folder,
         env=_env(),
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert made.returncode == 0, made.stderr
-    assert "demo_arm:DemoArmTask" in made.stdout
-    project = tmp_path / "demo_arm"
-    commands = readme_commands((project / "README.md").read_text())
-    assert [shlex.split(c)[:2] for c in commands] == [
-        ["python", "-m"],
-        ["kelab", "preview"],
-        ["kelab", "train"],
-        ["kelab", "eval"],
-        ["kelab", "play"],
-        ["kelab", "export"],
-    ]
-    # the commands that read the trained run (runs/first:best) wait for `kelab train`;
-    # the others run beside it, and those three beside each other (both cores busy)
-    needs_run = ["runs/first:" in c for c in commands]
-    assert needs_run == sorted(needs_run), "every command that reads the run comes last"
+    seen: dict = {"new": [made.returncode, made.stdout, made.stderr], "runs": []}
+    if made.returncode != 0:
+        return seen
+    project = folder / "demo_arm"
+    commands = seen["commands"] = readme_commands((project / "README.md").read_text())
     for batch in ([c for c in commands if "runs/first:" not in c],
                   [c for c in commands if "runs/first:" in c]):  # fmt: skip
         started = []
@@ -172,13 +169,58 @@ def test_the_starter_passes_its_tests_and_its_readme_runs_as_written(tmp_path):
                 )))  # fmt: skip
             for command, proc in started:
                 out, err = proc.communicate(timeout=300)
-                assert proc.returncode == 0, (command, out[-2000:], err[-2000:])
-                assert "Traceback" not in err and "warning" not in err, (command, err[-2000:])
-                if command.startswith("python"):  # the project's own tests
-                    assert re.search(r"\b4 passed\b", out), out[-2000:]
+                seen["runs"].append([command, proc.returncode, out[-2000:], err[-2000:]])
         finally:
             for _, proc in started:
                 proc.kill()
                 proc.wait()
+        if any(run[1] != 0 for run in seen["runs"]):
+            break
+    return seen
+
+
+#: The starter's whole check (~15 s of CPU over up to three processes), in a child
+#: started early, beside the suite (tests/prestart.py)
+STARTER = Prestart(
+    [
+        sys.executable,
+        "-c",
+        "import json, sys; from pathlib import Path; "
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        "from test_new import run_the_starter; "
+        "print(json.dumps(run_the_starter(Path.cwd())))",
+    ],
+    timeout=900,
+)
+
+
+@pytest.mark.prestart(STARTER)
+def test_the_starter_passes_its_tests_and_its_readme_runs_as_written():
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    done = STARTER.result()
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    returncode, out, err = seen["new"]
+    assert returncode == 0, err
+    assert "demo_arm:DemoArmTask" in out
+    commands = seen["commands"]
+    assert [shlex.split(c)[:2] for c in commands] == [
+        ["python", "-m"],
+        ["kelab", "preview"],
+        ["kelab", "train"],
+        ["kelab", "eval"],
+        ["kelab", "play"],
+        ["kelab", "export"],
+    ]
+    needs_run = ["runs/first:" in c for c in commands]
+    assert needs_run == sorted(needs_run), "every command that reads the run comes last"
+    for command, returncode, out, err in seen["runs"]:
+        assert returncode == 0, (command, out, err)
+        assert "Traceback" not in err and "warning" not in err, (command, err)
+        if command.startswith("python"):  # the project's own tests
+            assert re.search(r"\b4 passed\b", out), out
+    assert sorted(run[0] for run in seen["runs"]) == sorted(commands)  # each ran once
+    project = done.folder / "demo_arm"
     for output in ("preview.png", "runs/first/best.json", "play.mp4", "demo_arm.onnx"):
         assert (project / output).is_file(), output
