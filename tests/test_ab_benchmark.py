@@ -6,6 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from prestart import Prestart
+
 ROOT = Path(__file__).resolve().parents[1]
 AB = ROOT / "benchmarks" / "ab.py"
 
@@ -16,8 +19,17 @@ def _ab(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+STATES_AGAINST_HEAD = Prestart(  # ~3 s, started early, beside the suite (tests/prestart.py)
+    [sys.executable, str(AB), "--against", "HEAD", "--rounds", "1", "--cases", "states"]
+    + ["--steps", "3"],
+    cwd=ROOT,
+    timeout=600,
+)
+
+
+@pytest.mark.prestart(STATES_AGAINST_HEAD)
 def test_states_against_head_are_identical_and_the_table_names_both_sides():
-    done = _ab("--against", "HEAD", "--rounds", "1", "--cases", "states", "--steps", "3")
+    done = STATES_AGAINST_HEAD.result()
     assert done.returncode == 0, done.stderr
     row = next(line for line in done.stdout.splitlines() if line.startswith("| states"))
     cells = [c.strip() for c in row.strip("|").split("|")]

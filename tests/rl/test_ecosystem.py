@@ -4,13 +4,14 @@ other libraries' trainers (Stable-Baselines3) on KELab tasks, unchanged."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
+from prestart import Prestart
 
 from kelab.rl.direct import DirectRLEnv
 from kelab.rl.env import LearningEnv
@@ -20,10 +21,8 @@ from kelab.tasks.ball_to_goal import BallToGoalTask
 from kelab.tasks.cartpole import CartPoleTask
 from kelab.tasks.pi_locomotion import MAX_COMMAND, PiLocomotionTask
 
-
-def test_check_env_passes_with_no_display():
-    script = textwrap.dedent(
-        """
+_CHECK_ENV_WITHOUT_A_DISPLAY = textwrap.dedent(
+    """
         import warnings
         import gymnasium
         from gymnasium.utils.env_checker import check_env
@@ -39,12 +38,22 @@ def test_check_env_passes_with_no_display():
             env.close()
             print("ok", env_id)
         """
-    )
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    env.pop("SDL_VIDEODRIVER", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=240, env=env
-    )
+)
+NO_DISPLAY = Prestart(  # ~1 s, started early, beside the suite (tests/prestart.py)
+    [sys.executable, "-c", _CHECK_ENV_WITHOUT_A_DISPLAY],
+    env={
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")
+    },
+    cwd=Path.cwd(),
+    timeout=240,
+)
+
+
+@pytest.mark.prestart(NO_DISPLAY)
+def test_check_env_passes_with_no_display():
+    proc = NO_DISPLAY.result()
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("ok ") == len(TASK_IDS)
 

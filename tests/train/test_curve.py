@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from dataclasses import replace
@@ -481,18 +480,21 @@ def test_a_latest_json_that_cannot_be_read_is_one_warning_and_the_curve_is_drawn
     assert out.read_bytes()[:8] == PNG
 
 
-def test_a_latest_json_that_is_a_fifo_is_not_waited_on(tmp_path):
-    """Reading a named pipe waits for a writer forever: it is passed over with a warning."""
-    run = _write_log(tmp_path / "run", _rows())
+def _plot_a_run_whose_latest_is_a_fifo(folder: Path) -> list[str]:
+    run = _write_log(folder / "run", _rows())
     (run / "latest.json").unlink()
     os.mkfifo(run / "latest.json")
-    out = tmp_path / "c.png"
-    proc = subprocess.run(
-        [sys.executable, "-m", "kelab", "plot", str(run), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return [sys.executable, "-m", "kelab", "plot", str(run), "--out", str(folder / "c.png")]
+
+
+FIFO = Prestart(_plot_a_run_whose_latest_is_a_fifo, cwd=Path.cwd(), timeout=60)  # started early
+
+
+@pytest.mark.prestart(FIFO)
+def test_a_latest_json_that_is_a_fifo_is_not_waited_on():
+    """Reading a named pipe waits for a writer forever: it is passed over with a warning."""
+    proc = FIFO.result()
+    run, out = proc.folder / "run", proc.folder / "c.png"
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stderr == f"kelab: warning: {run / 'latest.json'} is not a regular file; " + (
         "the curve is drawn without the run's task, seed and success target\n"
