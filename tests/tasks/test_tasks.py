@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-import subprocess
 import sys
+from pathlib import Path
 
 import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from prestart import Prestart
 
 import kelab as ke
 
@@ -70,28 +71,45 @@ def test_per_episode_values_are_public():
     assert obs[:, -1].tolist() == pi.task.command.astype(np.float32).tolist()
 
 
-def _fresh(code: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+def _fresh(job: Prestart) -> str:
+    out = job.result()
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
 
-def test_import_kelab_registers_explicitly_and_lightly():
-    # import kelab registers with gymnasium.register (no import hook, no loader patch) and
-    # leaves the physics and rendering libraries unimported
-    code = (
+#: Two fresh interpreters, started early, beside the suite (tests/prestart.py)
+REGISTERS = Prestart(
+    [
+        sys.executable,
+        "-c",
         "import sys, kelab, gymnasium; "
         "assert not [f for f in sys.meta_path if 'kelab' in type(f).__module__]; "
         "assert not {'pymunk', 'pygame', 'moderngl', 'kelab.rl.env'} & set(sys.modules); "
-        "print(sorted(k for k in gymnasium.registry if k.startswith('kelab/')))"
-    )
-    assert _fresh(code) == str(sorted([*IDS, "kelab/CartPole-Pixels-v0"]))
-    # without importing kelab first: Gymnasium's own "module:id" form imports it
-    code = (
+        "print(sorted(k for k in gymnasium.registry if k.startswith('kelab/')))",
+    ],
+    cwd=Path.cwd(),
+    timeout=120,
+)
+MODULE_FORM = Prestart(
+    [
+        sys.executable,
+        "-c",
         "import gymnasium; env = gymnasium.make('kelab:kelab/CartPole-v0'); "
-        "print(type(env.unwrapped).__name__, 'kelab/Humanoid-v0' in gymnasium.registry)"
-    )
-    assert _fresh(code) == "DirectRLEnv True"
+        "print(type(env.unwrapped).__name__, 'kelab/Humanoid-v0' in gymnasium.registry)",
+    ],
+    cwd=Path.cwd(),
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(REGISTERS)
+@pytest.mark.prestart(MODULE_FORM)
+def test_import_kelab_registers_explicitly_and_lightly():
+    # import kelab registers with gymnasium.register (no import hook, no loader patch) and
+    # leaves the physics and rendering libraries unimported
+    assert _fresh(REGISTERS) == str(sorted([*IDS, "kelab/CartPole-Pixels-v0"]))
+    # without importing kelab first: Gymnasium's own "module:id" form imports it
+    assert _fresh(MODULE_FORM) == "DirectRLEnv True"
 
 
 def test_register_task_makes_user_tasks_like_the_built_in_ones():

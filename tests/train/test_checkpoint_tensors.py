@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from prestart import Prestart
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
 
@@ -168,15 +169,19 @@ sys.meta_path.insert(0, _Refuse())
 """
 
 
-def _kelab(args: list[str], cwd: Path, no_torch: bool = False) -> subprocess.CompletedProcess:
+def _main_script(args: list[str], no_torch: bool) -> str:
+    """``kelab ARGS`` as a ``python -c`` script (torch refused at import with ``no_torch``)."""
     prelude = _NO_TORCH if no_torch else ""
-    script = prelude + textwrap.dedent(f"""
+    return prelude + textwrap.dedent(f"""
         import sys
         from kelab.cli import main
         sys.exit(main({args!r}))
     """)
+
+
+def _kelab(args: list[str], cwd: Path, no_torch: bool = False) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-c", script],
+        [sys.executable, "-c", _main_script(args, no_torch)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -185,21 +190,35 @@ def _kelab(args: list[str], cwd: Path, no_torch: bool = False) -> subprocess.Com
     )
 
 
-def test_play_eval_and_export_refuse_bf16_weights_in_one_line_exit_2(tmp_path):
-    path = _doctored(tmp_path, _CARTPOLE, _cast("actor.mlp.0.weight", torch.bfloat16))
-    spec = str(path)
-    commands = [
-        (["play", "CartPole-v0", "--checkpoint", spec, "--video", "p.mp4"], True),
-        (["eval", "CartPole-v0", "--checkpoint", spec, "--episodes", "1"], True),
-        (["export", "CartPole-v0", "--checkpoint", spec, "--out", "p.onnx"], False),
-    ]
-    for args, no_torch in commands:
-        done = _kelab(args, tmp_path, no_torch=no_torch)
-        assert done.returncode == 2, (args, done.stderr[-2000:])
+def _refuse_bf16(args: list[str], no_torch: bool) -> Prestart:
+    """``kelab ARGS`` on a checkpoint with a bf16 tensor, in a folder of its own holding it
+    (``{spec}`` in ``args``), started early, beside the suite (tests/prestart.py)."""
+
+    def command(folder: Path) -> list[str]:
+        spec = str(_doctored(folder, _CARTPOLE, _cast("actor.mlp.0.weight", torch.bfloat16)))
+        return [sys.executable, "-c", _main_script([a.format(spec=spec) for a in args], no_torch)]
+
+    return Prestart(command, env={**os.environ, "SDL_VIDEODRIVER": "dummy"}, timeout=300)
+
+
+BF16_REFUSALS = [
+    _refuse_bf16(["play", "CartPole-v0", "--checkpoint", "{spec}", "--video", "p.mp4"], True),
+    _refuse_bf16(["eval", "CartPole-v0", "--checkpoint", "{spec}", "--episodes", "1"], True),
+    _refuse_bf16(["export", "CartPole-v0", "--checkpoint", "{spec}", "--out", "p.onnx"], False),
+]
+
+
+@pytest.mark.prestart(BF16_REFUSALS[0])
+@pytest.mark.prestart(BF16_REFUSALS[1])
+@pytest.mark.prestart(BF16_REFUSALS[2])
+def test_play_eval_and_export_refuse_bf16_weights_in_one_line_exit_2():
+    for job in BF16_REFUSALS:
+        done = job.result()
+        assert done.returncode == 2, (done.args, done.stderr[-2000:])
         assert done.stderr.count("\n") == 1, done.stderr[-2000:]
         assert done.stderr.startswith("kelab: error: ") and "got BF16;" in done.stderr
         assert "'actor.mlp.0.weight'" in done.stderr
-    assert not (tmp_path / "p.onnx").exists() and not (tmp_path / "p.mp4").exists()
+        assert not (done.folder / "p.onnx").exists() and not (done.folder / "p.mp4").exists()
 
 
 def test_export_refuses_a_normaliser_it_would_turn_into_nan_in_one_line(tmp_path):
