@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from prestart import Prestart
 
 from kelab.cli import main, progress
 from kelab.cli import play as play_cli
@@ -259,13 +260,17 @@ PLAY_A_SHORT_CARTPOLE = (
 )
 
 
-def test_play_without_a_display_warns_once_in_one_line(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")}  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-c", PLAY_A_SHORT_CARTPOLE],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
-    )  # fmt: skip
+PLAY_WITHOUT_A_DISPLAY = Prestart(  # started early, beside the suite (tests/prestart.py)
+    [sys.executable, "-c", PLAY_A_SHORT_CARTPOLE],
+    env={k: v for k, v in os.environ.items()
+         if k not in ("DISPLAY", "WAYLAND_DISPLAY", "SDL_VIDEODRIVER")},
+    timeout=300,
+)  # fmt: skip
+
+
+@pytest.mark.prestart(PLAY_WITHOUT_A_DISPLAY)
+def test_play_without_a_display_warns_once_in_one_line():
+    proc = PLAY_WITHOUT_A_DISPLAY.result()
     assert proc.returncode == 0, proc.stderr
     assert "episode 1: return" in proc.stdout
     err = proc.stderr.splitlines()
@@ -282,30 +287,40 @@ class MyCart(CartPoleTask):
 """
 
 
-def test_a_task_module_in_the_current_folder_imports_like_python_m(tmp_path):
+def _eval_from_a_folder_with_mytask(*args: str) -> Prestart:
+    """``kelab eval ARGS`` run as the console script runs it, in a folder holding
+    mytask.py, started early, beside the suite (tests/prestart.py)."""
     # the `kelab` console script does not put the current folder on sys.path; -P does the
     # same to `python -c`, so this runs the command as the console script would
-    (tmp_path / "mytask.py").write_text(MY_TASK)
     shipped = str(shipped_policies.shipped_policy("kelab.tasks.cartpole:CartPoleTask"))
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     command = [sys.executable, "-P", "-c", "import sys; from kelab.cli import main; "
                "assert sys.path[0] != ''; sys.exit(main())"]  # fmt: skip
-    proc = subprocess.run(
-        [*command, "eval", "mytask:MyCart", "--checkpoint", shipped, "--episodes", "2"],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
-    )  # fmt: skip
+
+    def in_folder(folder: Path) -> list[str]:
+        (folder / "mytask.py").write_text(MY_TASK)
+        return [*command, "eval", *args, "--checkpoint", shipped]
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return Prestart(in_folder, env=env, timeout=300)
+
+
+MY_TASK_EVAL = _eval_from_a_folder_with_mytask("mytask:MyCart", "--episodes", "2")
+NOT_MY_TASK_EVAL = _eval_from_a_folder_with_mytask("notmytask:MyCart")
+
+
+@pytest.mark.prestart(MY_TASK_EVAL)
+@pytest.mark.prestart(NOT_MY_TASK_EVAL)
+def test_a_task_module_in_the_current_folder_imports_like_python_m():
+    proc = MY_TASK_EVAL.result()
     assert proc.returncode == 0, proc.stderr
     assert (
         proc.stdout.startswith("mytask:MyCart  checkpoint ") and "Evaluation report" in proc.stdout
     )
-    proc = subprocess.run(
-        [*command, "eval", "notmytask:MyCart", "--checkpoint", shipped],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env,
-    )  # fmt: skip
+    proc = NOT_MY_TASK_EVAL.result()
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "kelab: error: cannot import module 'notmytask' of task 'notmytask:MyCart': no "
-        f"'notmytask' in the current folder ({Path(tmp_path).resolve()}) or on sys.path; run "
+        f"'notmytask' in the current folder ({proc.folder.resolve()}) or on sys.path; run "
         "from the folder that contains notmytask.py (or the notmytask package) or add that "
         "folder to PYTHONPATH"
     ]
@@ -329,8 +344,10 @@ def test_play_without_checkpoint_uses_the_shipped_policy(monkeypatch, tmp_path, 
     assert "ships no policy for CartPole-v0" in capsys.readouterr().err
 
 
-def test_kelab_the_app_and_the_envs_never_import_torch():
-    code = (
+NO_TORCH = Prestart(  # a fresh interpreter, started early, beside the suite (tests/prestart.py)
+    [
+        sys.executable,
+        "-c",
         "import sys, kelab as ke\n"
         "from kelab.tasks.cartpole import CartPoleTask\n"
         "env = ke.LearningEnv(CartPoleTask(), num_envs=2); env.reset(); env.close()\n"
@@ -338,9 +355,16 @@ def test_kelab_the_app_and_the_envs_never_import_torch():
         "ke.App; import kelab.train, kelab.train.shipped, kelab.tasks.humanoid\n"
         "from kelab.cli import build_parser; build_parser()\n"
         "bad = [m for m in ('torch', 'rsl_rl', 'tensordict', 'safetensors') if m in sys.modules]\n"
-        "assert not bad, bad\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+        "assert not bad, bad\n",
+    ],
+    cwd=Path.cwd(),
+    timeout=120,
+)
+
+
+@pytest.mark.prestart(NO_TORCH)
+def test_kelab_the_app_and_the_envs_never_import_torch():
+    NO_TORCH.result().check_returncode()
 
 
 def test_too_many_copies_names_the_cli_fix(tmp_path, capsys):
