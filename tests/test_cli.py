@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import source_trees
 from prestart import Prestart
 
 import kelab as ke
@@ -600,12 +601,11 @@ def _imports(path: Path) -> set[str]:
     """Every kelab module ``path`` imports, at its top or inside a function."""
     import ast
 
-    tree = ast.parse(path.read_text())
     package = ".".join(path.relative_to(KELAB_DIR.parent).with_suffix("").parts)
     if path.name == "__init__.py":
         package += ".__init__"
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in source_trees.nodes(path):
         if isinstance(node, ast.Import):
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -645,7 +645,7 @@ def test_every_subcommand_is_registered_in_kelab_cli():
     for path in sorted(KELAB_DIR.rglob("*.py")):
         if path.relative_to(KELAB_DIR).parts[0] == "cli":
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in source_trees.nodes(path):
             if isinstance(node, ast.Attribute) and node.attr in ("add_parser", "add_subparsers"):
                 registering.append(str(path.relative_to(KELAB_DIR)))
     assert registering == []

@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 
 import pytest
+import source_trees
 from prestart import Prestart
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -168,7 +169,7 @@ def _names_in(path: Path) -> frozenset[str]:
     """The names one module defines; each file is parsed once a session (the checks below
     read the whole tree three times, ~3 CPU s each when every read parsed it again)."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in source_trees.nodes(path):
         if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             names.add(node.name)
         elif isinstance(node, ast.Assign):

@@ -20,6 +20,8 @@ import re
 import tokenize
 from pathlib import Path
 
+import source_trees
+
 import kelab
 
 ROOT = Path(kelab.__file__).parent
@@ -66,13 +68,6 @@ def _owner(name: str) -> str | None:
 
 
 @functools.cache
-def _tree(path: Path) -> ast.Module:
-    """A module's syntax tree, parsed once a session (the checks here read every module
-    four or five times; ~0.9 CPU s a read when each parsed the whole package again)."""
-    return ast.parse(path.read_text(encoding="utf-8"))
-
-
-@functools.cache
 def _imports(module: str) -> tuple[tuple[str, str | None], ...]:
     """(imported module, name taken from it or None) for every kelab import."""
     path = MODULES[module]
@@ -80,7 +75,7 @@ def _imports(module: str) -> tuple[tuple[str, str | None], ...]:
         return ()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, str | None]] = []
-    for node in ast.walk(_tree(path)):
+    for node in source_trees.nodes(path):  # parsed once a session
         if isinstance(node, ast.Import):
             found += [(a.name, None) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -223,9 +218,9 @@ def _private_uses(module: str) -> list[str]:
     path = MODULES[module]
     if path.suffix == ".c":
         return []
-    tree = _tree(path)
+    module_nodes = source_trees.nodes(path)  # parsed and walked once a session
     annotations = set()
-    for node in ast.walk(tree):
+    for node in module_nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             args = node.args
             every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
@@ -241,7 +236,7 @@ def _private_uses(module: str) -> list[str]:
 
     aliases: dict[str, str] = {}
     found = []
-    for node in ast.walk(tree):
+    for node in module_nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -253,7 +248,7 @@ def _private_uses(module: str) -> list[str]:
             for a in node.names:
                 dotted = f"{node.module}.{a.name}"
                 found += [dotted] if private(dotted) else []
-    for node in ast.walk(tree):
+    for node in module_nodes:
         if isinstance(node, ast.Attribute) and id(node) not in annotations:
             chain = [node.attr]
             base = node.value
@@ -292,7 +287,7 @@ def code_lines(text: str, c_source: bool = False) -> int:
         text = re.sub(r"//[^\n]*", "", text)
         return sum(1 for line in text.splitlines() if line.strip())
     docs: set[int] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in source_trees.nodes_of(text):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             if isinstance(node.value.value, str):
                 docs.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))

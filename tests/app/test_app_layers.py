@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import source_trees
+
 import kelab.app
 
 APP_DIR = Path(kelab.app.__file__).parent
@@ -24,7 +26,7 @@ def _graph() -> dict[str, set[str]]:
     files = {_module(f): f for f in APP_DIR.rglob("*.py")}
     edges: dict[str, set[str]] = {m: set() for m in files}
     for mod, f in files.items():
-        for node in ast.walk(ast.parse(f.read_text())):
+        for node in source_trees.nodes(f):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):

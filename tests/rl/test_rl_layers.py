@@ -6,6 +6,7 @@ import ast
 from pathlib import Path
 
 import pytest
+import source_trees
 
 import kelab as ke
 from kelab.tasks.cartpole import CartPoleTask
@@ -22,7 +23,7 @@ def reach_ins(source: str) -> list[str]:
     """Private names used on an object other than ``self`` / ``cls``: ``x._name``,
     ``getattr(x, "_name")`` and ``x.__dict__["_name"]``."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in source_trees.nodes_of(source):
         if isinstance(node, ast.Attribute):
             target, name = node.value, node.attr
         elif isinstance(node, ast.Call) and getattr(node.func, "id", None) in (

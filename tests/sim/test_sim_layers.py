@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import source_trees
+
 import kelab.sim
 
 SIM_DIR = Path(kelab.sim.__file__).parent
@@ -48,7 +50,7 @@ def _imports(module: str) -> list[tuple[str, str | None]]:
         return []
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[tuple[str, str | None]] = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in source_trees.nodes(path):
         if isinstance(node, ast.Import):
             found += [(a.name, None) for a in node.names]
         elif isinstance(node, ast.ImportFrom):

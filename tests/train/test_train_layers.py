@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+import source_trees
 
 import kelab.tasks
 import kelab.train
@@ -26,7 +27,7 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """Every import in ``path`` (all depths): (absolute module, names imported)."""
     package = ".".join(["kelab", *path.relative_to(TRAIN_DIR.parent).parent.parts])
     found = []
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in source_trees.nodes(path):
         if isinstance(node, ast.Import):
             found += [(a.name, []) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
