@@ -91,6 +91,7 @@ class Prestart:
             return
         if self not in _jobs:  # started by its test, not scheduled: cleaned up all the same
             _jobs.append(self)
+        _running.append(self)
         self.folder = Path(tempfile.mkdtemp(prefix="kelab-prestart-"))
         self._logs = Path(tempfile.mkdtemp(prefix="kelab-prestart-logs-"))
         argv = self._command(self.folder) if callable(self._command) else self._command
@@ -164,8 +165,9 @@ class Finished(subprocess.CompletedProcess):
         self.folder = folder
 
 
-_queue: list[Prestart] = []
-_jobs: list[Prestart] = []
+_queue: list[Prestart] = []  # scheduled, not started
+_jobs: list[Prestart] = []  # every job scheduled or started, for close_all
+_running: list[Prestart] = []  # started, not yet seen to end
 
 
 def schedule(jobs: Iterable[Prestart]) -> None:
@@ -179,15 +181,17 @@ def schedule(jobs: Iterable[Prestart]) -> None:
 
 def start_next() -> None:
     """Start the next queued job when none of them runs (one at a time: one idle core)."""
+    _running[:] = [job for job in _running if job.running()]
     while _queue and _queue[0].started:  # a test started it itself
         _queue.pop(0)
-    if _queue and not any(job.running() for job in _jobs):
+    if _queue and not _running:
         _queue.pop(0).start()
 
 
 def close_all() -> None:
     """End every job still running and remove every job's folder (the session ends)."""
     _queue.clear()
+    _running.clear()
     for job in _jobs:
         job.close()
     _jobs.clear()
