@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from _world_scenes import LAYOUTS, busy_scene, drive
+from prestart import Prestart
 
 import kelab as ke
 
@@ -28,21 +28,27 @@ print(hashlib.sha256(np.ascontiguousarray(data[:, 0]).tobytes()).hexdigest())
 """
 
 
-def _child(n: int, layout: str = "isolated") -> str:
-    res = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(n), layout],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
+def _child_job(n: int, layout: str = "isolated") -> Prestart:
+    """A fresh process stepping ``n`` copies, started early, beside the suite
+    (tests/prestart.py)."""
+    return Prestart([sys.executable, "-c", _CHILD, str(n), layout], cwd=ROOT, timeout=120)
+
+
+def _child(job: Prestart) -> str:
+    res = job.result()
+    res.check_returncode()
     return res.stdout.strip()
 
 
+FRESH = (_child_job(1), _child_job(1))  # two processes, the same run
+PACKED_FRESH = (_child_job(3, "packed"), _child_job(3, "packed"))
+
+
+@pytest.mark.prestart(FRESH[0])
+@pytest.mark.prestart(FRESH[1])
 def test_fresh_processes_are_bit_identical() -> None:
-    a = _child(1)
-    b = _child(1)
+    a = _child(FRESH[0])
+    b = _child(FRESH[1])
     assert a == b and len(a) == 64
     # and the same as in this process
     w = ke.World(busy_scene(), num_envs=1, seed=7)
@@ -84,9 +90,11 @@ def test_threads_are_bit_identical_to_one_thread(layout: str) -> None:
     assert np.array_equal(one, two)
 
 
+@pytest.mark.prestart(PACKED_FRESH[0])
+@pytest.mark.prestart(PACKED_FRESH[1])
 def test_packed_fresh_processes_are_bit_identical() -> None:
-    a = _child(3, "packed")
-    assert a == _child(3, "packed") and len(a) == 64
+    a = _child(PACKED_FRESH[0])
+    assert a == _child(PACKED_FRESH[1]) and len(a) == 64
     w = ke.World(busy_scene(), num_envs=3, seed=7, layout="packed")
     data = drive(w, 150)
     assert hashlib.sha256(np.ascontiguousarray(data[:, 0]).tobytes()).hexdigest() == a
