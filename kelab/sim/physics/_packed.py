@@ -567,13 +567,8 @@ class PackedBackend:
         Returns:
             The copies whose state was read after the step: all of them.
         """
-        pending = self._pending
-        if True in pending:
-            self.sync()  # a failed step's threads may still hold the old buffers
-            for k, shard in enumerate(self._shards):
-                if pending[k]:
-                    pending[k] = False
-                    shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        if True in self._pending:
+            self._flush_forces()
         self.read_within = False
         if self._workers is None:  # one shard, stepped right here: no job to dispatch
             self._step_shard(dt, 0)
@@ -590,6 +585,15 @@ class PackedBackend:
         self._fetch_all(job)
         self.read_within = all(self._within)
         return self._every
+
+    def _flush_forces(self) -> None:
+        """Copy the changed held forces into their shards' batch buffers, jobs out done."""
+        self.sync()  # a failed step's threads may still hold the old buffers
+        pending = self._pending
+        for k, shard in enumerate(self._shards):
+            if pending[k]:
+                pending[k] = False
+                shard.set_forces(self._forces[self._parts[k], self._mv, :])
 
     def step_many(self, dt: float, count: int) -> int:
         """Up to ``count`` physics steps of every copy in one job per shard (one barrier).
@@ -609,13 +613,8 @@ class PackedBackend:
         if workers is not None and not workers.threaded:  # closed: one plain step
             self.step(dt, self._every)
             return 1
-        pending = self._pending
-        if True in pending or (workers is not None and workers.busy):
-            self.sync()  # a failed step's threads may still hold the old buffers
-            for k, shard in enumerate(self._shards):
-                if pending[k]:
-                    pending[k] = False
-                    shard.set_forces(self._forces[self._parts[k], self._mv, :])
+        if True in self._pending or (workers is not None and workers.busy):
+            self._flush_forces()
         self.read_within = False
         job = partial(self._run_shard, dt, count)
         if workers is None:
