@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 import weakref
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -314,6 +315,7 @@ class PackedBackend:
         self._layout = layout
         self._plan = Plan(scene, layout, num_envs, spacing)
         self._split = shard_split(num_envs, min(num_threads, num_envs))
+        self._split_starts = [int(part[0]) for part in self._split[1:]]  # shards 1..
         self._parts = [slice(int(p[0]), int(p[-1]) + 1) for p in self._split]
         # shards whose held forces changed since their buffer was last written
         self._pending = [True] * len(self._split)
@@ -746,14 +748,21 @@ class PackedBackend:
             order = np.argsort(ids, kind="stable")
             sids = ids[order]
             states = self._body_writes(sids, poses[order], vels[order])
-        cuts = np.searchsorted(sids, [part[0] for part in self._split[1:]]).tolist()
+        listed = sids.tolist()
+        cuts = [bisect_left(listed, start) for start in self._split_starts]
         bounds = list(zip([0, *cuts], [*cuts, sids.size], strict=True))
         rows, origins = self._read_tables
+        # one gather per table, then each shard's run of it (C-ordered views)
+        local, addrs, rows, origins = (
+            self._local[sids],
+            self._body_addrs[sids],
+            rows[sids],
+            origins[sids],
+        )
         jobs = [
-            (self._local[sids[a:b]], self._body_addrs[sids[a:b]], states[a:b],
-             rows[sids[a:b]].ravel(), origins[sids[a:b]].ravel())
+            (local[a:b], addrs[a:b], states[a:b], rows[a:b].ravel(), origins[a:b].ravel())
             for a, b in bounds
-        ]  # fmt: skip
+        ]
         job = partial(self._reset_shard, jobs)
         if len(self._split) > 1 and ids.size >= PARALLEL_REBUILD:
             self._workers.run(job, len(self._shards))
