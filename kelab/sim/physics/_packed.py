@@ -742,14 +742,14 @@ class PackedBackend:
             return False
         self.sync()
         listed = ids.tolist()
-        if listed == sorted(listed):  # an env's resets: flatnonzero's ids, ascending
+        ascending = sorted(listed)  # the copies in shard order (distinct ids)
+        if listed == ascending:  # an env's resets: flatnonzero's ids, ascending
             sids, states = ids, self._body_writes(ids, poses, vels)
         else:  # ascending: each shard's copies are one run of them
             order = np.argsort(ids, kind="stable")
             sids = ids[order]
             states = self._body_writes(sids, poses[order], vels[order])
-        listed = sids.tolist()
-        cuts = [bisect_left(listed, start) for start in self._split_starts]
+        cuts = [bisect_left(ascending, start) for start in self._split_starts]
         bounds = list(zip([0, *cuts], [*cuts, sids.size], strict=True))
         rows, origins = self._read_tables
         # one gather per table, then each shard's run of it (C-ordered views)
