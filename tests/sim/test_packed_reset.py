@@ -663,3 +663,84 @@ def test_resets_of_many_copies_run_per_shard_thread_and_match_one_thread(kept: b
     assert runs, "no reset ran in the shard threads"
     one.close()
     two.close()
+
+
+@needs_c
+@pytest.mark.parametrize("threads", [1, 2])
+def test_state_writes_in_the_in_place_reset_are_the_separate_calls_bits(
+    threads: int, monkeypatch
+) -> None:
+    """set_body_states with the in-place reset writes and reads the states in the same C
+    call (reset's ``then``): the same bits as the Python rebuild followed by the C write
+    and read, and as the backend's separate rebuild, write_states and read."""
+    from kelab.sim.physics._packed import PackedBackend
+
+    def separate(self, ids, poses, vels) -> bool:
+        self.rebuild(ids, place=False)
+        self.write_states(ids, poses, vels)
+        return False
+
+    def run(mode: str) -> list[bytes]:
+        with monkeypatch.context() as m:
+            if mode == "separate":
+                m.setattr(PackedBackend, "reset_states", separate)
+            w = _props_world(threads)
+            if mode != "kept":
+                for sh in w._backend._shards:
+                    sh.kept = None
+            rng = np.random.default_rng(5)
+            seen = []
+            for t in range(150):
+                f = rng.normal(0, 20, (9, len(w.body_names), 2))
+                w.set_body_forces(f, rng.normal(0, 1, (9, len(w.body_names))))
+                w.step(1 / 120)
+                if t % 6 == 5:  # few and many copies, sorted and not, moved and spinning
+                    ids = rng.choice(9, int(rng.integers(1, 10)), replace=False)
+                    if t % 12 == 5:
+                        ids.sort()
+                    noise = rng.normal(0, 0.02, (ids.size, len(w.body_names), 3))
+                    poses = w.body_poses[ids] + noise
+                    w.set_body_states(ids, poses, rng.normal(0, 1, poses.shape))
+                    seen.append(w.body_poses.tobytes() + w.body_velocities.tobytes())
+                seen.append(w.body_poses.tobytes() + w.body_velocities.tobytes())
+                seen.append(np.asarray(w.contact_forces).tobytes())
+            seen.append(w.snapshot().to_bytes())
+            w.close()
+            return seen
+
+    kept, rebuilt, apart = run("kept"), run("rebuilt"), run("separate")
+    assert kept == rebuilt
+    assert kept == apart
+
+
+@needs_c
+def test_a_state_write_that_does_not_fit_is_refused_before_the_reset() -> None:
+    from kelab.sim.physics._shard import StateWrite
+
+    w = _props_world(threads=1)
+    for _ in range(30):
+        w.step(1 / 120)
+    backend = w._backend
+    shard = backend._shards[0]
+    before = w.snapshot().to_bytes()
+    ids = np.array([2, 5])
+    mv = backend._plan.moving
+    poses = np.ascontiguousarray(w.body_poses[ids])
+    rows, origins = backend._read_tables
+    good = StateWrite(
+        backend._body_addrs[ids], poses, np.zeros_like(poses), mv, backend._plan.origin_x[ids],
+        backend.raw, rows[ids].ravel(), origins[ids].ravel(),
+    )  # fmt: skip
+    bad = [
+        good._replace(vels=np.zeros((2, len(w.body_names) - 1, 3))),  # not the poses' shape
+        good._replace(moving=mv + len(w.body_names)),  # past the bodies
+        good._replace(rows=good.rows + backend.raw.shape[0] * backend.raw.shape[1]),  # past out
+        good._replace(ox=np.zeros(3)),  # not one per copy
+    ]
+    for write in bad:
+        with pytest.raises(ValueError, match="then's tables disagree"):
+            shard.kept.reset(ids.astype(np.int64), False, write)
+    with pytest.raises(TypeError, match="then must be a tuple"):
+        shard.kept.reset(ids.astype(np.int64), False, [1])
+    assert w.snapshot().to_bytes() == before  # nothing reset, written or read
+    w.close()

@@ -301,11 +301,88 @@ ready(void *space, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n, Py_ssize_
     return 1;
 }
 
+/* A reset's state write and read in the same call (reset's ``then``): per reset copy r
+ * (the row of locals), per moving body j, the setters of write_bodies with angle, x + ox[r],
+ * y from poses[r, moving[j]] and vx, vy, w from vels[r, moving[j]], then read_rows. */
+typedef struct {
+    Py_buffer addrs, poses, vels, moving, ox, out, rows, origins;
+    Py_ssize_t m, nall;  /* moving bodies per copy, bodies per copy in poses */
+} Then;
+
+static void
+release_then(Then *w)
+{
+    Py_buffer *all[] = {&w->addrs, &w->poses, &w->vels, &w->moving, &w->ox, &w->out,
+                        &w->rows, &w->origins};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        if (all[i]->obj) PyBuffer_Release(all[i]);
+}
+
+/* 1: parsed and checked for nl copies; 0: an error is set (nothing held). */
+static int
+parse_then(PyObject *then, Then *w, Py_ssize_t nl)
+{
+    if (!PyTuple_Check(then)) {
+        PyErr_SetString(PyExc_TypeError, "reset: then must be a tuple or None");
+        return 0;
+    }
+    if (!PyArg_ParseTuple(then, "y*y*y*y*y*w*y*y*", &w->addrs, &w->poses, &w->vels,
+                          &w->moving, &w->ox, &w->out, &w->rows, &w->origins))
+        return 0;
+    Py_ssize_t m = w->moving.len / 8, nrows = w->out.len / 48;
+    Py_ssize_t nall = nl ? w->poses.len / 24 / nl : 0;
+    const int64_t *mv = w->moving.buf, *r = w->rows.buf;
+    int ok = w->moving.len % 8 == 0 && w->addrs.len == nl * m * 8
+             && w->poses.len == nl * nall * 24 && w->vels.len == w->poses.len
+             && w->ox.len == nl * 8 && w->out.len % 48 == 0 && w->rows.len == w->addrs.len
+             && w->origins.len == w->addrs.len;
+    for (Py_ssize_t j = 0; ok && j < m; j++) ok = mv[j] >= 0 && mv[j] < nall;
+    for (Py_ssize_t i = 0; ok && i < nl * m; i++) ok = r[i] >= 0 && r[i] < nrows;
+    if (!ok) {
+        release_then(w);
+        PyErr_SetString(PyExc_ValueError,
+                        "reset: then's tables disagree (addrs, rows and origins one per moving "
+                        "body of each copy, poses and vels (copies, bodies, 3), moving within "
+                        "the bodies, ox one per copy); build them with "
+                        "kelab.sim.physics._packed");
+        return 0;
+    }
+    w->m = m;
+    w->nall = nall;
+    return 1;
+}
+
+/* The write and the read of a parsed ``then`` (no Python: runs without the GIL). */
+static void
+write_then_read(const Then *w, Py_ssize_t nl)
+{
+    const uint64_t *b = w->addrs.buf;
+    const int64_t *mv = w->moving.buf;
+    const double *poses = w->poses.buf, *vels = w->vels.buf, *ox = w->ox.buf;
+    for (Py_ssize_t r = 0; r < nl; r++) {
+        for (Py_ssize_t j = 0; j < w->m; j++) {
+            void *body = (void *)(uintptr_t)b[r * w->m + j];
+            const double *p = poses + 3 * (r * w->nall + mv[j]);
+            const double *v = vels + 3 * (r * w->nall + mv[j]);
+            Vect at = {p[0] + ox[r], p[1]}, vel = {v[0], v[1]};
+            ((set_float_f)fn[F_BODY_SET_ANGLE])(body, p[2]);
+            ((set_vect_f)fn[F_BODY_SET_POSITION])(body, at);
+            ((set_vect_f)fn[F_BODY_SET_VELOCITY])(body, vel);
+            ((set_float_f)fn[F_BODY_SET_ANGULAR_VELOCITY])(body, v[2]);
+        }
+    }
+    read_loop(b, nl * w->m, w->out.buf, w->rows.buf, w->origins.buf, INFINITY);
+}
+
 PyDoc_STRVAR(reset_doc,
 "reset(space, locals, place, bodies, shapes, pose, cons, block, owner, images, rows, fric,\n"
-"      stride) -> bool\n\n"
+"      stride, then=None) -> bool\n\n"
 "Make local copies ``locals`` (int64, ascending, distinct) of a packed shard fresh in\n"
-"place. False (and nothing changed) where the space is not as the tables say.");
+"place. False (and nothing changed) where the space is not as the tables say. With\n"
+"``then`` (addrs, poses, vels, moving, ox, out, rows, origins), in the same call: each\n"
+"copy's moving bodies ``addrs`` get write_bodies' setters with their state in ``poses``\n"
+"and ``vels`` (copies, bodies, 3) at body ``moving[j]``, x plus the copy's ``ox``, then\n"
+"are read into ``out`` as read_rows does (a reset's state write, one GIL release).");
 
 static PyObject *
 reset(PyObject *self, PyObject *args)
@@ -315,10 +392,17 @@ reset(PyObject *self, PyObject *args)
     Tables t;
     memset(&t, 0, sizeof(t));
     if (!require_configured("reset")) return NULL;
-    if (!PyArg_ParseTuple(args, "Ky*py*y*y*y*w*w*y*y*y*K", &space_addr, &t.locals, &place,
+    PyObject *then = Py_None;
+    Then w;
+    memset(&w, 0, sizeof(w));
+    if (!PyArg_ParseTuple(args, "Ky*py*y*y*y*w*w*y*y*y*K|O", &space_addr, &t.locals, &place,
                           &t.bodies, &t.shapes, &t.pose, &t.cons, &t.block, &t.owner,
-                          &t.images, &t.rows, &t.fric, &stride))
+                          &t.images, &t.rows, &t.fric, &stride, &then))
         return NULL;
+    if (then != Py_None && !parse_then(then, &w, t.locals.len / 8)) {
+        release(&t);
+        return NULL;
+    }
     Py_ssize_t n = t.block.len / 8, nl = t.locals.len / 8;
     Py_ssize_t nb = n ? t.bodies.len / 8 / n : 0, k = n ? t.cons.len / 8 / n : 0;
     const int64_t *locals = t.locals.buf, *rows = t.rows.buf;
@@ -343,6 +427,7 @@ reset(PyObject *self, PyObject *args)
     }
     if (!sizes_ok) {
         release(&t);
+        release_then(&w);
         PyErr_SetString(PyExc_ValueError,
                         "reset: the tables' sizes disagree (locals must be ascending local "
                         "copies); build them with kelab.sim.physics._reset.KeptReset");
@@ -351,6 +436,7 @@ reset(PyObject *self, PyObject *args)
     void *space = (void *)(uintptr_t)space_addr;
     if (nl == 0 || !ready(space, locals, nl, n, k, cons, block)) {
         release(&t);
+        release_then(&w);
         return PyBool_FromLong(nl == 0);
     }
     Found *found = NULL;
@@ -358,6 +444,7 @@ reset(PyObject *self, PyObject *args)
     Py_ssize_t nf = collect(space, bodies, locals, nl, nb, &found, &order);
     if (nf < 0) {  /* nothing changed yet */
         release(&t);
+        release_then(&w);
         if (nf == -1) return PyErr_NoMemory();
         Py_RETURN_FALSE;  /* an arbiter on a body's list is not cached: rebuild instead */
     }
@@ -417,10 +504,12 @@ reset(PyObject *self, PyObject *args)
     /* the shape id counter where the last copy's re-add left it */
     ((set_hash_f)fn[F_SPACE_SET_SHAPE_ID_COUNTER])(space,
                                                    (uintptr_t)(locals[nl - 1] + 1) * stride);
+    if (then != Py_None) write_then_read(&w, nl);
     Py_END_ALLOW_THREADS
     free(found);
     free(order);
     release(&t);
+    release_then(&w);
     Py_RETURN_TRUE;
 }
 
@@ -698,7 +787,7 @@ static struct PyModuleDef module = {
 };
 
 /* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 7
+#define NATIVE_ABI 8
 
 PyMODINIT_FUNC
 PyInit__native(void)

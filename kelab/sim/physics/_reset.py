@@ -137,17 +137,18 @@ class KeptReset:
         self._images = b"".join(images)
         self._rows = np.array(rows, np.int64).reshape(n * k, 5)
 
-    def reset(self, locals_: np.ndarray, place: bool) -> bool:
+    def reset(self, locals_: np.ndarray, place: bool, then: tuple | None = None) -> bool:
         """Make local copies ``locals_`` (int64, ascending, distinct) fresh in place.
 
         ``place``: put the bodies at their initial pose at rest (else the caller writes
-        every moving body's state next). False, with nothing changed, where the space is
-        not as tracked (then rebuild them and call :meth:`resync`).
+        every moving body's state next). ``then``: that write and its read-back, done in
+        the same C call (a ``_shard.StateWrite``). False, with nothing changed, where the
+        space is not as tracked (then rebuild them and call :meth:`resync`).
         """
         ls = np.ascontiguousarray(locals_, dtype=np.int64)
         return self._c.reset(
             self._space, ls, place, self._bodies, self._shapes, self._pose, self._cons,
-            self.block, self.owner, self._images, self._rows, self._fric, self._stride,
+            self.block, self.owner, self._images, self._rows, self._fric, self._stride, then,
         )  # fmt: skip
 
     def resync(self) -> None:

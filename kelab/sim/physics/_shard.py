@@ -74,6 +74,55 @@ _STATIC_IDS = 1 << 56
 _PIECE_CELLS = 8
 
 
+class StateWrite(NamedTuple):
+    """A reset's state write and read-back for some copies of one shard (C helper only).
+
+    The copies' rows are in the order of the local copies they go with (ascending);
+    :meth:`Shard.reset_states` writes and reads them right after the rebuild, in the same
+    C call where the copies are reset in place (_native.c ``reset``'s ``then``).
+    """
+
+    addrs: np.ndarray
+    """uint64 ``(copies, moving bodies)``: their ``cpBody *``, in the plan's moving order."""
+    poses: np.ndarray
+    """float64 ``(copies, bodies, 3)``: x, y, angle of every body of each copy (its frame)."""
+    vels: np.ndarray
+    """float64 ``(copies, bodies, 3)``: vx, vy, w."""
+    moving: np.ndarray
+    """int64: the moving bodies' indices into ``poses``' bodies (the plan's)."""
+    ox: np.ndarray
+    """float64 ``(copies,)``: each copy's origin x in the shard's space."""
+    out: np.ndarray
+    """The World's state rows (``raw``) the bodies are read into."""
+    rows: np.ndarray
+    """int64 ``(copies * moving,)``: per body, its row of ``out``."""
+    origins: np.ndarray
+    """float64 ``(copies * moving,)``: per body, its copy's origin x (subtracted on read)."""
+
+
+def body_writes(
+    poses: np.ndarray, vels: np.ndarray, moving: np.ndarray, ox: np.ndarray
+) -> np.ndarray:
+    """The C helper's ``write_bodies`` rows: angle, x + origin, y, vx, vy, w per moving body.
+
+    ``poses`` and ``vels`` ``(copies, bodies, 3)``, ``moving`` their moving bodies' indices,
+    ``ox`` ``(copies,)`` the copies' origins x; returns ``(copies, len(moving), 6)``.
+
+    >>> body_writes(np.array([[[1.0, 2.0, 0.5]]]), np.zeros((1, 1, 3)), np.array([0]),
+    ...             np.array([10.0])).tolist()
+    [[[0.5, 11.0, 2.0, 0.0, 0.0, 0.0]]]
+    """
+    states = np.empty((poses.shape[0], moving.size, 6))  # C order, whatever the inputs' order
+    states[:, :, 0:3] = poses[:, moving][:, :, _ANGLE_FIRST]
+    states[:, :, 1] += ox[:, None]  # x + origin
+    states[:, :, 3:6] = vels[:, moving]
+    return states
+
+
+#: A pose's columns (x, y, angle) in the order the C helper's write_bodies takes them.
+_ANGLE_FIRST = np.array([2, 0, 1])
+
+
 def packed_spacing(env_spacing: float) -> float:
     """Return ``env_spacing`` rounded up to a power of two (metres)."""
     return 2.0 ** math.ceil(math.log2(env_spacing))
@@ -538,6 +587,23 @@ class Shard:
                 call(*args)
         if kept is not None:
             kept.resync()  # the rebuild moved the copies' constraint blocks
+
+    def reset_states(self, locals_: np.ndarray, write: StateWrite) -> None:
+        """Rebuild local copies ``locals_`` (ascending), write their states, read them back.
+
+        With the in-place reset (:attr:`kept`) all three are one C call without the GIL;
+        else :meth:`rebuild`, then the C helper's ``write_bodies`` and ``read_rows``: the
+        same setters and getters in the same order, so the same bits (C helper only).
+        """
+        kept = self.kept
+        if kept is not None and kept.reset(locals_, False, write):
+            return
+        native = self._native_module
+        self.rebuild(locals_, False)
+        native.write_bodies(
+            write.addrs, body_writes(write.poses, write.vels, write.moving, write.ox)
+        )
+        native.read_rows(write.addrs, write.out, write.rows, write.origins)
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
         """Local copy ``cl``'s rebuild (:meth:`rebuild`) as flat sequences of C calls.
