@@ -241,8 +241,7 @@ class History:
             self.epoch_step[ids] = step
             self.rebase_at = int(self.epoch_step.min()) + self.max_log
         self.contacts.sums = None
-        if self.epoch.min() > 0:
-            self.log.prune(self.epoch)
+        self.log.prune(self.epoch)  # nothing to drop while a copy has not been rebuilt
 
     def forget(self, rebuilt: np.ndarray, zeroed: np.ndarray) -> None:
         """The World's side of a rebuild (live resets and replays alike).
@@ -257,12 +256,16 @@ class History:
         self.states.valid[rebuilt] = False
         self.controls.clear(zeroed)
 
-    def set_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray, step: int) -> None:
-        """Rebuild copies ``ids`` and write their checked body states (logged)."""
+    def set_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray, step: int) -> bool:
+        """Rebuild copies ``ids`` and write their checked body states (logged).
+
+        Returns whether their states were read back after the write (else they are stale).
+        """
         read = self.backend.reset_states(ids, poses, vels)  # rebuilt, written (and read)
         self._rebuilt(ids, step)
-        self.states.valid[ids] = read  # stale unless the backend read them after the write
+        self.states.valid[ids] = read
         self.log.append(step, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
+        return read
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         self.backend.write_states(ids, poses, vels)

@@ -7,7 +7,13 @@ from typing import Any
 
 import numpy as np
 
+from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._limits import STATE_BOUND, STATE_POSITION_MAX, STATE_SPEED_MAX
+
+#: The C helper's one-pass bounds check of rows (``within``), or None (numpy's reductions).
+_WITHIN = getattr(native_module(), "within", None)
+#: A state row's bounds for it: every value within ±STATE_BOUND.
+_ROW_BOUNDS = (np.full(3, -STATE_BOUND), np.full(3, STATE_BOUND))
 
 
 def short(value: Any, limit: int = 60) -> str:
@@ -57,10 +63,23 @@ def body_states_error(
     copy 3``): the body by ``bodies[b]`` (else its index) and the copy by ``copies[row]``
     (else the row).
     """
-    # the common answer in four reductions and no temporaries: every value within the
-    # smaller bound (NaN and inf fail these comparisons too; an angle is free, so one
-    # beyond the bound takes the checks below) (~10 -> ~5 us for 12 Humanoid copies)
+    # the common answer, in one pass each with the C helper (else four reductions, no
+    # temporaries): every value within the smaller bound (NaN and inf fail these
+    # comparisons too; an angle is free, so one beyond the bound takes the checks below)
+    # (12 Humanoid copies: ~10 -> ~5 us with the reductions, -> ~1.5 us in C)
+    within = _WITHIN
     if (
+        within is not None
+        and poses.size
+        and velocities.size
+        and poses.flags.c_contiguous
+        and velocities.flags.c_contiguous
+        and poses.dtype == velocities.dtype == np.float64
+        and poses.shape[-1] == velocities.shape[-1] == 3
+    ):
+        if within(poses, *_ROW_BOUNDS) and within(velocities, *_ROW_BOUNDS):
+            return None
+    elif (
         poses.size
         and velocities.size
         and -STATE_BOUND <= poses.min()

@@ -940,8 +940,8 @@ class World:
         poses, vels = body_states(ids, self._layout.body_paths, poses, velocities)
         if ids.size == 0:  # checked, and nothing to change (nor to log)
             return
-        self._history.set_states(ids, poses, vels, self._steps)
-        self._after_reset(ids)
+        read = self._history.set_states(ids, poses, vels, self._steps)
+        self._after_reset(ids, read)
 
     def reset_envs(self, env_ids: npt.ArrayLike | None = None) -> None:
         """Reset copies to the scene's initial configuration (zero velocity, no history).
@@ -956,9 +956,10 @@ class World:
         self._history.rebuild(ids, self._steps)
         self._after_reset(ids)
 
-    def _after_reset(self, ids: np.ndarray) -> None:
+    def _after_reset(self, ids: np.ndarray, read: bool = False) -> None:
+        """The reset copies' states (``read``: read back already), sensors and primes."""
         self._states.release(ids)
-        if np.count_nonzero(self._states.valid[ids]) != ids.size:  # (set_states reads)
+        if not read:
             self._states.read(ids)
         self._sensors.v_prev[ids] = self._backend.raw[ids, :, 3:5]
         self._prime(ids)

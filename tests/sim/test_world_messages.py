@@ -157,3 +157,29 @@ def test_a_step_too_long_points_to_several_steps_in_one_call() -> None:
     )
     assert w.step_count == 0
     w.close()
+
+
+def test_body_state_checks_give_the_same_answer_with_and_without_the_c_helper(
+    monkeypatch,
+) -> None:
+    # the fast path (the C helper's one-pass ``within`` per array, else four numpy
+    # reductions) only says "all fine"; anything else takes the checks that name the value
+    from kelab.sim import _values
+    from kelab.sim.physics._limits import STATE_BOUND
+
+    if _values._WITHIN is None:
+        pytest.skip("no C helper built here")
+    rng = np.random.default_rng(2)
+    cases = []
+    for special in (None, np.nan, np.inf, -np.inf, 2e7, -2e7, 5e9, STATE_BOUND, -0.0):
+        for field in range(6):
+            poses, vels = rng.normal(size=(4, 5, 3)), rng.normal(size=(4, 5, 3))
+            if special is not None:
+                (poses if field < 3 else vels)[2, 3, field % 3] = special
+            cases.append((poses, vels))
+    cases.append((np.asfortranarray(cases[3][0]), cases[3][1]))  # not C-ordered: numpy's
+    cases.append((np.zeros((0, 5, 3)), np.zeros((0, 5, 3))))
+    with_c = [_values.body_states_error(p, v) for p, v in cases]
+    monkeypatch.setattr(_values, "_WITHIN", None)
+    assert with_c == [_values.body_states_error(p, v) for p, v in cases]
+    assert with_c[0] is None and with_c[6] is not None  # a NaN is named
