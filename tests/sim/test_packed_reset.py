@@ -644,8 +644,17 @@ def test_resets_of_many_copies_run_per_shard_thread_and_match_one_thread(kept: b
     one, two = _env("kelab/Humanoid-v0", n, kept, 1), _env("kelab/Humanoid-v0", n, kept, 2)
     runs = []
     workers = two.unwrapped.world._backend._workers
-    real_run = workers.run
-    workers.run = lambda fn, count: (runs.append(count), real_run(fn, count))[1]
+    real_submit = workers.submit
+
+    def submit(fn, count):  # a reset's job handed to the shard threads
+        if getattr(fn, "func", None) is not None and fn.func.__name__ in (
+            "_reset_shard",
+            "_rebuild_shard",
+        ):
+            runs.append(count)
+        return real_submit(fn, count)
+
+    workers.submit = submit
     rng = np.random.default_rng(3)
     for t in range(40):
         act = rng.uniform(-1, 1, (n, 6)).astype(np.float32)
@@ -675,9 +684,11 @@ def test_state_writes_in_the_in_place_reset_are_the_separate_calls_bits(
     and read, and as the backend's separate rebuild, write_states and read."""
     from kelab.sim.physics._packed import PackedBackend
 
-    def separate(self, ids, poses, vels) -> bool:
+    def separate(self, ids, poses, vels, meanwhile=None) -> bool:
         self.rebuild(ids, place=False)
         self.write_states(ids, poses, vels)
+        if meanwhile is not None:
+            meanwhile()
         return False
 
     def run(mode: str) -> list[bytes]:

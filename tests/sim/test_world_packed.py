@@ -189,9 +189,11 @@ def test_state_resets_in_one_shard_job_are_the_separate_calls_bits(
         with monkeypatch.context() as m:
             if separate:
 
-                def reset_states(self, ids, poses, vels) -> bool:
+                def reset_states(self, ids, poses, vels, meanwhile=None) -> bool:
                     self.rebuild(ids, place=False)
                     self.write_states(ids, poses, vels)
+                    if meanwhile is not None:
+                        meanwhile()
                     return False
 
                 m.setattr(PackedBackend, "reset_states", reset_states)
