@@ -88,12 +88,30 @@ def test_store_keeps_negative_zero_and_nan() -> None:
     block[...] = saved
 
 
-def test_held_forces_are_the_shard_buffer_when_every_body_moves() -> None:
-    # one shard and no static body: the held forces are written where the step reads
-    # them (no second copy per control step); resets zero their rows there
+def test_held_forces_are_read_in_place_by_the_shard_steps(monkeypatch) -> None:
+    # with the C helper every shard's Stepper reads its bodies' rows of the held forces
+    # (static bodies or not, any shards): no second copy per control step
+    from kelab.sim.physics import _packed, _shard
+
+    for plane, threads in ((False, 1), (True, 2)):
+        w = ke.World(_cartpoles(plane=plane), num_envs=6, layout="packed", num_threads=threads)
+        be = w._backend
+        if be._native is None:
+            pytest.skip("no C helper built here")
+        assert be._direct and not any(be._pending)
+        w.set_joint_efforts(np.tile([40.0, 0.0], (6, 1)))
+        w.step(DT)
+        assert not any(be._pending)
+        assert not any(s.fbuf.any() for s in be._shards)  # the shards' buffers unused
+        w.close()
+    # without it: one shard and no static body, the held forces are the shard's buffer
+    # (resets zero their rows there); a static body keeps the held array, copied
+    monkeypatch.setattr(_packed, "native_module", lambda: None)
+    monkeypatch.setattr(_shard, "native_module", lambda: None)
     w = ke.World(_cartpoles(), num_envs=6, layout="packed")
     be = w._backend
     shard = be._shards[0]
+    assert be._native is None and shard.stepper is None
     assert np.shares_memory(be._forces, shard.fbuf)
     w.set_joint_efforts(np.tile([40.0, 0.0], (6, 1)))
     w.step(DT)
@@ -101,9 +119,38 @@ def test_held_forces_are_the_shard_buffer_when_every_body_moves() -> None:
     assert (block[:, 0, 0] == 40.0).all()
     w.reset_envs([1, 4])
     assert (block[[1, 4]] == 0.0).all() and (block[[0, 2, 3, 5], 0, 0] == 40.0).all()
-    # a static body (a plane) keeps the separate held array, copied at the next step
     wp = ke.World(_cartpoles(plane=True), num_envs=6, layout="packed")
     assert not np.shares_memory(wp._backend._forces, wp._backend._shards[0].fbuf)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_held_forces_read_in_place_are_the_copied_forces_bits(threads: int, monkeypatch) -> None:
+    # the Steppers reading the held forces by rows == the shards' buffers written from
+    # them before each step (the path without the C helper's Stepper)
+    from kelab.sim.physics import _shard
+
+    def run(in_place: bool) -> bytes:
+        with monkeypatch.context() as m:
+            if not in_place:  # no Stepper: each shard's buffer, written before a step
+                m.setattr(_shard.Shard, "bind", lambda self, raw, forces=None: None)
+            w = ke.World(_cartpoles(plane=True), num_envs=10, layout="packed", num_threads=threads)
+            assert w._backend._direct == in_place
+            rng = np.random.default_rng(7)
+            out = []
+            for k in range(50):
+                w.set_joint_efforts(rng.uniform(-80.0, 80.0, (10, 2)))
+                if k % 9 == 4:
+                    ids = np.sort(rng.choice(10, 3, replace=False))
+                    w.reset_envs(ids)
+                    w.set_joint_efforts(np.full((3, 2), 30.0), env_ids=ids)
+                w.step(DT)
+                out.append(w.body_poses.tobytes() + w.body_velocities.tobytes())
+            w.close()
+            return b"".join(out)
+
+    if ke.World(_cartpoles(), num_envs=2, layout="packed")._backend._native is None:
+        pytest.skip("no C helper built here")
+    assert run(True) == run(False)
 
 
 def test_direct_forces_match_threads_and_a_plane_free_reference() -> None:

@@ -575,19 +575,21 @@ read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r, const do
     return within;
 }
 
-/* A shard's forces written, in its order (see write_forces). */
+/* A shard's forces written, in its order (see write_forces): body i's three at row i of
+ * f, or with ``r`` at row r[i]. */
 void
-force_loop(const uint64_t *b, Py_ssize_t m, const double *f, int direct)
+force_loop(const uint64_t *b, Py_ssize_t m, const double *f, const int64_t *r, int direct)
 {
     for (Py_ssize_t i = 0; i < m; i++) {
         void *body = (void *)(uintptr_t)b[i];
-        Vect force = {f[3 * i], f[3 * i + 1]};
+        const double *fi = f + 3 * (r ? r[i] : i);
+        Vect force = {fi[0], fi[1]};
         if (direct) {
             AT(body, O_BODY_F, Vect) = force;
-            AT(body, O_BODY_T, double) = f[3 * i + 2];
+            AT(body, O_BODY_T, double) = fi[2];
         } else {
             ((set_vect_f)fn[F_BODY_SET_FORCE])(body, force);
-            ((set_float_f)fn[F_BODY_SET_TORQUE])(body, f[3 * i + 2]);
+            ((set_float_f)fn[F_BODY_SET_TORQUE])(body, fi[2]);
         }
     }
 }
@@ -651,7 +653,7 @@ write_forces(PyObject *self, PyObject *args)
     const uint64_t *b = bodies.buf;
     const double *f = forces.buf;
     Py_BEGIN_ALLOW_THREADS
-    force_loop(b, m, f, direct);
+    force_loop(b, m, f, NULL, direct);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&bodies);
     PyBuffer_Release(&forces);
@@ -787,7 +789,7 @@ static struct PyModuleDef module = {
 };
 
 /* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 8
+#define NATIVE_ABI 9
 
 PyMODINIT_FUNC
 PyInit__native(void)

@@ -77,7 +77,8 @@ KL_HIDDEN int friction_has_copies(PyObject *friction, const int64_t *copies, Py_
 
 /* A shard's forces written and its bodies read (_native.c), in the order of its table,
  * without the GIL; the Stepper and Gang types (_native_step.c). */
-KL_HIDDEN void force_loop(const uint64_t *b, Py_ssize_t m, const double *f, int direct);
+KL_HIDDEN void force_loop(const uint64_t *b, Py_ssize_t m, const double *f, const int64_t *r,
+                          int direct);
 KL_HIDDEN int read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r,
                         const double *org, double bound);
 KL_HIDDEN extern PyTypeObject StepperType, GangType;

@@ -14,8 +14,9 @@ typedef struct {
     void *space;
     const uint64_t *bodies; /* the shard's moving bodies: forces and reads, in this order */
     Py_ssize_t nbodies;
-    const double *forces;   /* 3 per body */
+    const double *forces;   /* 3 per body, or with by_rows 3 per row of out */
     int direct;
+    int by_rows;            /* body i's forces at its row rows[i] of forces */
     PyObject *friction;     /* the regime rule's Friction, NULL: none */
     const int64_t *copies;  /* the shard's copies (the regime rule's) */
     Py_ssize_t ncopies;
@@ -26,10 +27,12 @@ typedef struct {
 } Stepper;
 
 PyDoc_STRVAR(stepper_doc,
-"Stepper(space, bodies, forces, direct, friction, copies, out, rows, origins, bound)\n\n"
+"Stepper(space, bodies, forces, direct, friction, copies, out, rows, origins, bound,\n"
+"        by_rows=False)\n\n"
 "One shard's physics step in one call, the GIL released once (kelab/sim/physics/_shard.py):\n"
 "the held forces written (write_forces: ``bodies`` uint64 ``cpBody *``, ``forces`` 3\n"
-"float64 each, ``direct``), ``cpSpaceStep`` of ``space`` (an address), the regime rule\n"
+"float64 each, ``direct``; with ``by_rows``, 3 float64 per row of ``out``, each body's\n"
+"at its row: the World's own held forces), ``cpSpaceStep`` of ``space`` (an address), the regime rule\n"
 "of ``friction`` (a Friction, or None) for ``copies`` (int64), then, when asked, the\n"
 "bodies read into rows ``rows`` of ``out`` (read_rows, ``origins`` per body). Held (not\n"
 "copied): the arrays must keep their memory.");
@@ -56,8 +59,9 @@ stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     unsigned long long space;
     int direct;
     PyObject *friction;
-    if (!PyArg_ParseTuple(args, "Ky*y*pOy*w*y*y*d", &space, &b[0], &b[1], &direct, &friction,
-                          &b[2], &b[3], &b[4], &b[5], &st->bound)) {
+    int by_rows = 0;
+    if (!PyArg_ParseTuple(args, "Ky*y*pOy*w*y*y*d|p", &space, &b[0], &b[1], &direct, &friction,
+                          &b[2], &b[3], &b[4], &b[5], &st->bound, &by_rows)) {
         Py_DECREF(st); /* PyArg_ParseTuple released the buffers it had taken */
         return NULL;
     }
@@ -67,13 +71,15 @@ stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     st->nbodies = b[0].len / 8;
     st->forces = b[1].buf;
     st->direct = direct;
+    st->by_rows = by_rows;
     st->copies = b[2].buf;
     st->ncopies = b[2].len / 8;
     st->out = b[3].buf;
     st->rows = b[4].buf;
     st->origins = b[5].buf;
     Py_ssize_t m = st->nbodies, nrows = b[3].len / 48;
-    int ok = space != 0 && b[0].len % 8 == 0 && b[1].len >= m * 24 && b[2].len % 8 == 0
+    int ok = space != 0 && b[0].len % 8 == 0
+             && (by_rows ? b[1].len * 2 == b[3].len : b[1].len >= m * 24) && b[2].len % 8 == 0
              && b[3].len % 48 == 0 && b[4].len == m * 8 && b[5].len == m * 8;
     for (Py_ssize_t i = 0; ok && i < m; i++) ok = st->rows[i] >= 0 && st->rows[i] < nrows;
     if (ok && friction != Py_None) {
@@ -87,8 +93,8 @@ stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     if (!ok) {
         Py_DECREF(st);
         PyErr_SetString(PyExc_ValueError,
-                        "Stepper: forces must hold 3 float64 and rows and origins one int64 / "
-                        "float64 per body pointer, each row within out (6 float64 a row), "
+                        "Stepper: forces must hold 3 float64 per body pointer (by_rows: per row "
+                        "of out), rows and origins one int64 / float64 per body pointer, each row within out (6 float64 a row), "
                         "friction a Friction holding the copies (or None); build it with "
                         "kelab.sim.physics._shard");
         return NULL;
@@ -109,7 +115,8 @@ stepper_step(Stepper *st, PyObject *args)
     int read, within = 0;
     if (!PyArg_ParseTuple(args, "dp", &dt, &read)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    force_loop(st->bodies, st->nbodies, st->forces, st->direct);
+    force_loop(st->bodies, st->nbodies, st->forces, st->by_rows ? st->rows : NULL,
+                   st->direct);
     ((space_step_f)fn[F_SPACE_STEP])(st->space, dt);
     if (st->friction)
         friction_regimes(st->friction, (uint64_t)(uintptr_t)st->space, st->copies, st->ncopies);
@@ -295,7 +302,8 @@ stepper_run(Stepper *st, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     while (taken < count) {
-        force_loop(st->bodies, st->nbodies, st->forces, st->direct);
+        force_loop(st->bodies, st->nbodies, st->forces, st->by_rows ? st->rows : NULL,
+                   st->direct);
         ((space_step_f)fn[F_SPACE_STEP])(st->space, dt);
         if (st->friction)
             friction_regimes(st->friction, (uint64_t)(uintptr_t)st->space, st->copies,

@@ -655,7 +655,7 @@ class Shard:
         """
         native.read_rows(self.body_addrs, raw, self._read_rows, self._read_origins)
 
-    def bind(self, raw: np.ndarray) -> None:
+    def bind(self, raw: np.ndarray, forces: np.ndarray | None = None) -> None:
         """Step in one C call, reading into ``raw`` (the World's state rows; C helper only).
 
         The helper's ``Stepper`` runs :meth:`step`'s three C calls and :meth:`read_into`'s
@@ -664,6 +664,10 @@ class Shard:
         every call's return, so the two threads of a 2-thread World hand it to each other
         far less often (each hand-over waits for the other thread to give it up). While it
         reads it checks the values against ``STATE_BOUND`` (the limits' fast check).
+
+        ``forces``: the World's held forces ``(num_envs, n_bodies, 3)`` (the backend's own
+        array, written in place), each body's read at its row, as ``raw``'s; None: this
+        shard's buffer, :meth:`set_forces`.
         """
         native = self._native_module
         if native is None:
@@ -671,7 +675,7 @@ class Shard:
         self.stepper = native.Stepper(
             cp.address(self.ptr),
             self.body_addrs,
-            self.fbuf,
+            self.fbuf if forces is None else forces,
             self._never_sleeps,
             self.friction_c if self.chooses else None,
             self._copy_ids,
@@ -679,6 +683,7 @@ class Shard:
             self._read_rows,
             self._read_origins,
             STATE_BOUND,
+            forces is not None,
         )
 
     def set_forces(self, forces: np.ndarray) -> None:
