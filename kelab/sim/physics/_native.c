@@ -784,8 +784,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
     "KELab's C helper: packed resets, body reads and writes, per-copy parameters, the "
-    "friction model, "
-    "per-copy uniform draws (kelab/sim/physics/_native.c).",
+    "friction model, per-copy uniform draws (kelab/sim/physics/_native.c).",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
