@@ -17,7 +17,9 @@
  *   (kelab/sim/physics/_params.py), and within(): their rows' bounds checked in one pass
  *   (kelab/sim/_params.py);
  * - Friction (_native_friction.c): the friction model of both layouts without Python per
- *   contact (kelab/sim/physics/_friction.py).
+ *   contact (kelab/sim/physics/_friction.py);
+ * - uniform_rows() (_native_random.c): many copies' uniform draws in one call through
+ *   numpy's bit generator C interface (kelab/sim/random_rows.py, its door).
  *
  * It knows no Chipmunk struct (_native.h). The byte offsets of the fields it reads and writes
  * and the addresses of the Chipmunk functions it calls are handed to configure() once,
@@ -777,19 +779,20 @@ static PyMethodDef methods[] = {
     {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"write_velocities", write_velocities, METH_VARARGS, write_velocities_doc},
     {"within", within, METH_VARARGS, within_doc},
+    {"uniform_rows", uniform_rows, METH_VARARGS, uniform_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
     "KELab's C helper: packed resets, body reads and writes, per-copy parameters, the "
-    "friction model "
-    "(kelab/sim/physics/_native.c).",
+    "friction model, per-copy uniform draws (kelab/sim/physics/_native.c).",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 
-/* The tables' format: _chipmunk.NATIVE_ABI must equal it (a stale build is not used). */
-#define NATIVE_ABI 9
+/* The tables' format and the entry points: _chipmunk.NATIVE_ABI must equal it (a stale build
+ * is not used). */
+#define NATIVE_ABI 10
 
 PyMODINIT_FUNC
 PyInit__native(void)

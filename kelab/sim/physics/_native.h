@@ -91,6 +91,10 @@ KL_HIDDEN PyObject *write_rows(PyObject *self, PyObject *args);
 KL_HIDDEN PyObject *write_velocities(PyObject *self, PyObject *args);
 KL_HIDDEN PyObject *within(PyObject *self, PyObject *args);
 
+/* Each listed copy's next uniforms through numpy's bit generators (_native_random.c). */
+KL_HIDDEN extern const char uniform_rows_doc[];
+KL_HIDDEN PyObject *uniform_rows(PyObject *self, PyObject *args);
+
 #define AT(p, o, T) (*(T *)((char *)(p) + off[o]))
 #define PTR(p, o) AT(p, o, void *)
 
