@@ -15,6 +15,7 @@ setup(
                 "kelab/sim/physics/_native.c",
                 "kelab/sim/physics/_native_friction.c",
                 "kelab/sim/physics/_native_params.c",
+                "kelab/sim/physics/_native_reset.c",
                 "kelab/sim/physics/_native_random.c",
                 "kelab/sim/physics/_native_step.c",
             ],

@@ -62,11 +62,15 @@ enum {
 #endif
 KL_HIDDEN extern Py_ssize_t off[N_OFFSETS];
 KL_HIDDEN extern void *fn[N_FUNCTIONS];
-KL_HIDDEN extern uintptr_t state_cached;
+KL_HIDDEN extern uintptr_t state_cached, state_invalidated, hash_coef;
 
 /* The checks every entry point starts with (_native.c): configured, its buffers' sizes. */
 KL_HIDDEN int require_configured(const char *name);
 KL_HIDDEN PyObject *refuse(Py_buffer **held, int n, const char *message);
+
+/* The packed reset in place (_native_reset.c), an entry of the module's table. */
+KL_HIDDEN extern const char reset_doc[];
+KL_HIDDEN PyObject *reset(PyObject *self, PyObject *args);
 
 /* The friction model's type (_native_friction.c), its regime rule after a step of one
  * space (called without the GIL: no Python), and whether copies are within its table. */
