@@ -264,7 +264,7 @@ def test_the_design_map_names_only_what_exists():
 def test_the_design_check_sees_a_stale_map():
     text = DESIGN.read_text(encoding="utf-8")
     stale = text.replace("sites.py,", "sites.py (SiteReadout), kelab_gone.py,", 1)
-    stale = stale.replace("(kelab/sim/physics/_native.c)", "(kelab/sim/physics/_gone.c)", 1)
+    stale = stale.replace("(kelab/sim/physics/_native_reset.c)", "(kelab/sim/physics/_gone.c)", 1)
     stale = stale.rstrip("\n") + " `SiteReadout`, `kelab.sim.world.Nothing`, docs/gone.md\n"
     assert design_problems(stale) == [
         "no docs/gone.md",
