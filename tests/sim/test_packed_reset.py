@@ -731,27 +731,22 @@ def test_a_state_write_that_does_not_fit_is_refused_before_the_reset() -> None:
     w = _props_world(threads=1)
     for _ in range(30):
         w.step(1 / 120)
-    backend = w._backend
-    shard = backend._shards[0]
+    shard = w._backend._shards[0]
     before = w.snapshot().to_bytes()
-    ids = np.array([2, 5])
-    mv = backend._plan.moving
-    poses = np.ascontiguousarray(w.body_poses[ids])
-    rows, origins = backend._read_tables
-    good = StateWrite(
-        backend._body_addrs[ids], poses, np.zeros_like(poses), mv, backend._plan.origin_x[ids],
-        backend.raw, rows[ids].ravel(), origins[ids].ravel(),
-    )  # fmt: skip
+    locals_ = np.array([2, 5], dtype=np.int64)
+    poses = np.ascontiguousarray(w.body_poses[locals_])
+    good = StateWrite(poses, np.zeros_like(poses), *shard._state_tables)
+    nb = len(w.body_names)
     bad = [
-        good._replace(vels=np.zeros((2, len(w.body_names) - 1, 3))),  # not the poses' shape
-        good._replace(moving=mv + len(w.body_names)),  # past the bodies
-        good._replace(rows=good.rows + backend.raw.shape[0] * backend.raw.shape[1]),  # past out
-        good._replace(ox=np.zeros(3)),  # not one per copy
+        good._replace(vels=np.zeros((2, nb - 1, 3))),  # not the poses' shape
+        good._replace(moving=good.moving + nb),  # past the bodies
+        good._replace(rows=good.rows + w._backend.raw.shape[0] * nb),  # past out
+        good._replace(origins=good.origins[:-1]),  # not one per body
     ]
     for write in bad:
         with pytest.raises(ValueError, match="then's tables disagree"):
-            shard.kept.reset(ids.astype(np.int64), False, write)
+            shard.kept.reset(locals_, False, write)
     with pytest.raises(TypeError, match="then must be a tuple"):
-        shard.kept.reset(ids.astype(np.int64), False, [1])
+        shard.kept.reset(locals_, False, [1])
     assert w.snapshot().to_bytes() == before  # nothing reset, written or read
     w.close()

@@ -216,49 +216,56 @@ ready(void *space, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n, Py_ssize_
 }
 
 /* A reset's state write and read in the same call (reset's ``then``): per reset copy r
- * (the row of locals), per moving body j, the setters of write_bodies with angle, x + ox[r],
- * y from poses[r, moving[j]] and vx, vy, w from vels[r, moving[j]], then read_rows. */
+ * (local copy cl = locals[r]), per moving body j (body addrs[cl * m + j]), the setters of
+ * write_bodies with angle, x + origins[cl * m + j], y from poses[r, moving[j]] and vx, vy,
+ * w from vels[r, moving[j]]; then read_rows of those bodies into rows[cl * m + j] of out.
+ * The tables are the shard's (every local copy's); poses and vels the reset copies'. */
 typedef struct {
-    Py_buffer addrs, poses, vels, moving, ox, out, rows, origins;
+    Py_buffer poses, vels, out, addrs, rows, origins, moving;
     Py_ssize_t m, nall;  /* moving bodies per copy, bodies per copy in poses */
 } Then;
 
 static void
 release_then(Then *w)
 {
-    Py_buffer *all[] = {&w->addrs, &w->poses, &w->vels, &w->moving, &w->ox, &w->out,
-                        &w->rows, &w->origins};
+    Py_buffer *all[] = {&w->poses, &w->vels, &w->out, &w->addrs, &w->rows, &w->origins,
+                        &w->moving};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i]->obj) PyBuffer_Release(all[i]);
 }
 
-/* 1: parsed and checked for nl copies; 0: an error is set (nothing held). */
+/* 1: parsed and checked for the nl copies ``locals`` of a shard of n; 0: an error is set
+ * (nothing held). */
 static int
-parse_then(PyObject *then, Then *w, Py_ssize_t nl)
+parse_then(PyObject *then, Then *w, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n)
 {
     if (!PyTuple_Check(then)) {
         PyErr_SetString(PyExc_TypeError, "reset: then must be a tuple or None");
         return 0;
     }
-    if (!PyArg_ParseTuple(then, "y*y*y*y*y*w*y*y*", &w->addrs, &w->poses, &w->vels,
-                          &w->moving, &w->ox, &w->out, &w->rows, &w->origins))
+    if (!PyArg_ParseTuple(then, "y*y*w*y*y*y*y*", &w->poses, &w->vels, &w->out, &w->addrs,
+                          &w->rows, &w->origins, &w->moving))
         return 0;
     Py_ssize_t m = w->moving.len / 8, nrows = w->out.len / 48;
     Py_ssize_t nall = nl ? w->poses.len / 24 / nl : 0;
     const int64_t *mv = w->moving.buf, *r = w->rows.buf;
-    int ok = w->moving.len % 8 == 0 && w->addrs.len == nl * m * 8
+    int ok = w->moving.len % 8 == 0 && w->addrs.len == n * m * 8
              && w->poses.len == nl * nall * 24 && w->vels.len == w->poses.len
-             && w->ox.len == nl * 8 && w->out.len % 48 == 0 && w->rows.len == w->addrs.len
+             && w->out.len % 48 == 0 && w->rows.len == w->addrs.len
              && w->origins.len == w->addrs.len;
     for (Py_ssize_t j = 0; ok && j < m; j++) ok = mv[j] >= 0 && mv[j] < nall;
-    for (Py_ssize_t i = 0; ok && i < nl * m; i++) ok = r[i] >= 0 && r[i] < nrows;
+    for (Py_ssize_t i = 0; ok && i < nl; i++) {
+        ok = locals[i] >= 0 && locals[i] < n;
+        for (Py_ssize_t j = 0; ok && j < m; j++)
+            ok = r[locals[i] * m + j] >= 0 && r[locals[i] * m + j] < nrows;
+    }
     if (!ok) {
         release_then(w);
         PyErr_SetString(PyExc_ValueError,
                         "reset: then's tables disagree (addrs, rows and origins one per moving "
-                        "body of each copy, poses and vels (copies, bodies, 3), moving within "
-                        "the bodies, ox one per copy); build them with "
-                        "kelab.sim.physics._packed");
+                        "body of every local copy, rows within out, poses and vels (copies, "
+                        "bodies, 3), moving within the bodies); build them with "
+                        "kelab.sim.physics._shard");
         return 0;
     }
     w->m = m;
@@ -268,24 +275,29 @@ parse_then(PyObject *then, Then *w, Py_ssize_t nl)
 
 /* The write and the read of a parsed ``then`` (no Python: runs without the GIL). */
 static void
-write_then_read(const Then *w, Py_ssize_t nl)
+write_then_read(const Then *w, const int64_t *locals, Py_ssize_t nl)
 {
     const uint64_t *b = w->addrs.buf;
-    const int64_t *mv = w->moving.buf;
-    const double *poses = w->poses.buf, *vels = w->vels.buf, *ox = w->ox.buf;
+    const int64_t *mv = w->moving.buf, *rows = w->rows.buf;
+    const double *poses = w->poses.buf, *vels = w->vels.buf, *org = w->origins.buf;
+    Py_ssize_t m = w->m;
     for (Py_ssize_t r = 0; r < nl; r++) {
-        for (Py_ssize_t j = 0; j < w->m; j++) {
-            void *body = (void *)(uintptr_t)b[r * w->m + j];
+        Py_ssize_t at = locals[r] * m;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            void *body = (void *)(uintptr_t)b[at + j];
             const double *p = poses + 3 * (r * w->nall + mv[j]);
             const double *v = vels + 3 * (r * w->nall + mv[j]);
-            Vect at = {p[0] + ox[r], p[1]}, vel = {v[0], v[1]};
+            Vect pos = {p[0] + org[at + j], p[1]}, vel = {v[0], v[1]};
             ((set_float_f)fn[F_BODY_SET_ANGLE])(body, p[2]);
-            ((set_vect_f)fn[F_BODY_SET_POSITION])(body, at);
+            ((set_vect_f)fn[F_BODY_SET_POSITION])(body, pos);
             ((set_vect_f)fn[F_BODY_SET_VELOCITY])(body, vel);
             ((set_float_f)fn[F_BODY_SET_ANGULAR_VELOCITY])(body, v[2]);
         }
     }
-    read_loop(b, nl * w->m, w->out.buf, w->rows.buf, w->origins.buf, INFINITY);
+    for (Py_ssize_t r = 0; r < nl; r++) {
+        Py_ssize_t at = locals[r] * m;
+        read_loop(b + at, m, w->out.buf, rows + at, org + at, INFINITY);
+    }
 }
 
 const char reset_doc[] = PyDoc_STR(
@@ -293,10 +305,11 @@ const char reset_doc[] = PyDoc_STR(
 "      stride, then=None) -> bool\n\n"
 "Make local copies ``locals`` (int64, ascending, distinct) of a packed shard fresh in\n"
 "place. False (and nothing changed) where the space is not as the tables say. With\n"
-"``then`` (addrs, poses, vels, moving, ox, out, rows, origins), in the same call: each\n"
-"copy's moving bodies ``addrs`` get write_bodies' setters with their state in ``poses``\n"
-"and ``vels`` (copies, bodies, 3) at body ``moving[j]``, x plus the copy's ``ox``, then\n"
-"are read into ``out`` as read_rows does (a reset's state write, one GIL release).");
+"``then`` (poses, vels, out, addrs, rows, origins, moving), in the same call: each\n"
+"copy's moving bodies (``addrs``, the shard's table) get write_bodies' setters with their\n"
+"state in ``poses`` and ``vels`` (copies, bodies, 3) at body ``moving[j]``, x plus its\n"
+"``origins``, then are read into ``out`` as read_rows does, at ``rows`` (a reset's state\n"
+"write, one GIL release).");
 
 PyObject *
 reset(PyObject *self, PyObject *args)
@@ -313,7 +326,8 @@ reset(PyObject *self, PyObject *args)
                           &t.bodies, &t.shapes, &t.pose, &t.cons, &t.block, &t.owner,
                           &t.images, &t.rows, &t.fric, &stride, &then))
         return NULL;
-    if (then != Py_None && !parse_then(then, &w, t.locals.len / 8)) {
+    if (then != Py_None
+        && !parse_then(then, &w, t.locals.buf, t.locals.len / 8, t.block.len / 8)) {
         release(&t);
         return NULL;
     }
@@ -418,7 +432,7 @@ reset(PyObject *self, PyObject *args)
     /* the shape id counter where the last copy's re-add left it */
     ((set_hash_f)fn[F_SPACE_SET_SHAPE_ID_COUNTER])(space,
                                                    (uintptr_t)(locals[nl - 1] + 1) * stride);
-    if (then != Py_None) write_then_read(&w, nl);
+    if (then != Py_None) write_then_read(&w, locals, nl);
     Py_END_ALLOW_THREADS
     free(found);
     free(order);

@@ -75,29 +75,29 @@ _PIECE_CELLS = 8
 
 
 class StateWrite(NamedTuple):
-    """A reset's state write and read-back for some copies of one shard (C helper only).
+    """A reset's state write and read-back for copies of one shard (C helper only).
 
-    The copies' rows are in the order of the local copies they go with (ascending);
-    :meth:`Shard.reset_states` writes and reads them right after the rebuild, in the same
-    C call where the copies are reset in place (_native.c ``reset``'s ``then``).
+    The reset copies' states, with the shard's tables (every local copy's, indexed by the
+    local copies being reset): :meth:`Shard.reset_states` writes and reads them right
+    after the rebuild, in the same C call where the copies are reset in place
+    (_native_reset.c ``reset``'s ``then``).
     """
 
-    addrs: np.ndarray
-    """uint64 ``(copies, moving bodies)``: their ``cpBody *``, in the plan's moving order."""
     poses: np.ndarray
-    """float64 ``(copies, bodies, 3)``: x, y, angle of every body of each copy (its frame)."""
+    """float64 ``(copies, bodies, 3)``: x, y, angle of every body of each reset copy."""
     vels: np.ndarray
     """float64 ``(copies, bodies, 3)``: vx, vy, w."""
-    moving: np.ndarray
-    """int64: the moving bodies' indices into ``poses``' bodies (the plan's)."""
-    ox: np.ndarray
-    """float64 ``(copies,)``: each copy's origin x in the shard's space."""
     out: np.ndarray
     """The World's state rows (``raw``) the bodies are read into."""
+    addrs: np.ndarray
+    """uint64 ``(local copies * moving,)``: every moving body's ``cpBody *``."""
     rows: np.ndarray
-    """int64 ``(copies * moving,)``: per body, its row of ``out``."""
+    """int64, the same length: each body's row of ``out``."""
     origins: np.ndarray
-    """float64 ``(copies * moving,)``: per body, its copy's origin x (subtracted on read)."""
+    """float64, the same length: each body's copy's origin x (added on write, subtracted
+    on read)."""
+    moving: np.ndarray
+    """int64: the moving bodies' indices into ``poses``' bodies (the plan's)."""
 
 
 def body_writes(
@@ -588,22 +588,26 @@ class Shard:
         if kept is not None:
             kept.resync()  # the rebuild moved the copies' constraint blocks
 
-    def reset_states(self, locals_: np.ndarray, write: StateWrite) -> None:
+    def reset_states(self, locals_: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Rebuild local copies ``locals_`` (ascending), write their states, read them back.
 
-        With the in-place reset (:attr:`kept`) all three are one C call without the GIL;
-        else :meth:`rebuild`, then the C helper's ``write_bodies`` and ``read_rows``: the
-        same setters and getters in the same order, so the same bits (C helper only).
+        ``poses`` and ``vels`` ``(len(locals_), bodies, 3)``, C-ordered float64, read into
+        the World's rows (:meth:`bind`'s ``raw``). With the in-place reset (:attr:`kept`)
+        all three are one C call without the GIL; else :meth:`rebuild`, then the C
+        helper's ``write_bodies`` and ``read_rows``: the same setters and getters in the
+        same order, so the same bits (C helper only).
         """
+        write = StateWrite(poses, vels, *self._state_tables)
         kept = self.kept
         if kept is not None and kept.reset(locals_, False, write):
             return
         native = self._native_module
         self.rebuild(locals_, False)
-        native.write_bodies(
-            write.addrs, body_writes(write.poses, write.vels, write.moving, write.ox)
-        )
-        native.read_rows(write.addrs, write.out, write.rows, write.origins)
+        m = write.moving.size
+        at = (locals_[:, None] * m + np.arange(m)).ravel()
+        addrs, origins = write.addrs[at], write.origins[at]
+        native.write_bodies(addrs, body_writes(poses, vels, write.moving, origins[::m]))
+        native.read_rows(addrs, write.out, write.rows[at], origins)
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
         """Local copy ``cl``'s rebuild (:meth:`rebuild`) as flat sequences of C calls.
@@ -672,6 +676,15 @@ class Shard:
         native = self._native_module
         if native is None:
             return
+        #: :meth:`reset_states`' tables: out, and per moving body of every local copy its
+        #: ``cpBody *``, its row of ``raw`` and its copy's origin x; the moving bodies
+        self._state_tables = (
+            raw,
+            self.body_addrs,
+            self._read_rows,
+            self._read_origins,
+            np.ascontiguousarray(self.plan.moving, dtype=np.int64),
+        )
         self.stepper = native.Stepper(
             cp.address(self.ptr),
             self.body_addrs,
