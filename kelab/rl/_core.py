@@ -33,7 +33,7 @@ from kelab.rl.task import Task, TaskEnv, validate_task_class
 from kelab.rl.terminations import CUT_SHORT, TIME_LIMIT, TerminationValidator
 from kelab.sim.scene import Robot
 from kelab.sim.scene.builder import SceneBuilder
-from kelab.sim.snapshot import Snapshot, rng_state, set_rng_state
+from kelab.sim.snapshot import Snapshot, rng_from_state, rng_state, set_rng_state
 from kelab.sim.world import MAX_EPISODE_LOG_STEPS, MAX_LOG_STEPS, World
 
 if TYPE_CHECKING:
@@ -442,8 +442,12 @@ class EnvCore:
         self.book.returns[:] = plan.returns
         if self.randomizer is not None and plan.randomization is not None:
             self.randomizer.load_state_dict(plan.randomization)
-        for gen, state in zip(self.task_rngs, plan.task_rngs, strict=True):
-            set_rng_state(gen, state)
+        for i, state in enumerate(plan.task_rngs):  # checked: none of these can fail
+            saved = rng_from_state(state)
+            if type(saved.bit_generator) is type(self.task_rngs[i].bit_generator):
+                set_rng_state(self.task_rngs[i], state)  # in place: references stay valid
+            else:  # the snapshot's copy ran a Generator of another kind (a user's)
+                self.task_rngs[i] = saved
         self.validator.names = plan.condition_names
         self.book.started = plan.started
         self.book.failure = None

@@ -201,9 +201,13 @@ def reseed(
     task_seqs = seed_sequences(seed, n, (TASK_STREAM,), offset)
     # the World seeds copy i from SeedSequence(seed).spawn(n)[i], i.e. spawn_key (i,)
     world_seqs = seed_sequences(seed, n, (), offset)
-    for i in sel:
-        set_rng_state(task_rngs[i], rng_state(np.random.default_rng(task_seqs[i])))
-        set_rng_state(world_rngs[i], rng_state(np.random.default_rng(world_seqs[i])))
+    for i in sel:  # nothing below can fail: every seed was checked above
+        for gens, seqs in ((task_rngs, task_seqs), (world_rngs, world_seqs)):
+            fresh = np.random.default_rng(seqs[i])
+            if type(gens[i].bit_generator) is type(fresh.bit_generator):
+                set_rng_state(gens[i], rng_state(fresh))  # in place: references stay valid
+            else:  # a user's Generator of another bit generator: the env's own again
+                gens[i] = fresh
 
 
 def place_world_streams(world_rngs: list[np.random.Generator], seed: int, offset: int) -> None:

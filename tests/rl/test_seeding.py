@@ -70,3 +70,36 @@ def _after(gen: np.random.Generator, state: dict) -> float:
             return gen.random()
         gen.random()
     raise AssertionError("the task stream is not numpy's SeedSequence stream")
+
+
+def test_a_users_generator_of_another_kind_is_reseeded_and_restored() -> None:
+    # a trial's finding: with copy 2's Generator replaced by an MT19937 one, reset(seed)
+    # raised half-way (copies 0-1 reseeded, the env unusable); now the copy gets the env's
+    # own stream again, and a snapshot taken with the user's Generator restores into a
+    # fresh env (whose copy 2 is PCG64) with the same future
+    import kelab as ke
+    from kelab.tasks.cartpole import CartPoleTask
+
+    envs = [ke.LearningEnv(CartPoleTask(), num_envs=4) for _ in range(3)]
+    a, b, fresh = envs
+    try:
+        for env in (a, b):
+            env.reset(seed=3)
+            env._core.task_rngs[2] = np.random.Generator(np.random.MT19937(5))
+        a.reset(seed=4)  # no error: copy 2 is back on its PCG64 stream, like the others
+        b.reset(seed=4)
+        assert all(type(g.bit_generator) is np.random.PCG64 for g in a._core.task_rngs)
+        assert [g.bit_generator.state for g in a._core.task_rngs] == [
+            g.bit_generator.state for g in b._core.task_rngs
+        ]
+        a._core.task_rngs[2] = np.random.Generator(np.random.MT19937(5))
+        snap = a.snapshot()
+        acts = np.zeros((4, *a.single_action_space.shape), dtype=np.float32)
+        future = [a.step(acts)[0].tobytes() for _ in range(120)]  # episodes end: draws
+        fresh.reset(seed=9)
+        fresh.restore(ke.Snapshot.from_bytes(snap.to_bytes()))
+        assert type(fresh._core.task_rngs[2].bit_generator) is np.random.MT19937
+        assert [fresh.step(acts)[0].tobytes() for _ in range(120)] == future
+    finally:
+        for env in envs:
+            env.close()
