@@ -283,7 +283,9 @@ class Task:
         span = np.asarray(high, dtype=np.float64) - lo
         _check_broadcast("uniform", shape, lo, span)
         if not (math.isfinite(span) if span.ndim == 0 else np.isfinite(span).all()):
-            raise ValueError(f"task.uniform: high - low must be finite, got {span!r}")
+            raise ValueError(
+                f"task.uniform: high - low must be finite, got {span.tolist()}; pass finite bounds"
+            )
         out = self._uniform(env_ids, shape, 0.0, 1.0)
         out *= span
         out += lo
