@@ -68,3 +68,13 @@ def drive(
         parts += [world.read_sensor(s.name) for s in world.scene.sensors]
         out.append(np.concatenate(parts, axis=1))
     return np.array(out)
+
+
+def separate_reset_states(backend, ids, poses, vels, meanwhile=None) -> bool:
+    """A backend's reset_states as its separate calls: the rebuild, the state write, then
+    the bookkeeping; nothing read back (the reference the fused paths are compared with)."""
+    backend.rebuild(ids, place=False)
+    backend.write_states(ids, poses, vels)
+    if meanwhile is not None:
+        meanwhile()
+    return False

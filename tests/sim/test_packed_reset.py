@@ -18,6 +18,7 @@ import gymnasium
 import numpy as np
 import pymunk
 import pytest
+from _world_scenes import separate_reset_states
 from pymunk._chipmunk_cffi import ffi as pm_ffi
 from pymunk._chipmunk_cffi import lib as pm_lib
 
@@ -684,17 +685,10 @@ def test_state_writes_in_the_in_place_reset_are_the_separate_calls_bits(
     and read, and as the backend's separate rebuild, write_states and read."""
     from kelab.sim.physics._packed import PackedBackend
 
-    def separate(self, ids, poses, vels, meanwhile=None) -> bool:
-        self.rebuild(ids, place=False)
-        self.write_states(ids, poses, vels)
-        if meanwhile is not None:
-            meanwhile()
-        return False
-
     def run(mode: str) -> list[bytes]:
         with monkeypatch.context() as m:
             if mode == "separate":
-                m.setattr(PackedBackend, "reset_states", separate)
+                m.setattr(PackedBackend, "reset_states", separate_reset_states)
             w = _props_world(threads)
             if mode != "kept":
                 for sh in w._backend._shards:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pymunk
 import pytest
-from _world_scenes import DT, drive
+from _world_scenes import DT, drive, separate_reset_states
 
 import kelab as ke
 from kelab.sim.kinematics import joint_state as _joint_state
@@ -188,15 +188,7 @@ def test_state_resets_in_one_shard_job_are_the_separate_calls_bits(
     def run(separate: bool) -> np.ndarray:
         with monkeypatch.context() as m:
             if separate:
-
-                def reset_states(self, ids, poses, vels, meanwhile=None) -> bool:
-                    self.rebuild(ids, place=False)
-                    self.write_states(ids, poses, vels)
-                    if meanwhile is not None:
-                        meanwhile()
-                    return False
-
-                m.setattr(PackedBackend, "reset_states", reset_states)
+                m.setattr(PackedBackend, "reset_states", separate_reset_states)
             w = ke.World(_stack(), num_envs=24, layout="packed", num_threads=threads)
             out = []
             rng = np.random.default_rng(4)
