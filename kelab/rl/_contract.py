@@ -72,12 +72,13 @@ def check_actions(actions: Any, num_envs: int, act_dim: int, single: bool = Fals
         extra = "" if single else " (copies, action_dim)"
         raise ValueError(f"{what} must have shape {shape}{extra}, got {src.shape}")
     if src.dtype == np.float32:  # nothing to overflow (the usual case: no errstate scope)
-        rows = src.reshape(-1, act_dim)
-        if np.isfinite(rows).all():  # the usual case (no sum: finite values may overflow it)
-            # the task's own copy, clipped: np.clip's values in two passes (#40, #42.1)
-            a = np.maximum(rows, -1.0, order="C")
-            np.minimum(a, 1.0, out=a)
-            return a
+        rows = src.reshape(1, act_dim) if single else src  # (copies, act_dim) already
+        # the usual case (no sum: finite values may overflow it; count_nonzero: .all()'s
+        # answer without the ufunc reduction, #40)
+        if np.count_nonzero(np.isfinite(rows)) == rows.size:
+            # the task's own copy, clipped: np.clip's values by the method (one ufunc call,
+            # without np.clip's wrapper: #42.1; np.maximum then np.minimum were ~5 us, #40)
+            return rows.clip(-1.0, 1.0, order="C")
         a = rows.copy()  # a copy: the task owns it (the checks below say what is wrong)
     else:
         with np.errstate(over="ignore"):
@@ -101,8 +102,7 @@ def check_actions(actions: Any, num_envs: int, act_dim: int, single: bool = Fals
             "scale them into that range"
         )
     # np.clip's values (a is finite) without its Python wrapper (#42.1: ~3 us a step)
-    np.minimum(np.maximum(a, -1.0, out=a), 1.0, out=a)
-    return a
+    return a.clip(-1.0, 1.0, out=a)
 
 
 def reset_ids(options: object, num_envs: int) -> np.ndarray | None:

@@ -195,9 +195,10 @@ class EnvCore:
                 f"copy), got {value.shape}"
             )
         out = value.astype(np.float32)  # a new array: the task may reuse its buffer
-        # one reduction; per-copy detail only on failure (a float32 sum would be one pass,
-        # but a sum of finite values may overflow, with a RuntimeWarning)
-        if not np.isfinite(out).all():
+        # per-copy detail only on failure (a float32 sum would be one pass, but a sum of
+        # finite values may overflow, with a RuntimeWarning); count_nonzero is .all()'s
+        # answer without the ufunc reduction (#40: ~0.9 us of ~3.3 at 256 x 17)
+        if np.count_nonzero(np.isfinite(out)) != out.size:
             finite = np.isfinite(out)
             if finite.ndim > 1:
                 finite = finite.all(axis=1)

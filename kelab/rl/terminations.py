@@ -124,7 +124,8 @@ class TerminationValidator:
                 f"one bool array, got {describe_array(result)}"
             )
         terminated, truncated = result
-        if not isinstance(terminated, Mapping):
+        # a dict (the usual) skips the ABC's isinstance (#40: ~3 us a step)
+        if type(terminated) is not dict and not isinstance(terminated, Mapping):
             raise TaskError(
                 f"{where}: terminated must be a dict mapping condition names to bool arrays "
                 f"(return {{}} when episodes never end early), got {describe_array(terminated)}"

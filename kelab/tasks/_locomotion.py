@@ -135,14 +135,12 @@ class LocomotionTask(Task):
     def get_observations(self) -> np.ndarray:
         """The robot's own state (:meth:`robot_state`, its blocks side by side).
 
-        Written into one new array block by block: ``np.concatenate`` of the blocks was
-        ~9 of its ~35 us at 256 copies, twice a step (#40).
+        One ``np.concatenate`` of the torso's columns and the joint arrays (#40: ~2 us
+        less a call than three writes into an empty array, at 256 copies in a 2-thread
+        step).
         """
-        nj = self.joint_ids.size
-        out = np.empty((self.num_envs, 5 + 2 * nj))
-        out[:, 0:5] = self._torso_state()[:, 1:6]  # height, angle, vx, vy, omega
-        out[:, 5 : 5 + nj], out[:, 5 + nj :] = self._joint_state()
-        return out
+        torso = self.world.body_state(self._torso_index)  # height, angle, vx, vy, omega: 1:6
+        return np.concatenate((torso[:, 1:6], *self._joint_state()), axis=1)
 
     def get_dones(self) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """The fall termination and the time limit."""
