@@ -126,3 +126,92 @@ def test_the_returned_truncated_is_not_the_tasks_buffer():
     assert truncated.tolist() == [True, False]
     env.task.buffer[:] = False
     assert truncated.tolist() == [True, False]
+
+
+def _edge_values(dtype):
+    tiny = np.finfo(np.float32).smallest_subnormal
+    big = np.finfo(np.float32).max
+    rng = np.random.default_rng(7)
+    if np.dtype(dtype).kind == "i":
+        return rng.integers(-3, 4, (50, 2)).astype(dtype)
+    above = np.nextafter(np.float32(1), np.float32(2))
+    edges = [0.0, -0.0, 1.0, -1.0, above, -above, tiny, -tiny, big, -big]
+    values = [edges, rng.uniform(-3, 3, 300), rng.normal(0, 1e-30, 40)]
+    return np.concatenate(values, axis=None).astype(dtype).reshape(-1, 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_clipped_actions_are_np_clips_bits(dtype):
+    """ndarray.clip gives np.maximum then np.minimum's bits: -0.0, the bounds, subnormals."""
+    from kelab.rl._contract import check_actions
+
+    actions = _edge_values(dtype)
+    got = check_actions(actions, actions.shape[0], 2)
+    want = np.minimum(np.maximum(actions.astype(np.float32), -1.0), 1.0)
+    assert got.dtype == np.float32 and got.flags.c_contiguous
+    assert got.tobytes() == want.tobytes()
+    one = check_actions(actions[3], 1, 2, single=True)  # DirectRLEnv's (action_dim,)
+    assert one.shape == (1, 2) and one.tobytes() == want[3:4].tobytes()
+
+
+class MappingDones(RecordingTask):
+    """get_dones returns a read-only Mapping (not a dict) of its conditions."""
+
+    def get_dones(self):
+        import types
+
+        terminated, truncated = super().get_dones()
+        return types.MappingProxyType(terminated), truncated
+
+
+def test_dones_in_any_mapping_are_accepted_and_others_refused_alike():
+    env = ke.LearningEnv(MappingDones(end_at=[1, 0]), num_envs=2)
+    env.reset()
+    *_, info = env.step(np.zeros((2, 1), np.float32))
+    assert info["ended_by"].tolist() == ["ball dropped", None]
+    validator = TerminationValidator(2)
+    with pytest.raises(ke.TaskError, match=r"terminated must be a dict .* got a list"):
+        validator(([("ball dropped", np.zeros(2, bool))], np.zeros(2, bool)))
+
+
+class Endings(RecordingTask):
+    """On an episode's 5th step copy 0 meets every condition, copy 1 the second only and
+    copy 2 is cut short; copy 3 runs out of time on the 6th."""
+
+    conditions = ("first", "second")
+
+    def get_dones(self):
+        last = self.episode_length_buf + 1 == 5
+        hits = {"first": [0], "second": [0, 1]}
+        terminated = {}
+        for name in self.conditions:
+            flags = np.zeros(self.num_envs, bool)
+            flags[hits[name]] = True
+            terminated[name] = flags & last
+        cut = np.zeros(self.num_envs, bool)
+        cut[2] = True
+        return terminated, (cut & last) | (self.episode_length_buf >= self.max_episode_length - 1)
+
+
+@pytest.mark.parametrize("conditions", [(), ("first",), ("first", "second")])
+def test_ended_by_names_the_first_condition_then_the_limit_kinds(conditions):
+    task = Endings()
+    task.conditions = conditions
+    env = ke.LearningEnv(task, num_envs=5)
+    env.reset()
+    zeros = np.zeros((5, 1), np.float32)
+    for step in range(4):
+        assert not env.step(zeros)[4]
+        if step == 1:  # copy 4 restarts: it is in its 3rd step when copy 3's time is up
+            env.reset(options={"env_ids": [4]})
+    info = env.step(zeros)[4]
+    first = {(): None, ("first",): "first", ("first", "second"): "first"}[conditions]
+    second = "second" if "second" in conditions else None
+    cut = "cut short by the task"
+    assert info["ended_by"].tolist() == [first, second, cut, None, None]
+    ended = [label is not None for label in (first, second)]
+    assert info["_ended_by"].tolist() == [*ended, True, False, False]
+    assert info["final_info"]["ended_by"].tolist() == info["ended_by"].tolist()
+    info = env.step(zeros)[4]
+    late = ["time limit" if label is None else None for label in (first, second)]
+    assert info["ended_by"].tolist() == [*late, None, "time limit", None]

@@ -60,3 +60,40 @@ def test_a_reset_stands_the_robot_with_its_drawn_velocity():
     assert world.body_poses[1, bodies].tobytes() == task._initial[bodies].tobytes()
     assert (world.body_velocities[1, bodies, 0:2] == velocity).all()
     assert (world.body_velocities[1, bodies, 2] == 0.0).all()
+
+
+def test_rewards_are_the_documented_sum_bit_for_bit():
+    """Forward speed + 1 - 0.01 * sum(action^2): the control cost summed in each row's order."""
+    env = ke.LearningEnv(HumanoidTask(), num_envs=7, seed=3)
+    task = env.task
+    env.reset()
+    rng = np.random.default_rng(1)
+    for scale in (1.0, 1e-3, 1e-20, 3.0):
+        env.step((rng.uniform(-1, 1, (7, 6)) * scale).astype(np.float32))
+        speed = task.robot.root_velocity[:, 0]
+        want = speed + 1.0 - 0.01 * np.sum(task._actions**2, axis=1)
+        assert task.get_rewards().tobytes() == want.tobytes()
+    # a robot with other joint counts: numpy sums rows of 8 or more pairwise
+    for joints in range(1, 13):
+        task._actions = rng.uniform(-1, 1, (7, joints)).astype(np.float32)
+        want = speed + 1.0 - 0.01 * np.sum(task._actions**2, axis=1)
+        assert task.get_rewards().tobytes() == want.tobytes(), joints
+
+
+def test_a_float32_scale_gives_the_float64_scales_torques():
+    from kelab.tasks.humanoid import _float32_if_exact
+
+    limits = np.array([TORQUE_LIMITS["hip"], TORQUE_LIMITS["knee"], TORQUE_LIMITS["ankle"]] * 2)
+    scale = _float32_if_exact(limits)
+    assert scale.dtype == np.float32 and (scale == limits).all()
+    assert _float32_if_exact(np.array([0.1, 2.0])).dtype == np.float64  # 0.1 is no float32
+    rng = np.random.default_rng(5)
+    tiny = np.finfo(np.float32).smallest_subnormal
+    actions = np.concatenate(
+        [rng.uniform(-1, 1, (2000, 6)), rng.normal(0, 1e-40, (100, 6)), np.full((1, 6), tiny)]
+    ).astype(np.float32)
+    want = actions.copy()
+    want *= limits  # the float64 loop, rounded to float32
+    got = actions.copy()
+    got *= scale
+    assert got.tobytes() == want.tobytes()
