@@ -97,14 +97,20 @@ def vector_info(ends: EpisodeEnds | None, num_envs: int) -> dict[str, Any]:
     # np.zeros_like's array, without its wrapper where the observations are C-ordered
     final_obs = np.zeros(last.shape, last.dtype) if last.flags.c_contiguous else np.zeros_like(last)
     final_obs[ids] = last[ids]
-    counters = ends.counters
-    returns = np.where(mask, counters.episode_return, 0.0)
-    lengths = np.where(mask, counters.episode_length, 0)
+    # np.where(mask, counter, 0)'s arrays (wall seconds: its float32), from the few rows
+    # that ended (#40: ~3 us less a step than three np.where over every copy, 256 copies)
+    counters = ends.counters  # float64, int64, float64 (EpisodeCounters)
+    returns = np.zeros(mask.size)
+    lengths = np.zeros(mask.size, dtype=np.int64)
+    wall = np.zeros(mask.size, dtype=np.float32)
+    returns[ids] = counters.episode_return[ids]
+    lengths[ids] = counters.episode_length[ids]
+    wall[ids] = counters.episode_wall_s[ids]
     # Gymnasium's RecordEpisodeStatistics layout (CleanRL, SB3 read it as is)
     stats = {
         "r": returns.astype(np.float32),
         "l": lengths.astype(np.int32),
-        "t": np.where(mask, counters.episode_wall_s, 0.0).astype(np.float32),
+        "t": wall,
     }
     # what ended, and final_info's copy of it (its arrays new, its dicts shallow copies),
     # built side by side (#40: a comprehension over the first was ~4 us a step)

@@ -215,3 +215,32 @@ def test_ended_by_names_the_first_condition_then_the_limit_kinds(conditions):
     info = env.step(zeros)[4]
     late = ["time limit" if label is None else None for label in (first, second)]
     assert info["ended_by"].tolist() == [*late, None, "time limit", None]
+
+
+def test_vector_info_counters_hold_the_ended_rows_and_zeros_elsewhere():
+    """Rows of copies still running hold live counters in the record: the info shows 0."""
+    from kelab.rl.episode_ends import EpisodeCounters, EpisodeEnds, vector_info
+
+    rng = np.random.default_rng(3)
+    mask = np.array([False, True, False, True, False])
+    counters = EpisodeCounters(
+        rng.normal(size=5) * 1e3, rng.integers(1, 600, 5), rng.uniform(0, 9, 5).round(6)
+    )
+    ends = EpisodeEnds(
+        ids=np.flatnonzero(mask),
+        mask=mask,
+        final_obs=rng.normal(size=(5, 2)).astype(np.float32),
+        ended_by=np.array([None, "time limit", None, "fell", None], dtype=object),
+        counters=counters,
+        names=("fell",),
+    )
+    info = vector_info(ends, 5)
+    returns, lengths, wall = (np.where(mask, value, 0) for value in counters)
+    assert info["episode_return"].dtype == np.float64 and info["episode_length"].dtype == np.int64
+    assert info["episode_return"].tobytes() == returns.astype(np.float64).tobytes()
+    assert info["episode_length"].tobytes() == lengths.astype(np.int64).tobytes()
+    stats = info["episode"]
+    assert stats["r"].tobytes() == returns.astype(np.float32).tobytes()
+    assert stats["l"].tobytes() == lengths.astype(np.int32).tobytes()
+    assert stats["t"].tobytes() == wall.astype(np.float32).tobytes()
+    assert info["final_obs"][~mask].tobytes() == bytes(4 * 2 * 3)  # +0.0 where none ended
