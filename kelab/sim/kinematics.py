@@ -97,8 +97,10 @@ def joint_rows(
     """
     plan = _joint_plan(layout)
     native = native_module() if plan.rev.size and not plan.other else None
-    if native is None or rows.dtype.kind not in "iu" or not (
-        raw.flags.c_contiguous and pos.flags.c_contiguous and vel.flags.c_contiguous
+    if (
+        native is None
+        or rows.dtype.kind not in "iu"
+        or not (raw.flags.c_contiguous and pos.flags.c_contiguous and vel.flags.c_contiguous)
     ):
         return False
     at = np.ascontiguousarray(rows, dtype=np.int64)
