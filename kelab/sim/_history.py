@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from fractions import Fraction
-from functools import partial
 from typing import NamedTuple
 
 import numpy as np
@@ -262,8 +261,8 @@ class History:
 
         Returns whether their states were read back after the write (else they are stale).
         """
-        # rebuilt, written (and read); the World's side meanwhile (no backend or raw there)
-        read = self.backend.reset_states(ids, poses, vels, partial(self._rebuilt, ids, step))
+        read = self.backend.reset_states(ids, poses, vels)  # rebuilt, written (and read)
+        self._rebuilt(ids, step)
         self.states.valid[ids] = read
         self.log.append(step, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
         return read

@@ -70,11 +70,9 @@ def drive(
     return np.array(out)
 
 
-def separate_reset_states(backend, ids, poses, vels, meanwhile=None) -> bool:
-    """A backend's reset_states as its separate calls: the rebuild, the state write, then
-    the bookkeeping; nothing read back (the reference the fused paths are compared with)."""
+def separate_reset_states(backend, ids, poses, vels) -> bool:
+    """A backend's reset_states as its separate calls: the rebuild, then the state write;
+    nothing read back (the reference the fused paths are compared with)."""
     backend.rebuild(ids, place=False)
     backend.write_states(ids, poses, vels)
-    if meanwhile is not None:
-        meanwhile()
     return False

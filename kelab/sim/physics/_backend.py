@@ -99,17 +99,8 @@ class Backend(Protocol):
         """Write the moving bodies' poses and velocities of just rebuilt copies ``ids``."""
         ...
 
-    def reset_states(
-        self,
-        ids: np.ndarray,
-        poses: np.ndarray,
-        vels: np.ndarray,
-        meanwhile: Callable[[], None] | None = None,
-    ) -> bool:
+    def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
         """:meth:`rebuild` copies ``ids`` (``place=False``), then :meth:`write_states`.
-
-        ``meanwhile`` is called once before this returns, maybe while shard threads still
-        work on the copies: it must touch neither this backend nor ``raw``.
 
         Returns:
             Whether their rows of ``raw`` were read after the write (``on_read`` called),

@@ -355,18 +355,10 @@ class IsolatedBackend:
             ids, self._moving, self._body_ptr, velocities, self._param_writer, self._moving_addrs
         )
 
-    def reset_states(
-        self,
-        ids: np.ndarray,
-        poses: np.ndarray,
-        vels: np.ndarray,
-        meanwhile: Callable[[], None] | None = None,
-    ) -> bool:
+    def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
         """:meth:`rebuild` copies ``ids``, then :meth:`write_states`; not read (False)."""
         self.rebuild(ids, place=False)
         self.write_states(ids, poses, vels)
-        if meanwhile is not None:
-            meanwhile()
         return False
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:

@@ -727,13 +727,7 @@ class PackedBackend:
         if todo[k].size:  # the same bodies (same ids) re-added, also for all copies
             self._shards[k].rebuild(todo[k], place)
 
-    def reset_states(
-        self,
-        ids: np.ndarray,
-        poses: np.ndarray,
-        vels: np.ndarray,
-        meanwhile: Callable[[], None] | None = None,
-    ) -> bool:
+    def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
         """:meth:`rebuild` copies ``ids`` (distinct), :meth:`write_states`, then read them.
 
         With the C helper each shard does all three for its copies in one job, in its own
@@ -752,8 +746,6 @@ class PackedBackend:
         if native is None or ids.size == 0 or getattr(self, "_shards", None) is None:
             self.rebuild(ids, place=False)
             self.write_states(ids, poses, vels)
-            if meanwhile is not None:
-                meanwhile()
             return False
         self.sync()
         poses = np.ascontiguousarray(poses, dtype=np.float64)  # as the C helper reads them
@@ -773,20 +765,10 @@ class PackedBackend:
         jobs = [(local[a:b], poses[a:b], vels[a:b]) for a, b in bounds]
         job = partial(self._reset_shard, jobs)
         if len(self._split) > 1 and ids.size >= PARALLEL_REBUILD:
-            # the caller's bookkeeping runs while a late worker still resets its shard
-            # (it waited ~25 us for it each time: Humanoid-v0 x256, 12 copies a reset)
-            workers = self._workers
-            workers.submit(job, len(self._shards))
-            try:
-                if meanwhile is not None and workers.ok:
-                    meanwhile()
-            finally:
-                workers.wait()
+            self._workers.run(job, len(self._shards))
         else:
             for k in range(len(self._shards)):
                 job(k)
-            if meanwhile is not None:
-                meanwhile()
         self.read_within = False
         self._forces[ids] = 0.0
         self._pending = [not self._direct] * len(self._split)  # as rebuild()
