@@ -435,7 +435,10 @@ def test_a_refused_restore_leaves_the_env_exactly_as_it_was():
             (_forged(good, meta={"started": "no"}), "'started' must be True or False, got 'no'"),
             (_forged(good, meta={"task_rngs": rngs[:2]}), "a list of 3 Generator states"),
             (_forged(good, meta={"task_rngs": [{"bit_generator": "Nope"}] + rngs[1:]}), r"\[0\]"),
-            (_forged(good, meta={"task_rngs": rngs[:2] + [mt]}), "must be a PCG64 state"),
+            (  # another bit generator's state is a Generator state, but not this one
+                _forged(good, meta={"task_rngs": rngs[:2] + [{**mt, "state": "x"}]}),
+                r"'task_rngs'\[2\] must be a Generator state",
+            ),
             (_forged(good, meta={"condition_names": 5}), "'condition_names' must be None or"),
             (_forged(good, meta={"world": "x"}), "'world' must be the World's meta"),
             (_forged(good, drop=("world/log/vals",)), "'log/vals' is missing"),  # the World's
@@ -455,6 +458,9 @@ def test_a_refused_restore_leaves_the_env_exactly_as_it_was():
         env.restore(good)  # the good snapshot still restores
         twin.restore(good)
         assert _full_state(env)[0] == _full_state(twin)[0]
+        # a copy's Generator of another bit generator (a user's) restores as that one
+        env.restore(_forged(good, meta={"task_rngs": rngs[:2] + [mt]}))
+        assert type(env._core.task_rngs[2].bit_generator) is np.random.MT19937
     finally:
         env.close()
         twin.close()
