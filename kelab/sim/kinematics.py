@@ -78,14 +78,14 @@ class JointCache:
         if self.wanted and self.eager and self.pos.shape[1]:
             if isinstance(rows, slice):  # views: computed in place
                 joint_state(self.layout, self.backend.raw[rows], (self.pos[rows], self.vel[rows]))
-            elif not joint_rows(self.layout, self.backend.raw, rows, self.pos, self.vel):
+            elif not _joint_rows(self.layout, self.backend.raw, rows, self.pos, self.vel):
                 self.pos[rows], self.vel[rows] = joint_state(self.layout, self.backend.raw[rows])
             self.valid[rows] = True
         else:
             self.valid[rows] = False
 
 
-def joint_rows(
+def _joint_rows(
     layout: Layout, raw: np.ndarray, rows: np.ndarray, pos: np.ndarray, vel: np.ndarray
 ) -> bool:
     """Write :func:`joint_state`'s values of rows ``rows`` into ``pos`` and ``vel`` in place.

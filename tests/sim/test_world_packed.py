@@ -372,7 +372,7 @@ def test_joint_rows_in_place_are_joint_states_bits_and_touch_nothing_else(kinds)
     layout, raw = _joint_case(kinds, angle0=0.3, seed=11, rows=40)
     rows = np.array([17, 3, 39, 3, 0], dtype=np.int64)
     pos, vel = np.full((40, len(kinds)), 7.0), np.full((40, len(kinds)), -7.0)
-    done = kinematics.joint_rows(layout, raw, rows, pos, vel)
+    done = kinematics._joint_rows(layout, raw, rows, pos, vel)
     every = all(k in ("revolute", "fixed") for k, _, _ in kinds)
     assert done == every
     if done:
@@ -382,7 +382,7 @@ def test_joint_rows_in_place_are_joint_states_bits_and_touch_nothing_else(kinds)
     others = np.setdiff1d(np.arange(40), rows)
     assert (pos[others] == 7.0).all() and (vel[others] == -7.0).all()
     mask = np.zeros(40, dtype=bool)
-    assert not kinematics.joint_rows(layout, raw, mask, pos, vel)
+    assert not kinematics._joint_rows(layout, raw, mask, pos, vel)
     if done:  # a row past the arrays is refused before anything is written
         table = kinematics._joint_plan(layout).rev_table
         with pytest.raises(ValueError, match="rows"):
