@@ -16,7 +16,7 @@ typedef struct {
     Py_ssize_t nbodies;
     const double *forces;   /* 3 per body, or with by_rows 3 per row of out */
     int direct;
-    int by_rows;            /* body i's forces at its row rows[i] of forces */
+    const int64_t *frows;   /* by_rows: body i's forces at row frows[i] (rows); NULL: i */
     PyObject *friction;     /* the regime rule's Friction, NULL: none */
     const int64_t *copies;  /* the shard's copies (the regime rule's) */
     Py_ssize_t ncopies;
@@ -32,7 +32,8 @@ PyDoc_STRVAR(stepper_doc,
 "One shard's physics step in one call, the GIL released once (kelab/sim/physics/_shard.py):\n"
 "the held forces written (write_forces: ``bodies`` uint64 ``cpBody *``, ``forces`` 3\n"
 "float64 each, ``direct``; with ``by_rows``, 3 float64 per row of ``out``, each body's\n"
-"at its row: the World's own held forces), ``cpSpaceStep`` of ``space`` (an address), the regime rule\n"
+"at its row: the World's own held forces), ``cpSpaceStep`` of ``space`` (an address), the\n"
+"regime rule\n"
 "of ``friction`` (a Friction, or None) for ``copies`` (int64), then, when asked, the\n"
 "bodies read into rows ``rows`` of ``out`` (read_rows, ``origins`` per body). Held (not\n"
 "copied): the arrays must keep their memory.");
@@ -71,7 +72,6 @@ stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     st->nbodies = b[0].len / 8;
     st->forces = b[1].buf;
     st->direct = direct;
-    st->by_rows = by_rows;
     st->copies = b[2].buf;
     st->ncopies = b[2].len / 8;
     st->out = b[3].buf;
@@ -94,11 +94,13 @@ stepper_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(st);
         PyErr_SetString(PyExc_ValueError,
                         "Stepper: forces must hold 3 float64 per body pointer (by_rows: per row "
-                        "of out), rows and origins one int64 / float64 per body pointer, each row within out (6 float64 a row), "
-                        "friction a Friction holding the copies (or None); build it with "
+                        "of out), rows and origins one int64 / float64 per body pointer, each "
+                        "row within out (6 float64 a row), friction a Friction holding the "
+                        "copies (or None); build it with "
                         "kelab.sim.physics._shard");
         return NULL;
     }
+    st->frows = by_rows ? st->rows : NULL;
     return (PyObject *)st;
 }
 
@@ -115,8 +117,7 @@ stepper_step(Stepper *st, PyObject *args)
     int read, within = 0;
     if (!PyArg_ParseTuple(args, "dp", &dt, &read)) return NULL;
     Py_BEGIN_ALLOW_THREADS
-    force_loop(st->bodies, st->nbodies, st->forces, st->by_rows ? st->rows : NULL,
-                   st->direct);
+    force_loop(st->bodies, st->nbodies, st->forces, st->frows, st->direct);
     ((space_step_f)fn[F_SPACE_STEP])(st->space, dt);
     if (st->friction)
         friction_regimes(st->friction, (uint64_t)(uintptr_t)st->space, st->copies, st->ncopies);
@@ -302,8 +303,7 @@ stepper_run(Stepper *st, PyObject *args)
     }
     Py_BEGIN_ALLOW_THREADS
     while (taken < count) {
-        force_loop(st->bodies, st->nbodies, st->forces, st->by_rows ? st->rows : NULL,
-                   st->direct);
+        force_loop(st->bodies, st->nbodies, st->forces, st->frows, st->direct);
         ((space_step_f)fn[F_SPACE_STEP])(st->space, dt);
         if (st->friction)
             friction_regimes(st->friction, (uint64_t)(uintptr_t)st->space, st->copies,

@@ -382,8 +382,7 @@ class PackedBackend:
         #: Stepper reads its bodies' rows of it (:meth:`Shard.bind`); without, the one
         #: shard's force buffer itself where every body moves. Held forces are then
         #: written where the steps read them, with no second copy (Humanoid-v0 x256 on 2
-        #: threads: ~10 us less an env step than copying each shard's share into its
-        #: buffer before a step).
+        #: threads: copying each shard's share into its buffer before a step cost ~6 us).
         self._direct = self.can_step_many or (len(self._shards) == 1 and mv.size == self._nb)
         if self._direct:
             if not self.can_step_many:
