@@ -58,7 +58,9 @@ class JointCache:
 
     The backend calls :meth:`update` (in the thread that stored the read) after rows of its ``raw``
     array were read: once joints have been asked for (``wanted``) it computes their joint
-    state there, else it marks them stale.
+    state there, else it marks them stale. A backend with ``bind_joints`` (the packed
+    layout's multi-step jobs, with the C helper) computes it in its shard threads instead
+    when :meth:`due` says so, and then only tells :meth:`update` which rows it did.
     """
 
     def __init__(self, layout: Layout, num_envs: int, backend: Backend) -> None:
@@ -72,10 +74,27 @@ class JointCache:
         #: False while reads are not the ones a reader is expected to follow (the World
         #: clears it around reads for its own bookkeeping): those only invalidate.
         self.eager = True
+        # every joint revolute or fixed, with the C helper: a backend whose steps can
+        # compute the joint state in its shard threads (C, without the GIL) is handed
+        # the arrays once; its on_read then says which rows it computed
+        plan = _joint_plan(layout)
+        bind = getattr(backend, "bind_joints", None)
+        if bind is not None and nj and not plan.other and native_module() is not None:
+            bind(self.pos, self.vel, plan.rev_table, self.due)
 
-    def update(self, rows: slice | np.ndarray) -> None:
-        """Refresh (or invalidate) the joint state of ``rows`` after a batch read."""
-        if self.wanted and self.eager and self.pos.shape[1]:
+    def due(self) -> bool:
+        """Whether the next read's rows get their joint state (else they are marked stale)."""
+        return self.wanted and self.eager
+
+    def update(self, rows: slice | np.ndarray, computed: bool = False) -> None:
+        """Refresh (or invalidate) the joint state of ``rows`` after a batch read.
+
+        ``computed``: the backend's step computed it already (``bind_joints``, when
+        :meth:`due` said so before it).
+        """
+        if computed:
+            self.valid[rows] = True
+        elif self.wanted and self.eager and self.pos.shape[1]:
             if isinstance(rows, slice):  # views: computed in place
                 joint_state(self.layout, self.backend.raw[rows], (self.pos[rows], self.vel[rows]))
             elif not _joint_rows(self.layout, self.backend.raw, rows, self.pos, self.vel):

@@ -140,3 +140,99 @@ def test_the_stepper_refuses_tables_that_disagree() -> None:
     with pytest.raises(ValueError, match="friction a Friction"):
         bad = (np.ones(6), False, object(), np.zeros(1, np.int64), raw)
         native.Stepper(1, bodies, *bad, np.zeros(2, np.int64), np.zeros(2), 1e7)
+
+
+# ---------------------------------------------------------------- work inside the jobs
+def _joint_run(threads: int, in_step: bool) -> tuple[list, np.ndarray, np.ndarray]:
+    """Steps of 2 with the joint state read after each; the on_read calls of the last."""
+    w = _world(threads)
+    try:
+        backend = w._backend
+        if not in_step:
+            backend._joints_due = None  # the calling thread computes it, as before
+        calls: list = []
+        hook = backend.on_read
+
+        def spy(rows, *computed):
+            calls.append((rows, *computed))
+            hook(rows, *computed)
+
+        backend.on_read = spy
+        w.set_joint_efforts(np.full((16, len(w.joint_names)), 3.0))
+        for _ in range(6):
+            calls.clear()
+            w.step(1 / 120, steps=2)
+            pos, vel = w.joint_positions.copy(), w.joint_velocities.copy()
+        return calls, pos, vel
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_steps_compute_the_joint_state_in_the_shard_jobs(threads: int) -> None:
+    # with the C helper each shard's job computes its copies' joint state after its last
+    # read (no GIL), instead of the calling thread after the barrier: the same bits
+    from kelab.sim.kinematics import joint_state
+    from kelab.sim.physics._guard import native_module
+
+    if native_module() is None:
+        pytest.skip("no C helper built here: the calling thread computes it")
+    calls, pos, vel = _joint_run(threads, in_step=True)
+    assert calls == [(slice(None), True)]  # told once, nothing left to compute
+    before, pos0, vel0 = _joint_run(threads, in_step=False)
+    assert before and not any(c[1:] == (True,) for c in before)  # the calling thread's
+    assert pos.tobytes() == pos0.tobytes() and vel.tobytes() == vel0.tobytes()
+    w = _world(threads)
+    try:
+        w.set_joint_efforts(np.full((16, len(w.joint_names)), 3.0))
+        for _ in range(6):
+            w.step(1 / 120, steps=2)
+            w.joint_positions  # noqa: B018 (a reader: the next steps compute it)
+        want = joint_state(w._states.layout, w._backend.raw)
+        assert pos.tobytes() == want[0].tobytes() and vel.tobytes() == want[1].tobytes()
+    finally:
+        w.close()
+
+
+def test_the_stepper_refuses_joint_tables_that_disagree() -> None:
+    from kelab.sim.physics._guard import native_module
+
+    native = native_module()
+    if native is None:
+        pytest.skip("no C helper built here")
+    w = _world(2)
+    try:
+        stepper = w._backend._shards[1].stepper
+        nb, nj = len(w.body_names), len(w.joint_names)
+        pos, vel = np.zeros((16, nj)), np.zeros((16, nj))
+        cols, child = np.arange(nj, dtype=np.int64), np.ones(nj, dtype=np.int64)
+        parent, rel = np.full(nj, -1, dtype=np.int64), np.zeros(nj)
+        with pytest.raises(ValueError, match="Stepper.joints: pos and vel must hold"):
+            stepper.joints(pos, vel, nb, nj, cols, np.full(nj, nb, np.int64), parent, rel)
+        with pytest.raises(ValueError, match="Stepper.joints: pos and vel must hold"):
+            stepper.joints(np.zeros((8, nj)), np.zeros((8, nj)), nb, nj, cols, child, parent, rel)
+        fresh = native.Stepper(*_stepper_args(w))
+        with pytest.raises(ValueError, match="joints=True needs the joint tables"):
+            fresh.run(1 / 120, 1, None, 0, True)
+    finally:
+        w.close()
+
+
+def _stepper_args(w: ke.World) -> tuple:
+    """A Stepper over shard 1 of ``w`` without joint tables (as Shard.bind makes it)."""
+    from kelab.sim.physics import _chipmunk as cp
+
+    shard = w._backend._shards[1]
+    return (
+        cp.address(shard.ptr),
+        shard.body_addrs,
+        w._backend._forces,
+        shard._never_sleeps,
+        None,
+        shard._copy_ids,
+        w._backend.raw,
+        shard._read_rows,
+        shard._read_origins,
+        1e7,
+        True,
+    )

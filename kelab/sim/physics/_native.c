@@ -9,7 +9,7 @@
  * - Stepper (_native_step.c): a shard's whole physics step in one call (forces,
  *   cpSpaceStep, the friction regimes, the read), so its thread takes the GIL once per
  *   step (_shard.py), or several steps in one call, the shards meeting after each at a
- *   Gang (_packed.py);
+ *   Gang, then its copies' joint state (_packed.py);
  * - joint_revs(): the revolute and fixed joints' state from body states (kinematics.py);
  * - term_forces(): the actuators' constant force terms from held efforts (_controls.py);
  * - write_shapes(), write_rows(), write_velocities() (_native_params.c): per-copy
@@ -243,6 +243,32 @@ write_forces(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------ joint state */
 
+/* Per row ``at[n]`` (or n) of body states ``raw`` (``nb`` bodies of 6 float64) and per
+ * joint j: column cols[j] of that row of pos and vel (``nj`` a row) gets ``(a[child] -
+ * a[parent]) - rel`` and ``w[child] - w[parent]`` (a parent < 0: 0.0), the numpy formulas'
+ * operations in their order. The tables are checked by the caller. No Python: runs
+ * without the GIL (joint_revs, and a Stepper's run for its copies' rows). */
+void
+rev_loop(const double *raw, Py_ssize_t nb, double *pos, double *vel, Py_ssize_t nj,
+         Py_ssize_t k, const int64_t *cols, const int64_t *child, const int64_t *parent,
+         const double *rel, const int64_t *at, Py_ssize_t count)
+{
+    for (Py_ssize_t n = 0; n < count; n++) {
+        Py_ssize_t i = at ? at[n] : n;
+        const double *b = raw + i * nb * 6;
+        for (Py_ssize_t j = 0; j < k; j++) {
+            const double *cb = b + 6 * child[j];
+            double ap = 0.0, wp = 0.0;
+            if (parent[j] >= 0) {
+                ap = b[6 * parent[j] + 2];
+                wp = b[6 * parent[j] + 5];
+            }
+            pos[i * nj + cols[j]] = (cb[2] - ap) - rel[j];
+            vel[i * nj + cols[j]] = cb[5] - wp;
+        }
+    }
+}
+
 PyDoc_STRVAR(joint_revs_doc,
 "joint_revs(raw, nb, pos, vel, nj, cols, child, parent, rel, rows=None)\n\n"
 "The revolute and fixed joints' state (kelab/sim/kinematics.py, joint_state): per row of\n"
@@ -277,22 +303,7 @@ joint_revs(PyObject *self, PyObject *args)
                       "for as many rows, the joint tables one entry per joint within them, "
                       "rows (if given) int64 rows of them");
     }
-    const double *r = raw.buf, *rl = rel.buf;
-    double *p = pos.buf, *v = vel.buf;
-    for (Py_ssize_t n = 0; n < count; n++) {
-        Py_ssize_t i = at ? at[n] : n;
-        const double *b = r + i * nb * 6;
-        for (Py_ssize_t j = 0; j < k; j++) {
-            const double *cb = b + 6 * ch[j];
-            double ap = 0.0, wp = 0.0;
-            if (pa[j] >= 0) {
-                ap = b[6 * pa[j] + 2];
-                wp = b[6 * pa[j] + 5];
-            }
-            p[i * nj + c[j]] = (cb[2] - ap) - rl[j];
-            v[i * nj + c[j]] = cb[5] - wp;
-        }
-    }
+    rev_loop(raw.buf, nb, pos.buf, vel.buf, nj, k, c, ch, pa, rel.buf, at, count);
     PyBuffer_Release(&raw);
     PyBuffer_Release(&pos);
     PyBuffer_Release(&vel);
@@ -378,7 +389,7 @@ static struct PyModuleDef module = {
 
 /* The tables' format and the entry points: _chipmunk.NATIVE_ABI must equal it (a stale build
  * is not used). */
-#define NATIVE_ABI 12
+#define NATIVE_ABI 13
 
 PyMODINIT_FUNC
 PyInit__native(void)

@@ -85,6 +85,12 @@ KL_HIDDEN void force_loop(const uint64_t *b, Py_ssize_t m, const double *f, cons
                           int direct);
 KL_HIDDEN int read_loop(const uint64_t *b, Py_ssize_t m, double *o, const int64_t *r,
                         const double *org, double bound);
+/* The revolute and fixed joints' state of rows of body states (joint_revs, _native.c),
+ * without the GIL; ``at`` NULL: rows 0..count-1. */
+KL_HIDDEN void rev_loop(const double *raw, Py_ssize_t nb, double *pos, double *vel,
+                        Py_ssize_t nj, Py_ssize_t k, const int64_t *cols, const int64_t *child,
+                        const int64_t *parent, const double *rel, const int64_t *at,
+                        Py_ssize_t count);
 KL_HIDDEN extern PyTypeObject StepperType, GangType;
 
 /* The per-copy parameter writers (_native_params.c), entries of the module's table. */
