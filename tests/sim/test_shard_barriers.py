@@ -236,3 +236,25 @@ def _stepper_args(w: ke.World) -> tuple:
         1e7,
         True,
     )
+
+
+def test_shards_are_built_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    # each shard's space is made in a thread of its own (its own malloc arena: its objects
+    # lie together, not in the main heap's holes), one after the other
+    import threading
+
+    made: list[int] = []
+    real = _packed.Shard
+
+    def shard(*args, **kwargs):
+        made.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_packed, "Shard", shard)
+    for threads in (1, 2):
+        made.clear()
+        _world(threads).close()
+        assert len(made) == threads
+        assert threading.get_ident() not in made
+    with pytest.raises(ZeroDivisionError):  # a maker's error, raised in the caller
+        _packed.built_apart([lambda: 1, lambda: 1 / 0, lambda: pytest.fail("not called")])

@@ -231,6 +231,48 @@ class ShardWorkers:
         self._threads = []
 
 
+def built_apart(makers: list[Callable[[], object]]) -> list:
+    """Call each of ``makers`` in a short-lived thread of its own, in order; their results.
+
+    For the shards' spaces: a thread allocates from a malloc arena of its own (glibc), so
+    each shard's Chipmunk bodies, shapes and constraints are laid out together, away from
+    the main heap (where the first shard built took what a throwaway shard built first
+    and kept would take instead: with one, the penalty below went; built and freed, or of
+    16 copies, it stayed; glibc's huge-page tunable changed nothing). Built in the calling
+    thread, the first shard's step ran ~9 % slower than the next one's
+    for its whole life (Humanoid-v0 x256 on 2 threads, a fresh process: shard 0's two
+    steps 1,117-1,199 against shard 1's 1,072-1,102 us of thread CPU an env step; built
+    apart 1,060-1,084 against 1,078-1,102; one thread 2,329-2,383 -> 2,191-2,217): the
+    calling thread's shard was the late one at every barrier. The same bits: a copy's
+    results never depend on where its objects lie (tests/sim/test_determinism.py; 200
+    Humanoid-v0 x256 env steps on 1 and 2 threads hash as before).
+
+    Raises:
+        BaseException: The first error of a maker, here (the later ones are not called).
+
+    >>> built_apart([lambda: 1, lambda: 2])
+    [1, 2]
+    """
+    out = []
+    for make in makers:
+        box: list[tuple[bool, object]] = []
+
+        def run(make: Callable[[], object] = make, box: list = box) -> None:
+            try:
+                box.append((True, make()))
+            except BaseException as exc:  # raised in the calling thread below
+                box.append((False, exc))
+
+        thread = threading.Thread(target=run, name="kelab-build", daemon=True)
+        thread.start()
+        thread.join()
+        ok, value = box[0]
+        if not ok:
+            raise value  # type: ignore[misc]
+        out.append(value)
+    return out
+
+
 #: The calling thread's shard holds this share of a worker's copies: as many. Every
 #: physics step is a barrier (it reads the state, whose limits are checked before the next
 #: step), so the workers cannot run ahead while the calling thread runs the World's and
@@ -727,7 +769,9 @@ class PackedBackend:
         fresh = getattr(self, "_shards", None) is None
         self.read_within = False
         if fresh:
-            self._shards = [Shard(self._plan, part, self.friction) for part in self._split]
+            self._shards = built_apart(
+                [partial(Shard, self._plan, part, self.friction) for part in self._split]
+            )
             for shard in self._shards:  # one C call a step, reading into raw and the
                 shard.bind(self.raw, self._forces)  # held forces where set_forces writes
             #: Whether each shard's step chooses its friction regimes (in C)
