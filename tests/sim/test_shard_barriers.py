@@ -258,3 +258,19 @@ def test_shards_are_built_apart(monkeypatch: pytest.MonkeyPatch) -> None:
         assert threading.get_ident() not in made
     with pytest.raises(ZeroDivisionError):  # a maker's error, raised in the caller
         _packed.built_apart([lambda: 1, lambda: 1 / 0, lambda: pytest.fail("not called")])
+
+
+def test_shards_are_built_here_where_no_thread_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    def refuse(self) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    assert _packed.built_apart([lambda: 1, lambda: 2]) == [1, 2]
+    w = _world(1)  # (2 threads need their shard thread)
+    try:
+        w.step(1 / 120, steps=2)
+        assert w.step_count == 2
+    finally:
+        w.close()

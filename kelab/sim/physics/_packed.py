@@ -247,6 +247,8 @@ def built_apart(makers: list[Callable[[], object]]) -> list:
     results never depend on where its objects lie (tests/sim/test_determinism.py; 200
     Humanoid-v0 x256 env steps on 1 and 2 threads hash as before).
 
+    Where no thread can be started, the makers run in the calling thread.
+
     Raises:
         BaseException: The first error of a maker, here (the later ones are not called).
 
@@ -264,8 +266,12 @@ def built_apart(makers: list[Callable[[], object]]) -> list:
                 box.append((False, exc))
 
         thread = threading.Thread(target=run, name="kelab-build", daemon=True)
-        thread.start()
-        thread.join()
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had (a process limit): built here instead
+            run()
+        else:
+            thread.join()
         ok, value = box[0]
         if not ok:
             raise value  # type: ignore[misc]
