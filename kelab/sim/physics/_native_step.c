@@ -317,10 +317,12 @@ stepper_joints(Stepper *st, PyObject *args)
         ok = st->copies[i] >= 0 && st->copies[i] < m;
     if (!ok) {
         for (int i = 0; i < 6; i++) PyBuffer_Release(&b[i]);
-        PyErr_SetString(PyExc_ValueError,
-                        "Stepper.joints: pos and vel must hold nj float64 a row for as many rows "
-                        "as out holds of nb bodies, the joint tables one entry per joint within "
-                        "them, every copy a row; build it with kelab.sim.physics._packed");
+        PyErr_Format(PyExc_ValueError,
+                     "Stepper.joints: pos and vel must hold nj float64 a row for as many rows "
+                     "as out holds of nb bodies, the joint tables one entry per joint within "
+                     "them, every copy a row, got nb=%zd, nj=%zd, %zd joints; bind them with "
+                     "PackedBackend.bind_joints",
+                     nb, nj, k);
         return NULL;
     }
     for (int i = 0; i < st->jheld; i++) PyBuffer_Release(&st->jbufs[i]);
