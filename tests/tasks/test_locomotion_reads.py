@@ -97,3 +97,23 @@ def test_a_float32_scale_gives_the_float64_scales_torques():
     got = actions.copy()
     got *= scale
     assert got.tobytes() == want.tobytes()
+
+
+def test_the_per_copy_scale_gives_the_action_scales_torques():
+    """apply_actions multiplies by the scale repeated per copy (one contiguous loop, #40);
+    actions of another (broadcastable) shape take the one-row scale: the same torques."""
+    env = ke.LearningEnv(HumanoidTask(), num_envs=5, seed=1)
+    task, world = env.task, env.world
+    env.reset()
+    full = task._copies_scale
+    assert full.shape == (5, 6) and full.flags.c_contiguous
+    assert full.dtype == task._action_scale.dtype and (full == task._action_scale).all()
+    rng = np.random.default_rng(2)
+    actions = rng.uniform(-1, 1, (5, 6)).astype(np.float32)
+    want = actions * task._action_scale  # the one-row scale's products
+    task.apply_actions(actions.copy())
+    assert world.joint_efforts.tobytes() == want.astype(np.float64).tobytes()
+    row = actions[:1].copy()  # one row for every copy: the World broadcasts it
+    task.apply_actions(row)
+    assert row.tobytes() == want[:1].tobytes()
+    assert world.joint_efforts.tobytes() == np.repeat(want[:1], 5, 0).astype(np.float64).tobytes()
