@@ -96,9 +96,13 @@ class Contacts:
         if self._kept:
             self._drop_kept()
 
-    def rebuilt(self, ids: np.ndarray) -> None:
-        """Copies ``ids`` were rebuilt: they stick again and no arbiters are cached."""
-        self.stick[ids] = True
+    def rebuilt(self, ids: np.ndarray, stuck: bool = False) -> None:
+        """Copies ``ids`` were rebuilt: they stick again and no arbiters are cached.
+
+        ``stuck``: their rows of :attr:`stick` are True already (the caller wrote them).
+        """
+        if not stuck:
+            self.stick[ids] = True
         self._all_stick = self._all_stick or bool(self.stick.all())  # True stays True
         self._arb = None
         if self._kept:

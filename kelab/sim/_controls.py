@@ -381,12 +381,21 @@ class Controls:
             self.external_any = bool(self.external.any())
         self.dirty = True
 
-    def clear(self, ids: np.ndarray) -> None:
-        """Zero the held controls of copies ``ids`` (a reset)."""
-        self.efforts[ids] = 0.0
-        self.targets[ids] = 0.0
-        self.external[ids] = 0.0
-        self.pd_efforts[ids] = 0.0
+    def rows(self) -> tuple[np.ndarray, ...]:
+        """The arrays whose rows :meth:`clear` zeroes (one per copy a row)."""
+        return (self.efforts, self.targets, self.external, self.pd_efforts)
+
+    def clear(self, ids: np.ndarray, zeroed: bool = False) -> None:
+        """Zero the held controls of copies ``ids`` (a reset).
+
+        ``zeroed``: their rows of :meth:`rows` are zero already (the caller wrote them,
+        with a reset's other rows, in one batch).
+        """
+        if not zeroed:
+            self.efforts[ids] = 0.0
+            self.targets[ids] = 0.0
+            self.external[ids] = 0.0
+            self.pd_efforts[ids] = 0.0
         self.external_any = bool(self.external_any and self.external.any())
         self.dirty = True
 

@@ -25,6 +25,7 @@ from kelab.sim._params import Params
 from kelab.sim._restore import Restore
 from kelab.sim._states import BodyStates
 from kelab.sim.physics._backend import Backend
+from kelab.sim.physics._guard import native_module
 from kelab.sim.physics._warm import pack, unpack
 from kelab.sim.replay_log import Kind, LogEntry, ReplayLog
 from kelab.sim.sensors import SensorPipeline
@@ -210,6 +211,8 @@ class History:
         self.rebase_at = max_log
         #: Copies stepped since their last rebuild (a replay rebuilds those again).
         self.touched = np.zeros(n, dtype=bool)
+        # the C helper's reset_rows: a rebuild's rows of the World's arrays in one call
+        self._native = native_module()
 
     def held(self) -> dict[str, np.ndarray]:
         """The arrays of :data:`SNAPSHOT_ARRAYS` the history and its parts hold, by field."""
@@ -233,15 +236,29 @@ class History:
 
     def _rebuilt(self, ids: np.ndarray, step: int) -> None:
         """The World's side of :meth:`rebuild`, after the backend's: logged, forgotten."""
-        self.forget(ids, ids)
-        self.contacts.normals[ids] = 0.0
         self.log.append(step, Kind.BUILD, ids.copy())
-        self.epoch[ids] = len(self.log) - 1
-        if ids.size:
-            self.epoch_step[ids] = step
-            self.rebase_at = int(self.epoch_step.min()) + self.max_log
-        self.contacts.sums = None
-        self.log.prune(self.epoch)  # nothing to drop while a copy has not been rebuilt
+        index = len(self.log) - 1
+        native, c, controls = self._native, self.contacts, self.controls
+        first = None
+        if native is not None and ids.size and ids.dtype == np.int64 and ids.flags.c_contiguous:
+            # forget()'s rows, the normals and the epochs in one C call, the same values
+            # (Humanoid-v0 x256, 2 threads, 12 copies a reset: ~12 us less an env step)
+            zeros = (self.touched, self.states.valid, *controls.rows(), c.normals)
+            first, oldest = native.reset_rows(
+                ids, zeros, (c.stick,), self.epoch, index, self.epoch_step, step
+            )
+            c.rebuilt(ids, stuck=True)
+            controls.clear(ids, zeroed=True)
+            self.rebase_at = oldest + self.max_log
+        else:
+            self.forget(ids, ids)
+            c.normals[ids] = 0.0
+            self.epoch[ids] = index
+            if ids.size:
+                self.epoch_step[ids] = step
+                self.rebase_at = int(self.epoch_step.min()) + self.max_log
+        c.sums = None
+        self.log.prune(self.epoch, first)  # nothing to drop while a copy has not been rebuilt
 
     def forget(self, rebuilt: np.ndarray, zeroed: np.ndarray) -> None:
         """The World's side of a rebuild (live resets and replays alike).

@@ -128,16 +128,18 @@ class ReplayLog:
     def __getitem__(self, index: int | slice) -> LogEntry | list[LogEntry]:
         return self.entries[index]
 
-    def prune(self, epoch: np.ndarray) -> None:
+    def prune(self, epoch: np.ndarray, first: int | None = None) -> None:
         """Drop entries older than every copy's last rebuild; what is in effect stays.
 
-        ``epoch`` (each copy's last rebuild, an index into this log) is shifted in place.
+        ``epoch`` (each copy's last rebuild, an index into this log) is shifted in place;
+        ``first``: its minimum where the caller has it (else computed).
         The dt and the PD mode in effect (:attr:`Kind.setting`) move up to the first kept
         entry (a replay starts there), and so do the per-copy parameters
         (:attr:`Kind.parameter`): the dropped entries of each kind fold into one entry
         holding, for every copy they set, its last value.
         """
-        first = int(epoch.min())
+        if first is None:
+            first = int(epoch.min())
         if first <= self._kept:  # nothing to drop (a step's resets, mostly: ~40 us saved)
             return
         dropped = self.entries[:first]

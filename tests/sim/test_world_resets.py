@@ -280,3 +280,72 @@ def test_empty_resets_change_nothing_not_even_the_log(layout: str) -> None:
     assert w.snapshot().to_bytes() == before
     with pytest.raises(ValueError, match="poses must have shape"):
         w.set_body_states([], np.zeros((1, len(w.body_names), 3)))
+
+
+def _resets(w: ke.World) -> list[tuple]:
+    """A busy run of resets and rebases; the bookkeeping a reset writes after each."""
+    n, h = w.num_envs, w._history
+    w.max_log_steps = 7  # rebases (rebuilds at the present state) and log prunes too
+    seen = []
+    for t in range(40):
+        w.set_joint_efforts(np.tile([30.0 * math.sin(t / 3.0), 0.0], (n, 1)))
+        if t % 5 == 1:
+            f = np.zeros((n, len(w.body_names), 2))
+            f[:, 3] = (20.0, 3.0)
+            w.set_body_forces(f)
+        if t % 4 == 2:
+            w.reset_envs([t % n, (t + 2) % n, t % n])  # a repeat: reset once
+        if t % 6 == 3:
+            mask = np.arange(n) % 2 == t % 2
+            w.set_body_states(mask, w.body_poses[mask], w.body_velocities[mask])
+        w.step(DT)
+        c, ctl = w._contacts, w._ctl
+        rows = (h.epoch, h.epoch_step, h.touched, w._states.valid, c.normals, c.stick)
+        rows += (*ctl.rows(), ctl.external_any, ctl.dirty, h.rebase_at, len(h.log))
+        seen.append(tuple(np.copy(r) for r in rows))
+    return seen
+
+
+def test_a_resets_rows_in_one_c_call_are_the_numpy_ones(monkeypatch) -> None:
+    # History._rebuilt writes the reset copies' rows (forget's, normals, epochs) and the
+    # epochs' minima in one call of the C helper's reset_rows: the same values, log and
+    # snapshot as the numpy writes it stands for (the helper off)
+    from kelab.sim import _history
+
+    if _history.native_module() is None:
+        pytest.skip("the C helper is not built (tests/sim/test_without_native.py)")
+    fast = ke.World(_scene(), num_envs=5, layout="packed")
+    with monkeypatch.context() as m:
+        m.setattr(_history, "native_module", lambda: None)
+        slow = ke.World(_scene(), num_envs=5, layout="packed")
+    assert fast._history._native is not None and slow._history._native is None
+    calls = []
+
+    class Counted:  # the helper, its reset_rows calls counted
+        def __getattr__(self, name: str) -> object:
+            calls.append(name)
+            return getattr(_history.native_module(), name)
+
+    fast._history._native = Counted()
+    a, b = _resets(fast), _resets(slow)
+    assert calls.count("reset_rows") >= 20  # resets, state writes and rebases
+    for x, y in zip(a, b, strict=True):
+        assert all(np.array_equal(p, q) for p, q in zip(x, y, strict=True))
+    assert fast.snapshot().to_bytes() == slow.snapshot().to_bytes()
+
+
+def test_reset_rows_refuses_ids_out_of_range_writing_nothing() -> None:
+    from kelab.sim.physics._guard import native_module
+
+    native = native_module()
+    if native is None:
+        pytest.skip("the C helper is not built (tests/sim/test_without_native.py)")
+    zero, one = np.ones((4, 3)), np.zeros(4, dtype=bool)
+    epoch, steps = np.arange(4, dtype=np.int64), np.arange(4, dtype=np.int64)
+    with pytest.raises(ValueError, match="ids must be int64 in"):
+        native.reset_rows(np.array([1, 4]), (zero,), (one,), epoch, 9, steps, 9)
+    assert zero.all() and not one.any() and epoch.tolist() == [0, 1, 2, 3]
+    got = native.reset_rows(np.array([2, 0]), (zero,), (one,), epoch, 9, steps, 5)
+    assert got == (1, 1) and zero[[0, 2]].sum() == 0 and zero[[1, 3]].all()
+    assert one.tolist() == [True, False, True, False]
+    assert epoch.tolist() == [9, 1, 9, 3] and steps.tolist() == [5, 1, 5, 3]

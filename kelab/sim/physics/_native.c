@@ -367,6 +367,7 @@ static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(offsets, functions, hash_coef, state_cached, state_invalidated)"},
     {"reset", reset, METH_VARARGS, reset_doc},
+    {"reset_rows", reset_rows, METH_VARARGS, reset_rows_doc},
     {"write_bodies", write_bodies, METH_VARARGS, write_bodies_doc},
     {"read_rows", read_rows, METH_VARARGS, read_rows_doc},
     {"write_forces", write_forces, METH_VARARGS, write_forces_doc},

@@ -71,6 +71,8 @@ KL_HIDDEN PyObject *refuse(Py_buffer **held, int n, const char *message);
 /* The packed reset in place (_native_reset.c), an entry of the module's table. */
 KL_HIDDEN extern const char reset_doc[];
 KL_HIDDEN PyObject *reset(PyObject *self, PyObject *args);
+KL_HIDDEN extern const char reset_rows_doc[];
+KL_HIDDEN PyObject *reset_rows(PyObject *self, PyObject *args);
 
 /* The friction model's type (_native_friction.c), its regime rule after a step of one
  * space (called without the GIL: no Python), and whether copies are within its table. */
