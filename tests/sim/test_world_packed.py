@@ -609,3 +609,46 @@ def test_the_near_shapes_query_is_chipmunks_first_hit_bit_for_bit() -> None:
             assert math.isnan(got), (a, b, got)
         else:
             assert got == hit.alpha, (a, b, got, hit.alpha)
+
+
+def _biped_run(world: ke.World) -> list[np.ndarray]:
+    """Joint reads after steps, a reset's state write and a stale read (every path)."""
+    n = world.num_envs
+    out = []
+    for t in range(12):
+        world.set_joint_efforts(np.full((n, 6), 30.0 * math.sin(t / 2.0)))
+        world.step(DT, steps=1 + t % 3)
+        out += [world.joint_positions, world.joint_velocities]
+        if t % 4 == 1:  # a reset's rows (read back with the write), unsorted
+            ids = np.array([3, 0]) if t % 8 == 1 else np.array([1, 2, 4])
+            poses, vels = world.body_poses[ids], world.body_velocities[ids]
+            vels[:, :, 2] += 0.5
+            world.set_body_states(ids, poses, vels)
+            out += [world.joint_positions, world.joint_velocities]
+        if t % 5 == 2:  # a push: the rows read again when asked
+            world.set_body_velocities(world.body_velocities[[2]] * 0.5, env_ids=[2])
+            out.append(world.joint_velocities)
+    return out
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_joint_caches_c_call_is_the_joint_state_bits(threads, monkeypatch) -> None:
+    # every joint revolute: the joint cache calls joint_revs itself for the rows a read
+    # stored (slices and a reset's rows), the same bits as joint_state / _joint_rows
+    from kelab.sim import kinematics
+
+    if kinematics.native_module() is None:
+        pytest.skip("no C helper built here")
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/biped:v2")), at="/World/Robot")
+    scene = b.build()
+    fast = ke.World(scene, num_envs=5, layout="packed", num_threads=threads)
+    with monkeypatch.context() as m:
+        m.setattr(kinematics, "native_module", lambda: None)
+        slow = ke.World(scene, num_envs=5, layout="packed", num_threads=threads)
+    assert fast._states.joints._revs is not None and slow._states.joints._revs is None
+    for a, b_ in zip(_biped_run(fast), _biped_run(slow), strict=True):
+        assert np.array_equal(a, b_) and np.array_equal(np.signbit(a), np.signbit(b_))
+    fast.close()
+    slow.close()
