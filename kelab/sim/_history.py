@@ -276,12 +276,13 @@ class History:
     def set_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray, step: int) -> bool:
         """Rebuild copies ``ids`` and write their checked body states (logged).
 
+        ``poses`` and ``vels`` are the log's from then on (new arrays nobody changes).
         Returns whether their states were read back after the write (else they are stale).
         """
         read = self.backend.reset_states(ids, poses, vels)  # rebuilt, written (and read)
         self._rebuilt(ids, step)
         self.states.valid[ids] = read
-        self.log.append(step, Kind.STATES, ids.copy(), poses.copy(), vels.copy())
+        self.log.append(step, Kind.STATES, ids.copy(), poses, vels)
         return read
 
     def _write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:

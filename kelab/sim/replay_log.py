@@ -143,9 +143,10 @@ class ReplayLog:
         if first <= self._kept:  # nothing to drop (a step's resets, mostly: ~40 us saved)
             return
         dropped = self.entries[:first]
-        kinds = [e.kind for e in dropped]
-        if len(set(kinds)) == first and _KEPT.issuperset(kinds):
-            return  # the head is what is in effect already: nothing to drop
+        if first <= len(_KEPT):  # (more entries cannot each be of its own kept kind)
+            kinds = [e.kind for e in dropped]
+            if len(set(kinds)) == first and _KEPT.issuperset(kinds):
+                return  # the head is what is in effect already: nothing to drop
         last: dict[Kind, LogEntry] = {}
         params: dict[Kind, list[LogEntry]] = {}
         for e in dropped:  # one pass: the settings' last entries, each parameter's entries
@@ -153,13 +154,14 @@ class ReplayLog:
                 last[e.kind] = e
             elif e.kind in _PARAMETER_SET and e.a is not None:
                 params.setdefault(e.kind, []).append(e)
-        kept = sorted(last.values(), key=lambda e: e.kind)  # DT first, as before
+        kept = [last[k] for k in _SETTING_ORDER if k in last]  # DT first, as before
         kept += [_folded(params[k], dropped[0].step) for k in PARAMETERS if k in params]
         shift = first - len(kept)
         if shift <= 0:
             self._kept = first
             return
-        head = [e._replace(step=self.entries[first].step) for e in kept]
+        step = self.entries[first].step  # (LogEntry(...): ~2 us cheaper than _replace)
+        head = [LogEntry(step, e.kind, e.ids, e.a, e.b) for e in kept]
         self.entries = head + self.entries[first:]
         self._kept = len(head)
         epoch -= shift
@@ -194,6 +196,8 @@ class ReplayLog:
 
 #: The kinds a pruned log keeps at its head (settings and parameters in effect).
 _SETTINGS = frozenset(k for k in Kind if k.setting)
+#: The settings in the order a pruned log keeps them at its head (by kind: DT first).
+_SETTING_ORDER = tuple(sorted(_SETTINGS))
 _PARAMETER_SET = frozenset(PARAMETERS)
 _KEPT = _SETTINGS | _PARAMETER_SET
 
