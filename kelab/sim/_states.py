@@ -49,6 +49,7 @@ class BodyStates:
         # invalidates it (a separate object: the backend must not hold the World)
         self.joints = JointCache(layout, n, backend)
         backend.on_read = self.joints.update
+        backend.reset_joints = self.joints.reset_tables
         # state-read prediction: physics steps since a reader last asked for the state,
         # and the gap between its last two requests (the step reads the state
         # right after the step that is expected to be read; never changes results)

@@ -94,11 +94,22 @@ class JointCache:
         """Whether the next read's rows get their joint state (else they are marked stale)."""
         return self.wanted and self.eager
 
+    def reset_tables(self) -> tuple | None:
+        """The arrays a reset's C read computes its rows' joint state with, or None.
+
+        ``(pos, vel, cols, child, parent, rel)``: this cache's arrays and ``joint_revs``'
+        tables, where :meth:`update` would compute those rows with ``joint_revs`` (then
+        call ``update(rows, True)``); None where it would not.
+        """
+        if self._revs is None or not self.due():
+            return None
+        return (self.pos, self.vel, *self._revs[3:])
+
     def update(self, rows: slice | np.ndarray, computed: bool = False) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read.
 
-        ``computed``: the backend's step computed it already (``bind_joints``, when
-        :meth:`due` said so before it).
+        ``computed``: the reader computed it already: the backend's step (``bind_joints``,
+        when :meth:`due` said so before it) or a reset's read (:meth:`reset_tables`).
         """
         if computed:
             self.valid[rows] = True

@@ -652,3 +652,39 @@ def test_the_joint_caches_c_call_is_the_joint_state_bits(threads, monkeypatch) -
         assert np.array_equal(a, b_) and np.array_equal(np.signbit(a), np.signbit(b_))
     fast.close()
     slow.close()
+
+
+@pytest.mark.parametrize("kept", [True, False])
+def test_a_resets_c_call_zeroes_the_held_forces_and_computes_the_joint_state(kept) -> None:
+    # a state write's reset (set_body_states) zeroes the reset copies' held forces and
+    # computes their joint state from the rows it read in the shard's C call (or, where
+    # the in-place reset declines, the same values right after the rebuild's write)
+    from kelab.sim import kinematics
+
+    if kinematics.native_module() is None:
+        pytest.skip("no C helper built here")
+    b = ke.SceneBuilder()
+    b.add(ke.Terrain.plane(), at="/")
+    b.add(ke.Robot(Asset.from_registry("kelab/robot/biped:v2")), at="/World/Robot")
+    world = ke.World(b.build(), num_envs=20, layout="packed", num_threads=2)
+    backend = world._backend
+    world.set_joint_efforts(np.full((20, 6), 40.0))
+    world.step(DT, steps=3)
+    world.joint_positions  # noqa: B018 (a reader: the joint state is wanted from now on)
+    if not kept:
+        for shard in backend._shards:
+            shard.kept = None
+    calls = []
+    on_read = backend.on_read
+    backend.on_read = lambda rows, *done: calls.append(done) or on_read(rows, *done)
+    ids = np.array([1, 4, 5, 9, 12, 13, 17, 18, 19])  # both shards, in one job each
+    poses, vels = world.body_poses[ids], world.body_velocities[ids]
+    poses[:, :, 2] += 0.1
+    world.set_body_states(ids, poses, vels)
+    assert calls == [(True,)]
+    others = np.setdiff1d(np.arange(20), ids)
+    assert not backend._forces[ids].any() and backend._forces[others].any()
+    want = _joint_state(world._layout, backend.raw[ids])
+    got = world.joint_positions[ids], world.joint_velocities[ids]
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    world.close()

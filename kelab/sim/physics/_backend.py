@@ -35,8 +35,14 @@ class Backend(Protocol):
     """Metres between copy origins in the display frame (``World.env_spacing``)."""
     origin_x: np.ndarray
     """``(num_envs,)`` x of each copy's origin in its space (contact points are there)."""
-    on_read: Callable[[slice | np.ndarray], None] | None
-    """Called with the rows of :attr:`raw` just read (the World's joint cache)."""
+    on_read: Callable[..., None] | None
+    """Called with the rows of :attr:`raw` just read (the World's joint cache); as
+    ``on_read(rows, True)`` where their joint state was computed with the tables of
+    :attr:`reset_joints` already."""
+    reset_joints: Callable[[], tuple | None] | None
+    """Where set (the World's joint cache, ``JointCache.reset_tables``): the tables with
+    which :meth:`reset_states` may compute the joint state of the rows it reads (None
+    from it: not wanted)."""
     warm: WarmFormat | None
     """How a rebase carries a copy's warm starts over (kelab/sim/physics/_warm.py); None
     where the layout cannot (its copies share a space): its rebases are cold."""

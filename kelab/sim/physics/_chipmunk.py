@@ -353,7 +353,7 @@ _NATIVE_FUNCTIONS = (
 )  # fmt: skip
 #: The format of the tables ``_native.c`` reads and of its entry points (its ``ABI``): a
 #: build for another is not used.
-NATIVE_ABI = 13
+NATIVE_ABI = 14
 #: ``cpArbiter.state`` values (``enum cpArbiterState``): cached, invalidated.
 ARBITER_CACHED = _lib.CP_ARBITER_STATE_CACHED
 ARBITER_INVALIDATED = _lib.CP_ARBITER_STATE_INVALIDATED

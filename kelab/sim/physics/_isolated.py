@@ -102,7 +102,9 @@ class IsolatedBackend:
         static = ~layout.dynamic
         self.raw[:, static, 0:3] = layout.initial[static]  # static bodies never move
         #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
-        self.on_read: Callable[[slice | np.ndarray], None] | None = None
+        self.on_read: Callable[..., None] | None = None
+        #: Never called here (its resets read through on_read): the Backend's attribute.
+        self.reset_joints: Callable[[], tuple | None] | None = None
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]

@@ -390,7 +390,7 @@ static struct PyModuleDef module = {
 
 /* The tables' format and the entry points: _chipmunk.NATIVE_ABI must equal it (a stale build
  * is not used). */
-#define NATIVE_ABI 13
+#define NATIVE_ABI 14
 
 PyMODINIT_FUNC
 PyInit__native(void)

@@ -223,13 +223,18 @@ ready(void *space, const int64_t *locals, Py_ssize_t nl, Py_ssize_t n, Py_ssize_
 typedef struct {
     Py_buffer poses, vels, out, addrs, rows, origins, moving;
     Py_ssize_t m, nall;  /* moving bodies per copy, bodies per copy in poses */
+    /* where given, after the read: the copies' rows of ``forces`` zeroed and their joint
+     * state computed into pos and vel (nj a row) from their rows of out */
+    Py_buffer forces, pos, vel, cols, child, parent, rel;
+    Py_ssize_t nj, k;
 } Then;
 
 static void
 release_then(Then *w)
 {
     Py_buffer *all[] = {&w->poses, &w->vels, &w->out, &w->addrs, &w->rows, &w->origins,
-                        &w->moving};
+                        &w->moving, &w->forces, &w->pos, &w->vel, &w->cols, &w->child,
+                        &w->parent, &w->rel};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i]->obj) PyBuffer_Release(all[i]);
 }
@@ -243,9 +248,20 @@ parse_then(PyObject *then, Then *w, const int64_t *locals, Py_ssize_t nl, Py_ssi
         PyErr_SetString(PyExc_TypeError, "reset: then must be a tuple or None");
         return 0;
     }
-    if (!PyArg_ParseTuple(then, "y*y*w*y*y*y*y*", &w->poses, &w->vels, &w->out, &w->addrs,
-                          &w->rows, &w->origins, &w->moving))
+    PyObject *forces = Py_None, *joints = Py_None;
+    if (!PyArg_ParseTuple(then, "y*y*w*y*y*y*y*|OO", &w->poses, &w->vels, &w->out, &w->addrs,
+                          &w->rows, &w->origins, &w->moving, &forces, &joints))
         return 0;
+    if ((forces != Py_None && PyObject_GetBuffer(forces, &w->forces, PyBUF_WRITABLE) < 0)
+        || (joints != Py_None
+            && (!PyTuple_Check(joints)
+                || !PyArg_ParseTuple(joints, "w*w*y*y*y*y*", &w->pos, &w->vel, &w->cols,
+                                     &w->child, &w->parent, &w->rel)))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "reset: then's joints must be a tuple or None");
+        release_then(w);
+        return 0;
+    }
     Py_ssize_t m = w->moving.len / 8, nrows = w->out.len / 48;
     Py_ssize_t nall = nl ? w->poses.len / 24 / nl : 0;
     const int64_t *mv = w->moving.buf, *r = w->rows.buf;
@@ -259,13 +275,36 @@ parse_then(PyObject *then, Then *w, const int64_t *locals, Py_ssize_t nl, Py_ssi
         for (Py_ssize_t j = 0; ok && j < m; j++)
             ok = r[locals[i] * m + j] >= 0 && r[locals[i] * m + j] < nrows;
     }
+    int extra = w->forces.obj || w->pos.obj;
+    /* the copy of a reset local copy: its first moving body's row, less that body, over
+     * the bodies per copy (every one of its moving bodies at its row of that copy) */
+    Py_ssize_t copies = nall && ok ? nrows / nall : 0;
+    ok = ok && (!extra || (m > 0 && nall > 0 && nrows % nall == 0));
+    for (Py_ssize_t i = 0; ok && extra && i < nl; i++) {
+        Py_ssize_t c = (r[locals[i] * m] - mv[0]) / nall;
+        for (Py_ssize_t j = 0; ok && j < m; j++) ok = r[locals[i] * m + j] == c * nall + mv[j];
+    }
+    if (ok && w->forces.obj) ok = w->forces.len == copies * nall * 24;
+    if (ok && w->pos.obj) {
+        Py_ssize_t k = w->cols.len / 8, nj = copies ? w->pos.len / 8 / copies : 0;
+        const int64_t *c = w->cols.buf, *ch = w->child.buf, *pa = w->parent.buf;
+        ok = nj > 0 && w->pos.len == copies * nj * 8 && w->vel.len == w->pos.len
+             && w->cols.len % 8 == 0 && w->child.len == w->cols.len
+             && w->parent.len == w->cols.len && w->rel.len == w->cols.len;
+        for (Py_ssize_t j = 0; ok && j < k; j++)
+            ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nall && pa[j] >= -1
+                 && pa[j] < nall;
+        w->nj = nj;
+        w->k = k;
+    }
     if (!ok) {
         release_then(w);
         PyErr_SetString(PyExc_ValueError,
                         "reset: then's tables disagree (addrs, rows and origins one per moving "
                         "body of every local copy, rows within out, poses and vels (copies, "
-                        "bodies, 3), moving within the bodies); build them with "
-                        "kelab.sim.physics._shard");
+                        "bodies, 3), moving within the bodies, forces and joints' pos and "
+                        "vel a row per copy of out, the joint tables as joint_revs'); build "
+                        "them with kelab.sim.physics._shard");
         return 0;
     }
     w->m = m;
@@ -298,6 +337,14 @@ write_then_read(const Then *w, const int64_t *locals, Py_ssize_t nl)
         Py_ssize_t at = locals[r] * m;
         read_loop(b + at, m, w->out.buf, rows + at, org + at, INFINITY);
     }
+    for (Py_ssize_t r = 0; (w->forces.obj || w->pos.obj) && r < nl; r++) {
+        Py_ssize_t c = (rows[locals[r] * m] - mv[0]) / w->nall;
+        if (w->forces.obj) memset((double *)w->forces.buf + c * w->nall * 3, 0, w->nall * 24);
+        int64_t row = c;
+        if (w->pos.obj)
+            rev_loop(w->out.buf, w->nall, w->pos.buf, w->vel.buf, w->nj, w->k, w->cols.buf,
+                     w->child.buf, w->parent.buf, w->rel.buf, &row, 1);
+    }
 }
 
 const char reset_doc[] = PyDoc_STR(
@@ -309,7 +356,11 @@ const char reset_doc[] = PyDoc_STR(
 "copy's moving bodies (``addrs``, the shard's table) get write_bodies' setters with their\n"
 "state in ``poses`` and ``vels`` (copies, bodies, 3) at body ``moving[j]``, x plus its\n"
 "``origins``, then are read into ``out`` as read_rows does, at ``rows`` (a reset's state\n"
-"write, one GIL release).");
+"write, one GIL release). ``then`` may go on with ``forces`` (None or float64, 3 a body\n"
+"row of ``out``: each reset copy's rows zeroed) and ``joints`` (None or joint_revs'\n"
+"``(pos, vel, cols, child, parent, rel)``: each reset copy's joint state from its rows\n"
+"of ``out``, read just before; a copy's rows are those of its bodies, its moving ones\n"
+"at ``rows``).");
 
 PyObject *
 reset(PyObject *self, PyObject *args)

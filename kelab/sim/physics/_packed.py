@@ -375,6 +375,8 @@ class PackedBackend:
         self.on_read: Callable[..., None] | None = None
         #: Whether the next step_many computes the joint state (:meth:`bind_joints`)
         self._joints_due: Callable[[], bool] | None = None
+        #: The joint tables a reset's read computes its rows' joint state with (Backend).
+        self.reset_joints: Callable[[], tuple | None] | None = None
         self._every = np.arange(num_envs)
         self._all_shards = list(range(len(self._split)))
         self._every.flags.writeable = False  # handed out by step()
@@ -854,24 +856,31 @@ class PackedBackend:
         # writes from the shard's tables (#40: ~35 us less here for 12 Humanoids)
         local = self._local[sids]
         jobs = [(local[a:b], poses[a:b], vels[a:b]) for a, b in bounds]
-        job = partial(self._reset_shard, jobs)
+        # the held forces' rows zeroed and the joint state computed in the same C call
+        # (#40: ~3.5 us less here a reset of 12 Humanoids)
+        joints = self.reset_joints() if self.reset_joints is not None else None
+        job = partial(self._reset_shard, jobs, joints)
         if len(self._split) > 1 and ids.size >= PARALLEL_REBUILD:
             self._workers.run(job, len(self._shards))
         else:
             for k in range(len(self._shards)):
                 job(k)
         self.read_within = False
-        self._forces[ids] = 0.0
         self._pending = [not self._direct] * len(self._split)  # as rebuild()
         if self.on_read is not None:
-            self.on_read(ids)
+            self.on_read(ids, joints is not None)
         return True
 
-    def _reset_shard(self, jobs: list[tuple[np.ndarray, np.ndarray, np.ndarray]], k: int) -> None:
+    def _reset_shard(
+        self,
+        jobs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+        joints: tuple | None,
+        k: int,
+    ) -> None:
         """Shard ``k``'s part of :meth:`reset_states` (in the shard's thread)."""
         local, poses, vels = jobs[k]
         if local.size:
-            self._shards[k].reset_states(local, poses, vels)
+            self._shards[k].reset_states(local, poses, vels, self._forces, joints)
 
     def write_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
         """Set poses/velocities of the moving bodies of (just rebuilt) copies ``ids``.

@@ -98,6 +98,13 @@ class StateWrite(NamedTuple):
     on read)."""
     moving: np.ndarray
     """int64: the moving bodies' indices into ``poses``' bodies (the plan's)."""
+    forces: np.ndarray | None = None
+    """The World's held forces ``(num_envs, bodies, 3)`` (a row per row of ``out``): the
+    reset copies' rows are zeroed; None: left alone."""
+    joints: tuple | None = None
+    """``(pos, vel, cols, child, parent, rel)``: the joint cache's rows and the C helper's
+    ``joint_revs`` tables (kelab/sim/kinematics.py, ``JointCache.reset_tables``): the reset
+    copies' joint state is computed from the rows read; None: not."""
 
 
 def body_writes(
@@ -588,16 +595,24 @@ class Shard:
         if kept is not None:
             kept.resync()  # the rebuild moved the copies' constraint blocks
 
-    def reset_states(self, locals_: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> None:
+    def reset_states(
+        self,
+        locals_: np.ndarray,
+        poses: np.ndarray,
+        vels: np.ndarray,
+        forces: np.ndarray | None = None,
+        joints: tuple | None = None,
+    ) -> None:
         """Rebuild local copies ``locals_`` (ascending), write their states, read them back.
 
         ``poses`` and ``vels`` ``(len(locals_), bodies, 3)``, C-ordered float64, read into
         the World's rows (:meth:`bind`'s ``raw``). With the in-place reset (:attr:`kept`)
         all three are one C call without the GIL; else :meth:`rebuild`, then the C
         helper's ``write_bodies`` and ``read_rows``: the same setters and getters in the
-        same order, so the same bits (C helper only).
+        same order, so the same bits (C helper only). ``forces`` and ``joints``: as
+        :class:`StateWrite`'s, after the read (in that call, or here the same values).
         """
-        write = StateWrite(poses, vels, *self._state_tables)
+        write = StateWrite(poses, vels, *self._state_tables, forces, joints)
         kept = self.kept
         if kept is not None and kept.reset(locals_, False, write):
             return
@@ -608,6 +623,13 @@ class Shard:
         addrs, origins = write.addrs[at], write.origins[at]
         native.write_bodies(addrs, body_writes(poses, vels, write.moving, origins[::m]))
         native.read_rows(addrs, write.out, write.rows[at], origins)
+        copies = self.copies[locals_]
+        if forces is not None:
+            forces[copies] = 0.0
+        if joints is not None:
+            pos, vel, *table = joints
+            raw = write.out
+            native.joint_revs(raw, raw.shape[1], pos, vel, pos.shape[1], *table, copies)
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
         """Local copy ``cl``'s rebuild (:meth:`rebuild`) as flat sequences of C calls.
