@@ -349,7 +349,9 @@ class World:
         Raises:
             ValueError: If ``body_index`` is not an int in ``[0, n_bodies)``.
         """
-        b = index_arg(body_index, len(self.body_names), "body_state: body_index")
+        b = body_index
+        if b.__class__ is not int or not 0 <= b < self._nb:  # else an int in range, as is
+            b = index_arg(body_index, self._nb, "body_state: body_index")
         self._states.ensure(self._steps)
         return self._backend.raw.take(b, axis=1)  # a new array (cheaper than [:, b].copy())
 

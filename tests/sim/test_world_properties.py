@@ -112,3 +112,7 @@ def test_env_indices_and_body_state() -> None:
     assert np.array_equal(state[:, 3:6], w.body_velocities[:, disc])
     with pytest.raises(ValueError, match="body_index"):
         w.body_state(len(w.body_names))
+    for bad in (True, -1, float(disc), str(disc)):  # the plain-int fast path refuses these
+        with pytest.raises(ValueError, match=r"body_index must be an int in \[0, "):
+            w.body_state(bad)
+    assert np.array_equal(w.body_state(np.int64(disc)), state)

