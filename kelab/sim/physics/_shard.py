@@ -612,24 +612,37 @@ class Shard:
         same order, so the same bits (C helper only). ``forces`` and ``joints``: as
         :class:`StateWrite`'s, after the read (in that call, or here the same values).
         """
-        write = StateWrite(poses, vels, *self._state_tables, forces, joints)
+        m = self._state_tables[-1].size
+        if m:  # (the C call finds a copy's rows by its moving bodies')
+            write = StateWrite(poses, vels, *self._state_tables, forces, joints)
+        else:
+            write = StateWrite(poses, vels, *self._state_tables)
         kept = self.kept
         if kept is not None and kept.reset(locals_, False, write):
+            if not m:
+                self._after_read(locals_, forces, joints)
             return
         native = self._native_module
         self.rebuild(locals_, False)
-        m = write.moving.size
         at = (locals_[:, None] * m + np.arange(m)).ravel()
         addrs, origins = write.addrs[at], write.origins[at]
         native.write_bodies(addrs, body_writes(poses, vels, write.moving, origins[::m]))
         native.read_rows(addrs, write.out, write.rows[at], origins)
+        self._after_read(locals_, forces, joints)
+
+    def _after_read(
+        self, locals_: np.ndarray, forces: np.ndarray | None, joints: tuple | None
+    ) -> None:
+        """:class:`StateWrite`'s ``forces`` and ``joints`` of :meth:`reset_states`, here."""
         copies = self.copies[locals_]
         if forces is not None:
             forces[copies] = 0.0
         if joints is not None:
             pos, vel, *table = joints
-            raw = write.out
-            native.joint_revs(raw, raw.shape[1], pos, vel, pos.shape[1], *table, copies)
+            raw = self._state_tables[0]
+            self._native_module.joint_revs(
+                raw, raw.shape[1], pos, vel, pos.shape[1], *table, copies
+            )
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
         """Local copy ``cl``'s rebuild (:meth:`rebuild`) as flat sequences of C calls.
