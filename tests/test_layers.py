@@ -207,6 +207,7 @@ DOORS = {
     "torch": "kelab.train._torch",
     "atexit": "kelab.cli._exit",
     "pymunk": "kelab.sim.physics._chipmunk",
+    "numpy": "kelab.sim._numpy",
     "argparse": "kelab.cli.args",  # _SubParsersAction: add_subparsers' type, no public name
 }
 #: Underscored names their library documents as public.

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kelab.sim._numpy import count_nonzero
 from kelab.sim.kinematics import JointCache, joint_state
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout
@@ -94,7 +95,7 @@ class BodyStates:
         if self.since_read:
             self.read_period = self.since_read
             self.since_read = 0
-        if np.count_nonzero(self.valid) != self.n:  # (~1 us cheaper than .all(): every read)
+        if count_nonzero(self.valid) != self.n:  # (cheaper than .all(): every read)
             stale = np.flatnonzero(~self.valid)
             self.read(stale)
             self.check_finite(step, stale)
@@ -117,7 +118,7 @@ class BodyStates:
         jc = self.joints
         jc.wanted = True
         self.ensure(step)
-        if np.count_nonzero(jc.valid) != self.n:
+        if count_nonzero(jc.valid) != self.n:
             bad = np.flatnonzero(~jc.valid)
             rows: slice | np.ndarray = slice(None) if bad.size == self.n else bad
             jc.pos[rows], jc.vel[rows] = joint_state(self.layout, self.backend.raw[rows])
