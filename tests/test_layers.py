@@ -29,6 +29,7 @@ RANK = {
     "errors": -1,  # UserError: imports nothing; _validate raises it
     "_validate": 0,
     "_files": 0,
+    "_numpy": 0,  # numpy's door (a count without the dispatch wrapper), for every room
     "_after_import": 0,
     "_settings": 0.5,  # config fields declared once; uses _validate's checks
     "timing": 1,
@@ -207,7 +208,7 @@ DOORS = {
     "torch": "kelab.train._torch",
     "atexit": "kelab.cli._exit",
     "pymunk": "kelab.sim.physics._chipmunk",
-    "numpy": "kelab.sim._numpy",
+    "numpy": "kelab._numpy",
     "argparse": "kelab.cli.args",  # _SubParsersAction: add_subparsers' type, no public name
 }
 #: Underscored names their library documents as public.

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from kelab.sim._numpy import count_nonzero
+from kelab._numpy import count_nonzero
 from kelab.sim.kinematics import JointCache, joint_state
 from kelab.sim.physics._backend import Backend
 from kelab.sim.physics._compile import Layout

@@ -1,11 +1,11 @@
-"""numpy's one door (kelab/sim/_numpy.py): the count without the wrapper, the same ints."""
+"""numpy's one door (kelab/_numpy.py): the count without the wrapper, the same ints."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from kelab.sim import _numpy
+from kelab import _numpy
 
 
 @pytest.mark.parametrize(

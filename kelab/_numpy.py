@@ -1,5 +1,7 @@
 """numpy's whole-array count of nonzero values without its dispatch wrapper (internal).
 
+The bottom layer, as kelab/_validate.py: any room may use it.
+
 ``np.count_nonzero(a)`` is a Python function (``__array_function__`` dispatch, keyword
 handling) around ``numpy._core.multiarray.count_nonzero(a)``, which it calls for a whole
 array: ~0.8 us against ~0.12 us for the C function alone on a 256-copy bool array. The
