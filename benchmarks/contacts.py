@@ -1,4 +1,4 @@
-"""Contacts at full speed (#40): the friction model's cost, side by side in one process.
+"""Contacts at full speed (#40): the friction model's cost, side by side in one run.
 
     python benchmarks/contacts.py [--copies 256] [--rounds 15] [--chunk 20]
     python benchmarks/contacts.py --humanoid [--rounds 8]
@@ -19,8 +19,9 @@ The table gives env-steps per CPU second (the median chunk) and the median of th
 per-round ratios to the equal-coefficient World.
 
 ``--humanoid``: Humanoid-v0 x256 (packed, random actions: the reset-heavy loop) with 1
-and with 2 threads, each with the rules in C and with the Python rules, interleaved
-env-step chunks: the 2-thread/1-thread ratio by wall clock (what counts, on a machine
+and with 2 threads, each with the rules in C and with the Python rules, then with the
+shipped policy acting, each env in a child process of its own (as a training run's), in
+interleaved env-step chunks: the 2-thread/1-thread ratio by wall clock (what counts, on a machine
 with a core free for each thread) and the same ratio from the threads' CPU times along
 the critical path (``_packed.BarrierClock``): every physics step is a barrier of the
 shard threads, so a 2-thread env step lasts ``serial + critical``, the calling thread's
@@ -35,8 +36,12 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -119,75 +124,29 @@ def stack(copies: int, rounds: int, chunk: int) -> None:
 
 
 def humanoid(rounds: int, chunk: int) -> None:
-    """Random actions: the reset-heavy loop, with the rules in C, then in Python.
+    """Random actions (the reset-heavy loop), rules in C and in Python, then the policy.
 
-    Each pair (1 and 2 threads) is built, timed and closed before the next: only the two
-    Worlds compared are alive (four Humanoid x256 Worlds at once evict each other's data
-    from the caches between chunks: a cost neither would have alone).
+    Each env lives in a process of its own (:func:`_child`), as a training run's does,
+    and this process times them in interleaved chunks. Built in one process, Worlds share
+    its heap: where a World's Chipmunk objects land depends on what earlier Worlds left
+    there, and that moved the later pair's 2-thread rate by 5-10 % (2026-12-06, the shipped
+    policy after the random-action Worlds: 161-164k env-steps/s against 172-178k for the
+    same tree alone). Only the two envs compared are alive at once (four Humanoid x256
+    Worlds evict each other's data from the caches between chunks: a cost neither would
+    have alone).
     """
-    import gymnasium
-
-    rng = np.random.default_rng(0)
-    actions = [rng.uniform(-1, 1, (256, 6)).astype(np.float32) for _ in range(chunk)]
     times: dict = {}
     for use_c in (True, False):
-        _friction.USE_C = use_c
-        envs = {}
-        for threads in (1, 2):
-            env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
-                                     vectorization_mode="vector_entry_point",
-                                     num_threads=threads)  # fmt: skip
-            env.reset(seed=0)
-            envs[(use_c, threads)] = env
-        _interleave(envs, 1, lambda key, env, i: actions[i], chunk)  # warm: caches built
-        pair = _interleave(envs, rounds, lambda key, env, i: actions[i], chunk)
+        pair = _interleave({(use_c, t): ("random", use_c, t) for t in (1, 2)}, rounds, chunk)
         times["load"] = [times.get("load", pair["load"])[0], pair["load"][1]]
         times.update((k, v) for k, v in pair.items() if k != "load")
-        for env in envs.values():
-            env.close()
-    _friction.USE_C = True
     print(f"\nHumanoid-v0 x256, packed, random actions ({_resets(times, chunk)} resets per env "
           f"step), {rounds} rounds of {chunk} env steps {_loads(times)}\n")  # fmt: skip
     _table(times, chunk)
-    humanoid_policy(rounds, chunk)
-
-
-def humanoid_policy(rounds: int, chunk: int) -> None:
-    """The same with the shipped Humanoid policy acting: long episodes, few resets.
-
-    The policy's actions (the numpy player) are computed outside the timed steps; both
-    envs take the same actions from the same states (their results are the same bits).
-    """
-    import gymnasium
-
-    from kelab.tasks.humanoid import HumanoidTask
-    from kelab.train.player import RLPlayer
-    from kelab.train.shipped import shipped_policy
-
-    spec = shipped_policy(f"{HumanoidTask.__module__}:{HumanoidTask.__qualname__}")
-    player = RLPlayer(str(spec))
-    envs, obs = {}, {}
-    for threads in (1, 2):
-        env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
-                                 vectorization_mode="vector_entry_point",
-                                 num_threads=threads)  # fmt: skip
-        obs[(True, threads)] = env.reset(seed=0)[0]
-        envs[(True, threads)] = env
-
-    def act(key: tuple[bool, int], env: object, i: int) -> np.ndarray:
-        return player.act(obs[key])
-
-    def seen(key: tuple[bool, int], result: tuple) -> None:
-        obs[key] = result[0]
-
-    for _ in range(2):  # warm, and into the episodes
-        _interleave(envs, 1, act, chunk, seen)
-    times = _interleave(envs, rounds, act, chunk, seen)
+    times = _interleave({(True, t): ("policy", True, t) for t in (1, 2)}, rounds, chunk)
     print(f"\nHumanoid-v0 x256, packed, the shipped policy acting ({_resets(times, chunk)} resets "
           f"per env step), {rounds} rounds of {chunk} env steps {_loads(times)}\n")  # fmt: skip
     _table(times, chunk)
-    for env in envs.values():
-        env.close()
 
 
 #: per round of one env: wall seconds, the calling thread's CPU seconds, its serial part
@@ -196,37 +155,107 @@ Round = tuple[float, float, float, float, int]
 
 
 def _interleave(
-    envs: dict[tuple[bool, int], object],
-    rounds: int,
-    act: Callable[[tuple[bool, int], object, int], np.ndarray],
-    chunk: int,
-    seen: Callable[[tuple[bool, int], tuple], None] | None = None,
+    specs: dict[tuple[bool, int], tuple[str, bool, int]], rounds: int, chunk: int
 ) -> dict:
-    """Time ``rounds`` chunks of ``chunk`` env steps of every env, in rotating order."""
-    times: dict = {k: [] for k in envs}
-    keys = list(envs)
-    times["load"] = [_load()]
-    for r in range(rounds):
-        for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
-            env = envs[key]
-            gc.collect()
-            clock = _packed.CLOCK = _packed.BarrierClock()
-            wall = main = 0.0
-            resets = 0
-            for i in range(chunk):
-                a = act(key, env, i)
-                w0, c0 = time.perf_counter(), time.thread_time()
-                result = env.step(a)
-                main += time.thread_time() - c0
-                wall += time.perf_counter() - w0
-                resets += int(np.count_nonzero(result[2] | result[3]))
-                if seen is not None:
-                    seen(key, result)
-            _packed.CLOCK = None
-            serial = main - clock.caller
-            times[key].append((wall, main, serial, serial + clock.critical, resets))
-    times["load"].append(_load())
-    return times
+    """Time ``rounds`` chunks of ``chunk`` env steps of every env, in rotating order.
+
+    ``specs`` maps a key to a child's (loop, rules in C, threads): each env is stepped in
+    a child process (:func:`_child`) started from a neutral folder with this tree first on
+    its path; its warm-up chunks are not timed.
+    """
+    root = os.path.dirname(os.path.dirname(os.path.abspath(ke.__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)
+    env = {**os.environ, "PYTHONPATH": path}
+    kids = {
+        key: subprocess.Popen(
+            [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--child",
+                loop,
+                str(int(use_c)),
+                str(threads),
+                str(chunk),
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=tempfile.gettempdir(),
+            env=env,
+        )  # fmt: skip
+        for key, (loop, use_c, threads) in specs.items()
+    }
+    try:
+        for kid in kids.values():  # built and warm: each says so
+            if kid.stdout.readline().strip() != "ready":
+                raise RuntimeError("a benchmark child failed to start (its error is above)")
+        times: dict = {k: [] for k in kids}
+        keys = list(kids)
+        times["load"] = [_load()]
+        for r in range(rounds):
+            for key in keys[r % len(keys) :] + keys[: r % len(keys)]:
+                kids[key].stdin.write("run\n")
+                kids[key].stdin.flush()
+                times[key].append(tuple(json.loads(kids[key].stdout.readline())))
+        times["load"].append(_load())
+        return times
+    finally:
+        for kid in kids.values():
+            kid.stdin.close()
+            kid.wait(timeout=60)
+
+
+def _child(loop: str, use_c: bool, threads: int, chunk: int) -> None:
+    """Build one Humanoid-v0 x256 env; time a chunk of env steps per ``run`` line read.
+
+    Writes ``ready`` once warm, then one JSON :data:`Round` per chunk. The policy's
+    actions (the numpy player) are computed outside the timed steps.
+    """
+    import gymnasium
+
+    _friction.USE_C = use_c
+    env = gymnasium.make_vec("kelab/Humanoid-v0", num_envs=256, layout="packed",
+                             vectorization_mode="vector_entry_point",
+                             num_threads=threads)  # fmt: skip
+    obs = env.reset(seed=0)[0]
+    if loop == "policy":
+        from kelab.tasks.humanoid import HumanoidTask
+        from kelab.train.player import RLPlayer
+        from kelab.train.shipped import shipped_policy
+
+        spec = shipped_policy(f"{HumanoidTask.__module__}:{HumanoidTask.__qualname__}")
+        player = RLPlayer(str(spec))
+        warm = 2  # and into the episodes
+    else:  # the same actions in every child
+        rng = np.random.default_rng(0)
+        actions = [rng.uniform(-1, 1, (256, 6)).astype(np.float32) for _ in range(chunk)]
+        warm = 1
+
+    def run() -> Round:
+        nonlocal obs
+        gc.collect()
+        clock = _packed.CLOCK = _packed.BarrierClock()
+        wall = main = 0.0
+        resets = 0
+        for i in range(chunk):
+            a = player.act(obs) if loop == "policy" else actions[i]
+            w0, c0 = time.perf_counter(), time.thread_time()
+            result = env.step(a)
+            main += time.thread_time() - c0
+            wall += time.perf_counter() - w0
+            resets += int(np.count_nonzero(result[2] | result[3]))
+            obs = result[0]
+        _packed.CLOCK = None
+        serial = main - clock.caller
+        return (wall, main, serial, serial + clock.critical, resets)
+
+    for _ in range(warm):  # caches built
+        run()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        if line.strip() == "run":
+            print(json.dumps(run()), flush=True)
+    env.close()
 
 
 def _resets(times: dict, chunk: int) -> str:
@@ -272,7 +301,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--chunk", type=int, default=20, help="steps per timed chunk")
     ap.add_argument("--humanoid", action="store_true", help="Humanoid-v0, 1 vs 2 threads")
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # one env (_child)
     args = ap.parse_args()
+    if args.child:
+        loop, use_c, threads, chunk = args.child
+        _child(loop, use_c == "1", int(threads), int(chunk))
+        return
     if native_module() is None:
         print("(no C helper here: every row runs the Python rules)")
     if args.humanoid:

@@ -256,9 +256,11 @@ def run_preview(
                 episodes += 1
                 ended[info["ended_by"]] = ended.get(info["ended_by"], 0) + 1
                 ok_text = "" if "is_success" not in info else f", success={info['is_success']}"
+                length = info["episode_length"]
+                plural = "" if length == 1 else "s"
                 print_fn(
-                    f"episode {episodes}: ended by {info['ended_by']!r} after "
-                    f"{info['episode_length']} steps, return {info['episode_return']:.2f}{ok_text}"
+                    f"episode {episodes}: ended by {info['ended_by']!r} after {length} "
+                    f"step{plural}, return {info['episode_return']:.2f}{ok_text}"
                 )
                 if "randomization" in info:  # the values this episode ran with
                     drawn = ", ".join(f"{k} {v:.4g}" for k, v in info["randomization"].items())

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pytest
 
 from kelab.cli.preview import add_preview_parser, run_preview
+from kelab.tasks.cartpole import CartPoleTask
 
 
 def test_preview_runs_a_task_and_reports_episodes():
@@ -26,3 +28,18 @@ def test_preview_parser_and_paced_window(monkeypatch, capsys):
     args = parser.parse_args(["preview", "kelab/BallToGoal-v0", "--seconds", "0.1"])
     assert args.func(args) == 0
     assert "previewing BallToGoalTask" in capsys.readouterr().out
+
+
+class OneStep(CartPoleTask):
+    """Every episode is cut short after its first step."""
+
+    def get_dones(self):
+        terminated, truncated = super().get_dones()
+        return terminated, np.ones_like(truncated)
+
+
+def test_preview_says_one_step_in_the_singular():
+    lines = []
+    run_preview(f"{__name__}:OneStep", seconds=0.05, render_mode=None, print_fn=lines.append)
+    assert any("after 1 step," in line for line in lines), lines
+    assert not any("after 1 steps" in line for line in lines)
