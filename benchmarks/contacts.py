@@ -1,7 +1,7 @@
 """Contacts at full speed (#40): the friction model's cost, side by side in one run.
 
     python benchmarks/contacts.py [--copies 256] [--rounds 15] [--chunk 20]
-    python benchmarks/contacts.py --humanoid [--rounds 6] [--chunk 300]
+    python benchmarks/contacts.py --humanoid [--rounds 10] [--chunk 300]
 
 ``stack`` (the default): a floor, 5 stacked boxes and a ball, copies packed, one thread.
 Three Worlds step in alternating chunks of ``--chunk`` physics steps, each chunk timed by
@@ -306,7 +306,7 @@ def _load() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--copies", type=int, default=256)
-    ap.add_argument("--rounds", type=int, help="timed chunks of each (15; --humanoid: 6)")
+    ap.add_argument("--rounds", type=int, help="timed chunks of each (15; --humanoid: 10)")
     ap.add_argument("--chunk", type=int, help="steps per timed chunk (20; --humanoid: 300)")
     ap.add_argument("--humanoid", action="store_true", help="Humanoid-v0, 1 vs 2 threads")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)  # one env (_child)
@@ -318,7 +318,7 @@ def main() -> None:
     if native_module() is None:
         print("(no C helper here: every row runs the Python rules)")
     if args.humanoid:
-        humanoid(args.rounds or 6, args.chunk or HUMANOID_CHUNK)
+        humanoid(args.rounds or 10, args.chunk or HUMANOID_CHUNK)
     else:
         stack(args.copies, args.rounds or 15, args.chunk or 20)
 
