@@ -236,8 +236,7 @@ class History:
 
     def _rebuilt(self, ids: np.ndarray, step: int) -> None:
         """The World's side of :meth:`rebuild`, after the backend's: logged, forgotten."""
-        self.log.append(step, Kind.BUILD, ids.copy())
-        index = len(self.log) - 1
+        index = len(self.log)  # of the BUILD entry, appended once the rows are written
         native, c, controls = self._native, self.contacts, self.controls
         first = None
         if native is not None and ids.size and ids.dtype == np.int64 and ids.flags.c_contiguous:
@@ -257,6 +256,7 @@ class History:
             if ids.size:
                 self.epoch_step[ids] = step
                 self.rebase_at = int(self.epoch_step.min()) + self.max_log
+        self.log.append(step, Kind.BUILD, ids.copy())
         c.sums = None
         self.log.prune(self.epoch, first)  # nothing to drop while a copy has not been rebuilt
 

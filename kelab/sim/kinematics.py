@@ -14,6 +14,7 @@ import numpy as np
 
 from kelab.sim.physics._compile import JointLayout, Layout
 from kelab.sim.physics._guard import native_module
+from kelab.sim.physics._shard import JointTables
 
 if TYPE_CHECKING:
     from kelab.sim.physics._backend import Backend
@@ -80,7 +81,7 @@ class JointCache:
         plan = _joint_plan(layout)
         bind = getattr(backend, "bind_joints", None)
         if bind is not None and nj and not plan.other and native_module() is not None:
-            bind(self.pos, self.vel, plan.rev_table, self.due)
+            bind(JointTables(self.pos, self.vel, *plan.rev_table), self.due)
         # and joint_revs with its fixed arguments, looked up once, for the other reads
         # (what joint_state and _joint_rows call for these rows, without their checks
         # each read: Humanoid-v0 x256, 2 threads, the 3 reads of an env step 36 -> 30 us
@@ -94,16 +95,16 @@ class JointCache:
         """Whether the next read's rows get their joint state (else they are marked stale)."""
         return self.wanted and self.eager
 
-    def reset_tables(self) -> tuple | None:
+    def reset_tables(self) -> JointTables | None:
         """The arrays a reset's C read computes its rows' joint state with, or None.
 
-        ``(pos, vel, cols, child, parent, rel)``: this cache's arrays and ``joint_revs``'
-        tables, where :meth:`update` would compute those rows with ``joint_revs`` (then
-        call ``update(rows, True)``); None where it would not.
+        This cache's arrays and ``joint_revs``' tables, where :meth:`update` would compute
+        those rows with ``joint_revs`` (then call ``update(rows, True)``); None where it
+        would not.
         """
         if self._revs is None or not self.due():
             return None
-        return (self.pos, self.vel, *self._revs[3:])
+        return JointTables(self.pos, self.vel, *self._revs[3:])
 
     def update(self, rows: slice | np.ndarray, computed: bool = False) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read.

@@ -143,7 +143,9 @@ class ReplayLog:
         if first <= self._kept:  # nothing to drop (a step's resets, mostly: ~40 us saved)
             return
         dropped = self.entries[:first]
-        if first <= len(_KEPT):  # (more entries cannot each be of its own kept kind)
+        # the kinds scanned only where the head can be all kept kinds (more entries cannot
+        # each be of its own kind): with _replace-free shifts below, ~4 -> ~2.5 us a prune
+        if first <= len(_KEPT):
             kinds = [e.kind for e in dropped]
             if len(set(kinds)) == first and _KEPT.issuperset(kinds):
                 return  # the head is what is in effect already: nothing to drop

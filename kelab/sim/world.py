@@ -350,7 +350,9 @@ class World:
             ValueError: If ``body_index`` is not an int in ``[0, n_bodies)``.
         """
         b = body_index
-        if b.__class__ is not int or not 0 <= b < self._nb:  # else an int in range, as is
+        # a plain int in range as is; anything else through index_arg (the same errors):
+        # ~0.2 us a call less, 4 calls an env step of a locomotion task
+        if b.__class__ is not int or not 0 <= b < self._nb:
             b = index_arg(body_index, self._nb, "body_state: body_index")
         self._states.ensure(self._steps)
         return self._backend.raw.take(b, axis=1)  # a new array (cheaper than [:, b].copy())

@@ -212,7 +212,7 @@ def test_the_stepper_refuses_joint_tables_that_disagree() -> None:
         with pytest.raises(ValueError, match="Stepper.joints: pos and vel must hold"):
             stepper.joints(np.zeros((8, nj)), np.zeros((8, nj)), nb, nj, cols, child, parent, rel)
         fresh = native.Stepper(*_stepper_args(w))
-        with pytest.raises(ValueError, match="joints=True needs the joint tables"):
+        with pytest.raises(ValueError, match="joints must be False while no joint tables"):
             fresh.run(1 / 120, 1, None, 0, True)
     finally:
         w.close()

@@ -345,6 +345,10 @@ def test_reset_rows_refuses_ids_out_of_range_writing_nothing() -> None:
     with pytest.raises(ValueError, match="ids must be int64 in"):
         native.reset_rows(np.array([1, 4]), (zero,), (one,), epoch, 9, steps, 9)
     assert zero.all() and not one.any() and epoch.tolist() == [0, 1, 2, 3]
+    # an array of another row count is named, with its size
+    with pytest.raises(ValueError, match=r"n=4 rows, got array 1 of the 2 .* of 5 bytes"):
+        native.reset_rows(np.array([1]), (zero,), (np.zeros(5, bool),), epoch, 9, steps, 9)
+    assert zero.all() and epoch.tolist() == [0, 1, 2, 3]
     got = native.reset_rows(np.array([2, 0]), (zero,), (one,), epoch, 9, steps, 5)
     assert got == (1, 1) and zero[[0, 2]].sum() == 0 and zero[[1, 3]].all()
     assert one.tolist() == [True, False, True, False]

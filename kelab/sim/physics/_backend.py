@@ -20,6 +20,7 @@ from kelab.sim.physics._friction import FrictionTable
 from kelab.sim.physics._isolated import IsolatedBackend
 from kelab.sim.physics._packed import PackedBackend
 from kelab.sim.physics._params import HeldMasses
+from kelab.sim.physics._shard import JointTables
 from kelab.sim.physics._warm import WarmFormat, WarmParts
 from kelab.sim.scene.scene import Scene
 
@@ -37,9 +38,10 @@ class Backend(Protocol):
     """``(num_envs,)`` x of each copy's origin in its space (contact points are there)."""
     on_read: Callable[..., None] | None
     """Called with the rows of :attr:`raw` just read (the World's joint cache); as
-    ``on_read(rows, True)`` where their joint state was computed with the tables of
-    :attr:`reset_joints` already."""
-    reset_joints: Callable[[], tuple | None] | None
+    ``on_read(rows, True)`` where the reader computed their joint state already: a reset
+    with the tables of :attr:`reset_joints`, or a packed step with those bound by
+    ``PackedBackend.bind_joints``."""
+    reset_joints: Callable[[], JointTables | None] | None
     """Where set (the World's joint cache, ``JointCache.reset_tables``): the tables with
     which :meth:`reset_states` may compute the joint state of the rows it reads (None
     from it: not wanted)."""

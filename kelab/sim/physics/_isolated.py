@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -45,6 +46,9 @@ from kelab.sim.physics._params import (
 )
 from kelab.sim.physics._warm import WarmFormat, WarmParts, apply, capture
 from kelab.sim.scene.scene import Scene
+
+if TYPE_CHECKING:  # the type only: the tables are the packed layout's
+    from kelab.sim.physics._shard import JointTables
 
 
 class IsolatedBackend:
@@ -104,7 +108,7 @@ class IsolatedBackend:
         #: Called as ``on_read(rows)`` (in the reading thread) after rows of ``raw`` are read.
         self.on_read: Callable[..., None] | None = None
         #: Never called here (its resets read through on_read): the Backend's attribute.
-        self.reset_joints: Callable[[], tuple | None] | None = None
+        self.reset_joints: Callable[[], JointTables | None] | None = None
         #: Copy origins along x in their space (0: every copy has its own space).
         self.origin_x = np.zeros(num_envs)
         self._copies: list[CopySpace] = [build_copy(scene, layout) for _ in range(num_envs)]

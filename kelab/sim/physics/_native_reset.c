@@ -258,7 +258,10 @@ parse_then(PyObject *then, Then *w, const int64_t *locals, Py_ssize_t nl, Py_ssi
                 || !PyArg_ParseTuple(joints, "w*w*y*y*y*y*", &w->pos, &w->vel, &w->cols,
                                      &w->child, &w->parent, &w->rel)))) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "reset: then's joints must be a tuple or None");
+            PyErr_Format(PyExc_TypeError,
+                         "reset: then's joints must be a JointTables (a tuple of 6 arrays) or "
+                         "None, got %.100s; pass JointCache.reset_tables()",
+                         Py_TYPE(joints)->tp_name);
         release_then(w);
         return 0;
     }
@@ -519,6 +522,7 @@ reset_rows(PyObject *self, PyObject *args)
     int ok = bufs != NULL && n > 0 && steps.len == epoch.len && ids.len % 8 == 0;
     const int64_t *at = ids.buf;
     for (Py_ssize_t r = 0; ok && r < m; r++) ok = at[r] >= 0 && at[r] < n;
+    int ids_ok = ok;
     for (; ok && got < na; got++) {
         PyObject *a = PyTuple_GET_ITEM(got < nz ? zeros : ones, got < nz ? got : got - nz);
         if (PyObject_GetBuffer(a, &bufs[got], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) break;
@@ -540,6 +544,7 @@ reset_rows(PyObject *self, PyObject *args)
         if (ep[i] < low) low = ep[i];
         if (st[i] < oldest) oldest = st[i];
     }
+    Py_ssize_t misfit = !ok && ids_ok && got > 0 ? bufs[got - 1].len : 0;  /* for the error */
     for (Py_ssize_t i = 0; bufs && i < got; i++) PyBuffer_Release(&bufs[i]);
     PyMem_Free(bufs);
     PyBuffer_Release(&ids);
@@ -547,9 +552,17 @@ reset_rows(PyObject *self, PyObject *args)
     PyBuffer_Release(&steps);
     if (ok && got == na) return Py_BuildValue("LL", (long long)low, (long long)oldest);
     if (bufs == NULL) return PyErr_NoMemory();
-    if (!PyErr_Occurred())
-        PyErr_SetString(PyExc_ValueError,
-                        "reset_rows: ids must be int64 in [0, n), every array C-ordered "
-                        "with n rows (n: len(epoch) > 0, epoch_step as long), nothing written");
+    if (!PyErr_Occurred() && !ids_ok)
+        PyErr_Format(PyExc_ValueError,
+                     "reset_rows: ids must be int64 in [0, n) (n = len(epoch) > 0, epoch_step "
+                     "as long), got n=%zd and %zd ids with one out of range or a table of "
+                     "another length; pass the World's own arrays (nothing was written)",
+                     n, m);
+    else if (!PyErr_Occurred())
+        PyErr_Format(PyExc_ValueError,
+                     "reset_rows: every array must be C-ordered with n=%zd rows, got array %zd "
+                     "of the %zd (zeros, then ones) of %zd bytes; pass the World's own arrays "
+                     "(nothing was written)",
+                     n, got - 1, na, misfit);
     return NULL;
 }

@@ -352,11 +352,13 @@ stepper_run(Stepper *st, PyObject *args)
     if (!PyArg_ParseTuple(args, "diOi|p", &dt, &count, &gang, &party, &joints)) return NULL;
     if (joints && !st->jheld) {
         PyErr_SetString(PyExc_ValueError,
-                        "Stepper.run: joints=True needs the joint tables; call joints() first");
+                        "Stepper.run: joints must be False while no joint tables are bound, "
+                        "got True; bind them with Stepper.joints() first");
         return NULL;
     }
     if (gang != Py_None && !PyObject_TypeCheck(gang, &GangType)) {
-        PyErr_SetString(PyExc_TypeError, "Stepper.run: gang must be a Gang or None");
+        PyErr_Format(PyExc_TypeError, "Stepper.run: gang must be a Gang or None, got %.100s",
+                     Py_TYPE(gang)->tp_name);
         return NULL;
     }
     Gang *g = gang == Py_None ? NULL : (Gang *)gang;

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 
@@ -44,6 +45,7 @@ from kelab.sim.physics._params import (
 )
 from kelab.sim.physics._shard import (
     CAPACITY,
+    JointTables,
     Plan,
     Shard,
     body_writes,
@@ -231,7 +233,10 @@ class ShardWorkers:
         self._threads = []
 
 
-def built_apart(makers: list[Callable[[], object]]) -> list:
+T = TypeVar("T")
+
+
+def built_apart(makers: list[Callable[[], T]]) -> list[T]:
     """Call each of ``makers`` in a short-lived thread of its own, in order; their results.
 
     For the shards' spaces: a thread allocates from a malloc arena of its own (glibc), so
@@ -255,11 +260,11 @@ def built_apart(makers: list[Callable[[], object]]) -> list:
     >>> built_apart([lambda: 1, lambda: 2])
     [1, 2]
     """
-    out = []
+    out: list[T] = []
     for make in makers:
         box: list[tuple[bool, object]] = []
 
-        def run(make: Callable[[], object] = make, box: list = box) -> None:
+        def run(make: Callable[[], T] = make, box: list = box) -> None:
             try:
                 box.append((True, make()))
             except BaseException as exc:  # raised in the calling thread below
@@ -376,7 +381,7 @@ class PackedBackend:
         #: Whether the next step_many computes the joint state (:meth:`bind_joints`)
         self._joints_due: Callable[[], bool] | None = None
         #: The joint tables a reset's read computes its rows' joint state with (Backend).
-        self.reset_joints: Callable[[], tuple | None] | None = None
+        self.reset_joints: Callable[[], JointTables | None] | None = None
         self._every = np.arange(num_envs)
         self._all_shards = list(range(len(self._split)))
         self._every.flags.writeable = False  # handed out by step()
@@ -696,19 +701,13 @@ class PackedBackend:
         self.read_within = all(self._within)
         return self._taken[0]
 
-    def bind_joints(
-        self,
-        pos: np.ndarray,
-        vel: np.ndarray,
-        table: tuple[np.ndarray, ...],
-        due: Callable[[], bool],
-    ) -> bool:
+    def bind_joints(self, tables: JointTables, due: Callable[[], bool]) -> bool:
         """Let :meth:`step_many` compute the joint state of the copies it reads, in C.
 
-        Each shard's job then writes its copies' rows of ``pos`` and ``vel`` (``(num_envs,
-        n_joints)``, held: written in place) after its last read, without the GIL, with the
-        C helper's ``joint_revs`` operations and ``table`` (its ``cols, child, parent,
-        rel``: every joint revolute or fixed), whenever ``due()`` says so before the step;
+        Each shard's job then writes its copies' rows of ``tables.pos`` and ``tables.vel``
+        (held: written in place) after its last read, without the GIL, with the C helper's
+        ``joint_revs`` operations and tables (every joint revolute or fixed), whenever
+        ``due()`` says so before the step;
         ``on_read(rows, True)`` then tells the owner. Before, the calling thread computed
         them, shard 0's rows inside the barrier and the others' after it (Humanoid-v0 x256
         on 2 threads, ~14 and ~11 us of its thread CPU an env step; A/B in one run: the
@@ -719,9 +718,9 @@ class PackedBackend:
         """
         if not self.can_step_many:
             return False
-        nj = pos.shape[1]
+        t = tables
         for shard in self._shards:
-            shard.stepper.joints(pos, vel, self._nb, nj, *table)
+            shard.stepper.joints(t.pos, t.vel, self._nb, t.pos.shape[1], *t[2:])
         self._joints_due = due
         return True
 
@@ -878,7 +877,7 @@ class PackedBackend:
     def _reset_shard(
         self,
         jobs: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-        joints: tuple | None,
+        joints: JointTables | None,
         k: int,
     ) -> None:
         """Shard ``k``'s part of :meth:`reset_states` (in the shard's thread)."""

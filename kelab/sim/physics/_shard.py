@@ -74,6 +74,27 @@ _STATIC_IDS = 1 << 56
 _PIECE_CELLS = 8
 
 
+class JointTables(NamedTuple):
+    """Where a C read computes its rows' joint state (the C calls take it as a tuple).
+
+    The World's joint cache's arrays and the C helper's ``joint_revs`` tables
+    (kelab/sim/kinematics.py; every joint revolute or fixed).
+    """
+
+    pos: np.ndarray
+    """float64 ``(num_envs, n_joints)``: the joint positions, written in place."""
+    vel: np.ndarray
+    """float64 ``(num_envs, n_joints)``: the joint velocities, written in place."""
+    cols: np.ndarray
+    """int64: the revolute joints' columns."""
+    child: np.ndarray
+    """int64: each one's child body."""
+    parent: np.ndarray
+    """int64: each one's parent body (-1: the world)."""
+    rel: np.ndarray
+    """float64: each one's initial relative angle."""
+
+
 class StateWrite(NamedTuple):
     """A reset's state write and read-back for copies of one shard (C helper only).
 
@@ -101,10 +122,9 @@ class StateWrite(NamedTuple):
     forces: np.ndarray | None = None
     """The World's held forces ``(num_envs, bodies, 3)`` (a row per row of ``out``): the
     reset copies' rows are zeroed; None: left alone."""
-    joints: tuple | None = None
-    """``(pos, vel, cols, child, parent, rel)``: the joint cache's rows and the C helper's
-    ``joint_revs`` tables (kelab/sim/kinematics.py, ``JointCache.reset_tables``): the reset
-    copies' joint state is computed from the rows read; None: not."""
+    joints: JointTables | None = None
+    """Where the reset copies' joint state is computed from the rows read
+    (``JointCache.reset_tables``); None: not."""
 
 
 def body_writes(
@@ -601,7 +621,7 @@ class Shard:
         poses: np.ndarray,
         vels: np.ndarray,
         forces: np.ndarray | None = None,
-        joints: tuple | None = None,
+        joints: JointTables | None = None,
     ) -> None:
         """Rebuild local copies ``locals_`` (ascending), write their states, read them back.
 
@@ -631,17 +651,16 @@ class Shard:
         self._after_read(locals_, forces, joints)
 
     def _after_read(
-        self, locals_: np.ndarray, forces: np.ndarray | None, joints: tuple | None
+        self, locals_: np.ndarray, forces: np.ndarray | None, joints: JointTables | None
     ) -> None:
         """:class:`StateWrite`'s ``forces`` and ``joints`` of :meth:`reset_states`, here."""
         copies = self.copies[locals_]
         if forces is not None:
             forces[copies] = 0.0
         if joints is not None:
-            pos, vel, *table = joints
-            raw = self._state_tables[0]
+            j, raw = joints, self._state_tables[0]
             self._native_module.joint_revs(
-                raw, raw.shape[1], pos, vel, pos.shape[1], *table, copies
+                raw, raw.shape[1], j.pos, j.vel, j.pos.shape[1], *j[2:], copies
             )
 
     def _rebuild_calls(self, cl: int, place: bool) -> tuple[Calls, tuple[object, ...], Calls]:
