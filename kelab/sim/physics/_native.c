@@ -248,6 +248,19 @@ write_forces(PyObject *self, PyObject *args)
  * a[parent]) - rel`` and ``w[child] - w[parent]`` (a parent < 0: 0.0), the numpy formulas'
  * operations in their order. The tables are checked by the caller. No Python: runs
  * without the GIL (joint_revs, and a Stepper's run for its copies' rows). */
+int
+joint_tables_fit(const Py_buffer *cols, const Py_buffer *child, const Py_buffer *parent,
+                 const Py_buffer *rel, Py_ssize_t nj, Py_ssize_t nb)
+{
+    Py_ssize_t k = cols->len / 8;
+    const int64_t *c = cols->buf, *ch = child->buf, *pa = parent->buf;
+    int ok = cols->len % 8 == 0 && child->len == cols->len && parent->len == cols->len
+             && rel->len == cols->len;
+    for (Py_ssize_t j = 0; ok && j < k; j++)
+        ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nb && pa[j] >= -1 && pa[j] < nb;
+    return ok;
+}
+
 void
 rev_loop(const double *raw, Py_ssize_t nb, double *pos, double *vel, Py_ssize_t nj,
          Py_ssize_t k, const int64_t *cols, const int64_t *child, const int64_t *parent,
@@ -287,14 +300,11 @@ joint_revs(PyObject *self, PyObject *args)
                           &child, &parent, &rel, &rows))
         return NULL;
     Py_ssize_t k = cols.len / 8, m = nj > 0 ? pos.len / (8 * nj) : 0;
-    const int64_t *c = cols.buf, *ch = child.buf, *pa = parent.buf;
     const int64_t *at = rows.obj ? rows.buf : NULL;
     Py_ssize_t count = at ? rows.len / 8 : m;
-    int ok = nb > 0 && nj > 0 && cols.len % 8 == 0 && child.len == cols.len
-             && parent.len == cols.len && rel.len == cols.len && pos.len == m * nj * 8
-             && vel.len == pos.len && raw.len == m * nb * 48 && (!at || rows.len % 8 == 0);
-    for (Py_ssize_t j = 0; ok && j < k; j++)
-        ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nb && pa[j] >= -1 && pa[j] < nb;
+    int ok = nb > 0 && nj > 0 && pos.len == m * nj * 8 && vel.len == pos.len
+             && raw.len == m * nb * 48 && (!at || rows.len % 8 == 0)
+             && joint_tables_fit(&cols, &child, &parent, &rel, nj, nb);
     for (Py_ssize_t i = 0; ok && at && i < count; i++) ok = at[i] >= 0 && at[i] < m;
     if (!ok) {
         Py_buffer *held[] = {&raw, &pos, &vel, &cols, &child, &parent, &rel, &rows};
@@ -303,7 +313,8 @@ joint_revs(PyObject *self, PyObject *args)
                       "for as many rows, the joint tables one entry per joint within them, "
                       "rows (if given) int64 rows of them");
     }
-    rev_loop(raw.buf, nb, pos.buf, vel.buf, nj, k, c, ch, pa, rel.buf, at, count);
+    rev_loop(raw.buf, nb, pos.buf, vel.buf, nj, k, cols.buf, child.buf, parent.buf, rel.buf, at,
+             count);
     PyBuffer_Release(&raw);
     PyBuffer_Release(&pos);
     PyBuffer_Release(&vel);

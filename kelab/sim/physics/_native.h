@@ -93,6 +93,11 @@ KL_HIDDEN void rev_loop(const double *raw, Py_ssize_t nb, double *pos, double *v
                         Py_ssize_t nj, Py_ssize_t k, const int64_t *cols, const int64_t *child,
                         const int64_t *parent, const double *rel, const int64_t *at,
                         Py_ssize_t count);
+/* Whether rev_loop's tables fit: cols, child, parent and rel one 8-byte entry per joint,
+ * each column in [0, nj), each child in [0, nb), each parent in [-1, nb) (_native.c). */
+KL_HIDDEN int joint_tables_fit(const Py_buffer *cols, const Py_buffer *child,
+                               const Py_buffer *parent, const Py_buffer *rel, Py_ssize_t nj,
+                               Py_ssize_t nb);
 KL_HIDDEN extern PyTypeObject StepperType, GangType;
 
 /* The per-copy parameter writers (_native_params.c), entries of the module's table. */

@@ -290,13 +290,8 @@ parse_then(PyObject *then, Then *w, const int64_t *locals, Py_ssize_t nl, Py_ssi
     if (ok && w->forces.obj) ok = w->forces.len == copies * nall * 24;
     if (ok && w->pos.obj) {
         Py_ssize_t k = w->cols.len / 8, nj = copies ? w->pos.len / 8 / copies : 0;
-        const int64_t *c = w->cols.buf, *ch = w->child.buf, *pa = w->parent.buf;
         ok = nj > 0 && w->pos.len == copies * nj * 8 && w->vel.len == w->pos.len
-             && w->cols.len % 8 == 0 && w->child.len == w->cols.len
-             && w->parent.len == w->cols.len && w->rel.len == w->cols.len;
-        for (Py_ssize_t j = 0; ok && j < k; j++)
-            ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nall && pa[j] >= -1
-                 && pa[j] < nall;
+             && joint_tables_fit(&w->cols, &w->child, &w->parent, &w->rel, nj, nall);
         w->nj = nj;
         w->k = k;
     }

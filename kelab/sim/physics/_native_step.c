@@ -307,12 +307,9 @@ stepper_joints(Stepper *st, PyObject *args)
                           &b[5]))
         return NULL;
     Py_ssize_t k = b[2].len / 8, m = nj > 0 ? b[0].len / (8 * nj) : 0;
-    const int64_t *c = b[2].buf, *ch = b[3].buf, *pa = b[4].buf;
     int ok = nb > 0 && nj > 0 && b[0].len == m * nj * 8 && b[1].len == b[0].len
-             && st->bufs[3].len == m * nb * 48 && b[2].len % 8 == 0 && b[3].len == b[2].len
-             && b[4].len == b[2].len && b[5].len == b[2].len;
-    for (Py_ssize_t j = 0; ok && j < k; j++)
-        ok = c[j] >= 0 && c[j] < nj && ch[j] >= 0 && ch[j] < nb && pa[j] >= -1 && pa[j] < nb;
+             && st->bufs[3].len == m * nb * 48
+             && joint_tables_fit(&b[2], &b[3], &b[4], &b[5], nj, nb);
     for (Py_ssize_t i = 0; ok && i < st->ncopies; i++)
         ok = st->copies[i] >= 0 && st->copies[i] < m;
     if (!ok) {
