@@ -59,7 +59,7 @@ class JointCache:
 
     The backend calls :meth:`update` (in the thread that stored the read) after rows of its ``raw``
     array were read: once joints have been asked for (``wanted``) it computes their joint
-    state there, else it marks them stale. A backend with ``bind_joints`` (the packed
+    state there, else it marks them stale. A backend whose ``bind_joints`` takes them (the packed
     layout's multi-step jobs, with the C helper) computes it in its shard threads instead
     when :meth:`due` says so, and then only tells :meth:`update` which rows it did.
     """
@@ -79,17 +79,19 @@ class JointCache:
         # compute the joint state in its shard threads (C, without the GIL) is handed
         # the arrays once; its on_read then says which rows it computed
         plan = _joint_plan(layout)
-        bind = getattr(backend, "bind_joints", None)
-        if bind is not None and nj and not plan.other and native_module() is not None:
-            bind(JointTables(self.pos, self.vel, *plan.rev_table), self.due)
+        tables = JointTables(self.pos, self.vel, *plan.rev_table)
+        if nj and not plan.other and native_module() is not None:
+            backend.bind_joints(tables, self.due)
         # and joint_revs with its fixed arguments, looked up once, for the other reads
         # (what joint_state and _joint_rows call for these rows, without their checks
         # each read: Humanoid-v0 x256, 2 threads, the 3 reads of an env step 36 -> 30 us
         # of thread CPU, before the steps computed theirs in their threads)
         native = native_module() if plan.rev.size and not plan.other else None
         self._revs = None
+        self._tables: JointTables | None = None  # for reset_tables: one record, held
         if native is not None and backend.raw.flags.c_contiguous:
             self._revs = (native.joint_revs, backend.raw.shape[1], nj, *plan.rev_table)
+            self._tables = tables
 
     def due(self) -> bool:
         """Whether the next read's rows get their joint state (else they are marked stale)."""
@@ -102,9 +104,7 @@ class JointCache:
         those rows with ``joint_revs`` (then call ``update(rows, True)``); None where it
         would not.
         """
-        if self._revs is None or not self.due():
-            return None
-        return JointTables(self.pos, self.vel, *self._revs[3:])
+        return self._tables if self.due() else None
 
     def update(self, rows: slice | np.ndarray, computed: bool = False) -> None:
         """Refresh (or invalidate) the joint state of ``rows`` after a batch read.

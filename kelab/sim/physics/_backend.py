@@ -116,6 +116,14 @@ class Backend(Protocol):
         """
         ...
 
+    def bind_joints(self, tables: JointTables, due: Callable[[], bool]) -> bool:
+        """Let multi-step jobs compute the joint state of the rows they read, in C.
+
+        Whenever ``due()`` says so before such a step; ``on_read(rows, True)`` then says
+        which rows. Returns whether the backend does (False: the owner computes it).
+        """
+        ...
+
     def capture_warm(self, ids: np.ndarray) -> list[np.ndarray]:
         """The warm starts of copies ``ids``, a vector each (only where :attr:`warm`)."""
         ...

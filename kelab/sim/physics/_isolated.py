@@ -361,6 +361,10 @@ class IsolatedBackend:
             ids, self._moving, self._body_ptr, velocities, self._param_writer, self._moving_addrs
         )
 
+    def bind_joints(self, tables: JointTables, due: Callable[[], bool]) -> bool:
+        """Not here (False): a copy's steps are separate calls, the owner computes it."""
+        return False
+
     def reset_states(self, ids: np.ndarray, poses: np.ndarray, vels: np.ndarray) -> bool:
         """:meth:`rebuild` copies ``ids``, then :meth:`write_states`; not read (False)."""
         self.rebuild(ids, place=False)
